@@ -1,0 +1,749 @@
+/* config.c — the cluster configuration file and a daemon's view of it. */
+#include "config/config.h"
+#include "log/log.h"
+#include "util/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libconfig.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef TSR_PLUGIN_DIR
+#define TSR_PLUGIN_DIR "/usr/local/lib/tessera/plugins"
+#endif
+
+static const char *const log_levels[] = {
+#define X(up, low, val) #low,
+	TSR_LOG_LEVEL_MAP(X)
+#undef X
+	NULL
+};
+
+/* The core's options: every daemon and tool understands these.  Daemon
+ * types append their own rows as they are written.  Keep doc/configuration.md
+ * in step (`tessera config options --format md` prints it). */
+static const struct tsr_conf_opt core_options[] = {
+	{ { .name = "fsid", .type = TSR_OPT_STRING, .def = "",
+	    .help = "cluster id (a UUID); peers from another cluster are refused" },
+	  TSR_SEC_ALL, 0 },
+	{ { .name = "plugin_dir", .type = TSR_OPT_STRING, .def = TSR_PLUGIN_DIR,
+	    .help = "directory scanned for plugin shared objects (*.so)" },
+	  TSR_SEC_ALL, 0 },
+	{ { .name = "run_dir", .type = TSR_OPT_STRING, .def = "/run/tessera",
+	    .help = "directory for admin sockets and pid files" },
+	  TSR_SEC_ALL, 0 },
+	{ { .name = "admin_socket", .type = TSR_OPT_STRING,
+	    .def = "$run_dir/$name.asok",
+	    .help = "unix socket answering admin commands; empty disables it" },
+	  TSR_SEC_ALL, 0 },
+	{ { .name = "pid_file", .type = TSR_OPT_STRING,
+	    .def = "$run_dir/$name.pid",
+	    .help = "pid file, locked while the daemon runs; empty disables it" },
+	  TSR_SEC_ALL, 0 },
+	{ { .name = "log_file", .type = TSR_OPT_STRING, .def = "",
+	    .help = "log file (reopened on SIGHUP); empty logs to stderr" },
+	  TSR_SEC_ALL, 0 },
+	{ { .name = "log_level", .type = TSR_OPT_STRING, .def = "info",
+	    .choices = log_levels,
+	    .help = "level of every log subsystem at start-up" },
+	  TSR_SEC_ALL, 0 },
+	{ { .name = NULL }, 0, 0 }
+};
+
+static const struct {
+	const char *name;
+	uint32_t sec;
+} section_types[] = {
+	{ "mon", TSR_SEC_MON },
+	{ "osd", TSR_SEC_OSD },
+	{ "mds", TSR_SEC_MDS },
+	{ "client", TSR_SEC_CLIENT },
+};
+
+struct plugin_group {
+	const char *key;
+	config_setting_t *grp;
+	const char *plugin;
+	struct tsr_srcval *srcs;
+	size_t nsrc;
+};
+
+struct tsr_conf {
+	config_t cfg;
+	char *path;
+
+	/* Resolved view; reset by every tsr_conf_resolve. */
+	char type[32], id[32], name[64];
+	struct tsr_conf_opt *schema; /* options applying to this daemon */
+	size_t nschema;
+	struct tsr_opt_def *defs;    /* scalar options, NULL-terminated */
+	size_t ndefs;
+	struct tsr_optset *set;
+	char **expanded;             /* per defs index: $-expanded strings */
+	struct plugin_group *groups;
+	size_t ngroups;
+	char **strs;                 /* owned strings (origins) */
+	size_t nstrs;
+};
+
+const struct tsr_conf_opt *
+tsr_conf_core_options(void)
+{
+	return core_options;
+}
+
+const char *
+tsr_conf_default_plugin_dir(void)
+{
+	return TSR_PLUGIN_DIR;
+}
+
+const char *
+tsr_conf_section_names(uint32_t sections, char *buf, size_t buflen)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if ((sections & TSR_SEC_ALL) == TSR_SEC_ALL) {
+		snprintf(buf, buflen, "all");
+		return buf;
+	}
+	for (size_t i = 0; i < TSR_ARRAY_SIZE(section_types); i++) {
+		if (!(sections & section_types[i].sec))
+			continue;
+		int w = snprintf(buf + n, buflen - n, "%s%s", n ? ", " : "",
+				 section_types[i].name);
+		if (w > 0 && (size_t)w < buflen - n)
+			n += (size_t)w;
+	}
+	return buf;
+}
+
+static void
+reset_view(struct tsr_conf *conf)
+{
+	for (size_t i = 0; i < conf->ndefs; i++)
+		free(conf->expanded ? conf->expanded[i] : NULL);
+	free(conf->expanded);
+	conf->expanded = NULL;
+	tsr_optset_destroy(conf->set);
+	conf->set = NULL;
+	for (size_t i = 0; i < conf->ngroups; i++)
+		free(conf->groups[i].srcs);
+	free(conf->groups);
+	conf->groups = NULL;
+	conf->ngroups = 0;
+	for (size_t i = 0; i < conf->nstrs; i++)
+		free(conf->strs[i]);
+	free(conf->strs);
+	conf->strs = NULL;
+	conf->nstrs = 0;
+	free(conf->defs);
+	conf->defs = NULL;
+	conf->ndefs = 0;
+	free(conf->schema);
+	conf->schema = NULL;
+	conf->nschema = 0;
+	conf->type[0] = conf->id[0] = conf->name[0] = '\0';
+}
+
+void
+tsr_conf_destroy(struct tsr_conf *conf)
+{
+	if (conf == NULL)
+		return;
+	reset_view(conf);
+	config_destroy(&conf->cfg);
+	free(conf->path);
+	free(conf);
+}
+
+const char *
+tsr_conf_path(const struct tsr_conf *conf)
+{
+	return conf->path;
+}
+
+static int
+finish_load(struct tsr_conf *conf, int ok, const char *name,
+	    struct tsr_conf **out, char *err, size_t errlen)
+{
+	if (!ok) {
+		const char *f = config_error_file(&conf->cfg);
+		int rc;
+		if (config_error_type(&conf->cfg) == CONFIG_ERR_FILE_IO)
+			rc = tsr_errf(err, errlen, -ENOENT,
+				      "%s: cannot read configuration file: %s",
+				      name, strerror(errno ? errno : ENOENT));
+		else
+			rc = tsr_errf(err, errlen, -EINVAL, "%s:%d: %s",
+				      f ? f : name,
+				      config_error_line(&conf->cfg),
+				      config_error_text(&conf->cfg));
+		tsr_conf_destroy(conf);
+		return rc;
+	}
+	*out = conf;
+	return 0;
+}
+
+static struct tsr_conf *
+conf_new(const char *name)
+{
+	struct tsr_conf *conf = tsr_xcalloc(1, sizeof(*conf));
+
+	config_init(&conf->cfg);
+	conf->path = tsr_xstrdup(name);
+	return conf;
+}
+
+int
+tsr_conf_load(const char *path, struct tsr_conf **out, char *err,
+	      size_t errlen)
+{
+	struct tsr_conf *conf = conf_new(path);
+	FILE *f;
+	int ok;
+
+	/* Read through our own FILE so a missing file reports errno, and so
+	 * libconfig records the path for line numbers. */
+	f = fopen(path, "r");
+	if (f == NULL) {
+		int e = errno;
+		tsr_conf_destroy(conf);
+		return tsr_errf(err, errlen, -e,
+				"%s: cannot read configuration file: %s", path,
+				strerror(e));
+	}
+	fclose(f);
+	ok = config_read_file(&conf->cfg, path);
+	return finish_load(conf, ok, path, out, err, errlen);
+}
+
+int
+tsr_conf_load_string(const char *text, const char *name,
+		     struct tsr_conf **out, char *err, size_t errlen)
+{
+	struct tsr_conf *conf = conf_new(name);
+
+	return finish_load(conf, config_read_string(&conf->cfg, text), name,
+			   out, err, errlen);
+}
+
+/* ---- Resolution ---------------------------------------------------------*/
+
+static const char *
+keep(struct tsr_conf *conf, char *s)
+{
+	char **n = realloc(conf->strs, (conf->nstrs + 1) * sizeof(*n));
+
+	if (n == NULL) {
+		free(s);
+		return "?";
+	}
+	conf->strs = n;
+	conf->strs[conf->nstrs++] = s;
+	return s;
+}
+
+static const char *
+origin(struct tsr_conf *conf, const config_setting_t *s)
+{
+	const char *f = config_setting_source_file(s);
+	char buf[4200];
+
+	snprintf(buf, sizeof(buf), "%s:%u", f ? f : conf->path,
+		 config_setting_source_line(s));
+	return keep(conf, tsr_xstrdup(buf));
+}
+
+static uint32_t
+type_section(const char *type)
+{
+	for (size_t i = 0; i < TSR_ARRAY_SIZE(section_types); i++)
+		if (strcmp(section_types[i].name, type) == 0)
+			return section_types[i].sec;
+	return 0;
+}
+
+/* Split a section name into type and id ("osd-3" -> "osd", "3"). */
+static int
+split_section(const char *name, char *type, size_t tlen, const char **id)
+{
+	const char *dash = strchr(name, '-');
+	size_t n = dash ? (size_t)(dash - name) : strlen(name);
+
+	if (n == 0 || n >= tlen)
+		return -EINVAL;
+	memcpy(type, name, n);
+	type[n] = '\0';
+	*id = dash ? dash + 1 : NULL;
+	if (dash != NULL) {
+		if (**id == '\0')
+			return -EINVAL;
+		for (const char *p = *id; *p; p++)
+			if (!isalnum((unsigned char)*p) && *p != '_')
+				return -EINVAL;
+	}
+	return 0;
+}
+
+static const struct tsr_conf_opt *
+find_opt(const struct tsr_conf_opt *tab, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n && tab[i].def.name; i++)
+		if (strcmp(tab[i].def.name, key) == 0)
+			return &tab[i];
+	return NULL;
+}
+
+static int
+to_srcval(struct tsr_conf *conf, const config_setting_t *m,
+	  struct tsr_srcval *sv)
+{
+	memset(sv, 0, sizeof(*sv));
+	sv->name = config_setting_name(m);
+	sv->where = origin(conf, m);
+	switch (config_setting_type(m)) {
+	case CONFIG_TYPE_INT:
+	case CONFIG_TYPE_INT64:
+		sv->kind = TSR_SRC_INT;
+		sv->i = config_setting_get_int64(m);
+		break;
+	case CONFIG_TYPE_FLOAT:
+		sv->kind = TSR_SRC_DOUBLE;
+		sv->d = config_setting_get_float(m);
+		break;
+	case CONFIG_TYPE_BOOL:
+		sv->kind = TSR_SRC_BOOL;
+		sv->i = config_setting_get_bool(m);
+		break;
+	case CONFIG_TYPE_STRING:
+		sv->kind = TSR_SRC_STRING;
+		sv->s = config_setting_get_string(m);
+		break;
+	default:
+		sv->kind = TSR_SRC_OTHER;
+		break;
+	}
+	return 0;
+}
+
+static int
+add_srcval(struct tsr_srcval **v, size_t *n, size_t *cap,
+	   const struct tsr_srcval *sv)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		struct tsr_srcval *nv = realloc(*v, nc * sizeof(*nv));
+		if (nv == NULL)
+			return -ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = *sv;
+	return 0;
+}
+
+static int
+take_plugin_group(struct tsr_conf *conf, const config_setting_t *m,
+		  const char *secname, char *err, size_t errlen)
+{
+	struct plugin_group g = { .key = config_setting_name(m) };
+	config_setting_t *grp = (config_setting_t *)m;
+	const config_setting_t *p;
+	size_t cap = 0;
+
+	if (!config_setting_is_group(m))
+		return tsr_errf(err, errlen, -EINVAL,
+				"%s: section '%s': '%s' must be a group naming a plugin, e.g. %s = { plugin = \"NAME\"; ... };",
+				origin(conf, m), secname, g.key, g.key);
+	p = config_setting_get_member(grp, "plugin");
+	if (p == NULL || config_setting_type(p) != CONFIG_TYPE_STRING)
+		return tsr_errf(err, errlen, -EINVAL,
+				"%s: section '%s': group '%s' needs a string member 'plugin' naming the plugin",
+				origin(conf, m), secname, g.key);
+	g.grp = grp;
+	g.plugin = config_setting_get_string(p);
+	for (int i = 0; i < config_setting_length(grp); i++) {
+		const config_setting_t *o = config_setting_get_elem(grp, (unsigned)i);
+		struct tsr_srcval sv;
+		if (o == p)
+			continue;
+		to_srcval(conf, o, &sv);
+		if (add_srcval(&g.srcs, &g.nsrc, &cap, &sv) < 0) {
+			free(g.srcs);
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < conf->ngroups; i++) {
+		if (strcmp(conf->groups[i].key, g.key) == 0) {
+			/* a more specific section replaces the whole group */
+			free(conf->groups[i].srcs);
+			conf->groups[i] = g;
+			return 0;
+		}
+	}
+	struct plugin_group *ng = realloc(conf->groups,
+					  (conf->ngroups + 1) * sizeof(*ng));
+	if (ng == NULL) {
+		free(g.srcs);
+		return -ENOMEM;
+	}
+	conf->groups = ng;
+	conf->groups[conf->ngroups++] = g;
+	return 0;
+}
+
+/* Build the merged schema of the daemon's type and the table of scalar
+ * definitions handed to the option-set builder. */
+static int
+build_schema(struct tsr_conf *conf, uint32_t sec,
+	     const struct tsr_conf_opt *extra)
+{
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; core_options[i].def.name; i++)
+		cap++;
+	for (size_t i = 0; extra && extra[i].def.name; i++)
+		cap++;
+	conf->schema = tsr_xcalloc(cap + 1, sizeof(*conf->schema));
+	conf->defs = tsr_xcalloc(cap + 1, sizeof(*conf->defs));
+	for (int pass = 0; pass < 2; pass++) {
+		const struct tsr_conf_opt *tab = pass ? extra : core_options;
+		for (size_t i = 0; tab && tab[i].def.name; i++) {
+			if (!(tab[i].sections & sec))
+				continue;
+			conf->schema[n++] = tab[i];
+			if (tab[i].plugin_kind == 0)
+				conf->defs[conf->ndefs++] = tab[i].def;
+		}
+	}
+	conf->nschema = n;
+	return 0;
+}
+
+int
+tsr_conf_resolve(struct tsr_conf *conf, const char *type, const char *id,
+		 const struct tsr_conf_opt *extra, char *err, size_t errlen)
+{
+	config_setting_t *root = config_root_setting(&conf->cfg);
+	struct tsr_srcval *srcs = NULL;
+	size_t nsrc = 0, cap = 0;
+	uint32_t sec;
+	int rc = 0;
+
+	reset_view(conf);
+	sec = type_section(type);
+	if (sec == 0)
+		sec = TSR_SEC_EXTRA;
+	tsr_strlcpy(conf->type, type, sizeof(conf->type));
+	tsr_strlcpy(conf->id, id ? id : "", sizeof(conf->id));
+	if (id && id[0])
+		snprintf(conf->name, sizeof(conf->name), "%s-%s", type, id);
+	else
+		tsr_strlcpy(conf->name, type, sizeof(conf->name));
+	build_schema(conf, sec, extra);
+
+	/* Three passes, least specific first, so later values override. */
+	for (int pass = 0; pass < 3 && rc == 0; pass++) {
+		for (int i = 0; i < config_setting_length(root) && rc == 0; i++) {
+			config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
+			const char *sname = config_setting_name(s);
+			char stype[32];
+			const char *sid;
+
+			if (!config_setting_is_group(s)) {
+				rc = tsr_errf(err, errlen, -EINVAL,
+					      "%s: top-level setting '%s' is not a section; sections are groups named global, mon, osd, mds, client or TYPE-ID (e.g. osd-3 = { ... };)",
+					      origin(conf, s), sname);
+				break;
+			}
+			if (split_section(sname, stype, sizeof(stype), &sid) < 0 ||
+			    (strcmp(sname, "global") != 0 &&
+			     type_section(stype) == 0 &&
+			     strcmp(stype, conf->type) != 0)) {
+				rc = tsr_errf(err, errlen, -EINVAL,
+					      "%s: unknown section '%s'; expected global, mon, osd, mds, client or TYPE-ID (e.g. osd-3)",
+					      origin(conf, s), sname);
+				break;
+			}
+			bool is_global = strcmp(sname, "global") == 0;
+			bool mine = pass == 0 ? is_global
+				  : pass == 1 ? (!sid && strcmp(stype, conf->type) == 0 && !is_global)
+				  : (sid && conf->id[0] && strcmp(stype, conf->type) == 0 &&
+				     strcmp(sid, conf->id) == 0);
+			if (!mine)
+				continue;
+			for (int j = 0; j < config_setting_length(s); j++) {
+				config_setting_t *m = config_setting_get_elem(s, (unsigned)j);
+				const char *key = config_setting_name(m);
+				const struct tsr_conf_opt *o =
+					find_opt(conf->schema, conf->nschema, key);
+				if (o == NULL && is_global &&
+				    (find_opt(core_options, SIZE_MAX, key) ||
+				     find_opt(extra, SIZE_MAX, key)))
+					continue; /* another daemon type's key */
+				if (o == NULL) {
+					rc = tsr_errf(err, errlen, -EINVAL,
+						      "%s: section '%s': unknown key '%s' for a %s daemon",
+						      origin(conf, m), sname, key, conf->type);
+					break;
+				}
+				if (o->plugin_kind) {
+					rc = take_plugin_group(conf, m, sname, err, errlen);
+					if (rc < 0)
+						break;
+					continue;
+				}
+				struct tsr_srcval sv;
+				to_srcval(conf, m, &sv);
+				if ((rc = add_srcval(&srcs, &nsrc, &cap, &sv)) < 0)
+					break;
+			}
+		}
+	}
+	if (rc == 0) {
+		char what[96];
+		snprintf(what, sizeof(what), "%s", conf->name);
+		rc = tsr_optset_build(conf->defs, srcs, nsrc, what, &conf->set,
+				      err, errlen);
+	}
+	free(srcs);
+	if (rc == 0)
+		conf->expanded = tsr_xcalloc(conf->ndefs + 1, sizeof(char *));
+	return rc;
+}
+
+int
+tsr_conf_check_all(struct tsr_conf *conf, char *err, size_t errlen)
+{
+	config_setting_t *root = config_root_setting(&conf->cfg);
+	int rc;
+
+	/* Every type's view with no id covers global and the type sections;
+	 * each TYPE-ID section is then checked as that daemon. */
+	for (size_t t = 0; t < TSR_ARRAY_SIZE(section_types); t++) {
+		rc = tsr_conf_resolve(conf, section_types[t].name, NULL, NULL,
+				      err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	for (int i = 0; i < config_setting_length(root); i++) {
+		config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
+		char stype[32];
+		const char *sid;
+		if (split_section(config_setting_name(s), stype, sizeof(stype),
+				  &sid) < 0 || sid == NULL)
+			continue;
+		rc = tsr_conf_resolve(conf, stype, sid, NULL, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- Accessors ------------------------------------------------------------*/
+
+static const struct tsr_opt_val *
+lookup(const struct tsr_conf *conf, const char *key, uint32_t type)
+{
+	const struct tsr_opt_val *v = conf->set ? tsr_optset_get(conf->set, key)
+						: NULL;
+
+	if (v == NULL || (type && v->type != type)) {
+		tsr_logf(TSR_SUB_CONF, TSR_LOG_ERROR,
+			 "internal: option '%s' asked as %s is not in the %s schema",
+			 key, tsr_opt_type_name(type), conf->type);
+		return NULL;
+	}
+	return v;
+}
+
+int64_t
+tsr_conf_int(const struct tsr_conf *conf, const char *key)
+{
+	const struct tsr_opt_val *v = lookup(conf, key, 0);
+
+	return v && v->type != TSR_OPT_DOUBLE && v->type != TSR_OPT_STRING
+		       ? v->i : 0;
+}
+
+bool
+tsr_conf_bool(const struct tsr_conf *conf, const char *key)
+{
+	const struct tsr_opt_val *v = lookup(conf, key, TSR_OPT_BOOL);
+
+	return v ? v->i != 0 : false;
+}
+
+double
+tsr_conf_double(const struct tsr_conf *conf, const char *key)
+{
+	const struct tsr_opt_val *v = lookup(conf, key, TSR_OPT_DOUBLE);
+
+	return v ? v->d : 0.0;
+}
+
+#define EXPAND_MAX 4096
+#define EXPAND_DEPTH 8
+
+static int expand(struct tsr_conf *conf, const char *in, char *out,
+		  size_t *n, int depth);
+
+static int
+expand_var(struct tsr_conf *conf, const char *var, char *out, size_t *n,
+	   int depth)
+{
+	const char *val = NULL;
+
+	if (strcmp(var, "name") == 0)
+		val = conf->name;
+	else if (strcmp(var, "type") == 0)
+		val = conf->type;
+	else if (strcmp(var, "id") == 0)
+		val = conf->id;
+	if (val == NULL) {
+		const struct tsr_opt_val *v = tsr_optset_get(conf->set, var);
+		if (v == NULL || v->type != TSR_OPT_STRING)
+			return -ENOENT;
+		return expand(conf, v->s, out, n, depth + 1);
+	}
+	size_t l = strlen(val);
+	if (*n + l >= EXPAND_MAX)
+		return -ERANGE;
+	memcpy(out + *n, val, l);
+	*n += l;
+	return 0;
+}
+
+static int
+expand(struct tsr_conf *conf, const char *in, char *out, size_t *n, int depth)
+{
+	if (depth > EXPAND_DEPTH)
+		return -ELOOP;
+	for (const char *p = in; *p;) {
+		if (*p == '$') {
+			char var[64];
+			size_t l = 0;
+			bool brace = p[1] == '{';
+			const char *q = p + 1 + brace;
+			while ((islower((unsigned char)*q) || isdigit((unsigned char)*q) ||
+				*q == '_') && l < sizeof(var) - 1)
+				var[l++] = *q++;
+			var[l] = '\0';
+			if (brace && *q == '}')
+				q++;
+			if (l > 0) {
+				int rc = expand_var(conf, var, out, n, depth);
+				if (rc == 0) {
+					p = q;
+					continue;
+				}
+				if (rc != -ENOENT)
+					return rc;
+			}
+		}
+		if (*n + 1 >= EXPAND_MAX)
+			return -ERANGE;
+		out[(*n)++] = *p++;
+	}
+	out[*n] = '\0';
+	return 0;
+}
+
+const char *
+tsr_conf_str(struct tsr_conf *conf, const char *key)
+{
+	const struct tsr_opt_val *v = lookup(conf, key, TSR_OPT_STRING);
+	int idx;
+
+	if (v == NULL)
+		return "";
+	idx = tsr_optset_find(conf->set, key);
+	if (conf->expanded[idx] == NULL) {
+		char buf[EXPAND_MAX];
+		size_t n = 0;
+		int rc = expand(conf, v->s, buf, &n, 0);
+		if (rc < 0) {
+			tsr_logf(TSR_SUB_CONF, TSR_LOG_ERROR,
+				 "%s: option '%s': cannot expand \"%s\": %s",
+				 tsr_optset_where(conf->set, idx), key, v->s,
+				 rc == -ELOOP ? "variables refer to each other"
+					      : "result too long");
+			return v->s;
+		}
+		buf[n] = '\0';
+		conf->expanded[idx] = tsr_xstrdup(buf);
+	}
+	return conf->expanded[idx];
+}
+
+int
+tsr_conf_get_text(struct tsr_conf *conf, const char *key, char *buf,
+		  size_t buflen)
+{
+	const struct tsr_opt_val *v = conf->set ? tsr_optset_get(conf->set, key)
+						: NULL;
+	char tmp[EXPAND_MAX];
+
+	if (v == NULL)
+		return -ENOENT;
+	if (v->type == TSR_OPT_STRING)
+		tsr_strlcpy(tmp, tsr_conf_str(conf, key), sizeof(tmp));
+	else
+		tsr_opt_format(v, tmp, sizeof(tmp));
+	if (strlen(tmp) >= buflen)
+		return -ERANGE;
+	memcpy(buf, tmp, strlen(tmp) + 1);
+	return 0;
+}
+
+const char *
+tsr_conf_where(const struct tsr_conf *conf, const char *key)
+{
+	if (conf->set == NULL)
+		return "default";
+	return tsr_optset_where(conf->set, tsr_optset_find(conf->set, key));
+}
+
+void
+tsr_conf_foreach(struct tsr_conf *conf,
+		 void (*cb)(void *arg, const char *key, const char *value,
+			    const char *where),
+		 void *arg)
+{
+	char buf[EXPAND_MAX];
+
+	for (size_t i = 0; i < conf->ndefs; i++) {
+		const char *key = conf->defs[i].name;
+		if (tsr_conf_get_text(conf, key, buf, sizeof(buf)) == 0)
+			cb(arg, key, buf, tsr_conf_where(conf, key));
+	}
+	for (size_t i = 0; i < conf->ngroups; i++) {
+		snprintf(buf, sizeof(buf), "{ plugin = \"%s\"; ... }",
+			 conf->groups[i].plugin);
+		cb(arg, conf->groups[i].key, buf,
+		   origin(conf, conf->groups[i].grp));
+	}
+}
+
+int
+tsr_conf_plugin(struct tsr_conf *conf, const char *key, const char **plugin,
+		const struct tsr_srcval **srcs, size_t *nsrc, char *err,
+		size_t errlen)
+{
+	for (size_t i = 0; i < conf->ngroups; i++) {
+		if (strcmp(conf->groups[i].key, key) != 0)
+			continue;
+		*plugin = conf->groups[i].plugin;
+		*srcs = conf->groups[i].srcs;
+		*nsrc = conf->groups[i].nsrc;
+		return 0;
+	}
+	return tsr_errf(err, errlen, -ENOENT,
+			"%s: %s: no '%s' plugin group is configured",
+			conf->path, conf->name, key);
+}

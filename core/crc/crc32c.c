@@ -1,0 +1,151 @@
+/* crc32c.c — CRC32C with the SSE4.2 crc32 instruction when the CPU has it
+ * and a slice-by-8 table implementation otherwise. */
+#include <tessera/crc32c.h>
+
+#include "crc/crc32c_impl.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define TSR_CRC_X86 1
+#include <nmmintrin.h>
+#endif
+
+/* Reflected form of 0x1EDC6F41: bits are processed LSB first. */
+#define CRC32C_POLY 0x82F63B78u
+
+typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
+
+/* crc_table[0] is the classic byte-at-a-time table; crc_table[k][b] is the
+ * CRC of byte b followed by k zero bytes, which lets the loop fold eight
+ * input bytes with eight independent lookups. */
+static uint32_t crc_table[8][256];
+
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+/* Written only inside crc_init; pthread_once orders that write before
+ * every caller's read, so no atomics are needed. */
+static crc_fn crc_impl = tsr_crc32c_sw;
+static const char *crc_impl_name = "table";
+
+static void
+crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (CRC32C_POLY & (0u - (c & 1)));
+		crc_table[0][i] = c;
+	}
+	for (int k = 1; k < 8; k++)
+		for (int i = 0; i < 256; i++) {
+			uint32_t c = crc_table[k - 1][i];
+
+			crc_table[k][i] = (c >> 8) ^ crc_table[0][c & 0xff];
+		}
+
+#ifdef TSR_CRC_X86
+	/* Needed when called before constructors have run (e.g. from
+	 * another library's constructor); harmless otherwise. */
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("sse4.2")) {
+		crc_impl = tsr_crc32c_hw;
+		crc_impl_name = "sse4.2";
+	}
+#endif
+}
+
+/* Little-endian load assembled from bytes: independent of host byte order
+ * and alignment; compilers turn it into one load on little-endian hosts. */
+static inline uint32_t
+load_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+uint32_t
+tsr_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	pthread_once(&crc_once, crc_init);
+	crc = ~crc;
+	while (len >= 8) {
+		uint32_t lo = crc ^ load_le32(p);
+		uint32_t hi = load_le32(p + 4);
+
+		crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
+		      crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
+		      crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
+		      crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		crc = crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
+#ifdef TSR_CRC_X86
+__attribute__((target("sse4.2"))) uint32_t
+tsr_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	crc = ~crc;
+	/* Unaligned wide loads are legal on x86 but can straddle cache lines;
+	 * a few single bytes first keep the main loop aligned. */
+	while (len > 0 && ((uintptr_t)p & 7) != 0) {
+		crc = _mm_crc32_u8(crc, *p++);
+		len--;
+	}
+#ifdef __x86_64__
+	uint64_t c = crc;
+
+	while (len >= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, sizeof(v));
+		c = _mm_crc32_u64(c, v);
+		p += 8;
+		len -= 8;
+	}
+	crc = (uint32_t)c;
+#else
+	while (len >= 4) {
+		uint32_t v;
+
+		memcpy(&v, p, sizeof(v));
+		crc = _mm_crc32_u32(crc, v);
+		p += 4;
+		len -= 4;
+	}
+#endif
+	while (len--)
+		crc = _mm_crc32_u8(crc, *p++);
+	return ~crc;
+}
+#else
+/* No crc32 instruction here; crc_init never selects this. */
+uint32_t
+tsr_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+	return tsr_crc32c_sw(crc, buf, len);
+}
+#endif
+
+uint32_t
+tsr_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	pthread_once(&crc_once, crc_init);
+	return crc_impl(crc, buf, len);
+}
+
+const char *
+tsr_crc32c_impl(void)
+{
+	pthread_once(&crc_once, crc_init);
+	return crc_impl_name;
+}

@@ -1,0 +1,329 @@
+/* loop.c — the epoll event loop. */
+#include "event/loop.h"
+#include "log/log.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct fd_slot {
+	tsr_fd_cb cb;
+	void *arg;
+	uint32_t gen;     /* bumped on every add/del: stale events are dropped */
+	bool used;
+};
+
+struct timer {
+	uint64_t id;
+	uint64_t deadline; /* monotonic ns */
+	void (*cb)(void *arg);
+	void *arg;
+};
+
+struct tsr_loop {
+	int epfd;
+	int wakefd;
+	atomic_bool stop;
+	struct fd_slot *fds;
+	size_t nfds;
+
+	pthread_mutex_t tlock; /* timers may be added from any thread */
+	struct timer *heap;
+	size_t nheap, capheap;
+	uint64_t next_id;
+};
+
+/* ---- Timer heap (caller holds tlock) --------------------------------------*/
+
+static void
+heap_swap(struct tsr_loop *l, size_t a, size_t b)
+{
+	struct timer t = l->heap[a];
+	l->heap[a] = l->heap[b];
+	l->heap[b] = t;
+}
+
+static void
+heap_up(struct tsr_loop *l, size_t i)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (l->heap[p].deadline <= l->heap[i].deadline)
+			break;
+		heap_swap(l, p, i);
+		i = p;
+	}
+}
+
+static void
+heap_down(struct tsr_loop *l, size_t i)
+{
+	for (;;) {
+		size_t c = 2 * i + 1, m = i;
+		if (c < l->nheap && l->heap[c].deadline < l->heap[m].deadline)
+			m = c;
+		if (c + 1 < l->nheap && l->heap[c + 1].deadline < l->heap[m].deadline)
+			m = c + 1;
+		if (m == i)
+			return;
+		heap_swap(l, i, m);
+		i = m;
+	}
+}
+
+static void
+heap_remove(struct tsr_loop *l, size_t i)
+{
+	l->heap[i] = l->heap[--l->nheap];
+	if (i < l->nheap) {
+		heap_down(l, i);
+		heap_up(l, i);
+	}
+}
+
+/* ---- Loop -------------------------------------------------------------------*/
+
+int
+tsr_loop_create(struct tsr_loop **out)
+{
+	struct tsr_loop *l = calloc(1, sizeof(*l));
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (l == NULL)
+		return -ENOMEM;
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	l->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (l->epfd < 0 || l->wakefd < 0) {
+		int e = -errno;
+		if (l->epfd >= 0)
+			close(l->epfd);
+		if (l->wakefd >= 0)
+			close(l->wakefd);
+		free(l);
+		return e;
+	}
+	ev.data.u64 = UINT64_MAX; /* the wake-up fd */
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wakefd, &ev) < 0) {
+		int e = -errno;
+		close(l->epfd);
+		close(l->wakefd);
+		free(l);
+		return e;
+	}
+	pthread_mutex_init(&l->tlock, NULL);
+	l->next_id = 1;
+	*out = l;
+	return 0;
+}
+
+void
+tsr_loop_destroy(struct tsr_loop *l)
+{
+	if (l == NULL)
+		return;
+	close(l->epfd);
+	close(l->wakefd);
+	pthread_mutex_destroy(&l->tlock);
+	free(l->fds);
+	free(l->heap);
+	free(l);
+}
+
+static uint32_t
+to_epoll(uint32_t ev)
+{
+	return (ev & TSR_EV_READ ? EPOLLIN | EPOLLRDHUP : 0) |
+	       (ev & TSR_EV_WRITE ? EPOLLOUT : 0);
+}
+
+static int
+ctl(struct tsr_loop *l, int op, int fd, uint32_t events)
+{
+	struct epoll_event ev = {
+		.events = to_epoll(events),
+		.data.u64 = (uint64_t)(uint32_t)fd | ((uint64_t)l->fds[fd].gen << 32),
+	};
+
+	return epoll_ctl(l->epfd, op, fd, &ev) < 0 ? -errno : 0;
+}
+
+int
+tsr_loop_fd_add(struct tsr_loop *l, int fd, uint32_t events, tsr_fd_cb cb,
+		void *arg)
+{
+	int rc;
+
+	if (fd < 0)
+		return -EBADF;
+	if ((size_t)fd >= l->nfds) {
+		size_t n = (size_t)fd + 64;
+		struct fd_slot *s = realloc(l->fds, n * sizeof(*s));
+		if (s == NULL)
+			return -ENOMEM;
+		memset(s + l->nfds, 0, (n - l->nfds) * sizeof(*s));
+		l->fds = s;
+		l->nfds = n;
+	}
+	if (l->fds[fd].used)
+		return -EEXIST;
+	l->fds[fd].gen++;
+	rc = ctl(l, EPOLL_CTL_ADD, fd, events);
+	if (rc < 0)
+		return rc;
+	l->fds[fd].cb = cb;
+	l->fds[fd].arg = arg;
+	l->fds[fd].used = true;
+	return 0;
+}
+
+int
+tsr_loop_fd_mod(struct tsr_loop *l, int fd, uint32_t events)
+{
+	if (fd < 0 || (size_t)fd >= l->nfds || !l->fds[fd].used)
+		return -ENOENT;
+	return ctl(l, EPOLL_CTL_MOD, fd, events);
+}
+
+int
+tsr_loop_fd_del(struct tsr_loop *l, int fd)
+{
+	if (fd < 0 || (size_t)fd >= l->nfds || !l->fds[fd].used)
+		return -ENOENT;
+	l->fds[fd].used = false;
+	l->fds[fd].gen++;
+	return epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL) < 0 ? -errno : 0;
+}
+
+static void
+wake(struct tsr_loop *l)
+{
+	uint64_t one = 1;
+	ssize_t r = write(l->wakefd, &one, sizeof(one));
+	(void)r; /* EAGAIN: the counter is already non-zero, the loop wakes */
+}
+
+int
+tsr_loop_timer_add(struct tsr_loop *l, uint64_t delay_ns, void (*cb)(void *),
+		   void *arg, uint64_t *id)
+{
+	pthread_mutex_lock(&l->tlock);
+	if (l->nheap == l->capheap) {
+		size_t n = l->capheap ? l->capheap * 2 : 16;
+		struct timer *h = realloc(l->heap, n * sizeof(*h));
+		if (h == NULL) {
+			pthread_mutex_unlock(&l->tlock);
+			return -ENOMEM;
+		}
+		l->heap = h;
+		l->capheap = n;
+	}
+	struct timer *t = &l->heap[l->nheap];
+	t->id = l->next_id++;
+	t->deadline = tsr_mono_ns() + delay_ns;
+	t->cb = cb;
+	t->arg = arg;
+	if (id)
+		*id = t->id;
+	heap_up(l, l->nheap++);
+	pthread_mutex_unlock(&l->tlock);
+	wake(l);
+	return 0;
+}
+
+int
+tsr_loop_timer_cancel(struct tsr_loop *l, uint64_t id)
+{
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&l->tlock);
+	for (size_t i = 0; i < l->nheap; i++) {
+		if (l->heap[i].id == id) {
+			heap_remove(l, i);
+			rc = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&l->tlock);
+	return rc;
+}
+
+void
+tsr_loop_stop(struct tsr_loop *l)
+{
+	atomic_store(&l->stop, true);
+	wake(l);
+}
+
+/* Fire due timers one at a time, re-checking the heap after each callback,
+ * which may add or cancel timers.  Returns the epoll timeout in ms. */
+static int
+run_timers(struct tsr_loop *l)
+{
+	for (;;) {
+		uint64_t now = tsr_mono_ns();
+		pthread_mutex_lock(&l->tlock);
+		if (l->nheap == 0) {
+			pthread_mutex_unlock(&l->tlock);
+			return -1;
+		}
+		if (l->heap[0].deadline > now) {
+			uint64_t ms = (l->heap[0].deadline - now + 999999) / 1000000;
+			pthread_mutex_unlock(&l->tlock);
+			return ms > 60000 ? 60000 : (int)ms;
+		}
+		struct timer t = l->heap[0];
+		heap_remove(l, 0);
+		pthread_mutex_unlock(&l->tlock);
+		t.cb(t.arg);
+		if (atomic_load(&l->stop))
+			return 0;
+	}
+}
+
+int
+tsr_loop_run(struct tsr_loop *l)
+{
+	struct epoll_event evs[64];
+
+	while (!atomic_load(&l->stop)) {
+		int timeout = run_timers(l);
+		if (atomic_load(&l->stop))
+			break;
+		int n = epoll_wait(l->epfd, evs, 64, timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t d = evs[i].data.u64;
+			if (d == UINT64_MAX) {
+				uint64_t v;
+				ssize_t r = read(l->wakefd, &v, sizeof(v));
+				(void)r;
+				continue;
+			}
+			int fd = (int)(uint32_t)d;
+			uint32_t gen = (uint32_t)(d >> 32);
+			if ((size_t)fd >= l->nfds || !l->fds[fd].used ||
+			    l->fds[fd].gen != gen)
+				continue; /* removed by an earlier callback */
+			uint32_t e = evs[i].events, ev = 0;
+			if (e & (EPOLLIN | EPOLLRDHUP))
+				ev |= TSR_EV_READ;
+			if (e & EPOLLOUT)
+				ev |= TSR_EV_WRITE;
+			if (e & (EPOLLERR | EPOLLHUP))
+				ev |= TSR_EV_ERROR;
+			l->fds[fd].cb(l, fd, ev, l->fds[fd].arg);
+		}
+	}
+	atomic_store(&l->stop, false);
+	return 0;
+}

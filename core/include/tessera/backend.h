@@ -1,0 +1,182 @@
+/* tessera/backend.h — the backend plugin kind: the object store behind an OSD.
+ *
+ * Model.  A store holds collections (one per placement group shard), each
+ * holding objects.  An object has
+ *   - data: a byte array with holes (reads of holes return zeros),
+ *   - attributes: a small map name -> value (xattrs),
+ *   - an omap: a sorted map key -> value, keys compared as unsigned bytes.
+ *
+ * Writes go through transactions only: an ordered list of operations applied
+ * atomically and durably.  After the commit callback fires, a crash loses
+ * nothing of the transaction; before it, a crash leaves all of it or none of
+ * it.  Transactions submitted on one instance commit in submission order.
+ *
+ * Every stored data block carries a CRC32C checked on every read; a mismatch
+ * makes the read fail with -EIO and log the object and offset.  Silent
+ * corruption is never returned.
+ *
+ * Ownership.  Buffers passed in are borrowed for the duration of the call —
+ * for submit(), until it returns: the backend copies or writes what it needs
+ * before returning.  Buffers passed to callbacks are valid only during the
+ * callback.  Errors are negative errno values; -ENOENT for a missing object
+ * or collection, -EEXIST for a collection that exists, -ENOSPC when the
+ * store is full (returned before anything of the transaction is applied).
+ */
+#ifndef TESSERA_BACKEND_H
+#define TESSERA_BACKEND_H
+
+#include <tessera/plugin.h>
+
+TSR_BEGIN_DECLS
+
+/* A collection: one placement group of one pool, and for erasure-coded pools
+ * one shard of it (TSR_SHARD_NONE otherwise). */
+struct tsr_coll_id {
+	uint64_t pool;
+	uint32_t pg;
+	int32_t shard;
+};
+#define TSR_SHARD_NONE (-1)
+
+/* Transaction operations.  Values are part of the ABI. */
+#define TSR_TXN_OP_MAP(X)                                                   \
+	X(MKCOLL, mkcoll, 1)         /* create collection cid */             \
+	X(RMCOLL, rmcoll, 2)         /* remove collection cid (must be empty) */ \
+	X(TOUCH, touch, 3)           /* create oid if missing */             \
+	X(WRITE, write, 4)           /* write data[0..len) at off */         \
+	X(ZERO, zero, 5)             /* zero [off, off+len) */               \
+	X(TRUNCATE, truncate, 6)     /* set size to off */                   \
+	X(REMOVE, remove, 7)         /* remove oid and all it holds */       \
+	X(CLONE, clone, 8)           /* copy oid (data, attrs, omap) to oid2 */ \
+	X(CLONE_RANGE, clone_range, 9) /* copy oid[off,+len) to oid2 at off2 */ \
+	X(SETATTR, setattr, 10)      /* attr key = val */                    \
+	X(RMATTR, rmattr, 11)        /* remove attr key */                   \
+	X(OMAP_SET, omap_set, 12)    /* omap key = val */                    \
+	X(OMAP_RM, omap_rm, 13)      /* remove omap key */                   \
+	X(OMAP_CLEAR, omap_clear, 14) /* remove every omap key */            \
+	X(OMAP_RMRANGE, omap_rmrange, 15) /* remove omap keys in [key, val) */
+
+enum tsr_txn_op_type {
+#define X(up, low, val) TSR_TXN_##up = val,
+	TSR_TXN_OP_MAP(X)
+#undef X
+};
+
+struct tsr_txn_op {
+	uint32_t type;           /* enum tsr_txn_op_type */
+	uint32_t flags;          /* none defined yet; must be 0 */
+	struct tsr_coll_id cid;
+	const void *oid;         /* object name; unused by MKCOLL/RMCOLL */
+	size_t oid_len;
+	uint64_t off;
+	uint64_t len;
+	const void *data;        /* WRITE: len bytes */
+	const void *key;         /* SETATTR, RMATTR, OMAP_*: key */
+	size_t key_len;
+	const void *val;         /* SETATTR, OMAP_SET: value; OMAP_RMRANGE: end key */
+	size_t val_len;
+	const void *oid2;        /* CLONE, CLONE_RANGE: destination */
+	size_t oid2_len;
+	uint64_t off2;
+};
+
+struct tsr_txn {
+	uint32_t nops;
+	const struct tsr_txn_op *ops;
+};
+
+struct tsr_obj_stat {
+	uint64_t size;
+	uint64_t mtime_ns;      /* time of the last transaction touching it */
+};
+
+struct tsr_statfs {
+	uint64_t total;         /* bytes */
+	uint64_t used;          /* bytes held by objects and metadata */
+	uint64_t available;     /* bytes a client may still write */
+	uint64_t objects;
+};
+
+/* Callbacks.  Returning non-zero from an iteration callback stops the
+ * iteration; the iterating call then returns that value. */
+typedef void (*tsr_commit_cb)(void *arg, int rc);
+typedef int (*tsr_kv_cb)(void *arg, const void *key, size_t key_len,
+			 const void *val, size_t val_len);
+typedef int (*tsr_name_cb)(void *arg, const void *oid, size_t oid_len);
+typedef int (*tsr_coll_cb)(void *arg, const struct tsr_coll_id *cid);
+/* fsck reports each problem found; repaired says whether it was fixed. */
+typedef void (*tsr_fsck_cb)(void *arg, const char *problem, int repaired);
+
+/* Enumeration cursor: opaque to the caller, at most TSR_CURSOR_MAX bytes.
+ * An empty cursor (len 0) means "from the start"; list_objects returns the
+ * cursor to resume from, empty when the collection is exhausted.  Order is
+ * stable for a given set of objects (the backend's own order, e.g. by hash
+ * of the name), so a walk resumed after other writes sees every object that
+ * existed throughout the walk exactly once. */
+#define TSR_CURSOR_MAX 512
+struct tsr_cursor {
+	uint32_t len;
+	uint8_t bytes[TSR_CURSOR_MAX];
+};
+
+struct tsr_backend_ops {
+	uint32_t size; /* sizeof(struct tsr_backend_ops) as built */
+
+	/* Initialise an empty store at the configured location (mkfs).  The
+	 * instance was created with the same options. */
+	int (*mkfs)(void *inst, char *err, size_t errlen);
+	/* Open the store; every other operation needs an open store. */
+	int (*mount)(void *inst, char *err, size_t errlen);
+	/* Flush and close; the instance may be mounted again. */
+	int (*umount)(void *inst);
+
+	/* Apply txn atomically.  Returns 0 if accepted (on_commit will be
+	 * called exactly once, from a backend thread, with the final result) or
+	 * a negative errno if rejected up front (on_commit is never called). */
+	int (*submit)(void *inst, const struct tsr_txn *txn,
+		      tsr_commit_cb on_commit, void *arg);
+	/* Wait until every transaction submitted so far has committed. */
+	int (*flush)(void *inst);
+
+	/* Read up to len bytes at off into buf; *out_len gets the number read
+	 * (short only at end of object). */
+	int (*read)(void *inst, const struct tsr_coll_id *cid, const void *oid,
+		    size_t oid_len, uint64_t off, uint64_t len, void *buf,
+		    uint64_t *out_len);
+	int (*stat)(void *inst, const struct tsr_coll_id *cid, const void *oid,
+		    size_t oid_len, struct tsr_obj_stat *st);
+	/* Copy attribute key into buf; *val_len gets its full length (-ERANGE if
+	 * buf is too small, -ENODATA if missing). */
+	int (*getattr)(void *inst, const struct tsr_coll_id *cid,
+		       const void *oid, size_t oid_len, const void *key,
+		       size_t key_len, void *buf, size_t buflen,
+		       size_t *val_len);
+	int (*getattrs)(void *inst, const struct tsr_coll_id *cid,
+			const void *oid, size_t oid_len, tsr_kv_cb cb,
+			void *arg);
+	int (*omap_get)(void *inst, const struct tsr_coll_id *cid,
+			const void *oid, size_t oid_len, const void *key,
+			size_t key_len, void *buf, size_t buflen,
+			size_t *val_len);
+	/* Omap entries with key >= start, in key order. */
+	int (*omap_iter)(void *inst, const struct tsr_coll_id *cid,
+			 const void *oid, size_t oid_len, const void *start,
+			 size_t start_len, tsr_kv_cb cb, void *arg);
+
+	int (*list_colls)(void *inst, tsr_coll_cb cb, void *arg);
+	/* Up to max objects from cursor; cursor is updated in place. */
+	int (*list_objects)(void *inst, const struct tsr_coll_id *cid,
+			    struct tsr_cursor *cursor, uint32_t max,
+			    tsr_name_cb cb, void *arg);
+
+	int (*statfs)(void *inst, struct tsr_statfs *st);
+	/* Check the store (unmounted); with repair, fix what can be fixed.
+	 * Returns the number of problems left unrepaired, or a negative errno. */
+	int (*fsck)(void *inst, int repair, tsr_fsck_cb cb, void *arg);
+
+	/* ABI 1.0 ends here. */
+};
+
+TSR_END_DECLS
+
+#endif

@@ -1,0 +1,88 @@
+/* tessera/partitioner.h — the partitioner plugin kind: which MDS rank is
+ * authoritative for which part of the namespace.
+ *
+ * The namespace is a tree of directories; a large directory is split into
+ * fragments, each a range of the 32-bit hash of entry names, written as
+ * (value, bits): fragment 0b01/2 holds the names whose hash's top 2 bits are
+ * 01.  A unit of authority is one directory fragment ("dirfrag").
+ *
+ * The MDS asks the partitioner three questions:
+ *   - where: which rank should own a dirfrag that nobody owns yet (a new
+ *     directory, or the whole tree at start-up);
+ *   - balance: given each rank's recent load, which subtrees should move
+ *     and to whom;
+ *   - fragment: should a dirfrag be split or merged.
+ * The answers are advice: the MDS cluster carries out migrations with its
+ * own protocol and records the result in its journal, so a partitioner may
+ * keep soft state (load history) but is never the source of truth.
+ */
+#ifndef TESSERA_PARTITIONER_H
+#define TESSERA_PARTITIONER_H
+
+#include <tessera/plugin.h>
+
+TSR_BEGIN_DECLS
+
+struct tsr_dirfrag {
+	uint64_t ino;           /* directory inode number */
+	uint32_t frag_value;    /* top frag_bits bits of the name hash */
+	uint32_t frag_bits;     /* 0: the whole directory */
+};
+
+/* A dirfrag and what the MDS knows of its place in the tree. */
+struct tsr_part_dir {
+	struct tsr_dirfrag df;
+	const uint64_t *ancestors; /* inode numbers from the root down to the
+				      parent, nancestors of them */
+	uint32_t nancestors;
+	int32_t pin;            /* rank pinned by the administrator on this
+				   directory or its nearest pinned ancestor,
+				   or -1 */
+	int32_t parent_rank;    /* rank owning the parent dirfrag, or -1 */
+};
+
+/* Load of one subtree root on one rank, as measured by the MDS (decayed
+ * operations per second). */
+struct tsr_part_load {
+	struct tsr_dirfrag root;
+	int32_t rank;
+	double read_load;
+	double write_load;
+	uint64_t entries;       /* number of dentries held */
+};
+
+struct tsr_part_move {
+	struct tsr_dirfrag root;
+	int32_t from;
+	int32_t to;
+};
+
+struct tsr_part_fragstat {
+	struct tsr_dirfrag df;
+	uint64_t entries;
+	double ops_per_sec;
+};
+
+typedef int (*tsr_part_move_cb)(void *arg, const struct tsr_part_move *mv);
+
+struct tsr_partitioner_ops {
+	uint32_t size; /* sizeof(struct tsr_partitioner_ops) as built */
+
+	/* Rank in [0, nranks) that should own dir. */
+	int32_t (*where)(void *inst, const struct tsr_part_dir *dir,
+			 uint32_t nranks);
+	/* Propose migrations; cb is called once per proposed move.  loads
+	 * covers every subtree root of every active rank. */
+	int (*balance)(void *inst, const struct tsr_part_load *loads,
+		       uint32_t nloads, uint32_t nranks, tsr_part_move_cb cb,
+		       void *arg);
+	/* > 0: split into 2^result fragments; < 0: merge with siblings;
+	 * 0: leave alone. */
+	int (*fragment)(void *inst, const struct tsr_part_fragstat *st);
+
+	/* ABI 1.0 ends here. */
+};
+
+TSR_END_DECLS
+
+#endif

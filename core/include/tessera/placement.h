@@ -1,0 +1,104 @@
+/* tessera/placement.h — the placement plugin kind: placement group -> OSDs.
+ *
+ * Every client and server computes placement for itself from the cluster
+ * map; there is no lookup table.  So a placement plugin must be a pure,
+ * deterministic function of (map, rule, input, device state): the same
+ * answer in every process on every host, byte for byte.
+ *
+ * The plugin owns the format of its map (topology and rules).  The map
+ * travels inside the OSD map as an opaque blob produced by encode() or
+ * compile(); every party load()s the same blob.  Device state that changes
+ * often — up/down, in/out, reweight — is not in the blob: it is passed to
+ * map() on every call as a weight vector, so a map epoch that only marks an
+ * OSD down needs no new blob.
+ *
+ * The generic topology below is how tools and the conformance suite describe
+ * a cluster to any placement plugin; a plugin may accept richer maps through
+ * its own text form (compile()).
+ *
+ * Ownership: blobs and text returned through struct tsr_buf are allocated
+ * with the host's alloc and released by the caller with the host's free.
+ */
+#ifndef TESSERA_PLACEMENT_H
+#define TESSERA_PLACEMENT_H
+
+#include <tessera/plugin.h>
+
+TSR_BEGIN_DECLS
+
+/* A growable byte buffer handed back to the caller. */
+struct tsr_buf {
+	void *data;
+	size_t len;
+};
+
+/* Weights are 16.16 fixed point: 0x10000 is 1.0. */
+#define TSR_WEIGHT_ONE 0x10000u
+
+/* A node of the hierarchy: devices have id >= 0, buckets id < 0. */
+struct tsr_topo_item {
+	int32_t id;
+	int32_t parent;         /* bucket id; 0 for the root(s) */
+	uint32_t type;          /* index into tsr_topology.types; devices 0 */
+	uint32_t weight;        /* devices: capacity weight; buckets: ignored,
+				   the sum of their children */
+	const char *name;
+};
+
+/* How a rule picks N items. */
+enum tsr_rule_mode {
+	TSR_RULE_CHOOSELEAF = 1, /* N distinct failure domains, one device in each */
+	TSR_RULE_CHOOSE = 2      /* N distinct devices directly */
+};
+
+struct tsr_topo_rule {
+	uint32_t id;
+	const char *name;
+	int32_t root;           /* bucket to start from */
+	uint32_t domain_type;   /* failure domain type (CHOOSELEAF) */
+	uint32_t mode;          /* enum tsr_rule_mode */
+};
+
+struct tsr_topology {
+	uint32_t ntypes;
+	const char *const *types; /* types[0] is the device type, e.g. "osd" */
+	uint32_t nitems;
+	const struct tsr_topo_item *items;
+	uint32_t nrules;
+	const struct tsr_topo_rule *rules;
+};
+
+struct tsr_placement_ops {
+	uint32_t size; /* sizeof(struct tsr_placement_ops) as built */
+
+	/* Build the plugin's binary map from a generic topology. */
+	int (*encode)(void *inst, const struct tsr_topology *topo,
+		      struct tsr_buf *out, char *err, size_t errlen);
+	/* Text form a person edits <-> binary map; decompile(compile(t)) is
+	 * the canonical text and compile(decompile(b)) == b byte for byte. */
+	int (*compile)(void *inst, const char *text, size_t len,
+		       struct tsr_buf *out, char *err, size_t errlen);
+	int (*decompile)(void *inst, const void *map, size_t len,
+			 struct tsr_buf *out, char *err, size_t errlen);
+	/* Make map the instance's current map (validating it: a malformed or
+	 * hostile blob is an error, never a crash). */
+	int (*load)(void *inst, const void *map, size_t len, char *err,
+		    size_t errlen);
+
+	/* Place input x (a PG seed) with rule, nrep replicas.  weights[d] is
+	 * device d's current weight (0 = out; TSR_WEIGHT_ONE = fully in);
+	 * devices beyond nweights count as weight 0.  Writes up to nrep device
+	 * ids to out in order (primary first) and returns how many were found,
+	 * or a negative errno (-ENOENT for an unknown rule). */
+	int (*map)(void *inst, uint32_t rule, uint32_t x, uint32_t nrep,
+		   const uint32_t *weights, uint32_t nweights, int32_t *out);
+
+	/* Largest device id in the loaded map plus one. */
+	uint32_t (*max_devices)(void *inst);
+
+	/* ABI 1.0 ends here. */
+};
+
+TSR_END_DECLS
+
+#endif

@@ -1,0 +1,77 @@
+/* tessera/redundancy.h — the redundancy plugin kind: replication, erasure
+ * coding.
+ *
+ * A redundancy scheme turns one logical object into n shards stored on the
+ * n OSDs of a placement group's acting set, and back.  Replication has n
+ * identical shards and needs any one to read; a k+m erasure code has n = k+m
+ * shards of which any k suffice.  The OSD drives the protocol (ordering,
+ * logs, acknowledgements); the plugin only says how bytes map to shards and
+ * which shards are needed.
+ *
+ * Shard sets are bitmasks: bit i is shard i, so a scheme has at most 64
+ * shards.
+ *
+ * Ownership: encode() and decode() write into buffers the caller provides,
+ * each of the size shard_size() or logical_size() says.  A replica scheme
+ * may instead point an output at the input (see TSR_REDUNDANCY_SHARES_INPUT)
+ * so that replication costs no copy.
+ */
+#ifndef TESSERA_REDUNDANCY_H
+#define TESSERA_REDUNDANCY_H
+
+#include <tessera/plugin.h>
+
+TSR_BEGIN_DECLS
+
+typedef uint64_t tsr_shard_set;
+
+/* info.flags */
+#define TSR_REDUNDANCY_SHARES_INPUT 0x1u /* encode() points every shard at
+					    the input instead of copying */
+
+struct tsr_redundancy_info {
+	uint32_t size;          /* sizeof(struct tsr_redundancy_info) */
+	uint32_t nshards;       /* n: shards written per object */
+	uint32_t ndata;         /* k: shards needed to read or rebuild */
+	uint32_t stripe_unit;   /* logical bytes per data shard per stripe;
+				   0: no striping (replication) */
+	uint32_t flags;
+};
+
+struct tsr_shard_buf {
+	void *data;             /* encode: output; decode: input or NULL */
+	size_t len;
+};
+
+struct tsr_redundancy_ops {
+	uint32_t size; /* sizeof(struct tsr_redundancy_ops) as built */
+
+	void (*info)(void *inst, struct tsr_redundancy_info *info);
+	/* Bytes each shard stores for len logical bytes. */
+	uint64_t (*shard_size)(void *inst, uint64_t len);
+
+	/* Split len logical bytes (a whole number of stripes, or the object's
+	 * tail) into nshards shards. */
+	int (*encode)(void *inst, const void *data, size_t len,
+		      struct tsr_shard_buf *shards);
+	/* Rebuild the logical bytes from the shards whose bit is set in have
+	 * (the others are ignored); len is the logical length wanted. */
+	int (*decode)(void *inst, tsr_shard_set have,
+		      const struct tsr_shard_buf *shards, void *out,
+		      size_t len);
+	/* Rebuild the shards in want from the shards in have. */
+	int (*repair)(void *inst, tsr_shard_set have, tsr_shard_set want,
+		      struct tsr_shard_buf *shards);
+
+	/* The smallest subset of available shards from which want can be read
+	 * or rebuilt, preferring lower shard numbers (the primary first).
+	 * -EIO when available does not suffice. */
+	int (*minimum_to_read)(void *inst, tsr_shard_set want,
+			       tsr_shard_set available, tsr_shard_set *need);
+
+	/* ABI 1.0 ends here. */
+};
+
+TSR_END_DECLS
+
+#endif

@@ -1,0 +1,40 @@
+# libtessera-core: everything daemons, tools and plugins share.
+#
+# The code is built once into a convenience library (libtsrcore.la) that
+# the shared library wraps; unit tests link the convenience library, so
+# they can reach helpers that are hidden from the shared library's ABI.
+noinst_LTLIBRARIES += core/libtsrcore.la
+core_libtsrcore_la_SOURCES = \
+	core/util/util.c core/util/util.h \
+	core/util/sbuf.c core/util/sbuf.h \
+	core/crc/crc32c.c core/crc/crc32c_impl.h \
+	core/encoding/encoding.c \
+	core/log/log.c core/log/log.h \
+	core/config/options.c core/config/options.h \
+	core/config/config.c core/config/config.h \
+	core/plugin/registry.c core/plugin/registry.h \
+	core/plugin/host.c core/plugin/host.h \
+	core/event/loop.c core/event/loop.h \
+	core/daemon/asok.c core/daemon/asok.h \
+	core/daemon/pidfile.c core/daemon/pidfile.h \
+	core/daemon/daemon.c core/daemon/daemon.h
+core_libtsrcore_la_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
+core_libtsrcore_la_LIBADD = $(LIBCONFIG_LIBS) $(PTHREAD_LIBS) $(LIBS)
+
+lib_LTLIBRARIES += core/libtessera-core.la
+core_libtessera_core_la_SOURCES =
+core_libtessera_core_la_LIBADD = core/libtsrcore.la
+core_libtessera_core_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined
+
+# The plugin ABI and the utilities plugins may call.
+tesseraincludedir = $(includedir)/tessera
+tesserainclude_HEADERS = \
+	core/include/tessera/common.h \
+	core/include/tessera/plugin.h \
+	core/include/tessera/backend.h \
+	core/include/tessera/placement.h \
+	core/include/tessera/redundancy.h \
+	core/include/tessera/partitioner.h \
+	core/include/tessera/mount.h \
+	core/include/tessera/encoding.h \
+	core/include/tessera/crc32c.h

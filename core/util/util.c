@@ -1,0 +1,82 @@
+/* util.c — error formatting, clocks and string helpers. */
+#include "util/util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int
+tsr_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+size_t
+tsr_strlcpy(char *dst, const char *src, size_t dstlen)
+{
+	size_t n = strlen(src);
+
+	if (dstlen > 0) {
+		size_t c = n < dstlen - 1 ? n : dstlen - 1;
+		memcpy(dst, src, c);
+		dst[c] = '\0';
+	}
+	return n;
+}
+
+static uint64_t
+clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t
+tsr_now_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+uint64_t
+tsr_mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+static void
+out_of_memory(size_t n)
+{
+	fprintf(stderr, "tessera: out of memory allocating %zu bytes\n", n);
+	abort();
+}
+
+char *
+tsr_xstrdup(const char *s)
+{
+	char *d = strdup(s);
+
+	if (d == NULL)
+		out_of_memory(strlen(s) + 1);
+	return d;
+}
+
+void *
+tsr_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+
+	if (p == NULL && n != 0 && size != 0)
+		out_of_memory(n * size);
+	return p;
+}

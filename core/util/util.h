@@ -1,0 +1,27 @@
+/* util.h — small helpers every core module uses: error messages, clocks,
+ * string copies.  Internal to the core and its programs; not plugin ABI. */
+#ifndef TSR_UTIL_H
+#define TSR_UTIL_H
+
+#include <tessera/common.h>
+
+/* Format a reason into a caller-supplied buffer; err may be NULL.  Returns
+ * rc so that `return tsr_errf(err, errlen, -EINVAL, "...")` reads well. */
+TSR_API int tsr_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	TSR_PRINTF(4, 5);
+
+/* Copy src into dst[dstlen] with a NUL, truncating; returns strlen(src). */
+TSR_API size_t tsr_strlcpy(char *dst, const char *src, size_t dstlen);
+
+/* Nanoseconds: wall clock (CLOCK_REALTIME) and monotonic clock. */
+TSR_API uint64_t tsr_now_ns(void);
+TSR_API uint64_t tsr_mono_ns(void);
+
+/* strdup that aborts with a message on allocation failure: for start-up
+ * paths where running out of memory leaves nothing sensible to do. */
+TSR_API char *tsr_xstrdup(const char *s);
+TSR_API void *tsr_xcalloc(size_t n, size_t size);
+
+#define TSR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

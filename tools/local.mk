@@ -1,0 +1,8 @@
+# The `tessera` command-line tool.
+bin_PROGRAMS += tools/tessera/tessera
+tools_tessera_tessera_SOURCES = \
+	tools/tessera/main.c tools/tessera/cli.h \
+	tools/tessera/cmd_plugins.c \
+	tools/tessera/cmd_admin.c \
+	tools/tessera/cmd_config.c
+tools_tessera_tessera_LDADD = core/libtessera-core.la
