@@ -5,7 +5,8 @@ CHECK_LDADD_ALL = core/libtsrcore.la $(CHECK_LIBS) $(LIBCONFIG_LIBS)
 
 unit_tests = \
 	tests/unit/test_crc32c \
-	tests/unit/test_encoding
+	tests/unit/test_encoding \
+	tests/unit/test_registry
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
@@ -15,3 +16,66 @@ tests_unit_test_crc32c_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_encoding_SOURCES = tests/unit/test_encoding.c
 tests_unit_test_encoding_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_encoding_LDADD = $(CHECK_LDADD_ALL)
+
+# Test plugins: one source, one variant per refusal reason (see the comment
+# at the top of testplug.c).  -rpath makes libtool build real shared objects
+# although they are never installed.
+TESTPLUG_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(AM_LDFLAGS)
+check_LTLIBRARIES += \
+	tests/plugins/good.la tests/plugins/good_twin.la \
+	tests/plugins/bad_abi.la tests/plugins/newer_minor.la \
+	tests/plugins/bad_kind.la tests/plugins/no_desc.la \
+	tests/plugins/bad_opt_type.la tests/plugins/bad_opt_range.la \
+	tests/plugins/bad_ops.la tests/plugins/bad_name.la
+tests_plugins_good_la_SOURCES = tests/plugins/testplug.c
+tests_plugins_good_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
+tests_plugins_good_twin_la_SOURCES = tests/plugins/testplug.c
+tests_plugins_good_twin_la_CPPFLAGS = $(AM_CPPFLAGS) -DTP_TWIN
+tests_plugins_good_twin_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
+tests_plugins_bad_abi_la_SOURCES = tests/plugins/testplug.c
+tests_plugins_bad_abi_la_CPPFLAGS = $(AM_CPPFLAGS) -DTP_BAD_ABI
+tests_plugins_bad_abi_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
+tests_plugins_newer_minor_la_SOURCES = tests/plugins/testplug.c
+tests_plugins_newer_minor_la_CPPFLAGS = $(AM_CPPFLAGS) -DTP_NEWER_MINOR
+tests_plugins_newer_minor_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
+tests_plugins_bad_kind_la_SOURCES = tests/plugins/testplug.c
+tests_plugins_bad_kind_la_CPPFLAGS = $(AM_CPPFLAGS) -DTP_BAD_KIND
+tests_plugins_bad_kind_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
+tests_plugins_no_desc_la_SOURCES = tests/plugins/testplug.c
+tests_plugins_no_desc_la_CPPFLAGS = $(AM_CPPFLAGS) -DTP_NO_DESC
+tests_plugins_no_desc_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
+tests_plugins_bad_opt_type_la_SOURCES = tests/plugins/testplug.c
+tests_plugins_bad_opt_type_la_CPPFLAGS = $(AM_CPPFLAGS) -DTP_BAD_OPT_TYPE
+tests_plugins_bad_opt_type_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
+tests_plugins_bad_opt_range_la_SOURCES = tests/plugins/testplug.c
+tests_plugins_bad_opt_range_la_CPPFLAGS = $(AM_CPPFLAGS) -DTP_BAD_OPT_RANGE
+tests_plugins_bad_opt_range_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
+tests_plugins_bad_ops_la_SOURCES = tests/plugins/testplug.c
+tests_plugins_bad_ops_la_CPPFLAGS = $(AM_CPPFLAGS) -DTP_BAD_OPS
+tests_plugins_bad_ops_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
+tests_plugins_bad_name_la_SOURCES = tests/plugins/testplug.c
+tests_plugins_bad_name_la_CPPFLAGS = $(AM_CPPFLAGS) -DTP_BAD_NAME
+tests_plugins_bad_name_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
+TEST_PLUGIN_DIR = $(abs_top_builddir)/tests/plugins/.libs
+
+tests_unit_test_registry_SOURCES = tests/unit/test_registry.c
+tests_unit_test_registry_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_PLUGIN_DIR=\"$(TEST_PLUGIN_DIR)\"
+tests_unit_test_registry_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_registry_LDADD = $(CHECK_LDADD_ALL)
+
+# The test daemon links the shared library, as real daemons do: if it
+# builds, the exported API is enough for a daemon.
+check_PROGRAMS += tests/daemon/tsr-testd
+tests_daemon_tsr_testd_SOURCES = tests/daemon/testd.c
+tests_daemon_tsr_testd_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
+tests_daemon_tsr_testd_LDADD = core/libtessera-core.la
+
+integration_tests = tests/integration/test_daemon
+check_PROGRAMS += $(integration_tests)
+TESTS += $(integration_tests)
+tests_integration_test_daemon_SOURCES = tests/integration/test_daemon.c
+tests_integration_test_daemon_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DTEST_PLUGIN_DIR=\"$(TEST_PLUGIN_DIR)\" \
+	-DTESTD=\"$(abs_top_builddir)/tests/daemon/tsr-testd\"
+tests_integration_test_daemon_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_integration_test_daemon_LDADD = $(CHECK_LDADD_ALL)

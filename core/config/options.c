@@ -404,10 +404,13 @@ tsr_opt_schema_check(const struct tsr_opt_def *defs, char *err, size_t errlen)
 		struct tsr_srcval src = { .name = d->name, .kind = TSR_SRC_TEXT,
 					  .s = d->def };
 		struct tsr_opt_val v;
-		if (tsr_opt_parse(d, &src, &v, why, sizeof(why)) < 0)
+		if (tsr_opt_parse(d, &src, &v, why, sizeof(why)) < 0) {
+			/* why starts "option 'NAME': "; say it once */
+			const char *reason = strstr(why, "': ");
 			return tsr_errf(err, errlen, -EINVAL,
-					"option '%s': default is invalid: %s",
-					d->name, why);
+					"option '%s': default \"%s\" is invalid: %s",
+					d->name, d->def, reason ? reason + 3 : why);
+		}
 	}
 	return 0;
 }

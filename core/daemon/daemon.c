@@ -466,10 +466,13 @@ tsr_daemon_main(int argc, char **argv, const struct tsr_daemon_def *def)
 	d.started_ns = tsr_mono_ns();
 	err[0] = '\0';
 	rc = setup(&d, foreground, err, sizeof(err));
-	if (rc == 0 && def->start)
+	bool started = rc == 0 && def->start;
+	if (started)
 		rc = def->start(&d, err, sizeof(err));
 	if (rc < 0) {
 		TSR_LOG_ERR(DAEMON, "start-up failed: %s", err);
+		if (started && def->stop)
+			def->stop(&d); /* undo what start managed to do */
 		if (tsr_log_path() != NULL || foreground)
 			fprintf(stderr, "%s: start-up failed: %s\n", prog, err);
 		report_ready(&d, 1, !foreground);

@@ -35,7 +35,8 @@ struct tsr_daemon_def {
 	/* Set up: register fds, timers and admin commands.  Runs in the
 	 * (detached) daemon process before the loop starts. */
 	int (*start)(struct tsr_daemon *d, char *err, size_t errlen);
-	/* Tear down after the loop stopped; may be NULL. */
+	/* Tear down after the loop stopped, and also after start failed (so
+	 * it must cope with a partial start); may be NULL. */
 	void (*stop)(struct tsr_daemon *d);
 	/* Extra fields for the admin "status" reply, appended as JSON members
 	 * (",\n  \"key\": value" each); may be NULL. */

@@ -1,0 +1,434 @@
+/* test_registry.c — the plugin loader: every refusal reason, duplicates,
+ * directory scans, built-ins, option validation before create, and two
+ * independent instances of one plugin in one process. */
+#include "plugin/host.h"
+#include "plugin/registry.h"
+#include "log/log.h"
+
+#include <tessera/partitioner.h>
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef TEST_PLUGIN_DIR
+#error TEST_PLUGIN_DIR must name the directory of the built test plugins
+#endif
+
+static char err[2048];
+
+static const char *
+plugin_path(const char *name)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s.so", TEST_PLUGIN_DIR, name);
+	return path;
+}
+
+/* Load name.so into a fresh registry and return the rc; err holds the
+ * reason. */
+static int
+load_one(const char *name)
+{
+	struct tsr_registry *reg = tsr_registry_create();
+	int rc;
+
+	err[0] = '\0';
+	rc = tsr_registry_load_file(reg, plugin_path(name), NULL, err, sizeof(err));
+	tsr_registry_destroy(reg);
+	return rc;
+}
+
+#define ck_assert_contains(hay, needle)                                      \
+	ck_assert_msg(strstr((hay), (needle)) != NULL,                       \
+		      "expected \"%s\" in \"%s\"", (needle), (hay))
+
+START_TEST(good_plugin_loads)
+{
+	struct tsr_registry *reg = tsr_registry_create();
+	const struct tsr_plugin *p = NULL;
+
+	ck_assert_int_eq(tsr_registry_load_file(reg, plugin_path("good"), &p, err,
+						sizeof(err)), 0);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_str_eq(tsr_plugin_desc(p)->name, "good");
+	ck_assert_uint_eq(tsr_plugin_desc(p)->kind, TSR_KIND_PARTITIONER);
+	ck_assert_str_eq(tsr_plugin_path(p), plugin_path("good"));
+	ck_assert_ptr_eq(tsr_registry_find(reg, TSR_KIND_PARTITIONER, "good"), p);
+	ck_assert_ptr_null(tsr_registry_find(reg, TSR_KIND_BACKEND, "good"));
+	ck_assert_ptr_null(tsr_registry_find(reg, TSR_KIND_PARTITIONER, "bad"));
+	tsr_registry_destroy(reg);
+}
+END_TEST
+
+/* Each broken variant is refused, with the file and the precise reason. */
+static const struct {
+	const char *file;
+	int rc;
+	const char *reason;
+} refusals[] = {
+	{ "bad_abi", -EPROTO, "built for plugin ABI 2.0, this core speaks 1.0" },
+	{ "newer_minor", -EPROTO, "built for plugin ABI 1.7, newer than this core's 1.0" },
+	{ "bad_kind", -EINVAL, "unknown plugin kind 99 (known kinds: backend, placement, redundancy, partitioner, mount)" },
+	{ "no_desc", -ENOEXEC, "it exports no 'tessera_plugin' descriptor symbol" },
+	{ "bad_opt_type", -EINVAL, "bad option schema: option 'label': unknown type 42" },
+	{ "bad_opt_range", -EINVAL, "bad option schema: option 'split_size': default \"5000000\" is invalid: 5000000 is out of range [16, 1000000]" },
+	{ "bad_ops", -EINVAL, "mandatory operation 'balance' is NULL" },
+	{ "bad_name", -EINVAL, "plugin name \"Bad Name\" is not of the form" },
+};
+
+START_TEST(broken_plugin_refused)
+{
+	int rc = load_one(refusals[_i].file);
+
+	ck_assert_int_eq(rc, refusals[_i].rc);
+	ck_assert_contains(err, plugin_path(refusals[_i].file));
+	ck_assert_contains(err, refusals[_i].reason);
+}
+END_TEST
+
+START_TEST(not_a_shared_object)
+{
+	char path[] = "/tmp/tsr-notso-XXXXXX";
+	int fd = mkstemp(path);
+	struct tsr_registry *reg = tsr_registry_create();
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "hello", 5), 5);
+	close(fd);
+	ck_assert_int_eq(tsr_registry_load_file(reg, path, NULL, err, sizeof(err)),
+			 -ENOEXEC);
+	ck_assert_contains(err, path);
+	ck_assert_contains(err, "cannot load");
+	unlink(path);
+	ck_assert_int_eq(tsr_registry_load_file(reg, "/nonexistent/x.so", NULL, err,
+						sizeof(err)), -ENOEXEC);
+	ck_assert_contains(err, "/nonexistent/x.so");
+	tsr_registry_destroy(reg);
+}
+END_TEST
+
+START_TEST(duplicate_name_refused)
+{
+	struct tsr_registry *reg = tsr_registry_create();
+
+	ck_assert_int_eq(tsr_registry_load_file(reg, plugin_path("good"), NULL, err,
+						sizeof(err)), 0);
+	ck_assert_int_eq(tsr_registry_load_file(reg, plugin_path("good_twin"), NULL,
+						err, sizeof(err)), -EEXIST);
+	ck_assert_contains(err, plugin_path("good_twin"));
+	ck_assert_contains(err, "duplicate plugin: partitioner plugin 'good' is already provided by");
+	ck_assert_contains(err, plugin_path("good"));
+	/* the same file twice is a duplicate too, and the first stays usable */
+	ck_assert_int_eq(tsr_registry_load_file(reg, plugin_path("good"), NULL, err,
+						sizeof(err)), -EEXIST);
+	ck_assert_uint_eq(tsr_registry_count(reg), 1);
+	ck_assert_ptr_nonnull(tsr_registry_find(reg, TSR_KIND_PARTITIONER, "good"));
+	tsr_registry_destroy(reg);
+}
+END_TEST
+
+struct refused_list {
+	int n;
+	char names[32][4096];
+};
+
+static void
+collect(void *arg, const char *path, const char *reason)
+{
+	struct refused_list *r = arg;
+
+	ck_assert_contains(reason, path);
+	if (r->n < 32)
+		snprintf(r->names[r->n++], sizeof(r->names[0]), "%s", path);
+}
+
+START_TEST(directory_scan)
+{
+	struct tsr_registry *reg = tsr_registry_create();
+	struct refused_list r = { 0 };
+	int n;
+
+	n = tsr_registry_load_dir(reg, TEST_PLUGIN_DIR, collect, &r, err,
+				  sizeof(err));
+	/* good.so loads; good_twin.so sorts after it and is the duplicate;
+	 * the eight broken variants are refused */
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(r.n, 9);
+	ck_assert_ptr_nonnull(tsr_registry_find(reg, TSR_KIND_PARTITIONER, "good"));
+	ck_assert_str_eq(tsr_plugin_path(tsr_registry_at(reg, 0)), plugin_path("good"));
+	bool twin = false;
+	for (int i = 0; i < r.n; i++)
+		twin |= strcmp(r.names[i], plugin_path("good_twin")) == 0;
+	ck_assert(twin);
+	tsr_registry_destroy(reg);
+
+	reg = tsr_registry_create();
+	ck_assert_int_eq(tsr_registry_load_dir(reg, "/nonexistent-dir", NULL, NULL,
+					       err, sizeof(err)), -ENOENT);
+	ck_assert_contains(err, "/nonexistent-dir");
+	tsr_registry_destroy(reg);
+}
+END_TEST
+
+/* ---- Built-ins go through the same checks -------------------------------*/
+
+static int
+bi_create(const struct tsr_host *host, const struct tsr_opts *opts,
+	  void **instance, char *e, size_t elen)
+{
+	(void)host;
+	(void)opts;
+	(void)e;
+	(void)elen;
+	*instance = (void *)1;
+	return 0;
+}
+
+static void
+bi_destroy(void *instance)
+{
+	(void)instance;
+}
+
+static int32_t
+bi_where(void *i, const struct tsr_part_dir *d, uint32_t n)
+{
+	(void)i;
+	(void)d;
+	(void)n;
+	return 0;
+}
+
+static int
+bi_balance(void *i, const struct tsr_part_load *l, uint32_t n, uint32_t r,
+	   tsr_part_move_cb cb, void *arg)
+{
+	(void)i; (void)l; (void)n; (void)r; (void)cb; (void)arg;
+	return 0;
+}
+
+static int
+bi_fragment(void *i, const struct tsr_part_fragstat *st)
+{
+	(void)i;
+	(void)st;
+	return 0;
+}
+
+static const struct tsr_partitioner_ops bi_ops = {
+	.size = sizeof(struct tsr_partitioner_ops),
+	.where = bi_where, .balance = bi_balance, .fragment = bi_fragment,
+};
+
+START_TEST(builtin_same_registry)
+{
+	struct tsr_plugin_desc d = {
+		.abi_major = TSR_PLUGIN_ABI_MAJOR, .abi_minor = TSR_PLUGIN_ABI_MINOR,
+		.desc_size = sizeof(struct tsr_plugin_desc),
+		.kind = TSR_KIND_PARTITIONER, .name = "good", .version = "0.1",
+		.create = bi_create, .destroy = bi_destroy, .ops = &bi_ops,
+	};
+	struct tsr_registry *reg = tsr_registry_create();
+
+	ck_assert_int_eq(tsr_registry_add_builtin(reg, &d, err, sizeof(err)), 0);
+	ck_assert_str_eq(tsr_plugin_path(tsr_registry_at(reg, 0)), "(built-in)");
+	/* a file claiming a built-in's name is a duplicate */
+	ck_assert_int_eq(tsr_registry_load_file(reg, plugin_path("good"), NULL, err,
+						sizeof(err)), -EEXIST);
+	ck_assert_contains(err, "already provided by (built-in)");
+
+	/* and a broken built-in is refused like a broken file */
+	struct tsr_plugin_desc bad = d;
+	bad.name = "other";
+	bad.abi_major = 3;
+	ck_assert_int_eq(tsr_registry_add_builtin(reg, &bad, err, sizeof(err)), -EPROTO);
+	bad.abi_major = TSR_PLUGIN_ABI_MAJOR;
+	struct tsr_partitioner_ops small = bi_ops;
+	small.size = 8;
+	bad.ops = &small;
+	ck_assert_int_eq(tsr_registry_add_builtin(reg, &bad, err, sizeof(err)), -EINVAL);
+	ck_assert_contains(err, "operations table size 8 is wrong");
+	bad.ops = &bi_ops;
+	bad.desc_size = 16;
+	ck_assert_int_eq(tsr_registry_add_builtin(reg, &bad, err, sizeof(err)), -EINVAL);
+	ck_assert_contains(err, "descriptor is 16 bytes");
+	bad.desc_size = sizeof(struct tsr_plugin_desc);
+	bad.create = NULL;
+	ck_assert_int_eq(tsr_registry_add_builtin(reg, &bad, err, sizeof(err)), -EINVAL);
+	ck_assert_contains(err, "lacks create()");
+	ck_assert_uint_eq(tsr_registry_count(reg), 1);
+	tsr_registry_destroy(reg);
+}
+END_TEST
+
+/* ---- Instances: options are checked before create ---------------------------*/
+
+static struct tsr_registry *reg_good;
+static const struct tsr_plugin *good;
+static struct tsr_core_host host;
+
+static void
+setup_good(void)
+{
+	reg_good = tsr_registry_create();
+	ck_assert_int_eq(tsr_registry_load_file(reg_good, plugin_path("good"), &good,
+						err, sizeof(err)), 0);
+	tsr_core_host_init(&host, "test/partitioner", NULL, NULL);
+	tsr_log_set_level(-1, TSR_LOG_WARN);
+}
+
+static void
+teardown_good(void)
+{
+	tsr_registry_destroy(reg_good);
+}
+
+#define SRC_TEXT(n, v) { .name = (n), .kind = TSR_SRC_TEXT, .s = (v), .where = "test:1" }
+
+START_TEST(instance_with_defaults_and_values)
+{
+	struct tsr_srcval srcs[] = { SRC_TEXT("salt", "42"), SRC_TEXT("spread", "true") };
+	struct tsr_instance *inst;
+	const struct tsr_opts *o;
+
+	ck_assert_int_eq(tsr_instance_create(good, &host.host, srcs, 2, &inst, err,
+					     sizeof(err)), 0);
+	o = tsr_instance_opts(inst);
+	ck_assert_uint_eq(o->count, 5);
+	ck_assert_int_eq(o->vals[0].i, 42);
+	ck_assert_uint_eq(o->vals[0].isset, 1);
+	ck_assert_int_eq(o->vals[1].i, 1);
+	ck_assert_double_eq(o->vals[2].d, 0.25);
+	ck_assert_uint_eq(o->vals[2].isset, 0);
+	ck_assert_str_eq(o->vals[4].s, "alpha");
+	ck_assert_ptr_eq(tsr_instance_plugin(inst), good);
+
+	/* the instance answers through the kind's ops */
+	const struct tsr_partitioner_ops *ops = tsr_instance_ops(inst);
+	struct tsr_part_dir dir = { .df = { .ino = 1234 }, .pin = 3, .parent_rank = -1 };
+	ck_assert_int_eq(ops->where(tsr_instance_handle(inst), &dir, 8), 3);
+	struct tsr_part_fragstat st = { .entries = 20000 };
+	ck_assert_int_eq(ops->fragment(tsr_instance_handle(inst), &st), 1);
+	tsr_instance_destroy(inst);
+}
+END_TEST
+
+static const struct {
+	const char *key, *value, *reason;
+} bad_values[] = {
+	{ "salt", "abc", "option 'salt': expected an integer, got text \"abc\"" },
+	{ "salt", "-1", "option 'salt': -1 is out of range [0, 1000000]" },
+	{ "salt", "1000001", "option 'salt': 1000001 is out of range [0, 1000000]" },
+	{ "threshold", "11", "option 'threshold': 11 is out of range [0, 10]" },
+	{ "spread", "maybe", "option 'spread': expected a boolean (true or false), got text \"maybe\"" },
+	{ "label", "gamma", "option 'label': \"gamma\" is not one of: alpha, beta" },
+	{ "colour", "red", "unknown option 'colour' (known options: salt, spread, threshold, split_size, label)" },
+};
+
+START_TEST(instance_bad_option_refused)
+{
+	struct tsr_srcval srcs[] = { SRC_TEXT(bad_values[_i].key, bad_values[_i].value) };
+	struct tsr_instance *inst = NULL;
+
+	ck_assert_int_lt(tsr_instance_create(good, &host.host, srcs, 1, &inst, err,
+					     sizeof(err)), 0);
+	ck_assert_ptr_null(inst);
+	ck_assert_contains(err, "test:1: partitioner plugin 'good': ");
+	ck_assert_contains(err, bad_values[_i].reason);
+}
+END_TEST
+
+START_TEST(typed_source_of_wrong_type)
+{
+	/* what a config file gives: a quoted string where an int is wanted */
+	struct tsr_srcval s = { .name = "salt", .kind = TSR_SRC_STRING, .s = "5",
+				.where = "cluster.conf:7" };
+	struct tsr_instance *inst = NULL;
+
+	ck_assert_int_eq(tsr_instance_create(good, &host.host, &s, 1, &inst, err,
+					     sizeof(err)), -EINVAL);
+	ck_assert_contains(err, "cluster.conf:7: partitioner plugin 'good': option 'salt': expected an integer, got a string \"5\"");
+}
+END_TEST
+
+START_TEST(two_instances_are_independent)
+{
+	struct tsr_srcval a[] = { SRC_TEXT("salt", "1"), SRC_TEXT("spread", "yes") };
+	struct tsr_srcval b[] = { SRC_TEXT("salt", "2"), SRC_TEXT("spread", "yes") };
+	struct tsr_instance *i1, *i2;
+	int differ = 0;
+
+	ck_assert_int_eq(tsr_instance_create(good, &host.host, a, 2, &i1, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_instance_create(good, &host.host, b, 2, &i2, err, sizeof(err)), 0);
+	ck_assert_ptr_ne(tsr_instance_handle(i1), tsr_instance_handle(i2));
+	const struct tsr_partitioner_ops *ops = tsr_instance_ops(i1);
+	for (uint64_t ino = 1; ino <= 64; ino++) {
+		struct tsr_part_dir d = { .df = { .ino = ino }, .pin = -1, .parent_rank = -1 };
+		int32_t r1 = ops->where(tsr_instance_handle(i1), &d, 16);
+		int32_t r2 = ops->where(tsr_instance_handle(i2), &d, 16);
+		ck_assert_int_ge(r1, 0);
+		ck_assert_int_lt(r1, 16);
+		/* same instance, same answer: deterministic */
+		ck_assert_int_eq(r1, ops->where(tsr_instance_handle(i1), &d, 16));
+		differ += r1 != r2;
+	}
+	/* different salts in each instance give different placements */
+	ck_assert_int_gt(differ, 16);
+	tsr_instance_destroy(i1);
+	/* i2 still works after i1 is gone */
+	struct tsr_part_dir d = { .df = { .ino = 7 }, .pin = 5, .parent_rank = -1 };
+	ck_assert_int_eq(ops->where(tsr_instance_handle(i2), &d, 16), 5);
+	tsr_instance_destroy(i2);
+}
+END_TEST
+
+START_TEST(kind_names)
+{
+	ck_assert_str_eq(tsr_plugin_kind_name(TSR_KIND_BACKEND), "backend");
+	ck_assert_str_eq(tsr_plugin_kind_name(TSR_KIND_MOUNT), "mount");
+	ck_assert_ptr_null(tsr_plugin_kind_name(0));
+	ck_assert_uint_eq(tsr_plugin_kind_parse("placement"), TSR_KIND_PLACEMENT);
+	ck_assert_uint_eq(tsr_plugin_kind_parse("redundancy"), TSR_KIND_REDUNDANCY);
+	ck_assert_uint_eq(tsr_plugin_kind_parse("partitioner"), TSR_KIND_PARTITIONER);
+	ck_assert_uint_eq(tsr_plugin_kind_parse("nonsense"), 0);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("registry");
+	TCase *load = tcase_create("load");
+	TCase *inst = tcase_create("instances");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(load, good_plugin_loads);
+	tcase_add_loop_test(load, broken_plugin_refused, 0,
+			    (int)(sizeof(refusals) / sizeof(refusals[0])));
+	tcase_add_test(load, not_a_shared_object);
+	tcase_add_test(load, duplicate_name_refused);
+	tcase_add_test(load, directory_scan);
+	tcase_add_test(load, builtin_same_registry);
+	tcase_add_test(load, kind_names);
+	suite_add_tcase(s, load);
+
+	tcase_add_checked_fixture(inst, setup_good, teardown_good);
+	tcase_add_test(inst, instance_with_defaults_and_values);
+	tcase_add_loop_test(inst, instance_bad_option_refused, 0,
+			    (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+	tcase_add_test(inst, typed_source_of_wrong_type);
+	tcase_add_test(inst, two_instances_are_independent);
+	suite_add_tcase(s, inst);
+
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
