@@ -6,7 +6,9 @@ CHECK_LDADD_ALL = core/libtsrcore.la $(CHECK_LIBS) $(LIBCONFIG_LIBS)
 unit_tests = \
 	tests/unit/test_crc32c \
 	tests/unit/test_encoding \
-	tests/unit/test_registry
+	tests/unit/test_registry \
+	tests/unit/test_options \
+	tests/unit/test_config
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
@@ -58,6 +60,12 @@ tests_plugins_bad_name_la_CPPFLAGS = $(AM_CPPFLAGS) -DTP_BAD_NAME
 tests_plugins_bad_name_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
 TEST_PLUGIN_DIR = $(abs_top_builddir)/tests/plugins/.libs
 
+tests_unit_test_options_SOURCES = tests/unit/test_options.c
+tests_unit_test_options_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_options_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_config_SOURCES = tests/unit/test_config.c
+tests_unit_test_config_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_config_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_registry_SOURCES = tests/unit/test_registry.c
 tests_unit_test_registry_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_PLUGIN_DIR=\"$(TEST_PLUGIN_DIR)\"
 tests_unit_test_registry_CFLAGS = $(CHECK_CFLAGS_ALL)
@@ -79,3 +87,17 @@ tests_integration_test_daemon_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DTESTD=\"$(abs_top_builddir)/tests/daemon/tsr-testd\"
 tests_integration_test_daemon_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_integration_test_daemon_LDADD = $(CHECK_LDADD_ALL)
+
+# Shell tests get the programs under test from the environment.
+TEST_EXTENSIONS = .sh
+SH_LOG_COMPILER = $(SHELL)
+AM_TESTS_ENVIRONMENT = \
+	TESSERA='$(abs_top_builddir)/tools/tessera/tessera'; \
+	TESTD='$(abs_top_builddir)/tests/daemon/tsr-testd'; \
+	TEST_PLUGIN_DIR='$(TEST_PLUGIN_DIR)'; \
+	LIBTOOL='$(abs_top_builddir)/libtool'; \
+	SANITIZERS='$(enable_sanitizers)'; \
+	TOP_SRCDIR='$(abs_top_srcdir)'; \
+	export TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR;
+TESTS += tests/cli/test_cli.sh tests/integration/test_valgrind.sh
+EXTRA_DIST += tests/cli/test_cli.sh tests/integration/test_valgrind.sh

@@ -26,7 +26,7 @@ static const char *const log_levels[] = {
  * in step (`tessera config options --format md` prints it). */
 static const struct tsr_conf_opt core_options[] = {
 	{ { .name = "fsid", .type = TSR_OPT_STRING, .def = "",
-	    .help = "cluster id (a UUID); peers from another cluster are refused" },
+	    .help = "cluster id (a UUID); not yet enforced: the messenger will refuse peers of another cluster" },
 	  TSR_SEC_ALL, 0 },
 	{ { .name = "plugin_dir", .type = TSR_OPT_STRING, .def = TSR_PLUGIN_DIR,
 	    .help = "directory scanned for plugin shared objects (*.so)" },
@@ -43,7 +43,7 @@ static const struct tsr_conf_opt core_options[] = {
 	    .help = "pid file, locked while the daemon runs; empty disables it" },
 	  TSR_SEC_ALL, 0 },
 	{ { .name = "log_file", .type = TSR_OPT_STRING, .def = "",
-	    .help = "log file (reopened on SIGHUP); empty logs to stderr" },
+	    .help = "log file (reopened on SIGHUP); empty: stderr in the foreground, $run_dir/$name.log when detached" },
 	  TSR_SEC_ALL, 0 },
 	{ { .name = "log_level", .type = TSR_OPT_STRING, .def = "info",
 	    .choices = log_levels,
@@ -68,6 +68,7 @@ struct plugin_group {
 	const char *plugin;
 	struct tsr_srcval *srcs;
 	size_t nsrc;
+	bool expanded;      /* $variables in string members done */
 };
 
 struct tsr_conf {
@@ -293,7 +294,8 @@ split_section(const char *name, char *type, size_t tlen, const char **id)
 static const struct tsr_conf_opt *
 find_opt(const struct tsr_conf_opt *tab, size_t n, const char *key)
 {
-	for (size_t i = 0; i < n && tab[i].def.name; i++)
+	/* tab is NULL when a daemon registered no extra options */
+	for (size_t i = 0; tab != NULL && i < n && tab[i].def.name; i++)
 		if (strcmp(tab[i].def.name, key) == 0)
 			return &tab[i];
 	return NULL;
@@ -425,6 +427,8 @@ build_schema(struct tsr_conf *conf, uint32_t sec,
 	return 0;
 }
 
+static int expand_all(struct tsr_conf *conf, char *err, size_t errlen);
+
 int
 tsr_conf_resolve(struct tsr_conf *conf, const char *type, const char *id,
 		 const struct tsr_conf_opt *extra, char *err, size_t errlen)
@@ -512,8 +516,10 @@ tsr_conf_resolve(struct tsr_conf *conf, const char *type, const char *id,
 				      err, errlen);
 	}
 	free(srcs);
-	if (rc == 0)
+	if (rc == 0) {
 		conf->expanded = tsr_xcalloc(conf->ndefs + 1, sizeof(char *));
+		rc = expand_all(conf, err, errlen);
+	}
 	return rc;
 }
 
@@ -654,6 +660,46 @@ expand(struct tsr_conf *conf, const char *in, char *out, size_t *n, int depth)
 	return 0;
 }
 
+/* Expand text into a new string; on failure the reason goes to err. */
+static char *
+expand_text(struct tsr_conf *conf, const char *text, const char *where,
+	    const char *key, char *err, size_t errlen)
+{
+	char buf[EXPAND_MAX];
+	size_t n = 0;
+	int rc = expand(conf, text, buf, &n, 0);
+
+	if (rc < 0) {
+		tsr_errf(err, errlen, rc, "%s: option '%s': cannot expand \"%s\": %s",
+			 where, key, text,
+			 rc == -ELOOP ? "variables refer to each other"
+				      : "the result is too long");
+		return NULL;
+	}
+	buf[n] = '\0';
+	return tsr_xstrdup(buf);
+}
+
+/* Expand every string option once, at resolve time, so a loop between
+ * variables is a configuration error naming file and line, not a surprise
+ * later. */
+static int
+expand_all(struct tsr_conf *conf, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < conf->ndefs; i++) {
+		const struct tsr_opt_val *v = tsr_optset_get(conf->set, conf->defs[i].name);
+		if (v->type != TSR_OPT_STRING)
+			continue;
+		int idx = tsr_optset_find(conf->set, conf->defs[i].name);
+		conf->expanded[idx] = expand_text(conf, v->s,
+						  tsr_optset_where(conf->set, idx),
+						  conf->defs[i].name, err, errlen);
+		if (conf->expanded[idx] == NULL)
+			return -EINVAL;
+	}
+	return 0;
+}
+
 const char *
 tsr_conf_str(struct tsr_conf *conf, const char *key)
 {
@@ -663,22 +709,7 @@ tsr_conf_str(struct tsr_conf *conf, const char *key)
 	if (v == NULL)
 		return "";
 	idx = tsr_optset_find(conf->set, key);
-	if (conf->expanded[idx] == NULL) {
-		char buf[EXPAND_MAX];
-		size_t n = 0;
-		int rc = expand(conf, v->s, buf, &n, 0);
-		if (rc < 0) {
-			tsr_logf(TSR_SUB_CONF, TSR_LOG_ERROR,
-				 "%s: option '%s': cannot expand \"%s\": %s",
-				 tsr_optset_where(conf->set, idx), key, v->s,
-				 rc == -ELOOP ? "variables refer to each other"
-					      : "result too long");
-			return v->s;
-		}
-		buf[n] = '\0';
-		conf->expanded[idx] = tsr_xstrdup(buf);
-	}
-	return conf->expanded[idx];
+	return conf->expanded[idx] ? conf->expanded[idx] : v->s;
 }
 
 int
@@ -738,9 +769,23 @@ tsr_conf_plugin(struct tsr_conf *conf, const char *key, const char **plugin,
 	for (size_t i = 0; i < conf->ngroups; i++) {
 		if (strcmp(conf->groups[i].key, key) != 0)
 			continue;
-		*plugin = conf->groups[i].plugin;
-		*srcs = conf->groups[i].srcs;
-		*nsrc = conf->groups[i].nsrc;
+		struct plugin_group *g = &conf->groups[i];
+		/* plugin options may use $variables too ("/srv/osd-$id");
+		 * expand them once, on first use */
+		for (size_t k = 0; !g->expanded && k < g->nsrc; k++) {
+			struct tsr_srcval *sv = &g->srcs[k];
+			if (sv->kind != TSR_SRC_STRING)
+				continue;
+			char *x = expand_text(conf, sv->s, sv->where, sv->name, err,
+					      errlen);
+			if (x == NULL)
+				return -EINVAL;
+			sv->s = keep(conf, x);
+		}
+		g->expanded = true;
+		*plugin = g->plugin;
+		*srcs = g->srcs;
+		*nsrc = g->nsrc;
 		return 0;
 	}
 	return tsr_errf(err, errlen, -ENOENT,

@@ -92,8 +92,13 @@ parse_int_text(const char *s, int64_t *out)
 	char *end;
 	long long v;
 
+	/* decimal, or hexadecimal with 0x as in libconfig files; never octal,
+	 * so "010" means ten on a command line as in a file */
+	int base = (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ||
+		   ((s[0] == '-' || s[0] == '+') && s[1] == '0' &&
+		    (s[2] == 'x' || s[2] == 'X')) ? 16 : 10;
 	errno = 0;
-	v = strtoll(s, &end, 0);
+	v = strtoll(s, &end, base);
 	if (end == s || *end != '\0')
 		return -EINVAL;
 	if (errno == ERANGE)

@@ -51,8 +51,9 @@ count_words(const char *s)
 	int n = 0;
 	bool in = false;
 
+	/* the same separators as split(), or nwords and the match disagree */
 	for (; *s; s++) {
-		if (*s == ' ')
+		if (*s == ' ' || *s == '\t')
 			in = false;
 		else if (!in) {
 			in = true;
@@ -211,8 +212,10 @@ client_event(struct tsr_loop *loop, int fd, uint32_t events, void *arg)
 
 	(void)loop;
 	if (c->replying) {
-		ssize_t w = write(fd, c->out.buf + c->outoff,
-				  c->out.len - c->outoff);
+		/* MSG_NOSIGNAL: a client gone before its reply must not raise
+		 * SIGPIPE in whatever process hosts the socket */
+		ssize_t w = send(fd, c->out.buf + c->outoff,
+				 c->out.len - c->outoff, MSG_NOSIGNAL);
 		if (w < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (w <= 0) {
@@ -335,6 +338,15 @@ tsr_asok_create(struct tsr_loop *loop, const char *path, struct tsr_asok **out,
 					"admin socket %s is in use by a running process",
 					path);
 		}
+		/* Only a socket is ours to replace: a regular file there is a
+		 * mistyped path, not a crashed daemon's leftovers. */
+		struct stat st;
+		if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+			close(fd);
+			return tsr_errf(err, errlen, -EEXIST,
+					"cannot bind admin socket %s: it exists and is not a socket",
+					path);
+		}
 		unlink(path);
 		rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 ? 0 : -errno;
 	}
@@ -445,7 +457,9 @@ tsr_asok_request(const char *path, const char *cmd, int timeout_ms,
 	while (off < len + 1) {
 		if ((rc = wait_fd(fd, POLLOUT, deadline)) < 0)
 			break;
-		ssize_t w = write(fd, req + off, len + 1 - off);
+		/* MSG_NOSIGNAL: a daemon hanging up early is an error to
+		 * report, not a signal that kills the CLI */
+		ssize_t w = send(fd, req + off, len + 1 - off, MSG_NOSIGNAL);
 		if (w < 0 && errno != EAGAIN && errno != EINTR) {
 			rc = -errno;
 			break;

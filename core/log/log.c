@@ -225,8 +225,9 @@ tsr_logv(int subsys, int level, const char *prefix, const char *fmt,
 		w = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 		n += w > 0 ? (size_t)w : 0;
 	}
-	if (n >= sizeof(line) - 1) {
-		/* truncated: say so rather than cut silently */
+	if (n >= sizeof(line)) {
+		/* truncated: say so rather than cut silently.  n == 4095 is a
+		 * line that fits exactly; its '\n' takes the NUL's place. */
 		n = sizeof(line) - 5;
 		memcpy(line + n, "...", 3);
 		n += 3;

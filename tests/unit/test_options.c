@@ -218,7 +218,7 @@ static const struct pcase pcases[] = {
 	TBAD(BOOL, "", -EINVAL,
 	     "option 'opt': expected " BOOL_EXPECT ", got text \"\""),
 	/* Text: integers. */
-	T(INT, "42", 42), T(INT, "-7", -7), T(INT, "0", 0), T(INT, "0x10", 16),
+	T(INT, "42", 42), T(INT, "-7", -7), T(INT, "0", 0), T(INT, "0x10", 16), T(INT, "010", 10), T(INT, "-0x10", -16),
 	T(INT, "9223372036854775807", INT64_MAX),
 	T(INT, "-9223372036854775808", INT64_MIN),
 	TBAD(INT, "9223372036854775808", -ERANGE,

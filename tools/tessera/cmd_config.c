@@ -78,9 +78,17 @@ options_run(int argc, char **argv)
 				 d->max ? d->max : "");
 		}
 		tsr_conf_section_names(o->sections, secs, sizeof(secs));
+		/* the reference must not depend on where this copy was built */
+		const char *def = d->def ? d->def : "(required)";
+		char shown[128];
+		if (strcmp(def, tsr_conf_default_plugin_dir()) == 0)
+			snprintf(shown, sizeof(shown), "LIBDIR/tessera/plugins");
+		else
+			snprintf(shown, sizeof(shown), "%s", def);
 		if (md)
-			printf("| `%s` | %s | `%s` | %s | %s | %s |\n", d->name,
-			       tsr_opt_type_name(d->type), d->def ? d->def : "(required)",
+			printf("| `%s` | %s | %s%s%s | %s | %s | %s |\n", d->name,
+			       tsr_opt_type_name(d->type), shown[0] ? "`" : "",
+			       shown[0] ? shown : "(empty)", shown[0] ? "`" : "",
 			       range, secs, d->help);
 		else
 			printf("%-14s %-8s default \"%s\"%s%s%s\n    sections: %s\n    %s\n",
