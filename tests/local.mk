@@ -8,7 +8,12 @@ unit_tests = \
 	tests/unit/test_encoding \
 	tests/unit/test_registry \
 	tests/unit/test_options \
-	tests/unit/test_config
+	tests/unit/test_config \
+	tests/unit/test_util \
+	tests/unit/test_log \
+	tests/unit/test_loop \
+	tests/unit/test_asok \
+	tests/unit/test_pidfile
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
@@ -66,6 +71,21 @@ tests_unit_test_options_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_config_SOURCES = tests/unit/test_config.c
 tests_unit_test_config_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_config_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_util_SOURCES = tests/unit/test_util.c
+tests_unit_test_util_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_util_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_log_SOURCES = tests/unit/test_log.c
+tests_unit_test_log_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_log_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_loop_SOURCES = tests/unit/test_loop.c
+tests_unit_test_loop_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_loop_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_asok_SOURCES = tests/unit/test_asok.c
+tests_unit_test_asok_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_asok_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_pidfile_SOURCES = tests/unit/test_pidfile.c
+tests_unit_test_pidfile_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_pidfile_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_registry_SOURCES = tests/unit/test_registry.c
 tests_unit_test_registry_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_PLUGIN_DIR=\"$(TEST_PLUGIN_DIR)\"
 tests_unit_test_registry_CFLAGS = $(CHECK_CFLAGS_ALL)

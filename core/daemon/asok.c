@@ -440,8 +440,12 @@ tsr_asok_request(const char *path, const char *cmd, int timeout_ms,
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return tsr_errf(err, errlen, -errno, "socket: %s", strerror(errno));
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		rc = -errno;
+	/* A full listen backlog makes a non-blocking unix connect fail with
+	 * EAGAIN: the daemon is busy, not gone; retry until the deadline. */
+	while ((rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ? -errno : 0) == -EAGAIN &&
+	       tsr_mono_ns() < deadline)
+		poll(NULL, 0, 10);
+	if (rc < 0) {
 		close(fd);
 		return tsr_errf(err, errlen, rc,
 				"cannot connect to admin socket %s: %s (is the daemon running?)",

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct tsr_pidfile {
@@ -55,24 +56,41 @@ tsr_pidfile_create(const char *path, struct tsr_pidfile **out, long *stale_pid,
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	struct tsr_pidfile *pf;
+	struct stat locked, named;
 	char buf[32];
 	int fd, n, rc;
 
 	*stale_pid = 0;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return tsr_errf(err, errlen, -errno, "cannot open pid file %s: %s",
-				path, strerror(errno));
-	if (fcntl(fd, F_SETLK, &fl) < 0) {
-		rc = errno;
-		long other = read_pid(fd);
+	for (int tries = 0;; tries++) {
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return tsr_errf(err, errlen, -errno,
+					"cannot open pid file %s: %s", path,
+					strerror(errno));
+		if (fcntl(fd, F_SETLK, &fl) < 0) {
+			rc = errno;
+			long other = read_pid(fd);
+			close(fd);
+			if (rc == EAGAIN || rc == EACCES)
+				return tsr_errf(err, errlen, -EEXIST,
+						"already running as pid %ld (pid file %s is locked)",
+						other, path);
+			return tsr_errf(err, errlen, -rc,
+					"cannot lock pid file %s: %s", path,
+					strerror(rc));
+		}
+		/* A holder exiting unlinks the file and then unlocks it.  If
+		 * that fell between our open and our lock, we hold a lock on
+		 * an orphan while the path names a new file (or none) that
+		 * another daemon can lock too: start again. */
+		if (fstat(fd, &locked) == 0 && stat(path, &named) == 0 &&
+		    locked.st_dev == named.st_dev && locked.st_ino == named.st_ino)
+			break;
 		close(fd);
-		if (rc == EAGAIN || rc == EACCES)
-			return tsr_errf(err, errlen, -EEXIST,
-					"already running as pid %ld (pid file %s is locked)",
-					other, path);
-		return tsr_errf(err, errlen, -rc, "cannot lock pid file %s: %s",
-				path, strerror(rc));
+		if (tries == 100)
+			return tsr_errf(err, errlen, -EAGAIN,
+					"pid file %s keeps being replaced; giving up",
+					path);
 	}
 	*stale_pid = read_pid(fd);
 	n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
@@ -95,8 +113,9 @@ tsr_pidfile_remove(struct tsr_pidfile *pf)
 {
 	if (pf == NULL)
 		return;
-	/* unlink while still holding the lock, so no other daemon can lock the
-	 * file we are about to remove */
+	/* unlink while still holding the lock: whoever locks the file after
+	 * us then finds the path no longer names it (see create) and starts
+	 * again, instead of running on a file we are about to remove */
 	unlink(pf->path);
 	close(pf->fd);
 	free(pf->path);

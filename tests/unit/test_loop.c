@@ -1,0 +1,853 @@
+/* test_loop.c — event loop timers, cross-thread wake/stop, fd events, removal. */
+#include "event/loop.h"
+#include "util/util.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MS (1000ull * 1000)
+
+/* Every test that runs a loop arms this first: should the code under test
+ * never stop, the loop still ends, and the test fails instead of hanging
+ * (with CK_FORK=no there is no Check timeout to save it). */
+#define SAFETY_NS (2000 * MS)
+
+static void
+sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+struct safety {
+	struct tsr_loop *loop;
+	bool fired;
+};
+
+static void
+safety_cb(void *arg)
+{
+	struct safety *s = arg;
+
+	s->fired = true;
+	tsr_loop_stop(s->loop);
+}
+
+static void
+stop_cb(void *arg)
+{
+	tsr_loop_stop(arg);
+}
+
+/* Run loop on this thread, bounded by the safety timer; fail if it fired. */
+static void
+run_bounded(struct tsr_loop *loop)
+{
+	struct safety s = { loop, false };
+	uint64_t id;
+
+	ck_assert_int_eq(tsr_loop_timer_add(loop, SAFETY_NS, safety_cb, &s, &id), 0);
+	ck_assert_int_eq(tsr_loop_run(loop), 0);
+	ck_assert_msg(!s.fired, "loop did not stop by itself within 2 s");
+	tsr_loop_timer_cancel(loop, id);
+}
+
+/* ---- A loop on its own thread ------------------------------------------- */
+
+struct runner {
+	struct tsr_loop *loop;
+	pthread_t th;
+	atomic_int rc;
+	atomic_bool done;
+};
+
+static void *
+runner_main(void *arg)
+{
+	struct runner *r = arg;
+
+	atomic_store(&r->rc, tsr_loop_run(r->loop));
+	atomic_store(&r->done, true);
+	return NULL;
+}
+
+static void
+runner_start(struct runner *r, struct tsr_loop *loop)
+{
+	r->loop = loop;
+	atomic_store(&r->rc, 1);
+	atomic_store(&r->done, false);
+	ck_assert_int_eq(pthread_create(&r->th, NULL, runner_main, r), 0);
+}
+
+/* Join within ms; false (thread left running) if it did not end. */
+static bool
+runner_join(struct runner *r, unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return pthread_timedjoin_np(r->th, NULL, &ts) == 0;
+}
+
+/* Poll flag for up to ms. */
+static bool
+wait_flag(atomic_bool *flag, unsigned ms)
+{
+	for (unsigned i = 0; i < ms; i++) {
+		if (atomic_load(flag))
+			return true;
+		sleep_ms(1);
+	}
+	return atomic_load(flag);
+}
+
+/* ---- Timers ------------------------------------------------------------- */
+
+struct order {
+	struct tsr_loop *loop;
+	int fired[64];
+	uint64_t at[64];
+	int n;
+};
+
+struct order_timer {
+	struct order *o;
+	int idx;
+	bool stop;
+};
+
+static void
+order_cb(void *arg)
+{
+	struct order_timer *t = arg;
+
+	ck_assert_int_lt(t->o->n, 64);
+	t->o->at[t->o->n] = tsr_mono_ns();
+	t->o->fired[t->o->n++] = t->idx;
+	if (t->stop)
+		tsr_loop_stop(t->o->loop);
+}
+
+START_TEST(test_timer_order)
+{
+	/* added out of order; the last one stops the loop */
+	static const unsigned delay_ms[] = { 80, 20, 50, 0, 60, 10, 120 };
+	static const int want[] = { 3, 5, 1, 2, 4, 0, 6 };
+	enum { N = 7 };
+	struct tsr_loop *loop;
+	struct order o = { 0 };
+	struct order_timer t[N];
+	uint64_t start;
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	o.loop = loop;
+	start = tsr_mono_ns();
+	for (int i = 0; i < N; i++) {
+		t[i] = (struct order_timer){ &o, i, i == N - 1 };
+		ck_assert_int_eq(tsr_loop_timer_add(loop, delay_ms[i] * MS, order_cb,
+						    &t[i], NULL), 0);
+	}
+	run_bounded(loop);
+	ck_assert_int_eq(o.n, N);
+	for (int i = 0; i < N; i++) {
+		ck_assert_msg(o.fired[i] == want[i], "firing %d: timer %d, want %d",
+			      i, o.fired[i], want[i]);
+		/* never early */
+		ck_assert_uint_ge(o.at[i] - start, delay_ms[o.fired[i]] * MS);
+	}
+	tsr_loop_destroy(loop);
+}
+END_TEST
+
+/* Timer ids are distinct; cancel works once; unknown ids are -ENOENT. */
+START_TEST(test_timer_cancel)
+{
+	struct tsr_loop *loop;
+	struct order o = { 0 };
+	struct order_timer a, b, c;
+	uint64_t ia, ib, ic;
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	o.loop = loop;
+	a = (struct order_timer){ &o, 0, false };
+	b = (struct order_timer){ &o, 1, false };
+	c = (struct order_timer){ &o, 2, true };
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 10 * MS, order_cb, &a, &ia), 0);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 20 * MS, order_cb, &b, &ib), 0);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 30 * MS, order_cb, &c, &ic), 0);
+	ck_assert_uint_ne(ia, ib);
+	ck_assert_uint_ne(ib, ic);
+	ck_assert_uint_ne(ia, ic);
+	ck_assert_int_eq(tsr_loop_timer_cancel(loop, ib), 0);
+	ck_assert_int_eq(tsr_loop_timer_cancel(loop, ib), -ENOENT);
+	ck_assert_int_eq(tsr_loop_timer_cancel(loop, 0), -ENOENT);
+	ck_assert_int_eq(tsr_loop_timer_cancel(loop, 999999), -ENOENT);
+	run_bounded(loop);
+	ck_assert_int_eq(o.n, 2);
+	ck_assert_int_eq(o.fired[0], 0);
+	ck_assert_int_eq(o.fired[1], 2);
+	/* fired timers can no longer be cancelled */
+	ck_assert_int_eq(tsr_loop_timer_cancel(loop, ia), -ENOENT);
+	ck_assert_int_eq(tsr_loop_timer_cancel(loop, ic), -ENOENT);
+	tsr_loop_destroy(loop);
+}
+END_TEST
+
+/* Two timers due in the same iteration, each cancelling the other: the
+ * first to run must keep the second from running. */
+struct rival {
+	struct tsr_loop *loop;
+	uint64_t other;
+	int *fired;
+	int cancel_rc;
+};
+
+static void
+rival_cb(void *arg)
+{
+	struct rival *r = arg;
+
+	(*r->fired)++;
+	r->cancel_rc = tsr_loop_timer_cancel(r->loop, r->other);
+}
+
+START_TEST(test_cancel_due_timer_from_callback)
+{
+	struct tsr_loop *loop;
+	struct rival r1, r2;
+	uint64_t id1, id2;
+	int fired = 0;
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	r1 = (struct rival){ loop, 0, &fired, 1 };
+	r2 = (struct rival){ loop, 0, &fired, 1 };
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 0, rival_cb, &r1, &id1), 0);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 0, rival_cb, &r2, &id2), 0);
+	r1.other = id2;
+	r2.other = id1;
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 30 * MS, stop_cb, loop, NULL), 0);
+	sleep_ms(5); /* both are now due before the loop even starts */
+	run_bounded(loop);
+	/* exactly one ran (cancel_rc is still 1 for the other), and its
+	 * cancel found the other still queued */
+	bool ran1 = r1.cancel_rc != 1, ran2 = r2.cancel_rc != 1;
+	ck_assert_int_eq(fired, 1);
+	ck_assert(ran1 != ran2);
+	ck_assert_int_eq(ran1 ? r1.cancel_rc : r2.cancel_rc, 0);
+	tsr_loop_destroy(loop);
+}
+END_TEST
+
+/* A callback may add timers, including one already due. */
+struct chain {
+	struct tsr_loop *loop;
+	int left;
+	int ran;
+};
+
+static void
+chain_cb(void *arg)
+{
+	struct chain *c = arg;
+
+	c->ran++;
+	if (--c->left > 0)
+		ck_assert_int_eq(tsr_loop_timer_add(c->loop, 0, chain_cb, c, NULL), 0);
+	else
+		tsr_loop_stop(c->loop);
+}
+
+START_TEST(test_timer_added_from_callback)
+{
+	struct tsr_loop *loop;
+	struct chain c;
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	c = (struct chain){ loop, 100, 0 };
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 0, chain_cb, &c, NULL), 0);
+	run_bounded(loop);
+	ck_assert_int_eq(c.ran, 100);
+	tsr_loop_destroy(loop);
+}
+END_TEST
+
+/* Many timers with mixed delays, a third of them cancelled: the rest fire
+ * once each, in deadline order (exercises the heap's sift up and down). */
+struct many {
+	uint64_t lo, hi; /* the loop's deadline for it lies in [lo, hi] */
+	int fired;
+	bool cancelled;
+};
+
+static struct many many[300];
+static uint64_t max_lo;
+static int many_fired;
+
+static void
+many_cb(void *arg)
+{
+	struct many *m = arg;
+
+	ck_assert(!m->cancelled);
+	/* everything fired so far was due no later than this one */
+	ck_assert_uint_ge(m->hi, max_lo);
+	if (m->lo > max_lo)
+		max_lo = m->lo;
+	m->fired++;
+	many_fired++;
+}
+
+START_TEST(test_timer_heap)
+{
+	struct tsr_loop *loop;
+	uint64_t ids[300], seed = 0x9E3779B97F4A7C15ull;
+	int want = 0;
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	memset(many, 0, sizeof(many));
+	max_lo = 0;
+	many_fired = 0;
+	for (int i = 0; i < 300; i++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		uint64_t delay = (seed % 40) * MS;
+		many[i].lo = tsr_mono_ns() + delay;
+		ck_assert_int_eq(tsr_loop_timer_add(loop, delay, many_cb, &many[i],
+						    &ids[i]), 0);
+		many[i].hi = tsr_mono_ns() + delay;
+	}
+	for (int i = 0; i < 300; i += 3) {
+		many[i].cancelled = true;
+		ck_assert_int_eq(tsr_loop_timer_cancel(loop, ids[i]), 0);
+	}
+	for (int i = 0; i < 300; i++)
+		want += !many[i].cancelled;
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 60 * MS, stop_cb, loop, NULL), 0);
+	run_bounded(loop);
+	ck_assert_int_eq(many_fired, want);
+	for (int i = 0; i < 300; i++)
+		ck_assert_int_eq(many[i].fired, many[i].cancelled ? 0 : 1);
+	tsr_loop_destroy(loop);
+}
+END_TEST
+
+/* Destroying a loop with timers and fds still registered frees all. */
+START_TEST(test_destroy_with_pending)
+{
+	struct tsr_loop *loop;
+	int sv[2];
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	for (int i = 0; i < 40; i++)
+		ck_assert_int_eq(tsr_loop_timer_add(loop, (uint64_t)(i + 1) * 1000 * MS,
+						    stop_cb, loop, NULL), 0);
+	ck_assert_int_eq(tsr_loop_fd_add(loop, sv[0], TSR_EV_READ, NULL, NULL), 0);
+	tsr_loop_destroy(loop);
+	tsr_loop_destroy(NULL);
+	/* destroy does not close registered fds */
+	ck_assert_int_eq(fcntl(sv[0], F_GETFD), FD_CLOEXEC);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+/* ---- Cross-thread wake-ups ---------------------------------------------- */
+
+struct wake {
+	atomic_bool fired;
+	_Atomic uint64_t at;
+};
+
+static void
+wake_cb(void *arg)
+{
+	struct wake *w = arg;
+
+	atomic_store(&w->at, tsr_mono_ns());
+	atomic_store(&w->fired, true);
+}
+
+/* The loop sleeps with no timers at all (epoll_wait without a timeout);
+ * a timer added from another thread must wake it. */
+START_TEST(test_timer_add_wakes_loop)
+{
+	struct tsr_loop *loop;
+	struct runner r;
+	struct wake w;
+	uint64_t added;
+
+	atomic_store(&w.fired, false);
+	atomic_store(&w.at, 0);
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	runner_start(&r, loop);
+	sleep_ms(50); /* let it fall asleep */
+	ck_assert(!atomic_load(&r.done));
+	added = tsr_mono_ns();
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 0, wake_cb, &w, NULL), 0);
+	bool fired = wait_flag(&w.fired, 1000);
+	tsr_loop_stop(loop);
+	ck_assert_msg(runner_join(&r, 1000), "loop did not stop");
+	ck_assert_msg(fired, "timer added from another thread never fired");
+	uint64_t at = atomic_load(&w.at);
+	int rc = atomic_load(&r.rc);
+	ck_assert_uint_lt(at - added, 500 * MS);
+	ck_assert_int_eq(rc, 0);
+	tsr_loop_destroy(loop);
+}
+END_TEST
+
+/* Also when the loop sleeps towards a far-off timer. */
+START_TEST(test_earlier_timer_from_thread)
+{
+	struct tsr_loop *loop;
+	struct runner r;
+	struct wake w;
+	uint64_t far;
+
+	atomic_store(&w.fired, false);
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 30000 * MS, stop_cb, loop, &far), 0);
+	runner_start(&r, loop);
+	sleep_ms(30);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 10 * MS, wake_cb, &w, NULL), 0);
+	bool fired = wait_flag(&w.fired, 1000);
+	tsr_loop_stop(loop);
+	ck_assert_msg(runner_join(&r, 1000), "loop did not stop");
+	ck_assert(fired);
+	/* the far timer is still pending, so cancelling it succeeds */
+	ck_assert_int_eq(tsr_loop_timer_cancel(loop, far), 0);
+	tsr_loop_destroy(loop);
+}
+END_TEST
+
+START_TEST(test_stop_from_thread)
+{
+	struct tsr_loop *loop;
+	struct runner r;
+	struct wake w;
+	uint64_t t0;
+
+	atomic_store(&w.fired, false);
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	/* asleep for 10 s unless woken */
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 10000 * MS, wake_cb, &w, NULL), 0);
+	runner_start(&r, loop);
+	sleep_ms(30);
+	ck_assert(!atomic_load(&r.done));
+	t0 = tsr_mono_ns();
+	tsr_loop_stop(loop);
+	ck_assert_msg(runner_join(&r, 1000), "loop still running 1 s after stop");
+	ck_assert_uint_lt(tsr_mono_ns() - t0, 500 * MS);
+	int rc = atomic_load(&r.rc);
+	bool fired = atomic_load(&w.fired);
+	ck_assert_int_eq(rc, 0);
+	ck_assert(!fired);
+
+	/* the loop can run again after a stop */
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 5 * MS, stop_cb, loop, NULL), 0);
+	run_bounded(loop);
+	tsr_loop_destroy(loop);
+}
+END_TEST
+
+/* ---- File descriptors --------------------------------------------------- */
+
+/* May run on a runner thread, so it records rather than asserts. */
+struct fdrec {
+	struct tsr_loop *loop;
+	bool wrong_loop;
+	int calls;
+	uint32_t events;
+	char data[16];
+	ssize_t nread;
+	bool stop;
+};
+
+static void
+fd_record_cb(struct tsr_loop *loop, int fd, uint32_t events, void *arg)
+{
+	struct fdrec *r = arg;
+
+	r->wrong_loop |= loop != r->loop;
+	r->calls++;
+	r->events = events;
+	if (events & TSR_EV_READ)
+		r->nread = read(fd, r->data, sizeof(r->data) - 1);
+	if (r->stop)
+		tsr_loop_stop(loop);
+}
+
+START_TEST(test_fd_read)
+{
+	struct tsr_loop *loop;
+	struct fdrec rec = { 0 };
+	int sv[2];
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	rec.loop = loop;
+	rec.stop = true;
+	ck_assert_int_eq(tsr_loop_fd_add(loop, sv[0], TSR_EV_READ, fd_record_cb,
+					 &rec), 0);
+	ck_assert_int_eq(write(sv[1], "ping", 4), 4);
+	run_bounded(loop);
+	ck_assert(!rec.wrong_loop);
+	ck_assert_int_eq(rec.calls, 1);
+	ck_assert_uint_eq(rec.events, TSR_EV_READ);
+	ck_assert_int_eq(rec.nread, 4);
+	rec.data[4] = '\0';
+	ck_assert_str_eq(rec.data, "ping");
+
+	/* a pipe, written from another thread while the loop sleeps */
+	int p[2];
+	struct runner r;
+	struct fdrec prec = { 0 };
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	prec.loop = loop;
+	prec.stop = true;
+	ck_assert_int_eq(tsr_loop_fd_add(loop, p[0], TSR_EV_READ, fd_record_cb,
+					 &prec), 0);
+	ck_assert_int_eq(tsr_loop_fd_del(loop, sv[0]), 0);
+	runner_start(&r, loop);
+	sleep_ms(20);
+	ck_assert_int_eq(write(p[1], "x", 1), 1);
+	bool joined = runner_join(&r, 1000);
+	if (!joined) {
+		tsr_loop_stop(loop);
+		runner_join(&r, 1000);
+	}
+	ck_assert_msg(joined, "pipe written from another thread never delivered");
+	ck_assert(!prec.wrong_loop);
+	ck_assert_int_eq(prec.calls, 1);
+	ck_assert_uint_eq(prec.events, TSR_EV_READ);
+	ck_assert_int_eq(prec.nread, 1);
+	tsr_loop_destroy(loop);
+	close(p[0]);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+START_TEST(test_fd_write_and_mod)
+{
+	struct tsr_loop *loop;
+	struct fdrec rec = { 0 };
+	int sv[2];
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	rec.loop = loop;
+	rec.stop = true;
+	/* writable at once, and nothing to read */
+	ck_assert_int_eq(tsr_loop_fd_add(loop, sv[0], TSR_EV_WRITE, fd_record_cb,
+					 &rec), 0);
+	run_bounded(loop);
+	ck_assert_int_eq(rec.calls, 1);
+	ck_assert_uint_eq(rec.events, TSR_EV_WRITE);
+
+	/* switched to read: no event until the peer writes */
+	memset(&rec, 0, sizeof(rec));
+	rec.loop = loop;
+	rec.stop = true;
+	ck_assert_int_eq(tsr_loop_fd_mod(loop, sv[0], TSR_EV_READ), 0);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 20 * MS, stop_cb, loop, NULL), 0);
+	run_bounded(loop);
+	ck_assert_int_eq(rec.calls, 0);
+	ck_assert_int_eq(write(sv[1], "z", 1), 1);
+	run_bounded(loop);
+	ck_assert_int_eq(rec.calls, 1);
+	ck_assert_uint_eq(rec.events, TSR_EV_READ);
+
+	/* the peer hanging up is reported as readable (read returns 0) */
+	memset(&rec, 0, sizeof(rec));
+	rec.loop = loop;
+	rec.stop = true;
+	rec.nread = -2;
+	close(sv[1]);
+	run_bounded(loop);
+	ck_assert_int_eq(rec.calls, 1);
+	ck_assert(rec.events & TSR_EV_READ);
+	ck_assert_int_eq(rec.nread, 0);
+	tsr_loop_destroy(loop);
+	close(sv[0]);
+}
+END_TEST
+
+/* A callback that removes its own fd is never called again, although the
+ * fd stays readable. */
+struct selfdel {
+	int calls;
+	int del_rc;
+};
+
+static void
+selfdel_cb(struct tsr_loop *loop, int fd, uint32_t events, void *arg)
+{
+	struct selfdel *s = arg;
+
+	(void)events;
+	s->calls++;
+	s->del_rc = tsr_loop_fd_del(loop, fd);
+}
+
+START_TEST(test_fd_del_self)
+{
+	struct tsr_loop *loop;
+	struct selfdel s = { 0, 1 };
+	int sv[2];
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_eq(write(sv[1], "data", 4), 4);
+	ck_assert_int_eq(tsr_loop_fd_add(loop, sv[0], TSR_EV_READ, selfdel_cb, &s), 0);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 50 * MS, stop_cb, loop, NULL), 0);
+	run_bounded(loop);
+	ck_assert_int_eq(s.calls, 1);
+	ck_assert_int_eq(s.del_rc, 0);
+	ck_assert_int_eq(tsr_loop_fd_del(loop, sv[0]), -ENOENT);
+	/* and it can be added back */
+	ck_assert_int_eq(tsr_loop_fd_add(loop, sv[0], TSR_EV_READ, selfdel_cb, &s), 0);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 20 * MS, stop_cb, loop, NULL), 0);
+	run_bounded(loop);
+	ck_assert_int_eq(s.calls, 2);
+	tsr_loop_destroy(loop);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+/* Two fds ready in the same epoll batch.  Whichever callback runs first
+ * removes the other fd — and re-adds that same fd number, for writing
+ * only, with a new callback.  The batch's pending read event belongs to
+ * the removed registration and must be dropped: neither callback sees it;
+ * the new one runs on a later iteration, for writing. */
+struct pair {
+	struct tsr_loop *loop;
+	int fd[2];
+	int old_calls[2];
+	int new_calls[2];
+	uint32_t new_events;
+	int del_rc, add_rc;
+};
+
+static int
+pair_index(struct pair *p, int fd)
+{
+	ck_assert(fd == p->fd[0] || fd == p->fd[1]);
+	return fd == p->fd[1];
+}
+
+static void
+pair_new_cb(struct tsr_loop *loop, int fd, uint32_t events, void *arg)
+{
+	struct pair *p = arg;
+
+	p->new_calls[pair_index(p, fd)]++;
+	p->new_events |= events;
+	tsr_loop_fd_del(loop, fd);
+}
+
+static void
+pair_old_cb(struct tsr_loop *loop, int fd, uint32_t events, void *arg)
+{
+	struct pair *p = arg;
+	int i = pair_index(p, fd);
+	char buf[8];
+
+	(void)events;
+	p->old_calls[i]++;
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 1);
+	tsr_loop_fd_del(loop, fd);
+	if (p->old_calls[1 - i] == 0 && p->new_calls[1 - i] == 0 && p->del_rc == 1) {
+		p->del_rc = tsr_loop_fd_del(loop, p->fd[1 - i]);
+		p->add_rc = tsr_loop_fd_add(loop, p->fd[1 - i], TSR_EV_WRITE,
+					    pair_new_cb, p);
+	}
+}
+
+START_TEST(test_fd_del_other_pending)
+{
+	struct tsr_loop *loop;
+	struct pair p = { 0 };
+	int a[2], b[2];
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b), 0);
+	p.loop = loop;
+	p.fd[0] = a[0];
+	p.fd[1] = b[0];
+	p.del_rc = p.add_rc = 1;
+	/* both readable before the loop's first epoll_wait: one batch */
+	ck_assert_int_eq(write(a[1], "a", 1), 1);
+	ck_assert_int_eq(write(b[1], "b", 1), 1);
+	ck_assert_int_eq(tsr_loop_fd_add(loop, a[0], TSR_EV_READ, pair_old_cb, &p), 0);
+	ck_assert_int_eq(tsr_loop_fd_add(loop, b[0], TSR_EV_READ, pair_old_cb, &p), 0);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 50 * MS, stop_cb, loop, NULL), 0);
+	run_bounded(loop);
+	ck_assert_int_eq(p.del_rc, 0);
+	ck_assert_int_eq(p.add_rc, 0);
+	ck_assert_int_eq(p.old_calls[0] + p.old_calls[1], 1);
+	ck_assert_int_eq(p.new_calls[0] + p.new_calls[1], 1);
+	ck_assert_uint_eq(p.new_events, TSR_EV_WRITE);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(p.old_calls[i] + p.new_calls[i], 1);
+	tsr_loop_destroy(loop);
+	close(a[0]);
+	close(a[1]);
+	close(b[0]);
+	close(b[1]);
+}
+END_TEST
+
+/* Plain deletion of a pending peer, without re-adding: no callback at all. */
+struct killer {
+	int calls[2];
+	int fd[2];
+	int del_rc;
+};
+
+static void
+killer_cb(struct tsr_loop *loop, int fd, uint32_t events, void *arg)
+{
+	struct killer *k = arg;
+	int i = fd == k->fd[1];
+	char buf[8];
+
+	(void)events;
+	k->calls[i]++;
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 1);
+	if (k->del_rc == 1)
+		k->del_rc = tsr_loop_fd_del(loop, k->fd[1 - i]);
+}
+
+START_TEST(test_fd_del_other_no_callback)
+{
+	struct tsr_loop *loop;
+	struct killer k = { { 0, 0 }, { -1, -1 }, 1 };
+	int a[2], b[2];
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b), 0);
+	k.fd[0] = a[0];
+	k.fd[1] = b[0];
+	ck_assert_int_eq(write(a[1], "a", 1), 1);
+	ck_assert_int_eq(write(b[1], "b", 1), 1);
+	ck_assert_int_eq(tsr_loop_fd_add(loop, a[0], TSR_EV_READ, killer_cb, &k), 0);
+	ck_assert_int_eq(tsr_loop_fd_add(loop, b[0], TSR_EV_READ, killer_cb, &k), 0);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 50 * MS, stop_cb, loop, NULL), 0);
+	run_bounded(loop);
+	ck_assert_int_eq(k.del_rc, 0);
+	ck_assert_int_eq(k.calls[0] + k.calls[1], 1);
+	tsr_loop_destroy(loop);
+	close(a[0]);
+	close(a[1]);
+	close(b[0]);
+	close(b[1]);
+}
+END_TEST
+
+START_TEST(test_fd_errors)
+{
+	struct tsr_loop *loop;
+	struct fdrec rec = { 0 };
+	int sv[2], closed;
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	/* unknown fds, below and beyond anything registered */
+	ck_assert_int_eq(tsr_loop_fd_mod(loop, sv[0], TSR_EV_READ), -ENOENT);
+	ck_assert_int_eq(tsr_loop_fd_del(loop, sv[0]), -ENOENT);
+	ck_assert_int_eq(tsr_loop_fd_mod(loop, -1, TSR_EV_READ), -ENOENT);
+	ck_assert_int_eq(tsr_loop_fd_del(loop, -1), -ENOENT);
+	ck_assert_int_eq(tsr_loop_fd_del(loop, 100000), -ENOENT);
+	ck_assert_int_eq(tsr_loop_fd_add(loop, -1, TSR_EV_READ, fd_record_cb, &rec),
+			 -EBADF);
+
+	ck_assert_int_eq(tsr_loop_fd_add(loop, sv[0], TSR_EV_READ, fd_record_cb,
+					 &rec), 0);
+	ck_assert_int_eq(tsr_loop_fd_add(loop, sv[0], TSR_EV_WRITE, fd_record_cb,
+					 &rec), -EEXIST);
+	ck_assert_int_eq(tsr_loop_fd_mod(loop, sv[0], TSR_EV_READ | TSR_EV_WRITE), 0);
+	ck_assert_int_eq(tsr_loop_fd_del(loop, sv[0]), 0);
+	ck_assert_int_eq(tsr_loop_fd_mod(loop, sv[0], TSR_EV_READ), -ENOENT);
+	ck_assert_int_eq(tsr_loop_fd_del(loop, sv[0]), -ENOENT);
+
+	/* a closed descriptor: epoll's error, and nothing registered */
+	closed = sv[1];
+	close(closed);
+	ck_assert_int_eq(tsr_loop_fd_add(loop, closed, TSR_EV_READ, fd_record_cb,
+					 &rec), -EBADF);
+	ck_assert_int_eq(tsr_loop_fd_del(loop, closed), -ENOENT);
+	/* far beyond the table: grows it, then epoll refuses */
+	ck_assert_int_eq(tsr_loop_fd_add(loop, 5000, TSR_EV_READ, fd_record_cb, &rec),
+			 -EBADF);
+	ck_assert_int_eq(tsr_loop_fd_mod(loop, 5000, TSR_EV_READ), -ENOENT);
+	tsr_loop_destroy(loop);
+	close(sv[0]);
+}
+END_TEST
+
+static Suite *
+loop_suite(void)
+{
+	Suite *s = suite_create("loop");
+	TCase *tm = tcase_create("timers");
+	TCase *th = tcase_create("threads");
+	TCase *fd = tcase_create("fds");
+
+	tcase_add_test(tm, test_timer_order);
+	tcase_add_test(tm, test_timer_cancel);
+	tcase_add_test(tm, test_cancel_due_timer_from_callback);
+	tcase_add_test(tm, test_timer_added_from_callback);
+	tcase_add_test(tm, test_timer_heap);
+	tcase_add_test(tm, test_destroy_with_pending);
+	suite_add_tcase(s, tm);
+
+	tcase_add_test(th, test_timer_add_wakes_loop);
+	tcase_add_test(th, test_earlier_timer_from_thread);
+	tcase_add_test(th, test_stop_from_thread);
+	suite_add_tcase(s, th);
+
+	tcase_add_test(fd, test_fd_read);
+	tcase_add_test(fd, test_fd_write_and_mod);
+	tcase_add_test(fd, test_fd_del_self);
+	tcase_add_test(fd, test_fd_del_other_pending);
+	tcase_add_test(fd, test_fd_del_other_no_callback);
+	tcase_add_test(fd, test_fd_errors);
+	suite_add_tcase(s, fd);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(loop_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
