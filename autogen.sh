@@ -3,5 +3,5 @@
 # Makefile.am.  Run once after a fresh clone; needs autoconf, automake, libtool.
 set -e
 cd "$(dirname "$0")"
-autoreconf --force --install --verbose >/dev/null
+autoreconf --force --install
 echo "autogen.sh: now run ./configure && make"

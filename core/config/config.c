@@ -64,7 +64,7 @@ static const struct {
 
 struct plugin_group {
 	const char *key;
-	config_setting_t *grp;
+	const char *where;  /* "file:line" of the group, kept in conf->strs */
 	const char *plugin;
 	struct tsr_srcval *srcs;
 	size_t nsrc;
@@ -367,7 +367,7 @@ take_plugin_group(struct tsr_conf *conf, const config_setting_t *m,
 		return tsr_errf(err, errlen, -EINVAL,
 				"%s: section '%s': group '%s' needs a string member 'plugin' naming the plugin",
 				origin(conf, m), secname, g.key);
-	g.grp = grp;
+	g.where = origin(conf, m);
 	g.plugin = config_setting_get_string(p);
 	for (int i = 0; i < config_setting_length(grp); i++) {
 		const config_setting_t *o = config_setting_get_elem(grp, (unsigned)i);
@@ -756,8 +756,7 @@ tsr_conf_foreach(struct tsr_conf *conf,
 	for (size_t i = 0; i < conf->ngroups; i++) {
 		snprintf(buf, sizeof(buf), "{ plugin = \"%s\"; ... }",
 			 conf->groups[i].plugin);
-		cb(arg, conf->groups[i].key, buf,
-		   origin(conf, conf->groups[i].grp));
+		cb(arg, conf->groups[i].key, buf, conf->groups[i].where);
 	}
 }
 

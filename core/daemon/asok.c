@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #define MAX_WORDS 32
+#define ACCEPT_PAUSE_MS 100
 
 struct command {
 	char *prefix;
@@ -43,6 +44,8 @@ struct tsr_asok {
 	struct command *cmds;
 	size_t ncmds;
 	struct client *clients[TSR_ASOK_MAX_CLIENTS];
+	bool paused;           /* out of fds: listen fd unwatched for a while */
+	uint64_t pause_timer;
 };
 
 static int
@@ -257,6 +260,19 @@ client_event(struct tsr_loop *loop, int fd, uint32_t events, void *arg)
 	}
 }
 
+static void accept_event(struct tsr_loop *loop, int fd, uint32_t events,
+			 void *arg);
+
+static void
+accept_resume(void *arg)
+{
+	struct tsr_asok *a = arg;
+
+	a->paused = false;
+	a->pause_timer = 0;
+	tsr_loop_fd_add(a->loop, a->fd, TSR_EV_READ, accept_event, a);
+}
+
 static void
 accept_event(struct tsr_loop *loop, int fd, uint32_t events, void *arg)
 {
@@ -267,8 +283,21 @@ accept_event(struct tsr_loop *loop, int fd, uint32_t events, void *arg)
 
 	(void)events;
 	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (cfd < 0)
+	if (cfd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOMEM ||
+		    errno == ENOBUFS) {
+			/* The listen fd stays readable while the connection
+			 * waits: stop watching it for a while instead of
+			 * spinning on accept. */
+			TSR_LOG_WARN(ASOK, "%s: cannot accept: %s; pausing for %d ms",
+				     a->path, strerror(errno), ACCEPT_PAUSE_MS);
+			tsr_loop_fd_del(loop, fd);
+			a->paused = true;
+			tsr_loop_timer_add(loop, (uint64_t)ACCEPT_PAUSE_MS * 1000000,
+					   accept_resume, a, &a->pause_timer);
+		}
 		return;
+	}
 	for (slot = 0; slot < TSR_ASOK_MAX_CLIENTS; slot++)
 		if (a->clients[slot] == NULL)
 			break;
@@ -390,7 +419,10 @@ tsr_asok_destroy(struct tsr_asok *a)
 	for (size_t i = 0; i < TSR_ASOK_MAX_CLIENTS; i++)
 		if (a->clients[i])
 			client_close(a->clients[i]);
-	tsr_loop_fd_del(a->loop, a->fd);
+	if (a->paused)
+		tsr_loop_timer_cancel(a->loop, a->pause_timer);
+	else
+		tsr_loop_fd_del(a->loop, a->fd);
 	close(a->fd);
 	unlink(a->path);
 	for (size_t i = 0; i < a->ncmds; i++) {

@@ -13,9 +13,12 @@
  *
  * Commands are found by their longest registered word prefix ("log level"
  * before "log"); the handler gets the words after the prefix.  A client
- * that sends nothing for TSR_ASOK_TIMEOUT_MS, or more than the maximum,
+ * that has not finished within TSR_ASOK_TIMEOUT_MS, or sends more than the maximum,
  * is disconnected; others are served meanwhile (the socket lives on the
- * daemon's event loop and never blocks it).
+ * daemon's event loop and never blocks it).  TSR_ASOK_TIMEOUT_MS is a
+ * deadline from the moment of accept for the whole exchange, request and
+ * reply.  Error replies are one line of plain text; successful replies of
+ * the built-in commands are JSON.
  */
 #ifndef TSR_ASOK_H
 #define TSR_ASOK_H

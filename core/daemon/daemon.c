@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #define DEFAULT_CONF "/etc/tessera/tessera.conf"
+#define START_WAIT_S 300 /* how long the launcher waits for a detached start */
 
 struct tsr_daemon {
 	const struct tsr_daemon_def *def;
@@ -267,8 +269,22 @@ detach(struct tsr_daemon *d)
 	if (pid < 0)
 		return -errno;
 	if (pid > 0) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
 		char status = 1;
 		close(p[1]);
+		/* Bounded: a start that hangs is reported, not waited on
+		 * forever.  The daemon itself is left running. */
+		for (int waited = 0; waited < START_WAIT_S; waited += 10) {
+			if (poll(&pfd, 1, 10000) != 0)
+				break;
+			fprintf(stderr, "%s: still starting (pid %ld) after %d s...\n",
+				d->name, (long)pid, waited + 10);
+		}
+		if (pfd.revents == 0) {
+			fprintf(stderr, "%s: gave up waiting after %d s; it is still starting (pid %ld): see its log\n",
+				d->name, START_WAIT_S, (long)pid);
+			_exit(1);
+		}
 		if (read(p[0], &status, 1) != 1)
 			status = 1; /* the child died before saying */
 		_exit(status);
@@ -349,7 +365,8 @@ setup(struct tsr_daemon *d, bool foreground, char *err, size_t errlen)
 	d->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (d->sigfd < 0)
 		return tsr_errf(err, errlen, -errno, "signalfd: %s", strerror(errno));
-	tsr_loop_fd_add(d->loop, d->sigfd, TSR_EV_READ, signal_event, d);
+	if ((rc = tsr_loop_fd_add(d->loop, d->sigfd, TSR_EV_READ, signal_event, d)) < 0)
+		return tsr_errf(err, errlen, rc, "event loop: %s", strerror(-rc));
 
 	path = tsr_conf_str(d->conf, "admin_socket");
 	if (path[0] != '\0') {
@@ -375,6 +392,12 @@ setup(struct tsr_daemon *d, bool foreground, char *err, size_t errlen)
 		return tsr_errf(err, errlen, -ENOMEM, "out of memory");
 	path = tsr_conf_str(d->conf, "plugin_dir");
 	rc = tsr_registry_load_dir(d->reg, path, NULL, NULL, err, errlen);
+	if (rc == -ENOENT) {
+		/* no plugins yet is a state, not a failure: a daemon that
+		 * needs one says so when it looks for it */
+		TSR_LOG_WARN(DAEMON, "%s; continuing without plugins", err);
+		rc = 0;
+	}
 	if (rc < 0)
 		return rc;
 	TSR_LOG_INFO(DAEMON, "%d plugins loaded from %s", rc, path);
@@ -445,6 +468,14 @@ tsr_daemon_main(int argc, char **argv, const struct tsr_daemon_def *def)
 			return 2;
 		}
 	}
+	/* Make sure 0, 1 and 2 are open: a daemon started with them closed
+	 * would otherwise hand those numbers to its log or sockets, and
+	 * detaching (which points 0-2 at /dev/null) would clobber them. */
+	int nullfd;
+	while ((nullfd = open("/dev/null", O_RDWR)) >= 0 && nullfd <= 2)
+		; /* at most three rounds */
+	if (nullfd > 2)
+		close(nullfd);
 	tsr_strlcpy(d.id, id, sizeof(d.id));
 	snprintf(d.name, sizeof(d.name), "%s-%s", def->type, id);
 	tsr_log_set_ident(d.name);

@@ -39,12 +39,16 @@ tsr_pidfile_holder(const char *path)
 
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	if (fcntl(fd, F_GETLK, &fl) < 0) {
+	if (fcntl(fd, F_OFD_GETLK, &fl) < 0) {
 		pid = -errno;
 	} else if (fl.l_type == F_UNLCK) {
 		pid = 0;
 	} else {
-		pid = fl.l_pid;
+		/* open file description locks do not report an owner pid
+		 * (l_pid is -1): the holder wrote it into the file */
+		pid = read_pid(fd);
+		if (pid == 0)
+			pid = -EAGAIN; /* locked, pid not written yet */
 	}
 	close(fd);
 	return pid;
@@ -67,7 +71,7 @@ tsr_pidfile_create(const char *path, struct tsr_pidfile **out, long *stale_pid,
 			return tsr_errf(err, errlen, -errno,
 					"cannot open pid file %s: %s", path,
 					strerror(errno));
-		if (fcntl(fd, F_SETLK, &fl) < 0) {
+		if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
 			rc = errno;
 			long other = read_pid(fd);
 			close(fd);

@@ -260,20 +260,26 @@ tsr_loop_stop(struct tsr_loop *l)
 	wake(l);
 }
 
-/* Fire due timers one at a time, re-checking the heap after each callback,
- * which may add or cancel timers.  Returns the epoll timeout in ms. */
+/* Fire the timers due at entry, one at a time, re-checking the heap after
+ * each callback, which may add or cancel timers.  `now` is read once: a
+ * callback that re-arms itself with no delay runs again on the next pass,
+ * after fds and signals have had their turn, instead of starving them.
+ * Returns the epoll timeout in ms. */
 static int
 run_timers(struct tsr_loop *l)
 {
+	uint64_t now = tsr_mono_ns();
+
 	for (;;) {
-		uint64_t now = tsr_mono_ns();
 		pthread_mutex_lock(&l->tlock);
 		if (l->nheap == 0) {
 			pthread_mutex_unlock(&l->tlock);
 			return -1;
 		}
 		if (l->heap[0].deadline > now) {
-			uint64_t ms = (l->heap[0].deadline - now + 999999) / 1000000;
+			uint64_t t = tsr_mono_ns();
+			uint64_t d = l->heap[0].deadline;
+			uint64_t ms = d > t ? (d - t + 999999) / 1000000 : 0;
 			pthread_mutex_unlock(&l->tlock);
 			return ms > 60000 ? 60000 : (int)ms;
 		}

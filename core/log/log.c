@@ -210,6 +210,8 @@ tsr_logv(int subsys, int level, const char *prefix, const char *fmt,
 		level = 0;
 	if (level > LEVEL_MAX)
 		level = LEVEL_MAX;
+	if (!tsr_log_enabled(subsys, level))
+		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	pthread_mutex_lock(&log_lock);

@@ -10,8 +10,9 @@
  *   (UTC time, process identity, pid, level, subsystem, message)
  *
  * Levels are per subsystem and may be changed at any time from any thread
- * (the admin socket's `log level` does so); a disabled line costs one
- * relaxed atomic load.
+ * (the admin socket's `log level` does so).  Every entry point filters by
+ * level; through the tsr_log() macros a disabled line costs one relaxed
+ * atomic load and no argument evaluation.
  */
 #ifndef TSR_LOG_H
 #define TSR_LOG_H

@@ -73,14 +73,18 @@ struct kind_info {
 	size_t nslots;
 };
 
-#define KIND(k, type, slots) { k, NULL, sizeof(struct type), slots, TSR_ARRAY_SIZE(slots) }
+/* The 1.0 size of an ops table is fixed forever at the end of its last 1.0
+ * member, not sizeof(): when a member is appended, plugins built before it
+ * must still load. */
+#define SIZE_TO(type, last) (offsetof(struct type, last) + sizeof(((struct type *)0)->last))
+#define KIND(k, type, last, slots) { k, NULL, SIZE_TO(type, last), slots, TSR_ARRAY_SIZE(slots) }
 
 static const struct kind_info kinds[] = {
-	KIND(TSR_KIND_BACKEND, tsr_backend_ops, backend_slots),
-	KIND(TSR_KIND_PLACEMENT, tsr_placement_ops, placement_slots),
-	KIND(TSR_KIND_REDUNDANCY, tsr_redundancy_ops, redundancy_slots),
-	KIND(TSR_KIND_PARTITIONER, tsr_partitioner_ops, partitioner_slots),
-	KIND(TSR_KIND_MOUNT, tsr_mount_ops, mount_slots),
+	KIND(TSR_KIND_BACKEND, tsr_backend_ops, fsck, backend_slots),
+	KIND(TSR_KIND_PLACEMENT, tsr_placement_ops, max_devices, placement_slots),
+	KIND(TSR_KIND_REDUNDANCY, tsr_redundancy_ops, minimum_to_read, redundancy_slots),
+	KIND(TSR_KIND_PARTITIONER, tsr_partitioner_ops, fragment, partitioner_slots),
+	KIND(TSR_KIND_MOUNT, tsr_mount_ops, stop, mount_slots),
 };
 
 const char *

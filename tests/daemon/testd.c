@@ -90,7 +90,12 @@ cmd_where(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 	}
 	const struct tsr_partitioner_ops *ops = tsr_instance_ops(t->part);
 	struct tsr_part_dir dir = { .df = { .ino = ino }, .pin = -1, .parent_rank = -1 };
-	int32_t r = ops->where(tsr_instance_handle(t->part), &dir, (uint32_t)nranks);
+	int32_t r = -1;
+	int rc = ops->where(tsr_instance_handle(t->part), &dir, (uint32_t)nranks, &r);
+	if (rc < 0) {
+		tsr_sbuf_printf(out, "partitioner: %s\n", strerror(-rc));
+		return rc;
+	}
 	tsr_sbuf_printf(out, "{\"ino\": %llu, \"rank\": %d}\n", ino, r);
 	return 0;
 }

@@ -304,6 +304,7 @@ START_TEST(second_instance_refused)
 	ck_assert_contains(err, pidf);
 	/* the same refusal when detaching: the launcher reports failure */
 	ck_assert_int_eq(run_testd(true, err, sizeof(err), "-i", "1", "-c", conf, NULL), 1);
+	ck_assert_contains(err, want);
 	/* the first one is untouched */
 	ck_assert_int_eq(pid_in_file(), pid);
 	wait_up();
@@ -447,6 +448,7 @@ START_TEST(bad_config_refused)
 				   NULL), 1);
 	ck_assert_contains(err, want);
 	ck_assert_int_eq(run_testd(true, err, sizeof(err), "-i", "1", "-c", conf, NULL), 1);
+	ck_assert_contains(err, want);
 	ck_assert(!exists(pidf));
 	ck_assert(!exists(asok));
 }
@@ -475,6 +477,50 @@ START_TEST(plugin_from_config)
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(wait_child(pid, 10000), 0);
 	tsr_sbuf_release(&out);
+}
+END_TEST
+
+START_TEST(missing_plugin_dir_is_not_fatal)
+{
+	struct tsr_sbuf out;
+
+	new_dir();
+	write_conf("testd-1 = { plugin_dir = \"/nonexistent-plugins\"; };\n");
+	pid_t pid = run_testd(false, NULL, 0, "-f", "-i", "1", "-c", conf, NULL);
+	wait_up();
+	tsr_sbuf_init(&out);
+	ck_assert_int_eq(admin("status", &out), 0);
+	ck_assert_contains(out.buf, "\"plugins_loaded\": 0");
+	ck_assert_contains(slurp(logpath),
+			   "plugin directory /nonexistent-plugins: No such file or directory; continuing without plugins");
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(wait_child(pid, 10000), 0);
+	tsr_sbuf_release(&out);
+}
+END_TEST
+
+/* Started with stdin and stdout closed, a detached daemon must not hand
+ * those numbers to its log and then point them at /dev/null. */
+START_TEST(detach_with_closed_stdio)
+{
+	new_dir();
+	write_conf("");
+	pid_t launcher = fork();
+	ck_assert_int_ge(launcher, 0);
+	if (launcher == 0) {
+		close(0);
+		close(1);
+		execl(TESTD, TESTD, "-i", "1", "-c", conf, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(wait_child(launcher, 10000), 0);
+	long pid = pid_in_file();
+	ck_assert_int_gt(pid, 1);
+	wait_up();
+	kill((pid_t)pid, SIGTERM);
+	wait_gone((pid_t)pid, 10000);
+	ck_assert_contains(slurp(logpath), "SIGTERM from pid");
+	ck_assert_contains(slurp(logpath), "testd-1 stopped");
 }
 END_TEST
 
@@ -559,6 +605,8 @@ main(void)
 			    (int)(sizeof(bad_confs) / sizeof(bad_confs[0])));
 	tcase_add_test(tc, plugin_from_config);
 	tcase_add_test(tc, command_line);
+	tcase_add_test(tc, missing_plugin_dir_is_not_fatal);
+	tcase_add_test(tc, detach_with_closed_stdio);
 	suite_add_tcase(s, tc);
 
 	sr = srunner_create(s);

@@ -50,7 +50,13 @@ for i in $(seq 1 300); do
 	if ! kill -0 "$pid" 2>/dev/null; then break; fi
 	sleep 0.1
 done
-wait "$pid"; status=$?
+if kill -0 "$pid" 2>/dev/null; then
+	echo "FAIL: daemon under valgrind did not stop within 30 s of SIGTERM"
+	kill -9 "$pid"; wait "$pid"; pid=
+	cat "$tmp/valgrind.out"
+	echo "0 passed, 1 failed"; exit 1
+fi
+wait "$pid"; status=$?   # it has exited: returns at once
 pid=
 if [ "$status" -ne 0 ] || [ -s "$tmp/valgrind.out" ]; then
 	echo "FAIL: exit status $status; valgrind says:"

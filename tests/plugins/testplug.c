@@ -118,8 +118,9 @@ mix(uint64_t x)
 	return x;
 }
 
-static int32_t
-part_where(void *instance, const struct tsr_part_dir *dir, uint32_t nranks)
+static int
+part_where(void *instance, const struct tsr_part_dir *dir, uint32_t nranks,
+	   int32_t *rank)
 {
 	struct part *p = instance;
 
@@ -127,11 +128,13 @@ part_where(void *instance, const struct tsr_part_dir *dir, uint32_t nranks)
 	if (nranks == 0)
 		return -EINVAL;
 	if (dir->pin >= 0)
-		return dir->pin % (int32_t)nranks;
-	if (!p->spread && dir->parent_rank >= 0)
-		return dir->parent_rank % (int32_t)nranks;
-	return (int32_t)(mix(dir->df.ino ^ (uint64_t)p->salt ^
-			     ((uint64_t)dir->df.frag_value << 40)) % nranks);
+		*rank = dir->pin % (int32_t)nranks;
+	else if (!p->spread && dir->parent_rank >= 0)
+		*rank = dir->parent_rank % (int32_t)nranks;
+	else
+		*rank = (int32_t)(mix(dir->df.ino ^ (uint64_t)p->salt ^
+				      ((uint64_t)dir->df.frag_value << 40)) % nranks);
+	return 0;
 }
 
 static int
@@ -176,14 +179,16 @@ part_balance(void *instance, const struct tsr_part_load *loads, uint32_t n,
 }
 
 static int
-part_fragment(void *instance, const struct tsr_part_fragstat *st)
+part_fragment(void *instance, const struct tsr_part_fragstat *st, int *action)
 {
 	struct part *p = instance;
 
 	if ((int64_t)st->entries > p->split_size)
-		return 1;
-	if (st->df.frag_bits > 0 && (int64_t)st->entries < p->split_size / 8)
-		return -1;
+		*action = 1;
+	else if (st->df.frag_bits > 0 && (int64_t)st->entries < p->split_size / 8)
+		*action = -1;
+	else
+		*action = 0;
 	return 0;
 }
 

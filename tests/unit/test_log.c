@@ -348,6 +348,7 @@ START_TEST(test_level_tags)
 
 	tmp_path(path, sizeof(path), "tags.log");
 	ck_assert_int_eq(tsr_log_open(path, NULL, 0), 0);
+	tsr_log_set_level(TSR_SUB_CORE, TSR_LOG_TRACE);
 	for (int i = 0; i < 5; i++)
 		tsr_logf(TSR_SUB_CORE, i, "%s", msgs[i]);
 	tsr_log_close();
@@ -396,8 +397,15 @@ START_TEST(test_prefix_and_clamping)
 	ck_assert_str_eq(ln.subsys, "osd");
 	ck_assert_str_eq(ln.msg, "osd-3/backend: hello 7");
 
-	/* tsr_logf itself does not filter; bad numbers are clamped */
+	/* bad numbers are clamped; tsr_logf filters like the macros */
 	ck_assert_int_eq(truncate(path, 0), 0);
+	tsr_log_set_level(TSR_SUB_CORE, TSR_LOG_INFO);
+	tsr_logf(99, 17, "filtered");
+	tsr_logf(TSR_SUB_CORE, TSR_LOG_DEBUG, "filtered too");
+	char *empty = slurp(path, NULL);
+	ck_assert_str_eq(empty, "");
+	free(empty);
+	tsr_log_set_level(TSR_SUB_CORE, TSR_LOG_TRACE);
 	tsr_logf(99, 17, "x");
 	read_one_line(path, &ln);
 	ck_assert_str_eq(ln.tag, "TRACE");

@@ -548,6 +548,47 @@ START_TEST(test_fd_read)
 }
 END_TEST
 
+/* A timer that re-arms itself with no delay must not starve fds: each
+ * pass of the loop fires only the timers due when it began. */
+struct rearm {
+	struct tsr_loop *loop;
+	int fired;
+};
+
+static void
+rearm_cb(void *arg)
+{
+	struct rearm *r = arg;
+
+	r->fired++;
+	tsr_loop_timer_add(r->loop, 0, rearm_cb, r, NULL);
+}
+
+START_TEST(test_zero_delay_rearm_does_not_starve)
+{
+	struct tsr_loop *loop;
+	struct fdrec rec = { 0 };
+	struct rearm ra = { 0 };
+	int sv[2];
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	rec.loop = loop;
+	rec.stop = true;
+	ra.loop = loop;
+	ck_assert_int_eq(tsr_loop_fd_add(loop, sv[0], TSR_EV_READ, fd_record_cb,
+					 &rec), 0);
+	ck_assert_int_eq(write(sv[1], "go", 2), 2);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 0, rearm_cb, &ra, NULL), 0);
+	run_bounded(loop);
+	ck_assert_int_eq(rec.calls, 1);
+	ck_assert_int_ge(ra.fired, 1);
+	tsr_loop_destroy(loop);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 START_TEST(test_fd_write_and_mod)
 {
 	struct tsr_loop *loop;
@@ -831,6 +872,7 @@ loop_suite(void)
 	suite_add_tcase(s, th);
 
 	tcase_add_test(fd, test_fd_read);
+	tcase_add_test(fd, test_zero_delay_rearm_does_not_starve);
 	tcase_add_test(fd, test_fd_write_and_mod);
 	tcase_add_test(fd, test_fd_del_self);
 	tcase_add_test(fd, test_fd_del_other_pending);

@@ -195,12 +195,13 @@ bi_destroy(void *instance)
 	(void)instance;
 }
 
-static int32_t
-bi_where(void *i, const struct tsr_part_dir *d, uint32_t n)
+static int
+bi_where(void *i, const struct tsr_part_dir *d, uint32_t n, int32_t *rank)
 {
 	(void)i;
 	(void)d;
 	(void)n;
+	*rank = 0;
 	return 0;
 }
 
@@ -213,10 +214,11 @@ bi_balance(void *i, const struct tsr_part_load *l, uint32_t n, uint32_t r,
 }
 
 static int
-bi_fragment(void *i, const struct tsr_part_fragstat *st)
+bi_fragment(void *i, const struct tsr_part_fragstat *st, int *action)
 {
 	(void)i;
 	(void)st;
+	*action = 0;
 	return 0;
 }
 
@@ -311,9 +313,14 @@ START_TEST(instance_with_defaults_and_values)
 	/* the instance answers through the kind's ops */
 	const struct tsr_partitioner_ops *ops = tsr_instance_ops(inst);
 	struct tsr_part_dir dir = { .df = { .ino = 1234 }, .pin = 3, .parent_rank = -1 };
-	ck_assert_int_eq(ops->where(tsr_instance_handle(inst), &dir, 8), 3);
+	int32_t rank = -1;
+	ck_assert_int_eq(ops->where(tsr_instance_handle(inst), &dir, 8, &rank), 0);
+	ck_assert_int_eq(rank, 3);
+	ck_assert_int_eq(ops->where(tsr_instance_handle(inst), &dir, 0, &rank), -EINVAL);
 	struct tsr_part_fragstat st = { .entries = 20000 };
-	ck_assert_int_eq(ops->fragment(tsr_instance_handle(inst), &st), 1);
+	int action = 0;
+	ck_assert_int_eq(ops->fragment(tsr_instance_handle(inst), &st, &action), 0);
+	ck_assert_int_eq(action, 1);
 	tsr_instance_destroy(inst);
 }
 END_TEST
@@ -330,14 +337,37 @@ static const struct {
 	{ "colour", "red", "unknown option 'colour' (known options: salt, spread, threshold, split_size, label)" },
 };
 
+/* A host that counts the plugin's "created:" log lines: proof of whether
+ * create() ran. */
+static int creates;
+
+static void
+counting_logv(void *ctx, int level, const char *fmt, va_list ap)
+{
+	(void)ctx;
+	(void)level;
+	(void)ap;
+	if (strncmp(fmt, "created:", 8) == 0)
+		creates++;
+}
+
 START_TEST(instance_bad_option_refused)
 {
 	struct tsr_srcval srcs[] = { SRC_TEXT(bad_values[_i].key, bad_values[_i].value) };
 	struct tsr_instance *inst = NULL;
+	struct tsr_host counting = host.host;
 
-	ck_assert_int_lt(tsr_instance_create(good, &host.host, srcs, 1, &inst, err,
+	counting.logv = counting_logv;
+	creates = 0;
+	ck_assert_int_lt(tsr_instance_create(good, &counting, srcs, 1, &inst, err,
 					     sizeof(err)), 0);
 	ck_assert_ptr_null(inst);
+	/* the options were refused before the plugin's create() ran */
+	ck_assert_int_eq(creates, 0);
+	ck_assert_int_eq(tsr_instance_create(good, &counting, NULL, 0, &inst, err,
+					     sizeof(err)), 0);
+	ck_assert_int_eq(creates, 1);
+	tsr_instance_destroy(inst);
 	ck_assert_contains(err, "test:1: partitioner plugin 'good': ");
 	ck_assert_contains(err, bad_values[_i].reason);
 }
@@ -369,12 +399,14 @@ START_TEST(two_instances_are_independent)
 	const struct tsr_partitioner_ops *ops = tsr_instance_ops(i1);
 	for (uint64_t ino = 1; ino <= 64; ino++) {
 		struct tsr_part_dir d = { .df = { .ino = ino }, .pin = -1, .parent_rank = -1 };
-		int32_t r1 = ops->where(tsr_instance_handle(i1), &d, 16);
-		int32_t r2 = ops->where(tsr_instance_handle(i2), &d, 16);
+		int32_t r1 = -1, r2 = -1, again = -1;
+		ck_assert_int_eq(ops->where(tsr_instance_handle(i1), &d, 16, &r1), 0);
+		ck_assert_int_eq(ops->where(tsr_instance_handle(i2), &d, 16, &r2), 0);
 		ck_assert_int_ge(r1, 0);
 		ck_assert_int_lt(r1, 16);
 		/* same instance, same answer: deterministic */
-		ck_assert_int_eq(r1, ops->where(tsr_instance_handle(i1), &d, 16));
+		ck_assert_int_eq(ops->where(tsr_instance_handle(i1), &d, 16, &again), 0);
+		ck_assert_int_eq(r1, again);
 		differ += r1 != r2;
 	}
 	/* different salts in each instance give different placements */
@@ -382,7 +414,9 @@ START_TEST(two_instances_are_independent)
 	tsr_instance_destroy(i1);
 	/* i2 still works after i1 is gone */
 	struct tsr_part_dir d = { .df = { .ino = 7 }, .pin = 5, .parent_rank = -1 };
-	ck_assert_int_eq(ops->where(tsr_instance_handle(i2), &d, 16), 5);
+	int32_t r = -1;
+	ck_assert_int_eq(ops->where(tsr_instance_handle(i2), &d, 16, &r), 0);
+	ck_assert_int_eq(r, 5);
 	tsr_instance_destroy(i2);
 }
 END_TEST

@@ -10,6 +10,11 @@
  * atomically and durably.  After the commit callback fires, a crash loses
  * nothing of the transaction; before it, a crash leaves all of it or none of
  * it.  Transactions submitted on one instance commit in submission order.
+ * Reads see a transaction once its commit callback has been called; before
+ * that, whether they see it is unspecified (the OSD orders conflicting
+ * reads and writes itself).  An operation type or flag the backend does not
+ * know fails the whole transaction with -EOPNOTSUPP before anything of it
+ * is applied.
  *
  * Every stored data block carries a CRC32C checked on every read; a mismatch
  * makes the read fail with -EIO and log the object and offset.  Silent
@@ -78,6 +83,7 @@ struct tsr_txn_op {
 	const void *oid2;        /* CLONE, CLONE_RANGE: destination */
 	size_t oid2_len;
 	uint64_t off2;
+	uint64_t reserved[2];    /* must be zero (room for later operations) */
 };
 
 struct tsr_txn {
@@ -109,10 +115,12 @@ typedef void (*tsr_fsck_cb)(void *arg, const char *problem, int repaired);
 
 /* Enumeration cursor: opaque to the caller, at most TSR_CURSOR_MAX bytes.
  * An empty cursor (len 0) means "from the start"; list_objects returns the
- * cursor to resume from, empty when the collection is exhausted.  Order is
- * stable for a given set of objects (the backend's own order, e.g. by hash
- * of the name), so a walk resumed after other writes sees every object that
- * existed throughout the walk exactly once. */
+ * cursor to resume from, empty when the collection is exhausted.  Every
+ * backend lists in the same order — object names compared as unsigned
+ * bytes, a prefix before its extensions — so scrub and backfill can walk
+ * the copies of a placement group on OSDs with different backends side by
+ * side.  A walk resumed after other writes sees every object that existed
+ * throughout the walk exactly once. */
 #define TSR_CURSOR_MAX 512
 struct tsr_cursor {
 	uint32_t len;

@@ -12,6 +12,11 @@
  *   - balance: given each rank's recent load, which subtrees should move
  *     and to whom;
  *   - fragment: should a dirfrag be split or merged.
+ * Ranks are 0 .. nranks-1, all active when the question is asked (the MDS
+ * renumbers nothing: a failed rank is taken over by a standby under the same
+ * number before the partitioner is consulted again).  Fragments are defined
+ * on the MDS's name hash, which the partitioner never computes.
+ *
  * The answers are advice: the MDS cluster carries out migrations with its
  * own protocol and records the result in its journal, so a partitioner may
  * keep soft state (load history) but is never the source of truth.
@@ -63,22 +68,27 @@ struct tsr_part_fragstat {
 	double ops_per_sec;
 };
 
+/* Called once per proposed move; a non-zero return stops balance(), which
+ * then returns that value. */
 typedef int (*tsr_part_move_cb)(void *arg, const struct tsr_part_move *mv);
 
 struct tsr_partitioner_ops {
 	uint32_t size; /* sizeof(struct tsr_partitioner_ops) as built */
 
-	/* Rank in [0, nranks) that should own dir. */
-	int32_t (*where)(void *inst, const struct tsr_part_dir *dir,
-			 uint32_t nranks);
+	/* The rank in [0, nranks) that should own dir, in *rank.  Returns 0,
+	 * or a negative errno (-EINVAL for nranks 0). */
+	int (*where)(void *inst, const struct tsr_part_dir *dir,
+		     uint32_t nranks, int32_t *rank);
 	/* Propose migrations; cb is called once per proposed move.  loads
 	 * covers every subtree root of every active rank. */
 	int (*balance)(void *inst, const struct tsr_part_load *loads,
 		       uint32_t nloads, uint32_t nranks, tsr_part_move_cb cb,
 		       void *arg);
-	/* > 0: split into 2^result fragments; < 0: merge with siblings;
-	 * 0: leave alone. */
-	int (*fragment)(void *inst, const struct tsr_part_fragstat *st);
+	/* What to do with a fragment, in *action: n > 0 splits it into 2^n
+	 * fragments, -1 merges it with its siblings, 0 leaves it.  Returns 0
+	 * or a negative errno. */
+	int (*fragment)(void *inst, const struct tsr_part_fragstat *st,
+			int *action);
 
 	/* ABI 1.0 ends here. */
 };

@@ -12,6 +12,12 @@
  * map() on every call as a weight vector, so a map epoch that only marks an
  * OSD down needs no new blob.
  *
+ * An instance holds one map.  To keep the maps of several epochs at once
+ * (peering compares them), create one instance per map.  Once load() has
+ * returned, map() and max_devices() only read the instance and may be
+ * called from many threads at once; load() must not run concurrently with
+ * them.
+ *
  * The generic topology below is how tools and the conformance suite describe
  * a cluster to any placement plugin; a plugin may accept richer maps through
  * its own text form (compile()).
@@ -34,6 +40,9 @@ struct tsr_buf {
 
 /* Weights are 16.16 fixed point: 0x10000 is 1.0. */
 #define TSR_WEIGHT_ONE 0x10000u
+
+/* A position map() could not fill. */
+#define TSR_PLACEMENT_NONE (-1)
 
 /* A node of the hierarchy: devices have id >= 0, buckets id < 0. */
 struct tsr_topo_item {
@@ -86,10 +95,15 @@ struct tsr_placement_ops {
 		    size_t errlen);
 
 	/* Place input x (a PG seed) with rule, nrep replicas.  weights[d] is
-	 * device d's current weight (0 = out; TSR_WEIGHT_ONE = fully in);
-	 * devices beyond nweights count as weight 0.  Writes up to nrep device
-	 * ids to out in order (primary first) and returns how many were found,
-	 * or a negative errno (-ENOENT for an unknown rule). */
+	 * device d's current weight (0 = out or down; TSR_WEIGHT_ONE = fully
+	 * in; in between, the device is skipped for a deterministic share of
+	 * inputs); devices beyond nweights count as weight 0.  Writes nrep
+	 * entries to out, in order (primary first); a position that cannot be
+	 * filled holds TSR_PLACEMENT_NONE, and positions are never shifted to
+	 * close a gap, so an erasure-coded shard keeps its OSD when another
+	 * shard's OSD fails.  Returns how many positions were filled, or a
+	 * negative errno (-ENOENT for an unknown rule, -EINVAL for nrep above
+	 * 64 or no map loaded). */
 	int (*map)(void *inst, uint32_t rule, uint32_t x, uint32_t nrep,
 		   const uint32_t *weights, uint32_t nweights, int32_t *out);
 

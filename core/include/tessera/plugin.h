@@ -28,10 +28,18 @@
  * destroy() releases it.  A plugin keeps no global mutable state, so one
  * process may hold several instances of the same plugin at once.
  *
- * Growth rules (ABI minor bumps): structures here and every kind's ops table
- * begin with their own size and only ever grow at the end.  A reader checks
- * the size before touching a member added after the first release.  Removing
- * or reordering members needs a major bump.
+ * Growth rules (ABI minor bumps):
+ *   - The descriptor, the host table and every kind's ops table carry their
+ *     own size and only ever grow at the end.  A reader checks the size
+ *     before touching a member added after the first release; operations
+ *     appended after 1.0 are optional.
+ *   - Structures passed as arrays or embedded by value (tsr_opt_def,
+ *     tsr_opt_val, tsr_txn_op, tsr_topo_item, tsr_topo_rule, tsr_part_load,
+ *     tsr_shard_buf, ...) are frozen for the whole major version: their
+ *     stride must not change.  Where growth is likely they hold reserved
+ *     members that must be zero; otherwise a later minor adds a new
+ *     structure and a new operation that takes it.
+ *   - Removing or reordering anything needs a major bump.
  */
 #ifndef TESSERA_PLUGIN_H
 #define TESSERA_PLUGIN_H
@@ -154,7 +162,10 @@ struct tsr_host {
 	uint64_t (*mono_ns)(void *ctx);
 
 	/* One-shot timers on the host's event loop.  -ENOTSUP when the host runs
-	 * none (a command-line tool).  The callback runs on the loop thread. */
+	 * none (a command-line tool).  The callback runs on the loop thread.
+	 * Cancelling on the loop thread is final: the callback will not run.
+	 * From another thread, -ENOENT means it already ran or is running
+	 * now, so free its argument only once you know it finished. */
 	int (*timer_add)(void *ctx, uint64_t delay_ns, void (*cb)(void *arg),
 			 void *arg, uint64_t *timer_id);
 	int (*timer_cancel)(void *ctx, uint64_t timer_id);

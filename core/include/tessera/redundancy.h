@@ -11,10 +11,17 @@
  * Shard sets are bitmasks: bit i is shard i, so a scheme has at most 64
  * shards.
  *
- * Ownership: encode() and decode() write into buffers the caller provides,
- * each of the size shard_size() or logical_size() says.  A replica scheme
- * may instead point an output at the input (see TSR_REDUNDANCY_SHARES_INPUT)
- * so that replication costs no copy.
+ * Ownership: encode() writes each shard into shards[i].data, a buffer of
+ * shard_size(len) bytes the caller provides — except when info() reports
+ * TSR_REDUNDANCY_SHARES_INPUT: then the caller passes data = NULL and
+ * encode() sets every shards[i].data to point into the input (replication
+ * costs no copy); those pointers live as long as the input.  decode() and
+ * repair() read shards[i] for the shards in `have` and write into caller
+ * buffers.
+ *
+ * Offsets and lengths are logical (object) bytes; off must be a multiple
+ * of the stripe width (stripe_unit * ndata, or any value when
+ * stripe_unit is 0), so a partial overwrite re-encodes whole stripes.
  */
 #ifndef TESSERA_REDUNDANCY_H
 #define TESSERA_REDUNDANCY_H
@@ -50,13 +57,13 @@ struct tsr_redundancy_ops {
 	/* Bytes each shard stores for len logical bytes. */
 	uint64_t (*shard_size)(void *inst, uint64_t len);
 
-	/* Split len logical bytes (a whole number of stripes, or the object's
-	 * tail) into nshards shards. */
-	int (*encode)(void *inst, const void *data, size_t len,
+	/* Split the len logical bytes at object offset off (a whole number of
+	 * stripes, or the object's tail) into nshards shards. */
+	int (*encode)(void *inst, uint64_t off, const void *data, size_t len,
 		      struct tsr_shard_buf *shards);
-	/* Rebuild the logical bytes from the shards whose bit is set in have
-	 * (the others are ignored); len is the logical length wanted. */
-	int (*decode)(void *inst, tsr_shard_set have,
+	/* Rebuild the len logical bytes at offset off from the shards whose
+	 * bit is set in have (the others are ignored). */
+	int (*decode)(void *inst, uint64_t off, tsr_shard_set have,
 		      const struct tsr_shard_buf *shards, void *out,
 		      size_t len);
 	/* Rebuild the shards in want from the shards in have. */

@@ -52,16 +52,16 @@ pin_destroy(void *instance)
 	p->host->free(p->host->ctx, p);
 }
 
-static int32_t
-pin_where(void *instance, const struct tsr_part_dir *dir, uint32_t nranks)
+static int
+pin_where(void *instance, const struct tsr_part_dir *dir, uint32_t nranks,
+	  int32_t *rank)
 {
 	struct pin *p = instance;
 
 	if (nranks == 0)
 		return -EINVAL;
-	if (dir->pin >= 0)
-		return dir->pin % (int32_t)nranks;
-	return p->home_rank % (int32_t)nranks;
+	*rank = (dir->pin >= 0 ? dir->pin : p->home_rank) % (int32_t)nranks;
+	return 0;
 }
 
 static int
@@ -73,10 +73,11 @@ pin_balance(void *instance, const struct tsr_part_load *loads, uint32_t nloads,
 }
 
 static int
-pin_fragment(void *instance, const struct tsr_part_fragstat *st)
+pin_fragment(void *instance, const struct tsr_part_fragstat *st, int *action)
 {
 	(void)instance;
 	(void)st;
+	*action = 0; /* directories are never split automatically */
 	return 0;
 }
 
