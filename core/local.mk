@@ -17,7 +17,8 @@ core_libtsrcore_la_SOURCES = \
 	core/event/loop.c core/event/loop.h \
 	core/daemon/asok.c core/daemon/asok.h \
 	core/daemon/pidfile.c core/daemon/pidfile.h \
-	core/daemon/daemon.c core/daemon/daemon.h
+	core/daemon/daemon.c core/daemon/daemon.h \
+	core/placement/objhash.c
 core_libtsrcore_la_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 core_libtsrcore_la_LIBADD = $(LIBCONFIG_LIBS) $(PTHREAD_LIBS) $(LIBS)
 
@@ -37,4 +38,5 @@ tesserainclude_HEADERS = \
 	core/include/tessera/partitioner.h \
 	core/include/tessera/mount.h \
 	core/include/tessera/encoding.h \
-	core/include/tessera/crc32c.h
+	core/include/tessera/crc32c.h \
+	core/include/tessera/hash.h

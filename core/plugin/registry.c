@@ -50,6 +50,7 @@ static const struct op_slot placement_slots[] = {
 	SLOT(tsr_placement_ops, encode), SLOT(tsr_placement_ops, compile),
 	SLOT(tsr_placement_ops, decompile), SLOT(tsr_placement_ops, load),
 	SLOT(tsr_placement_ops, map), SLOT(tsr_placement_ops, max_devices),
+	SLOT(tsr_placement_ops, rule_width),
 };
 static const struct op_slot redundancy_slots[] = {
 	SLOT(tsr_redundancy_ops, info), SLOT(tsr_redundancy_ops, shard_size),
@@ -81,7 +82,7 @@ struct kind_info {
 
 static const struct kind_info kinds[] = {
 	KIND(TSR_KIND_BACKEND, tsr_backend_ops, fsck, backend_slots),
-	KIND(TSR_KIND_PLACEMENT, tsr_placement_ops, max_devices, placement_slots),
+	KIND(TSR_KIND_PLACEMENT, tsr_placement_ops, rule_width, placement_slots),
 	KIND(TSR_KIND_REDUNDANCY, tsr_redundancy_ops, minimum_to_read, redundancy_slots),
 	KIND(TSR_KIND_PARTITIONER, tsr_partitioner_ops, fragment, partitioner_slots),
 	KIND(TSR_KIND_MOUNT, tsr_mount_ops, stop, mount_slots),

@@ -98,17 +98,27 @@ struct tsr_placement_ops {
 	 * device d's current weight (0 = out or down; TSR_WEIGHT_ONE = fully
 	 * in; in between, the device is skipped for a deterministic share of
 	 * inputs); devices beyond nweights count as weight 0.  Writes nrep
-	 * entries to out, in order (primary first); a position that cannot be
-	 * filled holds TSR_PLACEMENT_NONE, and positions are never shifted to
-	 * close a gap, so an erasure-coded shard keeps its OSD when another
-	 * shard's OSD fails.  Returns how many positions were filled, or a
-	 * negative errno (-ENOENT for an unknown rule, -EINVAL for nrep above
-	 * 64 or no map loaded). */
+	 * entries to out.  The rule modes defined so far are "firstn": the
+	 * positions are an order of preference (primary first), filled from
+	 * the front, TSR_PLACEMENT_NONE only in the tail when too few items
+	 * can be found; when devices go out, every device of the result that
+	 * stays in remains in the result (perhaps at another position).  A
+	 * positional mode for erasure coding, where each shard keeps its OSD
+	 * when another shard's fails, will be a new enum tsr_rule_mode value
+	 * with its own guarantee.  Returns how many positions were filled, or
+	 * a negative errno (-ENOENT for an unknown rule, -EINVAL for nrep
+	 * above 64 or no map loaded). */
 	int (*map)(void *inst, uint32_t rule, uint32_t x, uint32_t nrep,
 		   const uint32_t *weights, uint32_t nweights, int32_t *out);
 
 	/* Largest device id in the loaded map plus one. */
 	uint32_t (*max_devices)(void *inst);
+
+	/* How many distinct items rule can ever return: the failure domains
+	 * (CHOOSELEAF) or devices (CHOOSE) under its root that hold a device.
+	 * A pool whose size exceeds it can never be fully placed.  -ENOENT
+	 * for an unknown rule. */
+	int (*rule_width)(void *inst, uint32_t rule, uint32_t *width);
 
 	/* ABI 1.0 ends here. */
 };

@@ -1,0 +1,48 @@
+/* tessera/hash.h — the fixed hash functions every party must compute alike:
+ * object name -> placement group, placement group -> placement input.
+ *
+ * These functions are part of the on-disk and on-wire contract: an object
+ * written by one client is found by every other only because all of them
+ * hash its name the same way.  They never change; a different function
+ * would be a new, separately versioned one.
+ *
+ *   object --(tsr_object_hash: XXH32 of the name, seed 0)--> 32-bit hash
+ *          --(tsr_stable_mod with pg_num)--------------------> pg in [0, pg_num)
+ *   (pool, pg) --(tsr_pg_seed)-------------------------------> placement input x
+ *
+ * Stable modulo (as in Ceph) instead of plain `% pg_num`: when pg_num grows
+ * by one, the objects of exactly one placement group are split between it
+ * and the new one, and every other object stays where it was.  Doubling
+ * pg_num splits every group in two.
+ */
+#ifndef TESSERA_HASH_H
+#define TESSERA_HASH_H
+
+#include <tessera/common.h>
+
+TSR_BEGIN_DECLS
+
+/* XXH32 (xxHash, 32-bit variant) of len bytes with seed. */
+TSR_API uint32_t tsr_xxh32(const void *data, size_t len, uint32_t seed);
+
+/* The hash of an object name: tsr_xxh32(name, len, 0). */
+TSR_API uint32_t tsr_object_hash(const void *name, size_t len);
+
+/* The smallest 2^k - 1 >= pg_num - 1 (pg_num >= 1). */
+TSR_API uint32_t tsr_pg_mask(uint32_t pg_num);
+
+/* x mod b, stable under growth of b: (x & mask) if that is < b, else
+ * (x & (mask >> 1)), with mask = tsr_pg_mask(b). */
+TSR_API uint32_t tsr_stable_mod(uint32_t x, uint32_t b, uint32_t mask);
+
+/* The placement group of an object in a pool of pg_num groups. */
+TSR_API uint32_t tsr_object_pg(const void *name, size_t len, uint32_t pg_num);
+
+/* The input handed to the placement plugin for group pg of pool: XXH32 of
+ * the pool (u64 LE) and pg (u32 LE), seed 0, so that group 7 of two pools
+ * does not land on the same OSDs. */
+TSR_API uint32_t tsr_pg_seed(uint64_t pool, uint32_t pg);
+
+TSR_END_DECLS
+
+#endif
