@@ -1,0 +1,192 @@
+/* placebase.h — what Tessera's placement plugins share beyond the topology
+ * model: the fixed hash and logarithm every draw is made of, the per-rule
+ * tables the mapping loops walk, and every operation except map() itself.
+ *
+ * A plugin is then its descriptor plus one function: pb_map_fn.
+ *
+ * Draws.  An item of weight w draws -log2(U) / w, where U in (0, 1] comes
+ * from a hash of (input, item); the smallest draw wins.  This is straw2's
+ * exponential race ("the largest ln(U)/w wins", the same ordering): each
+ * item wins with probability proportional to its weight, and an item's
+ * draw depends only on its own weight, so changing one weight moves inputs
+ * only to or from that item.
+ *
+ * Determinism.  Hashes are integer mixes; -log2 is computed in 32.32 fixed
+ * point from a constant table with linear interpolation (no libm, whose
+ * last bits differ between systems); the division by the weight is one
+ * correctly rounded IEEE-754 double multiplication by a precomputed
+ * reciprocal, identical on every IEEE host (the plugins are built with
+ * -ffp-contract=off so no fused multiply-add changes the rounding).
+ */
+#ifndef TSR_PLACEBASE_H
+#define TSR_PLACEBASE_H
+
+#include <tessera/placement.h>
+#include "topo.h"
+
+/* Devices of one failure domain that share a map weight.  Within a class
+ * the smallest draw is the largest hash, so the mapping loop needs one
+ * hash per device and one logarithm per class. */
+struct pb_class {
+	uint32_t first;     /* index into rule->dev */
+	uint32_t count;
+	uint32_t weight;    /* 16.16 map weight of every device in it */
+	double inv_w;       /* 65536.0 / weight */
+};
+
+struct pb_domain {
+	uint32_t first_class;
+	uint32_t nclasses;
+	uint64_t weight;    /* sum of its devices' map weights */
+	double inv_w;       /* 65536.0 / weight */
+	uint32_t key;       /* hash key of the domain (its bucket id) */
+	int32_t id;         /* bucket id, or the device id for CHOOSE rules */
+};
+
+struct pb_rule {
+	uint32_t id;
+	uint32_t mode;
+	uint32_t ndomains;
+	struct pb_domain *domains;
+	uint32_t nclasses;
+	struct pb_class *classes;
+	uint32_t ndev;
+	int32_t *dev;       /* device ids, grouped by domain then class, by id */
+};
+
+struct pb_map {
+	struct topo *topo;
+	uint8_t *blob;      /* the binary form this map was loaded from */
+	size_t bloblen;
+	uint32_t max_devices;
+	uint32_t *key;      /* per device id: hash key of its draw */
+	uint32_t *key_rw;   /* per device id: hash key of its reweight test */
+	struct pb_rule *rules[TOPO_MAX_RULES]; /* by rule id */
+};
+
+/* Fill out[0..nrep) for input x under rule r; see tsr_placement_ops.map.
+ * nrep is 1..64; weights as given by the caller. */
+typedef int (*pb_map_fn)(const struct pb_map *m, const struct pb_rule *r,
+			 uint32_t x, uint32_t nrep, const uint32_t *weights,
+			 uint32_t nweights, int32_t *out);
+
+/* ---- Hash and logarithm -------------------------------------------------*/
+
+/* murmur3's 64-bit finaliser over (x, key): a bijective mix, so distinct
+ * (x, key) pairs never collide before the final truncation. */
+static inline uint32_t
+pb_hash(uint32_t x, uint32_t key)
+{
+	uint64_t z = ((uint64_t)x << 32) | key;
+
+	z ^= z >> 33;
+	z *= 0xff51afd7ed558ccdull;
+	z ^= z >> 33;
+	z *= 0xc4ceb9fe1a85ec53ull;
+	z ^= z >> 33;
+	return (uint32_t)z;
+}
+
+extern const uint64_t pb_log2_table[257];
+
+/* -log2(v / 2^24) in 32.32 fixed point, for v in [1, 2^24]: 0 for v = 2^24,
+ * growing as v shrinks; monotone. */
+static inline uint64_t
+pb_neglog2(uint32_t v)
+{
+	int e = 31 - __builtin_clz(v);
+	uint32_t t = v << (31 - e);
+	uint32_t idx = (t >> 23) & 0xff;
+	uint64_t rem = (t >> 7) & 0xffff;
+	uint64_t lo = pb_log2_table[idx], hi = pb_log2_table[idx + 1];
+	uint64_t l2 = ((uint64_t)e << 32) + lo + (((hi - lo) * rem) >> 16);
+
+	return ((uint64_t)24 << 32) - l2;
+}
+
+/* The draw of a hash h (only its top 24 bits count) for weight 1/inv_w. */
+static inline double
+pb_draw(uint32_t h, double inv_w)
+{
+	return (double)pb_neglog2((h >> 8) + 1) * inv_w;
+}
+
+/* Whether device d takes part for input x given its runtime weight:
+ * always at TSR_WEIGHT_ONE, never at 0, else for a deterministic
+ * weight/65536 share of inputs. */
+static inline int
+pb_accept(const struct pb_map *m, uint32_t x, int32_t d, const uint32_t *w,
+	  uint32_t nw)
+{
+	uint32_t rw = (uint32_t)d < nw ? w[d] : 0;
+
+	if (rw >= TSR_WEIGHT_ONE)
+		return 1;
+	if (rw == 0)
+		return 0;
+	return (pb_hash(x, m->key_rw[d]) & 0xffff) < rw;
+}
+
+/* The best device of domain dm for input x among those taking part, with
+ * its draw in *draw; -1 if none takes part.  One hash per device, one
+ * logarithm per weight class (the best of equal-weight draws is the
+ * largest hash); ties go to the lower device id, and devices are stored in
+ * id order, so '>' keeps the first. */
+static inline int32_t
+pb_domain_best(const struct pb_map *m, const struct pb_rule *r,
+	       const struct pb_domain *dm, uint32_t x, const uint32_t *w,
+	       uint32_t nw, double *draw)
+{
+	double best = 0;
+	int32_t dev = -1;
+
+	for (uint32_t ci = 0; ci < dm->nclasses; ci++) {
+		const struct pb_class *c = &r->classes[dm->first_class + ci];
+		uint32_t maxh = 0;
+		int32_t arg = -1;
+
+		for (uint32_t i = c->first; i < c->first + c->count; i++) {
+			int32_t d = r->dev[i];
+			if (!pb_accept(m, x, d, w, nw))
+				continue;
+			uint32_t h = pb_hash(x, m->key[d]);
+			if (arg < 0 || h > maxh) {
+				maxh = h;
+				arg = d;
+			}
+		}
+		if (arg < 0)
+			continue;
+		double dr = pb_draw(maxh, c->inv_w);
+		if (dev < 0 || dr < best || (dr == best && arg < dev)) {
+			best = dr;
+			dev = arg;
+		}
+	}
+	*draw = best;
+	return dev;
+}
+
+/* ---- Operations shared by every placement plugin ---------------------------*/
+
+int pb_create(const struct tsr_host *host, const struct tsr_opts *opts,
+	      void **instance, char *err, size_t errlen);
+void pb_destroy(void *instance);
+int pb_encode(void *inst, const struct tsr_topology *topo,
+	      struct tsr_buf *out, char *err, size_t errlen);
+int pb_compile(void *inst, const char *text, size_t len, struct tsr_buf *out,
+	       char *err, size_t errlen);
+int pb_decompile(void *inst, const void *map, size_t len, struct tsr_buf *out,
+		 char *err, size_t errlen);
+int pb_load(void *inst, const void *map, size_t len, char *err, size_t errlen);
+uint32_t pb_max_devices(void *inst);
+int pb_rule_width(void *inst, uint32_t rule, uint32_t *width);
+/* map() for a plugin whose algorithm is fn: checks the arguments, fills
+ * out with TSR_PLACEMENT_NONE, calls fn, counts the filled positions. */
+int pb_map(void *inst, pb_map_fn fn, uint32_t rule, uint32_t x,
+	   uint32_t nrep, const uint32_t *weights, uint32_t nweights,
+	   int32_t *out);
+
+#define PB_MAX_REP 64
+
+#endif

@@ -1,0 +1,31 @@
+# Plugins: one folder per plugin, each building one shared object into
+# $(pluginsdir).  Placement plugins share plugins/common (topology model,
+# text and binary forms, per-rule tables), compiled into each of them.
+PLUGIN_LDFLAGS = -module -avoid-version -shared $(AM_LDFLAGS)
+# Placement must give the same answer on every host: no fused multiply-add
+# may change the rounding of a draw (see plugins/common/placebase.h).
+PLACEMENT_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
+PLACEMENT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
+
+noinst_LTLIBRARIES += plugins/common/libplacebase.la
+plugins_common_libplacebase_la_SOURCES = \
+	plugins/common/topo.c plugins/common/topo.h \
+	plugins/common/placebase.c plugins/common/placebase.h \
+	plugins/common/topn.h
+plugins_common_libplacebase_la_CPPFLAGS = $(PLACEMENT_CPPFLAGS)
+plugins_common_libplacebase_la_CFLAGS = $(PLACEMENT_CFLAGS)
+EXTRA_DIST += plugins/common/log2_table.inc
+
+plugins_LTLIBRARIES += plugins/placement-crush/crush.la
+plugins_placement_crush_crush_la_SOURCES = plugins/placement-crush/crush.c
+plugins_placement_crush_crush_la_CPPFLAGS = $(PLACEMENT_CPPFLAGS)
+plugins_placement_crush_crush_la_CFLAGS = $(PLACEMENT_CFLAGS)
+plugins_placement_crush_crush_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_placement_crush_crush_la_LIBADD = plugins/common/libplacebase.la core/libtessera-core.la
+
+plugins_LTLIBRARIES += plugins/placement-hrw/hrw.la
+plugins_placement_hrw_hrw_la_SOURCES = plugins/placement-hrw/hrw.c
+plugins_placement_hrw_hrw_la_CPPFLAGS = $(PLACEMENT_CPPFLAGS)
+plugins_placement_hrw_hrw_la_CFLAGS = $(PLACEMENT_CFLAGS)
+plugins_placement_hrw_hrw_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_placement_hrw_hrw_la_LIBADD = plugins/common/libplacebase.la core/libtessera-core.la
