@@ -13,7 +13,9 @@ unit_tests = \
 	tests/unit/test_log \
 	tests/unit/test_loop \
 	tests/unit/test_asok \
-	tests/unit/test_pidfile
+	tests/unit/test_pidfile \
+	tests/unit/test_hash \
+	tests/unit/test_topo
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
@@ -86,6 +88,13 @@ tests_unit_test_asok_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_pidfile_SOURCES = tests/unit/test_pidfile.c
 tests_unit_test_pidfile_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_pidfile_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_hash_SOURCES = tests/unit/test_hash.c
+tests_unit_test_hash_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_hash_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_topo_SOURCES = tests/unit/test_topo.c
+tests_unit_test_topo_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
+tests_unit_test_topo_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_topo_LDADD = plugins/common/libplacebase.la $(CHECK_LDADD_ALL)
 tests_unit_test_registry_SOURCES = tests/unit/test_registry.c
 tests_unit_test_registry_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_PLUGIN_DIR=\"$(TEST_PLUGIN_DIR)\"
 tests_unit_test_registry_CFLAGS = $(CHECK_CFLAGS_ALL)
@@ -118,6 +127,18 @@ AM_TESTS_ENVIRONMENT = \
 	LIBTOOL='$(abs_top_builddir)/libtool'; \
 	SANITIZERS='$(enable_sanitizers)'; \
 	TOP_SRCDIR='$(abs_top_srcdir)'; \
-	export TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR;
-TESTS += tests/cli/test_cli.sh tests/integration/test_valgrind.sh
-EXTRA_DIST += tests/cli/test_cli.sh tests/integration/test_valgrind.sh
+	PLUGIN_DIR='$(abs_top_builddir)/lib/plugins'; \
+	PLACEMENT_PLUGINS='$(abs_top_builddir)/plugins/placement-crush/.libs/crush.so:$(abs_top_builddir)/plugins/placement-hrw/.libs/hrw.so'; \
+	export TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR PLACEMENT_PLUGINS;
+TESTS += tests/cli/test_cli.sh tests/cli/test_placement_cli.sh \
+	tests/integration/test_valgrind.sh
+EXTRA_DIST += tests/cli/test_cli.sh tests/cli/test_placement_cli.sh \
+	tests/integration/test_valgrind.sh
+
+# Conformance: every placement plugin built here passes the same suite.
+conformance_tests = tests/conformance/test_placement
+check_PROGRAMS += $(conformance_tests)
+TESTS += $(conformance_tests)
+tests_conformance_test_placement_SOURCES = tests/conformance/test_placement.c
+tests_conformance_test_placement_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_conformance_test_placement_LDADD = $(CHECK_LDADD_ALL) -lm

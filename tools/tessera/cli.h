@@ -2,6 +2,8 @@
 #ifndef TSR_CLI_H
 #define TSR_CLI_H
 
+#include "plugin/host.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -21,10 +23,40 @@ struct cli_cmd {
 extern const struct cli_cmd cli_plugins_cmds[];
 extern const struct cli_cmd cli_admin_cmds[];
 extern const struct cli_cmd cli_config_cmds[];
+extern const struct cli_cmd cli_placement_cmds[];
 
 /* "plain" or "json" from --format; -1 (after a message) otherwise. */
 int cli_parse_format(const char *s, bool *json);
 /* True when argv holds -h or --help: the command should print its help. */
 bool cli_wants_help(int argc, char **argv);
+
+/* The plugin directory a command uses: opt_dir (--plugin-dir), else
+ * $TESSERA_PLUGIN_DIR, else plugin_dir from conf_path's client view (when
+ * given), else the built-in default.  -1 after a message on stderr. */
+int cli_plugin_dir(const char *opt_dir, const char *conf_path, char *out,
+		   size_t outlen);
+
+/* One plugin found by kind and name in a plugin directory, with a core host
+ * table for its instances.  Instances made by cli_plugin_instance must be
+ * destroyed before cli_plugin_close; the struct must not move while they
+ * live (they hold &host.host). */
+struct tsr_registry;
+struct tsr_plugin;
+struct tsr_instance;
+struct cli_plugin {
+	struct tsr_registry *reg;
+	const struct tsr_plugin *plugin;
+	struct tsr_core_host host;
+};
+
+/* Load every plugin in dir and pick (kind, name).  When it is missing the
+ * reason names the directory, the plugins of that kind that are there and
+ * any files refused.  0 or a negative errno; nothing to close on failure. */
+int cli_plugin_open(struct cli_plugin *cp, const char *dir, uint32_t kind,
+		    const char *name, char *err, size_t errlen);
+/* An instance with no options (every option at its default). */
+int cli_plugin_instance(struct cli_plugin *cp, struct tsr_instance **out,
+			char *err, size_t errlen);
+void cli_plugin_close(struct cli_plugin *cp);
 
 #endif

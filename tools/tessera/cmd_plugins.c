@@ -10,33 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Where to look: --plugin-dir, else $TESSERA_PLUGIN_DIR, else the
- * plugin_dir of --conf's client view, else the built-in default. */
-static int
-plugin_dir(const char *opt_dir, const char *conf_path, char *out, size_t outlen)
-{
-	const char *env = getenv("TESSERA_PLUGIN_DIR");
-	char err[1024];
-
-	if (opt_dir) {
-		tsr_strlcpy(out, opt_dir, outlen);
-	} else if (env && env[0]) {
-		tsr_strlcpy(out, env, outlen);
-	} else if (conf_path) {
-		struct tsr_conf *conf;
-		if (tsr_conf_load(conf_path, &conf, err, sizeof(err)) < 0 ||
-		    tsr_conf_resolve(conf, "client", NULL, NULL, err, sizeof(err)) < 0) {
-			fprintf(stderr, "tessera: %s\n", err);
-			return -1;
-		}
-		tsr_strlcpy(out, tsr_conf_str(conf, "plugin_dir"), outlen);
-		tsr_conf_destroy(conf);
-	} else {
-		tsr_strlcpy(out, tsr_conf_default_plugin_dir(), outlen);
-	}
-	return 0;
-}
-
 struct refusals {
 	struct tsr_sbuf text;
 	int n;
@@ -98,7 +71,7 @@ list_run(int argc, char **argv)
 			argv[optind]);
 		return CLI_USAGE;
 	}
-	if (plugin_dir(opt_dir, conf, dir, sizeof(dir)) < 0)
+	if (cli_plugin_dir(opt_dir, conf, dir, sizeof(dir)) < 0)
 		return CLI_FAIL;
 	struct tsr_registry *reg = tsr_registry_create();
 	tsr_sbuf_init(&ref.text);

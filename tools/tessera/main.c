@@ -11,6 +11,7 @@ static const struct cli_cmd *const groups[] = {
 	cli_plugins_cmds,
 	cli_config_cmds,
 	cli_admin_cmds,
+	cli_placement_cmds,
 };
 
 static int
@@ -40,20 +41,27 @@ matches(const struct cli_cmd *c, int argc, char **argv)
 static void
 usage(FILE *f)
 {
+	int w = (int)strlen("version");
+
+	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
+		for (const struct cli_cmd *c = groups[g]; c->name; c++)
+			if ((int)strlen(c->name) > w)
+				w = (int)strlen(c->name);
 	fprintf(f,
 		"Usage: tessera COMMAND [ARGS...]\n"
-		"Tessera's command-line tool: plugins, configuration, daemons.\n"
+		"Tessera's command-line tool: plugins, configuration, daemons, placement.\n"
 		"\n"
 		"Commands:\n");
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
 		for (const struct cli_cmd *c = groups[g]; c->name; c++)
-			fprintf(f, "  %-16s %-30s %s\n", c->name, c->args, c->summary);
+			fprintf(f, "  %-*s %-30s %s\n", w, c->name, c->args,
+				c->summary);
 	fprintf(f,
-		"  %-16s %-30s %s\n"
+		"  %-*s %-30s %s\n"
 		"\n"
 		"`tessera COMMAND --help` explains a command.  Exit status: 0 on\n"
 		"success, 1 when the operation failed, 2 for a usage error.\n",
-		"version", "", "print the version and plugin ABI");
+		w, "version", "", "print the version and plugin ABI");
 }
 
 int
