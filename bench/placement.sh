@@ -74,6 +74,30 @@ if command -v crushtool >/dev/null; then
 	crushtool -i "$tmp/c.bin" --test --rule 0 --num-rep 3 --min-x 0 --max-x $((INPUTS - 1)) >/dev/null 2>&1
 	end=$(date +%s.%N)
 	awk -v s="$start" -v e="$end" -v n="$INPUTS" 'BEGIN { printf "crushtool: %d inputs in %.2f s = %.0f inputs/s (whole process)\n", n, e - s, n / (e - s) }'
+	# data moved, measured the same way as for the plugins: placements on a
+	# device that did not hold them before, against the total-variation
+	# distance of the device shares
+	maps() { crushtool -i "$1" --test --rule 0 --num-rep 3 --min-x 0 --max-x $((INPUTS - 1)) \
+		--show-mappings "${@:2}" 2>/dev/null | awk '/^CRUSH rule/ { print $5, $6 }'; }
+	moved() { # old new
+		awk 'NR == FNR { old[$1] = $2; next }
+		     { gsub(/[\[\]]/, "", $2); n = split($2, b, ","); o = old[$1]; gsub(/[\[\]]/, "", o);
+		       m = split(o, a, ","); for (i = 1; i <= m; i++) { has[a[i]] = 1; before[a[i]]++; tot1++ }
+		       for (i = 1; i <= n; i++) { after[b[i]]++; tot2++; if (!(b[i] in has)) ch++ }
+		       delete has }
+		     END { for (d in before) dev[d] = 1; for (d in after) dev[d] = 1
+		           for (d in dev) { x = after[d] / tot2 - before[d] / tot1; if (x > 0) tv += x }
+		           printf "  changed %.6f, optimal %.6f, ratio %.4f\n", ch / tot2, tv, (tv > 0 ? ch / tot2 / tv : 0) }' "$1" "$2"; }
+	crushtool --build --num_osds 1010 -o "$tmp/c-plus.bin" host straw2 10 root straw2 0 >/dev/null
+	crushtool -i "$tmp/c.bin" --remove-item osd.17 -o "$tmp/c-minus0.bin" >/dev/null 2>&1
+	crushtool -i "$tmp/c-minus0.bin" --reweight -o "$tmp/c-minus.bin" >/dev/null 2>&1
+	maps "$tmp/c.bin" > "$tmp/c.map"
+	echo "-- crushtool: add one host of 10 OSDs"
+	maps "$tmp/c-plus.bin" > "$tmp/c2.map"; moved "$tmp/c.map" "$tmp/c2.map"
+	echo "-- crushtool: remove osd.17 from the map (crushtool --remove-item, --reweight)"
+	maps "$tmp/c-minus.bin" > "$tmp/c2.map"; moved "$tmp/c.map" "$tmp/c2.map"
+	echo "-- crushtool: mark osd.17 out (--weight 17 0)"
+	maps "$tmp/c.bin" --weight 17 0 > "$tmp/c2.map"; moved "$tmp/c.map" "$tmp/c2.map"
 	for k in $(seq 0 $((RANGES - 1))); do
 		crushtool -i "$tmp/c.bin" --test --rule 0 --num-rep 3 --min-x $((k * INPUTS)) \
 			--max-x $(((k + 1) * INPUTS - 1)) --show-utilization 2>&1 |
