@@ -56,7 +56,7 @@ tsr_xxh32(const void *data, size_t len, uint32_t seed)
 		h = seed + P5;
 	}
 	h += (uint32_t)len;
-	while (p + 4 <= end) {
+	while (end - p >= 4) {
 		h += le32(p) * P3;
 		h = rotl(h, 17) * P4;
 		p += 4;

@@ -63,6 +63,8 @@ free_rule(struct pb_rule *r)
 	free(r->domains);
 	free(r->classes);
 	free(r->dev);
+	free(r->key);
+	free(r->key_rw);
 	free(r);
 }
 
@@ -73,10 +75,6 @@ free_map(struct pb_map *m)
 		return;
 	for (uint32_t i = 0; i < TOPO_MAX_RULES; i++)
 		free_rule(m->rules[i]);
-	topo_free(m->topo);
-	free(m->blob);
-	free(m->key);
-	free(m->key_rw);
 	free(m);
 }
 
@@ -193,48 +191,68 @@ cmp_devrec(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
-/* Whether device d lies under root; *dom gets its nearest ancestor of
- * type `type` (0 if none before the root). */
+/* Per bucket (by index in t->buckets), for one rule: whether it lies at
+ * or under the rule's root, and its failure domain (the bucket of the
+ * rule's domain type on its path up to the root; 0 if none).  One pass
+ * over the buckets, parents before children (the reverse of the canonical
+ * order), so loading costs O(buckets + devices) per rule however deep the
+ * hierarchy. */
 static int
-under_root(const struct topo *t, const struct topo_device *d, int32_t root,
-	   uint32_t type, int32_t *dom)
+classify_buckets(const struct topo *t, const struct topo_rule *tr,
+		 uint8_t *in_root, int32_t *dom)
 {
-	int32_t b = d->parent;
+	for (uint32_t k = t->nbuckets; k-- > 0;) {
+		const struct topo_bucket *b = &t->buckets[k];
+		uint8_t in = 0;
+		int32_t d = 0;
 
-	*dom = 0;
-	/* the chain is acyclic (validated), so at most nbuckets steps */
-	for (uint32_t steps = 0; b != 0 && steps <= t->nbuckets; steps++) {
-		const struct topo_bucket *bk = topo_bucket(t, b);
-		if (bk == NULL)
-			return 0;
-		if (*dom == 0 && bk->type == type)
-			*dom = bk->id;
-		if (bk->id == root)
-			return 1;
-		b = bk->parent;
+		if (b->id == tr->root) {
+			in = 1;
+		} else if (b->parent != 0) {
+			const struct topo_bucket *p = topo_bucket(t, b->parent);
+			if (p == NULL)
+				return -EINVAL;
+			uint32_t pi = (uint32_t)(p - t->buckets);
+			in = in_root[pi];
+			d = dom[pi];
+		}
+		/* buckets of one type never nest (validated), so the nearest
+		 * bucket of the domain type is the only one */
+		if (in && b->type == tr->domain_type)
+			d = b->id;
+		in_root[k] = in;
+		dom[k] = in ? d : 0;
 	}
 	return 0;
 }
 
 static int
-build_rule(const struct topo *t, const struct topo_rule *tr, struct pb_rule **out)
+build_rule(const struct topo *t, const struct topo_rule *tr,
+	   uint8_t *in_root, int32_t *domv, struct pb_rule **out)
 {
 	struct pb_rule *r = calloc(1, sizeof(*r));
 	struct devrec *recs = calloc(t->ndevices ? t->ndevices : 1, sizeof(*recs));
 	uint32_t n = 0, nd = 0, nc = 0;
+	int rc = -ENOMEM;
 
 	if (r == NULL || recs == NULL)
-		goto nomem;
+		goto fail;
 	r->id = tr->id;
 	r->mode = tr->mode;
+	if ((rc = classify_buckets(t, tr, in_root, domv)) < 0)
+		goto fail;
+	rc = -ENOMEM;
 	for (uint32_t i = 0; i < t->ndevices; i++) {
 		const struct topo_device *d = &t->devices[i];
-		int32_t dom;
-		if (!under_root(t, d, tr->root, tr->domain_type, &dom))
+		const struct topo_bucket *p = d->parent ? topo_bucket(t, d->parent) : NULL;
+		if (p == NULL)
+			continue; /* unattached devices are under no root */
+		uint32_t pi = (uint32_t)(p - t->buckets);
+		if (!in_root[pi])
 			continue;
-		if (tr->mode == TSR_RULE_CHOOSELEAF && dom == 0)
+		if (tr->mode == TSR_RULE_CHOOSELEAF && domv[pi] == 0)
 			continue; /* under the root but in no failure domain */
-		recs[n].domain = tr->mode == TSR_RULE_CHOOSE ? d->id : dom;
+		recs[n].domain = tr->mode == TSR_RULE_CHOOSE ? d->id : domv[pi];
 		recs[n].weight = d->weight;
 		recs[n].id = d->id;
 		n++;
@@ -246,10 +264,12 @@ build_rule(const struct topo *t, const struct topo_rule *tr, struct pb_rule **ou
 		nc += newdom || recs[i].weight != recs[i - 1].weight;
 	}
 	r->dev = malloc((n ? n : 1) * sizeof(*r->dev));
+	r->key = malloc((n ? n : 1) * sizeof(*r->key));
+	r->key_rw = malloc((n ? n : 1) * sizeof(*r->key_rw));
 	r->domains = calloc(nd ? nd : 1, sizeof(*r->domains));
 	r->classes = calloc(nc ? nc : 1, sizeof(*r->classes));
-	if (r->dev == NULL || r->domains == NULL || r->classes == NULL)
-		goto nomem;
+	if (!r->dev || !r->key || !r->key_rw || !r->domains || !r->classes)
+		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		bool newdom = i == 0 || recs[i].domain != recs[i - 1].domain;
 		if (newdom) {
@@ -269,6 +289,8 @@ build_rule(const struct topo *t, const struct topo_rule *tr, struct pb_rule **ou
 		r->classes[r->nclasses - 1].count++;
 		dm->weight += recs[i].weight;
 		r->dev[i] = recs[i].id;
+		r->key[i] = fmix32((uint32_t)recs[i].id ^ SEED_DRAW);
+		r->key_rw[i] = fmix32((uint32_t)recs[i].id ^ SEED_REWEIGHT);
 	}
 	for (uint32_t i = 0; i < r->ndomains; i++)
 		r->domains[i].inv_w = 65536.0 / (double)r->domains[i].weight;
@@ -276,52 +298,62 @@ build_rule(const struct topo *t, const struct topo_rule *tr, struct pb_rule **ou
 	free(recs);
 	*out = r;
 	return 0;
-nomem:
+fail:
 	free(recs);
 	free_rule(r);
-	return -ENOMEM;
+	return rc;
 }
 
 int
 pb_load(void *inst, const void *map, size_t len, char *err, size_t errlen)
 {
 	struct pb_inst *p = inst;
-	struct pb_map *m = calloc(1, sizeof(*m));
+	struct pb_map *m = NULL;
+	struct topo *t = NULL;
+	uint8_t *in_root = NULL;
+	int32_t *domv = NULL;
+	uint64_t entries = 0;
 	int rc;
 
-	if (m == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	rc = topo_decode(map, len, &m->topo, err, errlen);
-	if (rc < 0) {
-		free(m);
+	rc = topo_decode(map, len, &t, err, errlen);
+	if (rc < 0)
 		return rc;
-	}
-	const struct topo *t = m->topo;
-	m->max_devices = t->max_devices;
-	m->key = calloc(t->max_devices ? t->max_devices : 1, sizeof(*m->key));
-	m->key_rw = calloc(t->max_devices ? t->max_devices : 1, sizeof(*m->key_rw));
-	m->blob = malloc(len ? len : 1);
-	if (m->key == NULL || m->key_rw == NULL || m->blob == NULL)
-		goto nomem;
-	memcpy(m->blob, map, len);
-	m->bloblen = len;
-	for (uint32_t d = 0; d < t->max_devices; d++) {
-		m->key[d] = fmix32(d ^ SEED_DRAW);
-		m->key_rw[d] = fmix32(d ^ SEED_REWEIGHT);
-	}
+	/* every rule's tables hold at most every device once */
 	for (uint32_t i = 0; i < t->nrules; i++)
-		if (build_rule(t, &t->rules[i], &m->rules[t->rules[i].id]) < 0)
-			goto nomem;
-	free_map(p->map);
-	p->map = m;
-	return 0;
-nomem:
+		entries += t->ndevices;
+	if (entries > PB_MAX_ENTRIES) {
+		snprintf(err, errlen,
+			 "map too large: its %u rules over %u devices need %llu table entries (limit %u)",
+			 t->nrules, t->ndevices, (unsigned long long)entries,
+			 PB_MAX_ENTRIES);
+		topo_free(t);
+		return -E2BIG;
+	}
+	m = calloc(1, sizeof(*m));
+	in_root = malloc(t->nbuckets ? t->nbuckets : 1);
+	domv = malloc((t->nbuckets ? t->nbuckets : 1) * sizeof(*domv));
+	if (m == NULL || in_root == NULL || domv == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	m->max_devices = t->max_devices;
+	for (uint32_t i = 0; i < t->nrules && rc == 0; i++)
+		rc = build_rule(t, &t->rules[i], in_root, domv,
+				&m->rules[t->rules[i].id]);
+	if (rc == 0) {
+		free_map(p->map);
+		p->map = m;
+		m = NULL;
+	}
+out:
+	if (rc < 0)
+		snprintf(err, errlen, "cannot load a map of %u devices: %s",
+			 t->ndevices, strerror(-rc));
 	free_map(m);
-	snprintf(err, errlen, "out of memory loading a map of %u devices",
-		 t->max_devices);
-	return -ENOMEM;
+	free(in_root);
+	free(domv);
+	topo_free(t);
+	return rc;
 }
 
 uint32_t

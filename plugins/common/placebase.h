@@ -21,8 +21,16 @@
 #ifndef TSR_PLACEBASE_H
 #define TSR_PLACEBASE_H
 
+#include <float.h>
 #include <tessera/placement.h>
 #include "topo.h"
+
+/* Draws are compared as doubles; on a target that evaluates them in wider
+ * registers (x87 without SSE) the comparisons could differ from other
+ * hosts'.  Refuse to build there rather than place differently. */
+#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+#error "placement draws need FLT_EVAL_METHOD == 0 (SSE2 or another IEEE-754 double unit)"
+#endif
 
 /* Devices of one failure domain that share a map weight.  Within a class
  * the smallest draw is the largest hash, so the mapping loop needs one
@@ -52,17 +60,19 @@ struct pb_rule {
 	struct pb_class *classes;
 	uint32_t ndev;
 	int32_t *dev;       /* device ids, grouped by domain then class, by id */
+	uint32_t *key;      /* dev[i]'s hash key for its draw */
+	uint32_t *key_rw;   /* dev[i]'s hash key for its reweight test */
 };
 
+/* A loaded map: only the per-rule tables (the topology is dropped once
+ * they are built).  Their total size is capped (PB_MAX_ENTRIES), so a
+ * small hostile blob cannot make load() allocate without bound. */
 struct pb_map {
-	struct topo *topo;
-	uint8_t *blob;      /* the binary form this map was loaded from */
-	size_t bloblen;
 	uint32_t max_devices;
-	uint32_t *key;      /* per device id: hash key of its draw */
-	uint32_t *key_rw;   /* per device id: hash key of its reweight test */
 	struct pb_rule *rules[TOPO_MAX_RULES]; /* by rule id */
 };
+
+#define PB_MAX_ENTRIES (1u << 22) /* device entries over all rules */
 
 /* Fill out[0..nrep) for input x under rule r; see tsr_placement_ops.map.
  * nrep is 1..64; weights as given by the caller. */
@@ -104,38 +114,54 @@ pb_neglog2(uint32_t v)
 	return ((uint64_t)24 << 32) - l2;
 }
 
-/* The draw of a hash h (only its top 24 bits count) for weight 1/inv_w. */
+/* The draw of a 24-bit hash value h for weight 1/inv_w. */
 static inline double
-pb_draw(uint32_t h, double inv_w)
+pb_draw24(uint32_t h, double inv_w)
 {
-	return (double)pb_neglog2((h >> 8) + 1) * inv_w;
+	return (double)pb_neglog2(h + 1) * inv_w;
 }
 
 /* Whether device d takes part for input x given its runtime weight:
  * always at TSR_WEIGHT_ONE, never at 0, else for a deterministic
  * weight/65536 share of inputs. */
 static inline int
-pb_accept(const struct pb_map *m, uint32_t x, int32_t d, const uint32_t *w,
+pb_accept(const struct pb_rule *r, uint32_t i, uint32_t x, const uint32_t *w,
 	  uint32_t nw)
 {
+	int32_t d = r->dev[i];
 	uint32_t rw = (uint32_t)d < nw ? w[d] : 0;
 
 	if (rw >= TSR_WEIGHT_ONE)
 		return 1;
 	if (rw == 0)
 		return 0;
-	return (pb_hash(x, m->key_rw[d]) & 0xffff) < rw;
+	return (pb_hash(x, r->key_rw[i]) & 0xffff) < rw;
+}
+
+/* Whether any device of domain dm may take part (runtime weight > 0):
+ * a cheap test that needs no hashing. */
+static inline int
+pb_domain_alive(const struct pb_rule *r, const struct pb_domain *dm,
+		const uint32_t *w, uint32_t nw)
+{
+	for (uint32_t ci = 0; ci < dm->nclasses; ci++) {
+		const struct pb_class *c = &r->classes[dm->first_class + ci];
+		for (uint32_t i = c->first; i < c->first + c->count; i++)
+			if ((uint32_t)r->dev[i] < nw && w[r->dev[i]] != 0)
+				return 1;
+	}
+	return 0;
 }
 
 /* The best device of domain dm for input x among those taking part, with
  * its draw in *draw; -1 if none takes part.  One hash per device, one
  * logarithm per weight class (the best of equal-weight draws is the
- * largest hash); ties go to the lower device id, and devices are stored in
- * id order, so '>' keeps the first. */
+ * largest hash).  Only the 24 bits of the hash that the draw uses are
+ * compared, so equal draws are ties everywhere, and every tie goes to the
+ * lower device id (devices are stored in id order: '>' keeps the first). */
 static inline int32_t
-pb_domain_best(const struct pb_map *m, const struct pb_rule *r,
-	       const struct pb_domain *dm, uint32_t x, const uint32_t *w,
-	       uint32_t nw, double *draw)
+pb_domain_best(const struct pb_rule *r, const struct pb_domain *dm,
+	       uint32_t x, const uint32_t *w, uint32_t nw, double *draw)
 {
 	double best = 0;
 	int32_t dev = -1;
@@ -146,18 +172,17 @@ pb_domain_best(const struct pb_map *m, const struct pb_rule *r,
 		int32_t arg = -1;
 
 		for (uint32_t i = c->first; i < c->first + c->count; i++) {
-			int32_t d = r->dev[i];
-			if (!pb_accept(m, x, d, w, nw))
+			if (!pb_accept(r, i, x, w, nw))
 				continue;
-			uint32_t h = pb_hash(x, m->key[d]);
+			uint32_t h = pb_hash(x, r->key[i]) >> 8;
 			if (arg < 0 || h > maxh) {
 				maxh = h;
-				arg = d;
+				arg = r->dev[i];
 			}
 		}
 		if (arg < 0)
 			continue;
-		double dr = pb_draw(maxh, c->inv_w);
+		double dr = pb_draw24(maxh, c->inv_w);
 		if (dev < 0 || dr < best || (dr == best && arg < dev)) {
 			best = dr;
 			dev = arg;

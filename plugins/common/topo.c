@@ -516,6 +516,15 @@ derive_and_check_rules(struct topo *t, char *err, size_t errlen)
 				       "bucket %d: no device under it", b->id);
 			goto out;
 		}
+		/* A host inside a host would let "one replica per host"
+		 * put two replicas under the outer one. */
+		if (below[i] & (1u << b->type)) {
+			rc = topo_errf(err, errlen, -EINVAL,
+				       "bucket %d (%s): holds a bucket of its own "
+				       "type '%s'; buckets of one type must not nest",
+				       b->id, b->name, t->types[b->type]);
+			goto out;
+		}
 		if (b->parent != 0) {
 			uint32_t s = topo_slot(t, b->parent);
 

@@ -79,7 +79,8 @@
  *
  * Errors name the offending item and, from text, the line: unknown type,
  * bucket or item; duplicate id or name; a device of a non-device type or a
- * bucket of type 0; an item listed by two buckets; a cycle; a zero or
+ * bucket of type 0; a bucket under another of its own type (failure
+ * domains never nest); an item listed by two buckets; a cycle; a zero or
  * negative device weight; a bucket with no device under it; a rule whose
  * root is not a bucket, whose domain type is unknown (or is the device type
  * with chooseleaf), or whose root holds no item of its domain type.  choose

@@ -32,12 +32,13 @@ static int
 crush_map_input(const struct pb_map *m, const struct pb_rule *r, uint32_t x,
 		uint32_t nrep, const uint32_t *w, uint32_t nw, int32_t *out)
 {
+	(void)m; /* everything needed is in the rule's tables */
 	struct topn best;
 
 	topn_init(&best, nrep);
 	for (uint32_t di = 0; di < r->ndomains; di++) {
 		double draw;
-		int32_t dev = pb_domain_best(m, r, &r->domains[di], x, w, nw, &draw);
+		int32_t dev = pb_domain_best(r, &r->domains[di], x, w, nw, &draw);
 		if (dev >= 0)
 			topn_offer(&best, draw, dev, di);
 	}

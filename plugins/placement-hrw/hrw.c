@@ -20,30 +20,35 @@ static int
 hrw_map_input(const struct pb_map *m, const struct pb_rule *r, uint32_t x,
 	      uint32_t nrep, const uint32_t *w, uint32_t nw, int32_t *out)
 {
+	(void)m; /* everything needed is in the rule's tables */
 	uint32_t filled = 0;
 	double floor_draw = 0;
 	int32_t floor_id = 0;
 	int have_floor = 0;
 
 	/* Take domains in draw order, 64 at a time: each round keeps the 64
-	 * best domains worse than everything seen in earlier rounds.  Most
-	 * inputs finish in the first round; the number of rounds is bounded
-	 * by ndomains / 64 + 1. */
+	 * best live domains worse than everything seen in earlier rounds.
+	 * Domains with no device taking part are never candidates, so a round
+	 * is needed only when a live domain's devices are all reweighted away
+	 * for this input; each round costs one pass over the domains. */
 	for (uint32_t seen = 0; filled < nrep && seen < r->ndomains;) {
 		struct topn cand;
 		topn_init(&cand, 64);
 		for (uint32_t di = 0; di < r->ndomains; di++) {
 			const struct pb_domain *dm = &r->domains[di];
-			double draw = pb_draw(pb_hash(x, dm->key), dm->inv_w);
+			double draw = pb_draw24(pb_hash(x, dm->key) >> 8, dm->inv_w);
 			if (have_floor && !topn_better(floor_draw, floor_id, draw, dm->id))
 				continue; /* taken in an earlier round */
+			/* a domain with nothing in it would only cost a round */
+			if (!pb_domain_alive(r, dm, w, nw))
+				continue;
 			topn_offer(&cand, draw, dm->id, di);
 		}
 		if (cand.k == 0)
 			break;
 		for (uint32_t i = 0; i < cand.k && filled < nrep; i++) {
 			double unused;
-			int32_t dev = pb_domain_best(m, r, &r->domains[cand.tag[i]],
+			int32_t dev = pb_domain_best(r, &r->domains[cand.tag[i]],
 						     x, w, nw, &unused);
 			if (dev >= 0)
 				out[filled++] = dev;

@@ -174,7 +174,7 @@ expect help-list 0 "placement test" $T --help
 expect group-only 2 "tessera placement: which one?" $T placement
 expect gen-no-hosts 2 "--hosts and --per-host are required" \
 	$T placement generate $D --per-host 3
-expect gen-bad-count 2 "--hosts takes an integer in [1, 16777216], not 'x'" \
+expect gen-bad-count 2 "--hosts takes an integer in [1, 1048576], not 'x'" \
 	$T placement generate $D --hosts x --per-host 3
 expect gen-empty-rack 2 "--racks 5 is more than --hosts 4" \
 	$T placement generate $D --hosts 4 --per-host 3 --racks 5

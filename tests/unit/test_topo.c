@@ -1051,6 +1051,9 @@ static const struct text_case text_cases[] = {
 	  "line 12: duplicate name 'host-a'" },
 	{ T D0 "bucket host-a {\n\tid -2\n\ttype host\n}\n",
 	  "line 7: bucket host-a has no device under it" },
+	/* failure domains never nest: a host inside a host */
+	{ T D0 HA "bucket host-b {\n\tid -3\n\ttype host\n\titem host-a\n}\n",
+	  "line 16: bucket -3 (host-b): holds a bucket of its own type 'host'; buckets of one type must not nest" },
 	{ T D0 "bucket host-a {\n\tid -2\n\ttype host\n\titem host-a\n}\n",
 	  "line 10: unknown item 'host-a' in bucket host-a" },
 	{ T D0 "bucket root {\n\tid -1\n\ttype root\n\titem host-a\n}\n" HA,

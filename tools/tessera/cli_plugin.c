@@ -22,10 +22,11 @@ cli_plugin_dir(const char *opt_dir, const char *conf_path, char *out, size_t out
 	} else if (env && env[0]) {
 		tsr_strlcpy(out, env, outlen);
 	} else if (conf_path) {
-		struct tsr_conf *conf;
+		struct tsr_conf *conf = NULL;
 		if (tsr_conf_load(conf_path, &conf, err, sizeof(err)) < 0 ||
 		    tsr_conf_resolve(conf, "client", NULL, NULL, err, sizeof(err)) < 0) {
 			fprintf(stderr, "tessera: %s\n", err);
+			tsr_conf_destroy(conf);
 			return -1;
 		}
 		tsr_strlcpy(out, tsr_conf_str(conf, "plugin_dir"), outlen);

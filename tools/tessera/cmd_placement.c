@@ -33,7 +33,9 @@
  * ids below this, which covers every map written by hand or by generate. */
 #define PROBE_RULES 256
 /* generate keeps its arrays (and the plugin's) to a few hundred MB. */
-#define GEN_MAX_DEVICES (1u << 24)
+/* The topology model's limit (TOPO_MAX_DEVICES in plugins/common/topo.h):
+ * a larger map would be refused by the plugins only after being built. */
+#define GEN_MAX_DEVICES (1u << 20)
 /* test maps inputs in chunks: enough to make the clock reads negligible,
  * small enough that a 2^32-input run needs no 2^32-entry array. */
 #define CHUNK 4096
