@@ -36,6 +36,27 @@ trap 'rm -rf "$tmp"' EXIT
 grep -v -E '^device 17 |^[[:space:]]*item osd\.17$' "$tmp/base.txt" > "$tmp/minus-osd.txt"
 
 last=$((INPUTS))
+# Rates: the median of three runs, since a shared machine's speed varies
+# from one run to the next (seen here: 190k to 240k inputs/s for crush).
+median3() { sort -n | sed -n 2p; }
+echo "== mapping rate, median of 3 runs of $INPUTS inputs"
+for plugin in crush hrw; do
+	for i in 1 2 3; do
+		"$T" placement test "$tmp/base.txt" --plugin-dir "$P" --plugin "$plugin" --rule 0 \
+			--num-rep 3 --min-x 0 --max-x "$last" --format json |
+			sed -n 's/.*"inputs_per_sec": \([0-9.]*\).*/\1/p' | head -1
+	done | median3 | awk -v p="$plugin" '{ printf "%s: %.0f inputs/s\n", p, $1 }'
+done
+if command -v crushtool >/dev/null; then
+	crushtool --build --num_osds 1000 -o "$tmp/c.bin" host straw2 10 root straw2 0 >/dev/null
+	for i in 1 2 3; do
+		start=$(date +%s.%N)
+		crushtool -i "$tmp/c.bin" --test --rule 0 --num-rep 3 --min-x 0 --max-x $((INPUTS - 1)) >/dev/null 2>&1
+		end=$(date +%s.%N)
+		awk -v s="$start" -v e="$end" -v n="$INPUTS" 'BEGIN { printf "%.0f\n", n / (e - s) }'
+	done | median3 | awk '{ printf "crushtool: %.0f inputs/s (whole process)\n", $1 }'
+fi
+
 for plugin in crush hrw; do
 	echo "== $plugin"
 	common=(--plugin-dir "$P" --plugin "$plugin" --rule 0 --num-rep 3 --min-x 0 --max-x "$last")
