@@ -73,7 +73,7 @@ run_suite() {
 cmd_up() {
 	install_deps
 	build build
-	log "Tessera $(build/tools/tessera/tessera version)"
+	log "$(build/tools/tessera/tessera version)"
 	build/tools/tessera/tessera plugins list --plugin-dir build/lib/plugins
 	cat <<EOF
 
