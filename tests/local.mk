@@ -142,3 +142,6 @@ TESTS += $(conformance_tests)
 tests_conformance_test_placement_SOURCES = tests/conformance/test_placement.c
 tests_conformance_test_placement_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_conformance_test_placement_LDADD = $(CHECK_LDADD_ALL) -lm
+
+# Run by hand, not by make check (needs a cross compiler and qemu-user).
+EXTRA_DIST += tests/cross/check-arch.sh tests/cross/placement_digest.c
