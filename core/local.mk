@@ -9,6 +9,7 @@ core_libtsrcore_la_SOURCES = \
 	core/util/sbuf.c core/util/sbuf.h \
 	core/crc/crc32c.c core/crc/crc32c_impl.h \
 	core/encoding/encoding.c \
+	core/encoding/txn.c \
 	core/log/log.c core/log/log.h \
 	core/config/options.c core/config/options.h \
 	core/config/config.c core/config/config.h \
@@ -39,4 +40,5 @@ tesserainclude_HEADERS = \
 	core/include/tessera/mount.h \
 	core/include/tessera/encoding.h \
 	core/include/tessera/crc32c.h \
-	core/include/tessera/hash.h
+	core/include/tessera/hash.h \
+	core/include/tessera/txn.h
