@@ -10,6 +10,7 @@ core_libtsrcore_la_SOURCES = \
 	core/crc/crc32c.c core/crc/crc32c_impl.h \
 	core/encoding/encoding.c \
 	core/encoding/txn.c \
+	core/kv/kv.c \
 	core/log/log.c core/log/log.h \
 	core/config/options.c core/config/options.h \
 	core/config/config.c core/config/config.h \
@@ -21,7 +22,7 @@ core_libtsrcore_la_SOURCES = \
 	core/daemon/daemon.c core/daemon/daemon.h \
 	core/placement/objhash.c
 core_libtsrcore_la_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
-core_libtsrcore_la_LIBADD = $(LIBCONFIG_LIBS) $(PTHREAD_LIBS) $(LIBS)
+core_libtsrcore_la_LIBADD = $(LIBCONFIG_LIBS) $(LEVELDB_LIBS) $(PTHREAD_LIBS) $(LIBS)
 
 lib_LTLIBRARIES += core/libtessera-core.la
 core_libtessera_core_la_SOURCES =
@@ -41,4 +42,5 @@ tesserainclude_HEADERS = \
 	core/include/tessera/encoding.h \
 	core/include/tessera/crc32c.h \
 	core/include/tessera/hash.h \
-	core/include/tessera/txn.h
+	core/include/tessera/txn.h \
+	core/include/tessera/kv.h

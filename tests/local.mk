@@ -16,7 +16,8 @@ unit_tests = \
 	tests/unit/test_pidfile \
 	tests/unit/test_hash \
 	tests/unit/test_topo \
-	tests/unit/test_txn
+	tests/unit/test_txn \
+	tests/unit/test_kv
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
@@ -99,6 +100,9 @@ tests_unit_test_topo_LDADD = plugins/common/libplacebase.la $(CHECK_LDADD_ALL)
 tests_unit_test_txn_SOURCES = tests/unit/test_txn.c
 tests_unit_test_txn_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_txn_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_kv_SOURCES = tests/unit/test_kv.c
+tests_unit_test_kv_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_kv_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_registry_SOURCES = tests/unit/test_registry.c
 tests_unit_test_registry_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_PLUGIN_DIR=\"$(TEST_PLUGIN_DIR)\"
 tests_unit_test_registry_CFLAGS = $(CHECK_CFLAGS_ALL)

@@ -1,0 +1,59 @@
+/* tessera/kv.h — an ordered key/value store on disk (LevelDB underneath),
+ * for everything that keeps small sorted metadata: backends' attributes,
+ * omaps and extent maps, monitors' logs and maps.
+ *
+ * Conventions: keys and values are (pointer, length) byte strings, ordered
+ * as unsigned bytes.  Every error names the store's path and what LevelDB
+ * said; a damaged store is reported (paranoid checks are on), never
+ * silently half-read.  A batch is applied atomically: after a crash either
+ * all of it is there or none; with sync it is durable when tsr_kv_write
+ * returns.  Values returned by tsr_kv_get are the caller's, released with
+ * tsr_kv_free.  A store handle may be used from several threads; a batch
+ * by one thread at a time.
+ */
+#ifndef TESSERA_KV_H
+#define TESSERA_KV_H
+
+#include <tessera/common.h>
+
+TSR_BEGIN_DECLS
+
+struct tsr_kv;
+struct tsr_kv_batch;
+
+/* Open the store at path (a directory); create it if create is non-zero.
+ * -ENOENT if it does not exist and create is 0, -EIO for a damaged store. */
+TSR_API int tsr_kv_open(const char *path, int create, struct tsr_kv **out,
+			char *err, size_t errlen);
+TSR_API void tsr_kv_close(struct tsr_kv *kv);
+
+/* -ENOENT when the key is absent. */
+TSR_API int tsr_kv_get(struct tsr_kv *kv, const void *key, size_t klen,
+		       void **val, size_t *vlen, char *err, size_t errlen);
+TSR_API void tsr_kv_free(void *val);
+
+TSR_API struct tsr_kv_batch *tsr_kv_batch_create(void);
+TSR_API void tsr_kv_batch_put(struct tsr_kv_batch *b, const void *key,
+			      size_t klen, const void *val, size_t vlen);
+TSR_API void tsr_kv_batch_del(struct tsr_kv_batch *b, const void *key,
+			      size_t klen);
+TSR_API void tsr_kv_batch_clear(struct tsr_kv_batch *b);
+TSR_API void tsr_kv_batch_destroy(struct tsr_kv_batch *b);
+TSR_API int tsr_kv_write(struct tsr_kv *kv, struct tsr_kv_batch *b, int sync,
+			 char *err, size_t errlen);
+
+/* Visit keys in [start, end) in order (end NULL: to the last key).  cb
+ * returning non-zero stops the scan, which then returns that value. */
+typedef int (*tsr_kv_scan_cb)(void *arg, const void *key, size_t klen,
+			      const void *val, size_t vlen);
+TSR_API int tsr_kv_scan(struct tsr_kv *kv, const void *start, size_t slen,
+			const void *end, size_t elen, tsr_kv_scan_cb cb,
+			void *arg, char *err, size_t errlen);
+
+/* LevelDB's repair of a damaged store (closed); what it cannot recover is
+ * lost, so callers verify their own invariants afterwards (fsck). */
+TSR_API int tsr_kv_repair(const char *path, char *err, size_t errlen);
+
+TSR_END_DECLS
+
+#endif
