@@ -17,7 +17,8 @@ unit_tests = \
 	tests/unit/test_hash \
 	tests/unit/test_topo \
 	tests/unit/test_txn \
-	tests/unit/test_kv
+	tests/unit/test_kv \
+	tests/unit/test_bd_alloc
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
@@ -103,6 +104,12 @@ tests_unit_test_txn_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_kv_SOURCES = tests/unit/test_kv.c
 tests_unit_test_kv_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_kv_LDADD = $(CHECK_LDADD_ALL)
+# backend-blockdev's allocator, tested on its own until the plugin lands
+tests_unit_test_bd_alloc_SOURCES = tests/unit/test_bd_alloc.c \
+	plugins/backend-blockdev/alloc.c plugins/backend-blockdev/alloc.h
+tests_unit_test_bd_alloc_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev
+tests_unit_test_bd_alloc_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_bd_alloc_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_registry_SOURCES = tests/unit/test_registry.c
 tests_unit_test_registry_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_PLUGIN_DIR=\"$(TEST_PLUGIN_DIR)\"
 tests_unit_test_registry_CFLAGS = $(CHECK_CFLAGS_ALL)
