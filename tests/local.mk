@@ -18,7 +18,8 @@ unit_tests = \
 	tests/unit/test_topo \
 	tests/unit/test_txn \
 	tests/unit/test_kv \
-	tests/unit/test_bd_alloc
+	tests/unit/test_bd_alloc \
+	tests/unit/test_bd_super
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
@@ -104,7 +105,12 @@ tests_unit_test_txn_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_kv_SOURCES = tests/unit/test_kv.c
 tests_unit_test_kv_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_kv_LDADD = $(CHECK_LDADD_ALL)
-# backend-blockdev's allocator, tested on its own until the plugin lands
+# backend-blockdev's pieces, tested on their own until the plugin lands
+tests_unit_test_bd_super_SOURCES = tests/unit/test_bd_super.c \
+	plugins/backend-blockdev/super.c plugins/backend-blockdev/super.h
+tests_unit_test_bd_super_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev
+tests_unit_test_bd_super_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_bd_super_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_bd_alloc_SOURCES = tests/unit/test_bd_alloc.c \
 	plugins/backend-blockdev/alloc.c plugins/backend-blockdev/alloc.h
 tests_unit_test_bd_alloc_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev

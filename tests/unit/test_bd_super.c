@@ -1,0 +1,152 @@
+/* test_bd_super.c — backend-blockdev's superblock: round trip, and each
+ * way a device can be wrong (foreign, damaged, newer, shrunk, tiny)
+ * reported as that, naming the path. */
+#include "super.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char path[] = "/tmp/tsr-test-bdsuper-XXXXXX";
+static int fd = -1;
+static char err[512];
+
+#define ck_assert_contains(hay, needle)                                      \
+	ck_assert_msg(strstr((hay), (needle)) != NULL,                       \
+		      "expected \"%s\" in \"%s\"", (needle), (hay))
+
+static void
+setup(void)
+{
+	strcpy(path, "/tmp/tsr-test-bdsuper-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 1 << 20), 0);
+}
+
+static void
+teardown(void)
+{
+	close(fd);
+	unlink(path);
+}
+
+static struct bd_super
+sample(void)
+{
+	struct bd_super sb = { .block_size = 4096, .device_bytes = 1 << 20,
+			       .data_offset = 65536, .created_ns = 1234567890123ull };
+	for (int i = 0; i < 16; i++)
+		sb.uuid[i] = (uint8_t)(i * 17 + 3);
+	return sb;
+}
+
+START_TEST(round_trip)
+{
+	struct bd_super sb = sample(), got;
+	uint64_t size;
+
+	ck_assert_int_eq(bd_device_size(fd, path, &size, err, sizeof(err)), 0);
+	ck_assert_uint_eq(size, 1 << 20);
+	ck_assert_int_eq(bd_super_write(fd, path, &sb, err, sizeof(err)), 0);
+	memset(&got, 0, sizeof(got));
+	ck_assert_msg(bd_super_read(fd, path, &got, err, sizeof(err)) == 0, "%s", err);
+	ck_assert(memcmp(&sb, &got, sizeof(sb)) == 0);
+	/* a device that grew is fine */
+	ck_assert_int_eq(ftruncate(fd, 2 << 20), 0);
+	ck_assert_int_eq(bd_super_read(fd, path, &got, err, sizeof(err)), 0);
+}
+END_TEST
+
+START_TEST(foreign_device)
+{
+	struct bd_super got;
+
+	ck_assert_int_eq(bd_super_read(fd, path, &got, err, sizeof(err)), -EINVAL);
+	ck_assert_contains(err, path);
+	ck_assert_contains(err, "not a Tessera block device (magic 0000000000000000");
+}
+END_TEST
+
+START_TEST(damaged_superblock)
+{
+	struct bd_super sb = sample(), got;
+
+	ck_assert_int_eq(bd_super_write(fd, path, &sb, err, sizeof(err)), 0);
+	/* flip one bit of the uuid */
+	uint8_t b;
+	ck_assert_int_eq(pread(fd, &b, 1, 20), 1);
+	b ^= 0x10;
+	ck_assert_int_eq(pwrite(fd, &b, 1, 20), 1);
+	ck_assert_int_eq(bd_super_read(fd, path, &got, err, sizeof(err)), -EIO);
+	ck_assert_contains(err, path);
+	ck_assert_contains(err, "superblock checksum mismatch");
+}
+END_TEST
+
+START_TEST(newer_version)
+{
+	struct bd_super sb = sample(), got;
+	uint8_t v[2] = { 3, 2 }; /* version 3, compat 2: we read only 1 */
+
+	ck_assert_int_eq(bd_super_write(fd, path, &sb, err, sizeof(err)), 0);
+	ck_assert_int_eq(pwrite(fd, v, 2, 0), 2);
+	ck_assert_int_eq(bd_super_read(fd, path, &got, err, sizeof(err)), -EOPNOTSUPP);
+	ck_assert_contains(err, "superblock written by a newer Tessera (format version 3)");
+}
+END_TEST
+
+START_TEST(shrunk_device)
+{
+	struct bd_super sb = sample(), got;
+
+	ck_assert_int_eq(bd_super_write(fd, path, &sb, err, sizeof(err)), 0);
+	ck_assert_int_eq(ftruncate(fd, 512 << 10), 0);
+	ck_assert_int_eq(bd_super_read(fd, path, &got, err, sizeof(err)), -ENOSPC);
+	ck_assert_contains(err, "the device is 524288 bytes, smaller than the 1048576 it was formatted with");
+}
+END_TEST
+
+START_TEST(tiny_and_invalid)
+{
+	struct bd_super sb = sample(), got;
+
+	ck_assert_int_eq(ftruncate(fd, 100), 0);
+	ck_assert_int_eq(bd_super_read(fd, path, &got, err, sizeof(err)), -EINVAL);
+	ck_assert_contains(err, "100 bytes: too small to hold a superblock");
+	ck_assert_int_eq(ftruncate(fd, 1 << 20), 0);
+	sb.block_size = 3000;
+	ck_assert_int_eq(bd_super_write(fd, path, &sb, err, sizeof(err)), -EINVAL);
+	ck_assert_contains(err, "refusing to write a superblock with block size 3000");
+	sb = sample();
+	sb.data_offset = 4096 + 512; /* not block aligned */
+	ck_assert_int_eq(bd_super_write(fd, path, &sb, err, sizeof(err)), -EINVAL);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("bd_super");
+	TCase *tc = tcase_create("super");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, round_trip);
+	tcase_add_test(tc, foreign_device);
+	tcase_add_test(tc, damaged_superblock);
+	tcase_add_test(tc, newer_version);
+	tcase_add_test(tc, shrunk_device);
+	tcase_add_test(tc, tiny_and_invalid);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
