@@ -19,7 +19,8 @@ unit_tests = \
 	tests/unit/test_txn \
 	tests/unit/test_kv \
 	tests/unit/test_bd_alloc \
-	tests/unit/test_bd_super
+	tests/unit/test_bd_super \
+	tests/unit/test_bd_mkfs
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
@@ -111,6 +112,12 @@ tests_unit_test_bd_super_SOURCES = tests/unit/test_bd_super.c \
 tests_unit_test_bd_super_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev
 tests_unit_test_bd_super_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_bd_super_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_bd_mkfs_SOURCES = tests/unit/test_bd_mkfs.c \
+	plugins/backend-blockdev/mkfs.c plugins/backend-blockdev/mkfs.h \
+	plugins/backend-blockdev/super.c plugins/backend-blockdev/super.h
+tests_unit_test_bd_mkfs_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev
+tests_unit_test_bd_mkfs_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_bd_mkfs_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_bd_alloc_SOURCES = tests/unit/test_bd_alloc.c \
 	plugins/backend-blockdev/alloc.c plugins/backend-blockdev/alloc.h
 tests_unit_test_bd_alloc_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev
