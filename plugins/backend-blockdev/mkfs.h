@@ -7,8 +7,9 @@
 
 #include "super.h"
 
-/* Smallest device worth formatting: the superblock area plus 16 blocks. */
-#define BD_DATA_OFFSET (1u << 20)   /* data starts 1 MiB in: room for the superblock and its growth */
+/* Data starts 1 MiB in: room for the superblock and for what may join it.
+ * The smallest device mkfs accepts holds that plus 16 blocks. */
+#define BD_DATA_OFFSET (1u << 20)
 
 struct bd_mkfs_opts {
 	uint64_t size;        /* image files: create or grow to this many bytes
