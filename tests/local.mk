@@ -1,6 +1,6 @@
 # Tests: Check unit tests per module, test plugins, a test daemon, and
 # integration tests that run real processes.
-CHECK_CFLAGS_ALL = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBCONFIG_CFLAGS)
+CHECK_CFLAGS_ALL = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBCONFIG_CFLAGS) -I$(top_srcdir)/tests
 CHECK_LDADD_ALL = core/libtsrcore.la $(CHECK_LIBS) $(LIBCONFIG_LIBS)
 
 unit_tests = \
@@ -173,3 +173,4 @@ tests_conformance_test_placement_LDADD = $(CHECK_LDADD_ALL) -lm
 
 # Run by hand, not by make check (needs a cross compiler and qemu-user).
 EXTRA_DIST += tests/cross/check-arch.sh tests/cross/placement_digest.c
+EXTRA_DIST += tests/testutil.h

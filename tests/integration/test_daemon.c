@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 #ifndef TESTD
 #error TESTD must name the tsr-testd program
 #endif
@@ -34,10 +36,6 @@
 static char root[256];   /* the suite's temporary root */
 static char dir[512];    /* this test's directory */
 static char conf[600], asok[600], pidf[600], logpath[600];
-
-#define ck_assert_contains(hay, needle)                                      \
-	ck_assert_msg(strstr((hay), (needle)) != NULL,                       \
-		      "expected \"%s\" in \"%s\"", (needle), (hay))
 
 static void
 sleep_ms(int ms)
@@ -587,7 +585,6 @@ main(void)
 	TCase *tc = tcase_create("lifecycle");
 	SRunner *sr;
 	int failed;
-	char cmd[512];
 
 	snprintf(root, sizeof(root), "/tmp/tsr-daemon-test-XXXXXX");
 	if (mkdtemp(root) == NULL) {
@@ -614,8 +611,7 @@ main(void)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	kill_strays();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	if (system(cmd) != 0)
+	if (tu_rm_rf(root) != 0)
 		fprintf(stderr, "test_daemon: could not remove %s\n", root);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 #define REQ_TIMEOUT_MS 2000
 
 /* Scratch directory for the whole run (sockets and the log), made and
@@ -1000,15 +1002,6 @@ asok_suite(void)
 	return s;
 }
 
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 int
 main(void)
 {
@@ -1036,6 +1029,6 @@ main(void)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	tsr_log_close();
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rm_rf(tmpdir);
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

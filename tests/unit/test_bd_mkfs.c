@@ -13,11 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char dir[128], img[256], err[512];
+#include "testutil.h"
 
-#define ck_assert_contains(hay, needle)                                      \
-	ck_assert_msg(strstr((hay), (needle)) != NULL,                       \
-		      "expected \"%s\" in \"%s\"", (needle), (hay))
+static char dir[128], img[256], err[512];
 
 static void
 setup(void)

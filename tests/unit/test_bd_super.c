@@ -11,13 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 static char path[] = "/tmp/tsr-test-bdsuper-XXXXXX";
 static int fd = -1;
 static char err[512];
-
-#define ck_assert_contains(hay, needle)                                      \
-	ck_assert_msg(strstr((hay), (needle)) != NULL,                       \
-		      "expected \"%s\" in \"%s\"", (needle), (hay))
 
 static void
 setup(void)

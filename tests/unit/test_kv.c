@@ -12,12 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 static char dir[256];
 static char err[1024];
-
-#define ck_assert_contains(hay, needle)                                      \
-	ck_assert_msg(strstr((hay), (needle)) != NULL,                       \
-		      "expected \"%s\" in \"%s\"", (needle), (hay))
 
 static void
 setup(void)
@@ -29,9 +27,7 @@ setup(void)
 static void
 teardown(void)
 {
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(tu_rm_rf(dir), 0);
 }
 
 static struct tsr_kv *

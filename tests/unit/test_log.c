@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 /* One scratch directory for the whole run, made and removed by main() so
  * that it goes away even when a forked test dies half way. */
 static char tmpdir[256];
@@ -855,15 +857,6 @@ log_suite(void)
 	return s;
 }
 
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 int
 main(void)
 {
@@ -882,7 +875,7 @@ main(void)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	tsr_log_close();
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rm_rf(tmpdir);
 	if (line_re_ok)
 		regfree(&line_re);
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 /* fcntl locks belong to a process: a second create from the process that
  * holds the lock would succeed (and closing its descriptor would drop the
  * first lock).  So every "somebody else" below is a forked child. */
@@ -502,15 +504,6 @@ pidfile_suite(void)
 	return s;
 }
 
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 int
 main(void)
 {
@@ -528,6 +521,6 @@ main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rm_rf(tmpdir);
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 #ifndef TEST_PLUGIN_DIR
 #error TEST_PLUGIN_DIR must name the directory of the built test plugins
 #endif
@@ -42,10 +44,6 @@ load_one(const char *name)
 	tsr_registry_destroy(reg);
 	return rc;
 }
-
-#define ck_assert_contains(hay, needle)                                      \
-	ck_assert_msg(strstr((hay), (needle)) != NULL,                       \
-		      "expected \"%s\" in \"%s\"", (needle), (hay))
 
 START_TEST(good_plugin_loads)
 {
