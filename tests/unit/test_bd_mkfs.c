@@ -15,12 +15,12 @@
 
 #include "testutil.h"
 
-static char dir[128], img[256], err[512];
+static char root[128], dir[160], img[256], err[512];
 
 static void
 setup(void)
 {
-	strcpy(dir, "/tmp/tsr-test-bdmkfs-XXXXXX");
+	snprintf(dir, sizeof(dir), "%s/t-XXXXXX", root);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(img, sizeof(img), "%s/osd.img", dir);
 }
@@ -126,9 +126,17 @@ main(void)
 	tcase_add_test(tc, foreign_file_is_formatted);
 	tcase_add_test(tc, too_small_refused);
 	suite_add_tcase(s, tc);
+	/* every test's files live under one root, removed here even when a
+	 * test failed before its teardown could run */
+	snprintf(root, sizeof(root), "/tmp/tsr-test-bdmkfs-XXXXXX");
+	if (mkdtemp(root) == NULL) {
+		perror("mkdtemp");
+		return EXIT_FAILURE;
+	}
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	tu_rm_rf(root);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -13,14 +13,15 @@
 
 #include "testutil.h"
 
-static char path[] = "/tmp/tsr-test-bdsuper-XXXXXX";
+static char root[128];
+static char path[192];
 static int fd = -1;
 static char err[512];
 
 static void
 setup(void)
 {
-	strcpy(path, "/tmp/tsr-test-bdsuper-XXXXXX");
+	snprintf(path, sizeof(path), "%s/dev-XXXXXX", root);
 	fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, 1 << 20), 0);
@@ -142,9 +143,17 @@ main(void)
 	tcase_add_test(tc, shrunk_device);
 	tcase_add_test(tc, tiny_and_invalid);
 	suite_add_tcase(s, tc);
+	/* every test's files live under one root, removed here even when a
+	 * test failed before its teardown could run */
+	snprintf(root, sizeof(root), "/tmp/tsr-test-bdsuper-XXXXXX");
+	if (mkdtemp(root) == NULL) {
+		perror("mkdtemp");
+		return EXIT_FAILURE;
+	}
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	tu_rm_rf(root);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -15,12 +15,13 @@
 #include "testutil.h"
 
 static char dir[256];
+static char root[128];
 static char err[1024];
 
 static void
 setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/tsr-test-kv-XXXXXX");
+	snprintf(dir, sizeof(dir), "%s/t-XXXXXX", root);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 }
 
@@ -255,9 +256,17 @@ main(void)
 	tcase_add_test(tc, missing_store_named);
 	tcase_add_test(tc, damaged_store_reported);
 	suite_add_tcase(s, tc);
+	/* every test's files live under one root, removed here even when a
+	 * test failed before its teardown could run */
+	snprintf(root, sizeof(root), "/tmp/tsr-test-kv-XXXXXX");
+	if (mkdtemp(root) == NULL) {
+		perror("mkdtemp");
+		return EXIT_FAILURE;
+	}
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	tu_rm_rf(root);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
