@@ -29,3 +29,14 @@ plugins_placement_hrw_hrw_la_CPPFLAGS = $(PLACEMENT_CPPFLAGS)
 plugins_placement_hrw_hrw_la_CFLAGS = $(PLACEMENT_CFLAGS)
 plugins_placement_hrw_hrw_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_placement_hrw_hrw_la_LIBADD = plugins/common/libplacebase.la core/libtessera-core.la
+
+# Object backends.
+plugins_LTLIBRARIES += plugins/backend-file/file.la
+plugins_backend_file_file_la_SOURCES = \
+	plugins/backend-file/fstore.c plugins/backend-file/fstore.h \
+	plugins/backend-file/journal.c plugins/backend-file/journal.h \
+	plugins/backend-file/kvov.c plugins/backend-file/kvov.h \
+	plugins/backend-file/errf.h
+plugins_backend_file_file_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_backend_file_file_la_CPPFLAGS = $(AM_CPPFLAGS) $(ZSTD_CFLAGS)
+plugins_backend_file_file_la_LIBADD = core/libtessera-core.la $(ZSTD_LIBS) $(PTHREAD_LIBS)

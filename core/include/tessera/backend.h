@@ -20,6 +20,37 @@
  * makes the read fail with -EIO and log the object and offset.  Silent
  * corruption is never returned.
  *
+ * Operation semantics (the same for every backend; the conformance suite
+ * checks each):
+ *   - WRITE, ZERO, TRUNCATE, TOUCH, SETATTR and OMAP_SET create the object
+ *     when it is missing (empty data, no attributes, empty omap).  WRITE
+ *     and ZERO past the end extend it (the gap reads as zeros); ZERO never
+ *     shrinks it; TRUNCATE sets the size exactly, growing or shrinking.
+ *   - REMOVE, RMATTR, OMAP_RM, OMAP_CLEAR and OMAP_RMRANGE of a missing
+ *     object fail with -ENOENT; RMATTR of a missing attribute and OMAP_RM
+ *     of a missing key succeed (removal is idempotent).
+ *   - CLONE replaces oid2 (created or overwritten) with a copy of oid's
+ *     data, attributes and omap.  CLONE_RANGE copies [off, off+len) of oid
+ *     to off2 of oid2 (created if missing), reading holes and bytes past
+ *     oid's end as zeros and extending oid2 as a write would.  A missing
+ *     source fails with -ENOENT; oid == oid2 is allowed for CLONE_RANGE
+ *     only when the ranges do not overlap (-EINVAL otherwise).
+ *   - OMAP_RMRANGE removes the keys in [key, val); an empty val means
+ *     "to the last key", and val <= key removes nothing.
+ *   - Any object operation in a missing collection fails with -ENOENT;
+ *     MKCOLL of an existing collection with -EEXIST; RMCOLL of a missing one
+ *     with -ENOENT, of one still holding objects with -ENOTEMPTY.
+ *   - An object may not grow past the backend's max_object_size: -EFBIG.
+ *   - Each operation sees the effects of the ones before it in the same
+ *     transaction.  A failing operation fails the whole transaction: its
+ *     on_commit gets the error and nothing of it is applied.
+ *   - A transaction that tsr_txn_validate() (tessera/txn.h) refuses is
+ *     refused by submit() up front with that error.
+ *
+ * Reads of a missing collection or object return -ENOENT; getattr of a
+ * missing attribute and omap_get of a missing key -ENODATA; a read at or
+ * past the end returns 0 bytes.
+ *
  * Ownership.  Buffers passed in are borrowed for the duration of the call —
  * for submit(), until it returns: the backend copies or writes what it needs
  * before returning.  Buffers passed to callbacks are valid only during the
@@ -121,7 +152,7 @@ typedef void (*tsr_fsck_cb)(void *arg, const char *problem, int repaired);
  * the copies of a placement group on OSDs with different backends side by
  * side.  A walk resumed after other writes sees every object that existed
  * throughout the walk exactly once. */
-#define TSR_CURSOR_MAX 512
+#define TSR_CURSOR_MAX 4160 /* an object name (4096, tessera/txn.h) and room */
 struct tsr_cursor {
 	uint32_t len;
 	uint8_t bytes[TSR_CURSOR_MAX];
@@ -129,6 +160,12 @@ struct tsr_cursor {
 
 struct tsr_backend_ops {
 	uint32_t size; /* sizeof(struct tsr_backend_ops) as built */
+
+	/* Every backend plugin declares a string option "path": where its
+	 * store lives (a directory, a device, an image file).  mkfs refuses a
+	 * location that already holds a store or other data (-EEXIST) and
+	 * mount one that holds none (-ENOENT), each with a message naming
+	 * the path. */
 
 	/* Initialise an empty store at the configured location (mkfs).  The
 	 * instance was created with the same options. */

@@ -1,0 +1,457 @@
+/* journal.c — the write-ahead journal of backend-file (see journal.h). */
+#include "journal.h"
+#include "errf.h"
+
+#include <tessera/crc32c.h>
+#include <tessera/encoding.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define JR_MAGIC 0x314c4e524a525354ull /* "TSRJRNL1" little-endian */
+#define JR_REC_MAGIC 0x4a524543u
+#define JR_SLOT 2048u
+
+struct jr {
+	int fd;
+	char path[4096];
+	uint8_t uuid[16];
+	uint64_t size;
+	uint64_t gen;     /* of the current header copy */
+	uint64_t cp_seq;  /* records <= cp_seq are obsolete */
+	uint64_t next_seq;
+	uint64_t off;     /* where the next record goes */
+};
+
+struct jr_header {
+	uint8_t uuid[16];
+	uint64_t size;
+	uint64_t gen;
+	uint64_t cp_seq;
+};
+
+static int
+full_pwrite(int fd, const void *p, size_t n, uint64_t off)
+{
+	const uint8_t *b = p;
+
+	while (n > 0) {
+		ssize_t w = pwrite(fd, b, n, (off_t)off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		b += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+/* 0, or -ENODATA at end of file, or -errno. */
+static int
+full_pread(int fd, void *p, size_t n, uint64_t off)
+{
+	uint8_t *b = p;
+
+	while (n > 0) {
+		ssize_t r = pread(fd, b, n, (off_t)off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -ENODATA;
+		b += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+static void
+header_encode(const struct jr_header *h, uint8_t slot[JR_SLOT])
+{
+	struct tsr_enc e;
+	size_t mark, len;
+	uint32_t crc;
+	uint8_t *b;
+
+	tsr_enc_init(&e);
+	mark = tsr_enc_begin_struct(&e, 1, 1);
+	tsr_enc_u64(&e, JR_MAGIC);
+	tsr_enc_raw(&e, h->uuid, 16);
+	tsr_enc_u64(&e, h->size);
+	tsr_enc_u64(&e, h->gen);
+	tsr_enc_u64(&e, h->cp_seq);
+	tsr_enc_end_struct(&e, mark);
+	crc = tsr_crc32c(0, e.buf, e.len);
+	tsr_enc_u32(&e, crc);
+	memset(slot, 0, JR_SLOT);
+	b = tsr_enc_take(&e, &len);
+	if (b != NULL && len <= JR_SLOT)
+		memcpy(slot, b, len);
+	free(b);
+}
+
+/* 0 with *h filled, or a negative errno with the reason in why. */
+static int
+header_decode(const uint8_t slot[JR_SLOT], struct jr_header *h, char *why,
+	      size_t whylen)
+{
+	struct tsr_dec d, sub;
+	uint8_t ver;
+	uint64_t magic;
+	size_t body;
+
+	tsr_dec_init(&d, slot, JR_SLOT);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0) {
+		if (tsr_dec_error(&d) == -EOPNOTSUPP)
+			return errf(why, whylen, -EOPNOTSUPP,
+				    "written by a newer version of Tessera");
+		return errf(why, whylen, -EBADMSG, "no journal header");
+	}
+	magic = tsr_dec_u64(&sub);
+	tsr_dec_raw(&sub, h->uuid, 16);
+	h->size = tsr_dec_u64(&sub);
+	h->gen = tsr_dec_u64(&sub);
+	h->cp_seq = tsr_dec_u64(&sub);
+	if (tsr_dec_end_struct(&d, &sub) < 0)
+		return errf(why, whylen, -EBADMSG, "truncated journal header");
+	if (magic != JR_MAGIC)
+		return errf(why, whylen, -EBADMSG,
+			    "wrong magic (not a Tessera journal)");
+	body = (size_t)(d.p - slot);
+	if (tsr_dec_u32(&d) != tsr_crc32c(0, slot, body) || tsr_dec_error(&d))
+		return errf(why, whylen, -EBADMSG, "header checksum mismatch");
+	return 0;
+}
+
+static int
+write_header(struct jr *j, uint64_t cp_seq, char *err, size_t errlen)
+{
+	struct jr_header h;
+	uint8_t slot[JR_SLOT];
+	uint64_t gen = j->gen + 1;
+	int rc;
+
+	memcpy(h.uuid, j->uuid, 16);
+	h.size = j->size;
+	h.gen = gen;
+	h.cp_seq = cp_seq;
+	header_encode(&h, slot);
+	/* alternate copies: the one being overwritten is never the current */
+	rc = full_pwrite(j->fd, slot, JR_SLOT, (gen & 1) * JR_SLOT);
+	if (rc == 0 && fdatasync(j->fd) < 0)
+		rc = -errno;
+	if (rc < 0)
+		return errf(err, errlen, rc, "%s: writing the journal header: %s",
+			    j->path, strerror(-rc));
+	j->gen = gen;
+	j->cp_seq = cp_seq;
+	return 0;
+}
+
+int
+jr_create(int dirfd, const char *name, const char *path, uint64_t size,
+	  const uint8_t uuid[16], char *err, size_t errlen)
+{
+	struct jr j;
+	uint8_t *zeros;
+	int rc = 0;
+
+	if (size < JR_MIN_SIZE)
+		return errf(err, errlen, -EINVAL,
+			    "%s: journal size %llu is below the minimum %u",
+			    path, (unsigned long long)size, JR_MIN_SIZE);
+	memset(&j, 0, sizeof(j));
+	j.fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (j.fd < 0)
+		return errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	snprintf(j.path, sizeof(j.path), "%s", path);
+	memcpy(j.uuid, uuid, 16);
+	j.size = size;
+	zeros = calloc(1, 1u << 20);
+	if (zeros == NULL) {
+		rc = -ENOMEM;
+	} else {
+		for (uint64_t off = 0; off < size && rc == 0; off += 1u << 20) {
+			uint64_t n = size - off < (1u << 20) ? size - off : 1u << 20;
+			rc = full_pwrite(j.fd, zeros, (size_t)n, off);
+		}
+		free(zeros);
+	}
+	if (rc < 0) {
+		errf(err, errlen, rc, "%s: filling the journal: %s", path,
+		     strerror(-rc));
+	} else if ((rc = write_header(&j, 0, err, errlen)) == 0 &&
+		   (fsync(j.fd) < 0 || fsync(dirfd) < 0)) {
+		rc = -errno;
+		errf(err, errlen, rc, "%s: sync: %s", path, strerror(errno));
+	}
+	close(j.fd);
+	if (rc < 0)
+		unlinkat(dirfd, name, 0);
+	return rc;
+}
+
+int
+jr_open(const char *path, const uint8_t uuid[16], struct jr **out, char *err,
+	size_t errlen)
+{
+	uint8_t slot[2][JR_SLOT];
+	struct jr_header h[2];
+	char why[2][128];
+	int ok[2], cur, rc;
+	struct stat st;
+	struct jr *j;
+
+	j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return errf(err, errlen, -ENOMEM, "%s: out of memory", path);
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	j->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (j->fd < 0) {
+		rc = errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		free(j);
+		return rc;
+	}
+	if (fstat(j->fd, &st) < 0) {
+		rc = errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	rc = full_pread(j->fd, slot, sizeof(slot), 0);
+	if (rc < 0) {
+		rc = errf(err, errlen, rc == -ENODATA ? -EBADMSG : rc,
+			  "%s: cannot read the journal header: %s", path,
+			  rc == -ENODATA ? "file too short" : strerror(-rc));
+		goto fail;
+	}
+	for (int i = 0; i < 2; i++)
+		ok[i] = header_decode(slot[i], &h[i], why[i], sizeof(why[i])) == 0;
+	if (!ok[0] && !ok[1]) {
+		rc = errf(err, errlen, -EBADMSG, "%s: journal header damaged: %s",
+			  path, why[0]);
+		goto fail;
+	}
+	cur = !ok[0] || (ok[1] && h[1].gen > h[0].gen);
+	if (memcmp(h[cur].uuid, uuid, 16) != 0) {
+		rc = errf(err, errlen, -EINVAL,
+			  "%s: journal belongs to another store (uuid mismatch)",
+			  path);
+		goto fail;
+	}
+	if ((uint64_t)st.st_size < h[cur].size) {
+		rc = errf(err, errlen, -EBADMSG,
+			  "%s: journal truncated: %lld bytes, its header says %llu",
+			  path, (long long)st.st_size,
+			  (unsigned long long)h[cur].size);
+		goto fail;
+	}
+	memcpy(j->uuid, uuid, 16);
+	j->size = h[cur].size;
+	j->gen = h[cur].gen;
+	j->cp_seq = h[cur].cp_seq;
+	j->next_seq = j->cp_seq + 1;
+	j->off = JR_HEADER_SIZE;
+	*out = j;
+	return 0;
+fail:
+	close(j->fd);
+	free(j);
+	return rc;
+}
+
+void
+jr_close(struct jr *j)
+{
+	if (j == NULL)
+		return;
+	close(j->fd);
+	free(j);
+}
+
+static void
+rec_header(uint8_t hdr[JR_REC_HEADER], uint32_t len, uint64_t seq)
+{
+	struct tsr_enc e;
+	size_t n;
+	uint8_t *b;
+
+	tsr_enc_init(&e);
+	tsr_enc_u32(&e, JR_REC_MAGIC);
+	tsr_enc_u32(&e, len);
+	tsr_enc_u64(&e, seq);
+	tsr_enc_u32(&e, 0); /* crc, filled below */
+	tsr_enc_u32(&e, 0);
+	b = tsr_enc_take(&e, &n);
+	memset(hdr, 0, JR_REC_HEADER);
+	if (b != NULL && n == JR_REC_HEADER)
+		memcpy(hdr, b, n);
+	free(b);
+}
+
+static uint32_t
+rec_crc(const uint8_t hdr[JR_REC_HEADER], const void *p, size_t n)
+{
+	return tsr_crc32c(tsr_crc32c(0, hdr, 16), p, n);
+}
+
+static void
+put_le32(uint8_t *b, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+int
+jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
+	  size_t errlen)
+{
+	uint8_t hdr[JR_REC_HEADER];
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	uint64_t count = 0;
+	int rc = 0;
+
+	j->off = JR_HEADER_SIZE;
+	j->next_seq = j->cp_seq + 1;
+	for (;;) {
+		struct tsr_dec d;
+		uint32_t magic, len, crc;
+		uint64_t seq;
+
+		if (j->off + JR_REC_HEADER > j->size)
+			break;
+		rc = full_pread(j->fd, hdr, JR_REC_HEADER, j->off);
+		if (rc < 0)
+			break;
+		tsr_dec_init(&d, hdr, JR_REC_HEADER);
+		magic = tsr_dec_u32(&d);
+		len = tsr_dec_u32(&d);
+		seq = tsr_dec_u64(&d);
+		crc = tsr_dec_u32(&d);
+		if (magic != JR_REC_MAGIC || seq != j->next_seq ||
+		    len > j->size - j->off - JR_REC_HEADER)
+			break; /* the end: never written, stale or torn */
+		if (len > cap) {
+			uint8_t *nb = realloc(buf, len);
+			if (nb == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap = len;
+		}
+		rc = full_pread(j->fd, buf, len, j->off + JR_REC_HEADER);
+		if (rc < 0)
+			break;
+		put_le32(hdr + 16, 0);
+		if (rec_crc(hdr, buf, len) != crc)
+			break; /* torn: the crash interrupted this append */
+		rc = cb(arg, seq, buf, len);
+		if (rc != 0)
+			break;
+		count++;
+		j->next_seq++;
+		j->off += JR_REC_HEADER + len;
+	}
+	free(buf);
+	if (nrec != NULL)
+		*nrec = count;
+	if (rc == -ENODATA)
+		rc = 0;
+	if (rc < 0 && rc != -ENOMEM)
+		errf(err, errlen, rc, "%s: replaying record %llu at offset %llu: %s",
+		     j->path, (unsigned long long)j->next_seq,
+		     (unsigned long long)j->off, strerror(-rc));
+	else if (rc == -ENOMEM)
+		errf(err, errlen, rc, "%s: out of memory during replay", j->path);
+	return rc;
+}
+
+int
+jr_append(struct jr *j, const void *p, size_t n, uint64_t *seq, char *err,
+	  size_t errlen)
+{
+	uint8_t hdr[JR_REC_HEADER];
+	struct iovec iov[2];
+	uint64_t off = j->off;
+	size_t left;
+	int rc = 0;
+
+	if (n > jr_max_payload(j))
+		return errf(err, errlen, -E2BIG,
+			    "%s: a %zu-byte record can never fit in the journal",
+			    j->path, n);
+	if (JR_REC_HEADER + n > j->size - j->off)
+		return -ENOSPC;
+	rec_header(hdr, (uint32_t)n, j->next_seq);
+	put_le32(hdr + 16, rec_crc(hdr, p, n));
+	iov[0].iov_base = hdr;
+	iov[0].iov_len = JR_REC_HEADER;
+	iov[1].iov_base = (void *)p;
+	iov[1].iov_len = n;
+	left = JR_REC_HEADER + n;
+	while (left > 0) {
+		ssize_t w = pwritev(j->fd, iov, 2, (off_t)off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		off += (uint64_t)w;
+		left -= (size_t)w;
+		for (int i = 0; i < 2 && w > 0; i++) {
+			size_t take = (size_t)w < iov[i].iov_len ? (size_t)w
+								 : iov[i].iov_len;
+			iov[i].iov_base = (uint8_t *)iov[i].iov_base + take;
+			iov[i].iov_len -= take;
+			w -= (ssize_t)take;
+		}
+	}
+	if (rc == 0 && fdatasync(j->fd) < 0)
+		rc = -errno;
+	if (rc < 0)
+		return errf(err, errlen, rc, "%s: journal write: %s", j->path,
+			    strerror(-rc));
+	*seq = j->next_seq++;
+	j->off = off;
+	return 0;
+}
+
+int
+jr_checkpoint(struct jr *j, char *err, size_t errlen)
+{
+	int rc = write_header(j, j->next_seq - 1, err, errlen);
+
+	if (rc == 0)
+		j->off = JR_HEADER_SIZE;
+	return rc;
+}
+
+uint64_t
+jr_used(const struct jr *j)
+{
+	return j->off - JR_HEADER_SIZE;
+}
+
+uint64_t
+jr_capacity(const struct jr *j)
+{
+	return j->size - JR_HEADER_SIZE;
+}
+
+uint64_t
+jr_max_payload(const struct jr *j)
+{
+	return j->size - JR_HEADER_SIZE - JR_REC_HEADER;
+}

@@ -1,0 +1,88 @@
+/* journal.h — backend-file's write-ahead journal: a preallocated file of
+ * checksummed records, written in order, replayed after a crash.
+ *
+ * A transaction is durable once its record is in the journal; the store
+ * applies it to the object files and LevelDB afterwards, without syncing,
+ * and a checkpoint (everything applied is synced, then the header says so)
+ * makes the records before it obsolete.  Replay applies the records after
+ * the last checkpoint again, so every record must be idempotent: the store
+ * journals physical operations (write these bytes at this offset, delete
+ * this key) never logical ones that read state (see fstore.c).
+ *
+ *     offset 0        2048        4096                              size
+ *     +-----------+-----------+---------+---------+-- ... --+---------+
+ *     | header A  | header B  | record  | record  |         | (stale) |
+ *     +-----------+-----------+---------+---------+-- ... --+---------+
+ *
+ *     header (in a core envelope v1, then its crc32c):
+ *         u64 magic "TSRJRNL1", u8[16] store uuid, u64 size,
+ *         u64 generation    (the copy with the higher one is current)
+ *         u64 cp_seq        (records <= cp_seq are applied and synced)
+ *
+ *     record (packed, little-endian):
+ *         u32 magic 0x4a524543 ("JREC"), u32 payload length,
+ *         u64 seq, u32 crc32c(magic .. seq, payload), u32 zero,
+ *         payload
+ *
+ * The two header copies are written alternately, so a torn header write
+ * leaves the previous one intact.  Records after a checkpoint start at
+ * 4096 with seq cp_seq + 1 and follow each other with consecutive seqs;
+ * replay stops at the first record that is torn (bad crc), has the wrong
+ * seq (a stale one from an earlier lap) or does not fit — that is where
+ * the crash interrupted the writer, and nothing after it was acknowledged.
+ *
+ * The file is filled with zeros when it is created, so that appending
+ * never allocates blocks and fdatasync() writes data, not file-system
+ * metadata.
+ *
+ * Not thread-safe: the store's commit thread owns it.
+ */
+#ifndef TSR_FILE_JOURNAL_H
+#define TSR_FILE_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define JR_HEADER_SIZE 4096u
+#define JR_REC_HEADER 24u
+#define JR_MIN_SIZE (1u << 20)
+
+struct jr;
+
+/* Create path (which must not exist) with size bytes of zeros and an empty
+ * header; synced, directory entry included.  dirfd is the directory
+ * holding it. */
+int jr_create(int dirfd, const char *name, const char *path, uint64_t size,
+	      const uint8_t uuid[16], char *err, size_t errlen);
+
+/* Open and check the header (magic, checksum, uuid, size against the
+ * file's).  Every error names path. */
+int jr_open(const char *path, const uint8_t uuid[16], struct jr **out,
+	    char *err, size_t errlen);
+void jr_close(struct jr *j);
+
+/* Hand every record after the checkpoint to cb, in order; a non-zero
+ * return from cb stops and is returned.  Afterwards appends continue after
+ * the last valid record.  *nrec gets the number replayed. */
+typedef int (*jr_record_cb)(void *arg, uint64_t seq, const void *p, size_t n);
+int jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec,
+	      char *err, size_t errlen);
+
+/* Append one record and fdatasync it: when this returns 0 the record
+ * survives a crash.  -ENOSPC when it does not fit in what is left before
+ * the end (checkpoint, then append again); -E2BIG when it could never fit.
+ * *seq gets the record's sequence number. */
+int jr_append(struct jr *j, const void *p, size_t n, uint64_t *seq,
+	      char *err, size_t errlen);
+
+/* Everything appended so far has been applied and synced by the caller:
+ * record that in the header, and write the next record at the start. */
+int jr_checkpoint(struct jr *j, char *err, size_t errlen);
+
+/* Bytes of records since the last checkpoint, and the usable size. */
+uint64_t jr_used(const struct jr *j);
+uint64_t jr_capacity(const struct jr *j);
+/* Largest payload jr_append can ever take. */
+uint64_t jr_max_payload(const struct jr *j);
+
+#endif
