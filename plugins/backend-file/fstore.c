@@ -2705,7 +2705,7 @@ get_sub(struct fs *fs, char tag, const struct tsr_coll_id *cid, const void *oid,
 	size_t buflen, size_t *val_len)
 {
 	uint8_t k[KEY_MAX];
-	struct onode on;
+	struct onode on = { 0 }; /* objid 0: the object is missing */
 	char err[256];
 	void *v;
 	size_t vl;

@@ -24,6 +24,7 @@ extern const struct cli_cmd cli_plugins_cmds[];
 extern const struct cli_cmd cli_admin_cmds[];
 extern const struct cli_cmd cli_config_cmds[];
 extern const struct cli_cmd cli_placement_cmds[];
+extern const struct cli_cmd cli_backend_cmds[];
 
 /* "plain" or "json" from --format; -1 (after a message) otherwise. */
 int cli_parse_format(const char *s, bool *json);

@@ -12,6 +12,7 @@ static const struct cli_cmd *const groups[] = {
 	cli_config_cmds,
 	cli_admin_cmds,
 	cli_placement_cmds,
+	cli_backend_cmds,
 };
 
 static int
@@ -49,7 +50,8 @@ usage(FILE *f)
 				w = (int)strlen(c->name);
 	fprintf(f,
 		"Usage: tessera COMMAND [ARGS...]\n"
-		"Tessera's command-line tool: plugins, configuration, daemons, placement.\n"
+		"Tessera's command-line tool: plugins, configuration, daemons, placement,\n"
+		"object stores.\n"
 		"\n"
 		"Commands:\n");
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
