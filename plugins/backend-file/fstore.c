@@ -55,6 +55,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -500,8 +501,11 @@ cmeta_decode(const void *p, size_t n, struct fs_cmeta *c)
 static void
 obj_relpath(char *buf, size_t n, uint64_t objid)
 {
-	snprintf(buf, n, "%02x/%02x/%016" PRIx64, (unsigned)(objid & 0xff),
-		 (unsigned)((objid >> 8) & 0xff), objid);
+	/* 4096 consecutive ids share a directory: new objects rarely need a
+	 * new directory (whose entry must be synced too), and after 2^28
+	 * ids the tree wraps, so a directory holds 4096 files per 2^28 ids */
+	snprintf(buf, n, "%02x/%02x/%016" PRIx64, (unsigned)((objid >> 20) & 0xff),
+		 (unsigned)((objid >> 12) & 0xff), objid);
 }
 
 /* Open an object's file under data/: read-only for readers, read-write for
@@ -728,10 +732,22 @@ struct ov_file {
 	size_t npunches, pcap;
 };
 
+/* A write waiting for sync_direct; p points into a chunk buffer, which
+ * lives until the overlay is released, or into owned. */
+struct dwrite {
+	uint64_t off;
+	const uint8_t *p;
+	size_t len;
+	void *owned;
+};
+
 struct direct {
 	uint64_t objid;
 	int fd;
+	int dio;              /* the same file with O_DIRECT, or -1 */
 	int made;             /* MADE_* */
+	struct dwrite *w;
+	size_t nw, wcap;
 };
 
 struct prep {
@@ -791,8 +807,15 @@ prep_release(struct prep *p)
 	for (size_t i = 0; i < p->nfiles; i++)
 		ov_file_free(p->files[i]);
 	free(p->files);
-	for (size_t i = 0; i < p->ndirect; i++)
-		close(p->direct[i].fd);
+	for (size_t i = 0; i < p->ndirect; i++) {
+		struct direct *d = &p->direct[i];
+		close(d->fd);
+		if (d->dio >= 0)
+			close(d->dio);
+		for (size_t j = 0; j < d->nw; j++)
+			free(d->w[j].owned);
+		free(d->w);
+	}
 	free(p->direct);
 	free(p->jids);
 	kvov_reset(&p->kv);
@@ -853,7 +876,8 @@ chunk_get(struct prep *p, struct ov_file *f, uint32_t no, struct ov_chunk **out)
 		return 0;
 	}
 	c = calloc(1, sizeof(*c));
-	if (c == NULL || (c->buf = malloc(FS_CHUNK)) == NULL) {
+	/* block-aligned, so a direct write can use O_DIRECT */
+	if (c == NULL || posix_memalign((void **)&c->buf, FS_BLOCK, FS_CHUNK) != 0) {
 		free(c);
 		return -ENOMEM;
 	}
@@ -1561,20 +1585,18 @@ plan_kv(struct plan *pl, uint8_t op, const void *k, size_t kl, const void *v,
 static int
 is_zero(const uint8_t *p, size_t n)
 {
-	static const uint8_t z[FS_BLOCK];
-
-	return memcmp(p, z, n) == 0;
+	/* zero at the start, and every byte equal to the one before it */
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
 }
 
-/* Write data for a file being written directly (see finalize): now, to
- * its own descriptor, which commit_overlay syncs before the journal
- * record is written. */
+/* Queue data for a file being written directly (see write_direct);
+ * sync_direct writes and syncs it before the journal record.  copy_ok
+ * says data lives as long as the overlay (a chunk buffer). */
 static int
 direct_write(struct prep *p, uint64_t objid, uint64_t off, const void *data,
-	     size_t len)
+	     size_t len, int copy_ok)
 {
 	struct direct *d = NULL;
-	int rc;
 
 	for (size_t i = 0; i < p->ndirect; i++)
 		if (p->direct[i].objid == objid)
@@ -1589,29 +1611,52 @@ direct_write(struct prep *p, uint64_t objid, uint64_t off, const void *data,
 			p->dcap = ncap;
 		}
 		d = &p->direct[p->ndirect];
+		memset(d, 0, sizeof(*d));
 		d->objid = objid;
 		d->fd = obj_open(p->fs, objid, 1, 1, &d->made);
 		if (d->fd < 0)
 			return errf(p->err, sizeof(p->err), d->fd,
 				    "%s: data file %016" PRIx64 ": %s", p->fs->path,
 				    objid, strerror(-d->fd));
+		/* Whole blocks go out with O_DIRECT: no copy through the page
+		 * cache and no delayed allocation to flush later.  The file
+		 * system may refuse it (tmpfs); then everything is buffered. */
+		char rel[64];
+		obj_relpath(rel, sizeof(rel), objid);
+		d->dio = openat(p->fs->datafd, rel, O_RDWR | O_DIRECT | O_CLOEXEC);
 		p->ndirect++;
 	}
-	rc = pwrite_full(d->fd, data, len, off);
-	if (rc < 0)
-		return errf(p->err, sizeof(p->err), rc, "%s: data file %016" PRIx64
-			    ": %s", p->fs->path, objid, strerror(-rc));
+	if (d->nw == d->wcap) {
+		size_t ncap = d->wcap ? d->wcap * 2 : 64;
+		struct dwrite *nw = realloc(d->w, ncap * sizeof(*nw));
+		if (nw == NULL)
+			return -ENOMEM;
+		d->w = nw;
+		d->wcap = ncap;
+	}
+	struct dwrite *w = &d->w[d->nw];
+	w->off = off;
+	w->len = len;
+	w->owned = NULL;
+	w->p = data;
+	if (!copy_ok) {
+		if ((w->owned = malloc(len ? len : 1)) == NULL)
+			return -ENOMEM;
+		memcpy(w->owned, data, len);
+		w->p = w->owned;
+	}
+	d->nw++;
 	return 0;
 }
 
 static void
 emit_write(struct prep *p, struct plan *pl, int direct, uint64_t objid,
-	   uint64_t off, uint64_t len, const void *data, int *rc)
+	   uint64_t off, uint64_t len, const void *data, int in_chunk, int *rc)
 {
 	if (*rc < 0)
 		return;
 	if (direct)
-		*rc = direct_write(p, objid, off, data, (size_t)len);
+		*rc = direct_write(p, objid, off, data, (size_t)len, in_chunk);
 	else
 		plan_file(pl, P_WRITE, objid, off, len, data);
 }
@@ -1645,7 +1690,7 @@ finalize_chunk(struct prep *p, struct plan *pl, struct ov_file *f,
 			if (!ZSTD_isError(n) && n <= FS_CHUNK - FS_BLOCK) {
 				uint64_t used = (n + FS_BLOCK - 1) / FS_BLOCK * FS_BLOCK;
 				rc = 0;
-				emit_write(p, pl, direct, f->objid, slot, n, z, &rc);
+				emit_write(p, pl, direct, f->objid, slot, n, z, 0, &rc);
 				if (rc < 0) {
 					free(z);
 					return rc;
@@ -1696,7 +1741,7 @@ finalize_chunk(struct prep *p, struct plan *pl, struct ov_file *f,
 			continue;
 		}
 		emit_write(p, pl, direct, f->objid, slot + b * FS_BLOCK,
-			   (uint64_t)(e - b) * FS_BLOCK, c->buf + b * FS_BLOCK, &rc);
+			   (uint64_t)(e - b) * FS_BLOCK, c->buf + b * FS_BLOCK, 1, &rc);
 		p->data_bytes += (uint64_t)(e - b) * FS_BLOCK;
 		b = e;
 	}
@@ -1758,6 +1803,61 @@ add_jid(struct prep *p, uint64_t objid)
 	return 0;
 }
 
+static int
+writev_full(int fd, struct iovec *iov, int n, uint64_t off)
+{
+	while (n > 0) {
+		ssize_t w = pwritev(fd, iov, n, (off_t)off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		off += (uint64_t)w;
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* Write a direct file's queued data: contiguous block-aligned pieces
+ * become one O_DIRECT pwritev (a 4 MiB object is one write, not 64). */
+static int
+flush_dwrites(struct direct *d)
+{
+	struct iovec iov[64];
+
+	for (size_t i = 0; i < d->nw;) {
+		const struct dwrite *w = &d->w[i];
+		int aligned = d->dio >= 0 && w->off % FS_BLOCK == 0 &&
+			      w->len % FS_BLOCK == 0 && (uintptr_t)w->p % FS_BLOCK == 0;
+		uint64_t off = w->off, end = w->off + w->len;
+		int n = 0, rc;
+
+		iov[n].iov_base = (void *)w->p;
+		iov[n++].iov_len = w->len;
+		for (i++; aligned && i < d->nw && n < 64 && d->w[i].off == end &&
+			  d->w[i].len % FS_BLOCK == 0 &&
+			  (uintptr_t)d->w[i].p % FS_BLOCK == 0;
+		     i++) {
+			iov[n].iov_base = (void *)d->w[i].p;
+			iov[n++].iov_len = d->w[i].len;
+			end += d->w[i].len;
+		}
+		rc = writev_full(aligned ? d->dio : d->fd, iov, n, off);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* Make the directly written data durable, names included: a new file's
  * directory entry, and new directories' entries in their parents. */
 static int
@@ -1765,6 +1865,17 @@ sync_direct(struct prep *p)
 {
 	struct fs *fs = p->fs;
 
+	for (size_t i = 0; i < p->ndirect; i++) {
+		int rc = flush_dwrites(&p->direct[i]);
+		if (rc < 0)
+			return errf(p->err, sizeof(p->err), rc, "%s: data file %016"
+				    PRIx64 ": %s", fs->path, p->direct[i].objid,
+				    strerror(-rc));
+	}
+	/* start writeback of every file first, so the syncs below overlap
+	 * and share the file system's journal commits */
+	for (size_t i = 0; p->ndirect > 1 && i < p->ndirect; i++)
+		sync_file_range(p->direct[i].fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	for (size_t i = 0; i < p->ndirect; i++) {
 		const struct direct *d = &p->direct[i];
 		char rel[64];
@@ -2078,6 +2189,23 @@ prep_init(struct prep *p, struct fs *fs, uint64_t now)
 	p->now = now;
 }
 
+/* The transaction did not commit: remove the files its direct writes
+ * created (nothing refers to them).  Data written into files that existed
+ * lies in chunks without maps, which nothing reads. */
+static void
+drop_direct(struct prep *p)
+{
+	for (size_t i = 0; i < p->ndirect; i++) {
+		char rel[64];
+
+		if (!(p->direct[i].made & MADE_FILE))
+			continue;
+		obj_relpath(rel, sizeof(rel), p->direct[i].objid);
+		uncache_fd(p->fs, p->direct[i].objid);
+		unlinkat(p->fs->datafd, rel, 0);
+	}
+}
+
 /* What the overlay may need on disk: dirty chunks whole, and its keys. */
 static uint64_t
 overlay_bytes(const struct prep *p)
@@ -2110,6 +2238,7 @@ commit_overlay(struct fs *fs, struct prep *p)
 		if (p->err[0])
 			fs_log(fs, LOG_ERR, "%s", p->err);
 		free(plan);
+		drop_direct(p);
 		return rc == -ENOSPC ? rc : rc == -ENOMEM ? rc : -EIO;
 	}
 	rc = jr_append(fs->jr, plan, plen, &seq, err, sizeof(err));
@@ -2120,14 +2249,12 @@ commit_overlay(struct fs *fs, struct prep *p)
 		if (rc == 0)
 			rc = jr_append(fs->jr, plan, plen, &seq, err, sizeof(err));
 	}
-	if (rc == -E2BIG) {
-		free(plan);
-		return -EFBIG; /* bigger than the journal can ever hold */
-	}
 	if (rc < 0) {
-		fs_log(fs, LOG_ERR, "%s", err);
+		if (rc != -E2BIG)
+			fs_log(fs, LOG_ERR, "%s", err);
 		free(plan);
-		return rc;
+		drop_direct(p);
+		return rc == -E2BIG ? -EFBIG /* more than the journal holds */ : rc;
 	}
 	/* Committed: only a failure of the file system can stop it now, and
 	 * replay at the next mount will finish it. */
@@ -2959,6 +3086,7 @@ struct fsck {
 	uint64_t *ids, *sizes;   /* live objects, sorted by id at the end */
 	size_t nids, cap;
 	uint64_t bytes;
+	uint64_t max_id;         /* the largest object id in use */
 	ZSTD_DCtx *dctx;
 	uint8_t *tmp;
 };
@@ -2999,10 +3127,12 @@ fsck_onode(void *arg, const void *k, size_t kl, const void *v, size_t vl)
 		return 0;
 	}
 	oid_str((const uint8_t *)k + 1 + CID_LEN, kl - 1 - CID_LEN, nb, sizeof(nb));
-	if (onode_decode(v, vl, &on) < 0 || on.objid >= c->fs->sb.next_objid) {
+	if (onode_decode(v, vl, &on) < 0) {
 		fsck_report(c, 0, "object %s: onode damaged", nb);
 		return 0;
 	}
+	if (on.objid > c->max_id)
+		c->max_id = on.objid;
 	cid_get((const uint8_t *)k + 1, &cid);
 	if (tsr_kv_get(c->fs->kv, ck, key_coll(ck, &cid), &cv, &cvl, err,
 		       sizeof(err)) == 0) {
@@ -3202,6 +3332,15 @@ fs_fsck(void *inst, int repair, tsr_fsck_cb cb, void *arg)
 	if (rc < 0)
 		goto out;
 	fsck_files(&c);
+	if (c.max_id >= fs->sb.next_objid) {
+		/* handing out an id in use would make two objects share data */
+		fsck_report(&c, 1, "superblock's next object id %" PRIu64 " is not "
+			    "above id %" PRIu64 ", which is in use (repair raises it)",
+			    fs->sb.next_objid, c.max_id);
+		fs->sb.next_objid = c.max_id + 1;
+		if (repair && (rc = write_super(fs, 1, err, sizeof(err))) < 0)
+			goto out;
+	}
 	if (c.nids != fs->sb.objects || c.bytes != fs->sb.bytes) {
 		fsck_report(&c, 1, "superblock counts %" PRIu64 " objects / %" PRIu64
 			    " bytes, the store holds %zu / %" PRIu64, fs->sb.objects,

@@ -6,10 +6,11 @@
  *     PATH/journal    write-ahead journal (journal.h)
  *     PATH/data/XX/YY/OOOOOOOOOOOOOOOO
  *                     object data, one file per object, named by the
- *                     object's 64-bit id in hex; XX and YY are its low two
- *                     bytes, so ids handed out in order spread over 65,536
- *                     directories and ten million objects put ~150 files
- *                     in each
+ *                     object's 64-bit id in hex; XX and YY are bits 20-27
+ *                     and 12-19 of the id, so 4096 consecutive ids share
+ *                     a directory (new objects seldom need a new one) and
+ *                     no directory holds more than 4096 files per 2^28
+ *                     ids handed out
  *
  * LevelDB keys (integers big-endian, so keys sort numerically):
  *

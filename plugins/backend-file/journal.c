@@ -16,9 +16,13 @@
 #define JR_MAGIC 0x314c4e524a525354ull /* "TSRJRNL1" little-endian */
 #define JR_REC_MAGIC 0x4a524543u
 #define JR_SLOT 2048u
+#define JR_ALIGN 4096u
 
 struct jr {
-	int fd;
+	int fd;           /* buffered: headers, replay */
+	int dfd;          /* O_DIRECT | O_DSYNC for records, or -1 */
+	uint8_t *abuf;    /* aligned staging buffer for dfd */
+	size_t acap;
 	char path[4096];
 	uint8_t uuid[16];
 	uint64_t size;
@@ -255,6 +259,10 @@ jr_open(const char *path, const uint8_t uuid[16], struct jr **out, char *err,
 			  (unsigned long long)h[cur].size);
 		goto fail;
 	}
+	/* Records go out with O_DIRECT | O_DSYNC: one write that is durable
+	 * when it returns, no page-cache copy, no separate fdatasync.  File
+	 * systems without O_DIRECT (tmpfs) get the buffered path. */
+	j->dfd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT | O_DSYNC);
 	memcpy(j->uuid, uuid, 16);
 	j->size = h[cur].size;
 	j->gen = h[cur].gen;
@@ -275,6 +283,9 @@ jr_close(struct jr *j)
 	if (j == NULL)
 		return;
 	close(j->fd);
+	if (j->dfd >= 0)
+		close(j->dfd);
+	free(j->abuf);
 	free(j);
 }
 
@@ -311,6 +322,69 @@ put_le32(uint8_t *b, uint32_t v)
 		b[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* Bytes a record takes: header and payload, padded to a block so every
+ * record starts aligned (for O_DIRECT). */
+static uint64_t
+rec_span(uint64_t n)
+{
+	return (JR_REC_HEADER + n + JR_ALIGN - 1) / JR_ALIGN * JR_ALIGN;
+}
+
+/* Is there an intact record with sequence number seq at off? */
+static int
+valid_record_at(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
+		size_t *cap)
+{
+	uint8_t hdr[JR_REC_HEADER];
+	struct tsr_dec d;
+	uint32_t magic, len, crc;
+
+	if (off % JR_ALIGN || off + JR_REC_HEADER > j->size ||
+	    full_pread(j->fd, hdr, JR_REC_HEADER, off) < 0)
+		return 0;
+	tsr_dec_init(&d, hdr, JR_REC_HEADER);
+	magic = tsr_dec_u32(&d);
+	len = tsr_dec_u32(&d);
+	if (magic != JR_REC_MAGIC || tsr_dec_u64(&d) != seq ||
+	    rec_span(len) > j->size - off)
+		return 0;
+	crc = tsr_dec_u32(&d);
+	if (len > *cap) {
+		uint8_t *nb = realloc(*buf, len);
+		if (nb == NULL)
+			return 0;
+		*buf = nb;
+		*cap = len;
+	}
+	if (full_pread(j->fd, *buf, len, off + JR_REC_HEADER) < 0)
+		return 0;
+	put_le32(hdr + 16, 0);
+	return rec_crc(hdr, *buf, len) == crc;
+}
+
+/* Replay stopped at j->off.  A crash can only tear the last record, so if
+ * the record after it is intact, the stop is damage to a committed record,
+ * and mounting would lose transactions that were acknowledged.  Where the
+ * next record would start is known when the damaged record's header is
+ * intact (hint, or 0); otherwise the aligned offsets of the next
+ * JR_SCAN_WINDOW bytes are tried. */
+#define JR_SCAN_WINDOW (16u << 20)
+
+static int
+damage_behind(struct jr *j, uint64_t hint, uint8_t **buf, size_t *cap)
+{
+	uint64_t want = j->next_seq + 1;
+	uint64_t end = j->off + JR_SCAN_WINDOW < j->size ? j->off + JR_SCAN_WINDOW
+							   : j->size;
+
+	if (hint && valid_record_at(j, hint, want, buf, cap))
+		return 1;
+	for (uint64_t off = j->off + JR_ALIGN; off < end; off += JR_ALIGN)
+		if (valid_record_at(j, off, want, buf, cap))
+			return 1;
+	return 0;
+}
+
 int
 jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 	  size_t errlen)
@@ -318,7 +392,7 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 	uint8_t hdr[JR_REC_HEADER];
 	uint8_t *buf = NULL;
 	size_t cap = 0;
-	uint64_t count = 0;
+	uint64_t count = 0, stop_hint = 0;
 	int rc = 0;
 
 	j->off = JR_HEADER_SIZE;
@@ -339,8 +413,11 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 		seq = tsr_dec_u64(&d);
 		crc = tsr_dec_u32(&d);
 		if (magic != JR_REC_MAGIC || seq != j->next_seq ||
-		    len > j->size - j->off - JR_REC_HEADER)
+		    rec_span(len) > j->size - j->off) {
+			stop_hint = 0;
 			break; /* the end: never written, stale or torn */
+		}
+		stop_hint = j->off + rec_span(len);
 		if (len > cap) {
 			uint8_t *nb = realloc(buf, len);
 			if (nb == NULL) {
@@ -361,7 +438,18 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 			break;
 		count++;
 		j->next_seq++;
-		j->off += JR_REC_HEADER + len;
+		j->off += rec_span(len);
+	}
+	if (rc == 0 && damage_behind(j, stop_hint, &buf, &cap)) {
+		free(buf);
+		if (nrec != NULL)
+			*nrec = count;
+		return errf(err, errlen, -EBADMSG,
+			    "%s: record %llu at offset %llu is damaged but the "
+			    "record after it is intact: replaying would lose "
+			    "committed transactions, so the store is not mounted",
+			    j->path, (unsigned long long)j->next_seq,
+			    (unsigned long long)j->off);
 	}
 	free(buf);
 	if (nrec != NULL)
@@ -377,36 +465,42 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 	return rc;
 }
 
-int
-jr_append(struct jr *j, const void *p, size_t n, uint64_t *seq, char *err,
-	  size_t errlen)
+static int
+append_direct(struct jr *j, const uint8_t hdr[JR_REC_HEADER], const void *p,
+	      size_t n, uint64_t span)
 {
-	uint8_t hdr[JR_REC_HEADER];
+	if (span > j->acap) {
+		void *nb;
+		if (posix_memalign(&nb, JR_ALIGN, span) != 0)
+			return -ENOMEM;
+		free(j->abuf);
+		j->abuf = nb;
+		j->acap = span;
+	}
+	memcpy(j->abuf, hdr, JR_REC_HEADER);
+	memcpy(j->abuf + JR_REC_HEADER, p, n);
+	memset(j->abuf + JR_REC_HEADER + n, 0, span - JR_REC_HEADER - n);
+	return full_pwrite(j->dfd, j->abuf, span, j->off);
+}
+
+static int
+append_buffered(struct jr *j, uint8_t hdr[JR_REC_HEADER], const void *p,
+		size_t n)
+{
 	struct iovec iov[2];
 	uint64_t off = j->off;
-	size_t left;
-	int rc = 0;
+	size_t left = JR_REC_HEADER + n;
 
-	if (n > jr_max_payload(j))
-		return errf(err, errlen, -E2BIG,
-			    "%s: a %zu-byte record can never fit in the journal",
-			    j->path, n);
-	if (JR_REC_HEADER + n > j->size - j->off)
-		return -ENOSPC;
-	rec_header(hdr, (uint32_t)n, j->next_seq);
-	put_le32(hdr + 16, rec_crc(hdr, p, n));
 	iov[0].iov_base = hdr;
 	iov[0].iov_len = JR_REC_HEADER;
 	iov[1].iov_base = (void *)p;
 	iov[1].iov_len = n;
-	left = JR_REC_HEADER + n;
 	while (left > 0) {
 		ssize_t w = pwritev(j->fd, iov, 2, (off_t)off);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = -errno;
-			break;
+			return -errno;
 		}
 		off += (uint64_t)w;
 		left -= (size_t)w;
@@ -418,13 +512,32 @@ jr_append(struct jr *j, const void *p, size_t n, uint64_t *seq, char *err,
 			w -= (ssize_t)take;
 		}
 	}
-	if (rc == 0 && fdatasync(j->fd) < 0)
-		rc = -errno;
+	return fdatasync(j->fd) < 0 ? -errno : 0;
+}
+
+int
+jr_append(struct jr *j, const void *p, size_t n, uint64_t *seq, char *err,
+	  size_t errlen)
+{
+	uint8_t hdr[JR_REC_HEADER];
+	uint64_t span = rec_span(n);
+	int rc;
+
+	if (n > jr_max_payload(j))
+		return errf(err, errlen, -E2BIG,
+			    "%s: a %zu-byte record can never fit in the journal",
+			    j->path, n);
+	if (span > j->size - j->off)
+		return -ENOSPC;
+	rec_header(hdr, (uint32_t)n, j->next_seq);
+	put_le32(hdr + 16, rec_crc(hdr, p, n));
+	rc = j->dfd >= 0 ? append_direct(j, hdr, p, n, span)
+			 : append_buffered(j, hdr, p, n);
 	if (rc < 0)
 		return errf(err, errlen, rc, "%s: journal write: %s", j->path,
 			    strerror(-rc));
 	*seq = j->next_seq++;
-	j->off = off;
+	j->off += span;
 	return 0;
 }
 
@@ -453,5 +566,5 @@ jr_capacity(const struct jr *j)
 uint64_t
 jr_max_payload(const struct jr *j)
 {
-	return j->size - JR_HEADER_SIZE - JR_REC_HEADER;
+	return (j->size - JR_HEADER_SIZE) / JR_ALIGN * JR_ALIGN - JR_REC_HEADER;
 }

@@ -19,7 +19,8 @@
  *         u64 generation    (the copy with the higher one is current)
  *         u64 cp_seq        (records <= cp_seq are applied and synced)
  *
- *     record (packed, little-endian):
+ *     record (packed, little-endian), padded with zeros to a multiple
+ *     of 4096 bytes so that every record starts aligned:
  *         u32 magic 0x4a524543 ("JREC"), u32 payload length,
  *         u64 seq, u32 crc32c(magic .. seq, payload), u32 zero,
  *         payload
@@ -32,8 +33,9 @@
  * the crash interrupted the writer, and nothing after it was acknowledged.
  *
  * The file is filled with zeros when it is created, so that appending
- * never allocates blocks and fdatasync() writes data, not file-system
- * metadata.
+ * never allocates blocks and a synced write is data, not file-system
+ * metadata.  Records are written with O_DIRECT | O_DSYNC where the file
+ * system allows it: one write, durable when it returns.
  *
  * Not thread-safe: the store's commit thread owns it.
  */
