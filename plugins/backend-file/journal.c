@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ struct jr {
 	uint64_t size;
 	uint64_t gen;     /* of the current header copy */
 	uint64_t cp_seq;  /* records <= cp_seq are obsolete */
+	uint64_t nonce;   /* this lap's checksum seed (see rec_crc) */
 	uint64_t next_seq;
 	uint64_t off;     /* where the next record goes */
 };
@@ -37,6 +39,7 @@ struct jr_header {
 	uint64_t size;
 	uint64_t gen;
 	uint64_t cp_seq;
+	uint64_t nonce;
 };
 
 static int
@@ -95,6 +98,7 @@ header_encode(const struct jr_header *h, uint8_t slot[JR_SLOT])
 	tsr_enc_u64(&e, h->size);
 	tsr_enc_u64(&e, h->gen);
 	tsr_enc_u64(&e, h->cp_seq);
+	tsr_enc_u64(&e, h->nonce);
 	tsr_enc_end_struct(&e, mark);
 	crc = tsr_crc32c(0, e.buf, e.len);
 	tsr_enc_u32(&e, crc);
@@ -127,6 +131,7 @@ header_decode(const uint8_t slot[JR_SLOT], struct jr_header *h, char *why,
 	h->size = tsr_dec_u64(&sub);
 	h->gen = tsr_dec_u64(&sub);
 	h->cp_seq = tsr_dec_u64(&sub);
+	h->nonce = tsr_dec_u64(&sub);
 	if (tsr_dec_end_struct(&d, &sub) < 0)
 		return errf(why, whylen, -EBADMSG, "truncated journal header");
 	if (magic != JR_MAGIC)
@@ -150,6 +155,10 @@ write_header(struct jr *j, uint64_t cp_seq, char *err, size_t errlen)
 	h.size = j->size;
 	h.gen = gen;
 	h.cp_seq = cp_seq;
+	/* a new lap, a new seed: records of earlier laps, and record-shaped
+	 * bytes inside payloads (client data), never check out */
+	if (getrandom(&h.nonce, sizeof(h.nonce), 0) != sizeof(h.nonce))
+		return errf(err, errlen, -EIO, "%s: no random seed", j->path);
 	header_encode(&h, slot);
 	/* alternate copies: the one being overwritten is never the current */
 	rc = full_pwrite(j->fd, slot, JR_SLOT, (gen & 1) * JR_SLOT);
@@ -160,6 +169,7 @@ write_header(struct jr *j, uint64_t cp_seq, char *err, size_t errlen)
 			    j->path, strerror(-rc));
 	j->gen = gen;
 	j->cp_seq = cp_seq;
+	j->nonce = h.nonce;
 	return 0;
 }
 
@@ -252,6 +262,12 @@ jr_open(const char *path, const uint8_t uuid[16], struct jr **out, char *err,
 			  path);
 		goto fail;
 	}
+	if (h[cur].size < JR_MIN_SIZE) {
+		rc = errf(err, errlen, -EBADMSG,
+			  "%s: journal header damaged: size %llu below the minimum",
+			  path, (unsigned long long)h[cur].size);
+		goto fail;
+	}
 	if ((uint64_t)st.st_size < h[cur].size) {
 		rc = errf(err, errlen, -EBADMSG,
 			  "%s: journal truncated: %lld bytes, its header says %llu",
@@ -267,6 +283,7 @@ jr_open(const char *path, const uint8_t uuid[16], struct jr **out, char *err,
 	j->size = h[cur].size;
 	j->gen = h[cur].gen;
 	j->cp_seq = h[cur].cp_seq;
+	j->nonce = h[cur].nonce;
 	j->next_seq = j->cp_seq + 1;
 	j->off = JR_HEADER_SIZE;
 	*out = j;
@@ -310,9 +327,14 @@ rec_header(uint8_t hdr[JR_REC_HEADER], uint32_t len, uint64_t seq)
 }
 
 static uint32_t
-rec_crc(const uint8_t hdr[JR_REC_HEADER], const void *p, size_t n)
+rec_crc(const struct jr *j, const uint8_t hdr[JR_REC_HEADER], const void *p,
+	size_t n)
 {
-	return tsr_crc32c(tsr_crc32c(0, hdr, 16), p, n);
+	uint8_t seed[8];
+
+	for (int i = 0; i < 8; i++)
+		seed[i] = (uint8_t)(j->nonce >> (8 * i));
+	return tsr_crc32c(tsr_crc32c(tsr_crc32c(0, seed, 8), hdr, 16), p, n);
 }
 
 static void
@@ -359,7 +381,7 @@ valid_record_at(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
 	if (full_pread(j->fd, *buf, len, off + JR_REC_HEADER) < 0)
 		return 0;
 	put_le32(hdr + 16, 0);
-	return rec_crc(hdr, *buf, len) == crc;
+	return rec_crc(j, hdr, *buf, len) == crc;
 }
 
 /* Replay stopped at j->off.  A crash can only tear the last record, so if
@@ -393,7 +415,7 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 	uint8_t *buf = NULL;
 	size_t cap = 0;
 	uint64_t count = 0, stop_hint = 0;
-	int rc = 0;
+	int rc = 0, cb_rc = 0;
 
 	j->off = JR_HEADER_SIZE;
 	j->next_seq = j->cp_seq + 1;
@@ -431,11 +453,13 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 		if (rc < 0)
 			break;
 		put_le32(hdr + 16, 0);
-		if (rec_crc(hdr, buf, len) != crc)
+		if (rec_crc(j, hdr, buf, len) != crc)
 			break; /* torn: the crash interrupted this append */
 		rc = cb(arg, seq, buf, len);
-		if (rc != 0)
+		if (rc != 0) {
+			cb_rc = rc;
 			break;
+		}
 		count++;
 		j->next_seq++;
 		j->off += rec_span(len);
@@ -454,8 +478,10 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 	free(buf);
 	if (nrec != NULL)
 		*nrec = count;
+	if (cb_rc != 0)
+		return cb_rc; /* the callback's, passed through as it is */
 	if (rc == -ENODATA)
-		rc = 0;
+		rc = 0; /* a read met the end of the file: the end of the records */
 	if (rc < 0 && rc != -ENOMEM)
 		errf(err, errlen, rc, "%s: replaying record %llu at offset %llu: %s",
 		     j->path, (unsigned long long)j->next_seq,
@@ -530,7 +556,7 @@ jr_append(struct jr *j, const void *p, size_t n, uint64_t *seq, char *err,
 	if (span > j->size - j->off)
 		return -ENOSPC;
 	rec_header(hdr, (uint32_t)n, j->next_seq);
-	put_le32(hdr + 16, rec_crc(hdr, p, n));
+	put_le32(hdr + 16, rec_crc(j, hdr, p, n));
 	rc = j->dfd >= 0 ? append_direct(j, hdr, p, n, span)
 			 : append_buffered(j, hdr, p, n);
 	if (rc < 0)
@@ -566,5 +592,8 @@ jr_capacity(const struct jr *j)
 uint64_t
 jr_max_payload(const struct jr *j)
 {
-	return (j->size - JR_HEADER_SIZE) / JR_ALIGN * JR_ALIGN - JR_REC_HEADER;
+	uint64_t n = (j->size - JR_HEADER_SIZE) / JR_ALIGN * JR_ALIGN - JR_REC_HEADER;
+
+	/* the record header's length field is 32 bits */
+	return n < UINT32_MAX - JR_ALIGN ? n : UINT32_MAX - JR_ALIGN;
 }

@@ -18,12 +18,17 @@
  *         u64 magic "TSRJRNL1", u8[16] store uuid, u64 size,
  *         u64 generation    (the copy with the higher one is current)
  *         u64 cp_seq        (records <= cp_seq are applied and synced)
+ *         u64 nonce         (random, new at every checkpoint)
  *
  *     record (packed, little-endian), padded with zeros to a multiple
  *     of 4096 bytes so that every record starts aligned:
  *         u32 magic 0x4a524543 ("JREC"), u32 payload length,
- *         u64 seq, u32 crc32c(magic .. seq, payload), u32 zero,
+ *         u64 seq, u32 crc32c(nonce, magic .. seq, payload), u32 zero,
  *         payload
+ *
+ * The checksum is seeded with the lap's nonce, so neither a record left
+ * from an earlier lap nor record-shaped bytes inside a payload (object data
+ * is journaled, and clients choose it) can pass for a record.
  *
  * The two header copies are written alternately, so a torn header write
  * leaves the previous one intact.  Records after a checkpoint start at

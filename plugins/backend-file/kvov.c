@@ -159,8 +159,10 @@ kvov_del_range(struct kvov *o, const void *start, size_t sl, const void *end,
 		free(o->ents[i].key);
 		free(o->ents[i].val);
 	}
-	memmove(&o->ents[a], &o->ents[b], (o->nents - b) * sizeof(*o->ents));
-	o->nents -= b - a;
+	if (b > a) {
+		memmove(&o->ents[a], &o->ents[b], (o->nents - b) * sizeof(*o->ents));
+		o->nents -= b - a;
+	}
 	o->ranges[o->nranges++] = r;
 	return 0;
 }

@@ -9,7 +9,8 @@
  * replaced the range's effect on that key, and is kept as an entry), then
  * puts and deletes.
  *
- * Keys and values are copied in.  Values returned by lookups are borrowed
+ * Keys and values are copied in; key bounds are never NULL (an empty key
+ * is the smallest).  Scan callbacks must not change the overlay.  Values returned by lookups are borrowed
  * (valid until the next change to the overlay) or, from the store
  * underneath, the caller's (freed with tsr_kv_free): *owned says which.
  */

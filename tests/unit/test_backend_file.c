@@ -1,0 +1,2302 @@
+/* test_backend_file.c — backend-file against bad input, and its fsck:
+ * directories that hold no store, damaged LevelDB, damaged, truncated and
+ * foreign journals, torn journal records, a full file system, flipped bits
+ * in object data (raw and zstd), the object size limit and option errors.
+ *
+ * The plugin comes from BACKEND_FILE_PLUGIN (the path of file.so) and is
+ * instantiated through the core registry, as the daemons do; without it
+ * the suite fails.  Every test works in its own directory under one scratch
+ * root that main() removes (BFILE_KEEP=1 keeps it for a look; BFILE_VERBOSE=1
+ * passes the backend's log lines on to stderr).
+ *
+ * What every test holds the backend to: a failure is a negative errno and
+ * a message naming the path and what is wrong; damage is reported (an
+ * error, -EIO), never returned as data; nothing a commit callback
+ * acknowledged is lost unless the damage hit that very data; and a failed
+ * mount changes nothing, so the store mounts again once the damage is
+ * undone.
+ *
+ * Crash images (torn_record).  A writer that exits without umount does not
+ * leave a crash between journaling a transaction and applying it: the
+ * store applies before it calls on_commit, and the page cache outlives the
+ * process.  So the test copies the store while the writer is idle between
+ * two transactions, lets it commit the last one, and puts into the copy
+ * the journal it leaves and the data files it made: LevelDB and existing
+ * files at transaction N-1; new files (which the store writes and syncs
+ * before their record, see write_direct in fstore.c) and the journal
+ * through N — what a power cut right after the journal's fdatasync
+ * leaves.  Damaging that last record then is a torn append.
+ */
+#include "plugin/host.h"
+#include "plugin/registry.h"
+
+#include <tessera/backend.h>
+#include <tessera/crc32c.h>
+#include <tessera/kv.h>
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char root[] = "/tmp/tsr-test-bfile.XXXXXX";
+static char tdir[128];                 /* this test's directory */
+static const char *plugin_path;
+static char plugin_err[1024];
+static struct tsr_registry *registry;
+static const struct tsr_plugin *plugin;
+static struct tsr_core_host core_host;
+static struct tsr_host host;           /* core_host.host, log captured */
+
+static const struct tsr_coll_id cid = { 1, 7, TSR_SHARD_NONE };
+
+/* ---- Captured log ----------------------------------------------------------
+ *
+ * The backend reports what only a log can carry (which object, which
+ * offset) through host->logv; the tests keep the last lines to check them.
+ * BFILE_VERBOSE=1 also passes them on to the core logger. */
+
+#define LOG_LINES 256
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	int level;
+	char text[480];
+} log_ring[LOG_LINES];
+static unsigned log_n;
+static int log_verbose;
+
+static void
+cap_logv(void *ctx, int level, const char *fmt, va_list ap)
+{
+	va_list ap2;
+
+	va_copy(ap2, ap);
+	pthread_mutex_lock(&log_mu);
+	log_ring[log_n % LOG_LINES].level = level;
+	vsnprintf(log_ring[log_n % LOG_LINES].text,
+		  sizeof(log_ring[0].text), fmt, ap);
+	log_n++;
+	pthread_mutex_unlock(&log_mu);
+	if (log_verbose)
+		core_host.host.logv(ctx, level, fmt, ap2);
+	va_end(ap2);
+}
+
+static void
+log_clear(void)
+{
+	pthread_mutex_lock(&log_mu);
+	log_n = 0;
+	pthread_mutex_unlock(&log_mu);
+}
+
+/* The first kept line containing every one of the NULL-terminated
+ * strings: its index, or -1; *level gets its level. */
+static int
+log_find(int *level, ...)
+{
+	int found = -1;
+
+	pthread_mutex_lock(&log_mu);
+	for (unsigned i = log_n > LOG_LINES ? log_n - LOG_LINES : 0;
+	     i < log_n && found < 0; i++) {
+		const char *t = log_ring[i % LOG_LINES].text;
+		const char *s;
+		int all = 1;
+		va_list ap;
+
+		va_start(ap, level);
+		while ((s = va_arg(ap, const char *)) != NULL)
+			if (strstr(t, s) == NULL)
+				all = 0;
+		va_end(ap);
+		if (all) {
+			found = (int)i;
+			if (level)
+				*level = log_ring[i % LOG_LINES].level;
+		}
+	}
+	pthread_mutex_unlock(&log_mu);
+	return found;
+}
+
+/* Print the kept lines at level or more severe (for the report). */
+static void
+log_dump(int level)
+{
+	pthread_mutex_lock(&log_mu);
+	for (unsigned i = log_n > LOG_LINES ? log_n - LOG_LINES : 0; i < log_n; i++)
+		if (log_ring[i % LOG_LINES].level <= level)
+			fprintf(stderr, "    [%d] %s\n", log_ring[i % LOG_LINES].level,
+				log_ring[i % LOG_LINES].text);
+	pthread_mutex_unlock(&log_mu);
+}
+
+/* ---- Files ----------------------------------------------------------------*/
+
+static void
+path_join(char *out, size_t n, const char *a, const char *b)
+{
+	int w = snprintf(out, n, "%s/%s", a, b);
+
+	ck_assert_msg(w > 0 && (size_t)w < n, "path too long: %s/%s", a, b);
+}
+
+static off_t
+file_size(const char *path)
+{
+	struct stat st;
+
+	ck_assert_msg(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
+	return st.st_size;
+}
+
+static void
+file_pwrite(const char *path, uint64_t off, const void *p, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	ck_assert_msg(pwrite(fd, p, n, (off_t)off) == (ssize_t)n, "%s: write: %s",
+		      path, strerror(errno));
+	close(fd);
+}
+
+static void
+file_pread(const char *path, uint64_t off, void *p, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	ck_assert_msg(pread(fd, p, n, (off_t)off) == (ssize_t)n, "%s: read: %s",
+		      path, strerror(errno));
+	close(fd);
+}
+
+/* Invert n bytes at off: damage that is certain to change every byte. */
+static void
+file_garble(const char *path, uint64_t off, size_t n)
+{
+	uint8_t buf[4096];
+
+	ck_assert(n <= sizeof(buf));
+	file_pread(path, off, buf, n);
+	for (size_t i = 0; i < n; i++)
+		buf[i] ^= 0xff;
+	file_pwrite(path, off, buf, n);
+}
+
+static void
+file_truncate(const char *path, off_t size)
+{
+	ck_assert_msg(truncate(path, size) == 0, "%s: %s", path, strerror(errno));
+}
+
+static void
+file_put(const char *path, const void *p, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	ck_assert_msg(write(fd, p, n) == (ssize_t)n, "%s: %s", path, strerror(errno));
+	close(fd);
+}
+
+/* Copy a regular file; returns 0 or -errno (no assertion: the writer
+ * child uses it too). */
+static int
+file_copy(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out, rc = 0;
+	ssize_t r;
+
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0) {
+		rc = -errno;
+		close(in);
+		return rc;
+	}
+	while ((r = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)r) != r) {
+			rc = -EIO;
+			break;
+		}
+	if (r < 0)
+		rc = -errno;
+	close(in);
+	close(out);
+	return rc;
+}
+
+/* cp -r from to (regular files and directories). */
+static int
+tree_copy(const char *from, const char *to)
+{
+	DIR *d = opendir(from);
+	struct dirent *de;
+	int rc = 0;
+
+	if (d == NULL)
+		return -errno;
+	if (mkdir(to, 0700) < 0 && errno != EEXIST) {
+		closedir(d);
+		return -errno;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		char a[PATH_MAX], b[PATH_MAX];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(a, sizeof(a), "%s/%s", from, de->d_name);
+		snprintf(b, sizeof(b), "%s/%s", to, de->d_name);
+		if (lstat(a, &st) < 0)
+			rc = -errno;
+		else if (S_ISDIR(st.st_mode))
+			rc = tree_copy(a, b);
+		else if (S_ISREG(st.st_mode))
+			rc = file_copy(a, b);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Copy the files below from that are missing below to (making
+ * directories as needed). */
+static int
+tree_copy_new(const char *from, const char *to)
+{
+	DIR *d = opendir(from);
+	struct dirent *de;
+	int rc = 0;
+
+	if (d == NULL)
+		return -errno;
+	if (mkdir(to, 0700) < 0 && errno != EEXIST) {
+		closedir(d);
+		return -errno;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		char a[PATH_MAX], b[PATH_MAX];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(a, sizeof(a), "%s/%s", from, de->d_name);
+		snprintf(b, sizeof(b), "%s/%s", to, de->d_name);
+		if (lstat(a, &st) < 0)
+			rc = -errno;
+		else if (S_ISDIR(st.st_mode))
+			rc = tree_copy_new(a, b);
+		else if (S_ISREG(st.st_mode) && access(b, F_OK) < 0)
+			rc = file_copy(a, b);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Entries of a directory other than . and .., or -1 if it cannot be read. */
+static int
+dir_count(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Every regular file below dir, and the bytes they occupy on disk. */
+#define FLIST_MAX 64
+struct flist {
+	size_t n;
+	uint64_t disk;
+	char path[FLIST_MAX][PATH_MAX];
+};
+
+static void
+walk_files(const char *dir, struct flist *l)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	ck_assert_msg(d != NULL, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d)) != NULL) {
+		char p[PATH_MAX];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		path_join(p, sizeof(p), dir, de->d_name);
+		ck_assert_msg(lstat(p, &st) == 0, "%s: %s", p, strerror(errno));
+		if (S_ISDIR(st.st_mode)) {
+			walk_files(p, l);
+		} else if (S_ISREG(st.st_mode)) {
+			ck_assert_msg(l->n < FLIST_MAX, "more than %d files under %s",
+				      FLIST_MAX, dir);
+			snprintf(l->path[l->n++], PATH_MAX, "%s", p);
+			l->disk += (uint64_t)st.st_blocks * 512;
+		}
+	}
+	closedir(d);
+}
+
+/* The data file under store/data holding want[0..n) at off. */
+static void
+find_data_file(const char *store, uint64_t off, const void *want, size_t n,
+	       char *out, size_t outlen)
+{
+	struct flist *l = calloc(1, sizeof(*l));
+	char data[PATH_MAX];
+	uint8_t *buf = malloc(n);
+	int found = 0;
+
+	ck_assert_ptr_nonnull(l);
+	ck_assert_ptr_nonnull(buf);
+	path_join(data, sizeof(data), store, "data");
+	walk_files(data, l);
+	for (size_t i = 0; i < l->n && !found; i++) {
+		int fd = open(l->path[i], O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && pread(fd, buf, n, (off_t)off) == (ssize_t)n &&
+		    memcmp(buf, want, n) == 0) {
+			snprintf(out, outlen, "%s", l->path[i]);
+			found = 1;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	ck_assert_msg(found, "%s: no file under data/ holds the object's bytes",
+		      store);
+	free(buf);
+	free(l);
+}
+
+/* ---- Stores ---------------------------------------------------------------*/
+
+struct store {
+	struct tsr_instance *inst;
+	void *h;
+	const struct tsr_backend_ops *ops;
+	char path[200];
+	char jpath[216];        /* path/journal */
+	char mpath[216];        /* path/meta */
+	char err[1024];
+};
+
+#define OPT(n, v) { .name = (n), .kind = TSR_SRC_TEXT, .s = (v), .where = "test" }
+
+/* An instance for tdir/name with journal_size=4M and then opts (which
+ * override).  create's rc, with its reason in s->err.  Does not assert:
+ * the writer child uses it. */
+static int
+st_try(struct store *s, const char *name, const struct tsr_srcval *opts,
+       size_t nopts)
+{
+	struct tsr_srcval src[8];
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->path, sizeof(s->path), "%s/%s", tdir, name);
+	snprintf(s->jpath, sizeof(s->jpath), "%s/journal", s->path);
+	snprintf(s->mpath, sizeof(s->mpath), "%s/meta", s->path);
+	src[0] = (struct tsr_srcval)OPT("path", s->path);
+	src[1] = (struct tsr_srcval)OPT("journal_size", "4M");
+	if (nopts > 6)
+		return -E2BIG;
+	for (size_t i = 0; i < nopts; i++)
+		src[2 + i] = opts[i];
+	rc = tsr_instance_create(plugin, &host, src, 2 + nopts, &s->inst, s->err,
+				 sizeof(s->err));
+	if (rc == 0) {
+		s->h = tsr_instance_handle(s->inst);
+		s->ops = tsr_instance_ops(s->inst);
+	}
+	return rc;
+}
+
+static void
+st_new(struct store *s, const char *name, const struct tsr_srcval *opts,
+       size_t nopts)
+{
+	int rc = st_try(s, name, opts, nopts);
+
+	ck_assert_msg(rc == 0, "instance for %s: %s", name, s->err);
+}
+
+static void
+st_free(struct store *s)
+{
+	tsr_instance_destroy(s->inst);
+	s->inst = NULL;
+	s->h = NULL;
+	s->ops = NULL;
+}
+
+static int
+st_mkfs(struct store *s)
+{
+	s->err[0] = '\0';
+	return s->ops->mkfs(s->h, s->err, sizeof(s->err));
+}
+
+static int
+st_mount(struct store *s)
+{
+	s->err[0] = '\0';
+	return s->ops->mount(s->h, s->err, sizeof(s->err));
+}
+
+static void
+st_mount_ok(struct store *s)
+{
+	int rc = st_mount(s);
+
+	ck_assert_msg(rc == 0, "mount %s: %s: %s", s->path, strerror(-rc), s->err);
+}
+
+static void
+st_umount_ok(struct store *s)
+{
+	int rc = s->ops->umount(s->h);
+
+	ck_assert_msg(rc == 0, "umount %s: %s", s->path, strerror(-rc));
+}
+
+/* Every mount failure names the store or the part of it that failed,
+ * and says what is wrong. */
+static void
+expect_mount_fails(struct store *s, int want, const char *names,
+		   const char *says)
+{
+	int rc = st_mount(s);
+
+	ck_assert_msg(rc == want, "mount %s: %d (%s), want %d (%s): %s", s->path,
+		      rc, strerror(-rc), want, strerror(-want), s->err);
+	ck_assert_contains(s->err, names);
+	if (says)
+		ck_assert_contains(s->err, says);
+}
+
+/* ---- Transactions ---------------------------------------------------------*/
+
+struct waiter {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int calls, rc;
+};
+
+static void
+on_commit(void *arg, int rc)
+{
+	struct waiter *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	w->calls++;
+	w->rc = rc;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Submit ops as one transaction and wait for its on_commit, at most 30 s:
+ * submit's refusal, on_commit's result, or -ETIMEDOUT.  Does not assert
+ * (the writer child uses it).  A waiter that timed out is leaked: a late
+ * callback must still find it. */
+static int
+txn_try(struct store *s, const struct tsr_txn_op *ops, uint32_t n)
+{
+	struct tsr_txn t = { n, ops };
+	struct waiter *w = calloc(1, sizeof(*w));
+	struct timespec dl;
+	int rc;
+
+	if (w == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	rc = s->ops->submit(s->h, &t, on_commit, w);
+	if (rc < 0) {
+		free(w); /* refused: the callback is never called */
+		return rc;
+	}
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 30;
+	pthread_mutex_lock(&w->mu);
+	while (w->calls == 0)
+		if (pthread_cond_timedwait(&w->cv, &w->mu, &dl) == ETIMEDOUT)
+			break;
+	rc = w->calls ? w->rc : -ETIMEDOUT;
+	pthread_mutex_unlock(&w->mu);
+	if (rc != -ETIMEDOUT) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		free(w);
+	}
+	return rc;
+}
+
+static void
+txn_ok(struct store *s, const struct tsr_txn_op *ops, uint32_t n)
+{
+	int rc = txn_try(s, ops, n);
+
+	ck_assert_msg(rc == 0, "%s: transaction: %s", s->path, strerror(-rc));
+}
+
+static struct tsr_txn_op
+op_new(uint32_t type, const char *oid)
+{
+	struct tsr_txn_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.type = type;
+	op.cid = cid;
+	if (oid != NULL) {
+		op.oid = oid;
+		op.oid_len = strlen(oid);
+	}
+	return op;
+}
+
+static struct tsr_txn_op
+op_write(const char *oid, uint64_t off, const void *data, uint64_t len)
+{
+	struct tsr_txn_op op = op_new(TSR_TXN_WRITE, oid);
+
+	op.off = off;
+	op.len = len;
+	op.data = data;
+	return op;
+}
+
+static struct tsr_txn_op
+op_kv(uint32_t type, const char *oid, const char *key, const char *val)
+{
+	struct tsr_txn_op op = op_new(type, oid);
+
+	op.key = key;
+	op.key_len = strlen(key);
+	op.val = val;
+	op.val_len = val ? strlen(val) : 0;
+	return op;
+}
+
+static void
+st_mkcoll(struct store *s)
+{
+	struct tsr_txn_op op = op_new(TSR_TXN_MKCOLL, NULL);
+
+	txn_ok(s, &op, 1);
+}
+
+/* A new instance for tdir/name: mkfs, mount, make the collection. */
+static void
+st_fresh(struct store *s, const char *name, const struct tsr_srcval *opts,
+	 size_t nopts)
+{
+	int rc;
+
+	st_new(s, name, opts, nopts);
+	rc = st_mkfs(s);
+	ck_assert_msg(rc == 0, "mkfs %s: %s", s->path, s->err);
+	st_mount_ok(s);
+	st_mkcoll(s);
+}
+
+/* ---- Reads ----------------------------------------------------------------*/
+
+static int
+obj_read(struct store *s, const char *oid, uint64_t off, uint64_t len,
+	 void *buf, uint64_t *got)
+{
+	*got = 0;
+	return s->ops->read(s->h, &cid, oid, strlen(oid), off, len, buf, got);
+}
+
+static int
+obj_stat(struct store *s, const char *oid, struct tsr_obj_stat *st)
+{
+	return s->ops->stat(s->h, &cid, oid, strlen(oid), st);
+}
+
+/* oid holds exactly data[0..len). */
+static void
+expect_data(struct store *s, const char *oid, const void *data, size_t len)
+{
+	uint8_t *buf = malloc(len + 4096);
+	uint64_t got;
+	int rc;
+
+	ck_assert_ptr_nonnull(buf);
+	rc = obj_read(s, oid, 0, len + 4096, buf, &got);
+	ck_assert_msg(rc == 0, "%s: read %s: %s", s->path, oid, strerror(-rc));
+	ck_assert_msg(got == len, "%s: %s: %" PRIu64 " bytes, want %zu", s->path,
+		      oid, got, len);
+	ck_assert_msg(memcmp(buf, data, len) == 0, "%s: %s: wrong data", s->path,
+		      oid);
+	free(buf);
+}
+
+/* data[0..len) of oid at off, read alone. */
+static void
+expect_range(struct store *s, const char *oid, uint64_t off, const void *data,
+	     size_t len)
+{
+	uint8_t *buf = malloc(len);
+	uint64_t got;
+	int rc;
+
+	ck_assert_ptr_nonnull(buf);
+	rc = obj_read(s, oid, off, len, buf, &got);
+	ck_assert_msg(rc == 0, "%s: read %s at %" PRIu64 ": %s", s->path, oid, off,
+		      strerror(-rc));
+	ck_assert_msg(got == len && memcmp(buf, data, len) == 0,
+		      "%s: %s at %" PRIu64 ": wrong data", s->path, oid, off);
+	free(buf);
+}
+
+static void
+expect_absent(struct store *s, const char *oid)
+{
+	struct tsr_obj_stat st;
+	int rc = obj_stat(s, oid, &st);
+
+	ck_assert_msg(rc == -ENOENT, "%s: %s: stat %d (%s), want ENOENT", s->path,
+		      oid, rc, strerror(-rc));
+}
+
+static int
+attr_get(struct store *s, const char *oid, const char *key, char *buf,
+	 size_t buflen)
+{
+	size_t vl = 0;
+	int rc = s->ops->getattr(s->h, &cid, oid, strlen(oid), key, strlen(key),
+				 buf, buflen - 1, &vl);
+
+	buf[rc == 0 && vl < buflen ? vl : 0] = '\0';
+	return rc;
+}
+
+static void
+expect_attr(struct store *s, const char *oid, const char *key, const char *val)
+{
+	char buf[256];
+	int rc = attr_get(s, oid, key, buf, sizeof(buf));
+
+	if (val == NULL) {
+		ck_assert_msg(rc == -ENODATA, "%s: %s attr %s: %d, want ENODATA",
+			      s->path, oid, key, rc);
+		return;
+	}
+	ck_assert_msg(rc == 0, "%s: %s attr %s: %s", s->path, oid, key,
+		      strerror(-rc));
+	ck_assert_str_eq(buf, val);
+}
+
+static int
+count_one(void *arg, const void *oid, size_t oid_len)
+{
+	(void)oid;
+	(void)oid_len;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* Objects in the collection, or a negative errno. */
+static int
+count_objects(struct store *s)
+{
+	struct tsr_cursor *cur = calloc(1, sizeof(*cur));
+	int n = 0, rc;
+
+	ck_assert_ptr_nonnull(cur);
+	do {
+		rc = s->ops->list_objects(s->h, &cid, cur, 100, count_one, &n);
+	} while (rc == 0 && cur->len > 0);
+	free(cur);
+	return rc < 0 ? rc : n;
+}
+
+/* Deterministic bytes for seed. */
+static void
+fill(void *buf, size_t n, uint32_t seed)
+{
+	uint8_t *p = buf;
+	uint64_t x = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 0x1234567ull;
+
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (uint8_t)(x >> 29);
+	}
+}
+
+/* ---- fsck -----------------------------------------------------------------*/
+
+struct fsck_log {
+	int calls, repaired;
+	char all[8192];  /* every problem, one a line */
+};
+
+static void
+fsck_cb(void *arg, const char *problem, int repaired)
+{
+	struct fsck_log *l = arg;
+	size_t n = strlen(l->all);
+
+	l->calls++;
+	l->repaired += repaired != 0;
+	snprintf(l->all + n, sizeof(l->all) - n, "%s%s\n", problem,
+		 repaired ? " [repaired]" : "");
+}
+
+static int
+st_fsck(struct store *s, int repair, struct fsck_log *l)
+{
+	memset(l, 0, sizeof(*l));
+	return s->ops->fsck(s->h, repair, fsck_cb, l);
+}
+
+/* ---- A populated store ---------------------------------------------------
+ *
+ * pop-0 .. pop-(n-1): sizes 5000 + 3000 i, data from seed i, an attribute
+ * and an omap key each; written over two mounts, so that LevelDB holds
+ * both a table (.ldb, from recovering the first log) and a log. */
+
+#define POP_N 6
+
+static size_t
+pop_size(unsigned i)
+{
+	return 5000 + 3000 * (size_t)i;
+}
+
+static void
+pop_name(char *buf, size_t n, unsigned i)
+{
+	snprintf(buf, n, "pop-%u", i);
+}
+
+static void
+pop_write(struct store *s, unsigned from, unsigned to)
+{
+	for (unsigned i = from; i < to; i++) {
+		char name[32], val[32];
+		uint8_t *data = malloc(pop_size(i));
+		struct tsr_txn_op ops[3];
+
+		ck_assert_ptr_nonnull(data);
+		pop_name(name, sizeof(name), i);
+		snprintf(val, sizeof(val), "value-%u", i);
+		fill(data, pop_size(i), i);
+		ops[0] = op_write(name, 0, data, pop_size(i));
+		ops[1] = op_kv(TSR_TXN_SETATTR, name, "a", val);
+		ops[2] = op_kv(TSR_TXN_OMAP_SET, name, "k", val);
+		txn_ok(s, ops, 3);
+		free(data);
+	}
+}
+
+/* mkfs tdir/name and fill it; left unmounted. */
+static void
+pop_store(struct store *s, const char *name)
+{
+	st_fresh(s, name, NULL, 0);
+	pop_write(s, 0, POP_N / 2);
+	st_umount_ok(s);
+	st_mount_ok(s);
+	pop_write(s, POP_N / 2, POP_N);
+	st_umount_ok(s);
+}
+
+static void
+pop_verify(struct store *s)
+{
+	for (unsigned i = 0; i < POP_N; i++) {
+		char name[32], val[32];
+		uint8_t *data = malloc(pop_size(i));
+
+		ck_assert_ptr_nonnull(data);
+		pop_name(name, sizeof(name), i);
+		snprintf(val, sizeof(val), "value-%u", i);
+		fill(data, pop_size(i), i);
+		expect_data(s, name, data, pop_size(i));
+		expect_attr(s, name, "a", val);
+		free(data);
+	}
+}
+
+/* ---- Fixture --------------------------------------------------------------*/
+
+static void
+setup(void)
+{
+	ck_assert_msg(plugin != NULL, "%s", plugin_err);
+	snprintf(tdir, sizeof(tdir), "%s/t-XXXXXX", root);
+	ck_assert_ptr_nonnull(mkdtemp(tdir));
+	log_clear();
+}
+
+static void
+teardown(void)
+{
+	if (getenv("BFILE_KEEP") == NULL)
+		tu_rm_rf(tdir);
+}
+
+START_TEST(plugin_loads)
+{
+	const struct tsr_plugin_desc *d;
+
+	ck_assert_msg(plugin != NULL, "%s", plugin_err);
+	d = tsr_plugin_desc(plugin);
+	ck_assert_int_eq(d->kind, TSR_KIND_BACKEND);
+	ck_assert_str_eq(d->name, "file");
+}
+END_TEST
+
+/* ---- Not a store ----------------------------------------------------------*/
+
+START_TEST(mount_not_a_store)
+{
+	struct store s;
+	char p[PATH_MAX];
+	char junk[100];
+	int rc;
+
+	/* nothing there */
+	st_new(&s, "missing", NULL, 0);
+	expect_mount_fails(&s, -ENOENT, s.path, "mkfs");
+	ck_assert_int_eq(access(s.path, F_OK), -1); /* and nothing made */
+	st_free(&s);
+
+	/* an empty directory */
+	st_new(&s, "empty", NULL, 0);
+	ck_assert_int_eq(mkdir(s.path, 0700), 0);
+	rc = st_mount(&s);
+	ck_assert_msg(rc == -ENOENT || rc == -EINVAL, "mount: %d: %s", rc, s.err);
+	ck_assert_contains(s.err, s.path);
+	ck_assert_contains(s.err, "not a backend-file store");
+	ck_assert_int_eq(dir_count(s.path), 0); /* a failed mount leaves nothing */
+	ck_assert_int_eq(st_mkfs(&s), 0);       /* so mkfs still takes it */
+	st_mount_ok(&s);
+	st_umount_ok(&s);
+	st_free(&s);
+
+	/* a directory of unrelated files */
+	st_new(&s, "junk", NULL, 0);
+	ck_assert_int_eq(mkdir(s.path, 0700), 0);
+	fill(junk, sizeof(junk), 99);
+	path_join(p, sizeof(p), s.path, "notes.txt");
+	file_put(p, "hello\n", 6);
+	path_join(p, sizeof(p), s.path, "blob.bin");
+	file_put(p, junk, sizeof(junk));
+	rc = st_mount(&s);
+	ck_assert_msg(rc == -ENOENT || rc == -EINVAL, "mount: %d: %s", rc, s.err);
+	ck_assert_contains(s.err, s.path);
+	ck_assert_contains(s.err, "not a backend-file store");
+	ck_assert_int_eq(dir_count(s.path), 2);
+	st_free(&s);
+
+	/* data/ and a journal-shaped file, but no meta/ */
+	st_new(&s, "nometa", NULL, 0);
+	ck_assert_int_eq(mkdir(s.path, 0700), 0);
+	path_join(p, sizeof(p), s.path, "data");
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	file_put(s.jpath, junk, sizeof(junk));
+	rc = st_mount(&s);
+	ck_assert_msg(rc == -ENOENT || rc == -EINVAL, "mount: %d: %s", rc, s.err);
+	ck_assert_contains(s.err, s.mpath);
+	ck_assert_int_eq(dir_count(s.path), 2); /* no meta/ made */
+	/* meta/ empty */
+	ck_assert_int_eq(mkdir(s.mpath, 0700), 0);
+	rc = st_mount(&s);
+	ck_assert_msg(rc == -ENOENT || rc == -EINVAL, "mount: %d: %s", rc, s.err);
+	ck_assert_contains(s.err, s.mpath);
+	st_free(&s);
+
+	/* meta/ a LevelDB store of something else: no superblock */
+	{
+		struct tsr_kv *kv;
+		struct tsr_kv_batch *b;
+
+		st_new(&s, "otherdb", NULL, 0);
+		ck_assert_int_eq(mkdir(s.path, 0700), 0);
+		path_join(p, sizeof(p), s.path, "data");
+		ck_assert_int_eq(mkdir(p, 0700), 0);
+		ck_assert_msg(tsr_kv_open(s.mpath, 1, &kv, s.err, sizeof(s.err)) == 0,
+			      "%s", s.err);
+		b = tsr_kv_batch_create();
+		tsr_kv_batch_put(b, "hello", 5, "world", 5);
+		ck_assert_int_eq(tsr_kv_write(kv, b, 1, s.err, sizeof(s.err)), 0);
+		tsr_kv_batch_destroy(b);
+		tsr_kv_close(kv);
+		expect_mount_fails(&s, -EINVAL, s.mpath, "no superblock");
+
+		/* ... and with a superblock that is garbage */
+		ck_assert_msg(tsr_kv_open(s.mpath, 0, &kv, s.err, sizeof(s.err)) == 0,
+			      "%s", s.err);
+		b = tsr_kv_batch_create();
+		tsr_kv_batch_put(b, "S", 1, junk, sizeof(junk));
+		ck_assert_int_eq(tsr_kv_write(kv, b, 1, s.err, sizeof(s.err)), 0);
+		tsr_kv_batch_destroy(b);
+		tsr_kv_close(kv);
+		rc = st_mount(&s);
+		ck_assert_msg(rc == -EBADMSG || rc == -EINVAL, "mount: %d: %s", rc,
+			      s.err);
+		ck_assert_contains(s.err, s.mpath);
+		ck_assert_contains(s.err, "superblock");
+		st_free(&s);
+	}
+
+	/* a regular file */
+	st_new(&s, "afile", NULL, 0);
+	file_put(s.path, "x", 1);
+	rc = st_mount(&s);
+	ck_assert_msg(rc < 0, "mount of a regular file succeeded");
+	ck_assert_contains(s.err, s.path);
+	st_free(&s);
+}
+END_TEST
+
+START_TEST(mkfs_refuses)
+{
+	struct store s;
+	char p[PATH_MAX];
+	int rc;
+
+	/* a directory holding other data: refused, and left as it was */
+	st_new(&s, "junk", NULL, 0);
+	ck_assert_int_eq(mkdir(s.path, 0700), 0);
+	path_join(p, sizeof(p), s.path, "notes.txt");
+	file_put(p, "hello\n", 6);
+	rc = st_mkfs(&s);
+	ck_assert_msg(rc == -EEXIST, "mkfs: %d: %s", rc, s.err);
+	ck_assert_contains(s.err, s.path);
+	ck_assert_int_eq(dir_count(s.path), 1);
+	ck_assert_int_eq(file_size(p), 6);
+	st_free(&s);
+
+	/* a regular file */
+	st_new(&s, "afile", NULL, 0);
+	file_put(s.path, "x", 1);
+	rc = st_mkfs(&s);
+	ck_assert_msg(rc == -EEXIST, "mkfs: %d: %s", rc, s.err);
+	ck_assert_contains(s.err, s.path);
+	ck_assert_int_eq(file_size(s.path), 1);
+	st_free(&s);
+
+	/* a store: refused, mounted or not, and its data stays */
+	pop_store(&s, "store");
+	rc = st_mkfs(&s);
+	ck_assert_msg(rc == -EEXIST, "mkfs: %d: %s", rc, s.err);
+	ck_assert_contains(s.err, s.path);
+	st_mount_ok(&s);
+	rc = st_mkfs(&s);
+	ck_assert_msg(rc == -EBUSY || rc == -EEXIST, "mkfs while mounted: %d", rc);
+	ck_assert_contains(s.err, s.path);
+	pop_verify(&s);
+	st_umount_ok(&s);
+	st_free(&s);
+
+	/* a second instance of the same store: mkfs refused too */
+	st_new(&s, "store", NULL, 0);
+	ck_assert_int_eq(st_mkfs(&s), -EEXIST);
+	st_mount_ok(&s);
+	pop_verify(&s);
+	st_umount_ok(&s);
+	st_free(&s);
+}
+END_TEST
+
+/* Calls out of order: refused with an errno, nothing else happens. */
+START_TEST(wrong_state)
+{
+	struct store s;
+	struct fsck_log fl;
+	uint8_t buf[16];
+	uint64_t got;
+	struct tsr_txn_op op = op_write("x", 0, "abc", 3);
+	struct tsr_txn t = { 1, &op };
+	struct tsr_statfs sf;
+	int rc;
+
+	pop_store(&s, "store");
+	/* unmounted */
+	ck_assert_int_eq(obj_read(&s, "pop-0", 0, 16, buf, &got), -EINVAL);
+	ck_assert_int_eq(s.ops->submit(s.h, &t, on_commit, NULL), -EINVAL);
+	ck_assert_int_eq(s.ops->statfs(s.h, &sf), -EINVAL);
+	ck_assert_int_eq(s.ops->umount(s.h), -EINVAL);
+	/* mounted */
+	st_mount_ok(&s);
+	rc = st_mount(&s);
+	ck_assert_int_eq(rc, -EBUSY);
+	ck_assert_contains(s.err, s.path);
+	ck_assert_int_eq(st_fsck(&s, 0, &fl), -EBUSY);
+	pop_verify(&s);
+	st_umount_ok(&s);
+	st_free(&s);
+}
+END_TEST
+
+/* ---- Damaged LevelDB ----------------------------------------------------
+ *
+ * Every variant either fails the mount (a negative errno naming PATH/meta)
+ * or, where LevelDB still opens, every read returns the right data or
+ * -EIO: never wrong data, never a missing object, never a crash. */
+
+enum { LDB_TABLES, LDB_LOGS, LDB_CURRENT_EMPTY, LDB_CURRENT_GONE,
+       LDB_MANIFEST, LDB_MANIFEST_EMPTY, LDB_ALL, LDB_NVARIANTS };
+static const char *const ldb_variant[] = {
+	"garbage mid *.ldb", "garbage mid *.log", "CURRENT truncated to 0",
+	"CURRENT removed", "garbage mid MANIFEST-*", "MANIFEST-* truncated to 0",
+	"garbage mid every file",
+};
+
+static int
+ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Damage the files of meta/ as variant says; returns how many it hit. */
+static int
+ldb_damage(const char *meta, int v)
+{
+	DIR *d = opendir(meta);
+	struct dirent *de;
+	int hit = 0;
+
+	ck_assert_msg(d != NULL, "%s: %s", meta, strerror(errno));
+	while ((de = readdir(d)) != NULL) {
+		const char *n = de->d_name;
+		int table = ends_with(n, ".ldb") || ends_with(n, ".sst");
+		int log = ends_with(n, ".log");
+		int current = strcmp(n, "CURRENT") == 0;
+		int manifest = strncmp(n, "MANIFEST-", 9) == 0;
+		char p[PATH_MAX];
+		off_t size;
+
+		path_join(p, sizeof(p), meta, n);
+		if (!(table || log || current || manifest))
+			continue;
+		size = file_size(p);
+		if ((v == LDB_TABLES && table) || (v == LDB_LOGS && log) ||
+		    (v == LDB_MANIFEST && manifest) ||
+		    (v == LDB_ALL && size > 1)) {
+			size_t n_bad = size / 4 > 32 ? 32 : (size_t)(size / 4) + 1;
+			if (size == 0)
+				continue;
+			file_garble(p, (uint64_t)size / 2, n_bad);
+			hit++;
+		} else if ((v == LDB_CURRENT_EMPTY && current) ||
+			   (v == LDB_MANIFEST_EMPTY && manifest)) {
+			file_truncate(p, 0);
+			hit++;
+		} else if (v == LDB_CURRENT_GONE && current) {
+			ck_assert_int_eq(unlink(p), 0);
+			hit++;
+		}
+	}
+	closedir(d);
+	return hit;
+}
+
+START_TEST(leveldb_damaged)
+{
+	struct store s;
+	struct fsck_log fl;
+	int v = _i, rc, hit;
+	int ok = 0, eio = 0;
+
+	pop_store(&s, "store");
+	hit = ldb_damage(s.mpath, v);
+	ck_assert_msg(hit > 0, "variant \"%s\": no file of %s to damage",
+		      ldb_variant[v], s.mpath);
+
+	rc = st_mount(&s);
+	if (rc < 0) {
+		ck_assert_msg(s.err[0] != '\0', "mount failed (%d) without a reason",
+			      rc);
+		ck_assert_contains(s.err, s.mpath);
+		fprintf(stderr, "leveldb_damaged[%s]: mount refused: %s (%s)\n",
+			ldb_variant[v], strerror(-rc), s.err);
+		/* fsck says the same, through its callback */
+		rc = st_fsck(&s, 0, &fl);
+		ck_assert_msg(rc < 0, "fsck of a store that will not mount: %d", rc);
+		ck_assert_contains(fl.all, s.mpath);
+		st_free(&s);
+		return;
+	}
+	for (unsigned i = 0; i < POP_N; i++) {
+		char name[32], val[32], attr[64];
+		uint8_t *want = malloc(pop_size(i)), *buf = malloc(pop_size(i) + 16);
+		uint64_t got;
+
+		ck_assert(want != NULL && buf != NULL);
+		pop_name(name, sizeof(name), i);
+		fill(want, pop_size(i), i);
+		rc = obj_read(&s, name, 0, pop_size(i) + 16, buf, &got);
+		ck_assert_msg(rc == 0 || rc == -EIO, "%s: read: %d (%s)", name, rc,
+			      strerror(-rc));
+		if (rc == 0) {
+			ck_assert_msg(got == pop_size(i) &&
+				      memcmp(buf, want, pop_size(i)) == 0,
+				      "%s: wrong data from a damaged store", name);
+			ok++;
+		} else {
+			eio++;
+		}
+		snprintf(val, sizeof(val), "value-%u", i);
+		rc = attr_get(&s, name, "a", attr, sizeof(attr));
+		ck_assert_msg(rc == -EIO || (rc == 0 && strcmp(attr, val) == 0),
+			      "%s: attr: %d \"%s\"", name, rc, attr);
+		free(want);
+		free(buf);
+	}
+	rc = count_objects(&s);
+	ck_assert_msg(rc == POP_N || rc == -EIO, "list: %d", rc);
+	fprintf(stderr, "leveldb_damaged[%s]: mounted; %d objects read back, "
+		"%d -EIO\n", ldb_variant[v], ok, eio);
+	s.ops->umount(s.h); /* may fail: the store is damaged */
+	st_free(&s);
+}
+END_TEST
+
+/* ---- Damaged journals -----------------------------------------------------*/
+
+/* Put the journal saved in copy back and check the store mounts with
+ * its data: the failed mount changed nothing. */
+static void
+journal_restore(struct store *s, const char *copy)
+{
+	ck_assert_int_eq(file_copy(copy, s->jpath), 0);
+	st_mount_ok(s);
+	pop_verify(s);
+	st_umount_ok(s);
+	ck_assert_int_eq(file_copy(s->jpath, copy), 0);
+}
+
+START_TEST(journal_truncated)
+{
+	struct store s;
+	char copy[PATH_MAX];
+	off_t size;
+
+	pop_store(&s, "store");
+	path_join(copy, sizeof(copy), tdir, "journal.copy");
+	ck_assert_int_eq(file_copy(s.jpath, copy), 0);
+	size = file_size(s.jpath);
+	ck_assert_int_eq(size, 4 << 20);
+
+	file_truncate(s.jpath, size / 2);
+	expect_mount_fails(&s, -EBADMSG, s.jpath, "journal truncated");
+	journal_restore(&s, copy);
+
+	file_truncate(s.jpath, 100);
+	expect_mount_fails(&s, -EBADMSG, s.jpath, "journal header");
+	journal_restore(&s, copy);
+
+	file_truncate(s.jpath, 0);
+	expect_mount_fails(&s, -EBADMSG, s.jpath, "journal header");
+	journal_restore(&s, copy);
+
+	ck_assert_int_eq(unlink(s.jpath), 0);
+	expect_mount_fails(&s, -ENOENT, s.jpath, NULL);
+	journal_restore(&s, copy);
+	st_free(&s);
+}
+END_TEST
+
+enum { JH_BOTH, JH_MAGIC, JH_FIRST, JH_SECOND, JH_NVARIANTS };
+static const char *const jh_variant[] = {
+	"both copies garbage", "both copies' magic changed",
+	"copy A (offset 0) garbage", "copy B (offset 2048) garbage",
+};
+
+START_TEST(journal_header_damaged)
+{
+	struct store s;
+	char copy[PATH_MAX];
+	uint8_t junk[2048], slot[2048];
+	int v = _i, rc;
+
+	pop_store(&s, "store");
+	path_join(copy, sizeof(copy), tdir, "journal.copy");
+	ck_assert_int_eq(file_copy(s.jpath, copy), 0);
+	fill(junk, sizeof(junk), 7);
+	switch (v) {
+	case JH_BOTH:
+		file_pwrite(s.jpath, 0, junk, sizeof(junk));
+		file_pwrite(s.jpath, 2048, junk, sizeof(junk));
+		expect_mount_fails(&s, -EBADMSG, s.jpath, "header");
+		journal_restore(&s, copy);
+		break;
+	case JH_MAGIC:
+		/* an intact envelope whose magic is not the journal's */
+		for (unsigned c = 0; c < 2; c++) {
+			uint8_t *m;
+			file_pread(s.jpath, c * 2048u, slot, sizeof(slot));
+			m = memmem(slot, sizeof(slot), "TSRJRNL1", 8);
+			ck_assert_msg(m != NULL, "copy %u: no magic \"TSRJRNL1\"", c);
+			memcpy(m, "NOTJRNL1", 8);
+			file_pwrite(s.jpath, c * 2048u, slot, sizeof(slot));
+		}
+		expect_mount_fails(&s, -EBADMSG, s.jpath, "magic");
+		journal_restore(&s, copy);
+		break;
+	case JH_FIRST:
+	case JH_SECOND:
+		/* the other copy carries on, whichever was current */
+		file_pwrite(s.jpath, v == JH_FIRST ? 0 : 2048, junk, sizeof(junk));
+		rc = st_mount(&s);
+		ck_assert_msg(rc == 0, "%s: mount: %s", jh_variant[v], s.err);
+		pop_verify(&s);
+		st_umount_ok(&s);
+		st_mount_ok(&s);
+		pop_verify(&s);
+		st_umount_ok(&s);
+		break;
+	}
+	st_free(&s);
+}
+END_TEST
+
+START_TEST(journal_foreign)
+{
+	struct store s, o;
+	char copy[PATH_MAX];
+
+	pop_store(&s, "store");
+	st_fresh(&o, "other", NULL, 0);
+	st_umount_ok(&o);
+	path_join(copy, sizeof(copy), tdir, "journal.copy");
+	ck_assert_int_eq(file_copy(s.jpath, copy), 0);
+	ck_assert_int_eq(file_copy(o.jpath, s.jpath), 0);
+	expect_mount_fails(&s, -EINVAL, s.jpath, "another store");
+	ck_assert_contains(s.err, "uuid");
+	journal_restore(&s, copy);
+	/* the other store was not touched either */
+	st_mount_ok(&o);
+	ck_assert_int_eq(count_objects(&o), 0);
+	st_umount_ok(&o);
+	st_free(&o);
+	st_free(&s);
+}
+END_TEST
+
+/* ---- Torn journal records -----------------------------------------------
+ *
+ * The last record torn (flipped, half zeroed, its header hit) must cost
+ * exactly the last transaction, whole; the intact image must replay it.
+ * Two variants damage committed data instead — a record in the middle,
+ * and the last record of a store that had already applied it — and only
+ * report what the store makes of that (no crash is all they require).
+ *
+ * The writer commits W_TXNS transactions; transaction i
+ *   writes w-i (6000 bytes from seed i), sets its attribute "gen" = i,
+ *   writes block i of "shared" (4 KiB from seed 1000 + i) and sets the
+ *   omap key "last" of "shared" to i,
+ * so each of them is seen whole or not at all in two objects. */
+
+#define W_TXNS 8
+#define W_SIZE 6000u
+
+struct jrec {
+	uint64_t off;   /* of the record's header */
+	uint32_t len;   /* payload bytes */
+	uint64_t seq;
+};
+
+static uint32_t
+le32(const uint8_t *b)
+{
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+	       (uint32_t)b[3] << 24;
+}
+
+/* The valid records from offset 4096 on, as journal.h draws them: magic
+ * 0x4a524543, consecutive seqs, a crc32c over magic .. seq and payload,
+ * each padded to a multiple of 4096 bytes. */
+static size_t
+journal_records(const char *path, struct jrec *out, size_t max)
+{
+	off_t size = file_size(path);
+	uint8_t *b = malloc((size_t)size);
+	uint64_t off = 4096;
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(b);
+	file_pread(path, 0, b, (size_t)size);
+	while (n < max && off + 24 <= (uint64_t)size) {
+		const uint8_t *h = b + off;
+		uint32_t len = le32(h + 4);
+		uint64_t seq = le32(h + 8) | (uint64_t)le32(h + 12) << 32;
+
+		if (le32(h) != 0x4a524543u || (n && seq != out[n - 1].seq + 1) ||
+		    len > (uint64_t)size - off - 24)
+			break;
+		if (tsr_crc32c(tsr_crc32c(0, h, 16), h + 24, len) != le32(h + 16))
+			break;
+		out[n].off = off;
+		out[n].len = len;
+		out[n].seq = seq;
+		n++;
+		off += (24 + (uint64_t)len + 4095) / 4096 * 4096;
+	}
+	free(b);
+	return n;
+}
+
+static void
+w_ops(unsigned i, struct tsr_txn_op ops[4], char *name, char *val,
+      uint8_t *data, uint8_t *block)
+{
+	sprintf(name, "w-%u", i);
+	sprintf(val, "%u", i);
+	fill(data, W_SIZE, i);
+	fill(block, 4096, 1000 + i);
+	ops[0] = op_write(name, 0, data, W_SIZE);
+	ops[1] = op_kv(TSR_TXN_SETATTR, name, "gen", val);
+	ops[2] = op_write("shared", (uint64_t)i * 4096, block, 4096);
+	ops[3] = op_kv(TSR_TXN_OMAP_SET, "shared", "last", val);
+}
+
+/* The writer child: mkfs tdir/name, mount, commit the collection and the
+ * W_TXNS transactions, one byte on ack for each ('A', or 'E' and exit on
+ * a failure); before the last one 'R', and wait for a byte on go.  Exits
+ * without umount.  Never returns. */
+static void
+writer_main(const char *name, int ack, int go)
+{
+	struct store s;
+	struct tsr_txn_op ops[4];
+	char oname[32], val[32];
+	uint8_t data[W_SIZE], block[4096], c;
+
+	if (st_try(&s, name, NULL, 0) < 0 || st_mkfs(&s) < 0 || st_mount(&s) < 0)
+		goto fail;
+	ops[0] = op_new(TSR_TXN_MKCOLL, NULL);
+	if (txn_try(&s, ops, 1) < 0)
+		goto fail;
+	for (unsigned i = 0; i < W_TXNS; i++) {
+		if (i == W_TXNS - 1) {
+			if (write(ack, "R", 1) != 1 || read(go, &c, 1) != 1)
+				_exit(3);
+		}
+		w_ops(i, ops, oname, val, data, block);
+		if (txn_try(&s, ops, 4) != 0)
+			goto fail;
+		if (write(ack, "A", 1) != 1)
+			_exit(3);
+	}
+	_exit(0);
+fail:
+	fprintf(stderr, "writer: %s\n", s.err);
+	if (write(ack, "E", 1) != 1)
+		_exit(3);
+	_exit(2);
+}
+
+/* Run the writer on tdir/live; image gets a copy of the store taken
+ * before the last transaction, with the journal the writer left. */
+static void
+writer_run(const char *image)
+{
+	char live[PATH_MAX], c;
+	int ack[2], go[2], status;
+	pid_t pid;
+
+	path_join(live, sizeof(live), tdir, "live");
+	ck_assert_int_eq(pipe(ack), 0);
+	ck_assert_int_eq(pipe(go), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(ack[0]);
+		close(go[1]);
+		writer_main("live", ack[1], go[0]);
+	}
+	close(ack[1]);
+	close(go[0]);
+	for (unsigned i = 0; i < W_TXNS - 1; i++) {
+		ck_assert_int_eq(read(ack[0], &c, 1), 1);
+		ck_assert_msg(c == 'A', "writer failed at transaction %u", i);
+	}
+	ck_assert_int_eq(read(ack[0], &c, 1), 1);
+	ck_assert_int_eq(c, 'R');
+	ck_assert_int_eq(tree_copy(live, image), 0);
+	ck_assert_int_eq(write(go[1], "g", 1), 1);
+	ck_assert_int_eq(read(ack[0], &c, 1), 1);
+	ck_assert_msg(c == 'A', "writer failed at its last transaction");
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "writer exited with status %#x", status);
+	close(ack[0]);
+	close(go[1]);
+	{
+		char from[PATH_MAX], to[PATH_MAX];
+		path_join(from, sizeof(from), live, "journal");
+		path_join(to, sizeof(to), image, "journal");
+		ck_assert_int_eq(file_copy(from, to), 0);
+		path_join(from, sizeof(from), live, "data");
+		path_join(to, sizeof(to), image, "data");
+		ck_assert_int_eq(tree_copy_new(from, to), 0);
+	}
+}
+
+/* Writer transaction i in s: 1 whole, 0 absent, -1 partly there or wrong
+ * (with why). */
+static int
+w_state(struct store *s, unsigned i, char *why, size_t whylen)
+{
+	char name[32], val[32], attr[64], last[64];
+	uint8_t data[W_SIZE], block[4096], buf[W_SIZE + 16];
+	uint64_t got;
+	size_t vl = 0;
+	int part[4], rc;
+
+	sprintf(name, "w-%u", i);
+	sprintf(val, "%u", i);
+	fill(data, W_SIZE, i);
+	fill(block, 4096, 1000 + i);
+
+	rc = obj_read(s, name, 0, sizeof(buf), buf, &got);
+	part[0] = rc == -ENOENT ? 0
+		  : rc == 0 && got == W_SIZE && !memcmp(buf, data, W_SIZE) ? 1 : -1;
+	rc = attr_get(s, name, "gen", attr, sizeof(attr));
+	part[1] = rc == -ENOENT ? 0 : rc == 0 && !strcmp(attr, val) ? 1 : -1;
+	rc = obj_read(s, "shared", (uint64_t)i * 4096, 4096, buf, &got);
+	part[2] = rc == 0 && got == 0 ? 0
+		  : rc == 0 && got == 4096 && !memcmp(buf, block, 4096) ? 1 : -1;
+	rc = s->ops->omap_get(s->h, &cid, "shared", 6, "last", 4, last,
+			      sizeof(last) - 1, &vl);
+	last[rc == 0 && vl < sizeof(last) ? vl : 0] = '\0';
+	part[3] = rc < 0 ? -1 : (unsigned)atoi(last) >= i ? 1 : 0;
+	snprintf(why, whylen, "txn %u: data %d, attr %d, shared block %d, "
+		 "omap last %d (\"%s\")", i, part[0], part[1], part[2], part[3],
+		 last);
+	for (int k = 0; k < 4; k++)
+		if (part[k] != part[0] || part[k] < 0)
+			return -1;
+	return part[0];
+}
+
+/* Which writer transactions are in s, as a string of '1', '0', 'x'. */
+static void
+w_summary(struct store *s, char *out)
+{
+	char why[256];
+
+	for (unsigned i = 0; i < W_TXNS; i++) {
+		int st = w_state(s, i, why, sizeof(why));
+		out[i] = st < 0 ? 'x' : (char)('0' + st);
+	}
+	out[W_TXNS] = '\0';
+}
+
+enum { TORN_NONE, TORN_FLIP, TORN_ZERO_TAIL, TORN_FLIP_HEADER, TORN_MIDDLE,
+       TORN_APPLIED, TORN_NVARIANTS };
+static const char *const torn_variant[] = {
+	"intact crash image", "byte flipped in the last record",
+	"second half of the last record zeroed",
+	"byte flipped in the last record's header",
+	"byte flipped in a middle record (committed data)",
+	"byte flipped in the last record of the store the writer left "
+	"(already applied)",
+};
+
+START_TEST(torn_record)
+{
+	struct store s;
+	struct fsck_log fl;
+	struct jrec rec[W_TXNS + 8];
+	char image[PATH_MAX], why[256], sum[W_TXNS + 1];
+	const char *target;
+	size_t n;
+	int v = _i, rc;
+
+	path_join(image, sizeof(image), tdir, "image");
+	writer_run(image);
+	target = v == TORN_APPLIED ? "live" : "image";
+	st_new(&s, target, NULL, 0);
+	n = journal_records(s.jpath, rec, W_TXNS + 8);
+	ck_assert_msg(n == W_TXNS + 1, "%s: %zu journal records after the "
+		      "checkpoint, want %u (the collection and %u transactions)",
+		      s.jpath, n, W_TXNS + 1, W_TXNS);
+
+	const struct jrec *last = &rec[n - 1], *mid = &rec[n / 2];
+	switch (v) {
+	case TORN_FLIP:
+	case TORN_APPLIED:
+		file_garble(s.jpath, last->off + 24 + last->len / 2, 1);
+		break;
+	case TORN_ZERO_TAIL: {
+		size_t half = (24 + last->len) / 2;
+		uint8_t *z = calloc(1, 24 + last->len);
+		ck_assert_ptr_nonnull(z);
+		file_pwrite(s.jpath, last->off + half, z, 24 + last->len - half);
+		free(z);
+		break;
+	}
+	case TORN_FLIP_HEADER:
+		file_garble(s.jpath, last->off + 8, 1); /* its seq */
+		break;
+	case TORN_MIDDLE:
+		file_garble(s.jpath, mid->off + 24 + mid->len / 2, 1);
+		break;
+	}
+
+	log_clear();
+	rc = st_mount(&s);
+	if (v == TORN_MIDDLE || v == TORN_APPLIED) {
+		/* damage to committed data: record what happens */
+		if (rc < 0) {
+			ck_assert_contains(s.err, s.path);
+			fprintf(stderr, "torn_record[%s]: mount refused: %s\n",
+				torn_variant[v], s.err);
+			st_free(&s);
+			return;
+		}
+		w_summary(&s, sum);
+		fprintf(stderr, "torn_record[%s]: mounted, txns present "
+			"(1 whole, 0 absent, x partial): %s; log:\n",
+			torn_variant[v], sum);
+		log_dump(TSR_LOG_INFO);
+		if (v == TORN_APPLIED) {
+			/* the next new object: does it take an id in use? */
+			uint8_t nb[W_SIZE];
+			struct tsr_txn_op op;
+			fill(nb, sizeof(nb), 4242);
+			op = op_write("newcomer", 0, nb, sizeof(nb));
+			txn_ok(&s, &op, 1);
+			w_summary(&s, sum);
+			w_state(&s, W_TXNS - 1, why, sizeof(why));
+			fprintf(stderr, "torn_record[%s]: after creating one more "
+				"object: %s; %s (-1: wrong)\n", torn_variant[v], sum,
+				why);
+		}
+		st_umount_ok(&s);
+		rc = st_fsck(&s, 0, &fl);
+		fprintf(stderr, "torn_record[%s]: fsck: %d\n%s", torn_variant[v],
+			rc, fl.all);
+		st_free(&s);
+		return;
+	}
+	ck_assert_msg(rc == 0, "mount %s (%s): %s", s.path, torn_variant[v], s.err);
+	for (unsigned i = 0; i < W_TXNS - 1; i++) {
+		int st = w_state(&s, i, why, sizeof(why));
+		ck_assert_msg(st == 1, "%s: acknowledged transaction lost or "
+			      "damaged: %s", torn_variant[v], why);
+	}
+	rc = w_state(&s, W_TXNS - 1, why, sizeof(why));
+	ck_assert_msg(rc >= 0, "%s: the last transaction is partly applied: %s",
+		      torn_variant[v], why);
+	if (v == TORN_NONE)
+		ck_assert_msg(rc == 1, "the journaled last transaction was not "
+			      "replayed: %s", why);
+	else
+		ck_assert_msg(rc == 0, "a torn record was applied: %s", why);
+	{
+		struct tsr_statfs sf;
+		ck_assert_int_eq(s.ops->statfs(s.h, &sf), 0);
+		ck_assert_int_eq(sf.objects, (uint64_t)(W_TXNS - 1 + rc) + 1);
+	}
+	st_umount_ok(&s);
+
+	/* Consistent: the one thing a torn record may leave is the data file
+	 * its new object was given before the record (write_direct), which
+	 * no object owns now; fsck --repair removes it. */
+	rc = st_fsck(&s, 0, &fl);
+	if (rc != 0) {
+		for (char *line = fl.all, *nl; *line; line = nl + 1) {
+			nl = strchr(line, '\n');
+			ck_assert_ptr_nonnull(nl);
+			*nl = '\0';
+			ck_assert_msg(strstr(line, "file of no object") != NULL,
+				      "%s: fsck after recovery: %s", torn_variant[v],
+				      line);
+		}
+		fprintf(stderr, "torn_record[%s]: fsck after recovery: %d orphan "
+			"data file(s) left by the torn transaction\n",
+			torn_variant[v], rc);
+		rc = st_fsck(&s, 1, &fl);
+		ck_assert_msg(rc == 0, "fsck --repair: %d\n%s", rc, fl.all);
+	}
+	/* and takes new writes */
+	st_mount_ok(&s);
+	pop_write(&s, 0, 1);
+	for (unsigned i = 0; i < W_TXNS - 1; i++)
+		ck_assert_int_eq(w_state(&s, i, why, sizeof(why)), 1);
+	st_umount_ok(&s);
+	rc = st_fsck(&s, 0, &fl);
+	ck_assert_msg(rc == 0, "fsck: %d\n%s", rc, fl.all);
+	st_free(&s);
+}
+END_TEST
+
+/* ---- Full file system -----------------------------------------------------*/
+
+START_TEST(full_device)
+{
+	static const struct tsr_srcval full[] = { OPT("min_free", "1T") };
+	struct store s;
+	struct tsr_statfs sf, before;
+	struct tsr_txn_op ops[3];
+	struct flist *files = calloc(1, sizeof(*files));
+	char data_dir[PATH_MAX];
+	uint8_t a[8192], b[4096];
+	int rc;
+
+	ck_assert_ptr_nonnull(files);
+	fill(a, sizeof(a), 1);
+	fill(b, sizeof(b), 2);
+	st_fresh(&s, "store", NULL, 0);
+	ops[0] = op_write("A", 0, a, sizeof(a));
+	ops[1] = op_kv(TSR_TXN_SETATTR, "A", "x", "1");
+	txn_ok(&s, ops, 2);
+	ck_assert_int_eq(s.ops->statfs(s.h, &before), 0);
+	st_umount_ok(&s);
+	st_free(&s);
+
+	st_new(&s, "store", full, 1);
+	st_mount_ok(&s);
+	ck_assert_int_eq(s.ops->statfs(s.h, &sf), 0);
+	ck_assert_int_eq(sf.available, 0);
+	ck_assert_int_eq(sf.objects, 1);
+
+	/* a new object and an overwrite, together */
+	ops[0] = op_write("B", 0, b, sizeof(b));
+	ops[1] = op_write("A", 0, b, sizeof(b));
+	ops[2] = op_kv(TSR_TXN_SETATTR, "A", "x", "2");
+	rc = txn_try(&s, ops, 3);
+	ck_assert_msg(rc == -ENOSPC, "write on a full store: %d (%s)", rc,
+		      strerror(-rc));
+	/* metadata alone needs space too */
+	ops[0] = op_kv(TSR_TXN_SETATTR, "A", "y", "1");
+	ck_assert_int_eq(txn_try(&s, ops, 1), -ENOSPC);
+	ops[0] = op_new(TSR_TXN_TOUCH, "C");
+	ck_assert_int_eq(txn_try(&s, ops, 1), -ENOSPC);
+
+	/* no trace: A as it was, no B, no C, the counts unchanged */
+	for (int round = 0; round < 2; round++) {
+		expect_data(&s, "A", a, sizeof(a));
+		expect_attr(&s, "A", "x", "1");
+		expect_attr(&s, "A", "y", NULL);
+		expect_absent(&s, "B");
+		expect_absent(&s, "C");
+		ck_assert_int_eq(count_objects(&s), 1);
+		ck_assert_int_eq(s.ops->statfs(s.h, &sf), 0);
+		ck_assert_int_eq(sf.objects, before.objects);
+		ck_assert_int_eq(sf.used, before.used);
+		st_umount_ok(&s);
+		if (round == 0) {
+			/* and nothing was journaled to come back at mount */
+			st_free(&s);
+			st_new(&s, "store", NULL, 0);
+			st_mount_ok(&s);
+		}
+	}
+	path_join(data_dir, sizeof(data_dir), s.path, "data");
+	walk_files(data_dir, files);
+	ck_assert_msg(files->n == 1, "%zu data files, want 1 (A's): a failed "
+		      "transaction left a file behind", files->n);
+	/* with room again, the same transaction goes through */
+	st_mount_ok(&s);
+	ops[0] = op_write("B", 0, b, sizeof(b));
+	txn_ok(&s, ops, 1);
+	expect_data(&s, "B", b, sizeof(b));
+	st_umount_ok(&s);
+	st_free(&s);
+	free(files);
+}
+END_TEST
+
+/* ---- Flipped bits in object data ------------------------------------------*/
+
+/* victim and bystander, 3 blocks each; returns victim's data file with a
+ * byte of its block 1 flipped.  Left unmounted. */
+static void
+bitflip_store(struct store *s, uint8_t *v, uint8_t *b, size_t n, char *file,
+	      size_t filelen)
+{
+	struct tsr_txn_op op;
+
+	fill(v, n, 11);
+	fill(b, n, 12);
+	st_fresh(s, "store", NULL, 0);
+	op = op_write("victim", 0, v, n);
+	txn_ok(s, &op, 1);
+	op = op_write("bystander", 0, b, n);
+	txn_ok(s, &op, 1);
+	st_umount_ok(s);
+	find_data_file(s->path, 4096, v + 4096, 256, file, filelen);
+	file_garble(file, 4096 + 100, 1);
+}
+
+START_TEST(data_bitflip)
+{
+	enum { N = 3 * 4096 };
+	struct store s;
+	struct fsck_log fl;
+	static uint8_t v[N], b[N], buf[N];
+	char file[PATH_MAX];
+	uint64_t got;
+	int rc;
+
+	bitflip_store(&s, v, b, N, file, sizeof(file));
+	st_mount_ok(&s);
+	log_clear();
+	rc = obj_read(&s, "victim", 0, N, buf, &got);
+	ck_assert_msg(rc == -EIO, "read of damaged data: %d (%s)", rc, strerror(-rc));
+	/* the log names the object and the offset */
+	ck_assert_msg(log_find(NULL, "victim", "offset 4096", "checksum", NULL) >= 0,
+		      "no log line naming victim, offset 4096 and the checksum");
+	rc = obj_read(&s, "victim", 4096 + 200, 10, buf, &got);
+	ck_assert_int_eq(rc, -EIO);
+	/* the blocks around it, and the other object, are fine */
+	expect_range(&s, "victim", 0, v, 4096);
+	expect_range(&s, "victim", 8192, v + 8192, 4096);
+	expect_data(&s, "bystander", b, N);
+	st_umount_ok(&s);
+
+	rc = st_fsck(&s, 0, &fl);
+	ck_assert_msg(rc > 0, "fsck of damaged data: %d\n%s", rc, fl.all);
+	ck_assert_contains(fl.all, "checksum");
+	ck_assert_int_eq(fl.repaired, 0);
+	/* not repairable here: the OSD recovers the object from a replica */
+	rc = st_fsck(&s, 1, &fl);
+	ck_assert_msg(rc > 0, "fsck --repair of damaged data: %d\n%s", rc, fl.all);
+	st_mount_ok(&s);
+	ck_assert_int_eq(obj_read(&s, "victim", 0, N, buf, &got), -EIO);
+	expect_data(&s, "bystander", b, N);
+	st_umount_ok(&s);
+	st_free(&s);
+}
+END_TEST
+
+/* tessera/plugin.h: logv's level is enum tsr_log_level, so a checksum
+ * mismatch — data loss in this copy — must arrive as TSR_LOG_ERROR. */
+START_TEST(checksum_logged_as_error)
+{
+	enum { N = 3 * 4096 };
+	struct store s;
+	static uint8_t v[N], b[N], buf[N];
+	char file[PATH_MAX];
+	uint64_t got;
+	int level = -1;
+
+	bitflip_store(&s, v, b, N, file, sizeof(file));
+	st_mount_ok(&s);
+	log_clear();
+	ck_assert_int_eq(obj_read(&s, "victim", 0, N, buf, &got), -EIO);
+	ck_assert(log_find(&level, "victim", "checksum", NULL) >= 0);
+	ck_assert_msg(level == TSR_LOG_ERROR, "checksum mismatch logged at "
+		      "level %d (%s), want %d (error)", level,
+		      level == TSR_LOG_WARN ? "warn" : "?", TSR_LOG_ERROR);
+	st_umount_ok(&s);
+	st_free(&s);
+}
+END_TEST
+
+/* ---- fsck -----------------------------------------------------------------*/
+
+START_TEST(fsck_orphan_file)
+{
+	struct store s;
+	struct fsck_log fl;
+	char p[PATH_MAX];
+	int rc;
+
+	pop_store(&s, "store");
+	rc = st_fsck(&s, 0, &fl);
+	ck_assert_msg(rc == 0 && fl.calls == 0, "fsck of a clean store: %d\n%s",
+		      rc, fl.all);
+
+	path_join(p, sizeof(p), s.path, "data/ff");
+	ck_assert(mkdir(p, 0700) == 0 || errno == EEXIST);
+	path_join(p, sizeof(p), s.path, "data/ff/ff");
+	ck_assert(mkdir(p, 0700) == 0 || errno == EEXIST);
+	path_join(p, sizeof(p), s.path, "data/ff/ff/00000000deadbeef");
+	file_put(p, "orphan", 6);
+
+	rc = st_fsck(&s, 0, &fl);
+	ck_assert_msg(rc == 1, "fsck with an orphan file: %d\n%s", rc, fl.all);
+	ck_assert_contains(fl.all, "data/ff/ff/00000000deadbeef");
+	ck_assert_int_eq(fl.repaired, 0);
+	ck_assert_int_eq(access(p, F_OK), 0); /* looking only */
+
+	rc = st_fsck(&s, 1, &fl);
+	ck_assert_msg(rc == 0, "fsck --repair: %d\n%s", rc, fl.all);
+	ck_assert_contains(fl.all, "data/ff/ff/00000000deadbeef");
+	ck_assert_int_eq(fl.repaired, 1);
+	ck_assert_int_eq(access(p, F_OK), -1);
+
+	rc = st_fsck(&s, 0, &fl);
+	ck_assert_msg(rc == 0 && fl.calls == 0, "fsck after repair: %d\n%s", rc,
+		      fl.all);
+	st_mount_ok(&s);
+	pop_verify(&s);
+	st_umount_ok(&s);
+	st_free(&s);
+
+	/* fsck of no store: an errno, and the reason through the callback */
+	st_new(&s, "nothing", NULL, 0);
+	ck_assert_int_eq(mkdir(s.path, 0700), 0);
+	rc = st_fsck(&s, 0, &fl);
+	ck_assert_msg(rc == -ENOENT || rc == -EINVAL, "fsck of no store: %d", rc);
+	ck_assert_contains(fl.all, s.path);
+	st_free(&s);
+}
+END_TEST
+
+/* A superblock older than the objects — what replay leaves when a
+ * journal record in the middle is damaged and the records after it were
+ * already applied (torn_record's "middle record" variant): an object with
+ * an id at or past the superblock's next id.  fsck must not turn that
+ * into lost data: after --repair the object still reads back (or fails
+ * with -EIO, never zeros or another object's bytes), and a new object
+ * does not take its id. */
+START_TEST(fsck_stale_superblock)
+{
+	enum { N = 3 * 4096 };
+	struct store s;
+	struct fsck_log fl;
+	struct tsr_kv *kv;
+	struct tsr_kv_batch *b;
+	struct tsr_txn_op op;
+	static uint8_t first[N], second[N], third[N], buf[N + 16];
+	uint8_t old_super[512];
+	size_t old_len, vl;
+	void *v;
+	uint64_t got;
+	int rc;
+
+	fill(first, N, 21);
+	fill(second, N, 22);
+	fill(third, N, 23);
+	st_fresh(&s, "store", NULL, 0);
+	op = op_write("first", 0, first, N);
+	txn_ok(&s, &op, 1);
+	st_umount_ok(&s);
+	ck_assert_msg(tsr_kv_open(s.mpath, 0, &kv, s.err, sizeof(s.err)) == 0,
+		      "%s", s.err);
+	ck_assert_int_eq(tsr_kv_get(kv, "S", 1, &v, &vl, s.err, sizeof(s.err)), 0);
+	ck_assert(vl <= sizeof(old_super));
+	memcpy(old_super, v, vl);
+	old_len = vl;
+	tsr_kv_free(v);
+	tsr_kv_close(kv);
+
+	st_mount_ok(&s);
+	op = op_write("second", 0, second, N);
+	txn_ok(&s, &op, 1);
+	st_umount_ok(&s);
+	ck_assert_msg(tsr_kv_open(s.mpath, 0, &kv, s.err, sizeof(s.err)) == 0,
+		      "%s", s.err);
+	b = tsr_kv_batch_create();
+	tsr_kv_batch_put(b, "S", 1, old_super, old_len);
+	ck_assert_int_eq(tsr_kv_write(kv, b, 1, s.err, sizeof(s.err)), 0);
+	tsr_kv_batch_destroy(b);
+	tsr_kv_close(kv);
+
+	rc = st_fsck(&s, 0, &fl);
+	fprintf(stderr, "fsck_stale_superblock: fsck: %d\n%s", rc, fl.all);
+	ck_assert_msg(rc > 0, "a stale superblock went unreported");
+	rc = st_fsck(&s, 1, &fl);
+	fprintf(stderr, "fsck_stale_superblock: fsck --repair: %d\n%s", rc,
+		fl.all);
+
+	st_mount_ok(&s);
+	expect_data(&s, "first", first, N);
+	rc = obj_read(&s, "second", 0, N + 16, buf, &got);
+	ck_assert_msg(rc == -EIO || (rc == 0 && got == N && !memcmp(buf, second, N)),
+		      "after fsck --repair, \"second\" reads %d, %" PRIu64
+		      " bytes, %s", rc, got, rc == 0 && got == N &&
+		      !memcmp(buf, (uint8_t[N]){ 0 }, N) ? "all zeros" : "wrong data");
+	op = op_write("third", 0, third, N);
+	txn_ok(&s, &op, 1);
+	expect_data(&s, "third", third, N);
+	rc = obj_read(&s, "second", 0, N + 16, buf, &got);
+	ck_assert_msg(rc == -EIO || (rc == 0 && got == N && !memcmp(buf, second, N)),
+		      "a new object took \"second\"'s id: it reads %d, %s", rc,
+		      rc == 0 && !memcmp(buf, third, N) ? "the new object's data"
+							: "wrong data");
+	st_umount_ok(&s);
+	st_free(&s);
+}
+END_TEST
+
+/* ---- Reads of what is missing ---------------------------------------------*/
+
+/* tessera/backend.h: reads of a missing object return -ENOENT; -ENODATA
+ * is for a missing attribute or key of an object that exists.  (get_sub
+ * tested an uninitialised onode when the object was missing.) */
+static void __attribute__((noinline))
+stack_dirty(void)
+{
+	volatile uint8_t junk[16384];
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = 0xa5;
+}
+
+START_TEST(getattr_missing_object)
+{
+	struct store s;
+	struct tsr_txn_op op;
+	struct tsr_coll_id nocoll = { 99, 0, TSR_SHARD_NONE };
+	char buf[64];
+	size_t vl;
+	int rc;
+
+	st_fresh(&s, "store", NULL, 0);
+	op = op_kv(TSR_TXN_SETATTR, "there", "a", "1");
+	txn_ok(&s, &op, 1);
+	for (int i = 0; i < 4; i++) {
+		stack_dirty();
+		rc = attr_get(&s, "nobody", "a", buf, sizeof(buf));
+		ck_assert_msg(rc == -ENOENT, "getattr of a missing object: %d (%s)",
+			      rc, strerror(-rc));
+		stack_dirty();
+		rc = s.ops->omap_get(s.h, &cid, "nobody", 6, "k", 1, buf,
+				     sizeof(buf), &vl);
+		ck_assert_msg(rc == -ENOENT, "omap_get of a missing object: %d (%s)",
+			      rc, strerror(-rc));
+		stack_dirty();
+		rc = s.ops->getattr(s.h, &nocoll, "there", 5, "a", 1, buf,
+				    sizeof(buf), &vl);
+		ck_assert_msg(rc == -ENOENT, "getattr in a missing collection: %d "
+			      "(%s)", rc, strerror(-rc));
+	}
+	ck_assert_int_eq(attr_get(&s, "there", "b", buf, sizeof(buf)), -ENODATA);
+	st_umount_ok(&s);
+	st_free(&s);
+}
+END_TEST
+
+/* ---- zstd -----------------------------------------------------------------*/
+
+START_TEST(zstd_store)
+{
+	static const struct tsr_srcval zstd[] = { OPT("compression", "zstd") };
+	enum { MB = 1 << 20, CH = 65536 };
+	struct store s;
+	struct fsck_log fl;
+	struct flist *files = calloc(1, sizeof(*files));
+	struct tsr_txn_op op;
+	char data_dir[PATH_MAX], file[PATH_MAX];
+	uint8_t *text = malloc(MB), *buf = malloc(MB), *head = calloc(1, CH);
+	size_t n = 0;
+	uint64_t got;
+	int rc;
+
+	ck_assert(files && text && buf && head);
+	for (unsigned line = 0; n < MB; line++) {
+		char l[96];
+		int w = snprintf(l, sizeof(l), "line %u: the quick brown fox "
+				 "jumps over the lazy dog\n", line % 100);
+		size_t take = MB - n < (size_t)w ? MB - n : (size_t)w;
+		memcpy(text + n, l, take);
+		n += take;
+	}
+	st_fresh(&s, "store", zstd, 1);
+	op = op_write("text", 0, text, MB);
+	txn_ok(&s, &op, 1);
+	expect_data(&s, "text", text, MB);
+	st_umount_ok(&s);
+	path_join(data_dir, sizeof(data_dir), s.path, "data");
+	walk_files(data_dir, files);
+	ck_assert_int_eq(files->n, 1);
+	ck_assert_msg(files->disk < MB, "1 MiB of text takes %" PRIu64 " bytes "
+		      "on disk compressed", files->disk);
+	fprintf(stderr, "zstd_store: 1 MiB of text in %" PRIu64 " bytes on "
+		"disk\n", files->disk);
+	snprintf(file, sizeof(file), "%s", files->path[0]);
+
+	/* a chunk whose first block is zeros, and one all zeros */
+	st_mount_ok(&s);
+	fill(head + 4096, CH - 4096, 5);
+	op = op_write("zhead", 0, head, CH);
+	txn_ok(&s, &op, 1);
+	expect_data(&s, "zhead", head, CH);
+	memset(head, 0, CH);
+	op = op_write("zeros", 0, head, CH);
+	txn_ok(&s, &op, 1);
+	expect_data(&s, "zeros", head, CH);
+	st_umount_ok(&s);
+
+	/* a flipped byte in the first chunk's stored bytes */
+	file_garble(file, 5, 1);
+	st_mount_ok(&s);
+	rc = obj_read(&s, "text", 0, 4096, buf, &got);
+	ck_assert_msg(rc == -EIO, "read of damaged compressed data: %d", rc);
+	ck_assert_int_eq(obj_read(&s, "text", 0, MB, buf, &got), -EIO);
+	expect_range(&s, "text", CH, text + CH, MB - CH);
+	fill(head + 4096, CH - 4096, 5);
+	expect_data(&s, "zhead", head, CH);
+	st_umount_ok(&s);
+	rc = st_fsck(&s, 0, &fl);
+	ck_assert_msg(rc > 0, "fsck of damaged compressed data: %d\n%s", rc, fl.all);
+	ck_assert_contains(fl.all, "checksum");
+	st_free(&s);
+	free(files);
+	free(text);
+	free(buf);
+	free(head);
+}
+END_TEST
+
+/* ---- Size limits ----------------------------------------------------------*/
+
+START_TEST(object_too_big)
+{
+	static const struct tsr_srcval small[] = { OPT("max_object_size", "64K") };
+	enum { K64 = 65536 };
+	struct store s;
+	struct tsr_txn_op ops[2];
+	struct tsr_obj_stat st;
+	static uint8_t fits[K64], other[8192];
+	int rc;
+
+	fill(fits, sizeof(fits), 3);
+	fill(other, sizeof(other), 4);
+	st_fresh(&s, "store", small, 1);
+	ops[0] = op_write("fits", 0, fits, K64); /* ends at exactly 64K */
+	txn_ok(&s, ops, 1);
+
+	for (int round = 0; round < 2; round++) {
+		/* a new object past the limit, after one that fits */
+		ops[0] = op_write("a", 0, other, 4096);
+		ops[1] = op_write("big", K64 - 4096, other, 8192);
+		rc = txn_try(&s, ops, 2);
+		ck_assert_msg(rc == -EFBIG, "write past max_object_size: %d (%s)", rc,
+			      strerror(-rc));
+		expect_absent(&s, "a");
+		expect_absent(&s, "big");
+		/* an existing object grown by one byte, after an overwrite */
+		ops[0] = op_write("fits", 0, other, 4096);
+		ops[1] = op_write("fits", K64 - 1, other, 2);
+		ck_assert_int_eq(txn_try(&s, ops, 2), -EFBIG);
+		ops[0] = op_new(TSR_TXN_TRUNCATE, "fits");
+		ops[0].off = K64 + 1;
+		ck_assert_int_eq(txn_try(&s, ops, 1), -EFBIG);
+		ops[0] = op_new(TSR_TXN_ZERO, "fits");
+		ops[0].off = K64 - 10;
+		ops[0].len = 20;
+		ck_assert_int_eq(txn_try(&s, ops, 1), -EFBIG);
+		ops[0] = op_new(TSR_TXN_CLONE_RANGE, "fits");
+		ops[0].off = 0;
+		ops[0].len = 4096;
+		ops[0].oid2 = "dst";
+		ops[0].oid2_len = 3;
+		ops[0].off2 = K64 - 2048;
+		ck_assert_int_eq(txn_try(&s, ops, 1), -EFBIG);
+		expect_absent(&s, "dst");
+		/* nothing of them applied */
+		expect_data(&s, "fits", fits, K64);
+		ck_assert_int_eq(obj_stat(&s, "fits", &st), 0);
+		ck_assert_int_eq(st.size, K64);
+		ck_assert_int_eq(count_objects(&s), 1);
+		st_umount_ok(&s);
+		st_mount_ok(&s);
+	}
+	st_umount_ok(&s);
+	/* and left no file behind */
+	{
+		struct fsck_log fl;
+		rc = st_fsck(&s, 0, &fl);
+		ck_assert_msg(rc == 0, "fsck after refused writes: %d\n%s", rc, fl.all);
+	}
+	st_free(&s);
+}
+END_TEST
+
+/* A transaction whose record cannot fit in the journal fails with -EFBIG
+ * (fstore.c) and leaves no trace — also of the new object in it, whose
+ * data the store writes before the record. */
+START_TEST(txn_bigger_than_journal)
+{
+	enum { BIG = 5 << 20, SMALL = 65536 };
+	struct store s;
+	struct fsck_log fl;
+	struct tsr_txn_op ops[2];
+	uint8_t *y = malloc(BIG), *y2 = malloc(BIG), *x = malloc(SMALL);
+	int rc;
+
+	ck_assert(y && y2 && x);
+	fill(y, BIG, 31);
+	fill(y2, BIG, 32);
+	fill(x, SMALL, 33);
+	st_fresh(&s, "store", NULL, 0);
+	ops[0] = op_write("y", 0, y, BIG); /* new: written in place */
+	txn_ok(&s, ops, 1);
+	ops[0] = op_write("x", 0, x, SMALL);
+	ops[1] = op_write("y", 0, y2, BIG); /* an overwrite: journaled */
+	rc = txn_try(&s, ops, 2);
+	ck_assert_msg(rc == -EFBIG, "a 5 MiB overwrite through a 4 MiB journal: "
+		      "%d (%s)", rc, strerror(-rc));
+	expect_absent(&s, "x");
+	expect_data(&s, "y", y, BIG);
+	st_umount_ok(&s);
+	rc = st_fsck(&s, 0, &fl);
+	ck_assert_msg(rc == 0, "fsck after a refused transaction: %d\n%s", rc,
+		      fl.all);
+	st_free(&s);
+	free(y);
+	free(y2);
+	free(x);
+}
+END_TEST
+
+/* ---- Option errors --------------------------------------------------------*/
+
+START_TEST(option_errors)
+{
+	static const struct {
+		struct tsr_srcval opt;
+		int rc;
+		const char *says;
+	} bad[] = {
+		{ OPT("compression", "lz4"), -EINVAL, "lz4" },
+		{ OPT("journal_size", "512K"), -ERANGE, "journal_size" },
+		{ OPT("journal_size", "lots"), -EINVAL, "journal_size" },
+		{ OPT("max_object_size", "32K"), -ERANGE, "max_object_size" },
+		{ OPT("compression_level", "25"), -ERANGE, "compression_level" },
+		{ OPT("min_free", "-1"), -EINVAL, "min_free" },
+		{ OPT("compresion", "zstd"), -EINVAL, "compresion" },
+		{ OPT("path", ""), -EINVAL, "path" },
+	};
+	struct store s;
+	struct tsr_srcval only = OPT("journal_size", "4M");
+	char err[1024] = "";
+	struct tsr_instance *inst = NULL;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rc = st_try(&s, "store", &bad[i].opt, 1);
+		ck_assert_msg(rc < 0, "%s=%s accepted", bad[i].opt.name, bad[i].opt.s);
+		ck_assert_msg(rc == bad[i].rc, "%s=%s: %d (%s), want %d", bad[i].opt.name,
+			      bad[i].opt.s, rc, strerror(-rc), bad[i].rc);
+		ck_assert_contains(s.err, bad[i].says);
+		ck_assert_contains(s.err, bad[i].opt.name);
+		ck_assert_ptr_null(s.inst);
+	}
+	/* path is required */
+	rc = tsr_instance_create(plugin, &host, &only, 1, &inst, err, sizeof(err));
+	ck_assert_int_eq(rc, -EINVAL);
+	ck_assert_contains(err, "path");
+	ck_assert_ptr_null(inst);
+	/* nothing was made on disk */
+	ck_assert_int_eq(dir_count(tdir), 0);
+}
+END_TEST
+
+/* ---- main -----------------------------------------------------------------*/
+
+START_TEST(no_plugin)
+{
+	ck_abort_msg("%s", plugin_err);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("backend-file");
+	TCase *tc;
+	SRunner *sr;
+	int failed;
+
+	log_verbose = getenv("BFILE_VERBOSE") != NULL;
+	tsr_core_host_init(&core_host, "test/backend-file", NULL, NULL);
+	host = core_host.host;
+	host.logv = cap_logv;
+	registry = tsr_registry_create();
+	plugin_path = getenv("BACKEND_FILE_PLUGIN");
+	if (plugin_path == NULL || plugin_path[0] == '\0')
+		snprintf(plugin_err, sizeof(plugin_err), "BACKEND_FILE_PLUGIN is not "
+			 "set: it must name the file backend's shared object "
+			 "(build/plugins/backend-file/.libs/file.so)");
+	else if (tsr_registry_load_file(registry, plugin_path, &plugin, plugin_err,
+					sizeof(plugin_err)) < 0)
+		plugin = NULL;
+	else if (tsr_plugin_desc(plugin)->kind != TSR_KIND_BACKEND ||
+		 strcmp(tsr_plugin_desc(plugin)->name, "file") != 0) {
+		snprintf(plugin_err, sizeof(plugin_err), "%.900s: not the file "
+			 "backend", plugin_path);
+		plugin = NULL;
+	}
+	if (plugin == NULL) {
+		fprintf(stderr, "test_backend_file: %s\n", plugin_err);
+		tc = tcase_create("no-plugin");
+		tcase_add_test(tc, no_plugin);
+		suite_add_tcase(s, tc);
+	} else {
+		if (mkdtemp(root) == NULL) {
+			perror("mkdtemp");
+			return EXIT_FAILURE;
+		}
+		tc = tcase_create("file");
+		tcase_add_checked_fixture(tc, setup, teardown);
+		/* mkfs fills a 4 MiB journal and syncs; slow disks and
+		 * sanitizers get room */
+		tcase_set_timeout(tc, 120);
+		tcase_add_test(tc, plugin_loads);
+		tcase_add_test(tc, mount_not_a_store);
+		tcase_add_test(tc, mkfs_refuses);
+		tcase_add_test(tc, wrong_state);
+		tcase_add_loop_test(tc, leveldb_damaged, 0, LDB_NVARIANTS);
+		tcase_add_test(tc, journal_truncated);
+		tcase_add_loop_test(tc, journal_header_damaged, 0, JH_NVARIANTS);
+		tcase_add_test(tc, journal_foreign);
+		tcase_add_loop_test(tc, torn_record, 0, TORN_NVARIANTS);
+		tcase_add_test(tc, full_device);
+		tcase_add_test(tc, data_bitflip);
+		tcase_add_test(tc, checksum_logged_as_error);
+		tcase_add_test(tc, fsck_orphan_file);
+		tcase_add_test(tc, fsck_stale_superblock);
+		tcase_add_test(tc, getattr_missing_object);
+		tcase_add_test(tc, zstd_store);
+		tcase_add_test(tc, object_too_big);
+		tcase_add_test(tc, txn_bigger_than_journal);
+		tcase_add_test(tc, option_errors);
+		suite_add_tcase(s, tc);
+	}
+
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	tsr_registry_destroy(registry);
+	if (plugin != NULL && getenv("BFILE_KEEP") == NULL)
+		tu_rm_rf(root);
+	else if (plugin != NULL)
+		fprintf(stderr, "test_backend_file: kept %s\n", root);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
