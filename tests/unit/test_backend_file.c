@@ -1353,6 +1353,14 @@ journal_records(const char *path, struct jrec *out, size_t max)
 
 	ck_assert_ptr_nonnull(b);
 	file_pread(path, 0, b, (size_t)size);
+	/* the checksum seed: the nonce of the current header copy (the one
+	 * with the higher generation; envelope 6 bytes, then magic, uuid,
+	 * size, generation at 38, cp_seq, nonce at 54) */
+	const uint8_t *nonce = b + 54;
+	if (le32(b + 2048 + 38) > le32(b + 38) ||
+	    (le32(b + 2048 + 38) == le32(b + 38) && le32(b + 2048 + 42) > le32(b + 42)))
+		nonce = b + 2048 + 54;
+	uint32_t seed = tsr_crc32c(0, nonce, 8);
 	while (n < max && off + 24 <= (uint64_t)size) {
 		const uint8_t *h = b + off;
 		uint32_t len = le32(h + 4);
@@ -1361,7 +1369,7 @@ journal_records(const char *path, struct jrec *out, size_t max)
 		if (le32(h) != 0x4a524543u || (n && seq != out[n - 1].seq + 1) ||
 		    len > (uint64_t)size - off - 24)
 			break;
-		if (tsr_crc32c(tsr_crc32c(0, h, 16), h + 24, len) != le32(h + 16))
+		if (tsr_crc32c(tsr_crc32c(seed, h, 16), h + 24, len) != le32(h + 16))
 			break;
 		out[n].off = off;
 		out[n].len = len;
