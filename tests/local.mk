@@ -20,7 +20,10 @@ unit_tests = \
 	tests/unit/test_kv \
 	tests/unit/test_bd_alloc \
 	tests/unit/test_bd_super \
-	tests/unit/test_bd_mkfs
+	tests/unit/test_bd_mkfs \
+	tests/unit/test_bf_journal \
+	tests/unit/test_bf_kvov \
+	tests/unit/test_backend_file
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
@@ -30,6 +33,23 @@ tests_unit_test_crc32c_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_encoding_SOURCES = tests/unit/test_encoding.c
 tests_unit_test_encoding_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_encoding_LDADD = $(CHECK_LDADD_ALL)
+
+# backend-file's journal and overlay are tested as modules, compiled in.
+BF_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-file
+tests_unit_test_bf_journal_SOURCES = tests/unit/test_bf_journal.c \
+	plugins/backend-file/journal.c
+tests_unit_test_bf_journal_CPPFLAGS = $(BF_CPPFLAGS)
+tests_unit_test_bf_journal_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_bf_journal_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_bf_kvov_SOURCES = tests/unit/test_bf_kvov.c \
+	plugins/backend-file/kvov.c
+tests_unit_test_bf_kvov_CPPFLAGS = $(BF_CPPFLAGS)
+tests_unit_test_bf_kvov_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_bf_kvov_LDADD = $(CHECK_LDADD_ALL)
+# The file backend's own failure cases, through the built plugin.
+tests_unit_test_backend_file_SOURCES = tests/unit/test_backend_file.c
+tests_unit_test_backend_file_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_backend_file_LDADD = $(CHECK_LDADD_ALL)
 
 # Test plugins: one source, one variant per refusal reason (see the comment
 # at the top of testplug.c).  -rpath makes libtool build real shared objects
@@ -157,19 +177,27 @@ AM_TESTS_ENVIRONMENT = \
 	TOP_SRCDIR='$(abs_top_srcdir)'; \
 	PLUGIN_DIR='$(abs_top_builddir)/lib/plugins'; \
 	PLACEMENT_PLUGINS='$(abs_top_builddir)/plugins/placement-crush/.libs/crush.so:$(abs_top_builddir)/plugins/placement-hrw/.libs/hrw.so'; \
-	export TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR PLACEMENT_PLUGINS;
+	BACKEND_FILE_PLUGIN='$(abs_top_builddir)/plugins/backend-file/.libs/file.so'; \
+	BACKEND_PLUGINS="$$BACKEND_FILE_PLUGIN"; \
+	BACKEND_OPTIONS_file='journal_size=8M'; \
+	export TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
+		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_PLUGINS BACKEND_OPTIONS_file;
 TESTS += tests/cli/test_cli.sh tests/cli/test_placement_cli.sh \
 	tests/integration/test_valgrind.sh
 EXTRA_DIST += tests/cli/test_cli.sh tests/cli/test_placement_cli.sh \
 	tests/integration/test_valgrind.sh
 
 # Conformance: every placement plugin built here passes the same suite.
-conformance_tests = tests/conformance/test_placement
+conformance_tests = tests/conformance/test_placement \
+	tests/conformance/test_backend
 check_PROGRAMS += $(conformance_tests)
 TESTS += $(conformance_tests)
 tests_conformance_test_placement_SOURCES = tests/conformance/test_placement.c
 tests_conformance_test_placement_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_conformance_test_placement_LDADD = $(CHECK_LDADD_ALL) -lm
+tests_conformance_test_backend_SOURCES = tests/conformance/test_backend.c
+tests_conformance_test_backend_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_conformance_test_backend_LDADD = $(CHECK_LDADD_ALL) -lm
 
 # Run by hand, not by make check (needs a cross compiler and qemu-user).
 EXTRA_DIST += tests/cross/check-arch.sh tests/cross/placement_digest.c

@@ -305,7 +305,8 @@ key_obj(uint8_t *k, const struct tsr_coll_id *c, const void *oid, size_t n)
 {
 	k[0] = 'O';
 	cid_put(k + 1, c);
-	memcpy(k + 1 + CID_LEN, oid, n);
+	if (n) /* the collection's prefix when n is 0 (oid may be NULL) */
+		memcpy(k + 1 + CID_LEN, oid, n);
 	return 1 + CID_LEN + n;
 }
 
@@ -909,7 +910,7 @@ chunk_get(struct prep *p, struct ov_file *f, uint32_t no, struct ov_chunk **out)
 		free(c);
 		return rc;
 	}
-	memmove(&f->chunks[i + 1], &f->chunks[i], (f->nchunks - i) * sizeof(*c));
+	memmove(&f->chunks[i + 1], &f->chunks[i], (f->nchunks - i) * sizeof(*f->chunks));
 	f->chunks[i] = c;
 	f->nchunks++;
 	*out = c;
@@ -1031,8 +1032,11 @@ drop_chunks(struct prep *p, struct ov_file *f, uint32_t from, uint64_t to)
 		free(f->chunks[j]);
 		j++;
 	}
-	memmove(&f->chunks[i], &f->chunks[j], (f->nchunks - j) * sizeof(*f->chunks));
-	f->nchunks -= j - i;
+	if (j > i) {
+		memmove(&f->chunks[i], &f->chunks[j],
+			(f->nchunks - j) * sizeof(*f->chunks));
+		f->nchunks -= j - i;
+	}
 	al = key_chunk(a, f->objid, from);
 	if (to > UINT32_MAX)
 		bl = key_after(b, a, 9);
@@ -1922,6 +1926,13 @@ finalize(struct prep *p, uint8_t **out, size_t *outlen)
 	memset(&pl, 0, sizeof(pl));
 	tsr_enc_init(&pl.f);
 	tsr_enc_init(&pl.k);
+	/* Range deletions first: a chunk dropped (truncate, zero) and written
+	 * again in the same overlay gets its new map below, after the range
+	 * that removes the old one. */
+	for (size_t i = 0; i < p->kv.nranges; i++) {
+		const struct kvov_range *r = &p->kv.ranges[i];
+		plan_kv(&pl, K_DELRANGE, r->start, r->slen, r->end, r->elen);
+	}
 	for (size_t i = 0; i < p->nfiles && rc == 0; i++) {
 		struct ov_file *f = p->files[i];
 		int direct = write_direct(p, f);
@@ -1943,11 +1954,7 @@ finalize(struct prep *p, uint8_t **out, size_t *outlen)
 		if (rc == 0 && pl.nf != before)
 			rc = add_jid(p, f->objid);
 	}
-	/* key/value changes: ranges, then entries (see kvov.h) */
-	for (size_t i = 0; i < p->kv.nranges; i++) {
-		const struct kvov_range *r = &p->kv.ranges[i];
-		plan_kv(&pl, K_DELRANGE, r->start, r->slen, r->end, r->elen);
-	}
+	/* the overlay's entries come after its ranges (see kvov.h) */
 	for (size_t i = 0; i < p->kv.nents; i++) {
 		const struct kvov_ent *en = &p->kv.ents[i];
 		plan_kv(&pl, en->val ? K_PUT : K_DEL, en->key, en->klen, en->val,
