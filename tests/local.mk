@@ -42,8 +42,8 @@ tests_unit_test_bf_journal_CPPFLAGS = $(BF_CPPFLAGS)
 tests_unit_test_bf_journal_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_bf_journal_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_bf_kvov_SOURCES = tests/unit/test_bf_kvov.c \
-	plugins/backend-file/kvov.c
-tests_unit_test_bf_kvov_CPPFLAGS = $(BF_CPPFLAGS)
+	plugins/common/kvov.c
+tests_unit_test_bf_kvov_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
 tests_unit_test_bf_kvov_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_bf_kvov_LDADD = $(CHECK_LDADD_ALL)
 # The file backend's own failure cases, through the built plugin.

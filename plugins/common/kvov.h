@@ -14,8 +14,8 @@
  * (valid until the next change to the overlay) or, from the store
  * underneath, the caller's (freed with tsr_kv_free): *owned says which.
  */
-#ifndef TSR_FILE_KVOV_H
-#define TSR_FILE_KVOV_H
+#ifndef TSR_OSTORE_KVOV_H
+#define TSR_OSTORE_KVOV_H
 
 #include <stddef.h>
 #include <stdint.h>

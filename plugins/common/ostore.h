@@ -1,0 +1,338 @@
+/* ostore.h — the object-store engine the backend plugins share.
+ *
+ * Everything about objects that does not depend on where data bytes are
+ * kept lives here: the LevelDB schema (onodes, attributes, omap, chunk
+ * maps), the transaction overlay that prepares a transaction against the
+ * store (ostore.c), group commit on one commit thread, and every read
+ * operation of the backend ABI.  A backend plugin supplies the rest
+ * through struct os_hooks: how a prepared overlay becomes durable (a
+ * journal for backend-file, copy-on-write extents for backend-blockdev),
+ * where a chunk's stored bytes are, and its own mkfs, mount and fsck.
+ *
+ * LevelDB keys (integers big-endian, so keys sort numerically):
+ *
+ *     'S'                          superblock: magic, uuid, next object
+ *                                  id, object count, logical bytes
+ *     'L' cid                      a collection (value: empty)
+ *     'O' cid name                 onode: object id, size, mtime
+ *     'A' id key                   attribute
+ *     'M' id key                   omap entry
+ *     'C' id chunk(u32)            chunk map: how the chunk's 64 KiB are
+ *                                  stored, and their checksums
+ *
+ *     cid = u64 pool, u32 pg, u32 (shard ^ 0x80000000): 16 bytes
+ *
+ * Object names sort as unsigned bytes after the 17-byte prefix: the
+ * enumeration order the ABI promises.  Attributes, omap and chunk maps are
+ * keyed by object id, never by name, so a removed object's keys go with
+ * one range and ids are never reused.
+ *
+ * Data is kept in 64 KiB chunks of 16 blocks of 4 KiB.  A chunk map is
+ *
+ *     raw:   a bit per block saying "all zeros, nothing stored", a CRC32C
+ *            per other block, and (backends that place blocks) each
+ *            stored block's location;
+ *     zstd:  the chunk compressed, its stored length, one CRC32C over the
+ *            stored bytes, and (backends that place data) its location.
+ *
+ *     envelope v1 { u8 kind | 0x80 if locations follow,
+ *                   raw:  u16 zero bits, u32 crc per stored block,
+ *                         [u64 location per stored block]
+ *                   zstd: u32 stored length, u32 crc, [u64 location] }
+ *
+ * A chunk without a map reads as zeros; the bytes where it would be
+ * stored mean nothing.
+ *
+ * Threads: one commit thread prepares and commits; readers take the
+ * store's read lock, and a commit makes its changes visible under the
+ * write lock, so readers see a transaction whole or not at all.
+ */
+#ifndef TSR_OSTORE_H
+#define TSR_OSTORE_H
+
+#include "kvov.h"
+
+#include <tessera/kv.h>
+
+#include <tessera/backend.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <zstd.h>
+
+#define OS_BLOCK 4096u
+#define OS_CHUNK 65536u
+#define OS_BPC (OS_CHUNK / OS_BLOCK) /* blocks per chunk */
+
+#define OS_CHUNK_RAW 0
+#define OS_CHUNK_ZSTD 1
+
+/* A chunk map, decoded. */
+struct os_cmeta {
+	int present;          /* 0: no map, the chunk reads as zeros */
+	uint8_t kind;         /* OS_CHUNK_RAW or OS_CHUNK_ZSTD */
+	uint8_t has_loc;      /* locations are recorded */
+	uint16_t zero;        /* raw: bit b set = block b is zeros */
+	uint32_t stored;      /* zstd: bytes stored */
+	uint32_t crc[OS_BPC]; /* raw: per block; zstd: crc[0] over stored */
+	uint64_t loc[OS_BPC]; /* raw: per stored block; zstd: loc[0] */
+};
+
+struct os_super {
+	uint8_t uuid[16];
+	uint64_t next_objid;
+	uint64_t objects;
+	uint64_t bytes;        /* sum of object sizes */
+};
+
+struct os;
+struct os_prep;
+struct os_fsck;
+
+struct os_hooks {
+	/* 8 characters that open the superblock record ("TSRFILE1"). */
+	const char *magic;
+	/* Make a prepared overlay durable and visible (under os->lock held
+	 * for writing for the visible part), or fail it whole.  0 or a
+	 * negative errno, which every transaction of the overlay gets. */
+	int (*commit)(struct os *os, struct os_prep *p);
+	/* A descriptor to read objid's stored data with; reader is 1 on a
+	 * reader thread (released with data_fd_done), 0 on the commit
+	 * thread.  -ENOENT when nothing is stored. */
+	int (*data_fd)(struct os *os, uint64_t objid, int reader);
+	void (*data_fd_done)(struct os *os, int fd, int reader);
+	/* Byte offset on data_fd of block b (raw) or of the stored bytes
+	 * (zstd, b 0) of chunk cno with map m. */
+	uint64_t (*stored_off)(struct os *os, const struct os_cmeta *m,
+			       uint32_t cno, unsigned b);
+	/* The maps of chunks [from, to) of objid are about to be deleted
+	 * (truncate, zero, remove): a backend that allocates space collects
+	 * what they hold.  May be NULL. */
+	int (*maps_dropped)(struct os_prep *p, uint64_t objid, uint32_t from,
+			    uint64_t to);
+	/* Capacity for statfs and the ENOSPC check. */
+	int (*space)(struct os *os, uint64_t *total, uint64_t *avail);
+	/* fsck's backend part, after the engine's checks.  May be NULL. */
+	void (*fsck_extra)(struct os_fsck *c);
+};
+
+struct os_pending {
+	struct os_pending *next;
+	uint8_t *buf;          /* the encoded transaction */
+	size_t len;
+	tsr_commit_cb cb;
+	void *arg;
+};
+
+/* The engine's part of a backend instance; a backend embeds it first in
+ * its own structure. */
+struct os {
+	const struct tsr_host *host;
+	const struct os_hooks *hooks;
+	char path[4000];
+	uint64_t max_object, min_free, queue_max;
+	int compress, level;
+
+	int mounted;
+	struct tsr_kv *kv;
+	char meta_path[4096];  /* where kv lives, for messages */
+	struct os_super sb;
+	int failed;            /* a commit failed half-way: read-only */
+	pthread_rwlock_t lock; /* readers vs commits */
+
+	pthread_t thr;
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	struct os_pending *head, *tail;
+	size_t qbytes;
+	uint64_t submitted, completed;
+	int stop;
+	uint64_t batch_limit;  /* bytes of encoded transactions per batch */
+
+	ZSTD_CCtx *cctx;       /* commit thread's */
+	ZSTD_DCtx *dctx;
+};
+
+/* ---- The overlay (see ostore.c) ---------------------------------------- */
+
+struct os_chunk {
+	uint32_t no;
+	uint16_t loaded;      /* blocks whose content is in buf */
+	uint16_t dirty;       /* blocks changed by this overlay */
+	struct os_cmeta base; /* the map when the chunk was first touched */
+	uint8_t *buf;         /* OS_CHUNK bytes, block-aligned */
+};
+
+struct os_punch {
+	uint64_t off, len;
+};
+
+/* An object's data as the overlay changes it. */
+struct os_file {
+	uint64_t objid;
+	const char *name;     /* for messages */
+	char namebuf[96];
+	uint64_t trunc_to;    /* UINT64_MAX: nothing past it was dropped */
+	int unlink;           /* the object was removed */
+	struct os_chunk **chunks; /* sorted by no */
+	size_t nchunks, cap;
+	struct os_punch *punches; /* byte ranges whose chunks were dropped */
+	size_t npunches, pcap;
+};
+
+struct os_prep {
+	struct os *os;
+	struct kvov kv;
+	struct os_file **files;
+	size_t nfiles, fcap;
+	struct os_super sb;   /* the superblock as the overlay leaves it */
+	uint64_t now;
+	uint64_t data_bytes;  /* bytes the commit stores (set by it) */
+	void *be;             /* the backend's, during its commit */
+	char err[512];
+};
+
+/* What a dirty chunk becomes (os_chunk_finish): its new map, without
+ * locations, and what must be stored. */
+struct os_chunk_out {
+	struct os_cmeta m;
+	int delete_map;       /* all zeros: the map goes */
+	uint16_t write;       /* raw: blocks to store from the chunk's buf */
+	const uint8_t *z;     /* zstd: the stored bytes (m.stored of them) */
+	uint16_t was_stored;  /* base blocks whose stored copy is now dead */
+};
+
+/* ---- The engine's functions ---------------------------------------------*/
+
+void os_log(struct os *os, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+const char *os_oid_str(const void *oid, size_t n, char *buf, size_t buflen);
+
+/* Instance set-up from the common options (see OS_COMMON_OPTIONS). */
+void os_init(struct os *os, const struct tsr_host *host,
+	     const struct os_hooks *hooks, const char *path, int compress,
+	     int level, uint64_t max_object, uint64_t min_free,
+	     uint64_t queue_max);
+void os_fini(struct os *os);
+
+/* Superblock record in the kv store. */
+int os_super_load(struct os *os, char *err, size_t errlen);
+int os_super_store(struct os *os, int sync, char *err, size_t errlen);
+void os_super_new(struct os *os, int next_objid_start);
+
+/* The commit thread: start after mount, stop (draining) before umount. */
+int os_start(struct os *os, char *err, size_t errlen);
+void os_stop(struct os *os);
+
+/* Turn a dirty chunk into its new map and what to store. */
+int os_chunk_finish(struct os_prep *p, struct os_file *f, struct os_chunk *c,
+		    struct os_chunk_out *out);
+void os_chunk_out_release(struct os_chunk_out *out);
+/* Encode a map (with locations when m->has_loc). */
+uint8_t *os_cmeta_encode(const struct os_cmeta *m, size_t *len);
+int os_cmeta_decode(const void *p, size_t n, struct os_cmeta *m);
+size_t os_key_chunk(uint8_t *k, uint64_t objid, uint32_t cno);
+size_t os_key_after(uint8_t *k, const uint8_t *prefix, size_t n);
+uint8_t *os_super_encode(const struct os_super *s, const char *magic,
+			 size_t *len);
+
+/* Key/value changes of an overlay, in the order to apply them: ranges
+ * first, then entries (kvov.h), then the superblock if it changed. */
+typedef void (*os_kv_emit)(void *arg, int op, const void *k, size_t kl,
+			   const void *v, size_t vl);
+#define OS_KV_PUT 1
+#define OS_KV_DEL 2
+#define OS_KV_DELRANGE 3
+int os_emit_ranges(struct os_prep *p, os_kv_emit emit, void *arg);
+int os_emit_entries(struct os_prep *p, os_kv_emit emit, void *arg);
+
+/* Put a kv batch's range deletion in terms of the keys now in the store. */
+int os_batch_del_range(struct os *os, struct tsr_kv_batch *b, const void *start,
+		       size_t sl, const void *end, size_t el, char *err,
+		       size_t errlen);
+
+int os_pread_full(int fd, void *buf, size_t n, uint64_t off);
+int os_pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
+
+/* Backend ABI operations the engine implements. */
+int os_submit(void *inst, const struct tsr_txn *txn, tsr_commit_cb on_commit,
+	      void *arg);
+int os_flush(void *inst);
+int os_read(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	    size_t oid_len, uint64_t off, uint64_t len, void *buf,
+	    uint64_t *out_len);
+int os_stat(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	    size_t oid_len, struct tsr_obj_stat *st);
+int os_getattr(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	       size_t oid_len, const void *key, size_t key_len, void *buf,
+	       size_t buflen, size_t *val_len);
+int os_getattrs(void *inst, const struct tsr_coll_id *cid, const void *oid,
+		size_t oid_len, tsr_kv_cb cb, void *arg);
+int os_omap_get(void *inst, const struct tsr_coll_id *cid, const void *oid,
+		size_t oid_len, const void *key, size_t key_len, void *buf,
+		size_t buflen, size_t *val_len);
+int os_omap_iter(void *inst, const struct tsr_coll_id *cid, const void *oid,
+		 size_t oid_len, const void *start, size_t start_len,
+		 tsr_kv_cb cb, void *arg);
+int os_list_colls(void *inst, tsr_coll_cb cb, void *arg);
+int os_list_objects(void *inst, const struct tsr_coll_id *cid,
+		    struct tsr_cursor *cursor, uint32_t max, tsr_name_cb cb,
+		    void *arg);
+int os_statfs(void *inst, struct tsr_statfs *st);
+
+/* fsck: the engine's checks on an opened (not mounted) store, then the
+ * backend's fsck_extra.  Returns problems left unrepaired, or -errno. */
+struct os_fsck {
+	struct os *os;
+	int repair;
+	tsr_fsck_cb cb;
+	void *arg;
+	int unrepaired;
+	struct tsr_kv_batch *fix;
+	uint64_t *ids, *sizes;   /* live objects, sorted by id */
+	size_t nids, cap;
+	uint64_t bytes;
+	uint64_t max_id;
+	ZSTD_DCtx *dctx;
+	uint8_t *tmp;
+	void *be;                /* the backend's */
+	/* every chunk map seen (for backends that check space): called
+	 * with each live object's maps */
+	int (*on_map)(struct os_fsck *c, uint64_t objid, uint32_t cno,
+		      const struct os_cmeta *m);
+};
+int os_fsck_run(struct os *os, int repair, tsr_fsck_cb cb, void *arg,
+		int (*on_map)(struct os_fsck *, uint64_t, uint32_t,
+			      const struct os_cmeta *),
+		void *be);
+void os_fsck_report(struct os_fsck *c, int fixable, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Is objid a live object (after the engine's pass)? */
+int os_fsck_live(const struct os_fsck *c, uint64_t objid);
+
+/* Options every backend built on the engine takes, and where they sit in
+ * its table (the backend's own come after). */
+#define OS_COMMON_OPTIONS                                                    \
+	{ .name = "compression", .type = TSR_OPT_STRING, .def = "none",      \
+	  .choices = os_compression_choices,                                 \
+	  .help = "compress data at rest: none or zstd" },                   \
+	{ .name = "compression_level", .type = TSR_OPT_INT, .def = "3",      \
+	  .min = "1", .max = "19",                                           \
+	  .help = "zstd level when compression is zstd" },                   \
+	{ .name = "max_object_size", .type = TSR_OPT_SIZE, .def = "128M",    \
+	  .min = "64K", .max = "1T",                                         \
+	  .help = "largest object size; growing past it fails with EFBIG" }, \
+	{ .name = "min_free", .type = TSR_OPT_SIZE, .def = "64M",            \
+	  .min = "0",                                                        \
+	  .help = "free space kept; writes that would eat into it fail with ENOSPC" }, \
+	{ .name = "queue_bytes", .type = TSR_OPT_SIZE, .def = "256M",        \
+	  .min = "1M", .max = "16G",                                         \
+	  .help = "bytes of submitted, uncommitted transactions before submit() waits" }
+#define OS_NCOMMON 5
+extern const char *const os_compression_choices[];
+/* Set up os from the OS_NCOMMON values starting at vals[first]. */
+void os_init_opts(struct os *os, const struct tsr_host *host,
+		  const struct os_hooks *hooks, const char *path,
+		  const struct tsr_opt_val *vals);
+
+#endif
