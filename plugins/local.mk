@@ -48,3 +48,14 @@ plugins_backend_file_file_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_backend_file_file_la_CPPFLAGS = $(OSTORE_CPPFLAGS)
 plugins_backend_file_file_la_LIBADD = plugins/common/libostore.la \
 	core/libtessera-core.la $(ZSTD_LIBS) $(PTHREAD_LIBS)
+
+plugins_LTLIBRARIES += plugins/backend-blockdev/blockdev.la
+plugins_backend_blockdev_blockdev_la_SOURCES = \
+	plugins/backend-blockdev/blockdev.c \
+	plugins/backend-blockdev/alloc.c plugins/backend-blockdev/alloc.h \
+	plugins/backend-blockdev/super.c plugins/backend-blockdev/super.h \
+	plugins/backend-blockdev/mkfs.c plugins/backend-blockdev/mkfs.h
+plugins_backend_blockdev_blockdev_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_backend_blockdev_blockdev_la_CPPFLAGS = $(OSTORE_CPPFLAGS)
+plugins_backend_blockdev_blockdev_la_LIBADD = plugins/common/libostore.la \
+	core/libtessera-core.la $(ZSTD_LIBS) $(PTHREAD_LIBS)

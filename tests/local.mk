@@ -126,7 +126,7 @@ tests_unit_test_txn_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_kv_SOURCES = tests/unit/test_kv.c
 tests_unit_test_kv_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_kv_LDADD = $(CHECK_LDADD_ALL)
-# backend-blockdev's pieces, tested on their own until the plugin lands
+# backend-blockdev's pieces, tested on their own
 tests_unit_test_bd_super_SOURCES = tests/unit/test_bd_super.c \
 	plugins/backend-blockdev/super.c plugins/backend-blockdev/super.h
 tests_unit_test_bd_super_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev
@@ -178,10 +178,12 @@ AM_TESTS_ENVIRONMENT = \
 	PLUGIN_DIR='$(abs_top_builddir)/lib/plugins'; \
 	PLACEMENT_PLUGINS='$(abs_top_builddir)/plugins/placement-crush/.libs/crush.so:$(abs_top_builddir)/plugins/placement-hrw/.libs/hrw.so'; \
 	BACKEND_FILE_PLUGIN='$(abs_top_builddir)/plugins/backend-file/.libs/file.so'; \
-	BACKEND_PLUGINS="$$BACKEND_FILE_PLUGIN"; \
+	BACKEND_PLUGINS="$$BACKEND_FILE_PLUGIN:$(abs_top_builddir)/plugins/backend-blockdev/.libs/blockdev.so"; \
 	BACKEND_OPTIONS_file='journal_size=8M'; \
+	BACKEND_OPTIONS_blockdev='size=256M'; \
 	export TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
-		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_PLUGINS BACKEND_OPTIONS_file;
+		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_PLUGINS BACKEND_OPTIONS_file \
+		BACKEND_OPTIONS_blockdev;
 TESTS += tests/cli/test_cli.sh tests/cli/test_placement_cli.sh \
 	tests/integration/test_valgrind.sh
 EXTRA_DIST += tests/cli/test_cli.sh tests/cli/test_placement_cli.sh \

@@ -11,6 +11,33 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Write zeros over [from, to), 1 MiB at a time, and sync. */
+static int
+zero_fill(int fd, const char *path, uint64_t from, uint64_t to, char *err,
+	  size_t errlen)
+{
+	static const uint8_t zeros[1 << 16];
+	uint64_t off = from;
+
+	while (off < to) {
+		size_t n = to - off < sizeof(zeros) ? (size_t)(to - off) : sizeof(zeros);
+		ssize_t w = pwrite(fd, zeros, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			snprintf(err, errlen, "%s: writing zeros at %llu: %s", path,
+				 (unsigned long long)off, w < 0 ? strerror(errno) : "short write");
+			return w < 0 ? -errno : -EIO;
+		}
+		off += (uint64_t)w;
+	}
+	if (fdatasync(fd) < 0) {
+		snprintf(err, errlen, "%s: sync: %s", path, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 int
 bd_mkfs(const char *path, const struct bd_mkfs_opts *o, struct bd_super *out,
 	char *err, size_t errlen)
@@ -75,6 +102,10 @@ bd_mkfs(const char *path, const struct bd_mkfs_opts *o, struct bd_super *out,
 	sb.data_offset = BD_DATA_OFFSET;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	sb.created_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (o->zero_fill && S_ISREG(is_new ? S_IFREG : st.st_mode) &&
+	    (rc = zero_fill(fd, path, sb.data_offset, sb.device_bytes, err,
+			    errlen)) < 0)
+		goto fail;
 	if ((rc = bd_super_write(fd, path, &sb, err, errlen)) < 0)
 		goto fail;
 	close(fd);

@@ -16,6 +16,10 @@ struct bd_mkfs_opts {
 				 (0: use the current size); devices: must be 0 */
 	uint32_t block_size;  /* 4096 .. 1 MiB, power of two */
 	int force;            /* overwrite an existing Tessera superblock */
+	int zero_fill;        /* image files: write zeros over the data area,
+				 so later writes find allocated, written
+				 blocks (no extent conversion to commit on
+				 every sync); slow for large images */
 };
 
 /* Format path: an existing block device, or an image file (created if

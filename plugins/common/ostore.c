@@ -723,10 +723,6 @@ drop_chunks(struct os_prep *p, struct os_file *f, uint32_t from, uint64_t to)
 	int found, rc;
 	size_t i = chunk_find(f, from, &found), j = i;
 
-	if (p->os->hooks->maps_dropped &&
-	    (rc = p->os->hooks->maps_dropped(p, f->objid, from, to)) < 0)
-		return rc;
-
 	while (j < f->nchunks && f->chunks[j]->no < to) {
 		free(f->chunks[j]->buf);
 		free(f->chunks[j]);
@@ -896,10 +892,6 @@ obj_remove(struct os_prep *p, struct objref *r)
 
 	if (f == NULL)
 		return -ENOMEM;
-	if (p->os->hooks->maps_dropped &&
-	    (rc = p->os->hooks->maps_dropped(p, f->objid, 0,
-					     (uint64_t)UINT32_MAX + 1)) < 0)
-		return rc;
 	for (size_t i = 0; i < sizeof(tags); i++) {
 		uint8_t a[16], b[16];
 		size_t al = key_sub(a, tags[i], r->on.objid, NULL, 0);

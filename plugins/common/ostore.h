@@ -105,11 +105,6 @@ struct os_hooks {
 	 * (zstd, b 0) of chunk cno with map m. */
 	uint64_t (*stored_off)(struct os *os, const struct os_cmeta *m,
 			       uint32_t cno, unsigned b);
-	/* The maps of chunks [from, to) of objid are about to be deleted
-	 * (truncate, zero, remove): a backend that allocates space collects
-	 * what they hold.  May be NULL. */
-	int (*maps_dropped)(struct os_prep *p, uint64_t objid, uint32_t from,
-			    uint64_t to);
 	/* Capacity for statfs and the ENOSPC check. */
 	int (*space)(struct os *os, uint64_t *total, uint64_t *avail);
 	/* fsck's backend part, after the engine's checks.  May be NULL. */

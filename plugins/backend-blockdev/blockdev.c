@@ -1,0 +1,861 @@
+/* blockdev.c — the "blockdev" backend: object data on a raw block device or
+ * one large image file, metadata in LevelDB (the engine's, ostore.h) in a
+ * directory of its own.
+ *
+ *     device:  [superblock 4 KiB | ... | data area from 1 MiB, 4 KiB blocks]
+ *     meta_path/   LevelDB: onodes, attributes, omap, chunk maps whose
+ *                  entries say which data blocks hold each chunk
+ *
+ * Copy on write.  Data never overwrites data that a committed map points
+ * to: every chunk block the engine's overlay changed goes to free blocks,
+ * and a commit is
+ *
+ *     allocate -> new blocks for every dirty block (or compressed chunk)
+ *     write    -> O_DIRECT writes of the new blocks, then one sync of the
+ *                 device
+ *     commit   -> one synced LevelDB batch with the new maps, onodes,
+ *                 attributes and omap: the commit point
+ *     free     -> the blocks the old maps held go back to the allocator
+ *                 (under the write lock, so no reader still uses them)
+ *                 and are discarded
+ *
+ * A crash before the batch leaves the old maps, pointing at untouched old
+ * blocks; the new blocks were free and stay free.  There is no journal and
+ * nothing to replay: the allocator is rebuilt from the maps at mount.  A
+ * torn write can only hit free space.
+ *
+ * Space: the allocator is exact, so a transaction that does not fit fails
+ * with ENOSPC before anything is written.
+ */
+#include "alloc.h"
+#include "mkfs.h"
+#include "ostore.h"
+#include "super.h"
+
+#include <tessera/backend.h>
+#include <tessera/kv.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define LOG_ERR TSR_LOG_ERROR
+#define LOG_INFO TSR_LOG_INFO
+
+static __attribute__((format(printf, 4, 5))) int
+errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* ---- Options ------------------------------------------------------------*/
+
+enum { OPT_PATH, OPT_META, OPT_SIZE, OPT_FORCE, OPT_ZERO, OPT_COMMON };
+
+static const struct tsr_opt_def bd_options[] = {
+	[OPT_PATH] = { .name = "path", .type = TSR_OPT_STRING,
+		       .flags = TSR_OPT_REQUIRED,
+		       .help = "block device or image file holding the data" },
+	[OPT_META] = { .name = "meta_path", .type = TSR_OPT_STRING, .def = "",
+		       .help = "directory for the metadata store (default: PATH.meta; required for a block device)" },
+	[OPT_SIZE] = { .name = "size", .type = TSR_OPT_SIZE, .def = "0",
+		       .min = "0",
+		       .help = "mkfs of an image file: create it with this size (0: use the existing file)" },
+	[OPT_FORCE] = { .name = "force", .type = TSR_OPT_BOOL, .def = "false",
+			.help = "mkfs: overwrite a device or file that holds data" },
+	[OPT_ZERO] = { .name = "zero_fill", .type = TSR_OPT_BOOL, .def = "false",
+		       .help = "mkfs of an image file: write zeros over it, so writes never wait for the file system to allocate (slow for large images)" },
+	OS_COMMON_OPTIONS,
+	{ .name = NULL },
+};
+
+/* ---- The instance -----------------------------------------------------------*/
+
+struct bdev {
+	struct os os;
+	char dev_path[4096];
+	uint64_t size;
+	int force, zero_fill;
+	int fd;                /* reads and the sync */
+	int dio;               /* O_DIRECT writes, or -1 */
+	int is_blk;
+	int no_discard;        /* the device refused a discard once */
+	struct bd_super dsb;
+	uint64_t nblocks;
+	struct bd_alloc *alloc;
+};
+
+static struct bdev *
+B(struct os *os)
+{
+	return (struct bdev *)os;
+}
+
+static uint64_t
+blk_off(const struct bdev *bd, uint64_t blk)
+{
+	return bd->dsb.data_offset + blk * OS_BLOCK;
+}
+
+/* ---- Committing an overlay ---------------------------------------------*/
+
+struct bwrite {
+	uint64_t blk;          /* device block */
+	const uint8_t *p;      /* block-aligned */
+	uint32_t nblk;
+};
+
+struct bcommit {
+	struct bdev *bd;
+	struct tsr_kv_batch *batch;
+	struct bd_extent *taken;   /* allocated here: given back on failure */
+	size_t ntaken, tcap;
+	struct bd_extent *freed;   /* held by the old maps: freed after commit */
+	size_t nfreed, fcap;
+	struct bwrite *w;
+	size_t nw, wcap;
+	uint8_t **owned;           /* aligned copies of compressed chunks */
+	size_t nowned, ocap;
+	int rc;
+	char err[512];
+};
+
+static int
+grow(void **arr, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 32;
+	void *na = realloc(*arr, ncap * size);
+	if (na == NULL)
+		return -ENOMEM;
+	*arr = na;
+	*cap = ncap;
+	return 0;
+}
+
+static int
+add_freed(struct bcommit *bc, uint64_t start, uint64_t count)
+{
+	if (grow((void **)&bc->freed, &bc->fcap, bc->nfreed, sizeof(*bc->freed)) < 0)
+		return -ENOMEM;
+	bc->freed[bc->nfreed++] = (struct bd_extent){ start, count };
+	return 0;
+}
+
+static int
+add_write(struct bcommit *bc, uint64_t blk, const uint8_t *p, uint32_t nblk)
+{
+	if (grow((void **)&bc->w, &bc->wcap, bc->nw, sizeof(*bc->w)) < 0)
+		return -ENOMEM;
+	bc->w[bc->nw++] = (struct bwrite){ blk, p, nblk };
+	return 0;
+}
+
+/* Take n blocks as at most max extents; they are recorded for rollback. */
+static int
+take(struct bcommit *bc, uint64_t n, struct bd_extent *ext, uint32_t max,
+     uint32_t *next)
+{
+	int rc = bd_alloc_take(bc->bd->alloc, n, ext, max, next);
+
+	if (rc < 0)
+		return rc;
+	for (uint32_t i = 0; i < *next; i++) {
+		if (grow((void **)&bc->taken, &bc->tcap, bc->ntaken,
+			 sizeof(*bc->taken)) < 0)
+			return -ENOMEM;
+		bc->taken[bc->ntaken++] = ext[i];
+	}
+	return 0;
+}
+
+static uint32_t
+zblocks(uint32_t stored)
+{
+	return (stored + OS_BLOCK - 1) / OS_BLOCK;
+}
+
+/* The stored blocks a map holds, into freed. */
+static int
+free_map(struct bcommit *bc, const struct os_cmeta *m, uint16_t which)
+{
+	if (!m->present || !m->has_loc)
+		return 0;
+	if (m->kind == OS_CHUNK_ZSTD)
+		return which ? add_freed(bc, m->loc[0], zblocks(m->stored)) : 0;
+	for (unsigned b = 0; b < OS_BPC; b++)
+		if ((which & (1u << b)) && !(m->zero & (1u << b)) &&
+		    add_freed(bc, m->loc[b], 1) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static int
+store_chunk(struct os_prep *p, struct bcommit *bc, struct os_file *f,
+	    struct os_chunk *c)
+{
+	struct os_chunk_out out;
+	struct bd_extent ext[OS_BPC];
+	uint32_t next;
+	uint8_t k[16];
+	size_t kl = os_key_chunk(k, f->objid, c->no), vl;
+	int rc = os_chunk_finish(p, f, c, &out);
+
+	if (rc < 0)
+		return rc;
+	if ((rc = free_map(bc, &c->base, out.was_stored)) < 0)
+		goto out;
+	if (out.delete_map) {
+		tsr_kv_batch_del(bc->batch, k, kl);
+		goto out;
+	}
+	out.m.has_loc = 1;
+	if (out.m.kind == OS_CHUNK_ZSTD) {
+		uint32_t n = zblocks(out.m.stored);
+		uint8_t *z;
+
+		if ((rc = take(bc, n, ext, 1, &next)) < 0)
+			goto out;
+		if (posix_memalign((void **)&z, OS_BLOCK, (size_t)n * OS_BLOCK) != 0 ||
+		    grow((void **)&bc->owned, &bc->ocap, bc->nowned, sizeof(z)) < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		bc->owned[bc->nowned++] = z;
+		memcpy(z, out.z, out.m.stored);
+		memset(z + out.m.stored, 0, (size_t)n * OS_BLOCK - out.m.stored);
+		out.m.loc[0] = ext[0].start;
+		rc = add_write(bc, ext[0].start, z, n);
+		p->data_bytes += (uint64_t)n * OS_BLOCK;
+	} else {
+		unsigned want = (unsigned)__builtin_popcount(out.write);
+		unsigned b = 0;
+
+		if (want && (rc = take(bc, want, ext, OS_BPC, &next)) < 0)
+			goto out;
+		/* hand the extents out to the blocks in order; a run of
+		 * blocks adjacent in the chunk and on the device is one write */
+		for (uint32_t e = 0; want && e < next && rc == 0; e++) {
+			for (uint64_t i = 0; i < ext[e].count && rc == 0; i++) {
+				while (!(out.write & (1u << b)))
+					b++;
+				out.m.loc[b] = ext[e].start + i;
+				if (bc->nw && bc->w[bc->nw - 1].blk + bc->w[bc->nw - 1].nblk ==
+						      out.m.loc[b] &&
+				    bc->w[bc->nw - 1].p + (size_t)bc->w[bc->nw - 1].nblk * OS_BLOCK ==
+					    c->buf + b * OS_BLOCK)
+					bc->w[bc->nw - 1].nblk++;
+				else
+					rc = add_write(bc, out.m.loc[b], c->buf + b * OS_BLOCK, 1);
+				b++;
+			}
+		}
+		p->data_bytes += (uint64_t)want * OS_BLOCK;
+	}
+	if (rc == 0) {
+		uint8_t *v = os_cmeta_encode(&out.m, &vl);
+		if (v == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		tsr_kv_batch_put(bc->batch, k, kl, v, vl);
+		free(v);
+	}
+out:
+	os_chunk_out_release(&out);
+	return rc;
+}
+
+/* Old maps inside the overlay's deleted ranges of chunk keys: their blocks
+ * are freed with the commit. */
+static int
+free_scanned(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct bcommit *bc = arg;
+	struct os_cmeta m;
+
+	(void)k;
+	if (kl != 13 || os_cmeta_decode(v, vl, &m) < 0)
+		return 0; /* a damaged map frees nothing; fsck reports it */
+	return free_map(bc, &m, 0xffff) < 0 ? -ENOMEM : 0;
+}
+
+static void
+batch_emit(void *arg, int op, const void *k, size_t kl, const void *v,
+	   size_t vl)
+{
+	struct bcommit *bc = arg;
+
+	if (bc->rc < 0)
+		return;
+	if (op == OS_KV_PUT) {
+		tsr_kv_batch_put(bc->batch, k, kl, v, vl);
+	} else if (op == OS_KV_DEL) {
+		tsr_kv_batch_del(bc->batch, k, kl);
+	} else {
+		/* a range: the maps in it give their blocks back */
+		if (kl > 0 && ((const uint8_t *)k)[0] == 'C')
+			bc->rc = tsr_kv_scan(bc->bd->os.kv, k, kl, v, vl, free_scanned,
+					     bc, bc->err, sizeof(bc->err));
+		if (bc->rc >= 0)
+			bc->rc = os_batch_del_range(&bc->bd->os, bc->batch, k, kl, v, vl,
+						    bc->err, sizeof(bc->err));
+	}
+}
+
+static int
+write_all(struct bcommit *bc)
+{
+	struct bdev *bd = bc->bd;
+	struct iovec iov[64];
+
+	for (size_t i = 0; i < bc->nw;) {
+		uint64_t blk = bc->w[i].blk, end = blk;
+		int n = 0;
+
+		while (i < bc->nw && n < 64 && bc->w[i].blk == end) {
+			iov[n].iov_base = (void *)bc->w[i].p;
+			iov[n++].iov_len = (size_t)bc->w[i].nblk * OS_BLOCK;
+			end += bc->w[i].nblk;
+			i++;
+		}
+		uint64_t off = blk_off(bd, blk);
+		struct iovec *v = iov;
+		while (n > 0) {
+			ssize_t w = pwritev(bd->dio >= 0 ? bd->dio : bd->fd, v, n, (off_t)off);
+			if (w < 0) {
+				if (errno == EINTR)
+					continue;
+				return errf(bc->err, sizeof(bc->err), -errno, "%s: write at "
+					    "%" PRIu64 ": %s", bd->dev_path, off, strerror(errno));
+			}
+			off += (uint64_t)w;
+			while (n > 0 && (size_t)w >= v->iov_len) {
+				w -= (ssize_t)v->iov_len;
+				v++;
+				n--;
+			}
+			if (n > 0) {
+				v->iov_base = (uint8_t *)v->iov_base + w;
+				v->iov_len -= (size_t)w;
+			}
+		}
+	}
+	if (bc->nw && fdatasync(bd->fd) < 0)
+		return errf(bc->err, sizeof(bc->err), -errno, "%s: sync: %s",
+			    bd->dev_path, strerror(errno));
+	return 0;
+}
+
+static int
+cmp_write(const void *a, const void *b)
+{
+	const struct bwrite *x = a, *y = b;
+
+	return x->blk < y->blk ? -1 : x->blk > y->blk;
+}
+
+/* Tell the device a freed extent holds nothing (thin provisioning, SSD
+ * wear); refused discards are remembered and not tried again. */
+static void
+discard(struct bdev *bd, const struct bd_extent *e)
+{
+	uint64_t off = blk_off(bd, e->start), len = e->count * OS_BLOCK;
+	int rc;
+
+	if (bd->no_discard)
+		return;
+	if (bd->is_blk) {
+		uint64_t range[2] = { off, len };
+		rc = ioctl(bd->fd, BLKDISCARD, range);
+	} else {
+		rc = fallocate(bd->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       (off_t)off, (off_t)len);
+	}
+	if (rc < 0)
+		bd->no_discard = 1;
+}
+
+static int
+bd_commit(struct os *os, struct os_prep *p)
+{
+	struct bdev *bd = B(os);
+	struct bcommit bc;
+	int rc = 0;
+
+	memset(&bc, 0, sizeof(bc));
+	bc.bd = bd;
+	bc.batch = tsr_kv_batch_create();
+	if (bc.batch == NULL)
+		return -ENOMEM;
+	/* key/value changes in order: ranges, then the chunk maps, then the
+	 * overlay's entries (kvov.h) */
+	os_emit_ranges(p, batch_emit, &bc);
+	rc = bc.rc;
+	for (size_t i = 0; i < p->nfiles && rc == 0; i++)
+		for (size_t j = 0; j < p->files[i]->nchunks && rc == 0; j++)
+			if (p->files[i]->chunks[j]->dirty)
+				rc = store_chunk(p, &bc, p->files[i], p->files[i]->chunks[j]);
+	if (rc == 0 && (rc = os_emit_entries(p, batch_emit, &bc)) == 0)
+		rc = bc.rc;
+	if (rc == 0) {
+		if (bc.nw > 1)
+			qsort(bc.w, bc.nw, sizeof(*bc.w), cmp_write);
+		rc = write_all(&bc);
+	}
+	if (rc == 0) {
+		/* the commit point; then the old blocks are free, while no
+		 * reader can hold a map that points at them */
+		pthread_rwlock_wrlock(&os->lock);
+		rc = tsr_kv_write(os->kv, bc.batch, 1, bc.err, sizeof(bc.err));
+		if (rc == 0) {
+			os->sb = p->sb;
+			for (size_t i = 0; i < bc.nfreed; i++)
+				if (bd_alloc_release(bd->alloc, bc.freed[i].start,
+						     bc.freed[i].count) < 0)
+					os_log(os, LOG_ERR, "%s: freeing blocks %" PRIu64
+					       "+%" PRIu64 " twice (run fsck)", bd->dev_path,
+					       bc.freed[i].start, bc.freed[i].count);
+			bc.ntaken = 0; /* theirs now */
+		}
+		pthread_rwlock_unlock(&os->lock);
+		for (size_t i = 0; rc == 0 && i < bc.nfreed; i++)
+			discard(bd, &bc.freed[i]);
+	}
+	if (rc < 0 && rc != -ENOSPC && bc.err[0])
+		os_log(os, LOG_ERR, "%s", bc.err);
+	for (size_t i = 0; i < bc.ntaken; i++) /* not committed: still free */
+		bd_alloc_release(bd->alloc, bc.taken[i].start, bc.taken[i].count);
+	for (size_t i = 0; i < bc.nowned; i++)
+		free(bc.owned[i]);
+	free(bc.owned);
+	free(bc.taken);
+	free(bc.freed);
+	free(bc.w);
+	tsr_kv_batch_destroy(bc.batch);
+	return rc == -ENOSPC || rc == -ENOMEM ? rc : rc < 0 ? -EIO : 0;
+}
+
+/* ---- The engine's other hooks ---------------------------------------------*/
+
+static int
+bd_data_fd(struct os *os, uint64_t objid, int reader)
+{
+	(void)objid;
+	(void)reader;
+	return B(os)->fd;
+}
+
+static void
+bd_data_fd_done(struct os *os, int fd, int reader)
+{
+	(void)os;
+	(void)fd;
+	(void)reader; /* the device stays open */
+}
+
+static uint64_t
+bd_stored_off(struct os *os, const struct os_cmeta *m, uint32_t cno, unsigned b)
+{
+	(void)cno;
+	return blk_off(B(os), m->kind == OS_CHUNK_ZSTD ? m->loc[0] : m->loc[b]);
+}
+
+static int
+bd_space(struct os *os, uint64_t *total, uint64_t *avail)
+{
+	struct bdev *bd = B(os);
+
+	if (bd->alloc == NULL)
+		return -EINVAL;
+	*total = bd->nblocks * OS_BLOCK;
+	*avail = bd_alloc_free_blocks(bd->alloc) * OS_BLOCK;
+	return 0;
+}
+
+/* ---- Mount: the allocator from the maps ----------------------------------*/
+
+struct rebuild {
+	struct bdev *bd;
+	struct bd_alloc *a;
+	uint64_t bad, first_bad_id;
+	int (*report)(struct rebuild *r, uint64_t objid, const char *what);
+	struct os_fsck *fsck;
+};
+
+static int
+claim(struct rebuild *r, uint64_t objid, uint64_t start, uint64_t count)
+{
+	int rc = bd_alloc_mark_used(r->a, start, count);
+
+	if (rc == 0)
+		return 0;
+	if (r->bad++ == 0)
+		r->first_bad_id = objid;
+	if (r->fsck)
+		os_fsck_report(r->fsck, 0, "object id %" PRIu64 ": blocks %" PRIu64
+			       "+%" PRIu64 " %s", objid, start, count,
+			       rc == -EEXIST ? "are claimed twice"
+					     : "lie past the end of the device");
+	return 0;
+}
+
+static int
+claim_map(struct rebuild *r, uint64_t objid, const struct os_cmeta *m)
+{
+	if (!m->present || !m->has_loc)
+		return 0;
+	if (m->kind == OS_CHUNK_ZSTD)
+		return claim(r, objid, m->loc[0], zblocks(m->stored));
+	for (unsigned b = 0; b < OS_BPC; b++)
+		if (!(m->zero & (1u << b)))
+			claim(r, objid, m->loc[b], 1);
+	return 0;
+}
+
+static int
+rebuild_one(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct rebuild *r = arg;
+	struct os_cmeta m;
+	uint64_t objid = 0;
+
+	if (kl != 13)
+		return 0;
+	for (int i = 1; i < 9; i++)
+		objid = objid << 8 | ((const uint8_t *)k)[i];
+	if (os_cmeta_decode(v, vl, &m) < 0) {
+		if (r->bad++ == 0)
+			r->first_bad_id = objid;
+		return 0;
+	}
+	return claim_map(r, objid, &m);
+}
+
+/* ---- mkfs, mount, umount -------------------------------------------------*/
+
+static int
+dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int empty = 1;
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			empty = 0;
+			break;
+		}
+	closedir(d);
+	return empty;
+}
+
+/* Does the start of an existing file or device hold anything? */
+static int
+holds_data(const char *path)
+{
+	uint8_t buf[OS_BLOCK];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = pread(fd, buf, sizeof(buf), 0);
+	close(fd);
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i])
+			return 1;
+	return 0;
+}
+
+static int
+bd_mkfs_op(void *inst, char *err, size_t errlen)
+{
+	struct bdev *bd = inst;
+	struct os *os = &bd->os;
+	struct bd_mkfs_opts mo = { bd->size, OS_BLOCK, bd->force, bd->zero_fill };
+	struct stat st;
+	int rc;
+
+	if (os->mounted)
+		return errf(err, errlen, -EBUSY, "%s: store is mounted", bd->dev_path);
+	if (stat(bd->dev_path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return errf(err, errlen, -EEXIST, "%s: is a directory, not a device "
+				    "or image file", bd->dev_path);
+		if (!bd->force && holds_data(bd->dev_path))
+			return errf(err, errlen, -EEXIST, "%s: already holds data (a store "
+				    "or something else); pass force=true to overwrite it",
+				    bd->dev_path);
+		if (S_ISREG(st.st_mode) && st.st_size > 0 && mo.size == 0)
+			mo.size = 0; /* format the file as it is */
+	} else if (bd->size == 0) {
+		return errf(err, errlen, -ENOENT, "%s: does not exist; give size= to "
+			    "create an image file", bd->dev_path);
+	}
+	if (stat(os->meta_path, &st) == 0 && (!S_ISDIR(st.st_mode) ||
+					      !dir_is_empty(os->meta_path)))
+		return errf(err, errlen, -EEXIST, "%s: the metadata directory already "
+			    "exists and is not empty", os->meta_path);
+	mo.force = 1; /* the checks above decided */
+	if ((rc = bd_mkfs(bd->dev_path, &mo, &bd->dsb, err, errlen)) < 0)
+		return rc;
+	os_super_new(os, 1);
+	memcpy(os->sb.uuid, bd->dsb.uuid, sizeof(os->sb.uuid));
+	if ((rc = tsr_kv_open(os->meta_path, 1, &os->kv, err, errlen)) < 0)
+		return rc;
+	rc = os_super_store(os, 1, err, errlen);
+	tsr_kv_close(os->kv);
+	os->kv = NULL;
+	return rc;
+}
+
+static void
+close_dev(struct bdev *bd)
+{
+	bd_alloc_destroy(bd->alloc);
+	bd->alloc = NULL;
+	if (bd->os.kv)
+		tsr_kv_close(bd->os.kv);
+	bd->os.kv = NULL;
+	if (bd->dio >= 0)
+		close(bd->dio);
+	if (bd->fd >= 0)
+		close(bd->fd);
+	bd->fd = bd->dio = -1;
+}
+
+/* Open the device and the metadata, check they belong together, rebuild
+ * the allocator (unless fsck does that itself). */
+static int
+open_dev(struct bdev *bd, int rebuild, char *err, size_t errlen)
+{
+	struct os *os = &bd->os;
+	struct stat st;
+	int rc;
+
+	bd->fd = open(bd->dev_path, O_RDWR | O_CLOEXEC);
+	if (bd->fd < 0)
+		return errf(err, errlen, -errno, "%s: %s%s", bd->dev_path,
+			    strerror(errno),
+			    errno == ENOENT ? " (no store here: run mkfs first)" : "");
+	if (fstat(bd->fd, &st) == 0)
+		bd->is_blk = S_ISBLK(st.st_mode);
+	if ((rc = bd_super_read(bd->fd, bd->dev_path, &bd->dsb, err, errlen)) < 0)
+		goto fail;
+	if (bd->dsb.block_size != OS_BLOCK) {
+		rc = errf(err, errlen, -EOPNOTSUPP, "%s: block size %u, this build "
+			  "supports %u", bd->dev_path, bd->dsb.block_size, OS_BLOCK);
+		goto fail;
+	}
+	bd->nblocks = (bd->dsb.device_bytes - bd->dsb.data_offset) / OS_BLOCK;
+	if ((rc = tsr_kv_open(os->meta_path, 0, &os->kv, err, errlen)) < 0) {
+		if (rc == -ENOENT)
+			errf(err, errlen, -ENOENT, "%s: no metadata store (meta_path) for "
+			     "the device %s", os->meta_path, bd->dev_path);
+		goto fail;
+	}
+	if ((rc = os_super_load(os, err, errlen)) < 0)
+		goto fail;
+	if (memcmp(os->sb.uuid, bd->dsb.uuid, sizeof(os->sb.uuid)) != 0) {
+		rc = errf(err, errlen, -EINVAL, "%s: the metadata store belongs to "
+			  "another device than %s (uuid mismatch)", os->meta_path,
+			  bd->dev_path);
+		goto fail;
+	}
+	if ((rc = bd_alloc_create(bd->nblocks, &bd->alloc)) < 0) {
+		errf(err, errlen, rc, "%s: no allocator: %s", bd->dev_path, strerror(-rc));
+		goto fail;
+	}
+	if (rebuild) {
+		struct rebuild r = { bd, bd->alloc, 0, 0, NULL, NULL };
+		rc = tsr_kv_scan(os->kv, "C", 1, "D", 1, rebuild_one, &r, err, errlen);
+		if (rc == 0 && r.bad)
+			rc = errf(err, errlen, -EIO, "%s: %" PRIu64 " chunk maps are "
+				  "damaged or claim blocks twice (first: object id %"
+				  PRIu64 "); run fsck", bd->dev_path, r.bad,
+				  r.first_bad_id);
+		if (rc < 0)
+			goto fail;
+	}
+	bd->dio = open(bd->dev_path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	return 0;
+fail:
+	close_dev(bd);
+	return rc;
+}
+
+static int
+bd_mount(void *inst, char *err, size_t errlen)
+{
+	struct bdev *bd = inst;
+	int rc;
+
+	if (bd->os.mounted)
+		return errf(err, errlen, -EBUSY, "%s: already mounted", bd->dev_path);
+	if ((rc = open_dev(bd, 1, err, errlen)) < 0)
+		return rc;
+	bd->no_discard = 0;
+	if ((rc = os_start(&bd->os, err, errlen)) < 0)
+		close_dev(bd);
+	return rc;
+}
+
+static int
+bd_umount(void *inst)
+{
+	struct bdev *bd = inst;
+
+	if (!bd->os.mounted)
+		return -EINVAL;
+	os_stop(&bd->os);
+	close_dev(bd);
+	return 0;
+}
+
+/* ---- fsck -------------------------------------------------------------------*/
+
+static int
+fsck_map(struct os_fsck *c, uint64_t objid, uint32_t cno,
+	 const struct os_cmeta *m)
+{
+	struct rebuild *r = c->be;
+
+	r->fsck = c; /* claim() reports through it */
+	if (m->present && !m->has_loc) {
+		os_fsck_report(c, 0, "object id %" PRIu64 " chunk %u: map without "
+			       "block locations", objid, cno);
+		return 0;
+	}
+	return claim_map(r, objid, m);
+}
+
+static int
+bd_fsck(void *inst, int repair, tsr_fsck_cb cb, void *arg)
+{
+	struct bdev *bd = inst;
+	char err[512];
+	int rc;
+
+	if (bd->os.mounted)
+		return -EBUSY;
+	if ((rc = open_dev(bd, 0, err, sizeof(err))) < 0) {
+		if (cb)
+			cb(arg, err, 0);
+		return rc;
+	}
+	struct rebuild r = { bd, bd->alloc, 0, 0, NULL, NULL };
+	/* claim every map's blocks as fsck walks them: overlaps and blocks
+	 * past the end are reported by claim() through r.fsck */
+	rc = os_fsck_run(&bd->os, repair, cb, arg, fsck_map, &r);
+	close_dev(bd);
+	return rc;
+}
+
+/* ---- The plugin -------------------------------------------------------------*/
+
+static const struct os_hooks bd_hooks = {
+	.magic = "TSRBDEV1",
+	.commit = bd_commit,
+	.data_fd = bd_data_fd,
+	.data_fd_done = bd_data_fd_done,
+	.stored_off = bd_stored_off,
+	.space = bd_space,
+};
+
+static int
+bd_create(const struct tsr_host *host, const struct tsr_opts *opts,
+	  void **instance, char *err, size_t errlen)
+{
+	const struct tsr_opt_val *v = opts->vals;
+	const char *path = v[OPT_PATH].s, *meta = v[OPT_META].s;
+	struct stat st;
+	struct bdev *bd;
+
+	if (path[0] == '\0' || strlen(path) + 8 >= sizeof(bd->dev_path))
+		return errf(err, errlen, -EINVAL, "path: empty or too long");
+	if (meta[0] == '\0' && stat(path, &st) == 0 && S_ISBLK(st.st_mode))
+		return errf(err, errlen, -EINVAL, "meta_path: required when path (%s) "
+			    "is a block device", path);
+	if (strlen(meta) >= sizeof(bd->os.meta_path))
+		return errf(err, errlen, -EINVAL, "meta_path: too long");
+	bd = calloc(1, sizeof(*bd));
+	if (bd == NULL)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	os_init_opts(&bd->os, host, &bd_hooks, path, &v[OPT_COMMON]);
+	snprintf(bd->dev_path, sizeof(bd->dev_path), "%s", path);
+	if (meta[0])
+		snprintf(bd->os.meta_path, sizeof(bd->os.meta_path), "%s", meta);
+	else
+		snprintf(bd->os.meta_path, sizeof(bd->os.meta_path), "%s.meta", path);
+	bd->size = (uint64_t)v[OPT_SIZE].i;
+	bd->force = (int)v[OPT_FORCE].i;
+	bd->zero_fill = (int)v[OPT_ZERO].i;
+	bd->fd = bd->dio = -1;
+	*instance = bd;
+	return 0;
+}
+
+static void
+bd_destroy(void *inst)
+{
+	struct bdev *bd = inst;
+
+	if (bd->os.mounted)
+		bd_umount(bd);
+	os_fini(&bd->os);
+	free(bd);
+}
+
+static const struct tsr_backend_ops bd_ops = {
+	.size = sizeof(struct tsr_backend_ops),
+	.mkfs = bd_mkfs_op,
+	.mount = bd_mount,
+	.umount = bd_umount,
+	.submit = os_submit,
+	.flush = os_flush,
+	.read = os_read,
+	.stat = os_stat,
+	.getattr = os_getattr,
+	.getattrs = os_getattrs,
+	.omap_get = os_omap_get,
+	.omap_iter = os_omap_iter,
+	.list_colls = os_list_colls,
+	.list_objects = os_list_objects,
+	.statfs = os_statfs,
+	.fsck = bd_fsck,
+};
+
+TSR_PLUGIN_EXPORT const struct tsr_plugin_desc tessera_plugin = {
+	.abi_major = TSR_PLUGIN_ABI_MAJOR,
+	.abi_minor = TSR_PLUGIN_ABI_MINOR,
+	.desc_size = sizeof(struct tsr_plugin_desc),
+	.kind = TSR_KIND_BACKEND,
+	.name = "blockdev",
+	.version = "1.0.0",
+	.summary = "objects on a raw block device or image file, copy-on-write, metadata in LevelDB",
+	.options = bd_options,
+	.create = bd_create,
+	.destroy = bd_destroy,
+	.ops = &bd_ops,
+};
