@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# bench/backend.sh — object-store benchmark: Tessera's "file" backend against
-# the file system under it, on this machine, in one run.
+# bench/backend.sh — object-store benchmark: Tessera's "file" and "blockdev"
+# backends against the file system under them, on this machine, in one run.
 #
-# `tessera backend bench` makes a fresh store (journal_size=1G) in a
-# temporary directory, and runs each workload twice: through the plugin's
+# `tessera backend bench` makes a fresh store in a temporary directory — for
+# "file" a directory with a 1 GiB journal, for "blockdev" an 8 GiB image
+# file written with zeros at mkfs (zero_fill=true: a device's blocks need
+# no allocation, and an image file's should not either) — and runs each
+# workload twice: through the plugin's
 # submit()/read(), and with plain system calls on a scratch file next to it
 # (O_DIRECT, an fdatasync per write, queue depth 1: the disk's own figure).
 #   seq-write-4m       new 4 MiB objects, queue depth 1 and 4    MiB/s
@@ -37,10 +40,15 @@ esac
 T=${TESSERA:-build/tools/tessera/tessera}
 P=${PLUGIN_DIR:-build/lib/plugins}
 [ -x "$T" ] || { echo "build first: ./dev.sh up (no $T)" >&2; exit 1; }
-[ -e "$P/file.so" ] || { echo "no file backend in $P (set PLUGIN_DIR)" >&2; exit 1; }
+for b in file blockdev; do
+	[ -e "$P/$b.so" ] || { echo "no $b backend in $P (set PLUGIN_DIR)" >&2; exit 1; }
+done
 tmp=$(mktemp -d "${BENCH_DIR:-/var/tmp}/tsr-bench-backend-XXXXXX")
 # the bench removes its own store and scratch; this catches the rest
 trap 'rm -rf "$tmp"' EXIT
 
 "$T" backend bench --plugin-dir "$P" --plugin file -o path="$tmp/store" \
 	-o journal_size=1G "$@"
+echo
+"$T" backend bench --plugin-dir "$P" --plugin blockdev -o path="$tmp/dev.img" \
+	-o size=8G -o zero_fill=true "$@"

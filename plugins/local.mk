@@ -35,15 +35,14 @@ plugins_placement_hrw_hrw_la_LIBADD = plugins/common/libplacebase.la core/libtes
 noinst_LTLIBRARIES += plugins/common/libostore.la
 plugins_common_libostore_la_SOURCES = \
 	plugins/common/ostore.c plugins/common/ostore.h \
-	plugins/common/kvov.c plugins/common/kvov.h
+	plugins/common/kvov.c plugins/common/kvov.h \
+	plugins/common/journal.c plugins/common/journal.h \
+	plugins/common/errf.h
 plugins_common_libostore_la_CPPFLAGS = $(AM_CPPFLAGS) $(ZSTD_CFLAGS)
 OSTORE_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common $(ZSTD_CFLAGS)
 
 plugins_LTLIBRARIES += plugins/backend-file/file.la
-plugins_backend_file_file_la_SOURCES = \
-	plugins/backend-file/fstore.c \
-	plugins/backend-file/journal.c plugins/backend-file/journal.h \
-	plugins/backend-file/errf.h
+plugins_backend_file_file_la_SOURCES = plugins/backend-file/fstore.c
 plugins_backend_file_file_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_backend_file_file_la_CPPFLAGS = $(OSTORE_CPPFLAGS)
 plugins_backend_file_file_la_LIBADD = plugins/common/libostore.la \

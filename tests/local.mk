@@ -34,11 +34,10 @@ tests_unit_test_encoding_SOURCES = tests/unit/test_encoding.c
 tests_unit_test_encoding_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_encoding_LDADD = $(CHECK_LDADD_ALL)
 
-# backend-file's journal and overlay are tested as modules, compiled in.
-BF_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-file
+# The object-store journal and overlay are tested as modules, compiled in.
 tests_unit_test_bf_journal_SOURCES = tests/unit/test_bf_journal.c \
-	plugins/backend-file/journal.c
-tests_unit_test_bf_journal_CPPFLAGS = $(BF_CPPFLAGS)
+	plugins/common/journal.c
+tests_unit_test_bf_journal_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
 tests_unit_test_bf_journal_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_bf_journal_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_bf_kvov_SOURCES = tests/unit/test_bf_kvov.c \

@@ -1,38 +1,45 @@
 /* blockdev.c — the "blockdev" backend: object data on a raw block device or
- * one large image file, metadata in LevelDB (the engine's, ostore.h) in a
- * directory of its own.
+ * one large image file, metadata in LevelDB (the engine's, ostore.h) and a
+ * write-ahead journal in a directory of their own.
  *
- *     device:  [superblock 4 KiB | ... | data area from 1 MiB, 4 KiB blocks]
+ *     device:      [superblock 4 KiB | ... | data area from 1 MiB, 4 KiB blocks]
  *     meta_path/   LevelDB: onodes, attributes, omap, chunk maps whose
  *                  entries say which data blocks hold each chunk
+ *     meta_path/journal   write-ahead journal (journal.h)
  *
  * Copy on write.  Data never overwrites data that a committed map points
- * to: every chunk block the engine's overlay changed goes to free blocks,
- * and a commit is
+ * to: every block the engine's overlay changed goes to free blocks, and a
+ * commit is
  *
- *     allocate -> new blocks for every dirty block (or compressed chunk)
- *     write    -> O_DIRECT writes of the new blocks, then one sync of the
- *                 device
- *     commit   -> one synced LevelDB batch with the new maps, onodes,
- *                 attributes and omap: the commit point
- *     free     -> the blocks the old maps held go back to the allocator
- *                 (under the write lock, so no reader still uses them)
- *                 and are discarded
+ *     allocate -> free blocks for every changed block (or compressed chunk)
+ *     data     -> large batches: written with O_DIRECT and the device
+ *                 synced now; small ones (deferred) ride in the record
+ *     journal  -> one record: the new maps, metadata, deferred data; the
+ *                 commit point (one O_DIRECT|O_DSYNC write)
+ *     apply    -> deferred data to its new blocks and the metadata to
+ *                 LevelDB, unsynced, under the write lock
+ *     free     -> the old maps' blocks wait for the next checkpoint
  *
- * A crash before the batch leaves the old maps, pointing at untouched old
- * blocks; the new blocks were free and stay free.  There is no journal and
- * nothing to replay: the allocator is rebuilt from the maps at mount.  A
- * torn write can only hit free space.
+ * A checkpoint (journal full, mount, umount) syncs the device and LevelDB,
+ * starts the journal afresh, and only then frees, discards and reuses the
+ * blocks freed since the previous one.  So within the records replay may
+ * apply, no block is written twice: replaying them in any state gives the
+ * same result, and a direct write can never be overwritten by an older
+ * deferred one.  A crash before a record leaves the old maps pointing at
+ * untouched blocks; the new ones were free and stay free.  The allocator
+ * is rebuilt from the maps at mount, after replay.
  *
- * Space: the allocator is exact, so a transaction that does not fit fails
- * with ENOSPC before anything is written.
+ * Small writes thus cost one synced write (the record) like a raw disk
+ * write; large ones two (data, then record), and are written once.
  */
 #include "alloc.h"
+#include "journal.h"
 #include "mkfs.h"
 #include "ostore.h"
 #include "super.h"
 
 #include <tessera/backend.h>
+#include <tessera/encoding.h>
 #include <tessera/kv.h>
 
 #include <dirent.h>
@@ -67,7 +74,8 @@ errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 /* ---- Options ------------------------------------------------------------*/
 
-enum { OPT_PATH, OPT_META, OPT_SIZE, OPT_FORCE, OPT_ZERO, OPT_COMMON };
+enum { OPT_PATH, OPT_META, OPT_SIZE, OPT_FORCE, OPT_ZERO, OPT_JOURNAL,
+       OPT_COMMON };
 
 static const struct tsr_opt_def bd_options[] = {
 	[OPT_PATH] = { .name = "path", .type = TSR_OPT_STRING,
@@ -82,6 +90,9 @@ static const struct tsr_opt_def bd_options[] = {
 			.help = "mkfs: overwrite a device or file that holds data" },
 	[OPT_ZERO] = { .name = "zero_fill", .type = TSR_OPT_BOOL, .def = "false",
 		       .help = "mkfs of an image file: write zeros over it, so writes never wait for the file system to allocate (slow for large images)" },
+	[OPT_JOURNAL] = { .name = "journal_size", .type = TSR_OPT_SIZE,
+			  .def = "128M", .min = "1M", .max = "64G",
+			  .help = "size of the write-ahead journal in meta_path, set at mkfs" },
 	OS_COMMON_OPTIONS,
 	{ .name = NULL },
 };
@@ -100,7 +111,24 @@ struct bdev {
 	struct bd_super dsb;
 	uint64_t nblocks;
 	struct bd_alloc *alloc;
+	uint64_t journal_size;
+	struct jr *jr;
+	int failed_apply;      /* see bd_commit */
+	/* freed since the last checkpoint: reused only after the next */
+	struct bd_extent *quar;
+	size_t nquar, qcap;
+	uint64_t nquar_blocks;
+	/* free blocks, quarantine included, as readers may see them: set
+	 * under the write lock (the allocator itself is the commit
+	 * thread's) */
+	uint64_t space_free;
 };
+
+/* Batches with at most this much data carry it in their journal record. */
+#define DEFERRED_MAX (256u << 10)
+
+enum { P_DEVWRITE = 1 };
+enum { K_PUT = 1, K_DEL, K_DELRANGE };
 
 static struct bdev *
 B(struct os *os)
@@ -124,10 +152,11 @@ struct bwrite {
 
 struct bcommit {
 	struct bdev *bd;
-	struct tsr_kv_batch *batch;
+	struct tsr_enc k;          /* the record's key/value operations */
+	uint32_t nk;
 	struct bd_extent *taken;   /* allocated here: given back on failure */
 	size_t ntaken, tcap;
-	struct bd_extent *freed;   /* held by the old maps: freed after commit */
+	struct bd_extent *freed;   /* held by the old maps: quarantined */
 	size_t nfreed, fcap;
 	struct bwrite *w;
 	size_t nw, wcap;
@@ -149,6 +178,16 @@ grow(void **arr, size_t *cap, size_t n, size_t size)
 	*arr = na;
 	*cap = ncap;
 	return 0;
+}
+
+static void
+plan_kv(struct bcommit *bc, uint8_t op, const void *k, size_t kl, const void *v,
+	size_t vl)
+{
+	tsr_enc_u8(&bc->k, op);
+	tsr_enc_bytes(&bc->k, k, kl);
+	tsr_enc_bytes(&bc->k, v, vl);
+	bc->nk++;
 }
 
 static int
@@ -224,7 +263,7 @@ store_chunk(struct os_prep *p, struct bcommit *bc, struct os_file *f,
 	if ((rc = free_map(bc, &c->base, out.was_stored)) < 0)
 		goto out;
 	if (out.delete_map) {
-		tsr_kv_batch_del(bc->batch, k, kl);
+		plan_kv(bc, K_DEL, k, kl, NULL, 0);
 		goto out;
 	}
 	out.m.has_loc = 1;
@@ -276,7 +315,7 @@ store_chunk(struct os_prep *p, struct bcommit *bc, struct os_file *f,
 			rc = -ENOMEM;
 			goto out;
 		}
-		tsr_kv_batch_put(bc->batch, k, kl, v, vl);
+		plan_kv(bc, K_PUT, k, kl, v, vl);
 		free(v);
 	}
 out:
@@ -307,17 +346,15 @@ batch_emit(void *arg, int op, const void *k, size_t kl, const void *v,
 	if (bc->rc < 0)
 		return;
 	if (op == OS_KV_PUT) {
-		tsr_kv_batch_put(bc->batch, k, kl, v, vl);
+		plan_kv(bc, K_PUT, k, kl, v, vl);
 	} else if (op == OS_KV_DEL) {
-		tsr_kv_batch_del(bc->batch, k, kl);
+		plan_kv(bc, K_DEL, k, kl, NULL, 0);
 	} else {
 		/* a range: the maps in it give their blocks back */
 		if (kl > 0 && ((const uint8_t *)k)[0] == 'C')
 			bc->rc = tsr_kv_scan(bc->bd->os.kv, k, kl, v, vl, free_scanned,
 					     bc, bc->err, sizeof(bc->err));
-		if (bc->rc >= 0)
-			bc->rc = os_batch_del_range(&bc->bd->os, bc->batch, k, kl, v, vl,
-						    bc->err, sizeof(bc->err));
+		plan_kv(bc, K_DELRANGE, k, kl, v, vl);
 	}
 }
 
@@ -394,18 +431,123 @@ discard(struct bdev *bd, const struct bd_extent *e)
 		bd->no_discard = 1;
 }
 
+/* Apply a record (live, and at replay): deferred data to its blocks, the
+ * key/value operations in one unsynced LevelDB batch.  Reads nothing it
+ * writes, so applying it again, from any state, ends the same. */
 static int
-bd_commit(struct os *os, struct os_prep *p)
+apply_plan(struct bdev *bd, const void *buf, size_t len, char *err,
+	   size_t errlen)
+{
+	struct tsr_dec d, sub;
+	struct tsr_kv_batch *b;
+	uint8_t ver;
+	uint32_t n;
+	int rc = 0;
+
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return errf(err, errlen, -EBADMSG, "record: bad envelope");
+	n = tsr_dec_u32(&sub);
+	for (uint32_t i = 0; i < n && rc == 0 && !tsr_dec_error(&sub); i++) {
+		uint64_t blk = tsr_dec_u64(&sub);
+		const void *data;
+		size_t dl;
+
+		tsr_dec_bytes(&sub, &data, &dl, DEFERRED_MAX);
+		if (tsr_dec_error(&sub))
+			break;
+		if (dl % OS_BLOCK || blk > bd->nblocks || dl / OS_BLOCK > bd->nblocks - blk) {
+			tsr_dec_fail(&sub, -EBADMSG);
+			break;
+		}
+		rc = os_pwrite_full(bd->fd, data, dl, blk_off(bd, blk));
+		if (rc < 0)
+			return errf(err, errlen, rc, "%s: deferred write at block %"
+				    PRIu64 ": %s", bd->dev_path, blk, strerror(-rc));
+	}
+	n = tsr_dec_u32(&sub);
+	if ((b = tsr_kv_batch_create()) == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && rc == 0 && !tsr_dec_error(&sub); i++) {
+		uint8_t op = tsr_dec_u8(&sub);
+		const void *k, *v;
+		size_t kl, vl;
+
+		tsr_dec_bytes(&sub, &k, &kl, 1 + 16 + 4096 + 8);
+		tsr_dec_bytes(&sub, &v, &vl, (1u << 20) + 64);
+		if (tsr_dec_error(&sub))
+			break;
+		if (op == K_PUT)
+			tsr_kv_batch_put(b, k, kl, v, vl);
+		else if (op == K_DEL)
+			tsr_kv_batch_del(b, k, kl);
+		else if (op == K_DELRANGE)
+			rc = os_batch_del_range(&bd->os, b, k, kl, v, vl, err, errlen);
+		else
+			tsr_dec_fail(&sub, -EBADMSG);
+	}
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0) {
+		tsr_kv_batch_destroy(b);
+		return errf(err, errlen, -EBADMSG, "record: malformed");
+	}
+	if (rc == 0)
+		rc = tsr_kv_write(bd->os.kv, b, 0, err, errlen);
+	tsr_kv_batch_destroy(b);
+	return rc;
+}
+
+/* Call with the write lock held (or no reader possible). */
+static void
+publish_space(struct bdev *bd)
+{
+	bd->space_free = (bd->alloc ? bd_alloc_free_blocks(bd->alloc) : 0) +
+			 bd->nquar_blocks;
+}
+
+/* Everything applied becomes durable without the journal; then the
+ * journal starts afresh and the quarantined blocks are free again. */
+static int
+checkpoint(struct bdev *bd, char *err, size_t errlen)
+{
+	int rc;
+
+	if (fdatasync(bd->fd) < 0)
+		return errf(err, errlen, -errno, "%s: sync: %s", bd->dev_path,
+			    strerror(errno));
+	if ((rc = os_super_store(&bd->os, 1, err, errlen)) < 0 ||
+	    (rc = jr_checkpoint(bd->jr, err, errlen)) < 0)
+		return rc;
+	pthread_rwlock_wrlock(&bd->os.lock);
+	for (size_t i = 0; i < bd->nquar; i++) {
+		if (bd->alloc != NULL &&
+		    bd_alloc_release(bd->alloc, bd->quar[i].start, bd->quar[i].count) < 0)
+			os_log(&bd->os, LOG_ERR, "%s: freeing blocks %" PRIu64 "+%"
+			       PRIu64 " twice (run fsck)", bd->dev_path,
+			       bd->quar[i].start, bd->quar[i].count);
+		discard(bd, &bd->quar[i]);
+	}
+	bd->nquar = 0;
+	bd->nquar_blocks = 0;
+	publish_space(bd);
+	pthread_rwlock_unlock(&bd->os.lock);
+	return 0;
+}
+
+static int
+commit_once(struct os *os, struct os_prep *p)
 {
 	struct bdev *bd = B(os);
 	struct bcommit bc;
-	int rc = 0;
+	struct tsr_enc e;
+	uint64_t bytes = 0, seq;
+	uint8_t *rec = NULL;
+	size_t rlen = 0, mark;
+	int rc = 0, deferred;
 
 	memset(&bc, 0, sizeof(bc));
 	bc.bd = bd;
-	bc.batch = tsr_kv_batch_create();
-	if (bc.batch == NULL)
-		return -ENOMEM;
+	tsr_enc_init(&bc.k);
+	tsr_enc_init(&e);
 	/* key/value changes in order: ranges, then the chunk maps, then the
 	 * overlay's entries (kvov.h) */
 	os_emit_ranges(p, batch_emit, &bc);
@@ -416,42 +558,96 @@ bd_commit(struct os *os, struct os_prep *p)
 				rc = store_chunk(p, &bc, p->files[i], p->files[i]->chunks[j]);
 	if (rc == 0 && (rc = os_emit_entries(p, batch_emit, &bc)) == 0)
 		rc = bc.rc;
-	if (rc == 0) {
-		if (bc.nw > 1)
-			qsort(bc.w, bc.nw, sizeof(*bc.w), cmp_write);
+	if (rc == 0 && bc.nw > 1)
+		qsort(bc.w, bc.nw, sizeof(*bc.w), cmp_write);
+	for (size_t i = 0; i < bc.nw; i++)
+		bytes += (uint64_t)bc.w[i].nblk * OS_BLOCK;
+	/* small batches carry their data in the record: one synced write;
+	 * large ones write it in place first and sync the device */
+	deferred = bytes <= DEFERRED_MAX;
+	if (rc == 0 && !deferred)
 		rc = write_all(&bc);
+	if (rc == 0) {
+		mark = tsr_enc_begin_struct(&e, 1, 1);
+		tsr_enc_u32(&e, deferred ? (uint32_t)bc.nw : 0);
+		for (size_t i = 0; deferred && i < bc.nw; i++) {
+			tsr_enc_u64(&e, bc.w[i].blk);
+			tsr_enc_bytes(&e, bc.w[i].p, (size_t)bc.w[i].nblk * OS_BLOCK);
+		}
+		tsr_enc_u32(&e, bc.nk);
+		tsr_enc_raw(&e, bc.k.buf, bc.k.len);
+		tsr_enc_end_struct(&e, mark);
+		rc = tsr_enc_error(&bc.k) ? tsr_enc_error(&bc.k) : tsr_enc_error(&e);
+		if (rc == 0 && (rec = tsr_enc_take(&e, &rlen)) == NULL)
+			rc = -ENOMEM;
 	}
 	if (rc == 0) {
-		/* the commit point; then the old blocks are free, while no
-		 * reader can hold a map that points at them */
-		pthread_rwlock_wrlock(&os->lock);
-		rc = tsr_kv_write(os->kv, bc.batch, 1, bc.err, sizeof(bc.err));
-		if (rc == 0) {
-			os->sb = p->sb;
-			for (size_t i = 0; i < bc.nfreed; i++)
-				if (bd_alloc_release(bd->alloc, bc.freed[i].start,
-						     bc.freed[i].count) < 0)
-					os_log(os, LOG_ERR, "%s: freeing blocks %" PRIu64
-					       "+%" PRIu64 " twice (run fsck)", bd->dev_path,
-					       bc.freed[i].start, bc.freed[i].count);
-			bc.ntaken = 0; /* theirs now */
-		}
-		pthread_rwlock_unlock(&os->lock);
-		for (size_t i = 0; rc == 0 && i < bc.nfreed; i++)
-			discard(bd, &bc.freed[i]);
+		rc = jr_append(bd->jr, rec, rlen, &seq, bc.err, sizeof(bc.err));
+		if (rc == -ENOSPC && (rc = checkpoint(bd, bc.err, sizeof(bc.err))) == 0)
+			rc = jr_append(bd->jr, rec, rlen, &seq, bc.err, sizeof(bc.err));
+		if (rc == -E2BIG)
+			rc = -EFBIG;
 	}
-	if (rc < 0 && rc != -ENOSPC && bc.err[0])
+	if (rc == 0) {
+		/* committed; the old blocks wait for the next checkpoint */
+		pthread_rwlock_wrlock(&os->lock);
+		rc = apply_plan(bd, rec, rlen, bc.err, sizeof(bc.err));
+		if (rc == 0)
+			os->sb = p->sb;
+		bc.ntaken = 0; /* the record holds them now */
+		for (size_t i = 0; i < bc.nfreed; i++) {
+			if (grow((void **)&bd->quar, &bd->qcap, bd->nquar,
+				 sizeof(*bd->quar)) < 0) {
+				/* not freed until the next mount: a leak, not a loss */
+				break;
+			}
+			bd->quar[bd->nquar++] = bc.freed[i];
+			bd->nquar_blocks += bc.freed[i].count;
+		}
+		publish_space(bd);
+		pthread_rwlock_unlock(&os->lock);
+		if (rc < 0) {
+			os->failed = 1;
+			os_log(os, LOG_ERR, "%s: applying committed journal record %"
+			       PRIu64 " failed (%s); the store is now read-only and the "
+			       "record will be replayed at the next mount", bd->dev_path,
+			       seq, bc.err);
+			rc = -EIO;
+		}
+	}
+	if (rc < 0 && rc != -ENOSPC && rc != -EFBIG && bc.err[0])
 		os_log(os, LOG_ERR, "%s", bc.err);
 	for (size_t i = 0; i < bc.ntaken; i++) /* not committed: still free */
 		bd_alloc_release(bd->alloc, bc.taken[i].start, bc.taken[i].count);
 	for (size_t i = 0; i < bc.nowned; i++)
 		free(bc.owned[i]);
+	free(rec);
+	tsr_enc_release(&e);
+	tsr_enc_release(&bc.k);
 	free(bc.owned);
 	free(bc.taken);
 	free(bc.freed);
 	free(bc.w);
-	tsr_kv_batch_destroy(bc.batch);
-	return rc == -ENOSPC || rc == -ENOMEM ? rc : rc < 0 ? -EIO : 0;
+	return rc == -ENOSPC || rc == -ENOMEM || rc == -EFBIG ? rc : rc < 0 ? -EIO : 0;
+}
+
+static int
+bd_commit(struct os *os, struct os_prep *p)
+{
+	struct bdev *bd = B(os);
+	char err[512];
+	int rc = commit_once(os, p);
+
+	/* blocks freed since the last checkpoint count as free space (see
+	 * bd_space): when they are what is missing, a checkpoint frees them */
+	if (rc == -ENOSPC && bd->nquar > 0) {
+		if ((rc = checkpoint(bd, err, sizeof(err))) < 0) {
+			os_log(os, LOG_ERR, "%s", err);
+			return -EIO;
+		}
+		rc = commit_once(os, p);
+	}
+	return rc;
 }
 
 /* ---- The engine's other hooks ---------------------------------------------*/
@@ -484,10 +680,8 @@ bd_space(struct os *os, uint64_t *total, uint64_t *avail)
 {
 	struct bdev *bd = B(os);
 
-	if (bd->alloc == NULL)
-		return -EINVAL;
 	*total = bd->nblocks * OS_BLOCK;
-	*avail = bd_alloc_free_blocks(bd->alloc) * OS_BLOCK;
+	*avail = bd->space_free * OS_BLOCK;
 	return 0;
 }
 
@@ -627,6 +821,17 @@ bd_mkfs_op(void *inst, char *err, size_t errlen)
 	rc = os_super_store(os, 1, err, errlen);
 	tsr_kv_close(os->kv);
 	os->kv = NULL;
+	if (rc == 0) {
+		char jpath[sizeof(os->meta_path) + 16];
+		int dfd = open(os->meta_path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+		snprintf(jpath, sizeof(jpath), "%s/journal", os->meta_path);
+		rc = dfd < 0 ? errf(err, errlen, -errno, "%s: %s", os->meta_path,
+				    strerror(errno))
+			     : jr_create(dfd, "journal", jpath, bd->journal_size,
+					 bd->dsb.uuid, err, errlen);
+		if (dfd >= 0)
+			close(dfd);
+	}
 	return rc;
 }
 
@@ -635,6 +840,13 @@ close_dev(struct bdev *bd)
 {
 	bd_alloc_destroy(bd->alloc);
 	bd->alloc = NULL;
+	jr_close(bd->jr);
+	bd->jr = NULL;
+	free(bd->quar);
+	bd->quar = NULL;
+	bd->nquar = bd->qcap = 0;
+	bd->nquar_blocks = 0;
+	bd->space_free = 0;
 	if (bd->os.kv)
 		tsr_kv_close(bd->os.kv);
 	bd->os.kv = NULL;
@@ -645,8 +857,21 @@ close_dev(struct bdev *bd)
 	bd->fd = bd->dio = -1;
 }
 
-/* Open the device and the metadata, check they belong together, rebuild
- * the allocator (unless fsck does that itself). */
+static int
+replay_record(void *arg, uint64_t seq, const void *p, size_t n)
+{
+	struct bdev *bd = arg;
+	char err[512];
+	int rc = apply_plan(bd, p, n, err, sizeof(err));
+
+	if (rc < 0)
+		os_log(&bd->os, LOG_ERR, "%s/journal: record %" PRIu64 ": %s",
+		       bd->os.meta_path, seq, err);
+	return rc;
+}
+
+/* Open the device and the metadata, check they belong together, replay
+ * the journal, rebuild the allocator (unless fsck does that itself). */
 static int
 open_dev(struct bdev *bd, int rebuild, char *err, size_t errlen)
 {
@@ -683,6 +908,17 @@ open_dev(struct bdev *bd, int rebuild, char *err, size_t errlen)
 			  bd->dev_path);
 		goto fail;
 	}
+	char jpath[sizeof(os->meta_path) + 16];
+	uint64_t nrec = 0;
+	snprintf(jpath, sizeof(jpath), "%s/journal", os->meta_path);
+	if ((rc = jr_open(jpath, bd->dsb.uuid, &bd->jr, err, errlen)) < 0 ||
+	    (rc = jr_replay(bd->jr, replay_record, bd, &nrec, err, errlen)) < 0 ||
+	    (rc = os_super_load(os, err, errlen)) < 0 ||
+	    (rc = checkpoint(bd, err, errlen)) < 0)
+		goto fail;
+	if (nrec)
+		os_log(os, LOG_INFO, "%s: replayed %" PRIu64 " journal records",
+		       bd->dev_path, nrec);
 	if ((rc = bd_alloc_create(bd->nblocks, &bd->alloc)) < 0) {
 		errf(err, errlen, rc, "%s: no allocator: %s", bd->dev_path, strerror(-rc));
 		goto fail;
@@ -716,6 +952,8 @@ bd_mount(void *inst, char *err, size_t errlen)
 	if ((rc = open_dev(bd, 1, err, errlen)) < 0)
 		return rc;
 	bd->no_discard = 0;
+	bd->os.batch_limit = jr_max_payload(bd->jr) / 4;
+	publish_space(bd);
 	if ((rc = os_start(&bd->os, err, errlen)) < 0)
 		close_dev(bd);
 	return rc;
@@ -726,11 +964,16 @@ bd_umount(void *inst)
 {
 	struct bdev *bd = inst;
 
+	char err[512];
+	int rc = 0;
+
 	if (!bd->os.mounted)
 		return -EINVAL;
 	os_stop(&bd->os);
+	if (!bd->os.failed && (rc = checkpoint(bd, err, sizeof(err))) < 0)
+		os_log(&bd->os, LOG_ERR, "%s", err);
 	close_dev(bd);
-	return 0;
+	return rc;
 }
 
 /* ---- fsck -------------------------------------------------------------------*/
@@ -811,6 +1054,7 @@ bd_create(const struct tsr_host *host, const struct tsr_opts *opts,
 	bd->size = (uint64_t)v[OPT_SIZE].i;
 	bd->force = (int)v[OPT_FORCE].i;
 	bd->zero_fill = (int)v[OPT_ZERO].i;
+	bd->journal_size = (uint64_t)v[OPT_JOURNAL].i;
 	bd->fd = bd->dio = -1;
 	*instance = bd;
 	return 0;

@@ -1,4 +1,4 @@
-/* journal.h — backend-file's write-ahead journal: a preallocated file of
+/* journal.h — the object stores' write-ahead journal: a preallocated file of
  * checksummed records, written in order, replayed after a crash.
  *
  * A transaction is durable once its record is in the journal; the store
@@ -44,8 +44,8 @@
  *
  * Not thread-safe: the store's commit thread owns it.
  */
-#ifndef TSR_FILE_JOURNAL_H
-#define TSR_FILE_JOURNAL_H
+#ifndef TSR_OSTORE_JOURNAL_H
+#define TSR_OSTORE_JOURNAL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
-/* errf.h — backend-file's one error-message helper. */
-#ifndef TSR_FILE_ERRF_H
-#define TSR_FILE_ERRF_H
+/* errf.h — the object-store plugins' one error-message helper. */
+#ifndef TSR_OSTORE_ERRF_H
+#define TSR_OSTORE_ERRF_H
 
 #include <stdarg.h>
 #include <stdio.h>
