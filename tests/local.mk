@@ -23,7 +23,8 @@ unit_tests = \
 	tests/unit/test_bd_mkfs \
 	tests/unit/test_bf_journal \
 	tests/unit/test_bf_kvov \
-	tests/unit/test_backend_file
+	tests/unit/test_backend_file \
+	tests/unit/test_backend_blockdev
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
@@ -49,6 +50,9 @@ tests_unit_test_bf_kvov_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_backend_file_SOURCES = tests/unit/test_backend_file.c
 tests_unit_test_backend_file_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_backend_file_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_backend_blockdev_SOURCES = tests/unit/test_backend_blockdev.c
+tests_unit_test_backend_blockdev_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_backend_blockdev_LDADD = $(CHECK_LDADD_ALL)
 
 # Test plugins: one source, one variant per refusal reason (see the comment
 # at the top of testplug.c).  -rpath makes libtool build real shared objects
@@ -177,11 +181,13 @@ AM_TESTS_ENVIRONMENT = \
 	PLUGIN_DIR='$(abs_top_builddir)/lib/plugins'; \
 	PLACEMENT_PLUGINS='$(abs_top_builddir)/plugins/placement-crush/.libs/crush.so:$(abs_top_builddir)/plugins/placement-hrw/.libs/hrw.so'; \
 	BACKEND_FILE_PLUGIN='$(abs_top_builddir)/plugins/backend-file/.libs/file.so'; \
+	BACKEND_BLOCKDEV_PLUGIN='$(abs_top_builddir)/plugins/backend-blockdev/.libs/blockdev.so'; \
 	BACKEND_PLUGINS="$$BACKEND_FILE_PLUGIN:$(abs_top_builddir)/plugins/backend-blockdev/.libs/blockdev.so"; \
 	BACKEND_OPTIONS_file='journal_size=8M'; \
 	BACKEND_OPTIONS_blockdev='size=256M'; \
 	export TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
-		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_PLUGINS BACKEND_OPTIONS_file \
+		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_BLOCKDEV_PLUGIN \
+		BACKEND_PLUGINS BACKEND_OPTIONS_file \
 		BACKEND_OPTIONS_blockdev;
 TESTS += tests/cli/test_cli.sh tests/cli/test_placement_cli.sh \
 	tests/integration/test_valgrind.sh

@@ -3,7 +3,9 @@
 
 #include "util/util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <leveldb/c.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,11 +75,31 @@ tsr_kv_open(const char *path, int create, struct tsr_kv **out, char *err,
 	char *lerr = NULL;
 	struct stat st;
 
-	/* LevelDB creates the directory (and a lock file) before it finds
-	 * the store missing; look first, so a failed open leaves nothing */
-	if (!create && stat(path, &st) != 0)
-		return tsr_errf(err, errlen, -ENOENT,
-				"LevelDB store %s: cannot open: it does not exist", path);
+	/* LevelDB creates the directory (and LOCK and LOG files) before it
+	 * finds the store missing; look first, so a failed open leaves
+	 * nothing behind.  A store always has CURRENT. */
+	if (!create) {
+		char cur[4096];
+		if (stat(path, &st) != 0)
+			return tsr_errf(err, errlen, -ENOENT,
+					"LevelDB store %s: cannot open: it does not exist",
+					path);
+		snprintf(cur, sizeof(cur), "%s/CURRENT", path);
+		if (S_ISDIR(st.st_mode) && stat(cur, &st) != 0 && errno == ENOENT) {
+			DIR *d = opendir(path);
+			struct dirent *de;
+			int empty = 1;
+			while (d && (de = readdir(d)) != NULL)
+				if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+					empty = 0;
+			if (d)
+				closedir(d);
+			if (empty)
+				return tsr_errf(err, errlen, -ENOENT,
+						"LevelDB store %s: cannot open: the "
+						"directory is empty", path);
+		}
+	}
 	kv = calloc(1, sizeof(*kv));
 	if (kv == NULL)
 		return tsr_errf(err, errlen, -ENOMEM, "out of memory");

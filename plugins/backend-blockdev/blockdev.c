@@ -39,6 +39,7 @@
 #include "super.h"
 
 #include <tessera/backend.h>
+#include <tessera/crc32c.h>
 #include <tessera/encoding.h>
 #include <tessera/kv.h>
 
@@ -247,6 +248,31 @@ free_map(struct bcommit *bc, const struct os_cmeta *m, uint16_t which)
 	return 0;
 }
 
+/* Turn a compressed result back into a raw one (all blocks are loaded
+ * when compressing); what the old map held stays as computed. */
+static void
+store_raw(const struct os_chunk *c, struct os_chunk_out *out)
+{
+	os_chunk_out_release(out);
+	memset(&out->m, 0, sizeof(out->m));
+	out->m.present = 1;
+	out->m.kind = OS_CHUNK_RAW;
+	out->m.has_loc = 1;
+	out->write = 0;
+	for (unsigned b = 0; b < OS_BPC; b++) {
+		const uint8_t *blk = c->buf + b * OS_BLOCK;
+		int zero = 1;
+		for (unsigned i = 0; i < OS_BLOCK && zero; i++)
+			zero = blk[i] == 0;
+		if (zero) {
+			out->m.zero |= (uint16_t)(1u << b);
+		} else {
+			out->m.crc[b] = tsr_crc32c(0, blk, OS_BLOCK);
+			out->write |= (uint16_t)(1u << b);
+		}
+	}
+}
+
 static int
 store_chunk(struct os_prep *p, struct bcommit *bc, struct os_file *f,
 	    struct os_chunk *c)
@@ -267,6 +293,11 @@ store_chunk(struct os_prep *p, struct bcommit *bc, struct os_file *f,
 		goto out;
 	}
 	out.m.has_loc = 1;
+	if (out.m.kind == OS_CHUNK_ZSTD &&
+	    bd_alloc_take(bc->bd->alloc, zblocks(out.m.stored), ext, 1, &next) == 0)
+		bd_alloc_release(bc->bd->alloc, ext[0].start, ext[0].count);
+	else if (out.m.kind == OS_CHUNK_ZSTD)
+		store_raw(c, &out); /* no run long enough: fragmented space */
 	if (out.m.kind == OS_CHUNK_ZSTD) {
 		uint32_t n = zblocks(out.m.stored);
 		uint8_t *z;
@@ -418,7 +449,9 @@ discard(struct bdev *bd, const struct bd_extent *e)
 	uint64_t off = blk_off(bd, e->start), len = e->count * OS_BLOCK;
 	int rc;
 
-	if (bd->no_discard)
+	/* an image file written with zeros at mkfs stays fully allocated:
+	 * punching it would bring back the allocation cost zero_fill avoids */
+	if (bd->no_discard || (!bd->is_blk && bd->zero_fill))
 		return;
 	if (bd->is_blk) {
 		uint64_t range[2] = { off, len };

@@ -1268,13 +1268,13 @@ os_super_store(struct os *os, int sync, char *err, size_t errlen)
 }
 
 static int
-enough_space(struct os *os, uint64_t need)
+enough_space(struct os *os, uint64_t need, uint64_t reserve)
 {
 	uint64_t total, avail;
 
 	if (os->hooks->space(os, &total, &avail) < 0)
 		return 1; /* cannot tell: let the write find out */
-	return avail >= need + os->min_free;
+	return avail >= need + reserve;
 }
 
 /* Prepare one encoded transaction into the overlay.  On failure the
@@ -1313,19 +1313,31 @@ prep_init(struct os_prep *p, struct os *os, uint64_t now)
 	p->now = now;
 }
 
-/* What the overlay may need on disk: dirty chunks whole, and its keys. */
-static uint64_t
-overlay_bytes(const struct os_prep *p)
+/* What the overlay may need on disk: *data for its dirty chunks (whole),
+ * *meta for its keys. */
+static void
+overlay_bytes(const struct os_prep *p, uint64_t *data, uint64_t *meta)
 {
-	uint64_t n = 0;
-
+	*data = *meta = 0;
 	for (size_t i = 0; i < p->nfiles; i++)
 		for (size_t j = 0; j < p->files[i]->nchunks; j++)
 			if (p->files[i]->chunks[j]->dirty)
-				n += OS_CHUNK;
+				*data += OS_CHUNK;
 	for (size_t i = 0; i < p->kv.nents; i++)
-		n += p->kv.ents[i].klen + p->kv.ents[i].vlen;
-	return n;
+		*meta += p->kv.ents[i].klen + p->kv.ents[i].vlen;
+}
+
+/* Room for an overlay?  Data may not eat into min_free; a transaction that
+ * writes no data may, since removing objects is how a full store is
+ * emptied and min_free is the room kept for their metadata. */
+static int
+room_for(struct os *os, const struct os_prep *p)
+{
+	uint64_t data, meta;
+
+	overlay_bytes(p, &data, &meta);
+	return data ? enough_space(os, data + meta, os->min_free)
+		    : enough_space(os, meta, 0);
 }
 
 /* Group commit: the transactions of a batch are prepared one after the
@@ -1362,10 +1374,10 @@ commit_batch(struct os *os, struct os_pending **batch, int *rcs, size_t n)
 		rcs[i] = rc;
 		prep_release(&p);
 	}
-	/* Before anything is written, the overlay's worst case plus min_free
-	 * must be free, so a full store fails a transaction with ENOSPC
-	 * instead of half-applying it. */
-	if (ok && !enough_space(os, overlay_bytes(&p)))
+	/* Before anything is written, the overlay's worst case must fit, so
+	 * a full store fails a transaction with ENOSPC instead of
+	 * half-applying it. */
+	if (ok && !room_for(os, &p))
 		rc = -ENOSPC;
 	else
 		rc = ok ? os->hooks->commit(os, &p) : 0;
