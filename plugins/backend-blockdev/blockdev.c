@@ -32,6 +32,7 @@
  * Small writes thus cost one synced write (the record) like a raw disk
  * write; large ones two (data, then record), and are written once.
  */
+#include "errf.h"
 #include "alloc.h"
 #include "journal.h"
 #include "mkfs.h"
@@ -59,19 +60,6 @@
 
 #define LOG_ERR TSR_LOG_ERROR
 #define LOG_INFO TSR_LOG_INFO
-
-static __attribute__((format(printf, 4, 5))) int
-errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 /* ---- Options ------------------------------------------------------------*/
 

@@ -17,6 +17,7 @@
  * overlay rebuilt without it (failures are rare, and a batch is small).
  */
 #include "ostore.h"
+#include "errf.h"
 
 #include <tessera/crc32c.h>
 #include <tessera/encoding.h>
@@ -34,20 +35,6 @@
 #define LOG_ERR TSR_LOG_ERROR
 #define LOG_WARN TSR_LOG_WARN
 #define LOG_INFO TSR_LOG_INFO
-
-/* Format a reason into err (when given) and return rc. */
-static __attribute__((format(printf, 4, 5))) int
-errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 const char *const os_compression_choices[] = { "none", "zstd", NULL };
 
