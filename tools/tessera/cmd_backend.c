@@ -508,6 +508,8 @@ struct bench {
 	bool drop, json;
 	char raw[PATH_MAX], rawdir[PATH_MAX];
 	bool made_dir, made_raw, made_rawdir, mounted;
+	char meta[PATH_MAX];      /* a metadata directory beside DIR, if any */
+	bool meta_existed;
 	int rawfd, rawdirfd;      /* DIR.raw, DIR.raw.d */
 	bool direct;              /* O_DIRECT works on this file system */
 	uint8_t *pat;             /* OBJ_SIZE random bytes, 4 KiB aligned */
@@ -1324,6 +1326,14 @@ bench_run(int argc, char **argv)
 	sigaction(SIGTERM, &sa, &old_term);
 	sig_set = true;
 
+	/* Some backends keep metadata beside DIR (blockdev: meta_path, by
+	 * default DIR.meta): take it back too if this run made it. */
+	snprintf(b.meta, sizeof(b.meta), "%s.meta", dir);
+	for (size_t i = 0; i < b.be.nsrc; i++)
+		if (strcmp(b.be.srcs[i].name, "meta_path") == 0 && b.be.srcs[i].s &&
+		    b.be.srcs[i].s[0])
+			tsr_strlcpy(b.meta, b.be.srcs[i].s, sizeof(b.meta));
+	b.meta_existed = lstat(b.meta, &st) == 0;
 	progress(&b, "mkfs of a %s store at %s (%s)", b.be.name, dir, b.fstype);
 	b.made_dir = true;
 	int brc = b.be.ops->mkfs(b.be.h, err, sizeof(err));
@@ -1544,6 +1554,8 @@ out:
 			b.raw, strerror(errno));
 	if (b.made_rawdir)
 		rm_tree(&b, b.rawdir);
+	if (b.made_dir && b.meta[0] && !b.meta_existed && lstat(b.meta, &st) == 0)
+		rm_tree(&b, b.meta);
 	if (sig_set) {
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGTERM, &old_term, NULL);
