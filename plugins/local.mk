@@ -37,6 +37,7 @@ plugins_common_libostore_la_SOURCES = \
 	plugins/common/ostore.c plugins/common/ostore.h \
 	plugins/common/kvov.c plugins/common/kvov.h \
 	plugins/common/journal.c plugins/common/journal.h \
+	plugins/common/fileio.c plugins/common/fileio.h \
 	plugins/common/errf.h
 plugins_common_libostore_la_CPPFLAGS = $(AM_CPPFLAGS) $(ZSTD_CFLAGS)
 OSTORE_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common $(ZSTD_CFLAGS)

@@ -37,7 +37,7 @@ tests_unit_test_encoding_LDADD = $(CHECK_LDADD_ALL)
 
 # The object-store journal and overlay are tested as modules, compiled in.
 tests_unit_test_bf_journal_SOURCES = tests/unit/test_bf_journal.c \
-	plugins/common/journal.c
+	plugins/common/journal.c plugins/common/fileio.c
 tests_unit_test_bf_journal_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
 tests_unit_test_bf_journal_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_bf_journal_LDADD = $(CHECK_LDADD_ALL)

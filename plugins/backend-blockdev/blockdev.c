@@ -117,7 +117,6 @@ struct bdev {
 #define DEFERRED_MAX (256u << 10)
 
 enum { P_DEVWRITE = 1 };
-enum { K_PUT = 1, K_DEL, K_DELRANGE };
 
 static struct bdev *
 B(struct os *os)
@@ -170,13 +169,10 @@ grow(void **arr, size_t *cap, size_t n, size_t size)
 }
 
 static void
-plan_kv(struct bcommit *bc, uint8_t op, const void *k, size_t kl, const void *v,
+plan_kv(struct bcommit *bc, int op, const void *k, size_t kl, const void *v,
 	size_t vl)
 {
-	tsr_enc_u8(&bc->k, op);
-	tsr_enc_bytes(&bc->k, k, kl);
-	tsr_enc_bytes(&bc->k, v, vl);
-	bc->nk++;
+	os_rec_kv(&bc->k, &bc->nk, op, k, kl, v, vl);
 }
 
 static int
@@ -277,7 +273,7 @@ store_chunk(struct os_prep *p, struct bcommit *bc, struct os_file *f,
 	if ((rc = free_map(bc, &c->base, out.was_stored)) < 0)
 		goto out;
 	if (out.delete_map) {
-		plan_kv(bc, K_DEL, k, kl, NULL, 0);
+		plan_kv(bc, OS_KV_DEL, k, kl, NULL, 0);
 		goto out;
 	}
 	out.m.has_loc = 1;
@@ -334,7 +330,7 @@ store_chunk(struct os_prep *p, struct bcommit *bc, struct os_file *f,
 			rc = -ENOMEM;
 			goto out;
 		}
-		plan_kv(bc, K_PUT, k, kl, v, vl);
+		plan_kv(bc, OS_KV_PUT, k, kl, v, vl);
 		free(v);
 	}
 out:
@@ -365,15 +361,15 @@ batch_emit(void *arg, int op, const void *k, size_t kl, const void *v,
 	if (bc->rc < 0)
 		return;
 	if (op == OS_KV_PUT) {
-		plan_kv(bc, K_PUT, k, kl, v, vl);
+		plan_kv(bc, OS_KV_PUT, k, kl, v, vl);
 	} else if (op == OS_KV_DEL) {
-		plan_kv(bc, K_DEL, k, kl, NULL, 0);
+		plan_kv(bc, OS_KV_DEL, k, kl, NULL, 0);
 	} else {
 		/* a range: the maps in it give their blocks back */
 		if (kl > 0 && ((const uint8_t *)k)[0] == 'C')
 			bc->rc = tsr_kv_scan(bc->bd->os.kv, k, kl, v, vl, free_scanned,
 					     bc, bc->err, sizeof(bc->err));
-		plan_kv(bc, K_DELRANGE, k, kl, v, vl);
+		plan_kv(bc, OS_KV_DELRANGE, k, kl, v, vl);
 	}
 }
 
@@ -394,26 +390,10 @@ write_all(struct bcommit *bc)
 			i++;
 		}
 		uint64_t off = blk_off(bd, blk);
-		struct iovec *v = iov;
-		while (n > 0) {
-			ssize_t w = pwritev(bd->dio >= 0 ? bd->dio : bd->fd, v, n, (off_t)off);
-			if (w < 0) {
-				if (errno == EINTR)
-					continue;
-				return errf(bc->err, sizeof(bc->err), -errno, "%s: write at "
-					    "%" PRIu64 ": %s", bd->dev_path, off, strerror(errno));
-			}
-			off += (uint64_t)w;
-			while (n > 0 && (size_t)w >= v->iov_len) {
-				w -= (ssize_t)v->iov_len;
-				v++;
-				n--;
-			}
-			if (n > 0) {
-				v->iov_base = (uint8_t *)v->iov_base + w;
-				v->iov_len -= (size_t)w;
-			}
-		}
+		int rc = os_pwritev_full(bd->dio >= 0 ? bd->dio : bd->fd, iov, n, off);
+		if (rc < 0)
+			return errf(bc->err, sizeof(bc->err), rc, "%s: write at %" PRIu64
+				    ": %s", bd->dev_path, off, strerror(-rc));
 	}
 	if (bc->nw && fdatasync(bd->fd) < 0)
 		return errf(bc->err, sizeof(bc->err), -errno, "%s: sync: %s",
@@ -486,27 +466,9 @@ apply_plan(struct bdev *bd, const void *buf, size_t len, char *err,
 			return errf(err, errlen, rc, "%s: deferred write at block %"
 				    PRIu64 ": %s", bd->dev_path, blk, strerror(-rc));
 	}
-	n = tsr_dec_u32(&sub);
 	if ((b = tsr_kv_batch_create()) == NULL)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n && rc == 0 && !tsr_dec_error(&sub); i++) {
-		uint8_t op = tsr_dec_u8(&sub);
-		const void *k, *v;
-		size_t kl, vl;
-
-		tsr_dec_bytes(&sub, &k, &kl, 1 + 16 + 4096 + 8);
-		tsr_dec_bytes(&sub, &v, &vl, (1u << 20) + 64);
-		if (tsr_dec_error(&sub))
-			break;
-		if (op == K_PUT)
-			tsr_kv_batch_put(b, k, kl, v, vl);
-		else if (op == K_DEL)
-			tsr_kv_batch_del(b, k, kl);
-		else if (op == K_DELRANGE)
-			rc = os_batch_del_range(&bd->os, b, k, kl, v, vl, err, errlen);
-		else
-			tsr_dec_fail(&sub, -EBADMSG);
-	}
+	rc = os_rec_kv_decode(&bd->os, &sub, b, err, errlen);
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0) {
 		tsr_kv_batch_destroy(b);
 		return errf(err, errlen, -EBADMSG, "record: malformed");
@@ -767,24 +729,6 @@ rebuild_one(void *arg, const void *k, size_t kl, const void *v, size_t vl)
 
 /* ---- mkfs, mount, umount -------------------------------------------------*/
 
-static int
-dir_is_empty(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	int empty = 1;
-
-	if (d == NULL)
-		return 0;
-	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			empty = 0;
-			break;
-		}
-	closedir(d);
-	return empty;
-}
-
 /* Does the start of an existing file or device hold anything? */
 static int
 holds_data(const char *path)
@@ -829,7 +773,7 @@ bd_mkfs_op(void *inst, char *err, size_t errlen)
 			    "create an image file", bd->dev_path);
 	}
 	if (stat(os->meta_path, &st) == 0 && (!S_ISDIR(st.st_mode) ||
-					      !dir_is_empty(os->meta_path)))
+					      !os_dir_is_empty(os->meta_path)))
 		return errf(err, errlen, -EEXIST, "%s: the metadata directory already "
 			    "exists and is not empty", os->meta_path);
 	mo.force = 1; /* the checks above decided */
@@ -1092,24 +1036,8 @@ bd_destroy(void *inst)
 	free(bd);
 }
 
-static const struct tsr_backend_ops bd_ops = {
-	.size = sizeof(struct tsr_backend_ops),
-	.mkfs = bd_mkfs_op,
-	.mount = bd_mount,
-	.umount = bd_umount,
-	.submit = os_submit,
-	.flush = os_flush,
-	.read = os_read,
-	.stat = os_stat,
-	.getattr = os_getattr,
-	.getattrs = os_getattrs,
-	.omap_get = os_omap_get,
-	.omap_iter = os_omap_iter,
-	.list_colls = os_list_colls,
-	.list_objects = os_list_objects,
-	.statfs = os_statfs,
-	.fsck = bd_fsck,
-};
+static const struct tsr_backend_ops bd_ops =
+	OS_BACKEND_OPS(bd_mkfs_op, bd_mount, bd_umount, bd_fsck);
 
 TSR_PLUGIN_EXPORT const struct tsr_plugin_desc tessera_plugin = {
 	.abi_major = TSR_PLUGIN_ABI_MAJOR,

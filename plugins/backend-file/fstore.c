@@ -64,7 +64,6 @@
 #define LOG_ERR TSR_LOG_ERROR
 #define LOG_WARN TSR_LOG_WARN
 #define LOG_INFO TSR_LOG_INFO
-#define KEY_MAX (1 + 16 + TSR_TXN_MAX_NAME + 8) /* longest LevelDB key */
 
 /* ---- Options ------------------------------------------------------------*/
 
@@ -314,7 +313,6 @@ FC(struct os_prep *p)
  * Every operation reads nothing and may be applied any number of times. */
 
 enum { P_WRITE = 1, P_PUNCH, P_TRUNC, P_UNLINK };
-enum { K_PUT = 1, K_DEL, K_DELRANGE };
 
 struct plan {
 	struct tsr_enc f, k;
@@ -335,13 +333,10 @@ plan_file(struct plan *pl, uint8_t op, uint64_t objid, uint64_t off,
 }
 
 static void
-plan_kv(struct plan *pl, uint8_t op, const void *k, size_t kl, const void *v,
+plan_kv(struct plan *pl, int op, const void *k, size_t kl, const void *v,
 	size_t vl)
 {
-	tsr_enc_u8(&pl->k, op);
-	tsr_enc_bytes(&pl->k, k, kl);
-	tsr_enc_bytes(&pl->k, v, vl);
-	pl->nk++;
+	os_rec_kv(&pl->k, &pl->nk, op, k, kl, v, vl);
 }
 
 /* Queue data for a file being written directly (see write_direct);
@@ -461,13 +456,13 @@ finalize_chunk(struct os_prep *p, struct plan *pl, struct os_file *f,
 		}
 	}
 	if (rc == 0 && out.delete_map) {
-		plan_kv(pl, K_DEL, k, kl, NULL, 0);
+		plan_kv(pl, OS_KV_DEL, k, kl, NULL, 0);
 	} else if (rc == 0) {
 		v = os_cmeta_encode(&out.m, &vl);
 		if (v == NULL)
 			rc = -ENOMEM;
 		else
-			plan_kv(pl, K_PUT, k, kl, v, vl);
+			plan_kv(pl, OS_KV_PUT, k, kl, v, vl);
 		free(v);
 	}
 	os_chunk_out_release(&out);
@@ -516,30 +511,6 @@ add_jid(struct os_prep *p, uint64_t objid)
 	return 0;
 }
 
-static int
-writev_full(int fd, struct iovec *iov, int n, uint64_t off)
-{
-	while (n > 0) {
-		ssize_t w = pwritev(fd, iov, n, (off_t)off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		off += (uint64_t)w;
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
-	}
-	return 0;
-}
-
 /* Write a direct file's queued data: contiguous block-aligned pieces
  * become one O_DIRECT pwritev (a 4 MiB object is one write, not 64). */
 static int
@@ -564,7 +535,7 @@ flush_dwrites(struct direct *d)
 			iov[n++].iov_len = d->w[i].len;
 			end += d->w[i].len;
 		}
-		rc = writev_full(aligned ? d->dio : d->fd, iov, n, off);
+		rc = os_pwritev_full(aligned ? d->dio : d->fd, iov, n, off);
 		if (rc < 0)
 			return rc;
 	}
@@ -625,8 +596,7 @@ sync_direct(struct os_prep *p)
 static void
 plan_emit(void *arg, int op, const void *k, size_t kl, const void *v, size_t vl)
 {
-	plan_kv(arg, op == OS_KV_PUT ? K_PUT : op == OS_KV_DEL ? K_DEL : K_DELRANGE,
-		k, kl, v, vl);
+	plan_kv(arg, op, k, kl, v, vl);
 }
 
 /* Turn the overlay into the encoded plan (*out, malloc'd). */
@@ -692,21 +662,6 @@ finalize(struct os_prep *p, uint8_t **out, size_t *outlen)
 
 /* ---- Applying a plan (live and at replay) ---------------------------------*/
 
-struct delrange {
-	struct tsr_kv_batch *b;
-};
-
-static int
-delrange_key(void *arg, const void *k, size_t kl, const void *v, size_t vl)
-{
-	struct delrange *d = arg;
-
-	(void)v;
-	(void)vl;
-	tsr_kv_batch_del(d->b, k, kl);
-	return 0;
-}
-
 static int
 apply_plan(struct os *os, const void *buf, size_t len, char *err, size_t errlen)
 {
@@ -769,31 +724,10 @@ apply_plan(struct os *os, const void *buf, size_t len, char *err, size_t errlen)
 			return errf(err, errlen, rc, "%s: applying to data file %016" PRIx64
 				    ": %s", os->path, objid, strerror(-rc));
 	}
-	n = tsr_dec_u32(&sub);
 	b = tsr_kv_batch_create();
 	if (b == NULL)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n && rc == 0 && !tsr_dec_error(&sub); i++) {
-		uint8_t op = tsr_dec_u8(&sub);
-		const void *k, *v;
-		size_t kl, vl;
-
-		tsr_dec_bytes(&sub, &k, &kl, KEY_MAX);
-		tsr_dec_bytes(&sub, &v, &vl, TSR_TXN_MAX_VALUE + 64);
-		if (tsr_dec_error(&sub))
-			break;
-		if (op == K_PUT) {
-			tsr_kv_batch_put(b, k, kl, v, vl);
-		} else if (op == K_DEL) {
-			tsr_kv_batch_del(b, k, kl);
-		} else if (op == K_DELRANGE) {
-			struct delrange dr = { b };
-			rc = tsr_kv_scan(os->kv, k, kl, v, vl, delrange_key, &dr, err,
-					 errlen);
-		} else {
-			tsr_dec_fail(&sub, -EBADMSG);
-		}
-	}
+	rc = os_rec_kv_decode(os, &sub, b, err, errlen);
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0) {
 		tsr_kv_batch_destroy(b);
 		return errf(err, errlen, -EBADMSG, "plan: malformed");
@@ -935,24 +869,6 @@ fs_commit(struct os *os, struct os_prep *p)
 /* ---- mkfs, mount, umount --------------------------------------------------*/
 
 static int
-dir_is_empty(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	int empty = 1;
-
-	if (d == NULL)
-		return 0;
-	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			empty = 0;
-			break;
-		}
-	closedir(d);
-	return empty;
-}
-
-static int
 fs_mkfs(void *inst, char *err, size_t errlen)
 {
 	struct os *os = inst;
@@ -964,7 +880,7 @@ fs_mkfs(void *inst, char *err, size_t errlen)
 	if (os->mounted)
 		return errf(err, errlen, -EBUSY, "%s: store is mounted", os->path);
 	if (stat(os->path, &st) == 0) {
-		if (!S_ISDIR(st.st_mode) || !dir_is_empty(os->path))
+		if (!S_ISDIR(st.st_mode) || !os_dir_is_empty(os->path))
 			return errf(err, errlen, -EEXIST,
 				    "%s: already exists and is not an empty directory "
 				    "(a store is there, or other data)", os->path);
@@ -1247,24 +1163,8 @@ fs_destroy(void *inst)
 	free(os);
 }
 
-static const struct tsr_backend_ops fs_ops = {
-	.size = sizeof(struct tsr_backend_ops),
-	.mkfs = fs_mkfs,
-	.mount = fs_mount,
-	.umount = fs_umount,
-	.submit = os_submit,
-	.flush = os_flush,
-	.read = os_read,
-	.stat = os_stat,
-	.getattr = os_getattr,
-	.getattrs = os_getattrs,
-	.omap_get = os_omap_get,
-	.omap_iter = os_omap_iter,
-	.list_colls = os_list_colls,
-	.list_objects = os_list_objects,
-	.statfs = os_statfs,
-	.fsck = fs_fsck,
-};
+static const struct tsr_backend_ops fs_ops =
+	OS_BACKEND_OPS(fs_mkfs, fs_mount, fs_umount, fs_fsck);
 
 TSR_PLUGIN_EXPORT const struct tsr_plugin_desc tessera_plugin = {
 	.abi_major = TSR_PLUGIN_ABI_MAJOR,

@@ -1,5 +1,6 @@
 /* journal.c — the write-ahead journal of backend-file (see journal.h). */
 #include "journal.h"
+#include "fileio.h"
 #include "errf.h"
 
 #include <tessera/crc32c.h>
@@ -41,25 +42,6 @@ struct jr_header {
 	uint64_t cp_seq;
 	uint64_t nonce;
 };
-
-static int
-full_pwrite(int fd, const void *p, size_t n, uint64_t off)
-{
-	const uint8_t *b = p;
-
-	while (n > 0) {
-		ssize_t w = pwrite(fd, b, n, (off_t)off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		b += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
 
 /* 0, or -ENODATA at end of file, or -errno. */
 static int
@@ -161,7 +143,7 @@ write_header(struct jr *j, uint64_t cp_seq, char *err, size_t errlen)
 		return errf(err, errlen, -EIO, "%s: no random seed", j->path);
 	header_encode(&h, slot);
 	/* alternate copies: the one being overwritten is never the current */
-	rc = full_pwrite(j->fd, slot, JR_SLOT, (gen & 1) * JR_SLOT);
+	rc = os_pwrite_full(j->fd, slot, JR_SLOT, (gen & 1) * JR_SLOT);
 	if (rc == 0 && fdatasync(j->fd) < 0)
 		rc = -errno;
 	if (rc < 0)
@@ -198,7 +180,7 @@ jr_create(int dirfd, const char *name, const char *path, uint64_t size,
 	} else {
 		for (uint64_t off = 0; off < size && rc == 0; off += 1u << 20) {
 			uint64_t n = size - off < (1u << 20) ? size - off : 1u << 20;
-			rc = full_pwrite(j.fd, zeros, (size_t)n, off);
+			rc = os_pwrite_full(j.fd, zeros, (size_t)n, off);
 		}
 		free(zeros);
 	}
@@ -506,38 +488,18 @@ append_direct(struct jr *j, const uint8_t hdr[JR_REC_HEADER], const void *p,
 	memcpy(j->abuf, hdr, JR_REC_HEADER);
 	memcpy(j->abuf + JR_REC_HEADER, p, n);
 	memset(j->abuf + JR_REC_HEADER + n, 0, span - JR_REC_HEADER - n);
-	return full_pwrite(j->dfd, j->abuf, span, j->off);
+	return os_pwrite_full(j->dfd, j->abuf, span, j->off);
 }
 
 static int
 append_buffered(struct jr *j, uint8_t hdr[JR_REC_HEADER], const void *p,
 		size_t n)
 {
-	struct iovec iov[2];
-	uint64_t off = j->off;
-	size_t left = JR_REC_HEADER + n;
+	struct iovec iov[2] = { { hdr, JR_REC_HEADER }, { (void *)p, n } };
+	int rc = os_pwritev_full(j->fd, iov, 2, j->off);
 
-	iov[0].iov_base = hdr;
-	iov[0].iov_len = JR_REC_HEADER;
-	iov[1].iov_base = (void *)p;
-	iov[1].iov_len = n;
-	while (left > 0) {
-		ssize_t w = pwritev(j->fd, iov, 2, (off_t)off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		off += (uint64_t)w;
-		left -= (size_t)w;
-		for (int i = 0; i < 2 && w > 0; i++) {
-			size_t take = (size_t)w < iov[i].iov_len ? (size_t)w
-								 : iov[i].iov_len;
-			iov[i].iov_base = (uint8_t *)iov[i].iov_base + take;
-			iov[i].iov_len -= take;
-			w -= (ssize_t)take;
-		}
-	}
+	if (rc < 0)
+		return rc;
 	return fdatasync(j->fd) < 0 ? -errno : 0;
 }
 

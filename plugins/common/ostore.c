@@ -73,7 +73,7 @@ os_oid_str(const void *oid, size_t n, char *buf, size_t buflen)
 /* ---- Keys -----------------------------------------------------------------*/
 
 #define CID_LEN 16
-#define KEY_MAX (1 + CID_LEN + TSR_TXN_MAX_NAME + 8)
+#define KEY_MAX OS_KEY_MAX
 
 static void
 be64(uint8_t *b, uint64_t v)
@@ -341,48 +341,6 @@ os_cmeta_decode(const void *p, size_t n, struct os_cmeta *c)
 	if (tsr_dec_error(&d) || tsr_dec_remaining(&d) != 0)
 		return -EIO;
 	c->present = 1;
-	return 0;
-}
-
-int
-os_pread_full(int fd, void *buf, size_t n, uint64_t off)
-{
-	uint8_t *b = buf;
-
-	while (n > 0) {
-		ssize_t r = pread(fd, b, n, (off_t)off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0) { /* past the end of the file: a hole */
-			memset(b, 0, n);
-			return 0;
-		}
-		b += r;
-		n -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return 0;
-}
-
-int
-os_pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
-{
-	const uint8_t *b = buf;
-
-	while (n > 0) {
-		ssize_t w = pwrite(fd, b, n, (off_t)off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		b += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
 	return 0;
 }
 
@@ -2374,6 +2332,44 @@ delrange_key(void *arg, const void *k, size_t kl, const void *v, size_t vl)
 	(void)vl;
 	tsr_kv_batch_del(d->b, k, kl);
 	return 0;
+}
+
+void
+os_rec_kv(struct tsr_enc *e, uint32_t *n, int op, const void *k, size_t kl,
+	  const void *v, size_t vl)
+{
+	tsr_enc_u8(e, (uint8_t)op);
+	tsr_enc_bytes(e, k, kl);
+	tsr_enc_bytes(e, v, vl);
+	(*n)++;
+}
+
+int
+os_rec_kv_decode(struct os *os, struct tsr_dec *d, struct tsr_kv_batch *b,
+		 char *err, size_t errlen)
+{
+	uint32_t n = tsr_dec_u32(d);
+	int rc = 0;
+
+	for (uint32_t i = 0; i < n && rc == 0 && !tsr_dec_error(d); i++) {
+		uint8_t op = tsr_dec_u8(d);
+		const void *k, *v;
+		size_t kl, vl;
+
+		tsr_dec_bytes(d, &k, &kl, OS_KEY_MAX);
+		tsr_dec_bytes(d, &v, &vl, TSR_TXN_MAX_VALUE + 64);
+		if (tsr_dec_error(d))
+			break;
+		if (op == OS_KV_PUT)
+			tsr_kv_batch_put(b, k, kl, v, vl);
+		else if (op == OS_KV_DEL)
+			tsr_kv_batch_del(b, k, kl);
+		else if (op == OS_KV_DELRANGE)
+			rc = os_batch_del_range(os, b, k, kl, v, vl, err, errlen);
+		else
+			tsr_dec_fail(d, -EBADMSG);
+	}
+	return rc;
 }
 
 int

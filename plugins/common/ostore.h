@@ -50,11 +50,14 @@
 #ifndef TSR_OSTORE_H
 #define TSR_OSTORE_H
 
+#include "fileio.h"
 #include "kvov.h"
 
 #include <tessera/kv.h>
 
 #include <tessera/backend.h>
+#include <tessera/encoding.h>
+#include <tessera/txn.h>
 
 #include <pthread.h>
 #include <stdint.h>
@@ -63,6 +66,9 @@
 #define OS_BLOCK 4096u
 #define OS_CHUNK 65536u
 #define OS_BPC (OS_CHUNK / OS_BLOCK) /* blocks per chunk */
+
+/* The longest key the engine writes: tag, collection, name, room. */
+#define OS_KEY_MAX (1 + 16 + TSR_TXN_MAX_NAME + 8)
 
 #define OS_CHUNK_RAW 0
 #define OS_CHUNK_ZSTD 1
@@ -246,8 +252,20 @@ int os_batch_del_range(struct os *os, struct tsr_kv_batch *b, const void *start,
 		       size_t sl, const void *end, size_t el, char *err,
 		       size_t errlen);
 
-int os_pread_full(int fd, void *buf, size_t n, uint64_t off);
-int os_pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
+/* The key/value part of a journal record, as both backends write it:
+ *
+ *     u32 count, count x { u8 OS_KV_*, bytes key, bytes value }
+ *
+ * (OS_KV_DELRANGE: the value is the range's end).  os_rec_kv appends one
+ * operation to e and counts it in *n; the caller writes *n before e's
+ * bytes.  os_rec_kv_decode reads the part from d into b, the range
+ * deletions as the keys the store holds now; malformed input fails d. */
+void os_rec_kv(struct tsr_enc *e, uint32_t *n, int op, const void *k,
+	       size_t kl, const void *v, size_t vl);
+int os_rec_kv_decode(struct os *os, struct tsr_dec *d, struct tsr_kv_batch *b,
+		     char *err, size_t errlen);
+
+
 
 /* Backend ABI operations the engine implements. */
 int os_submit(void *inst, const struct tsr_txn *txn, tsr_commit_cb on_commit,
@@ -304,6 +322,20 @@ void os_fsck_report(struct os_fsck *c, int fixable, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Is objid a live object (after the engine's pass)? */
 int os_fsck_live(const struct os_fsck *c, uint64_t objid);
+
+/* The ops table of a backend on the engine: its own life cycle and fsck,
+ * everything else the engine's. */
+#define OS_BACKEND_OPS(mkfs_fn, mount_fn, umount_fn, fsck_fn)               \
+	{                                                                    \
+		.size = sizeof(struct tsr_backend_ops), .mkfs = (mkfs_fn),   \
+		.mount = (mount_fn), .umount = (umount_fn),                  \
+		.submit = os_submit, .flush = os_flush, .read = os_read,     \
+		.stat = os_stat, .getattr = os_getattr,                      \
+		.getattrs = os_getattrs, .omap_get = os_omap_get,            \
+		.omap_iter = os_omap_iter, .list_colls = os_list_colls,      \
+		.list_objects = os_list_objects, .statfs = os_statfs,        \
+		.fsck = (fsck_fn),                                           \
+	}
 
 /* Options every backend built on the engine takes, and where they sit in
  * its table (the backend's own come after). */
