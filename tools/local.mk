@@ -6,6 +6,7 @@ tools_tessera_tessera_SOURCES = \
 	tools/tessera/cmd_admin.c \
 	tools/tessera/cmd_config.c \
 	tools/tessera/cli_plugin.c \
+	tools/tessera/cli_util.c \
 	tools/tessera/cmd_placement.c \
 	tools/tessera/cmd_backend.c
 tools_tessera_tessera_LDADD = core/libtessera-core.la

@@ -26,6 +26,20 @@ extern const struct cli_cmd cli_config_cmds[];
 extern const struct cli_cmd cli_placement_cmds[];
 extern const struct cli_cmd cli_backend_cmds[];
 
+/* Messages of a command "tessera GROUP CMD", each one line on stderr:
+ * a usage error (returns CLI_USAGE, points to --help), a failure (returns
+ * CLI_FAIL), and what getopt_long's '?' or ':' means (opterr is off so
+ * that the message is ours). */
+TSR_PRINTF(3, 4) int cli_usage_err(const char *group, const char *cmd,
+				   const char *fmt, ...);
+TSR_PRINTF(3, 4) int cli_fail(const char *group, const char *cmd,
+			      const char *fmt, ...);
+int cli_bad_option(const char *group, const char *cmd, int c, char **argv);
+/* An integer option in [min, max], digits only: 0, or -1 after a usage
+ * message. */
+int cli_parse_uint(const char *group, const char *cmd, const char *opt,
+		   const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
 /* "plain" or "json" from --format; -1 (after a message) otherwise. */
 int cli_parse_format(const char *s, bool *json);
 /* True when argv holds -h or --help: the command should print its help. */

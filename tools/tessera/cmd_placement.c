@@ -42,71 +42,12 @@
 
 /* ---- Shared plumbing ---------------------------------------------------- */
 
-static TSR_PRINTF(2, 3) int
-usage_err(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "tessera placement %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, " (see tessera placement %s --help)\n", cmd);
-	return CLI_USAGE;
-}
-
-static TSR_PRINTF(2, 3) int
-fail(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "tessera placement %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return CLI_FAIL;
-}
-
-/* getopt_long returned '?' or ':' (opterr is off so that the message is
- * ours, in one line). */
-static int
-bad_option(const char *cmd, int c, char **argv)
-{
-	const char *word = argv[optind - 1];
-	char shortopt[3] = { '-', (char)optopt, '\0' };
-
-	/* optopt is the letter of a short option (which, in a cluster like
-	 * "-xo", need not be argv[optind - 1]); for a long option it is 0 or
-	 * the option's value */
-	if (optopt > 0 && optopt < 256 && strncmp(word, "--", 2) != 0)
-		word = shortopt;
-	if (c == ':')
-		return usage_err(cmd, "option '%s' needs a value", word);
-	return usage_err(cmd, "unknown option '%s'", word);
-}
-
-/* An integer option in [min, max]: 0, or -1 after a usage message. */
-static int
-parse_uint(const char *cmd, const char *opt, const char *s, uint64_t min,
-	   uint64_t max, uint64_t *out)
-{
-	char *end = NULL;
-	unsigned long long v = 0;
-
-	/* strtoull would take "-1" and " 1"; a count is digits only */
-	if (s[0] >= '0' && s[0] <= '9') {
-		errno = 0;
-		v = strtoull(s, &end, 10);
-		if (errno == 0 && *end == '\0' && v >= min && v <= max) {
-			*out = v;
-			return 0;
-		}
-	}
-	usage_err(cmd, "%s takes an integer in [%" PRIu64 ", %" PRIu64 "], not '%s'",
-		  opt, min, max, s);
-	return -1;
-}
+/* This group's messages and argument parsing (cli.h). */
+#define usage_err(cmd, ...) cli_usage_err("placement", cmd, __VA_ARGS__)
+#define fail(cmd, ...) cli_fail("placement", cmd, __VA_ARGS__)
+#define bad_option(cmd, c, argv) cli_bad_option("placement", cmd, c, argv)
+#define parse_uint(cmd, opt, s, min, max, out) \
+	cli_parse_uint("placement", cmd, opt, s, min, max, out)
 
 /* A weight from text: 16.16 fixed point, rounded to nearest. */
 static int

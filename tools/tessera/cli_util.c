@@ -1,0 +1,73 @@
+/* cli_util.c — messages and argument parsing the `tessera` subcommands
+ * share (see cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int
+cli_usage_err(const char *group, const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tessera %s %s: ", group, cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see tessera %s %s --help)\n", group, cmd);
+	return CLI_USAGE;
+}
+
+int
+cli_fail(const char *group, const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tessera %s %s: ", group, cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return CLI_FAIL;
+}
+
+int
+cli_bad_option(const char *group, const char *cmd, int c, char **argv)
+{
+	const char *word = argv[optind - 1];
+	char shortopt[3] = { '-', (char)optopt, '\0' };
+
+	/* optopt is the letter of a short option (which, in a cluster like
+	 * "-xo", need not be argv[optind - 1]); for a long option it is 0 or
+	 * the option's value */
+	if (optopt > 0 && optopt < 256 && strncmp(word, "--", 2) != 0)
+		word = shortopt;
+	if (c == ':')
+		return cli_usage_err(group, cmd, "option '%s' needs a value", word);
+	return cli_usage_err(group, cmd, "unknown option '%s'", word);
+}
+
+int
+cli_parse_uint(const char *group, const char *cmd, const char *opt,
+	       const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end = NULL;
+	unsigned long long v = 0;
+
+	/* strtoull would take "-1" and " 1"; a count is digits only */
+	if (s[0] >= '0' && s[0] <= '9') {
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (errno == 0 && *end == '\0' && v >= min && v <= max) {
+			*out = v;
+			return 0;
+		}
+	}
+	cli_usage_err(group, cmd, "%s takes an integer in [%" PRIu64 ", %" PRIu64
+		      "], not '%s'", opt, min, max, s);
+	return -1;
+}
