@@ -277,17 +277,19 @@ store_chunk(struct os_prep *p, struct bcommit *bc, struct os_file *f,
 		goto out;
 	}
 	out.m.has_loc = 1;
+	/* compressed bytes need one run of blocks; with none that long
+	 * (fragmented space), the chunk is stored raw */
 	if (out.m.kind == OS_CHUNK_ZSTD &&
-	    bd_alloc_take(bc->bd->alloc, zblocks(out.m.stored), ext, 1, &next) == 0)
-		bd_alloc_release(bc->bd->alloc, ext[0].start, ext[0].count);
-	else if (out.m.kind == OS_CHUNK_ZSTD)
-		store_raw(c, &out); /* no run long enough: fragmented space */
+	    (rc = take(bc, zblocks(out.m.stored), ext, 1, &next)) < 0) {
+		if (rc != -ENOSPC)
+			goto out;
+		store_raw(c, &out);
+		rc = 0;
+	}
 	if (out.m.kind == OS_CHUNK_ZSTD) {
 		uint32_t n = zblocks(out.m.stored);
 		uint8_t *z;
 
-		if ((rc = take(bc, n, ext, 1, &next)) < 0)
-			goto out;
 		if (posix_memalign((void **)&z, OS_BLOCK, (size_t)n * OS_BLOCK) != 0 ||
 		    grow((void **)&bc->owned, &bc->ocap, bc->nowned, sizeof(z)) < 0) {
 			rc = -ENOMEM;
@@ -674,7 +676,6 @@ struct rebuild {
 	struct bdev *bd;
 	struct bd_alloc *a;
 	uint64_t bad, first_bad_id;
-	int (*report)(struct rebuild *r, uint64_t objid, const char *what);
 	struct os_fsck *fsck;
 };
 
@@ -889,7 +890,7 @@ open_dev(struct bdev *bd, int rebuild, char *err, size_t errlen)
 		goto fail;
 	}
 	if (rebuild) {
-		struct rebuild r = { bd, bd->alloc, 0, 0, NULL, NULL };
+		struct rebuild r = { bd, bd->alloc, 0, 0, NULL };
 		rc = tsr_kv_scan(os->kv, "C", 1, "D", 1, rebuild_one, &r, err, errlen);
 		if (rc == 0 && r.bad)
 			rc = errf(err, errlen, -EIO, "%s: %" PRIu64 " chunk maps are "
@@ -972,7 +973,7 @@ bd_fsck(void *inst, int repair, tsr_fsck_cb cb, void *arg)
 			cb(arg, err, 0);
 		return rc;
 	}
-	struct rebuild r = { bd, bd->alloc, 0, 0, NULL, NULL };
+	struct rebuild r = { bd, bd->alloc, 0, 0, NULL };
 	/* claim every map's blocks as fsck walks them: overlaps and blocks
 	 * past the end are reported by claim() through r.fsck */
 	rc = os_fsck_run(&bd->os, repair, cb, arg, fsck_map, &r);
