@@ -22,6 +22,16 @@ typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
  * input bytes with eight independent lookups. */
 static uint32_t crc_table[8][256];
 
+#ifdef TSR_CRC_X86
+/* The hardware loop runs three streams of CRC_STRIDE bytes side by side
+ * (the crc32 instruction's latency is three times its issue rate) and
+ * joins them with crc_shift: crc_shift[k][b] is what byte k of the CRC
+ * register being b becomes after CRC_STRIDE zero bytes, so four lookups
+ * advance a register over a stream.  1360 * 3 + 16 = 4096, a block. */
+#define CRC_STRIDE 1360
+static uint32_t crc_shift[4][256];
+#endif
+
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 /* Written only inside crc_init; pthread_once orders that write before
  * every caller's read, so no atomics are needed. */
@@ -46,6 +56,27 @@ crc_init(void)
 		}
 
 #ifdef TSR_CRC_X86
+	{
+		/* column i: the register 1 << i after CRC_STRIDE zero bytes */
+		uint32_t col[32];
+
+		for (int i = 0; i < 32; i++) {
+			uint32_t c = 1u << i;
+
+			for (int n = 0; n < CRC_STRIDE; n++)
+				c = crc_table[0][c & 0xff] ^ (c >> 8);
+			col[i] = c;
+		}
+		for (int k = 0; k < 4; k++)
+			for (uint32_t b = 0; b < 256; b++) {
+				uint32_t v = 0;
+
+				for (int i = 0; i < 8; i++)
+					if (b & (1u << i))
+						v ^= col[8 * k + i];
+				crc_shift[k][b] = v;
+			}
+	}
 	/* Needed when called before constructors have run (e.g. from
 	 * another library's constructor); harmless otherwise. */
 	__builtin_cpu_init();
@@ -89,6 +120,16 @@ tsr_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 }
 
 #ifdef TSR_CRC_X86
+#ifdef __x86_64__
+/* The register c after CRC_STRIDE zero bytes. */
+static inline uint32_t
+crc_advance(uint32_t c)
+{
+	return crc_shift[0][c & 0xff] ^ crc_shift[1][(c >> 8) & 0xff] ^
+	       crc_shift[2][(c >> 16) & 0xff] ^ crc_shift[3][c >> 24];
+}
+#endif
+
 __attribute__((target("sse4.2"))) uint32_t
 tsr_crc32c_hw(uint32_t crc, const void *buf, size_t len)
 {
@@ -104,6 +145,28 @@ tsr_crc32c_hw(uint32_t crc, const void *buf, size_t len)
 #ifdef __x86_64__
 	uint64_t c = crc;
 
+	if (len >= 3 * CRC_STRIDE)
+		pthread_once(&crc_once, crc_init); /* crc_shift */
+	while (len >= 3 * CRC_STRIDE) {
+		/* stream 0 continues the register, 1 and 2 start at zero;
+		 * the register is linear in them: advance and fold */
+		uint64_t c1 = 0, c2 = 0;
+
+		for (size_t i = 0; i < CRC_STRIDE; i += 8) {
+			uint64_t v0, v1, v2;
+
+			memcpy(&v0, p + i, 8);
+			memcpy(&v1, p + CRC_STRIDE + i, 8);
+			memcpy(&v2, p + 2 * CRC_STRIDE + i, 8);
+			c = _mm_crc32_u64(c, v0);
+			c1 = _mm_crc32_u64(c1, v1);
+			c2 = _mm_crc32_u64(c2, v2);
+		}
+		c = crc_advance((uint32_t)c) ^ c1;
+		c = crc_advance((uint32_t)c) ^ c2;
+		p += 3 * CRC_STRIDE;
+		len -= 3 * CRC_STRIDE;
+	}
 	while (len >= 8) {
 		uint64_t v;
 

@@ -181,6 +181,31 @@ START_TEST(test_sw_hw_small_exhaustive)
 }
 END_TEST
 
+/* Around the lengths where the hardware loop's three streams start,
+ * repeat and hand over to the tail: 3 * 1360 = 4080. */
+START_TEST(test_sw_hw_stream_edges)
+{
+	static const size_t base[] = { 4080, 4096, 8160, 12240, 65536 };
+
+	if (!have_hw())
+		return;
+	rng_state = 777;
+	for (size_t b = 0; b < sizeof(base) / sizeof(base[0]); b++)
+		for (size_t off = 0; off < 9; off++)
+			for (size_t len = base[b] - 9; len <= base[b] + 9; len++) {
+				uint8_t *buf = alloc_exact(off + len);
+				uint32_t seed = (uint32_t)rng();
+
+				for (size_t i = 0; i < off + len; i++)
+					buf[i] = (uint8_t)rng();
+				ck_assert_msg(tsr_crc32c_sw(seed, buf + off, len) ==
+						      tsr_crc32c_hw(seed, buf + off, len),
+					      "off %zu len %zu", off, len);
+				free(buf);
+			}
+}
+END_TEST
+
 START_TEST(test_sw_hw_random)
 {
 	if (!have_hw())
@@ -188,7 +213,9 @@ START_TEST(test_sw_hw_random)
 	rng_state = 0xC0FFEE;
 	for (int iter = 0; iter < 2000; iter++) {
 		size_t off = rng() % 16;
-		size_t len = rng() % 4097;
+		/* half short, half past the three-stream loop's 4080 bytes
+		 * (once or several times) */
+		size_t len = iter % 2 ? rng() % 4097 : 4000 + rng() % 12000;
 		uint32_t seed = (uint32_t)rng();
 		uint8_t *buf = alloc_exact(off + len);
 
@@ -213,6 +240,7 @@ crc32c_suite(void)
 	tcase_add_test(tc, test_check_value);
 	tcase_add_test(tc, test_empty);
 	tcase_add_test(tc, test_chaining);
+	tcase_add_test(tc, test_sw_hw_stream_edges);
 	tcase_add_test(tc, test_sw_hw_small_exhaustive);
 	tcase_add_test(tc, test_sw_hw_random);
 	suite_add_tcase(s, tc);
