@@ -439,10 +439,35 @@ ov_file(struct os_prep *p, uint64_t objid, const void *oid, size_t oid_len)
 }
 
 static void
+chunk_buf_free(struct os_chunk *c)
+{
+	if (!c->borrowed)
+		free(c->buf);
+	c->buf = NULL;
+	c->borrowed = 0;
+}
+
+/* Make a borrowed chunk's content its own before it is changed. */
+static int
+chunk_own(struct os_chunk *c)
+{
+	uint8_t *buf;
+
+	if (!c->borrowed)
+		return 0;
+	if (posix_memalign((void **)&buf, OS_BLOCK, OS_CHUNK) != 0)
+		return -ENOMEM;
+	memcpy(buf, c->buf, OS_CHUNK);
+	c->buf = buf;
+	c->borrowed = 0;
+	return 0;
+}
+
+static void
 ov_file_free(struct os_file *f)
 {
 	for (size_t i = 0; i < f->nchunks; i++) {
-		free(f->chunks[i]->buf);
+		chunk_buf_free(f->chunks[i]);
 		free(f->chunks[i]);
 	}
 	free(f->chunks);
@@ -501,27 +526,44 @@ get_cmeta(struct os_prep *p, uint64_t objid, uint32_t no, struct os_cmeta *m)
 	return 0;
 }
 
-/* The chunk in the overlay, materialized on first touch. */
+/* The chunk in the overlay, materialized on first touch.  With whole (a
+ * block-aligned OS_CHUNK of a queued WRITE that replaces the chunk), the
+ * chunk borrows it as its content instead of copying. */
 static int
-chunk_get(struct os_prep *p, struct os_file *f, uint32_t no, struct os_chunk **out)
+chunk_get(struct os_prep *p, struct os_file *f, uint32_t no,
+	  const uint8_t *whole, struct os_chunk **out)
 {
 	int found, rc;
 	size_t i = chunk_find(f, no, &found);
 	struct os_chunk *c;
 
 	if (found) {
-		*out = f->chunks[i];
+		c = f->chunks[i];
+		if (whole != NULL) {
+			chunk_buf_free(c);
+			c->buf = (uint8_t *)whole;
+			c->borrowed = 1;
+			c->loaded = 0xffff;
+		}
+		*out = c;
 		return 0;
 	}
 	c = calloc(1, sizeof(*c));
-	/* block-aligned, so a direct write can use O_DIRECT */
-	if (c == NULL || posix_memalign((void **)&c->buf, OS_BLOCK, OS_CHUNK) != 0) {
+	if (c == NULL)
+		return -ENOMEM;
+	if (whole != NULL) {
+		c->buf = (uint8_t *)whole;
+		c->borrowed = 1;
+	} else if (posix_memalign((void **)&c->buf, OS_BLOCK, OS_CHUNK) != 0) {
+		/* block-aligned, so a direct write can use O_DIRECT */
 		free(c);
 		return -ENOMEM;
 	}
 	c->no = no;
 	rc = get_cmeta(p, f->objid, no, &c->base);
-	if (rc == 0 && !c->base.present) {
+	if (rc == 0 && whole != NULL) {
+		c->loaded = 0xffff;
+	} else if (rc == 0 && !c->base.present) {
 		memset(c->buf, 0, OS_CHUNK);
 		c->loaded = 0xffff;
 	} else if (rc == 0 && c->base.kind == OS_CHUNK_ZSTD) {
@@ -545,7 +587,7 @@ chunk_get(struct os_prep *p, struct os_file *f, uint32_t no, struct os_chunk **o
 		}
 	}
 	if (rc < 0) {
-		free(c->buf);
+		chunk_buf_free(c);
 		free(c);
 		return rc;
 	}
@@ -577,29 +619,38 @@ chunk_load_block(struct os_prep *p, struct os_file *f, struct os_chunk *c,
 	return 0;
 }
 
-/* Write len bytes (data, or zeros when data is NULL) at off. */
+/* Write len bytes (data, or zeros when data is NULL) at off.  With
+ * borrow (data is a queued WRITE's, which outlives the overlay: see
+ * pending_copy), whole chunks of it that are block-aligned in memory are
+ * borrowed, not copied. */
 static int
 ov_write(struct os_prep *p, struct os_file *f, uint64_t off, uint64_t len,
-	 const uint8_t *data)
+	 const uint8_t *data, int borrow)
 {
 	while (len > 0) {
 		uint32_t no = (uint32_t)(off / OS_CHUNK);
 		uint32_t coff = (uint32_t)(off % OS_CHUNK);
 		uint32_t n = len < OS_CHUNK - coff ? (uint32_t)len : OS_CHUNK - coff;
+		const uint8_t *whole = borrow && data != NULL && n == OS_CHUNK &&
+				       (uintptr_t)data % OS_BLOCK == 0 ? data : NULL;
 		struct os_chunk *c;
-		int rc = chunk_get(p, f, no, &c);
+		int rc = chunk_get(p, f, no, whole, &c);
 
+		if (rc == 0 && whole == NULL)
+			rc = chunk_own(c);
 		if (rc < 0)
 			return rc;
 		for (unsigned b = coff / OS_BLOCK; b <= (coff + n - 1) / OS_BLOCK; b++) {
 			uint32_t bs = b * OS_BLOCK;
-			int whole = coff <= bs && coff + n >= bs + OS_BLOCK;
-			if (!whole && (rc = chunk_load_block(p, f, c, b)) < 0)
+			int covered = coff <= bs && coff + n >= bs + OS_BLOCK;
+			if (!covered && (rc = chunk_load_block(p, f, c, b)) < 0)
 				return rc;
 			c->loaded |= (uint16_t)(1u << b);
 			c->dirty |= (uint16_t)(1u << b);
 		}
-		if (data != NULL) {
+		if (whole != NULL)
+			data += n;
+		else if (data != NULL) {
 			memcpy(c->buf + coff, data, n);
 			data += n;
 		} else {
@@ -628,7 +679,7 @@ ov_read(struct os_prep *p, struct os_file *f, uint64_t size, uint64_t off,
 			memset(out, 0, len);
 			return 0;
 		}
-		if ((rc = chunk_get(p, f, no, &c)) < 0)
+		if ((rc = chunk_get(p, f, no, NULL, &c)) < 0)
 			return rc;
 		for (unsigned b = coff / OS_BLOCK; b <= (coff + n - 1) / OS_BLOCK; b++)
 			if ((rc = chunk_load_block(p, f, c, b)) < 0)
@@ -669,7 +720,7 @@ drop_chunks(struct os_prep *p, struct os_file *f, uint32_t from, uint64_t to)
 	size_t i = chunk_find(f, from, &found), j = i;
 
 	while (j < f->nchunks && f->chunks[j]->no < to) {
-		free(f->chunks[j]->buf);
+		chunk_buf_free(f->chunks[j]);
 		free(f->chunks[j]);
 		j++;
 	}
@@ -705,12 +756,12 @@ ov_zero(struct os_prep *p, struct os_file *f, uint64_t off, uint64_t end)
 	if (off >= end)
 		return 0;
 	if (c0 >= c1) /* inside one or two chunks */
-		return ov_write(p, f, off, end - off, NULL);
-	if ((rc = ov_write(p, f, off, c0 * OS_CHUNK - off, NULL)) < 0)
+		return ov_write(p, f, off, end - off, NULL, 0);
+	if ((rc = ov_write(p, f, off, c0 * OS_CHUNK - off, NULL, 0)) < 0)
 		return rc;
 	if ((rc = drop_chunks(p, f, (uint32_t)c0, c1)) < 0)
 		return rc;
-	return ov_write(p, f, c1 * OS_CHUNK, end - c1 * OS_CHUNK, NULL);
+	return ov_write(p, f, c1 * OS_CHUNK, end - c1 * OS_CHUNK, NULL, 0);
 }
 
 /* Shrink to size: the tail of the last chunk is zeroed, later chunks go. */
@@ -723,7 +774,7 @@ ov_truncate(struct os_prep *p, struct os_file *f, uint64_t oldsize, uint64_t siz
 
 	if (size >= oldsize)
 		return 0;
-	if (tail_end > size && (rc = ov_write(p, f, size, tail_end - size, NULL)) < 0)
+	if (tail_end > size && (rc = ov_write(p, f, size, tail_end - size, NULL, 0)) < 0)
 		return rc;
 	return drop_chunks(p, f, (uint32_t)keep, (uint64_t)UINT32_MAX + 1);
 }
@@ -845,7 +896,7 @@ obj_remove(struct os_prep *p, struct objref *r)
 			return rc;
 	}
 	for (size_t i = 0; i < f->nchunks; i++) {
-		free(f->chunks[i]->buf);
+		chunk_buf_free(f->chunks[i]);
 		free(f->chunks[i]);
 	}
 	f->nchunks = 0;
@@ -984,7 +1035,7 @@ op_clone(struct os_prep *p, struct objref *src, struct objref *dst)
 		    !present)
 			continue;
 		if ((rc = ov_read(p, sf, src->on.size, off, n, buf)) == 0)
-			rc = ov_write(p, df, off, n, buf);
+			rc = ov_write(p, df, off, n, buf, 0);
 	}
 	free(buf);
 	if (rc == 0)
@@ -1012,7 +1063,7 @@ op_clone_range(struct os_prep *p, struct objref *src, struct objref *dst,
 	for (uint64_t done = 0; done < op->len && rc == 0;) {
 		uint64_t n = op->len - done < OS_CHUNK ? op->len - done : OS_CHUNK;
 		if ((rc = ov_read(p, sf, src->on.size, op->off + done, n, buf)) == 0)
-			rc = ov_write(p, df, op->off2 + done, n, buf);
+			rc = ov_write(p, df, op->off2 + done, n, buf, 0);
 		done += n;
 	}
 	free(buf);
@@ -1108,7 +1159,7 @@ prep_op(struct os_prep *p, const struct tsr_txn_op *op)
 		if ((f = obj_file(p, &r)) == NULL)
 			return -ENOMEM;
 		if (op->type == TSR_TXN_WRITE)
-			rc = ov_write(p, f, op->off, op->len, op->data);
+			rc = ov_write(p, f, op->off, op->len, op->data, 1);
 		else
 			rc = ov_zero(p, f, op->off, end < r.on.size ? end : r.on.size);
 		if (rc < 0)
@@ -1222,29 +1273,23 @@ enough_space(struct os *os, uint64_t need, uint64_t reserve)
 	return avail >= need + reserve;
 }
 
-/* Prepare one encoded transaction into the overlay.  On failure the
+/* Prepare one queued transaction into the overlay.  On failure the
  * overlay holds part of it and must be rebuilt without it. */
 static int
 prep_txn(struct os_prep *p, const struct os_pending *pd)
 {
 	struct os *os = p->os;
-	struct tsr_txn txn;
-	struct tsr_dec d;
-	int rc;
+	int rc = 0;
 
-	tsr_dec_init(&d, pd->buf, pd->len);
-	if ((rc = tsr_txn_decode(&d, &txn, NULL, 0)) < 0)
-		return rc;
-	for (uint32_t i = 0; i < txn.nops && rc == 0; i++) {
+	for (uint32_t i = 0; i < pd->txn.nops && rc == 0; i++) {
 		p->err[0] = '\0';
-		rc = prep_op(p, &txn.ops[i]);
+		rc = prep_op(p, &pd->txn.ops[i]);
 		if (rc == -EIO || (rc == -EINVAL && p->err[0]))
 			os_log(os, rc == -EIO ? LOG_ERR : LOG_WARN,
 			       "%s: transaction op %u (%s) failed: %s", os->path, i,
-			       tsr_txn_op_name(txn.ops[i].type),
+			       tsr_txn_op_name(pd->txn.ops[i].type),
 			       p->err[0] ? p->err : strerror(-rc));
 	}
-	tsr_txn_decoded_free(&txn);
 	return rc;
 }
 
@@ -1342,6 +1387,34 @@ commit_batch(struct os *os, struct os_pending **batch, int *rcs, size_t n)
 
 #define BATCH_MAX 64
 
+/* Keep a committed transaction's allocation for a later one, or free it
+ * (qlock held).  When the spares are full, a larger one replaces the
+ * smallest. */
+static void
+pending_recycle(struct os *os, struct os_pending *pd)
+{
+	size_t small = 0;
+
+	for (size_t i = 1; i < os->nspare; i++)
+		if (os->spare[i]->cap < os->spare[small]->cap)
+			small = i;
+	if (os->nspare == OS_SPARE ||
+	    os->spare_bytes + pd->cap > OS_SPARE_BYTES) {
+		struct os_pending *out = os->nspare ? os->spare[small] : NULL;
+
+		if (out == NULL || out->cap >= pd->cap ||
+		    os->spare_bytes - out->cap + pd->cap > OS_SPARE_BYTES) {
+			free(pd);
+			return;
+		}
+		os->spare_bytes -= out->cap;
+		os->spare[small] = os->spare[--os->nspare];
+		free(out);
+	}
+	os->spare[os->nspare++] = pd;
+	os->spare_bytes += pd->cap;
+}
+
 static void *
 commit_main(void *arg)
 {
@@ -1373,11 +1446,11 @@ commit_main(void *arg)
 		for (size_t i = 0; i < n; i++) {
 			batch[i]->cb(batch[i]->arg, rcs[i]);
 			freed += batch[i]->len;
-			free(batch[i]->buf);
-			free(batch[i]);
 		}
 
 		pthread_mutex_lock(&os->qlock);
+		for (size_t i = 0; i < n; i++)
+			pending_recycle(os, batch[i]);
 		os->qbytes -= freed;
 		os->completed += n;
 		pthread_cond_broadcast(&os->qcond);
@@ -1386,13 +1459,100 @@ commit_main(void *arg)
 	return NULL;
 }
 
+/* Bytes the copy of a transaction takes: the header, the ops, the names,
+ * keys and values, then each WRITE's data placed so that its object-block
+ * boundaries fall on memory-block boundaries (see pending_copy). */
+static size_t
+pending_size(const struct tsr_txn *txn)
+{
+	size_t n = sizeof(struct os_pending) + txn->nops * sizeof(struct tsr_txn_op);
+
+	for (uint32_t i = 0; i < txn->nops; i++) {
+		const struct tsr_txn_op *op = &txn->ops[i];
+		n += op->oid_len + op->key_len + op->val_len + op->oid2_len;
+	}
+	for (uint32_t i = 0; i < txn->nops; i++)
+		if (txn->ops[i].type == TSR_TXN_WRITE)
+			n += 2 * OS_BLOCK + txn->ops[i].len;
+	return n;
+}
+
+static const void *
+copy_field(uint8_t **at, const void *src, size_t n)
+{
+	uint8_t *dst = *at;
+
+	if (n == 0)
+		return src != NULL ? dst : NULL; /* never the caller's pointer */
+	memcpy(dst, src, n);
+	*at += n;
+	return dst;
+}
+
+/* A deep copy of a validated transaction.  A WRITE's data lands at an
+ * address congruent to its object offset modulo the block size, so every
+ * whole chunk of it is block-aligned in memory: the overlay borrows such
+ * chunks instead of copying them again, and they go to disk with O_DIRECT
+ * straight from here. */
+static struct os_pending *
+pending_copy(struct os *os, const struct tsr_txn *txn)
+{
+	size_t size = pending_size(txn), best = SIZE_MAX;
+	struct os_pending *pd = NULL;
+	struct tsr_txn_op *ops;
+	uint8_t *at;
+
+	/* the smallest spare that fits */
+	pthread_mutex_lock(&os->qlock);
+	for (size_t i = 0; i < os->nspare; i++)
+		if (os->spare[i]->cap >= size &&
+		    (best == SIZE_MAX || os->spare[i]->cap < os->spare[best]->cap))
+			best = i;
+	if (best != SIZE_MAX) {
+		pd = os->spare[best];
+		os->spare[best] = os->spare[--os->nspare];
+		os->spare_bytes -= pd->cap;
+	}
+	pthread_mutex_unlock(&os->qlock);
+	if (pd == NULL) {
+		if (posix_memalign((void **)&pd, OS_BLOCK, size) != 0)
+			return NULL;
+		pd->cap = size;
+	}
+	size_t cap = pd->cap;
+	memset(pd, 0, sizeof(*pd));
+	pd->cap = cap;
+	pd->len = size;
+	ops = (struct tsr_txn_op *)(pd + 1);
+	if (txn->nops)
+		memcpy(ops, txn->ops, txn->nops * sizeof(*ops));
+	pd->txn.nops = txn->nops;
+	pd->txn.ops = ops;
+	at = (uint8_t *)(ops + txn->nops);
+	for (uint32_t i = 0; i < txn->nops; i++) {
+		ops[i].oid = copy_field(&at, ops[i].oid, ops[i].oid_len);
+		ops[i].key = copy_field(&at, ops[i].key, ops[i].key_len);
+		ops[i].val = copy_field(&at, ops[i].val, ops[i].val_len);
+		ops[i].oid2 = copy_field(&at, ops[i].oid2, ops[i].oid2_len);
+	}
+	for (uint32_t i = 0; i < txn->nops; i++) {
+		uintptr_t a;
+
+		if (ops[i].type != TSR_TXN_WRITE)
+			continue;
+		a = ((uintptr_t)at + OS_BLOCK - 1) & ~(uintptr_t)(OS_BLOCK - 1);
+		at = (uint8_t *)a + ops[i].off % OS_BLOCK;
+		ops[i].data = copy_field(&at, ops[i].data, ops[i].len);
+	}
+	return pd;
+}
+
 int
 os_submit(void *inst, const struct tsr_txn *txn, tsr_commit_cb on_commit,
 	  void *arg)
 {
 	struct os *os = inst;
 	struct os_pending *pd;
-	struct tsr_enc e;
 	char err[256];
 	int rc;
 
@@ -1402,16 +1562,8 @@ os_submit(void *inst, const struct tsr_txn *txn, tsr_commit_cb on_commit,
 		return -EIO;
 	if ((rc = tsr_txn_validate(txn, err, sizeof(err))) < 0)
 		return rc;
-	pd = calloc(1, sizeof(*pd));
-	if (pd == NULL)
+	if ((pd = pending_copy(os, txn)) == NULL)
 		return -ENOMEM;
-	tsr_enc_init(&e);
-	if ((rc = tsr_txn_encode(txn, &e, err, sizeof(err))) < 0 ||
-	    (pd->buf = tsr_enc_take(&e, &pd->len)) == NULL) {
-		tsr_enc_release(&e);
-		free(pd);
-		return rc < 0 ? rc : -ENOMEM;
-	}
 	pd->cb = on_commit;
 	pd->arg = arg;
 	pthread_mutex_lock(&os->qlock);
@@ -2204,6 +2356,9 @@ os_stop(struct os *os)
 	pthread_mutex_unlock(&os->qlock);
 	pthread_join(os->thr, NULL);
 	os->mounted = 0;
+	while (os->nspare > 0)
+		free(os->spare[--os->nspare]);
+	os->spare_bytes = 0;
 	ZSTD_freeCCtx(os->cctx);
 	ZSTD_freeDCtx(os->dctx);
 	os->cctx = NULL;

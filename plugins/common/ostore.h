@@ -117,10 +117,17 @@ struct os_hooks {
 	void (*fsck_extra)(struct os_fsck *c);
 };
 
+/* A queued transaction: a deep copy of the caller's (submit() borrows its
+ * buffers only until it returns), in one block-aligned allocation that
+ * starts with this header. */
+#define OS_SPARE 16               /* spare transaction allocations kept */
+#define OS_SPARE_BYTES (32u << 20) /* and their bytes at most */
+
 struct os_pending {
 	struct os_pending *next;
-	uint8_t *buf;          /* the encoded transaction */
-	size_t len;
+	struct tsr_txn txn;    /* points into the same allocation */
+	size_t len;            /* bytes of it in use */
+	size_t cap;            /* bytes allocated */
 	tsr_commit_cb cb;
 	void *arg;
 };
@@ -148,7 +155,12 @@ struct os {
 	size_t qbytes;
 	uint64_t submitted, completed;
 	int stop;
-	uint64_t batch_limit;  /* bytes of encoded transactions per batch */
+	uint64_t batch_limit;  /* bytes of queued transactions per batch */
+	/* Allocations of committed transactions kept for the next ones (under
+	 * qlock): fresh pages cost a fault each, which on a virtual machine
+	 * is more than copying the data into warm ones. */
+	struct os_pending *spare[OS_SPARE];
+	size_t nspare, spare_bytes;
 
 	ZSTD_CCtx *cctx;       /* commit thread's */
 	ZSTD_DCtx *dctx;
@@ -162,6 +174,8 @@ struct os_chunk {
 	uint16_t dirty;       /* blocks changed by this overlay */
 	struct os_cmeta base; /* the map when the chunk was first touched */
 	uint8_t *buf;         /* OS_CHUNK bytes, block-aligned */
+	int borrowed;         /* buf is a queued transaction's data: never
+	                       * written or freed (chunk_own makes a copy) */
 };
 
 struct os_punch {

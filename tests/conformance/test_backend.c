@@ -1736,6 +1736,38 @@ START_TEST(ops_write)
 	mobj_write(&e, 50, p + 500, 100);
 	mobj_write(&e, 25, p + 9000, 10);
 	expect_mobj(&b, C1, B("w"), &e);
+	/* aligned whole 64 KiB regions (which a backend may take from the
+	 * caller's buffer as they are) mixed in one transaction with small
+	 * writes and zeros over the same regions, before and after them */
+	{
+		static const struct {
+			uint64_t off, len, src; /* src UINT64_MAX: ZERO */
+		} m[] = {
+			{ 65536 + 100, 50, 7 },           /* then replaced whole */
+			{ 0, 4 * 65536, 333 * 4096 },     /* four whole regions */
+			{ 65536 + 10, 20, 11 },           /* into a whole one */
+			{ 2 * 65536 - 5, 10, UINT64_MAX },
+			{ 2 * 65536, 65536, 99 * 4096 },  /* replaces a whole one */
+			{ 3 * 65536 + 4096, 8192, UINT64_MAX },
+			{ 5 * 65536, 2 * 65536 + 1, 17 * 4096 },
+			{ 5 * 65536 + 70000, 3, 5 },
+		};
+		struct tsr_txn_op ops[sizeof(m) / sizeof(m[0])];
+		size_t n = sizeof(m) / sizeof(m[0]);
+
+		for (size_t i = 0; i < n; i++)
+			ops[i] = m[i].src == UINT64_MAX
+					 ? op_zero(C1, B("w"), m[i].off, m[i].len)
+					 : op_write(C1, B("w"), m[i].off, m[i].len,
+						    p + m[i].src);
+		ck_assert_int_eq(be_txn_ex(&b, ops, (uint32_t)n, NULL, __FILE__,
+					   __LINE__), 0);
+		for (size_t i = 0; i < n; i++)
+			mobj_write(&e, m[i].off, m[i].src == UINT64_MAX
+							 ? NULL : p + m[i].src,
+				   m[i].len);
+		expect_mobj(&b, C1, B("w"), &e);
+	}
 	/* one transaction touching many 64 KiB regions of one object, from
 	 * the last to the first: a backend keeping per-region state sorted
 	 * inserts before what it has each time */
