@@ -53,6 +53,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -157,7 +158,18 @@ struct ffs {
 	int direct_off;         /* journal everything until the next one */
 	struct fdent fds[FD_CACHE];
 	uint64_t fdclock;
+	/* the precreator (see precreate_main), under plock */
+	pthread_t pthr;
+	pthread_mutex_t plock;
+	pthread_cond_t pcond;
+	int prunning, pstop;
+	uint64_t pnext;          /* the next object id to be handed out */
+	uint64_t pdurable;       /* files of ids [pnext, pdurable) exist, durably */
 };
+
+/* Files made ahead of the ids handed out, and when to make more. */
+#define PRE_AHEAD 256
+#define PRE_LOW 128
 
 static struct ffs *
 F(struct os *os)
@@ -184,6 +196,18 @@ obj_relpath(char *buf, size_t n, uint64_t objid)
  * -ENOENT when it does not exist and !create.  *made (may be NULL) gets
  * MADE_* bits for what had to be created, so a caller that needs the new
  * names durable knows which directories to sync. */
+/* Is objid's file one the precreator made and synced? */
+static int
+precreated(struct os *os, uint64_t objid)
+{
+	int yes;
+
+	pthread_mutex_lock(&F(os)->plock);
+	yes = objid < F(os)->pdurable;
+	pthread_mutex_unlock(&F(os)->plock);
+	return yes;
+}
+
 #define MADE_FILE 1
 #define MADE_LEAF 2   /* data/XX/YY */
 #define MADE_TOP 4    /* data/XX */
@@ -198,6 +222,9 @@ obj_open(struct os *os, uint64_t objid, int rw, int create, int *made)
 		*made = 0;
 	obj_relpath(rel, sizeof(rel), objid);
 	fd = openat(F(os)->datafd, rel, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd >= 0 && create && made && !precreated(os, objid))
+		/* it may be the precreator's, its name not yet durable */
+		*made = MADE_FILE | MADE_LEAF | MADE_TOP;
 	if (fd >= 0 || errno != ENOENT || !create)
 		return fd >= 0 ? fd : -errno;
 	rel[2] = '\0';
@@ -218,6 +245,35 @@ obj_open(struct os *os, uint64_t objid, int rw, int create, int *made)
 	if (made)
 		*made = flags | MADE_FILE;
 	return fd;
+}
+
+/* Make the names that made (MADE_*) says were created for the file at
+ * rel durable: sync its directory, and up the tree as far as directories
+ * were made.  rel is left naming the directory that failed. */
+static int
+sync_parents(struct os *os, char *rel, int made)
+{
+	static const int need[] = { MADE_FILE, MADE_LEAF, MADE_TOP };
+	static const size_t cut[] = { 5, 2, 0 };
+
+	for (int level = 0; level < 3; level++) {
+		int dfd;
+
+		if (!(made & need[level]))
+			break;
+		rel[cut[level]] = '\0';
+		dfd = cut[level] ? openat(F(os)->datafd, rel,
+					  O_DIRECTORY | O_RDONLY | O_CLOEXEC)
+				 : dup(F(os)->datafd);
+		if (dfd < 0 || fsync(dfd) < 0) {
+			int e = errno;
+			if (dfd >= 0)
+				close(dfd);
+			return -e;
+		}
+		close(dfd);
+	}
+	return 0;
 }
 
 /* The commit thread's cached read-write descriptor for an object's file. */
@@ -569,26 +625,10 @@ sync_direct(struct os_prep *p)
 				    "%016" PRIx64 ": fdatasync: %s", os->path, d->objid,
 				    strerror(errno));
 		obj_relpath(rel, sizeof(rel), d->objid);
-		for (int level = 0; level < 3; level++) {
-			static const int need[] = { MADE_FILE, MADE_LEAF, MADE_TOP };
-			static const size_t cut[] = { 5, 2, 0 };
-			int dfd;
-
-			if (!(d->made & need[level]))
-				break;
-			rel[cut[level]] = '\0';
-			dfd = cut[level] ? openat(F(os)->datafd, rel,
-						  O_DIRECTORY | O_RDONLY | O_CLOEXEC)
-					 : dup(F(os)->datafd);
-			if (dfd < 0 || fsync(dfd) < 0) {
-				int e = errno;
-				if (dfd >= 0)
-					close(dfd);
-				return errf(p->err, sizeof(p->err), -e, "%s: data/%s: "
-					    "fsync: %s", os->path, rel, strerror(e));
-			}
-			close(dfd);
-		}
+		int rc = sync_parents(os, rel, d->made);
+		if (rc < 0)
+			return errf(p->err, sizeof(p->err), rc, "%s: data/%s: "
+				    "fsync: %s", os->path, rel, strerror(-rc));
 	}
 	return 0;
 }
@@ -761,20 +801,152 @@ checkpoint(struct os *os, char *err, size_t errlen)
 	return 0;
 }
 
+/* ---- The precreator -------------------------------------------------------*/
+
+/* Make the files of ids [from, to) and their names durable; the first id
+ * not done (to when all are). */
+static uint64_t
+precreate_range(struct os *os, uint64_t from, uint64_t to, char *err,
+		size_t errlen)
+{
+	uint64_t id, synced_leaf = UINT64_MAX;
+	int made_dirs = 0, rc = 0;
+	char rel[64];
+
+	for (id = from; id < to && rc == 0; id++) {
+		int made = 0, fd;
+
+		if (synced_leaf != UINT64_MAX && (id >> 12) != synced_leaf) {
+			/* leaving a directory: its new names go down first */
+			obj_relpath(rel, sizeof(rel), id - 1);
+			if ((rc = sync_parents(os, rel, MADE_FILE | made_dirs)) < 0)
+				break;
+			from = id;
+			made_dirs = 0;
+		}
+		fd = obj_open(os, id, 1, 1, &made);
+		if (fd < 0) {
+			rc = fd;
+			break;
+		}
+		close(fd);
+		made_dirs |= made & (MADE_LEAF | MADE_TOP);
+		synced_leaf = id >> 12;
+	}
+	if (rc < 0) {
+		errf(err, errlen, rc, "%s: data file %016" PRIx64 ": %s", os->path,
+		     id, strerror(-rc));
+		to = id;
+	}
+	if (to > from) {
+		obj_relpath(rel, sizeof(rel), to - 1);
+		if (sync_parents(os, rel, MADE_FILE | made_dirs) < 0)
+			return from;
+	}
+	return to;
+}
+
+/* The precreator thread keeps the files of the next PRE_AHEAD object ids
+ * made, their names durable, so that a new object's data goes into a file
+ * that already exists and its commit syncs the file only, not a directory
+ * too.  A file of an id not yet handed out is a spare, empty: mount and
+ * fsck leave it alone, and a crash loses nothing. */
+static void *
+precreate_main(void *arg)
+{
+	struct os *os = arg;
+	struct ffs *f = F(os);
+	char err[512];
+
+	pthread_mutex_lock(&f->plock);
+	while (!f->pstop) {
+		uint64_t from, to, done;
+
+		if (f->pdurable >= f->pnext + PRE_LOW) {
+			pthread_cond_wait(&f->pcond, &f->plock);
+			continue;
+		}
+		from = f->pdurable > f->pnext ? f->pdurable : f->pnext;
+		to = f->pnext + PRE_AHEAD;
+		pthread_mutex_unlock(&f->plock);
+		done = precreate_range(os, from, to, err, sizeof(err));
+		pthread_mutex_lock(&f->plock);
+		if (done > f->pdurable)
+			f->pdurable = done;
+		if (done < to) {
+			os_log(os, LOG_WARN, "%s; files of new objects are made "
+			       "as they come from now on", err);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&f->plock);
+	return NULL;
+}
+
+/* Tell the precreator how far ids have been handed out. */
+static void
+precreate_kick(struct os *os, uint64_t next)
+{
+	struct ffs *f = F(os);
+
+	pthread_mutex_lock(&f->plock);
+	if (next > f->pnext)
+		f->pnext = next;
+	if (f->pdurable < f->pnext + PRE_LOW)
+		pthread_cond_signal(&f->pcond);
+	pthread_mutex_unlock(&f->plock);
+}
+
+static void
+precreate_start(struct os *os)
+{
+	struct ffs *f = F(os);
+
+	f->pnext = f->pdurable = os->sb.next_objid;
+	f->pstop = 0;
+	f->prunning = pthread_create(&f->pthr, NULL, precreate_main, os) == 0;
+	if (!f->prunning)
+		os_log(os, LOG_WARN, "%s: no precreator thread: files of new "
+		       "objects are made as they come", os->path);
+}
+
+static void
+precreate_stop(struct os *os)
+{
+	struct ffs *f = F(os);
+
+	if (!f->prunning)
+		return;
+	pthread_mutex_lock(&f->plock);
+	f->pstop = 1;
+	pthread_cond_signal(&f->pcond);
+	pthread_mutex_unlock(&f->plock);
+	pthread_join(f->pthr, NULL);
+	f->prunning = 0;
+	f->pnext = f->pdurable = 0;
+}
+
 /* The transaction did not commit: remove the files its direct writes
- * created (nothing refers to them).  Data written into files that existed
- * lies in chunks without maps, which nothing reads. */
+ * created and empty the spares they filled (nothing refers to them).
+ * Data written into files of existing objects lies in chunks without
+ * maps, which nothing reads. */
 static void
 drop_direct(struct os_prep *p)
 {
 	for (size_t i = 0; i < FC(p)->ndirect; i++) {
+		const struct direct *d = &FC(p)->direct[i];
 		char rel[64];
 
-		if (!(FC(p)->direct[i].made & MADE_FILE))
-			continue;
-		obj_relpath(rel, sizeof(rel), FC(p)->direct[i].objid);
-		uncache_fd(p->os, FC(p)->direct[i].objid);
-		unlinkat(F(p->os)->datafd, rel, 0);
+		if (d->made & MADE_FILE) {
+			obj_relpath(rel, sizeof(rel), d->objid);
+			uncache_fd(p->os, d->objid);
+			unlinkat(F(p->os)->datafd, rel, 0);
+		} else if (d->objid >= p->os->sb.next_objid &&
+			   ftruncate(d->fd, 0) < 0) {
+			os_log(p->os, LOG_WARN, "%s: emptying the spare data file "
+			       "%016" PRIx64 ": %s", p->os->path, d->objid,
+			       strerror(errno));
+		}
 	}
 }
 
@@ -825,6 +997,8 @@ commit_journaled(struct os *os, struct os_prep *p)
 		os->sb = p->sb;
 	pthread_rwlock_unlock(&os->lock);
 	free(plan);
+	if (rc == 0)
+		precreate_kick(os, p->sb.next_objid);
 	if (rc < 0) {
 		os->failed = 1;
 		os_log(os, LOG_ERR, "%s: applying committed journal record %" PRIu64
@@ -1009,6 +1183,8 @@ fs_mount(void *inst, char *err, size_t errlen)
 	os->batch_limit = jr_max_payload(F(os)->jr) / 4;
 	if ((rc = os_start(os, err, errlen)) < 0)
 		close_store(os);
+	else
+		precreate_start(os);
 	return rc;
 }
 
@@ -1021,6 +1197,7 @@ fs_umount(void *inst)
 
 	if (!os->mounted)
 		return -EINVAL;
+	precreate_stop(os);
 	os_stop(os);
 	if (!os->failed && (rc = checkpoint(os, err, sizeof(err))) < 0)
 		os_log(os, LOG_ERR, "%s", err);
@@ -1029,6 +1206,18 @@ fs_umount(void *inst)
 }
 
 /* ---- fsck -------------------------------------------------------------------*/
+
+/* A file the precreator made ahead of the ids handed out: empty, and of
+ * an id no object has had yet. */
+static int
+spare_file(struct os *os, DIR *d, const char *name, uint64_t id)
+{
+	struct stat st;
+
+	return id >= os->sb.next_objid &&
+	       fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode) && st.st_size == 0;
+}
 
 static void
 fsck_files(struct os_fsck *c)
@@ -1056,7 +1245,7 @@ fsck_files(struct os_fsck *c)
 					continue;
 				id = strtoull(de->d_name, &end, 16);
 				if (*end == '\0' && strlen(de->d_name) == 16 &&
-				    os_fsck_live(c, id))
+				    (os_fsck_live(c, id) || spare_file(c->os, d, de->d_name, id)))
 					continue;
 				os_fsck_report(c, 1, "data/%s/%s: file of no object", rel,
 					    de->d_name);
@@ -1148,6 +1337,8 @@ fs_create(const struct tsr_host *host, const struct tsr_opts *opts,
 	os_init_opts(&f->os, host, &fs_hooks, v[OPT_PATH].s, &v[OPT_COMMON]);
 	f->journal_size = (uint64_t)v[OPT_JOURNAL_SIZE].i;
 	f->dirfd = f->datafd = -1;
+	pthread_mutex_init(&f->plock, NULL);
+	pthread_cond_init(&f->pcond, NULL);
 	*instance = f;
 	return 0;
 }
@@ -1159,6 +1350,8 @@ fs_destroy(void *inst)
 
 	if (os->mounted)
 		fs_umount(os);
+	pthread_mutex_destroy(&F(os)->plock);
+	pthread_cond_destroy(&F(os)->pcond);
 	os_fini(os);
 	free(os);
 }

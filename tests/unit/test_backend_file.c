@@ -278,8 +278,9 @@ tree_copy(const char *from, const char *to)
 	return rc;
 }
 
-/* Copy the files below from that are missing below to (making
- * directories as needed). */
+/* Copy the files below from that are missing or empty below to (making
+ * directories as needed): the files of new objects, made at the time or
+ * precreated (empty) spares. */
 static int
 tree_copy_new(const char *from, const char *to)
 {
@@ -305,7 +306,8 @@ tree_copy_new(const char *from, const char *to)
 			rc = -errno;
 		else if (S_ISDIR(st.st_mode))
 			rc = tree_copy_new(a, b);
-		else if (S_ISREG(st.st_mode) && access(b, F_OK) < 0)
+		else if (S_ISREG(st.st_mode) &&
+			 (stat(b, &st) < 0 || st.st_size == 0))
 			rc = file_copy(a, b);
 	}
 	closedir(d);
@@ -329,7 +331,8 @@ dir_count(const char *path)
 	return n;
 }
 
-/* Every regular file below dir, and the bytes they occupy on disk. */
+/* Every regular file below dir but the empty ones (the spares the
+ * backend makes ahead of new objects), and the bytes they occupy on disk. */
 #define FLIST_MAX 64
 struct flist {
 	size_t n;
@@ -354,7 +357,7 @@ walk_files(const char *dir, struct flist *l)
 		ck_assert_msg(lstat(p, &st) == 0, "%s: %s", p, strerror(errno));
 		if (S_ISDIR(st.st_mode)) {
 			walk_files(p, l);
-		} else if (S_ISREG(st.st_mode)) {
+		} else if (S_ISREG(st.st_mode) && st.st_size > 0) {
 			ck_assert_msg(l->n < FLIST_MAX, "more than %d files under %s",
 				      FLIST_MAX, dir);
 			snprintf(l->path[l->n++], PATH_MAX, "%s", p);
