@@ -17,7 +17,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
 	libconfig-dev libzstd-dev libleveldb-dev check libfuse3-dev fuse3
-	valgrind procps
+	valgrind procps clang libclang-rt-14-dev
 )
 
 log() { printf '\n==> %s\n' "$*"; }

@@ -17,12 +17,14 @@ core_libtsrcore_la_SOURCES = \
 	core/plugin/registry.c core/plugin/registry.h \
 	core/plugin/host.c core/plugin/host.h \
 	core/event/loop.c core/event/loop.h \
+	core/msg/frame.c core/msg/frame.h \
+	core/msg/msgr.c core/msg/msgr.h \
 	core/daemon/asok.c core/daemon/asok.h \
 	core/daemon/pidfile.c core/daemon/pidfile.h \
 	core/daemon/daemon.c core/daemon/daemon.h \
 	core/placement/objhash.c
-core_libtsrcore_la_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
-core_libtsrcore_la_LIBADD = $(LIBCONFIG_LIBS) $(LEVELDB_LIBS) $(PTHREAD_LIBS) $(LIBS)
+core_libtsrcore_la_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS) $(ZSTD_CFLAGS)
+core_libtsrcore_la_LIBADD = $(LIBCONFIG_LIBS) $(LEVELDB_LIBS) $(ZSTD_LIBS) $(PTHREAD_LIBS) $(LIBS)
 
 lib_LTLIBRARIES += core/libtessera-core.la
 core_libtessera_core_la_SOURCES =

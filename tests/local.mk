@@ -12,6 +12,8 @@ unit_tests = \
 	tests/unit/test_util \
 	tests/unit/test_log \
 	tests/unit/test_loop \
+	tests/unit/test_frame \
+	tests/unit/test_msgr \
 	tests/unit/test_asok \
 	tests/unit/test_pidfile \
 	tests/unit/test_hash \
@@ -31,6 +33,12 @@ TESTS += $(unit_tests)
 tests_unit_test_crc32c_SOURCES = tests/unit/test_crc32c.c
 tests_unit_test_crc32c_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_crc32c_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_frame_SOURCES = tests/unit/test_frame.c
+tests_unit_test_frame_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_frame_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_msgr_SOURCES = tests/unit/test_msgr.c
+tests_unit_test_msgr_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_msgr_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_encoding_SOURCES = tests/unit/test_encoding.c
 tests_unit_test_encoding_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_encoding_LDADD = $(CHECK_LDADD_ALL)
@@ -209,3 +217,22 @@ tests_conformance_test_backend_LDADD = $(CHECK_LDADD_ALL) -lm
 # Run by hand, not by make check (needs a cross compiler and qemu-user).
 EXTRA_DIST += tests/cross/check-arch.sh tests/cross/placement_digest.c
 EXTRA_DIST += tests/testutil.h
+
+# The fuzz target is built by clang, not libtool: libFuzzer brings its own
+# main and must instrument the code under test, so the decoders' sources
+# are compiled in.  tests/fuzz/run.sh gives it a short run on the seed
+# corpus (and is skipped when configure found no libFuzzer).
+FUZZ_FRAME_SRC = tests/fuzz/fuzz_frame.c core/msg/frame.c core/crc/crc32c.c \
+	core/encoding/encoding.c
+if HAVE_FUZZER
+check_DATA += tests/fuzz/fuzz_frame
+CLEANFILES += tests/fuzz/fuzz_frame
+tests/fuzz/fuzz_frame: $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/msg/frame.h
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CCLD)$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-I$(top_srcdir)/core/include -I$(top_srcdir)/core \
+		-o $@ $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) -lpthread
+endif
+TESTS += tests/fuzz/run.sh
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/fuzz_frame.c tests/fuzz/corpus

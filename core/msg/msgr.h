@@ -1,0 +1,188 @@
+/* msgr.h — the messenger: typed messages between daemons and clients over
+ * TCP, framed and checksummed (frame.h), on a few epoll threads.
+ *
+ * Conventions.
+ *
+ *   A messenger (struct tsr_msgr) is one identity: cluster id, entity
+ *   (osd.3, client.81724...) and a random nonce that changes on every
+ *   start.  It may listen on one address, and connects to others.
+ *
+ *   A connection (struct tsr_conn) is a *session* with one peer, which may
+ *   outlive its TCP connection.  Two policies:
+ *
+ *     lossless  (servers) unacknowledged messages are kept and resent, in
+ *               order, after a reconnect; the receiver drops duplicates by
+ *               sequence number, so each message is delivered exactly once
+ *               and in order, unless the peer restarted (a new nonce), which
+ *               the owner learns through the `reset` event.  The side that
+ *               connected reconnects, with backoff; the accepting side
+ *               keeps the session and resumes it when the peer comes back.
+ *     lossy     (clients) any fault ends the session: messages not yet
+ *               sent are dropped (their release callbacks get the error),
+ *               the `fault` event fires, and the owner resends what it
+ *               must on a new connection — typically after a map change.
+ *
+ *   Every message may be sent from any thread.  tsr_conn_send() takes the
+ *   message; it never fails silently: on error the message is freed and
+ *   its data released with the error.  A message's data iovecs are
+ *   borrowed (zero copy) until the release callback says the messenger is
+ *   done with them: once written (lossy) or acknowledged (lossless).
+ *
+ *   Received messages go to the handler registered for their type, on a
+ *   dispatch thread; messages of one connection are handled one at a time
+ *   and in order, different connections in parallel, so a slow handler
+ *   holds up only its own connection.  A handler registered with
+ *   TSR_MSGR_INLINE runs on the I/O thread and must not block.  The
+ *   handler owns the message (tsr_msg_free).
+ *
+ *   Functions return 0 or a negative errno; the reason for a refused peer
+ *   or a broken frame goes to the log, naming the peer.
+ */
+#ifndef TSR_MSG_MSGR_H
+#define TSR_MSG_MSGR_H
+
+#include "msg/frame.h"
+
+#include <sys/uio.h>
+
+struct tsr_msgr;
+struct tsr_conn;
+
+typedef void (*tsr_msg_release_cb)(void *arg, int result);
+
+struct tsr_msg {
+	uint32_t type;            /* >= TSR_MSG_USER */
+	uint8_t *front;           /* owned: malloc'd */
+	size_t front_len;
+	/* data: borrowed iovecs (tsr_msg_set_data) or, in a received message,
+	 * one owned buffer (data_iov[0]) */
+	struct iovec *data_iov;
+	int data_iovcnt;
+	size_t data_len;
+	tsr_msg_release_cb release;
+	void *release_arg;
+
+	/* the messenger's (see msgr.c) */
+	struct tsr_msg *next;
+	uint64_t seq;
+	uint32_t crc;             /* footer: CRC32C of front || data as sent */
+	int crc_done;
+	uint8_t *zdata;           /* compressed data, when sent compressed */
+	size_t zlen;
+	int owns_data;            /* data_iov[0] is ours to free */
+	struct iovec one;         /* storage for a single data iovec */
+	uint8_t hdr[TSR_FRAME_HDR];
+	uint8_t footer[TSR_FRAME_FOOTER];
+	uint64_t enq_ns;          /* for inject_delay_ms */
+};
+
+/* A message of the given type whose front is a copy of front[0..len), or
+ * takes e's buffer (no copy) with tsr_msg_from_enc.  NULL on no memory
+ * (from_enc: also when e has failed; e is released either way). */
+struct tsr_msg *tsr_msg_new(uint32_t type, const void *front, size_t len);
+struct tsr_msg *tsr_msg_from_enc(uint32_t type, struct tsr_enc *e);
+/* Attach data (borrowed until release(arg, result) is called: 0 once the
+ * messenger is done with it, a negative errno when the message failed). */
+int tsr_msg_set_data(struct tsr_msg *m, const struct iovec *iov, int iovcnt,
+		     tsr_msg_release_cb release, void *arg);
+/* Free a message (releasing borrowed data with result). */
+void tsr_msg_free(struct tsr_msg *m, int result);
+
+struct tsr_msgr_opts {
+	uint8_t fsid[16];
+	uint8_t entity_type;         /* enum tsr_entity_type */
+	uint64_t entity_id;
+	const char *bind;            /* "127.0.0.1:6800", port 0 for any; NULL:
+	                              * connect only */
+	unsigned workers;            /* I/O threads (default 2) */
+	unsigned dispatchers;        /* handler threads (default 2) */
+	uint32_t max_front;          /* largest front accepted (1 MiB) */
+	uint32_t max_data;           /* largest data accepted (64 MiB) */
+	uint64_t send_queue_bytes;   /* per connection, unsent + unacked (128 MiB) */
+	uint64_t recv_queue_bytes;   /* per connection, received, not yet
+	                              * handled; reading pauses above (128 MiB) */
+	uint32_t keepalive_ms;       /* keepalive after this much silence (5000) */
+	uint32_t idle_timeout_ms;    /* fault after this much silence (30000) */
+	uint32_t reconnect_min_ms;   /* lossless reconnect backoff (10 .. */
+	uint32_t reconnect_max_ms;   /*   .. 2000) */
+	uint32_t session_timeout_ms; /* an accepted lossless session waits this
+	                              * long for its peer to come back (300000) */
+	uint32_t compress_min;       /* compress data of at least this many
+	                              * bytes with zstd, if the peer agrees
+	                              * (0: never) */
+	int compress_level;          /* zstd level (1) */
+	/* fault injection, for tests (0: off) */
+	uint32_t inject_drop_every;  /* cut the connection after every Nth
+	                              * message frame sent */
+	uint32_t inject_delay_ms;    /* hold each received message this long */
+	uint32_t inject_refuse_every;/* refuse every Nth accepted connection */
+};
+
+/* The defaults above, for everything but fsid and entity. */
+void tsr_msgr_opts_default(struct tsr_msgr_opts *o);
+
+/* Events about connections, called on an I/O thread (must not block). */
+struct tsr_msgr_events {
+	/* a peer connected to us (the session is new) */
+	void (*accept)(struct tsr_conn *c, void *arg);
+	/* a lossy session ended (err: why); its pending messages failed */
+	void (*fault)(struct tsr_conn *c, int err, void *arg);
+	/* a lossless session's peer restarted: messages it had not
+	 * acknowledged were sent again to the new instance */
+	void (*reset)(struct tsr_conn *c, void *arg);
+	void *arg;
+};
+
+typedef void (*tsr_msg_handler)(struct tsr_conn *c, struct tsr_msg *m,
+				void *arg);
+#define TSR_MSGR_INLINE 0x1u
+
+/* Create (and bind, when opts->bind is set) and start the threads.  err
+ * gets the reason on failure. */
+int tsr_msgr_create(const struct tsr_msgr_opts *opts,
+		    const struct tsr_msgr_events *ev, struct tsr_msgr **out,
+		    char *err, size_t errlen);
+/* Stop the threads, close every connection (pending messages fail with
+ * -ESHUTDOWN) and free.  Connection handles held must be put first or
+ * are freed here. */
+void tsr_msgr_destroy(struct tsr_msgr *m);
+/* The address we listen on ("127.0.0.1:41234"), "" if none. */
+const char *tsr_msgr_addr(const struct tsr_msgr *m);
+uint64_t tsr_msgr_nonce(const struct tsr_msgr *m);
+/* Register a handler before the first message of that type arrives;
+ * messages of a type without a handler are logged and dropped. */
+int tsr_msgr_register(struct tsr_msgr *m, uint32_t type, tsr_msg_handler h,
+		      void *arg, unsigned flags);
+
+/* A session with the peer at addr ("host:port").  The handle is the
+ * caller's (tsr_conn_put).  Connecting happens in the background;
+ * messages sent meanwhile wait. */
+int tsr_msgr_connect(struct tsr_msgr *m, const char *addr, int lossless,
+		     struct tsr_conn **out);
+
+#define TSR_SEND_NOWAIT 0x1u   /* -EAGAIN instead of waiting for room */
+/* Queue msg on c (ownership passes, also on error).  Waits while c's
+ * send queue is full, unless NOWAIT or on an I/O thread (-EAGAIN). */
+int tsr_conn_send(struct tsr_conn *c, struct tsr_msg *msg, unsigned flags);
+/* Close the session: pending messages fail with -ECONNABORTED. */
+void tsr_conn_close(struct tsr_conn *c);
+void tsr_conn_get(struct tsr_conn *c);
+void tsr_conn_put(struct tsr_conn *c);
+/* "osd.3 127.0.0.1:6800" (or the remote address until the handshake). */
+const char *tsr_conn_peer(const struct tsr_conn *c);
+uint8_t tsr_conn_peer_type(const struct tsr_conn *c);
+uint64_t tsr_conn_peer_id(const struct tsr_conn *c);
+int tsr_conn_is_lossless(const struct tsr_conn *c);
+/* Owner's pointer, for handlers. */
+void tsr_conn_set_priv(struct tsr_conn *c, void *priv);
+void *tsr_conn_priv(const struct tsr_conn *c);
+
+/* Counters, for tests and `perf dump`. */
+struct tsr_msgr_stats {
+	uint64_t msgs_sent, msgs_received, bytes_sent, bytes_received;
+	uint64_t resent, duplicates_dropped, faults, reconnects;
+	uint64_t refused, bad_frames;
+};
+void tsr_msgr_stats(struct tsr_msgr *m, struct tsr_msgr_stats *out);
+
+#endif

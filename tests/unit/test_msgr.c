@@ -1,0 +1,838 @@
+/* test_msgr.c — the messenger over real loopback sockets: every message
+ * shape round trips; a lossless session delivers 100,000 messages exactly
+ * once and in order while its connection is cut again and again; a lossy
+ * one reports its failures; a restarted peer resets the session;
+ * malicious peers are cut off with the right log line while a good
+ * connection keeps working; two processes talk. */
+#include "log/log.h"
+#include "msg/msgr.h"
+#include "util/util.h"
+
+#include <tessera/crc32c.h>
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define T_ECHO (TSR_MSG_USER + 1)   /* answered with T_REPLY, same content */
+#define T_REPLY (TSR_MSG_USER + 2)
+#define T_SEQ (TSR_MSG_USER + 3)    /* front: u64 counter, checked in order */
+#define WAIT_MS 20000               /* every wait is bounded */
+
+static char logpath[256];
+
+/* ---- What a receiver saw -------------------------------------------------*/
+
+struct sink {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t n;          /* messages */
+	uint64_t next;       /* T_SEQ: the counter expected next */
+	uint64_t bad;        /* out of order or damaged */
+	uint64_t bytes;
+	struct tsr_msg *last;
+	int faults, resets, accepts;
+	int last_fault;
+	struct tsr_conn *accepted;
+};
+
+static void
+sink_init(struct sink *s)
+{
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+}
+
+static void
+sink_fini(struct sink *s)
+{
+	tsr_msg_free(s->last, 0);
+	if (s->accepted)
+		tsr_conn_put(s->accepted);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+}
+
+/* Wait until *v >= want (under s->mu); 0 or -ETIMEDOUT. */
+static int
+sink_wait(struct sink *s, const void *v, int is64, uint64_t want)
+{
+	uint64_t end = tsr_mono_ns() + WAIT_MS * 1000000ull;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		uint64_t cur = is64 ? *(const uint64_t *)v : (uint64_t)*(const int *)v;
+		struct timespec ts;
+
+		if (cur >= want)
+			break;
+		if (tsr_mono_ns() >= end) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+static uint64_t
+get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void
+on_seq(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	struct sink *s = arg;
+
+	(void)c;
+	pthread_mutex_lock(&s->mu);
+	if (m->front_len != 8 || get64(m->front) != s->next)
+		s->bad++;
+	else
+		s->next++;
+	s->n++;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	tsr_msg_free(m, 0);
+}
+
+/* Keep the last message for the test to look at. */
+static void
+on_keep(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	struct sink *s = arg;
+
+	(void)c;
+	pthread_mutex_lock(&s->mu);
+	tsr_msg_free(s->last, 0);
+	s->last = m;
+	s->n++;
+	s->bytes += m->front_len + m->data_len;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void
+free_buf(void *p, int result)
+{
+	(void)result;
+	free(p);
+}
+
+/* Send the message back as T_REPLY (front copied, data handed over). */
+static void
+on_echo(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	struct tsr_msg *r = tsr_msg_new(T_REPLY, m->front, m->front_len);
+
+	(void)arg;
+	if (r && m->data_len) {
+		/* hand the received buffer over: freed by the release */
+		struct iovec iov = m->data_iov[0];
+		m->owns_data = 0;
+		tsr_msg_set_data(r, &iov, 1, free_buf, iov.iov_base);
+		m->data_iov = NULL;
+		m->data_iovcnt = 0;
+	}
+	tsr_msg_free(m, 0);
+	if (r)
+		tsr_conn_send(c, r, TSR_SEND_NOWAIT);
+}
+
+static void
+ev_accept(struct tsr_conn *c, void *arg)
+{
+	struct sink *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	s->accepts++;
+	if (s->accepted == NULL) {
+		tsr_conn_get(c);
+		s->accepted = c;
+	}
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void
+ev_fault(struct tsr_conn *c, int err, void *arg)
+{
+	struct sink *s = arg;
+
+	(void)c;
+	pthread_mutex_lock(&s->mu);
+	s->faults++;
+	s->last_fault = err;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void
+ev_reset(struct tsr_conn *c, void *arg)
+{
+	struct sink *s = arg;
+
+	(void)c;
+	pthread_mutex_lock(&s->mu);
+	s->resets++;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- Messengers --------------------------------------------------------------*/
+
+static const uint8_t FSID[16] = "tessera-test-fs";
+
+static struct tsr_msgr *
+mk(uint8_t type, uint64_t id, const char *bind, struct sink *s,
+   void (*tweak)(struct tsr_msgr_opts *))
+{
+	struct tsr_msgr_opts o;
+	struct tsr_msgr_events ev = { ev_accept, ev_fault, ev_reset, s };
+	struct tsr_msgr *m;
+	char err[256];
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	memcpy(o.fsid, FSID, 16);
+	o.entity_type = type;
+	o.entity_id = id;
+	o.bind = bind;
+	tsr_msgr_opts_default(&o);
+	if (tweak)
+		tweak(&o);
+	rc = tsr_msgr_create(&o, &ev, &m, err, sizeof(err));
+	ck_assert_msg(rc == 0, "messenger: %s", err);
+	ck_assert_int_eq(tsr_msgr_register(m, T_SEQ, on_seq, s, 0), 0);
+	ck_assert_int_eq(tsr_msgr_register(m, T_ECHO, on_echo, s, 0), 0);
+	ck_assert_int_eq(tsr_msgr_register(m, T_REPLY, on_keep, s, 0), 0);
+	return m;
+}
+
+static struct tsr_msg *
+seq_msg(uint64_t v)
+{
+	uint8_t b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	return tsr_msg_new(T_SEQ, b, 8);
+}
+
+static char *
+log_text(void)
+{
+	FILE *f = fopen(logpath, "r");
+	char *buf = calloc(1, 1 << 20);
+	size_t n;
+
+	ck_assert_ptr_nonnull(buf);
+	if (f) {
+		n = fread(buf, 1, (1 << 20) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
+/* Wait until the log holds needle (bounded). */
+static int
+log_wait(const char *needle)
+{
+	for (int i = 0; i < WAIT_MS / 20; i++) {
+		char *t = log_text();
+		int found = strstr(t, needle) != NULL;
+		free(t);
+		if (found)
+			return 1;
+		struct timespec ts = { 0, 20 * 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+/* ---- Tests ---------------------------------------------------------------------*/
+
+struct rel {
+	pthread_mutex_t mu;
+	int calls, last;
+};
+
+static void
+rel_cb(void *arg, int result)
+{
+	struct rel *r = arg;
+
+	pthread_mutex_lock(&r->mu);
+	r->calls++;
+	r->last = result;
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void
+compress_on(struct tsr_msgr_opts *o)
+{
+	o->compress_min = 4096;
+}
+
+/* Every shape: empty, front only, data only, several data iovecs, 4 MiB,
+ * compressible data (zstd on both sides), each echoed and compared. */
+START_TEST(every_shape)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	size_t big = 4u << 20;
+	uint8_t *data = malloc(big), *front = malloc(100000);
+	struct {
+		size_t front, data;
+		int iovs;
+	} shapes[] = {
+		{ 0, 0, 0 }, { 1, 0, 0 }, { 100000, 0, 0 }, { 0, 1, 1 },
+		{ 10, 4096, 1 }, { 10, 70000, 5 }, { 64, big, 1 }, { 64, big, 16 },
+	};
+
+	ck_assert(data && front);
+	for (size_t i = 0; i < big; i++)
+		data[i] = (uint8_t)(i * 2654435761u >> 13);
+	for (size_t i = 0; i < 100000; i++)
+		front[i] = (uint8_t)(i * 7);
+	sink_init(&ss);
+	sink_init(&cs);
+	for (int z = 0; z < 2; z++) {
+		srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, z ? compress_on : NULL);
+		cli = mk(TSR_ENTITY_CLIENT, 99, NULL, &cs, z ? compress_on : NULL);
+		ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), z, &c), 0);
+		for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+			struct tsr_msg *m = tsr_msg_new(T_ECHO, front, shapes[k].front);
+			struct iovec iov[16];
+			struct rel r = { PTHREAD_MUTEX_INITIALIZER, 0, 1 };
+			uint64_t want = cs.n + 1;
+			size_t per = shapes[k].iovs ? shapes[k].data / (size_t)shapes[k].iovs : 0;
+
+			/* compressible on the zstd pass: runs of 64 bytes */
+			if (z)
+				for (size_t i = 0; i < big; i++)
+					data[i] = (uint8_t)((i / 64 + k) % 251);
+			for (int v = 0; v < shapes[k].iovs; v++) {
+				iov[v].iov_base = data + (size_t)v * per;
+				iov[v].iov_len = v == shapes[k].iovs - 1
+							 ? shapes[k].data - (size_t)v * per
+							 : per;
+			}
+			ck_assert_ptr_nonnull(m);
+			ck_assert_int_eq(tsr_msg_set_data(m, iov, shapes[k].iovs, rel_cb, &r), 0);
+			ck_assert_int_eq(tsr_conn_send(c, m, 0), 0);
+			ck_assert_msg(sink_wait(&cs, &cs.n, 1, want) == 0,
+				      "shape %zu (zstd %d): no reply", k, z);
+			pthread_mutex_lock(&cs.mu);
+			ck_assert_int_eq(cs.last->front_len, shapes[k].front);
+			ck_assert_int_eq(cs.last->data_len, shapes[k].data);
+			ck_assert(shapes[k].front == 0 ||
+				  memcmp(cs.last->front, front, shapes[k].front) == 0);
+			ck_assert(shapes[k].data == 0 ||
+				  memcmp(cs.last->data_iov[0].iov_base, data, shapes[k].data) == 0);
+			pthread_mutex_unlock(&cs.mu);
+			/* the data went back to us: written (lossy) or acked */
+			for (int t = 0; t < 500; t++) {
+				pthread_mutex_lock(&r.mu);
+				int done = r.calls;
+				pthread_mutex_unlock(&r.mu);
+				if (done)
+					break;
+				struct timespec ts = { 0, 10 * 1000000 };
+				nanosleep(&ts, NULL);
+			}
+			ck_assert_msg(shapes[k].iovs == 0 || (r.calls == 1 && r.last == 0),
+				      "shape %zu: release %d times, result %d", k,
+				      r.calls, r.last);
+		}
+		if (z) {
+			struct tsr_msgr_stats st;
+			tsr_msgr_stats(cli, &st);
+			/* compressed: far fewer bytes than the two 4 MiB
+			 * payloads */
+			ck_assert_msg(st.bytes_sent < big / 4, "zstd: %llu bytes sent",
+				      (unsigned long long)st.bytes_sent);
+		}
+		tsr_conn_put(c);
+		tsr_msgr_destroy(cli);
+		tsr_msgr_destroy(srv);
+		if (ss.accepted) {
+			tsr_conn_put(ss.accepted);
+			ss.accepted = NULL;
+		}
+	}
+	sink_fini(&ss);
+	sink_fini(&cs);
+	free(data);
+	free(front);
+}
+END_TEST
+
+static void
+drop_often(struct tsr_msgr_opts *o)
+{
+	o->inject_drop_every = 997;
+	o->reconnect_min_ms = 1;
+	o->reconnect_max_ms = 20;
+}
+
+/* 100,000 messages on a lossless session whose connection is cut every
+ * 997 frames (by the sender) arrive exactly once and in order. */
+START_TEST(lossless_resets)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	struct tsr_msgr_stats st;
+	const uint64_t N = 100000;
+
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, NULL);
+	cli = mk(TSR_ENTITY_OSD, 2, NULL, &cs, drop_often);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 1, &c), 0);
+	for (uint64_t i = 0; i < N; i++)
+		ck_assert_int_eq(tsr_conn_send(c, seq_msg(i), 0), 0);
+	ck_assert_msg(sink_wait(&ss, &ss.next, 1, N) == 0,
+		      "%llu of %llu arrived in order (%llu bad)",
+		      (unsigned long long)ss.next, (unsigned long long)N,
+		      (unsigned long long)ss.bad);
+	/* nothing more trickles in: exactly once */
+	struct timespec ts = { 0, 200 * 1000000 };
+	nanosleep(&ts, NULL);
+	ck_assert_int_eq(ss.bad, 0);
+	ck_assert_int_eq(ss.n, N);
+	tsr_msgr_stats(cli, &st);
+	ck_assert_msg(st.reconnects >= 50, "only %llu reconnects",
+		      (unsigned long long)st.reconnects);
+	fprintf(stderr, "lossless_resets: %llu messages, %llu reconnects, "
+		"%llu resent\n", (unsigned long long)N,
+		(unsigned long long)st.reconnects, (unsigned long long)st.resent);
+	tsr_msgr_stats(srv, &st);
+	fprintf(stderr, "lossless_resets: receiver dropped %llu duplicates\n",
+		(unsigned long long)st.duplicates_dropped);
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&cs);
+}
+END_TEST
+
+/* A lossy session whose server goes away: the owner hears the fault and
+ * every message not sent is released with an error. */
+START_TEST(lossy_fault)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	struct rel r = { PTHREAD_MUTEX_INITIALIZER, 0, 0 };
+	static uint8_t blob[1 << 20];
+	int sent = 0, rc;
+
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, NULL);
+	cli = mk(TSR_ENTITY_CLIENT, 5, NULL, &cs, NULL);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 0, &c), 0);
+	ck_assert_int_eq(tsr_conn_send(c, seq_msg(0), 0), 0);
+	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 1), 0);
+	tsr_msgr_destroy(srv);
+	/* keep sending until the fault is seen: those fail */
+	for (int i = 0; i < 2000 && cs.faults == 0; i++) {
+		struct tsr_msg *m = tsr_msg_new(T_SEQ, "x", 1);
+		struct iovec iov = { blob, sizeof(blob) };
+		tsr_msg_set_data(m, &iov, 1, rel_cb, &r);
+		rc = tsr_conn_send(c, m, TSR_SEND_NOWAIT);
+		sent++;
+		if (rc < 0)
+			break;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_int_eq(sink_wait(&cs, &cs.faults, 0, 1), 0);
+	ck_assert_msg(cs.last_fault < 0, "fault %d", cs.last_fault);
+	/* after the fault, a send fails at once */
+	rc = tsr_conn_send(c, seq_msg(1), 0);
+	ck_assert_msg(rc < 0, "send on a faulted lossy connection: %d", rc);
+	/* every data buffer came back exactly once */
+	for (int t = 0; t < 500 && r.calls < sent; t++) {
+		struct timespec ts = { 0, 10 * 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_int_eq(r.calls, sent);
+	ck_assert(log_wait("closing"));
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	sink_fini(&ss);
+	sink_fini(&cs);
+}
+END_TEST
+
+/* The server restarts (same address, new instance): the lossless client
+ * reconnects, hears `reset`, and what the old server never acknowledged
+ * reaches the new one. */
+START_TEST(peer_restart)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	char addr[64];
+
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, NULL);
+	snprintf(addr, sizeof(addr), "%s", tsr_msgr_addr(srv));
+	cli = mk(TSR_ENTITY_OSD, 2, NULL, &cs, drop_often);
+	ck_assert_int_eq(tsr_msgr_connect(cli, addr, 1, &c), 0);
+	for (uint64_t i = 0; i < 10; i++)
+		ck_assert_int_eq(tsr_conn_send(c, seq_msg(i), 0), 0);
+	ck_assert_int_eq(sink_wait(&ss, &ss.next, 1, 10), 0);
+	if (ss.accepted) {
+		tsr_conn_put(ss.accepted);
+		ss.accepted = NULL;
+	}
+	tsr_msgr_destroy(srv);
+	/* queued while the server is down */
+	for (uint64_t i = 10; i < 20; i++)
+		ck_assert_int_eq(tsr_conn_send(c, seq_msg(i), 0), 0);
+	{
+		struct sink s2;
+		sink_init(&s2);
+		s2.next = 10; /* the new instance sees 10.. (0..9 were acked) */
+		srv = mk(TSR_ENTITY_OSD, 1, addr, &s2, NULL);
+		ck_assert_msg(sink_wait(&s2, &s2.next, 1, 20) == 0,
+			      "new server got up to %llu (bad %llu)",
+			      (unsigned long long)s2.next, (unsigned long long)s2.bad);
+		ck_assert_int_eq(s2.bad, 0);
+		ck_assert_int_eq(sink_wait(&cs, &cs.resets, 0, 1), 0);
+		tsr_msgr_destroy(srv);
+		sink_fini(&s2);
+	}
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	sink_fini(&ss);
+	sink_fini(&cs);
+}
+END_TEST
+
+static int
+raw_connect(const char *addr)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	const char *colon = strrchr(addr, ':');
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	a.sin_port = htons((uint16_t)atoi(colon + 1));
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+/* Is fd closed by the other side within the bound? */
+static int
+closed_by_peer(int fd)
+{
+	struct timeval tv = { WAIT_MS / 1000, 0 };
+	char b[256];
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	for (;;) {
+		ssize_t r = read(fd, b, sizeof(b));
+		if (r == 0 || (r < 0 && errno == ECONNRESET))
+			return 1;
+		if (r < 0)
+			return 0;
+	}
+}
+
+static void
+short_idle(struct tsr_msgr_opts *o)
+{
+	o->idle_timeout_ms = 600;
+	o->keepalive_ms = 200;
+	o->max_front = 1 << 20;
+	o->max_data = 1 << 20;
+}
+
+/* Bad peers, one after the other, each cut off with its reason in the
+ * log, while a good client keeps its session. */
+START_TEST(malicious_peers)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	const char *addr;
+	uint64_t sent = 0;
+
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, short_idle);
+	addr = tsr_msgr_addr(srv);
+	cli = mk(TSR_ENTITY_OSD, 2, NULL, &cs, short_idle);
+	ck_assert_int_eq(tsr_msgr_connect(cli, addr, 1, &c), 0);
+
+	/* 1: garbage bytes */
+	{
+		int fd = raw_connect(addr);
+		char g[100];
+		memset(g, 'Z', sizeof(g));
+		ck_assert_int_eq(write(fd, g, sizeof(g)), (ssize_t)sizeof(g));
+		ck_assert(closed_by_peer(fd));
+		close(fd);
+		ck_assert(log_wait("bad frame from peer: bad magic"));
+	}
+	ck_assert_int_eq(tsr_conn_send(c, seq_msg(sent++), 0), 0);
+	/* 2: a well-formed header announcing a 2 GiB front */
+	{
+		int fd = raw_connect(addr);
+		struct tsr_frame_hdr h = { .version = TSR_FRAME_VERSION,
+					   .type = TSR_MSG_HELLO,
+					   .front_len = 0x7fffffff };
+		uint8_t b[TSR_FRAME_HDR];
+		tsr_frame_hdr_encode(&h, b);
+		ck_assert_int_eq(write(fd, b, sizeof(b)), (ssize_t)sizeof(b));
+		ck_assert(closed_by_peer(fd));
+		close(fd);
+		ck_assert(log_wait("front longer than the maximum"));
+	}
+	ck_assert_int_eq(tsr_conn_send(c, seq_msg(sent++), 0), 0);
+	/* 3: half a frame, then silence: the idle timeout cuts it */
+	{
+		int fd = raw_connect(addr);
+		struct tsr_frame_hdr h = { .version = TSR_FRAME_VERSION,
+					   .type = TSR_MSG_HELLO, .front_len = 100 };
+		uint8_t b[TSR_FRAME_HDR];
+		tsr_frame_hdr_encode(&h, b);
+		ck_assert_int_eq(write(fd, b, sizeof(b)), (ssize_t)sizeof(b));
+		ck_assert(closed_by_peer(fd));
+		close(fd);
+		ck_assert(log_wait("nothing heard for 600 ms"));
+	}
+	ck_assert_int_eq(tsr_conn_send(c, seq_msg(sent++), 0), 0);
+	/* 4: a hello from another cluster: refused, both sides say why */
+	{
+		struct sink xs;
+		struct tsr_msgr_opts o;
+		struct tsr_msgr_events ev = { ev_accept, ev_fault, ev_reset, &xs };
+		struct tsr_msgr *other;
+		struct tsr_conn *oc;
+		char err[256];
+
+		sink_init(&xs);
+		memset(&o, 0, sizeof(o));
+		memcpy(o.fsid, "another-cluster", 16);
+		o.entity_type = TSR_ENTITY_CLIENT;
+		o.entity_id = 4;
+		tsr_msgr_opts_default(&o);
+		ck_assert_int_eq(tsr_msgr_create(&o, &ev, &other, err, sizeof(err)), 0);
+		ck_assert_int_eq(tsr_msgr_connect(other, addr, 0, &oc), 0);
+		ck_assert_int_eq(tsr_conn_send(oc, seq_msg(0), 0), 0);
+		ck_assert_int_eq(sink_wait(&xs, &xs.faults, 0, 1), 0);
+		ck_assert(log_wait("refused: peer belongs to another cluster"));
+		ck_assert(log_wait("the peer refused us: peer belongs to another cluster"));
+		tsr_conn_put(oc);
+		tsr_msgr_destroy(other);
+		sink_fini(&xs);
+	}
+	/* 5: a header with a bad checksum */
+	{
+		int fd = raw_connect(addr);
+		struct tsr_frame_hdr h = { .version = TSR_FRAME_VERSION,
+					   .type = TSR_MSG_HELLO, .front_len = 4 };
+		uint8_t b[TSR_FRAME_HDR];
+		tsr_frame_hdr_encode(&h, b);
+		b[12] ^= 1;
+		ck_assert_int_eq(write(fd, b, sizeof(b)), (ssize_t)sizeof(b));
+		ck_assert(closed_by_peer(fd));
+		close(fd);
+		ck_assert(log_wait("header checksum mismatch"));
+	}
+	/* the good session went on through all of it */
+	ck_assert_int_eq(tsr_conn_send(c, seq_msg(sent++), 0), 0);
+	ck_assert_int_eq(sink_wait(&ss, &ss.next, 1, sent), 0);
+	ck_assert_int_eq(ss.bad, 0);
+	{
+		struct tsr_msgr_stats st;
+		tsr_msgr_stats(srv, &st);
+		ck_assert_int_ge(st.bad_frames, 3);
+		ck_assert_int_ge(st.refused, 1);
+	}
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&cs);
+}
+END_TEST
+
+/* Keepalives keep an idle session open past the idle timeout. */
+START_TEST(keepalive)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	struct tsr_msgr_stats st;
+
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, short_idle);
+	cli = mk(TSR_ENTITY_CLIENT, 2, NULL, &cs, short_idle);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 0, &c), 0);
+	ck_assert_int_eq(tsr_conn_send(c, seq_msg(0), 0), 0);
+	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 1), 0);
+	struct timespec ts = { 2, 0 }; /* > 3 idle timeouts */
+	nanosleep(&ts, NULL);
+	ck_assert_int_eq(cs.faults, 0);
+	ck_assert_int_eq(tsr_conn_send(c, seq_msg(1), 0), 0);
+	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 2), 0);
+	tsr_msgr_stats(cli, &st);
+	ck_assert_int_eq(st.faults, 0);
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&cs);
+}
+END_TEST
+
+/* Two processes: a child echoes, the parent checks. */
+START_TEST(two_processes)
+{
+	int p[2];
+	pid_t pid;
+	char addr[64] = "";
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sink s;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		struct tsr_msgr *srv;
+
+		close(p[0]);
+		sink_init(&s);
+		srv = mk(TSR_ENTITY_OSD, 7, "127.0.0.1:0", &s, NULL);
+		char a[64] = "";
+		snprintf(a, sizeof(a), "%s", tsr_msgr_addr(srv));
+		if (write(p[1], a, sizeof(a)) != (ssize_t)sizeof(a))
+			_exit(1);
+		/* serve until the parent kills us (or dies: PDEATHSIG), and
+		 * never longer than the wait bound */
+		sleep(WAIT_MS / 1000 + 10);
+		_exit(0);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], addr, sizeof(addr)), (ssize_t)sizeof(addr));
+	{
+		struct sink cs;
+		struct tsr_msgr *cli;
+		struct tsr_conn *c;
+
+		sink_init(&cs);
+		cli = mk(TSR_ENTITY_CLIENT, 8, NULL, &cs, NULL);
+		ck_assert_int_eq(tsr_msgr_connect(cli, addr, 0, &c), 0);
+		for (int i = 0; i < 1000; i++) {
+			char f[32];
+			int n = snprintf(f, sizeof(f), "ping %d", i);
+			ck_assert_int_eq(tsr_conn_send(c, tsr_msg_new(T_ECHO, f, (size_t)n), 0), 0);
+			ck_assert_msg(sink_wait(&cs, &cs.n, 1, (uint64_t)i + 1) == 0,
+				      "no reply to ping %d", i);
+			pthread_mutex_lock(&cs.mu);
+			ck_assert_int_eq(cs.last->front_len, (size_t)n);
+			ck_assert_int_eq(memcmp(cs.last->front, f, (size_t)n), 0);
+			pthread_mutex_unlock(&cs.mu);
+		}
+		tsr_conn_put(c);
+		tsr_msgr_destroy(cli);
+		sink_fini(&cs);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(p[0]);
+}
+END_TEST
+
+static void
+setup(void)
+{
+	char tmpl[] = "/tmp/tsr-test-msgr-XXXXXX";
+	int fd = mkstemp(tmpl);
+	char err[256];
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(logpath, sizeof(logpath), "%s", tmpl);
+	if (getenv("TSR_TEST_LOG")) /* keep it, there, for a post-mortem */
+		snprintf(logpath, sizeof(logpath), "%s", getenv("TSR_TEST_LOG"));
+	ck_assert_int_eq(tsr_log_open(logpath, err, sizeof(err)), 0);
+	tsr_log_set_level(-1, TSR_LOG_INFO);
+}
+
+static void
+teardown(void)
+{
+	tsr_log_close();
+	if (getenv("TSR_TEST_LOG") == NULL)
+		unlink(logpath);
+}
+
+int
+main(void)
+{
+	Suite *s = suite_create("msgr");
+	TCase *tc = tcase_create("loopback");
+	SRunner *sr;
+	int failed;
+
+	signal(SIGPIPE, SIG_IGN);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, every_shape);
+	tcase_add_test(tc, lossless_resets);
+	tcase_add_test(tc, lossy_fault);
+	tcase_add_test(tc, peer_restart);
+	tcase_add_test(tc, malicious_peers);
+	tcase_add_test(tc, keepalive);
+	tcase_add_test(tc, two_processes);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
