@@ -1075,12 +1075,20 @@ tsr_conn_send(struct tsr_conn *c, struct tsr_msg *x, unsigned flags)
 	return 0;
 }
 
-/* The peer has everything up to ack (lock held). */
+/* The peer has everything up to ack: forget it (lock held).  With
+ * written_only, only messages written on this socket go (a frame's ack
+ * cannot cover more); a handshake's in_seq may cover messages written on
+ * an earlier socket, which a reconnect had put back in line. */
 static void
-conn_acked(struct tsr_conn *c, uint64_t ack)
+conn_drop_acked(struct tsr_conn *c, uint64_t ack, int written_only)
 {
-	while (c->out_head && c->out_head != c->out_next && c->out_head->seq <= ack) {
+	while (c->out_head && c->out_head->seq <= ack &&
+	       (!written_only || c->out_head != c->out_next)) {
 		struct tsr_msg *x = c->out_head;
+		if (c->out_next == x) {
+			c->out_next = x->next;
+			c->out_off = 0;
+		}
 		c->out_head = x->next;
 		if (c->out_tail == x)
 			c->out_tail = NULL;
@@ -1088,6 +1096,12 @@ conn_acked(struct tsr_conn *c, uint64_t ack)
 		tsr_msg_free(x, 0);
 	}
 	pthread_cond_broadcast(&c->room);
+}
+
+static void
+conn_acked(struct tsr_conn *c, uint64_t ack)
+{
+	conn_drop_acked(c, ack, 1);
 }
 
 /* ---- Handshake ---------------------------------------------------------------*/
@@ -1219,19 +1233,8 @@ connector_hello(struct tsr_conn *c, const struct tsr_hello *h)
 		conn_fault(c, -EPROTO, "peer claims messages never sent");
 		return 0;
 	}
-	conn_acked(c, h->in_seq);
-	/* the acked ones were not "sent" on this socket, so out_next
-	 * pointed at them; conn_acked stops at out_next: drop directly */
-	while (c->out_head && c->out_head->seq <= h->in_seq) {
-		struct tsr_msg *x = c->out_head;
-		c->out_head = x->next;
-		if (c->out_tail == x)
-			c->out_tail = NULL;
-		c->out_bytes -= msg_wire_len(x);
-		tsr_msg_free(x, 0);
-	}
+	conn_drop_acked(c, h->in_seq, 0);
 	c->out_next = c->out_head;
-	pthread_cond_broadcast(&c->room);
 	c->state = C_OPEN;
 	c->backoff_ms = c->m->o.reconnect_min_ms;
 	count_resent(c);
@@ -1858,15 +1861,7 @@ session_attach(struct tsr_conn *s, int fd, const struct tsr_hello *h)
 		conn_fault(s, -EPROTO, "peer claims messages never sent");
 		return;
 	}
-	while (s->out_head && s->out_head->seq <= h->in_seq) {
-		struct tsr_msg *x = s->out_head;
-		s->out_head = x->next;
-		if (s->out_tail == x)
-			s->out_tail = NULL;
-		s->out_bytes -= msg_wire_len(x);
-		tsr_msg_free(x, 0);
-	}
-	pthread_cond_broadcast(&s->room);
+	conn_drop_acked(s, h->in_seq, 0);
 	s->out_next = s->out_head;
 	s->out_off = 0;
 	count_resent(s);
