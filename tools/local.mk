@@ -8,5 +8,6 @@ tools_tessera_tessera_SOURCES = \
 	tools/tessera/cli_plugin.c \
 	tools/tessera/cli_util.c \
 	tools/tessera/cmd_placement.c \
-	tools/tessera/cmd_backend.c
+	tools/tessera/cmd_backend.c \
+	tools/tessera/cmd_msgr.c
 tools_tessera_tessera_LDADD = core/libtessera-core.la

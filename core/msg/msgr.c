@@ -193,6 +193,78 @@ static void conn_flush(struct tsr_conn *c);
 static void conn_kick(struct tsr_conn *c, unsigned acts);
 static void conn_events(struct tsr_conn *c);
 
+/* ---- Large buffers ------------------------------------------------------------*/
+
+/* Received data buffers of 64 KiB and up are kept for the next message of
+ * their size class (a power of two), up to BUFC_BYTES in all: faulting in
+ * fresh pages for every 4 MiB message costs more than everything else on
+ * its path (a VM makes page faults dear).  Process-wide, since a message
+ * may outlive its messenger. */
+#define BUFC_MIN (64u << 10)
+#define BUFC_SLOTS 32
+#define BUFC_BYTES (64u << 20)
+
+static pthread_mutex_t bufc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	void *p;
+	size_t cap;
+} bufc[BUFC_SLOTS];
+static size_t bufc_n, bufc_bytes;
+
+static void *
+buf_get(size_t n, size_t *cap)
+{
+	size_t c = BUFC_MIN;
+	void *p = NULL;
+
+	if (n < BUFC_MIN) {
+		*cap = n;
+		return malloc(n ? n : 1);
+	}
+	while (c < n)
+		c *= 2;
+	pthread_mutex_lock(&bufc_lock);
+	for (size_t i = 0; i < bufc_n; i++)
+		if (bufc[i].cap == c) {
+			p = bufc[i].p;
+			bufc_bytes -= c;
+			bufc[i] = bufc[--bufc_n];
+			break;
+		}
+	pthread_mutex_unlock(&bufc_lock);
+	*cap = c;
+	return p ? p : malloc(c);
+}
+
+static void
+buf_put(void *p, size_t cap)
+{
+	if (p == NULL)
+		return;
+	if (cap >= BUFC_MIN) {
+		pthread_mutex_lock(&bufc_lock);
+		if (bufc_n < BUFC_SLOTS && bufc_bytes + cap <= BUFC_BYTES) {
+			bufc[bufc_n].p = p;
+			bufc[bufc_n++].cap = cap;
+			bufc_bytes += cap;
+			p = NULL;
+		}
+		pthread_mutex_unlock(&bufc_lock);
+	}
+	free(p);
+}
+
+/* At exit the kept buffers go (leak checkers see nothing left). */
+__attribute__((destructor)) static void
+bufc_drain(void)
+{
+	pthread_mutex_lock(&bufc_lock);
+	while (bufc_n > 0)
+		free(bufc[--bufc_n].p);
+	bufc_bytes = 0;
+	pthread_mutex_unlock(&bufc_lock);
+}
+
 /* ---- Messages ---------------------------------------------------------------*/
 
 struct tsr_msg *
@@ -272,7 +344,8 @@ msg_release(struct tsr_msg *m, int result)
 		cb(m->release_arg, result);
 	}
 	if (m->owns_data)
-		free(m->data_iov[0].iov_base);
+		buf_put(m->data_iov[0].iov_base, m->data_cap ? m->data_cap
+							      : m->data_iov[0].iov_len);
 	if (m->data_iov != &m->one)
 		free(m->data_iov);
 	m->data_iov = NULL;
@@ -1629,7 +1702,7 @@ body_start(struct tsr_conn *c)
 	if (h->front_len && (x->front = malloc(h->front_len)) == NULL)
 		goto nomem;
 	if (h->data_raw_len) {
-		void *d = malloc(h->data_raw_len);
+		void *d = buf_get(h->data_raw_len, &x->data_cap);
 		if (d == NULL)
 			goto nomem;
 		x->one = (struct iovec){ d, h->data_raw_len };

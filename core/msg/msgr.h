@@ -70,6 +70,7 @@ struct tsr_msg {
 	uint8_t *zdata;           /* compressed data, when sent compressed */
 	size_t zlen;
 	int owns_data;            /* data_iov[0] is ours to free */
+	size_t data_cap;          /* its allocation's size (0: iov_len) */
 	struct iovec one;         /* storage for a single data iovec */
 	uint8_t hdr[TSR_FRAME_HDR];
 	uint8_t footer[TSR_FRAME_FOOTER];
@@ -79,14 +80,14 @@ struct tsr_msg {
 /* A message of the given type whose front is a copy of front[0..len), or
  * takes e's buffer (no copy) with tsr_msg_from_enc.  NULL on no memory
  * (from_enc: also when e has failed; e is released either way). */
-struct tsr_msg *tsr_msg_new(uint32_t type, const void *front, size_t len);
-struct tsr_msg *tsr_msg_from_enc(uint32_t type, struct tsr_enc *e);
+TSR_API struct tsr_msg *tsr_msg_new(uint32_t type, const void *front, size_t len);
+TSR_API struct tsr_msg *tsr_msg_from_enc(uint32_t type, struct tsr_enc *e);
 /* Attach data (borrowed until release(arg, result) is called: 0 once the
  * messenger is done with it, a negative errno when the message failed). */
-int tsr_msg_set_data(struct tsr_msg *m, const struct iovec *iov, int iovcnt,
+TSR_API int tsr_msg_set_data(struct tsr_msg *m, const struct iovec *iov, int iovcnt,
 		     tsr_msg_release_cb release, void *arg);
 /* Free a message (releasing borrowed data with result). */
-void tsr_msg_free(struct tsr_msg *m, int result);
+TSR_API void tsr_msg_free(struct tsr_msg *m, int result);
 
 struct tsr_msgr_opts {
 	uint8_t fsid[16];
@@ -119,7 +120,7 @@ struct tsr_msgr_opts {
 };
 
 /* The defaults above, for everything but fsid and entity. */
-void tsr_msgr_opts_default(struct tsr_msgr_opts *o);
+TSR_API void tsr_msgr_opts_default(struct tsr_msgr_opts *o);
 
 /* Events about connections, called on an I/O thread (must not block). */
 struct tsr_msgr_events {
@@ -139,43 +140,43 @@ typedef void (*tsr_msg_handler)(struct tsr_conn *c, struct tsr_msg *m,
 
 /* Create (and bind, when opts->bind is set) and start the threads.  err
  * gets the reason on failure. */
-int tsr_msgr_create(const struct tsr_msgr_opts *opts,
+TSR_API int tsr_msgr_create(const struct tsr_msgr_opts *opts,
 		    const struct tsr_msgr_events *ev, struct tsr_msgr **out,
 		    char *err, size_t errlen);
 /* Stop the threads, close every connection (pending messages fail with
  * -ESHUTDOWN) and free.  Connection handles held must be put first or
  * are freed here. */
-void tsr_msgr_destroy(struct tsr_msgr *m);
+TSR_API void tsr_msgr_destroy(struct tsr_msgr *m);
 /* The address we listen on ("127.0.0.1:41234"), "" if none. */
-const char *tsr_msgr_addr(const struct tsr_msgr *m);
-uint64_t tsr_msgr_nonce(const struct tsr_msgr *m);
+TSR_API const char *tsr_msgr_addr(const struct tsr_msgr *m);
+TSR_API uint64_t tsr_msgr_nonce(const struct tsr_msgr *m);
 /* Register a handler before the first message of that type arrives;
  * messages of a type without a handler are logged and dropped. */
-int tsr_msgr_register(struct tsr_msgr *m, uint32_t type, tsr_msg_handler h,
+TSR_API int tsr_msgr_register(struct tsr_msgr *m, uint32_t type, tsr_msg_handler h,
 		      void *arg, unsigned flags);
 
 /* A session with the peer at addr ("host:port").  The handle is the
  * caller's (tsr_conn_put).  Connecting happens in the background;
  * messages sent meanwhile wait. */
-int tsr_msgr_connect(struct tsr_msgr *m, const char *addr, int lossless,
+TSR_API int tsr_msgr_connect(struct tsr_msgr *m, const char *addr, int lossless,
 		     struct tsr_conn **out);
 
 #define TSR_SEND_NOWAIT 0x1u   /* -EAGAIN instead of waiting for room */
 /* Queue msg on c (ownership passes, also on error).  Waits while c's
  * send queue is full, unless NOWAIT or on an I/O thread (-EAGAIN). */
-int tsr_conn_send(struct tsr_conn *c, struct tsr_msg *msg, unsigned flags);
+TSR_API int tsr_conn_send(struct tsr_conn *c, struct tsr_msg *msg, unsigned flags);
 /* Close the session: pending messages fail with -ECONNABORTED. */
-void tsr_conn_close(struct tsr_conn *c);
-void tsr_conn_get(struct tsr_conn *c);
-void tsr_conn_put(struct tsr_conn *c);
+TSR_API void tsr_conn_close(struct tsr_conn *c);
+TSR_API void tsr_conn_get(struct tsr_conn *c);
+TSR_API void tsr_conn_put(struct tsr_conn *c);
 /* "osd.3 127.0.0.1:6800" (or the remote address until the handshake). */
-const char *tsr_conn_peer(const struct tsr_conn *c);
-uint8_t tsr_conn_peer_type(const struct tsr_conn *c);
-uint64_t tsr_conn_peer_id(const struct tsr_conn *c);
-int tsr_conn_is_lossless(const struct tsr_conn *c);
+TSR_API const char *tsr_conn_peer(const struct tsr_conn *c);
+TSR_API uint8_t tsr_conn_peer_type(const struct tsr_conn *c);
+TSR_API uint64_t tsr_conn_peer_id(const struct tsr_conn *c);
+TSR_API int tsr_conn_is_lossless(const struct tsr_conn *c);
 /* Owner's pointer, for handlers. */
-void tsr_conn_set_priv(struct tsr_conn *c, void *priv);
-void *tsr_conn_priv(const struct tsr_conn *c);
+TSR_API void tsr_conn_set_priv(struct tsr_conn *c, void *priv);
+TSR_API void *tsr_conn_priv(const struct tsr_conn *c);
 
 /* Counters, for tests and `perf dump`. */
 struct tsr_msgr_stats {
@@ -183,6 +184,6 @@ struct tsr_msgr_stats {
 	uint64_t resent, duplicates_dropped, faults, reconnects;
 	uint64_t refused, bad_frames;
 };
-void tsr_msgr_stats(struct tsr_msgr *m, struct tsr_msgr_stats *out);
+TSR_API void tsr_msgr_stats(struct tsr_msgr *m, struct tsr_msgr_stats *out);
 
 #endif

@@ -121,6 +121,11 @@ expect version 0 "(plugin ABI 1.0)" "$TESSERA" version
 expect unknown 2 "unknown command 'frob'" "$TESSERA" frob
 expect group-only 2 "tessera plugins: which one?" "$TESSERA" plugins
 expect check-two-files 2 "give exactly one FILE.so" "$TESSERA" plugins check a.so b.so
+expect msgr-help 0 "Usage: tessera msgr bench" "$TESSERA" msgr bench --help
+expect msgr-bad-seconds 2 "--seconds takes a number in (0, 3600], not 'x'" \
+	"$TESSERA" msgr bench --seconds x
+expect msgr-bench-json 0 '"workload": "stream-4MiB"' \
+	"$TESSERA" msgr bench --seconds 0.2 --inline --format json
 expect admin-missing 1 "cannot connect to admin socket $tmp/none.asok" \
 	"$TESSERA" admin "$tmp/none.asok" status
 

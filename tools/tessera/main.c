@@ -13,6 +13,7 @@ static const struct cli_cmd *const groups[] = {
 	cli_admin_cmds,
 	cli_placement_cmds,
 	cli_backend_cmds,
+	cli_msgr_cmds,
 };
 
 static int
@@ -51,7 +52,7 @@ usage(FILE *f)
 	fprintf(f,
 		"Usage: tessera COMMAND [ARGS...]\n"
 		"Tessera's command-line tool: plugins, configuration, daemons, placement,\n"
-		"object stores.\n"
+		"object stores, the messenger.\n"
 		"\n"
 		"Commands:\n");
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
