@@ -122,6 +122,14 @@ struct tsr_msgr_opts {
 /* The defaults above, for everything but fsid and entity. */
 TSR_API void tsr_msgr_opts_default(struct tsr_msgr_opts *o);
 
+/* Fill o from a resolved configuration: fsid (a UUID, "" for none) and
+ * the ms_* keys (doc/configuration.md); entity and bind are the caller's.
+ * -EINVAL with the reason (naming the key) on a bad fsid. */
+struct tsr_conf;
+TSR_API int tsr_msgr_opts_from_conf(struct tsr_conf *conf,
+				    struct tsr_msgr_opts *o, char *err,
+				    size_t errlen);
+
 /* Events about connections, called on an I/O thread (must not block). */
 struct tsr_msgr_events {
 	/* a peer connected to us (the session is new) */

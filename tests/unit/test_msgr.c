@@ -4,6 +4,7 @@
  * one reports its failures; a restarted peer resets the session;
  * malicious peers are cut off with the right log line while a good
  * connection keeps working; two processes talk. */
+#include "config/config.h"
 #include "log/log.h"
 #include "msg/msgr.h"
 #include "util/util.h"
@@ -787,6 +788,41 @@ START_TEST(two_processes)
 }
 END_TEST
 
+/* The ms_* keys and fsid of a cluster file reach the options; a bad fsid
+ * is refused naming the file, the line and the key. */
+START_TEST(options_from_config)
+{
+	struct tsr_conf *conf;
+	struct tsr_msgr_opts o;
+	char err[512];
+
+	ck_assert_int_eq(tsr_conf_load_string(
+		"global = { fsid = \"0123abcd-4567-89ab-cdef-0123456789AB\"; };\n"
+		"osd = { ms_inject_drop_every = 7; ms_keepalive = \"2s\";\n"
+		"        ms_max_data = \"8M\"; ms_compress_min = \"64K\"; };\n",
+		"t.conf", &conf, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_conf_resolve(conf, "osd", "1", NULL, err, sizeof(err)), 0);
+	memset(&o, 0, sizeof(o));
+	ck_assert_msg(tsr_msgr_opts_from_conf(conf, &o, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(o.fsid[0], 0x01);
+	ck_assert_int_eq(o.fsid[15], 0xab);
+	ck_assert_int_eq(o.inject_drop_every, 7);
+	ck_assert_int_eq(o.keepalive_ms, 2000);
+	ck_assert_int_eq(o.max_data, 8u << 20);
+	ck_assert_int_eq(o.compress_min, 64u << 10);
+	ck_assert_int_eq(o.workers, 2);           /* defaults */
+	ck_assert_int_eq(o.idle_timeout_ms, 30000);
+	tsr_conf_destroy(conf);
+
+	ck_assert_int_eq(tsr_conf_load_string("global = { fsid = \"not-a-uuid\"; };\n",
+					      "bad.conf", &conf, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_conf_resolve(conf, "osd", "1", NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_msgr_opts_from_conf(conf, &o, err, sizeof(err)), -EINVAL);
+	ck_assert_contains(err, "bad.conf:1: option 'fsid': expected a UUID");
+	tsr_conf_destroy(conf);
+}
+END_TEST
+
 static void
 setup(void)
 {
@@ -829,6 +865,7 @@ main(void)
 	tcase_add_test(tc, malicious_peers);
 	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, two_processes);
+	tcase_add_test(tc, options_from_config);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
