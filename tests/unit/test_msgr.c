@@ -32,6 +32,7 @@
 #define T_ECHO (TSR_MSG_USER + 1)   /* answered with T_REPLY, same content */
 #define T_REPLY (TSR_MSG_USER + 2)
 #define T_SEQ (TSR_MSG_USER + 3)    /* front: u64 counter, checked in order */
+#define T_SLOW (TSR_MSG_USER + 4)   /* the handler blocks until released */
 #define WAIT_MS 20000               /* every wait is bounded */
 
 static char logpath[256];
@@ -209,6 +210,46 @@ ev_reset(struct tsr_conn *c, void *arg)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* A handler that blocks until the test opens its gate. */
+struct gate {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int open, entered;
+};
+
+static struct gate gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+
+static void
+on_slow(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	uint64_t end = tsr_mono_ns() + WAIT_MS * 1000000ull;
+
+	(void)c;
+	(void)arg;
+	tsr_msg_free(m, 0);
+	pthread_mutex_lock(&gate.mu);
+	gate.entered++;
+	pthread_cond_broadcast(&gate.cv);
+	while (!gate.open && tsr_mono_ns() < end) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&gate.cv, &gate.mu, &ts);
+	}
+	pthread_mutex_unlock(&gate.mu);
+}
+
+static void
+gate_set(int open)
+{
+	pthread_mutex_lock(&gate.mu);
+	gate.open = open;
+	if (!open)
+		gate.entered = 0;
+	pthread_cond_broadcast(&gate.cv);
+	pthread_mutex_unlock(&gate.mu);
+}
+
 /* ---- Messengers --------------------------------------------------------------*/
 
 static const uint8_t FSID[16] = "tessera-test-fs";
@@ -236,6 +277,7 @@ mk(uint8_t type, uint64_t id, const char *bind, struct sink *s,
 	ck_assert_int_eq(tsr_msgr_register(m, T_SEQ, on_seq, s, 0), 0);
 	ck_assert_int_eq(tsr_msgr_register(m, T_ECHO, on_echo, s, 0), 0);
 	ck_assert_int_eq(tsr_msgr_register(m, T_REPLY, on_keep, s, 0), 0);
+	ck_assert_int_eq(tsr_msgr_register(m, T_SLOW, on_slow, s, 0), 0);
 	return m;
 }
 
@@ -823,6 +865,156 @@ START_TEST(options_from_config)
 }
 END_TEST
 
+
+/* A handler that blocks holds up its own connection only: another
+ * client's messages are handled meanwhile. */
+START_TEST(slow_handler_isolated)
+{
+	struct sink ss, c1s, c2s;
+	struct tsr_msgr *srv, *c1, *c2;
+	struct tsr_conn *a, *b;
+
+	sink_init(&ss);
+	sink_init(&c1s);
+	sink_init(&c2s);
+	gate_set(0);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, NULL);
+	c1 = mk(TSR_ENTITY_CLIENT, 11, NULL, &c1s, NULL);
+	c2 = mk(TSR_ENTITY_CLIENT, 12, NULL, &c2s, NULL);
+	ck_assert_int_eq(tsr_msgr_connect(c1, tsr_msgr_addr(srv), 0, &a), 0);
+	ck_assert_int_eq(tsr_msgr_connect(c2, tsr_msgr_addr(srv), 0, &b), 0);
+	ck_assert_int_eq(tsr_conn_send(a, tsr_msg_new(T_SLOW, "s", 1), 0), 0);
+	ck_assert_int_eq(tsr_conn_send(a, seq_msg(0), 0), 0); /* waits behind it */
+	ck_assert_int_eq(sink_wait(&ss, &gate.entered, 0, 1), 0);
+	for (uint64_t i = 0; i < 100; i++)
+		ck_assert_int_eq(tsr_conn_send(b, seq_msg(i), 0), 0);
+	ck_assert_msg(sink_wait(&ss, &ss.n, 1, 100) == 0,
+		      "other connection stalled: %llu of 100", (unsigned long long)ss.n);
+	ck_assert_int_eq(ss.n, 100); /* a's T_SEQ is still behind the gate */
+	gate_set(1);
+	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 101), 0);
+	tsr_conn_put(a);
+	tsr_conn_put(b);
+	tsr_msgr_destroy(c1);
+	tsr_msgr_destroy(c2);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&c1s);
+	sink_fini(&c2s);
+}
+END_TEST
+
+static void
+small_queues(struct tsr_msgr_opts *o)
+{
+	o->send_queue_bytes = 1u << 20;
+	o->recv_queue_bytes = 1u << 20;
+}
+
+/* A receiver that stops handling: its queue of unhandled messages stays
+ * near its limit (reading pauses), and the sender's queue fills to its own
+ * limit and then refuses (NOWAIT) instead of growing; once the receiver
+ * goes on, everything arrives. */
+START_TEST(backpressure)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	static uint8_t blob[64 << 10];
+	uint64_t queued = 0;
+	int refused = 0;
+
+	sink_init(&ss);
+	sink_init(&cs);
+	gate_set(0);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, small_queues);
+	cli = mk(TSR_ENTITY_OSD, 2, NULL, &cs, small_queues);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 1, &c), 0);
+	ck_assert_int_eq(tsr_conn_send(c, tsr_msg_new(T_SLOW, "s", 1), 0), 0);
+	ck_assert_int_eq(sink_wait(&ss, &gate.entered, 0, 1), 0);
+	/* 64 KiB messages until the sender says no: bounded by the two
+	 * queues and the socket buffers, never by memory */
+	for (int i = 0; i < 100000 && refused < 50; i++) {
+		struct tsr_msg *m = tsr_msg_new(T_SEQ, (uint8_t[8]){ 0 }, 8);
+		struct iovec iov = { blob, sizeof(blob) };
+		tsr_msg_set_data(m, &iov, 1, NULL, NULL);
+		m->front[0] = (uint8_t)queued; /* the counter, little-endian */
+		for (int k = 1; k < 8; k++)
+			m->front[k] = (uint8_t)(queued >> (8 * k));
+		if (tsr_conn_send(c, m, TSR_SEND_NOWAIT) == -EAGAIN) {
+			refused++;
+			struct timespec ts = { 0, 2 * 1000000 };
+			nanosleep(&ts, NULL);
+		} else {
+			queued++;
+		}
+	}
+	ck_assert_msg(refused >= 50, "the sender never pushed back");
+	/* sender queue 1 MiB + receiver 1 MiB + socket buffers: far below
+	 * what 100,000 messages would be */
+	ck_assert_msg(queued * sizeof(blob) < (64u << 20),
+		      "%llu messages queued before push-back",
+		      (unsigned long long)queued);
+	fprintf(stderr, "backpressure: %llu messages of 64 KiB queued before the "
+		"sender refused\n", (unsigned long long)queued);
+	gate_set(1);
+	ck_assert_msg(sink_wait(&ss, &ss.next, 1, queued) == 0,
+		      "%llu of %llu arrived after the receiver went on",
+		      (unsigned long long)ss.next, (unsigned long long)queued);
+	ck_assert_int_eq(ss.bad, 0);
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&cs);
+}
+END_TEST
+
+static void
+refuse_every_2(struct tsr_msgr_opts *o)
+{
+	o->inject_refuse_every = 2;
+	o->inject_delay_ms = 300;
+}
+
+static void
+fast_reconnect(struct tsr_msgr_opts *o)
+{
+	o->reconnect_min_ms = 1;
+	o->reconnect_max_ms = 20;
+}
+
+/* Injected refusals and delays: a lossless client gets through on a
+ * later attempt, and delivery waits the configured delay. */
+START_TEST(inject_refuse_and_delay)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c[2];
+	uint64_t t0;
+
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, refuse_every_2);
+	cli = mk(TSR_ENTITY_OSD, 2, NULL, &cs, fast_reconnect);
+	t0 = tsr_mono_ns();
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 1, &c[i]), 0);
+		ck_assert_int_eq(tsr_conn_send(c[i], seq_msg(0), 0), 0);
+	}
+	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 2), 0);
+	ck_assert_msg(tsr_mono_ns() - t0 >= 300 * 1000000ull, "delivered before "
+		      "the injected delay");
+	ck_assert(log_wait("connection refused (fault injection)"));
+	for (int i = 0; i < 2; i++)
+		tsr_conn_put(c[i]);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&cs);
+}
+END_TEST
+
 static void
 setup(void)
 {
@@ -866,6 +1058,9 @@ main(void)
 	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, two_processes);
 	tcase_add_test(tc, options_from_config);
+	tcase_add_test(tc, slow_handler_isolated);
+	tcase_add_test(tc, backpressure);
+	tcase_add_test(tc, inject_refuse_and_delay);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
