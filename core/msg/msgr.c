@@ -174,6 +174,7 @@ struct tsr_msgr {
 	uint32_t nhandlers;
 	struct tsr_msgr_stats st;
 	uint64_t accepted, frames_sent;
+	int started;               /* tsr_msgr_start() was called */
 
 	/* dispatch pool */
 	pthread_mutex_t dlock;
@@ -785,6 +786,14 @@ conn_fault(struct tsr_conn *c, int err, const char *fmt, ...)
 	char why[256];
 	va_list ap;
 
+	if (cur_worker != c->w) {
+		/* a sender's thread: c's loop and socket are its worker's.
+		 * Cut the socket; the worker sees the error and faults c. */
+		if (c->fd >= 0)
+			shutdown(c->fd, SHUT_RDWR);
+		conn_kick(c, ACT_FLUSH);
+		return;
+	}
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
@@ -1232,6 +1241,17 @@ conn_acked(struct tsr_conn *c, uint64_t ack)
 
 /* ---- Handshake ---------------------------------------------------------------*/
 
+/* What the worker owes the owner once c's lock is dropped. */
+struct after {
+	struct tsr_msg *inl_head, *inl_tail; /* inline handlers' messages */
+	struct tsr_conn *moved_to;   /* acceptor: the session resumed */
+	struct tsr_hello moved_hello;
+	int accept_ev, reset_ev;
+	struct tsr_conn *old[16];    /* a restarted peer's old sessions */
+	size_t nold;
+};
+
+
 static void
 hello_fill(struct tsr_conn *c, struct tsr_hello *h)
 {
@@ -1372,17 +1392,23 @@ connector_hello(struct tsr_conn *c, const struct tsr_hello *h)
  * Returns the session the socket now belongs to (c, or an existing one
  * it resumes, with a reference), or NULL if refused or failed. */
 static struct tsr_conn *
-acceptor_hello(struct tsr_conn *c, const struct tsr_hello *h, int *accept_ev)
+acceptor_hello(struct tsr_conn *c, const struct tsr_hello *h, struct after *a)
 {
 	struct tsr_msgr *m = c->m;
 	const char *why = hello_check(m, h);
-	struct tsr_conn *s = NULL, *old[16];
-	size_t nold = 0;
+	struct tsr_conn *s = NULL;
 	char remote[64];
+	uint64_t sess;
 
-	*accept_ev = 0;
+	a->accept_ev = 0;
+	if (getrandom(&sess, sizeof(sess), 0) != sizeof(sess))
+		sess = tsr_mono_ns() ^ (uintptr_t)c;
+	/* c is listed: other workers' walks (below) read these fields
+	 * under m->lock */
+	pthread_mutex_lock(&m->lock);
 	c->peer_type = h->entity_type;
 	c->peer_id = h->entity_id;
+	pthread_mutex_unlock(&m->lock);
 	snprintf(remote, sizeof(remote), "%s", c->addr);
 	conn_name(c, remote);
 	if (why) {
@@ -1397,36 +1423,29 @@ acceptor_hello(struct tsr_conn *c, const struct tsr_hello *h, int *accept_ev)
 		if (x->peer_nonce == h->nonce && h->session && x->session == h->session &&
 		    x->lossless && h->lossless) {
 			s = x;
-			atomic_fetch_add(&s->refs, 1); /* under m->lock: s cannot go away */
-		} else if (x->peer_nonce != h->nonce && nold < 16) {
-			/* the peer restarted: its old sessions are dead */
+			atomic_fetch_add(&s->refs, 1); /* listed: alive */
+		} else if (x->peer_nonce != h->nonce && x->peer_nonce != 0 &&
+			   a->nold < TSR_ARRAY_SIZE(a->old)) {
+			/* the peer restarted: its old sessions are dead; they
+			 * are closed once c's lock is dropped (after_run),
+			 * never two connections' locks at once */
 			atomic_fetch_add(&x->refs, 1);
-			old[nold++] = x;
+			a->old[a->nold++] = x;
 		}
-	}
-	pthread_mutex_unlock(&m->lock);
-	for (size_t i = 0; i < nold; i++) {
-		pthread_mutex_lock(&old[i]->lock);
-		if (old[i]->state != C_CLOSED) {
-			tsr_log(TSR_SUB_MSG, TSR_LOG_INFO, "%s: peer restarted; "
-				"dropping its old session", old[i]->name);
-			conn_kick(old[i], ACT_CLOSE);
-		}
-		pthread_mutex_unlock(&old[i]->lock);
-		tsr_conn_put(old[i]);
 	}
 	if (s == NULL) {
-		/* a new session, on this connection */
 		c->lossless = h->lossless;
 		c->peer_nonce = h->nonce;
+		c->session = sess | 1;
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (s == NULL) {
+		/* a new session, on this connection */
 		c->peer_features = h->features;
-		if (getrandom(&c->session, sizeof(c->session), 0) != sizeof(c->session))
-			c->session = tsr_mono_ns() ^ (uintptr_t)c;
-		c->session |= 1;
 		c->in_seq = 0;
 		c->state = C_OPEN;
 		hello_queue(c);
-		*accept_ev = 1;
+		a->accept_ev = 1;
 		return c;
 	}
 	return s;
@@ -1574,13 +1593,6 @@ dispatch_main(void *arg)
 
 /* ---- Reading frames -------------------------------------------------------*/
 
-/* What the worker owes the owner once c's lock is dropped. */
-struct after {
-	struct tsr_msg *inl_head, *inl_tail; /* inline handlers' messages */
-	struct tsr_conn *moved_to;   /* acceptor: the session resumed */
-	struct tsr_hello moved_hello;
-	int accept_ev, reset_ev;
-};
 
 static uint32_t
 get_le32(const uint8_t *p)
@@ -1666,7 +1678,7 @@ frame_done(struct tsr_conn *c, struct after *a)
 			a->reset_ev = connector_hello(c, &hello);
 			conn_flush(c);
 		} else {
-			struct tsr_conn *s = acceptor_hello(c, &hello, &a->accept_ev);
+			struct tsr_conn *s = acceptor_hello(c, &hello, a);
 			if (s != NULL && s != c) {
 				a->moved_to = s;
 				a->moved_hello = hello;
@@ -2015,6 +2027,17 @@ after_run(struct tsr_conn *c, struct after *a)
 		err = c->close_err;
 	}
 	pthread_mutex_unlock(&c->lock);
+	for (size_t i = 0; i < a->nold; i++) {
+		pthread_mutex_lock(&a->old[i]->lock);
+		if (a->old[i]->state != C_CLOSED) {
+			tsr_log(TSR_SUB_MSG, TSR_LOG_INFO, "%s: peer restarted; "
+				"dropping its old session", a->old[i]->name);
+			conn_kick(a->old[i], ACT_CLOSE);
+		}
+		pthread_mutex_unlock(&a->old[i]->lock);
+		tsr_conn_put(a->old[i]);
+	}
+	a->nold = 0;
 	if (a->accept_ev && m->ev.accept)
 		m->ev.accept(c, m->ev.arg);
 	if (a->reset_ev && m->ev.reset)
@@ -2382,12 +2405,6 @@ tsr_msgr_create(const struct tsr_msgr_opts *opts,
 		}
 		tsr_loop_timer_add(w->loop, TICK_NS, tick_cb, w, NULL);
 	}
-	if (m->lfd >= 0 &&
-	    (rc = tsr_loop_fd_add(m->workers[0].loop, m->lfd, TSR_EV_READ,
-				  on_listen, m)) < 0) {
-		snprintf(err, errlen, "cannot watch the listening socket");
-		goto fail;
-	}
 	for (unsigned i = 0; i < m->nworkers; i++) {
 		if ((rc = pthread_create(&m->workers[i].thr, NULL, worker_main,
 					 &m->workers[i])) != 0) {
@@ -2411,6 +2428,25 @@ tsr_msgr_create(const struct tsr_msgr_opts *opts,
 fail:
 	tsr_msgr_destroy(m);
 	return rc;
+}
+
+static void
+start_cb(void *arg)
+{
+	struct tsr_msgr *m = arg;
+
+	if (tsr_loop_fd_add(m->workers[0].loop, m->lfd, TSR_EV_READ, on_listen, m) < 0)
+		tsr_log(TSR_SUB_MSG, TSR_LOG_ERROR, "%s: cannot watch the listening "
+			"socket: connections will not be accepted", m->addr);
+}
+
+void
+tsr_msgr_start(struct tsr_msgr *m)
+{
+	if (m->lfd >= 0 && !m->started) {
+		m->started = 1;
+		tsr_loop_timer_add(m->workers[0].loop, 0, start_cb, m, NULL);
+	}
 }
 
 void

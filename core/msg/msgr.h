@@ -146,7 +146,9 @@ typedef void (*tsr_msg_handler)(struct tsr_conn *c, struct tsr_msg *m,
 				void *arg);
 #define TSR_MSGR_INLINE 0x1u
 
-/* Create (and bind, when opts->bind is set) and start the threads.  err
+/* Create (and bind, when opts->bind is set) and start the threads; a
+ * listening messenger accepts only after tsr_msgr_start(), so that its
+ * handlers are registered before the first message can arrive.  err
  * gets the reason on failure. */
 TSR_API int tsr_msgr_create(const struct tsr_msgr_opts *opts,
 		    const struct tsr_msgr_events *ev, struct tsr_msgr **out,
@@ -155,11 +157,14 @@ TSR_API int tsr_msgr_create(const struct tsr_msgr_opts *opts,
  * -ESHUTDOWN) and free.  Connection handles held must be put first or
  * are freed here. */
 TSR_API void tsr_msgr_destroy(struct tsr_msgr *m);
+/* Start accepting connections (after the handlers are registered). */
+TSR_API void tsr_msgr_start(struct tsr_msgr *m);
 /* The address we listen on ("127.0.0.1:41234"), "" if none. */
 TSR_API const char *tsr_msgr_addr(const struct tsr_msgr *m);
 TSR_API uint64_t tsr_msgr_nonce(const struct tsr_msgr *m);
-/* Register a handler before the first message of that type arrives;
- * messages of a type without a handler are logged and dropped. */
+/* Register a handler before tsr_msgr_start() (or, for a messenger that
+ * only connects, before sending what will be answered); messages of a
+ * type without a handler are logged and dropped. */
 TSR_API int tsr_msgr_register(struct tsr_msgr *m, uint32_t type, tsr_msg_handler h,
 		      void *arg, unsigned flags);
 

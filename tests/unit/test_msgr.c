@@ -239,6 +239,39 @@ on_slow(struct tsr_conn *c, struct tsr_msg *m, void *arg)
 	pthread_mutex_unlock(&gate.mu);
 }
 
+/* Wait until at least want handlers entered the gate (under gate.mu). */
+static int
+gate_wait_entered(int want)
+{
+	uint64_t end = tsr_mono_ns() + WAIT_MS * 1000000ull;
+	int rc = 0;
+
+	pthread_mutex_lock(&gate.mu);
+	while (gate.entered < want) {
+		struct timespec ts;
+		if (tsr_mono_ns() >= end) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&gate.cv, &gate.mu, &ts);
+	}
+	pthread_mutex_unlock(&gate.mu);
+	return rc;
+}
+
+static int
+sink_faults(struct sink *s)
+{
+	int f;
+
+	pthread_mutex_lock(&s->mu);
+	f = s->faults;
+	pthread_mutex_unlock(&s->mu);
+	return f;
+}
+
 static void
 gate_set(int open)
 {
@@ -278,6 +311,7 @@ mk(uint8_t type, uint64_t id, const char *bind, struct sink *s,
 	ck_assert_int_eq(tsr_msgr_register(m, T_ECHO, on_echo, s, 0), 0);
 	ck_assert_int_eq(tsr_msgr_register(m, T_REPLY, on_keep, s, 0), 0);
 	ck_assert_int_eq(tsr_msgr_register(m, T_SLOW, on_slow, s, 0), 0);
+	tsr_msgr_start(m);
 	return m;
 }
 
@@ -513,7 +547,7 @@ START_TEST(lossy_fault)
 	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 1), 0);
 	tsr_msgr_destroy(srv);
 	/* keep sending until the fault is seen: those fail */
-	for (int i = 0; i < 2000 && cs.faults == 0; i++) {
+	for (int i = 0; i < 2000 && sink_faults(&cs) == 0; i++) {
 		struct tsr_msg *m = tsr_msg_new(T_SEQ, "x", 1);
 		struct iovec iov = { blob, sizeof(blob) };
 		tsr_msg_set_data(m, &iov, 1, rel_cb, &r);
@@ -758,7 +792,7 @@ START_TEST(keepalive)
 	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 1), 0);
 	struct timespec ts = { 2, 0 }; /* > 3 idle timeouts */
 	nanosleep(&ts, NULL);
-	ck_assert_int_eq(cs.faults, 0);
+	ck_assert_int_eq(sink_faults(&cs), 0);
 	ck_assert_int_eq(tsr_conn_send(c, seq_msg(1), 0), 0);
 	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 2), 0);
 	tsr_msgr_stats(cli, &st);
@@ -885,7 +919,7 @@ START_TEST(slow_handler_isolated)
 	ck_assert_int_eq(tsr_msgr_connect(c2, tsr_msgr_addr(srv), 0, &b), 0);
 	ck_assert_int_eq(tsr_conn_send(a, tsr_msg_new(T_SLOW, "s", 1), 0), 0);
 	ck_assert_int_eq(tsr_conn_send(a, seq_msg(0), 0), 0); /* waits behind it */
-	ck_assert_int_eq(sink_wait(&ss, &gate.entered, 0, 1), 0);
+	ck_assert_int_eq(gate_wait_entered(1), 0);
 	for (uint64_t i = 0; i < 100; i++)
 		ck_assert_int_eq(tsr_conn_send(b, seq_msg(i), 0), 0);
 	ck_assert_msg(sink_wait(&ss, &ss.n, 1, 100) == 0,
@@ -931,7 +965,7 @@ START_TEST(backpressure)
 	cli = mk(TSR_ENTITY_OSD, 2, NULL, &cs, small_queues);
 	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 1, &c), 0);
 	ck_assert_int_eq(tsr_conn_send(c, tsr_msg_new(T_SLOW, "s", 1), 0), 0);
-	ck_assert_int_eq(sink_wait(&ss, &gate.entered, 0, 1), 0);
+	ck_assert_int_eq(gate_wait_entered(1), 0);
 	/* 64 KiB messages until the sender says no: bounded by the two
 	 * queues and the socket buffers, never by memory */
 	for (int i = 0; i < 100000 && refused < 50; i++) {

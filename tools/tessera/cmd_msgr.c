@@ -396,6 +396,7 @@ msgr_bench_run(int argc, char **argv)
 	tsr_msgr_register(srv, T_PING, pong_back, NULL, fl);
 	tsr_msgr_register(srv, T_BLOB, on_blob, &b, fl);
 	tsr_msgr_register(cli, T_PONG, on_pong, &b, fl);
+	tsr_msgr_start(srv);
 	if (tsr_msgr_connect(cli, tsr_msgr_addr(srv), 1, &c) < 0) {
 		cli_fail(G, "bench", "connect to %s failed", tsr_msgr_addr(srv));
 		goto out;
