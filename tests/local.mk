@@ -14,6 +14,7 @@ unit_tests = \
 	tests/unit/test_loop \
 	tests/unit/test_frame \
 	tests/unit/test_msgr \
+	tests/unit/test_raft \
 	tests/unit/test_asok \
 	tests/unit/test_pidfile \
 	tests/unit/test_hash \
@@ -36,6 +37,9 @@ tests_unit_test_crc32c_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_frame_SOURCES = tests/unit/test_frame.c
 tests_unit_test_frame_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_frame_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_raft_SOURCES = tests/unit/test_raft.c
+tests_unit_test_raft_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_raft_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_msgr_SOURCES = tests/unit/test_msgr.c
 tests_unit_test_msgr_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_msgr_LDADD = $(CHECK_LDADD_ALL)
