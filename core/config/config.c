@@ -81,7 +81,7 @@ static const struct tsr_conf_opt core_options[] = {
 	    .help = "compress message data of at least this many bytes with zstd when the peer agrees; 0: never" },
 	  TSR_SEC_ALL, 0 },
 	{ { .name = "ms_inject_drop_every", .type = TSR_OPT_INT, .def = "0", .min = "0", .max = "1000000000",
-	    .help = "tests: cut a connection after every Nth message sent; 0: off" },
+	    .help = "tests: cut a connection after a message sent, at random 1 in N; 0: off" },
 	  TSR_SEC_ALL, 0 },
 	{ { .name = "ms_inject_delay", .type = TSR_OPT_DURATION, .def = "0", .min = "0", .max = "1h",
 	    .help = "tests: hold every received message this long before its handler; 0: off" },

@@ -175,6 +175,7 @@ struct tsr_msgr {
 	struct tsr_msgr_stats st;
 	uint64_t accepted, frames_sent;
 	int started;               /* tsr_msgr_start() was called */
+	uint64_t drop_rng;         /* inject_drop_every's draws (m->lock) */
 
 	/* dispatch pool */
 	pthread_mutex_t dlock;
@@ -1020,7 +1021,13 @@ msg_sent(struct tsr_conn *c, struct tsr_msg *x)
 	pthread_mutex_lock(&m->lock);
 	m->st.msgs_sent++;
 	m->st.bytes_sent += msg_wire_len(x);
-	if (m->o.inject_drop_every && ++m->frames_sent % m->o.inject_drop_every == 0)
+	/* a random 1 in N, so cuts land at every point of the protocol
+	 * (mid-handshake, mid-batch, right after an ack) */
+	m->drop_rng ^= m->drop_rng << 13;
+	m->drop_rng ^= m->drop_rng >> 7;
+	m->drop_rng ^= m->drop_rng << 17;
+	m->frames_sent++;
+	if (m->o.inject_drop_every && m->drop_rng % m->o.inject_drop_every == 0)
 		drop = 1;
 	pthread_mutex_unlock(&m->lock);
 	if (!c->lossless) {
@@ -2379,6 +2386,7 @@ tsr_msgr_create(const struct tsr_msgr_opts *opts,
 	}
 	if (getrandom(&m->nonce, sizeof(m->nonce), 0) != sizeof(m->nonce))
 		m->nonce = tsr_mono_ns() ^ ((uint64_t)getpid() << 32);
+	m->drop_rng = m->nonce | 1;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->dlock, NULL);
 	pthread_cond_init(&m->dcond, NULL);

@@ -113,8 +113,8 @@ struct tsr_msgr_opts {
 	                              * (0: never) */
 	int compress_level;          /* zstd level (1) */
 	/* fault injection, for tests (0: off) */
-	uint32_t inject_drop_every;  /* cut the connection after every Nth
-	                              * message frame sent */
+	uint32_t inject_drop_every;  /* cut the connection after a message
+	                              * frame sent, at random 1 in N */
 	uint32_t inject_delay_ms;    /* hold each received message this long */
 	uint32_t inject_refuse_every;/* refuse every Nth accepted connection */
 };

@@ -484,8 +484,9 @@ drop_often(struct tsr_msgr_opts *o)
 	o->reconnect_max_ms = 20;
 }
 
-/* 100,000 messages on a lossless session whose connection is cut every
- * 997 frames (by the sender) arrive exactly once and in order. */
+/* 100,000 messages on a lossless session whose connection is cut at
+ * random, 1 in 997 frames (by the sender), arrive exactly once and in
+ * order. */
 START_TEST(lossless_resets)
 {
 	struct sink ss, cs;
