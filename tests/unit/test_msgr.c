@@ -1050,18 +1050,15 @@ START_TEST(inject_refuse_and_delay)
 }
 END_TEST
 
+/* One log file per run of this program, made and removed by main() (which
+ * outlives every forked test, also one that fails or times out);
+ * emptied before each test, so a test finds only its own lines. */
 static void
 setup(void)
 {
-	char tmpl[] = "/tmp/tsr-test-msgr-XXXXXX";
-	int fd = mkstemp(tmpl);
 	char err[256];
 
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	snprintf(logpath, sizeof(logpath), "%s", tmpl);
-	if (getenv("TSR_TEST_LOG")) /* keep it, there, for a post-mortem */
-		snprintf(logpath, sizeof(logpath), "%s", getenv("TSR_TEST_LOG"));
+	ck_assert_int_eq(truncate(logpath, 0), 0);
 	ck_assert_int_eq(tsr_log_open(logpath, err, sizeof(err)), 0);
 	tsr_log_set_level(-1, TSR_LOG_INFO);
 }
@@ -1070,8 +1067,6 @@ static void
 teardown(void)
 {
 	tsr_log_close();
-	if (getenv("TSR_TEST_LOG") == NULL)
-		unlink(logpath);
 }
 
 int
@@ -1080,9 +1075,20 @@ main(void)
 	Suite *s = suite_create("msgr");
 	TCase *tc = tcase_create("loopback");
 	SRunner *sr;
-	int failed;
+	int failed, fd;
 
 	signal(SIGPIPE, SIG_IGN);
+	if (getenv("TSR_TEST_LOG")) { /* kept there, for a post-mortem */
+		snprintf(logpath, sizeof(logpath), "%s", getenv("TSR_TEST_LOG"));
+		if ((fd = open(logpath, O_CREAT | O_WRONLY, 0600)) >= 0)
+			close(fd);
+	} else {
+		char tmpl[] = "/tmp/tsr-test-msgr-XXXXXX";
+		if ((fd = mkstemp(tmpl)) < 0)
+			return EXIT_FAILURE;
+		close(fd);
+		snprintf(logpath, sizeof(logpath), "%s", tmpl);
+	}
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, every_shape);
@@ -1101,5 +1107,7 @@ main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	if (getenv("TSR_TEST_LOG") == NULL)
+		unlink(logpath);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
