@@ -20,6 +20,7 @@ core_libtsrcore_la_SOURCES = \
 	core/msg/frame.c core/msg/frame.h \
 	core/msg/msgr.c core/msg/msgr.h \
 	core/raft/raft.c core/raft/raft.h \
+	core/raft/raftstore.c core/raft/raftstore.h \
 	core/daemon/asok.c core/daemon/asok.h \
 	core/daemon/pidfile.c core/daemon/pidfile.h \
 	core/daemon/daemon.c core/daemon/daemon.h \

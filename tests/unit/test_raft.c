@@ -4,6 +4,9 @@
  * a term and every node applies the same entry at the same index; at the
  * end, nothing a leader acknowledged as committed is missing anywhere. */
 #include "raft/raft.h"
+#include "raft/raftstore.h"
+
+#include "testutil.h"
 
 #include <check.h>
 #include <errno.h>
@@ -613,6 +616,78 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* The durable side: save what ready batches list, load it back; a
+ * truncated tail goes; damage and gaps are errors naming the entry. */
+START_TEST(store)
+{
+	char dir[] = "/tmp/tsr-test-raftstore-XXXXXX", err[512];
+	struct tsr_raftstore st;
+	struct tsr_raft_hardstate hs;
+	struct tsr_raft_entry ents[5], *log;
+	struct tsr_raft_ready rd;
+	size_t n;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	memset(&st, 0, sizeof(st));
+	snprintf(st.path, sizeof(st.path), "%s", dir);
+	ck_assert_int_eq(tsr_kv_open(dir, 1, &st.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(hs.term, 0);
+	for (int i = 0; i < 5; i++)
+		ents[i] = (struct tsr_raft_entry){ (uint64_t)(i < 3 ? 1 : 2),
+						   (uint64_t)i + 1, (uint8_t *)"abcde" + i,
+						   (size_t)(5 - i) };
+	memset(&rd, 0, sizeof(rd));
+	rd.hs = (struct tsr_raft_hardstate){ 2, 3, 4 };
+	rd.hs_changed = 1;
+	rd.entries = ents;
+	rd.nentries = 5;
+	ck_assert_int_eq(tsr_raftstore_save(&st, &rd, err, sizeof(err)), 0);
+	tsr_kv_close(st.kv);
+	ck_assert_int_eq(tsr_kv_open(dir, 0, &st.kv, err, sizeof(err)), 0);
+	ck_assert_msg(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(n, 5);
+	ck_assert(hs.term == 2 && hs.vote == 3 && hs.commit == 4);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(log[i].index, (uint64_t)i + 1);
+		ck_assert_int_eq(log[i].len, (size_t)(5 - i));
+		ck_assert_int_eq(memcmp(log[i].data, "abcde" + i, log[i].len), 0);
+	}
+	tsr_raftstore_free_log(log, n);
+	/* a new leader overwrote from index 3: entries 3, 4 stay, 5 goes */
+	ents[2].term = ents[3].term = 2;
+	rd.hs_changed = 0;
+	rd.entries = &ents[2];
+	rd.nentries = 2;
+	ck_assert_int_eq(tsr_raftstore_save(&st, &rd, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(n, 4);
+	ck_assert_int_eq(log[2].term, 2);
+	tsr_raftstore_free_log(log, n);
+	/* damage: an entry that does not decode, then a gap */
+	{
+		struct tsr_kv_batch *b = tsr_kv_batch_create();
+		uint8_t k[17] = "raft/log/";
+		memset(k + 9, 0, 8);
+		k[16] = 2;
+		tsr_kv_batch_put(b, k, 17, "junk", 4);
+		ck_assert_int_eq(tsr_kv_write(st.kv, b, 1, err, sizeof(err)), 0);
+		ck_assert_int_eq(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)), -EIO);
+		ck_assert_contains(err, "raft log entry 2 is damaged");
+		ck_assert_contains(err, dir);
+		tsr_kv_batch_clear(b);
+		tsr_kv_batch_del(b, k, 17);
+		ck_assert_int_eq(tsr_kv_write(st.kv, b, 1, err, sizeof(err)), 0);
+		ck_assert_int_eq(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)), -EIO);
+		ck_assert_contains(err, "raft log entry 2 missing");
+		tsr_kv_batch_destroy(b);
+	}
+	tsr_kv_close(st.kv);
+	ck_assert_int_eq(tu_rm_rf(dir), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -633,6 +708,7 @@ main(void)
 	tcase_add_test(tc, restart_catches_up);
 	tcase_add_test(tc, nemesis);
 	tcase_add_test(tc, bad_input);
+	tcase_add_test(tc, store);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

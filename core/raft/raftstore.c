@@ -1,0 +1,218 @@
+/* raftstore.c — a Raft node's hard state and log in the kv store. */
+#include "raft/raftstore.h"
+
+#include <tessera/encoding.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HS_KEY "raft/hs"
+#define LOG_PREFIX "raft/log/"
+#define LOG_PREFIX_LEN 9
+
+static size_t
+log_key(uint8_t *k, uint64_t index)
+{
+	memcpy(k, LOG_PREFIX, LOG_PREFIX_LEN);
+	for (int i = 0; i < 8; i++)
+		k[LOG_PREFIX_LEN + i] = (uint8_t)(index >> (56 - 8 * i));
+	return LOG_PREFIX_LEN + 8;
+}
+
+struct loader {
+	struct tsr_raftstore *s;
+	struct tsr_raft_entry *log;
+	size_t n, cap;
+	char *err;
+	size_t errlen;
+};
+
+static int
+load_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct loader *l = arg;
+	const uint8_t *k = key;
+	uint64_t index = 0, term = 0;
+	struct tsr_dec d, sub;
+	const void *data = NULL;
+	size_t len = 0;
+	uint8_t v;
+
+	if (klen != LOG_PREFIX_LEN + 8)
+		goto bad_key;
+	for (int i = 0; i < 8; i++)
+		index = index << 8 | k[LOG_PREFIX_LEN + i];
+	if (index != l->n + 1) {
+		snprintf(l->err, l->errlen, "%s: raft log entry %llu missing (next "
+			 "stored is %llu)", l->s->path, (unsigned long long)(l->n + 1),
+			 (unsigned long long)index);
+		return -EIO;
+	}
+	tsr_dec_init(&d, val, vlen);
+	if (tsr_dec_begin_struct(&d, 1, &v, &sub) == 0) {
+		term = tsr_dec_u64(&sub);
+		tsr_dec_bytes(&sub, &data, &len, 64u << 20);
+		tsr_dec_end_struct(&d, &sub);
+	}
+	if (tsr_dec_error(&d) || tsr_dec_remaining(&d) || term == 0 ||
+	    (l->n && term < l->log[l->n - 1].term)) {
+		snprintf(l->err, l->errlen, "%s: raft log entry %llu is damaged "
+			 "(undecodable, or its term goes down)", l->s->path,
+			 (unsigned long long)index);
+		return -EIO;
+	}
+	if (l->n == l->cap) {
+		size_t c = l->cap ? l->cap * 2 : 64;
+		struct tsr_raft_entry *nl = realloc(l->log, c * sizeof(*nl));
+		if (nl == NULL)
+			return -ENOMEM;
+		l->log = nl;
+		l->cap = c;
+	}
+	l->log[l->n] = (struct tsr_raft_entry){ term, index, NULL, len };
+	if (len && (l->log[l->n].data = malloc(len)) == NULL)
+		return -ENOMEM;
+	if (len)
+		memcpy(l->log[l->n].data, data, len);
+	l->n++;
+	return 0;
+bad_key:
+	snprintf(l->err, l->errlen, "%s: a raft log key of %zu bytes (want %d)",
+		 l->s->path, klen, LOG_PREFIX_LEN + 8);
+	return -EIO;
+}
+
+int
+tsr_raftstore_load(struct tsr_raftstore *s, struct tsr_raft_hardstate *hs,
+		   struct tsr_raft_entry **log, size_t *nlog, char *err,
+		   size_t errlen)
+{
+	struct loader l = { .s = s, .err = err, .errlen = errlen };
+	uint8_t end[LOG_PREFIX_LEN];
+	void *v = NULL;
+	size_t vl;
+	int rc;
+
+	memset(hs, 0, sizeof(*hs));
+	rc = tsr_kv_get(s->kv, HS_KEY, strlen(HS_KEY), &v, &vl, err, errlen);
+	if (rc == 0) {
+		struct tsr_dec d, sub;
+		uint8_t ver;
+
+		tsr_dec_init(&d, v, vl);
+		if (tsr_dec_begin_struct(&d, 1, &ver, &sub) == 0) {
+			hs->term = tsr_dec_u64(&sub);
+			hs->vote = tsr_dec_u64(&sub);
+			hs->commit = tsr_dec_u64(&sub);
+			tsr_dec_end_struct(&d, &sub);
+		}
+		rc = tsr_dec_error(&d) || tsr_dec_remaining(&d) ? -EIO : 0;
+		tsr_kv_free(v);
+		if (rc < 0) {
+			snprintf(err, errlen, "%s: the raft hard state is damaged", s->path);
+			return rc;
+		}
+	} else if (rc != -ENOENT) {
+		return rc;
+	}
+	memcpy(end, LOG_PREFIX, LOG_PREFIX_LEN);
+	end[LOG_PREFIX_LEN - 1]++; /* "raft/log0": just past the prefix */
+	rc = tsr_kv_scan(s->kv, LOG_PREFIX, LOG_PREFIX_LEN, end, LOG_PREFIX_LEN,
+			 load_one, &l, err, errlen);
+	if (rc == 0 && hs->commit > l.n) {
+		snprintf(err, errlen, "%s: the raft hard state commits %llu entries, "
+			 "the log holds %zu", s->path,
+			 (unsigned long long)hs->commit, l.n);
+		rc = -EIO;
+	}
+	if (rc == 0 && l.n && l.log[l.n - 1].term > hs->term) {
+		snprintf(err, errlen, "%s: raft log entry %zu is of term %llu, after "
+			 "the stored term %llu", s->path, l.n,
+			 (unsigned long long)l.log[l.n - 1].term,
+			 (unsigned long long)hs->term);
+		rc = -EIO;
+	}
+	if (rc < 0) {
+		tsr_raftstore_free_log(l.log, l.n);
+		return rc;
+	}
+	s->last = l.n;
+	*log = l.log;
+	*nlog = l.n;
+	return 0;
+}
+
+void
+tsr_raftstore_free_log(struct tsr_raft_entry *log, size_t nlog)
+{
+	for (size_t i = 0; i < nlog; i++)
+		free(log[i].data);
+	free(log);
+}
+
+int
+tsr_raftstore_save(struct tsr_raftstore *s, const struct tsr_raft_ready *rd,
+		   char *err, size_t errlen)
+{
+	struct tsr_kv_batch *b;
+	uint64_t last = s->last;
+	int rc;
+
+	if (!rd->hs_changed && rd->nentries == 0)
+		return 0;
+	if ((b = tsr_kv_batch_create()) == NULL)
+		return -ENOMEM;
+	if (rd->hs_changed) {
+		struct tsr_enc e;
+		size_t m;
+
+		tsr_enc_init(&e);
+		m = tsr_enc_begin_struct(&e, 1, 1);
+		tsr_enc_u64(&e, rd->hs.term);
+		tsr_enc_u64(&e, rd->hs.vote);
+		tsr_enc_u64(&e, rd->hs.commit);
+		tsr_enc_end_struct(&e, m);
+		if (tsr_enc_error(&e) == 0)
+			tsr_kv_batch_put(b, HS_KEY, strlen(HS_KEY), e.buf, e.len);
+		rc = tsr_enc_error(&e);
+		tsr_enc_release(&e);
+		if (rc < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < rd->nentries; i++) {
+		const struct tsr_raft_entry *en = &rd->entries[i];
+		uint8_t k[LOG_PREFIX_LEN + 8];
+		struct tsr_enc e;
+		size_t m;
+
+		tsr_enc_init(&e);
+		m = tsr_enc_begin_struct(&e, 1, 1);
+		tsr_enc_u64(&e, en->term);
+		tsr_enc_bytes(&e, en->data, en->len);
+		tsr_enc_end_struct(&e, m);
+		if (tsr_enc_error(&e) == 0)
+			tsr_kv_batch_put(b, k, log_key(k, en->index), e.buf, e.len);
+		rc = tsr_enc_error(&e);
+		tsr_enc_release(&e);
+		if (rc < 0)
+			goto out;
+	}
+	if (rd->nentries) {
+		/* the log now ends at the last entry written: what was stored
+		 * after it (a truncated tail) goes in the same batch */
+		uint64_t nl = rd->entries[rd->nentries - 1].index;
+		for (uint64_t i = nl + 1; i <= s->last; i++) {
+			uint8_t k[LOG_PREFIX_LEN + 8];
+			tsr_kv_batch_del(b, k, log_key(k, i));
+		}
+		last = nl;
+	}
+	rc = tsr_kv_write(s->kv, b, 1, err, errlen);
+	if (rc == 0)
+		s->last = last;
+out:
+	tsr_kv_batch_destroy(b);
+	return rc;
+}
