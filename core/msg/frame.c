@@ -54,6 +54,18 @@ get64(const uint8_t *p)
 }
 
 void
+tsr_frame_footer_put(uint8_t out[TSR_FRAME_FOOTER], uint32_t crc)
+{
+	put32(out, crc);
+}
+
+uint32_t
+tsr_frame_footer_get(const uint8_t in[TSR_FRAME_FOOTER])
+{
+	return get32(in);
+}
+
+void
 tsr_frame_hdr_encode(const struct tsr_frame_hdr *h, uint8_t out[TSR_FRAME_HDR])
 {
 	memcpy(out, TSR_FRAME_MAGIC, 4);

@@ -117,6 +117,10 @@ int tsr_frame_hdr_decode(const uint8_t in[TSR_FRAME_HDR], uint32_t max_front,
 			 uint32_t max_data, struct tsr_frame_hdr *h,
 			 const char **why);
 
+/* The footer's four bytes (little-endian CRC32C). */
+void tsr_frame_footer_put(uint8_t out[TSR_FRAME_FOOTER], uint32_t crc);
+uint32_t tsr_frame_footer_get(const uint8_t in[TSR_FRAME_FOOTER]);
+
 /* The handshake's content. */
 struct tsr_hello {
 	uint8_t fsid[16];        /* cluster id: must match */

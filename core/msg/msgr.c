@@ -99,7 +99,7 @@ struct tsr_conn {
 	enum cstate state;
 	int fd;
 	int registered;            /* fd is in w's loop (worker only) */
-	int watching_out;          /* EPOLLOUT wanted (worker only) */
+	uint32_t watch_ev;         /* TSR_EV_* the loop watches (worker only) */
 	unsigned acts;             /* ACT_* posted, not yet run */
 	unsigned acts_run;         /* taken by the worker's kick_cb */
 	int kick_pending;
@@ -125,7 +125,7 @@ struct tsr_conn {
 	uint64_t ka_stamp;
 	uint8_t ctl[CTL_MAX];      /* handshake frames to write first */
 	size_t ctl_len, ctl_off;
-	uint8_t ack_frame[TSR_FRAME_HDR]; /* one ack or keepalive frame */
+	uint8_t ack_frame[TSR_FRAME_HDR + TSR_FRAME_FOOTER];
 	uint8_t ka_frame[TSR_FRAME_HDR + 8 + TSR_FRAME_FOOTER];
 	size_t extra_len, extra_off; /* bytes of ack_frame/ka_frame pending */
 	const uint8_t *extra;
@@ -702,12 +702,12 @@ conn_watch(struct tsr_conn *c)
 	uint32_t ev = (c->read_paused || c->state == C_CONNECTING ? 0 : TSR_EV_READ) |
 		      (want_out ? TSR_EV_WRITE : 0);
 
-	if (c->fd < 0 || !c->registered)
+	/* an epoll_ctl only when the interest changes: this runs after
+	 * every event of every connection */
+	if (c->fd < 0 || !c->registered || ev == c->watch_ev)
 		return;
-	if (want_out != c->watching_out || 1) {
-		tsr_loop_fd_mod(c->w->loop, c->fd, ev);
-		c->watching_out = want_out;
-	}
+	if (tsr_loop_fd_mod(c->w->loop, c->fd, ev) == 0)
+		c->watch_ev = ev;
 }
 
 /* Drop c's socket (worker, lock held). */
@@ -721,7 +721,7 @@ conn_drop_socket(struct tsr_conn *c)
 	}
 	c->fd = -1;
 	c->registered = 0;
-	c->watching_out = 0;
+	c->watch_ev = 0;
 	c->rlen = 0;
 	c->have_hdr = 0;
 	tsr_msg_free(c->rmsg, -ECONNRESET);
@@ -860,8 +860,7 @@ ctl_append(struct tsr_conn *c, uint32_t type, const void *front, size_t len)
 		return -ENOSPC;
 	frame_ctl(c->ctl + c->ctl_len, type, len, c->in_seq);
 	memcpy(c->ctl + c->ctl_len + TSR_FRAME_HDR, front, len);
-	for (int i = 0; i < 4; i++)
-		foot[i] = (uint8_t)(crc >> (8 * i));
+	tsr_frame_footer_put(foot, crc);
 	memcpy(c->ctl + c->ctl_len + TSR_FRAME_HDR + len, foot, 4);
 	c->ctl_len += TSR_FRAME_HDR + len + 4;
 	return 0;
@@ -946,8 +945,7 @@ msg_prepare(struct tsr_conn *c, struct tsr_msg *x)
 			for (int i = 0; i < x->data_iovcnt; i++)
 				crc = tsr_crc32c(crc, x->data_iov[i].iov_base,
 						 x->data_iov[i].iov_len);
-		for (int i = 0; i < 4; i++)
-			x->footer[i] = (uint8_t)(crc >> (8 * i));
+		tsr_frame_footer_put(x->footer, crc);
 		x->crc = crc;
 		x->crc_done = 1;
 		if (x->zdata) {
@@ -1082,8 +1080,7 @@ conn_flush(struct tsr_conn *c)
 			frame_ctl(c->ka_frame, type, 8, c->in_seq);
 			memcpy(c->ka_frame + TSR_FRAME_HDR, st, 8);
 			crc = tsr_crc32c(0, st, 8);
-			for (int i = 0; i < 4; i++)
-				c->ka_frame[TSR_FRAME_HDR + 8 + i] = (uint8_t)(crc >> (8 * i));
+			tsr_frame_footer_put(c->ka_frame + TSR_FRAME_HDR + 8, crc);
 			if (c->want_keepalive_ack)
 				c->want_keepalive_ack = 0;
 			else
@@ -1095,37 +1092,14 @@ conn_flush(struct tsr_conn *c)
 			c->extra_off = 0;
 			continue;
 		} else if (c->state == C_OPEN && c->in_seq > c->ack_sent) {
+			/* an empty body: the footer is the CRC of nothing */
 			frame_ctl(c->ack_frame, TSR_MSG_ACK, 0, c->in_seq);
-			/* an empty front still has a footer: crc of nothing */
+			tsr_frame_footer_put(c->ack_frame + TSR_FRAME_HDR,
+					     tsr_crc32c(0, NULL, 0));
 			c->ack_sent = c->in_seq;
 			c->extra = c->ack_frame;
-			c->extra_len = TSR_FRAME_HDR;
+			c->extra_len = sizeof(c->ack_frame);
 			c->extra_off = 0;
-			/* footer of an empty body is 4 zero bytes (crc32c("") = 0) */
-			static const uint8_t zero4[4];
-			iov[n++] = (struct iovec){ c->ack_frame, TSR_FRAME_HDR };
-			iov[n++] = (struct iovec){ (void *)zero4, 4 };
-			w = send_iov(c->fd, iov, n);
-			if (w == (ssize_t)(TSR_FRAME_HDR + 4)) {
-				c->extra_len = c->extra_off = 0;
-				continue;
-			}
-			/* rare: fall back to writing the rest as extra bytes */
-			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-				c->ack_sent = 0; /* try again later */
-				c->extra_len = 0;
-				return;
-			}
-			if (w < 0) {
-				conn_fault(c, -errno, "write: %s", strerror(errno));
-				return;
-			}
-			/* partial: finish the frame through the ack buffer */
-			memcpy(c->ka_frame, c->ack_frame, TSR_FRAME_HDR);
-			memset(c->ka_frame + TSR_FRAME_HDR, 0, 4);
-			c->extra = c->ka_frame;
-			c->extra_len = TSR_FRAME_HDR + 4;
-			c->extra_off = (size_t)w;
 			continue;
 		} else {
 			return;
@@ -1601,17 +1575,11 @@ dispatch_main(void *arg)
 /* ---- Reading frames -------------------------------------------------------*/
 
 
-static uint32_t
-get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 static uint64_t
 get_le64(const uint8_t *p)
 {
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+	return (uint64_t)tsr_frame_footer_get(p) |
+	       (uint64_t)tsr_frame_footer_get(p + 4) << 32;
 }
 
 /* A whole frame is in c->rmsg / c->rh (worker, lock held). */
@@ -1631,7 +1599,7 @@ frame_done(struct tsr_conn *c, struct after *a)
 		crc = tsr_crc32c(crc, c->rzdata, h.data_len);
 	else if (x->data_len)
 		crc = tsr_crc32c(crc, x->data_iov[0].iov_base, x->data_len);
-	if (crc != get_le32(c->rfooter)) {
+	if (crc != tsr_frame_footer_get(c->rfooter)) {
 		tsr_msg_free(x, 0);
 		pthread_mutex_lock(&m->lock);
 		m->st.bad_frames++;
@@ -1961,7 +1929,7 @@ conn_start_connect(struct tsr_conn *c)
 		return;
 	}
 	c->registered = 1;
-	c->watching_out = 1;
+	c->watch_ev = TSR_EV_WRITE;
 }
 
 /* The connect finished (worker, lock held). */
@@ -2017,6 +1985,7 @@ session_attach(struct tsr_conn *s, int fd, const struct tsr_hello *h)
 		return;
 	}
 	s->registered = 1;
+	s->watch_ev = TSR_EV_READ;
 	conn_flush(s);
 }
 
@@ -2143,8 +2112,10 @@ conn_events(struct tsr_conn *c)
 				session_attach(c, fd, &c->pending_hello);
 			} else if (c->fd >= 0 && !c->registered) {
 				if (tsr_loop_fd_add(c->w->loop, c->fd, TSR_EV_READ,
-						    on_fd, c) == 0)
+						    on_fd, c) == 0) {
 					c->registered = 1;
+					c->watch_ev = TSR_EV_READ;
+				}
 				else
 					conn_fault(c, -ENOMEM, "cannot watch the socket");
 			}
