@@ -42,9 +42,14 @@ check_op(const struct tsr_txn_op *op, uint32_t i, char *err, size_t errlen)
 	if (name == NULL)
 		return tsr_errf(err, errlen, -EOPNOTSUPP,
 				"op %u: unknown type %u", i, op->type);
-	if (op->flags != 0 || op->reserved[0] != 0 || op->reserved[1] != 0)
+	if ((op->flags & ~TSR_TXN_F_DATA_HELD) != 0 || op->reserved[0] != 0 ||
+	    op->reserved[1] != 0)
 		return tsr_errf(err, errlen, -EOPNOTSUPP,
 				"op %u (%s): unknown flags or reserved words set",
+				i, name);
+	if ((op->flags & TSR_TXN_F_DATA_HELD) && op->type != TSR_TXN_WRITE)
+		return tsr_errf(err, errlen, -EINVAL,
+				"op %u (%s): data-held flag on an op without data",
 				i, name);
 	if ((op->oid_len && op->oid == NULL) || (op->key_len && op->key == NULL) ||
 	    (op->val_len && op->val == NULL) || (op->oid2_len && op->oid2 == NULL))
@@ -136,7 +141,9 @@ tsr_txn_encode(const struct tsr_txn *txn, struct tsr_enc *e, char *err,
 	for (uint32_t i = 0; i < txn->nops; i++) {
 		const struct tsr_txn_op *op = &txn->ops[i];
 		tsr_enc_u32(e, op->type);
-		tsr_enc_u32(e, op->flags);
+		/* the held flag is a promise about the caller's memory,
+		 * meaningless once serialized */
+		tsr_enc_u32(e, op->flags & ~TSR_TXN_F_DATA_HELD);
 		tsr_enc_u64(e, op->cid.pool);
 		tsr_enc_u32(e, op->cid.pg);
 		tsr_enc_i32(e, op->cid.shard);
@@ -201,6 +208,15 @@ tsr_txn_decode(struct tsr_dec *d, struct tsr_txn *out, char *err, size_t errlen)
 		op->off2 = tsr_dec_u64(&sub);
 		if (tsr_dec_error(&sub) != 0)
 			break;
+		/* no flag is defined for the serialized form; a peer setting
+		 * the held flag would make us promise memory we free */
+		if (op->flags != 0) {
+			uint32_t fl = op->flags;
+			free(ops);
+			return tsr_errf(err, errlen, -EBADMSG,
+					"op %u: flags 0x%x set in a serialized transaction",
+					i, fl);
+		}
 		/* a write carries exactly its length in data, nothing else
 		 * carries data: so a record cannot smuggle bytes */
 		if (dlen != (op->type == TSR_TXN_WRITE ? op->len : 0)) {

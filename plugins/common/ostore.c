@@ -1459,6 +1459,18 @@ commit_main(void *arg)
 	return NULL;
 }
 
+/* A WRITE whose data the caller holds until the commit callback
+ * (TSR_TXN_F_DATA_HELD) and whose object blocks already fall on memory
+ * blocks is not copied: the overlay borrows its whole chunks in place, as
+ * it does a copy's, and they go to disk straight from the caller's
+ * buffer.  Held data laid out otherwise is copied like any other. */
+static int
+data_borrowable(const struct tsr_txn_op *op)
+{
+	return (op->flags & TSR_TXN_F_DATA_HELD) &&
+	       (uintptr_t)op->data % OS_BLOCK == op->off % OS_BLOCK;
+}
+
 /* Bytes the copy of a transaction takes: the header, the ops, the names,
  * keys and values, then each WRITE's data placed so that its object-block
  * boundaries fall on memory-block boundaries (see pending_copy). */
@@ -1472,7 +1484,7 @@ pending_size(const struct tsr_txn *txn)
 		n += op->oid_len + op->key_len + op->val_len + op->oid2_len;
 	}
 	for (uint32_t i = 0; i < txn->nops; i++)
-		if (txn->ops[i].type == TSR_TXN_WRITE)
+		if (txn->ops[i].type == TSR_TXN_WRITE && !data_borrowable(&txn->ops[i]))
 			n += 2 * OS_BLOCK + txn->ops[i].len;
 	return n;
 }
@@ -1538,7 +1550,7 @@ pending_copy(struct os *os, const struct tsr_txn *txn)
 	for (uint32_t i = 0; i < txn->nops; i++) {
 		uintptr_t a;
 
-		if (ops[i].type != TSR_TXN_WRITE)
+		if (ops[i].type != TSR_TXN_WRITE || data_borrowable(&ops[i]))
 			continue;
 		a = ((uintptr_t)at + OS_BLOCK - 1) & ~(uintptr_t)(OS_BLOCK - 1);
 		at = (uint8_t *)a + ops[i].off % OS_BLOCK;

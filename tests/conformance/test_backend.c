@@ -16,7 +16,7 @@
  *                    each with a message naming the path; statfs is sane;
  *   ops_colls        MKCOLL/RMCOLL and their errors; every operation and
  *                    every read in a missing collection: -ENOENT;
- *   ops_write .. ops_omap
+ *   ops_write .. ops_omap (ops_write_held: data borrowed until on_commit)
  *                    each operation's semantics and errors as written in
  *                    backend.h, one test per group of operations;
  *   ops_reads        reads at, past and across the end; stat;
@@ -1801,6 +1801,120 @@ START_TEST(ops_write)
 }
 END_TEST
 
+/* WRITE data marked TSR_TXN_F_DATA_HELD is the caller's until on_commit:
+ * a backend may write from it in place but must never change it, and once
+ * on_commit has run it must not read it again.  Each transaction's buffer
+ * is scribbled over in its callback; what was stored must still be the
+ * bytes submitted.  Aligned, block-congruent and odd layouts, held whole
+ * chunks changed by a later op of the same transaction, several in
+ * flight, and overwrites of existing data (which a backend may journal). */
+struct held_txn {
+	uint8_t *buf;
+	size_t len;
+	const uint8_t *want; /* what buf must still hold at on_commit */
+	int changed;
+	struct waiter w;
+};
+
+static void
+held_cb(void *arg, int rc)
+{
+	struct held_txn *h = arg;
+
+	h->changed = memcmp(h->buf, h->want, h->len) != 0;
+	memset(h->buf, 0xa5, h->len); /* the caller's buffer is free again */
+	waiter_cb(&h->w, rc);
+}
+
+START_TEST(ops_write_held)
+{
+	static const struct {
+		const char *oid;
+		uint64_t off, len;
+		size_t shift;  /* where in the buffer the data starts */
+		int then_zero; /* a ZERO in the same txn over part of it */
+	} t[] = {
+		{ "aligned", 0, 4 * MiB, 0, 0 },
+		{ "congruent", 4096 * 3 + 100, MiB + 5, 100, 0 },
+		{ "odd", 65536, 2 * 65536, 17, 0 },
+		{ "cow", 0, 4 * 65536, 0, 1 },
+		{ "aligned", 65536, 3 * 65536, 0, 0 },   /* overwrite */
+		{ "congruent", 5, 4096, 5, 0 },          /* small overwrite */
+	};
+	enum { N = sizeof(t) / sizeof(t[0]) };
+	static struct held_txn h[N]; /* static: late callbacks (see be_txn_ex) */
+	uint8_t *src = pattern(41, 5 * MiB);
+	struct mobj e[N];
+	struct be b;
+
+	memset(e, 0, sizeof(e));
+	be_new(&b, _i, "ops-write-held");
+	TXN_OK(&b, op_mkcoll(C1));
+	for (int round = 0; round < 2; round++) {
+		/* round 0: one at a time; round 1: all in flight at once */
+		for (size_t i = 0; i < N; i++) {
+			struct tsr_txn_op ops[2];
+			struct tsr_txn txn = { 1, ops };
+			void *mem;
+
+			ck_assert_int_eq(posix_memalign(&mem, 4096, t[i].len + t[i].shift), 0);
+			h[i].buf = mem;
+			h[i].len = t[i].len + t[i].shift;
+			memcpy(h[i].buf + t[i].shift, src + i * 4099 + round, t[i].len);
+			memset(h[i].buf, 0x3c, t[i].shift);
+			h[i].want = xmalloc(h[i].len);
+			memcpy((uint8_t *)h[i].want, h[i].buf, h[i].len);
+			h[i].changed = 0;
+			waiter_init(&h[i].w);
+			ops[0] = op_write(C1, (struct bytes){ t[i].oid, strlen(t[i].oid) },
+					  t[i].off, t[i].len, h[i].buf + t[i].shift);
+			ops[0].flags = TSR_TXN_F_DATA_HELD;
+			if (t[i].then_zero) {
+				ops[1] = op_zero(C1, (struct bytes){ t[i].oid,
+						 strlen(t[i].oid) }, 65536 + 10, 100);
+				txn.nops = 2;
+			}
+			ck_assert_int_eq(b.ops->submit(b.h, &txn, held_cb, &h[i]), 0);
+			if (round == 0)
+				ck_assert_int_eq(waiter_wait(&h[i].w), 0);
+		}
+		for (size_t i = 0; i < N; i++) {
+			size_t o = 0;
+
+			ck_assert_int_eq(waiter_wait(&h[i].w), 0);
+			ck_assert_int_eq(h[i].w.rc, 0);
+			ck_assert_int_eq(h[i].w.calls, 1);
+			ck_assert_msg(!h[i].changed, "%s: txn %zu (%s): the backend "
+				      "changed held data before on_commit", b.name, i,
+				      t[i].oid);
+			while (o < N && strcmp(t[o].oid, t[i].oid) != 0)
+				o++;
+			mobj_write(&e[o], t[i].off, src + i * 4099 + round, t[i].len);
+			if (t[i].then_zero)
+				mobj_write(&e[o], 65536 + 10, NULL, 100);
+		}
+		ck_assert_int_eq(b.ops->flush(b.h), 0);
+		for (size_t i = 0; i < N; i++) {
+			if (e[i].size || e[i].data)
+				expect_mobj(&b, C1, (struct bytes){ t[i].oid,
+						strlen(t[i].oid) }, &e[i]);
+			waiter_fini(&h[i].w);
+			free(h[i].buf);
+			free((void *)h[i].want);
+		}
+	}
+	be_remount(&b);
+	for (size_t i = 0; i < N; i++)
+		if (e[i].size || e[i].data)
+			expect_mobj(&b, C1, (struct bytes){ t[i].oid, strlen(t[i].oid) },
+				    &e[i]);
+	for (size_t i = 0; i < N; i++)
+		mobj_free(&e[i]);
+	free(src);
+	be_close(&b);
+}
+END_TEST
+
 START_TEST(ops_zero)
 {
 	uint8_t *p = pattern(3, 256 * KiB);
@@ -2575,7 +2689,7 @@ START_TEST(ops_refused)
 {
 	enum { NCASES = 13 };
 	static const char *const what[NCASES] = {
-		"op type 99", "nonzero flags", "a nonzero reserved word",
+		"op type 99", "an unknown flag", "a nonzero reserved word",
 		"an empty object name", "a 4097-byte object name",
 		"SETATTR with an empty key", "a key length without a key",
 		"a WRITE whose range wraps", "CLONE without a destination",
@@ -2604,7 +2718,7 @@ START_TEST(ops_refused)
 			op->type = 99;
 			break;
 		case 1:
-			op->flags = 1;
+			op->flags = 0x80000000u; /* no such flag */
 			break;
 		case 2:
 			op->reserved[1] = 1;
@@ -4166,6 +4280,7 @@ main(void)
 		tcase_add_loop_test(tc, lifecycle, a, b);
 		tcase_add_loop_test(tc, ops_colls, a, b);
 		tcase_add_loop_test(tc, ops_write, a, b);
+		tcase_add_loop_test(tc, ops_write_held, a, b);
 		tcase_add_loop_test(tc, ops_zero, a, b);
 		tcase_add_loop_test(tc, ops_truncate, a, b);
 		tcase_add_loop_test(tc, ops_remove, a, b);

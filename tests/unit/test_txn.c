@@ -113,8 +113,10 @@ static const struct {
 	const char *reason;
 } bad_ops[] = {
 	{ { .type = 99, .oid = "o", .oid_len = 1 }, -EOPNOTSUPP, "op 0: unknown type 99" },
-	{ { .type = TSR_TXN_TOUCH, .flags = 1, .oid = "o", .oid_len = 1 }, -EOPNOTSUPP,
+	{ { .type = TSR_TXN_TOUCH, .flags = 2, .oid = "o", .oid_len = 1 }, -EOPNOTSUPP,
 	  "op 0 (touch): unknown flags or reserved words set" },
+	{ { .type = TSR_TXN_TOUCH, .flags = TSR_TXN_F_DATA_HELD, .oid = "o", .oid_len = 1 },
+	  -EINVAL, "op 0 (touch): data-held flag on an op without data" },
 	{ { .type = TSR_TXN_TOUCH, .oid = "o", .oid_len = 1, .reserved = { 0, 5 } },
 	  -EOPNOTSUPP, "op 0 (touch): unknown flags or reserved words set" },
 	{ { .type = TSR_TXN_TOUCH }, -EINVAL, "op 0 (touch): empty object name" },
@@ -243,6 +245,37 @@ START_TEST(count_bomb_refused)
 }
 END_TEST
 
+/* The held flag describes the caller's memory: encoding drops it, and a
+ * serialized transaction that carries any flag is refused (a peer must not
+ * make a replica promise to keep a buffer it frees). */
+START_TEST(held_flag_never_serialized)
+{
+	static const struct tsr_txn_op w = { .type = TSR_TXN_WRITE,
+		.flags = TSR_TXN_F_DATA_HELD, .oid = "o", .oid_len = 1, .len = 2,
+		.data = "ab" };
+	struct tsr_txn one = { .nops = 1, .ops = &w }, t;
+	struct tsr_enc e;
+	struct tsr_dec d;
+	size_t len;
+	uint8_t *buf;
+
+	ck_assert_int_eq(tsr_txn_validate(&one, err, sizeof(err)), 0);
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_txn_encode(&one, &e, err, sizeof(err)), 0);
+	buf = tsr_enc_take(&e, &len);
+	tsr_dec_init(&d, buf, len);
+	ck_assert_int_eq(tsr_txn_decode(&d, &t, err, sizeof(err)), 0);
+	ck_assert_uint_eq(t.ops[0].flags, 0);
+	tsr_txn_decoded_free(&t);
+	/* flags are the u32 after the header (6), nops (4), type (4) */
+	buf[14] = TSR_TXN_F_DATA_HELD;
+	tsr_dec_init(&d, buf, len);
+	ck_assert_int_eq(tsr_txn_decode(&d, &t, err, sizeof(err)), -EBADMSG);
+	ck_assert_str_eq(err, "op 0: flags 0x1 set in a serialized transaction");
+	free(buf);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -258,6 +291,7 @@ main(void)
 	tcase_add_test(tc, every_truncation_fails);
 	tcase_add_test(tc, corruption_never_crashes);
 	tcase_add_test(tc, count_bomb_refused);
+	tcase_add_test(tc, held_flag_never_serialized);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

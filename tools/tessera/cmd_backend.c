@@ -65,7 +65,8 @@ struct be {
 
 enum {
 	OPT_PLUGIN = 'p', OPT_DIR = 'd', OPT_OPTION = 'o',
-	OPT_FORMAT = 256, OPT_REPAIR, OPT_SECONDS, OPT_OBJECTS, OPT_QD, OPT_DROP
+	OPT_FORMAT = 256, OPT_REPAIR, OPT_SECONDS, OPT_OBJECTS, OPT_QD, OPT_DROP,
+	OPT_COPY
 };
 #define COMMON_LONGOPTS                                         \
 	{ "plugin", required_argument, NULL, OPT_PLUGIN },      \
@@ -451,6 +452,7 @@ struct bench {
 	double seconds;
 	uint32_t nobj, qd;
 	bool drop, json;
+	uint32_t wflags;          /* WRITE flags: held data unless --copy-data */
 	char raw[PATH_MAX], rawdir[PATH_MAX];
 	bool made_dir, made_raw, made_rawdir, mounted;
 	char meta[PATH_MAX];      /* a metadata directory beside DIR, if any */
@@ -547,7 +549,7 @@ fill_write_obj(struct bench *b, uint64_t i, struct tsr_txn_op *ops,
 	*oid_len = (size_t)snprintf(oid, 64, "%s.%08" PRIu64, b->prefix, i);
 	ops[0] = (struct tsr_txn_op){ .type = TSR_TXN_WRITE, .cid = b->cid,
 		.oid = oid, .oid_len = *oid_len, .off = 0, .len = OBJ_SIZE,
-		.data = b->pat };
+		.data = b->pat, .flags = b->wflags };
 	*nops = 1;
 }
 
@@ -563,7 +565,7 @@ fill_overwrite(struct bench *b, uint64_t i, struct tsr_txn_op *ops,
 	 * the read phases check */
 	ops[0] = (struct tsr_txn_op){ .type = TSR_TXN_WRITE, .cid = b->cid,
 		.oid = oid, .oid_len = *oid_len, .off = off, .len = BLK,
-		.data = b->pat + off };
+		.data = b->pat + off, .flags = b->wflags };
 	*nops = 1;
 }
 
@@ -574,7 +576,7 @@ fill_create(struct bench *b, uint64_t i, struct tsr_txn_op *ops,
 	*oid_len = (size_t)snprintf(oid, 64, "small.%08" PRIu64, i);
 	ops[0] = (struct tsr_txn_op){ .type = TSR_TXN_WRITE, .cid = b->cid,
 		.oid = oid, .oid_len = *oid_len, .off = 0, .len = BLK,
-		.data = b->pat };
+		.data = b->pat, .flags = b->wflags };
 	ops[1] = (struct tsr_txn_op){ .type = TSR_TXN_SETATTR, .cid = b->cid,
 		.oid = oid, .oid_len = *oid_len, .key = "_", .key_len = 1,
 		.val = b->pat + BLK, .val_len = ATTR_LEN };
@@ -1014,7 +1016,12 @@ bench_help(FILE *f)
 		"      --drop-caches       sync and write 3 to /proc/sys/vm/drop_caches before\n"
 		"                          each read workload (needs root outside a container);\n"
 		"                          without it backend reads may come from the page\n"
-		"                          cache, while raw reads never do (O_DIRECT)\n",
+		"                          cache, while raw reads never do (O_DIRECT)\n"
+		"      --copy-data         submit WRITEs without TSR_TXN_F_DATA_HELD, so the\n"
+		"                          backend copies their data before submit() returns\n"
+		"                          (by default the data is held until the commit\n"
+		"                          callback and may go to disk from where it is, as\n"
+		"                          an OSD's received buffers do)\n",
 		SEQ_QD_HIGH, ATTR_LEN);
 	common_help(f);
 	fprintf(f,
@@ -1058,8 +1065,9 @@ bench_report(struct bench *b, const struct utsname *un, long ncpu, uint64_t mem)
 			tsr_sbuf_json_str(&o, v);
 		}
 		tsr_sbuf_printf(&o, "}, \"seconds\": %g, \"objects\": %u, \"qd\": %u, "
-				"\"raw_o_direct\": %s, \"drop_caches\": ", b->seconds,
-				b->nobj, b->qd, b->direct ? "true" : "false");
+				"\"raw_o_direct\": %s, \"data_held\": %s, \"drop_caches\": ",
+				b->seconds, b->nobj, b->qd, b->direct ? "true" : "false",
+				b->wflags ? "true" : "false");
 		tsr_sbuf_json_str(&o, drop);
 		tsr_sbuf_printf(&o, ", \"results\": [");
 		for (int r = 0; r < NROWS; r++) {
@@ -1098,6 +1106,9 @@ bench_report(struct bench *b, const struct utsname *un, long ncpu, uint64_t mem)
 		tsr_sbuf_printf(&o, "run:        up to %g s per workload, %u objects of "
 				"4 MiB prefilled, create-small at queue depth %u\n",
 				b->seconds, b->nobj, b->qd);
+		tsr_sbuf_printf(&o, "writes:     %s\n", b->wflags
+				? "data held by the caller until commit (TSR_TXN_F_DATA_HELD)"
+				: "data copied by submit() (--copy-data)");
 		tsr_sbuf_printf(&o, "raw:        %s, a sync per write, queue depth 1\n",
 				b->direct ? "O_DIRECT" : "buffered (no O_DIRECT on this file system)");
 		if (b->drop && !b->drop_failed)
@@ -1135,6 +1146,7 @@ bench_run(int argc, char **argv)
 		{ "objects", required_argument, NULL, OPT_OBJECTS },
 		{ "qd", required_argument, NULL, OPT_QD },
 		{ "drop-caches", no_argument, NULL, OPT_DROP },
+		{ "copy-data", no_argument, NULL, OPT_COPY },
 		{ NULL, 0, NULL, 0 }
 	};
 	/* static: on_commit may still run after a stuck backend is given up
@@ -1151,6 +1163,7 @@ bench_run(int argc, char **argv)
 	b.seconds = 5;
 	b.nobj = 64;
 	b.qd = 16;
+	b.wflags = TSR_TXN_F_DATA_HELD;
 	b.rawfd = b.rawdirfd = -1;
 	b.rng = 0x9e3779b97f4a7c15ull;
 	b.cid = (struct tsr_coll_id){ .pool = 1, .pg = 0, .shard = TSR_SHARD_NONE };
@@ -1188,6 +1201,7 @@ bench_run(int argc, char **argv)
 			b.qd = (uint32_t)n;
 			break;
 		case OPT_DROP: b.drop = true; break;
+		case OPT_COPY: b.wflags = 0; break;
 		default:
 			bad_option(b.cmd, c, argv);
 			goto out_args;

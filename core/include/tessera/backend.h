@@ -53,7 +53,8 @@
  *
  * Ownership.  Buffers passed in are borrowed for the duration of the call —
  * for submit(), until it returns: the backend copies or writes what it needs
- * before returning.  Buffers passed to callbacks are valid only during the
+ * before returning — except a WRITE's data marked TSR_TXN_F_DATA_HELD, which
+ * is borrowed until on_commit.  Buffers passed to callbacks are valid only during the
  * callback.  Errors are negative errno values; -ENOENT for a missing object
  * or collection, -EEXIST for a collection that exists, -ENOSPC when the
  * store is full (returned before anything of the transaction is applied).
@@ -100,7 +101,7 @@ enum tsr_txn_op_type {
 
 struct tsr_txn_op {
 	uint32_t type;           /* enum tsr_txn_op_type */
-	uint32_t flags;          /* none defined yet; must be 0 */
+	uint32_t flags;          /* TSR_TXN_F_*; others must be 0 */
 	struct tsr_coll_id cid;
 	const void *oid;         /* object name; unused by MKCOLL/RMCOLL */
 	size_t oid_len;
@@ -116,6 +117,14 @@ struct tsr_txn_op {
 	uint64_t off2;
 	uint64_t reserved[2];    /* must be zero (room for later operations) */
 };
+
+/* Operation flags. */
+/* WRITE only: the caller keeps data valid and unchanged until on_commit has
+ * been called (not merely until submit() returns), so the backend may write
+ * it to disk from where it is instead of copying it first.  Typical for a
+ * buffer the caller owns anyway, like a received message's data.  Never
+ * serialized: tsr_txn_encode drops it, tsr_txn_decode refuses it. */
+#define TSR_TXN_F_DATA_HELD 0x1u
 
 struct tsr_txn {
 	uint32_t nops;
