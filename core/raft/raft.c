@@ -24,6 +24,7 @@ struct progress {
 	int dirty;     /* an APPEND is owed */
 	int active;    /* heard from since the last quorum check */
 	int granted;   /* candidate: 1 granted, -1 refused, 0 no answer */
+	uint64_t ctx;  /* leader: the latest ctx this peer echoed */
 };
 
 struct tsr_raft {
@@ -37,6 +38,8 @@ struct tsr_raft {
 
 	enum tsr_raft_role role;
 	int prevote;              /* candidate in the pre-vote phase */
+	int quiet;                /* started less than an election timeout ago:
+	                           * may have promised a leader its lease */
 	uint64_t term, vote, leader, commit, applied;
 	struct tsr_raft_entry *log;
 	size_t nlog, cap;
@@ -258,6 +261,7 @@ become_leader(struct tsr_raft *r)
 		r->pr[i].match = 0;
 		r->pr[i].dirty = 1;
 		r->pr[i].active = 1;
+		r->pr[i].ctx = 0;
 	}
 	/* an entry of our own term: committing it commits everything
 	 * before it (Raft never counts replicas of older terms' entries) */
@@ -317,6 +321,8 @@ tsr_raft_tick(struct tsr_raft *r)
 	if (r->in_ready)
 		return;
 	r->elapsed++;
+	if (r->quiet && r->elapsed >= r->e_ticks)
+		r->quiet = 0;
 	if (r->role != TSR_RAFT_LEADER) {
 		if (r->elapsed >= r->timeout)
 			campaign(r);
@@ -349,7 +355,7 @@ answer(struct tsr_raft *r, const struct tsr_raft_msg *m, uint32_t type,
        uint64_t term, int reject, uint64_t match)
 {
 	struct tsr_raft_msg a = { .type = type, .to = m->from, .term = term,
-				  .reject = reject, .match = match };
+				  .reject = reject, .match = match, .ctx = m->ctx };
 	send(r, &a);
 }
 
@@ -420,7 +426,8 @@ tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m)
 	slot = peer_slot(r, m->from);
 	/* leader stickiness: a follower that heard from its leader within
 	 * the minimum election timeout does not help anyone replace it */
-	lease = r->leader != 0 && r->leader != m->from && r->elapsed < r->e_ticks;
+	lease = ((r->leader != 0 && r->leader != m->from) || r->quiet) &&
+		r->elapsed < r->e_ticks;
 
 	if (m->term > r->term) {
 		if (m->type == TSR_RAFT_PREVOTE ||
@@ -486,6 +493,8 @@ tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m)
 		if (r->role != TSR_RAFT_LEADER)
 			return 0;
 		p->active = 1;
+		if (m->ctx > p->ctx)
+			p->ctx = m->ctx;
 		if (m->reject) {
 			/* back up: to what the follower has, or one before */
 			uint64_t next = m->match + 1 < p->next ? m->match + 1
@@ -641,6 +650,7 @@ tsr_raft_create(const struct tsr_raft_conf *c, struct tsr_raft **out)
 	r->unstable_from = 0;
 	r->prev_hs = c->hs;
 	r->role = TSR_RAFT_FOLLOWER;
+	r->quiet = 1;
 	reset_timeout(r);
 	*out = r;
 	return 0;
@@ -692,6 +702,20 @@ uint64_t
 tsr_raft_last_index(const struct tsr_raft *r)
 {
 	return last_index(r);
+}
+
+uint64_t
+tsr_raft_lease_since(const struct tsr_raft *r, uint64_t now)
+{
+	uint64_t v[64];
+
+	if (r->role != TSR_RAFT_LEADER || r->npeers > 64 ||
+	    term_at(r, r->commit) != r->term)
+		return 0;
+	for (size_t i = 0; i < r->npeers; i++)
+		v[i] = i == r->self ? now : r->pr[i].ctx;
+	qsort(v, r->npeers, sizeof(v[0]), cmp_u64);
+	return v[quorum(r) - 1];
 }
 
 const char *

@@ -18,6 +18,15 @@
  * from its leader within the election timeout ignores vote requests).
  * Membership is fixed at creation; snapshots come later.
  *
+ * Leases.  A follower that has heard from its leader does not vote for
+ * anyone else for election_ticks, and neither does a node that has just
+ * started (it may have acknowledged a leader before it restarted).  So
+ * when a majority has answered APPENDs that a leader sent at time T, no
+ * other leader can exist before T + election_ticks: until then the
+ * leader's state is current and it may serve reads from it alone.  The
+ * caller stamps each APPEND's ctx with its clock and asks
+ * tsr_raft_lease_since() for the T its majority has confirmed.
+ *
  * Conventions: node ids are non-zero; index 0 and term 0 mean "none".
  * Functions return 0 or a negative errno.  Messages passed in are copied;
  * buffers in a ready batch belong to the raft until tsr_raft_advance().
@@ -60,6 +69,9 @@ struct tsr_raft_msg {
 	                           * (reject) the follower's last index */
 	const struct tsr_raft_entry *entries;
 	size_t nentries;
+	uint64_t ctx;             /* APPEND: the sender's, opaque (the monitor
+	                           * puts its clock there when it sends);
+	                           * APPEND_RESP: echoed from the APPEND */
 };
 
 struct tsr_raft_hardstate {
@@ -117,6 +129,10 @@ uint64_t tsr_raft_term(const struct tsr_raft *r);
 uint64_t tsr_raft_leader(const struct tsr_raft *r); /* 0: unknown */
 uint64_t tsr_raft_commit(const struct tsr_raft *r);
 uint64_t tsr_raft_last_index(const struct tsr_raft *r);
+/* Leader only, and only once an entry of its own term is committed: the
+ * largest T such that a majority (this node counting as now) answered
+ * APPENDs stamped T or later.  0 otherwise. */
+uint64_t tsr_raft_lease_since(const struct tsr_raft *r, uint64_t now);
 const char *tsr_raft_msg_name(uint32_t type);
 
 #endif

@@ -46,6 +46,9 @@ static struct pkt *net;
 static size_t nnet, netcap;
 static uint64_t leader_of_term[100000];
 static uint64_t rng = 88172645463325252ull;
+static uint64_t now_round;           /* the clock APPENDs are stamped with */
+static uint64_t max_term_led;        /* highest term that had a leader */
+static uint64_t lease_rounds;        /* rounds some leader held a lease */
 
 /* what leaders acknowledged: index -> value, and the truth of each index */
 static struct stored truth[200000];
@@ -117,6 +120,8 @@ cluster(size_t n)
 	memset(nodes, 0, sizeof(nodes));
 	memset(cut, 0, sizeof(cut));
 	memset(leader_of_term, 0, sizeof(leader_of_term));
+	max_term_led = 0;
+	lease_rounds = 0;
 	for (size_t i = 0; i < nnet; i++) {
 		free(net[i].e);
 		free(net[i].vals);
@@ -168,6 +173,8 @@ node_ready(struct node *n)
 			continue;
 		memset(&p, 0, sizeof(p));
 		p.m = *m;
+		if (m->type == TSR_RAFT_APPEND)
+			p.m.ctx = now_round;
 		if (m->nentries) {
 			p.e = calloc(m->nentries, sizeof(*p.e));
 			p.vals = calloc(m->nentries, sizeof(*p.vals));
@@ -237,7 +244,37 @@ check_leaders(void)
 			      (unsigned long long)t, (unsigned long long)leader_of_term[t],
 			      (unsigned long long)n->id);
 		leader_of_term[t] = n->id;
+		if (t > max_term_led)
+			max_term_led = t;
 	}
+}
+
+/* A leader whose majority answered APPENDs sent at T or later reads from
+ * its own state until T + E_TICKS: no later term may have a leader by
+ * then (a restarted node must not have voted one in either). */
+static void
+check_leases(void)
+{
+	int held = 0;
+
+	for (size_t i = 0; i < nn; i++) {
+		struct node *n = &nodes[i];
+		uint64_t since;
+
+		if (!n->up || tsr_raft_role(n->r) != TSR_RAFT_LEADER)
+			continue;
+		since = tsr_raft_lease_since(n->r, now_round);
+		if (since == 0 || now_round - since >= E_TICKS)
+			continue;
+		held = 1;
+		ck_assert_msg(max_term_led <= tsr_raft_term(n->r),
+			      "node %llu holds a lease in term %llu at round %llu, "
+			      "but term %llu has a leader", (unsigned long long)n->id,
+			      (unsigned long long)tsr_raft_term(n->r),
+			      (unsigned long long)now_round,
+			      (unsigned long long)max_term_led);
+	}
+	lease_rounds += held;
 }
 
 /* One round: every node ticks (maybe), handles its ready batch, and the
@@ -245,12 +282,15 @@ check_leaders(void)
 static void
 round_(int tick)
 {
+	if (tick)
+		now_round++;
 	for (size_t i = 0; i < nn; i++)
 		if (nodes[i].up && tick)
 			tsr_raft_tick(nodes[i].r);
 	for (size_t i = 0; i < nn; i++)
 		node_ready(&nodes[i]);
 	check_leaders();
+	check_leases();
 	for (size_t i = nnet; i > 1; i--) {
 		size_t j = rnd() % i;
 		struct pkt t = net[i - 1];
@@ -278,6 +318,7 @@ round_(int tick)
 	}
 	free(batch);
 	check_leaders();
+	check_leases();
 }
 
 static struct node *
@@ -496,6 +537,44 @@ START_TEST(prevote_keeps_leader)
 }
 END_TEST
 
+/* A node that acknowledged a leader and restarted at once must not help
+ * elect another before the leader's lease is over.  L leads 3 nodes; the
+ * link L-Y is cut, so Y stops hearing from L; A, which has just answered L,
+ * restarts and is cut from L too; Y's clock runs ahead and it campaigns
+ * right away, asking only A.  If A voted (it remembers no leader), Y would
+ * lead while L still holds its lease on A's answer: check_leases() fails. */
+START_TEST(restart_keeps_lease)
+{
+	struct node *l, *a = NULL, *y = NULL;
+	uint64_t term;
+	int t;
+
+	cluster(3);
+	l = await_leader(20 * E_TICKS);
+	ck_assert(converge(10 * E_TICKS));
+	term = tsr_raft_term(l->r);
+	for (size_t i = 0; i < nn; i++)
+		if (&nodes[i] != l)
+			*(a == NULL ? &a : &y) = &nodes[i];
+	cut[l->id][y->id] = cut[y->id][l->id] = 1;
+	round_(1);
+	round_(1);
+	ck_assert(tsr_raft_lease_since(l->r, now_round) != 0);
+	node_crash(a);
+	node_start(a);
+	cut[l->id][a->id] = cut[a->id][l->id] = 1;
+	for (t = 0; t < 4 * E_TICKS && tsr_raft_role(y->r) != TSR_RAFT_CANDIDATE; t++)
+		tsr_raft_tick(y->r);
+	ck_assert_int_eq(tsr_raft_role(y->r), TSR_RAFT_CANDIDATE);
+	for (t = 0; t < 6 * E_TICKS; t++)
+		round_(1); /* check_leases() runs in every round */
+	/* liveness still: A and Y elect one of them once it is safe */
+	ck_assert_ptr_nonnull(leader());
+	ck_assert_int_gt(tsr_raft_term(leader()->r), term);
+	ck_assert(leader() == a || leader() == y);
+}
+END_TEST
+
 /* A follower crashes, misses entries, restarts from its storage and
  * catches up. */
 START_TEST(restart_catches_up)
@@ -533,8 +612,8 @@ START_TEST(nemesis)
 
 	cluster(5);
 	for (size_t t = 0; t < rounds; t++) {
-		if (t % 40 == 0) {
-			switch (rnd() % 4) {
+		if (t % 40 == 0 || t % 40 == 7) {
+			switch (rnd() % 6) {
 			case 0: { /* crash one, unless two are down already */
 				size_t down = 0, k = rnd() % nn;
 				for (size_t i = 0; i < nn; i++)
@@ -548,6 +627,22 @@ START_TEST(nemesis)
 					if (!nodes[i].up)
 						node_start(&nodes[i]);
 				break;
+			case 4: { /* crash one and restart it at once: it may
+				   * have just confirmed a leader's lease */
+				size_t k = rnd() % nn;
+				if (nodes[k].up) {
+					node_crash(&nodes[k]);
+					node_start(&nodes[k]);
+				}
+				break;
+			}
+			case 5: { /* cut one link, both ways: a partition
+				   * that is not two sides (a and c both reach
+				   * b, but not each other) */
+				size_t a = rnd() % nn + 1, b = rnd() % nn + 1;
+				cut[a][b] = cut[b][a] = a != b;
+				break;
+			}
 			case 2: /* a random partition */
 				for (size_t i = 0; i < nn; i++)
 					side[i] = (int)(rnd() % 2);
@@ -568,8 +663,11 @@ START_TEST(nemesis)
 	ck_assert(converge(100 * E_TICKS));
 	check_acked();
 	fprintf(stderr, "nemesis: %zu rounds, %zu entries committed, %zu values "
-		"acknowledged, all present on all 5 nodes\n", rounds, ntruth, nacked);
+		"acknowledged, all present on all 5 nodes; a leader held a lease in "
+		"%llu rounds\n", rounds, ntruth, nacked,
+		(unsigned long long)lease_rounds);
 	ck_assert_int_gt(nacked, 100);
+	ck_assert_int_gt(lease_rounds, rounds / 4);
 }
 END_TEST
 
@@ -705,6 +803,7 @@ main(void)
 	tcase_add_test(tc, leader_crash);
 	tcase_add_test(tc, minority_cannot_commit);
 	tcase_add_test(tc, prevote_keeps_leader);
+	tcase_add_test(tc, restart_keeps_lease);
 	tcase_add_test(tc, restart_catches_up);
 	tcase_add_test(tc, nemesis);
 	tcase_add_test(tc, bad_input);
