@@ -15,6 +15,7 @@ unit_tests = \
 	tests/unit/test_frame \
 	tests/unit/test_msgr \
 	tests/unit/test_raft \
+	tests/unit/test_mon \
 	tests/unit/test_asok \
 	tests/unit/test_pidfile \
 	tests/unit/test_hash \
@@ -40,6 +41,9 @@ tests_unit_test_frame_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_raft_SOURCES = tests/unit/test_raft.c
 tests_unit_test_raft_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_raft_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_mon_SOURCES = tests/unit/test_mon.c
+tests_unit_test_mon_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_mon_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_msgr_SOURCES = tests/unit/test_msgr.c
 tests_unit_test_msgr_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_msgr_LDADD = $(CHECK_LDADD_ALL)

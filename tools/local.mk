@@ -9,5 +9,13 @@ tools_tessera_tessera_SOURCES = \
 	tools/tessera/cli_util.c \
 	tools/tessera/cmd_placement.c \
 	tools/tessera/cmd_backend.c \
-	tools/tessera/cmd_msgr.c
+	tools/tessera/cmd_msgr.c \
+	tools/tessera/cmd_cluster.c
 tools_tessera_tessera_LDADD = core/libtessera-core.la
+
+# The daemons.
+bin_PROGRAMS += daemons/mon/tessera-mon
+daemons_mon_tessera_mon_SOURCES = daemons/mon/mon.c daemons/mon/state.c \
+	daemons/mon/state.h
+daemons_mon_tessera_mon_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
+daemons_mon_tessera_mon_LDADD = core/libtessera-core.la $(PTHREAD_LIBS) -lm

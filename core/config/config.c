@@ -89,6 +89,18 @@ static const struct tsr_conf_opt core_options[] = {
 	{ { .name = "ms_inject_refuse_every", .type = TSR_OPT_INT, .def = "0", .min = "0", .max = "1000000000",
 	    .help = "tests: refuse every Nth incoming connection; 0: off" },
 	  TSR_SEC_ALL, 0 },
+	{ { .name = "mon_members", .type = TSR_OPT_STRING, .def = "",
+	    .help = "the monitors, as \"NAME=IP:PORT, ...\" (every daemon and tool reads it)" },
+	  TSR_SEC_ALL, 0 },
+	{ { .name = "mon_data", .type = TSR_OPT_STRING, .def = "/var/lib/tessera/$name",
+	    .help = "directory of a monitor's store (LevelDB: the Raft log and state)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MON, 0 },
+	{ { .name = "mon_tick", .type = TSR_OPT_DURATION, .def = "100ms", .min = "10ms", .max = "10s",
+	    .help = "a monitor's Raft clock tick; heartbeats go out every tick" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MON, 0 },
+	{ { .name = "mon_election_ticks", .type = TSR_OPT_INT, .def = "10", .min = "4", .max = "1000",
+	    .help = "election timeout in ticks (random in [N, 2N)); a leader's lease lasts N - 2" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MON, 0 },
 	{ { .name = NULL }, 0, 0 }
 };
 

@@ -718,6 +718,14 @@ tsr_raft_lease_since(const struct tsr_raft *r, uint64_t now)
 	return v[quorum(r) - 1];
 }
 
+uint64_t
+tsr_raft_peer_ctx(const struct tsr_raft *r, uint64_t id)
+{
+	size_t slot = peer_slot(r, id);
+
+	return r->role == TSR_RAFT_LEADER && slot != SIZE_MAX ? r->pr[slot].ctx : 0;
+}
+
 const char *
 tsr_raft_msg_name(uint32_t type)
 {

@@ -106,33 +106,35 @@ struct tsr_raft_ready {
 
 struct tsr_raft;
 
-int tsr_raft_create(const struct tsr_raft_conf *conf, struct tsr_raft **out);
-void tsr_raft_destroy(struct tsr_raft *r);
+TSR_API int tsr_raft_create(const struct tsr_raft_conf *conf, struct tsr_raft **out);
+TSR_API void tsr_raft_destroy(struct tsr_raft *r);
 
 /* One unit of time (the caller's choice: 100 ms for monitors). */
-void tsr_raft_tick(struct tsr_raft *r);
+TSR_API void tsr_raft_tick(struct tsr_raft *r);
 /* A message from a peer.  -EINVAL for one that is malformed or not for
  * us (the caller logs it). */
-int tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m);
+TSR_API int tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m);
 /* Append data to the log (leader only: -EAGAIN elsewhere; see
  * tsr_raft_leader); *index gets its index.  It is committed when it
  * appears in a ready batch's committed list. */
-int tsr_raft_propose(struct tsr_raft *r, const void *data, size_t len,
+TSR_API int tsr_raft_propose(struct tsr_raft *r, const void *data, size_t len,
 		     uint64_t *index);
 
 /* Anything to do?  1 and rd filled, or 0. */
-int tsr_raft_ready(struct tsr_raft *r, struct tsr_raft_ready *rd);
-void tsr_raft_advance(struct tsr_raft *r, const struct tsr_raft_ready *rd);
+TSR_API int tsr_raft_ready(struct tsr_raft *r, struct tsr_raft_ready *rd);
+TSR_API void tsr_raft_advance(struct tsr_raft *r, const struct tsr_raft_ready *rd);
 
-enum tsr_raft_role tsr_raft_role(const struct tsr_raft *r);
-uint64_t tsr_raft_term(const struct tsr_raft *r);
-uint64_t tsr_raft_leader(const struct tsr_raft *r); /* 0: unknown */
-uint64_t tsr_raft_commit(const struct tsr_raft *r);
-uint64_t tsr_raft_last_index(const struct tsr_raft *r);
+TSR_API enum tsr_raft_role tsr_raft_role(const struct tsr_raft *r);
+TSR_API uint64_t tsr_raft_term(const struct tsr_raft *r);
+TSR_API uint64_t tsr_raft_leader(const struct tsr_raft *r); /* 0: unknown */
+TSR_API uint64_t tsr_raft_commit(const struct tsr_raft *r);
+TSR_API uint64_t tsr_raft_last_index(const struct tsr_raft *r);
 /* Leader only, and only once an entry of its own term is committed: the
  * largest T such that a majority (this node counting as now) answered
  * APPENDs stamped T or later.  0 otherwise. */
-uint64_t tsr_raft_lease_since(const struct tsr_raft *r, uint64_t now);
-const char *tsr_raft_msg_name(uint32_t type);
+TSR_API uint64_t tsr_raft_lease_since(const struct tsr_raft *r, uint64_t now);
+/* Leader only: the latest ctx peer id echoed (0: none, or not leader). */
+TSR_API uint64_t tsr_raft_peer_ctx(const struct tsr_raft *r, uint64_t id);
+TSR_API const char *tsr_raft_msg_name(uint32_t type);
 
 #endif

@@ -19,20 +19,20 @@
 
 struct tsr_raftstore {
 	struct tsr_kv *kv;
-	char path[256];       /* for messages */
+	char path[640];       /* for messages */
 	uint64_t last;        /* last index stored */
 };
 
 /* Read the hard state and the log (entries malloc'd; release with
  * tsr_raftstore_free_log).  An empty store gives zeros and no entries. */
-int tsr_raftstore_load(struct tsr_raftstore *s, struct tsr_raft_hardstate *hs,
+TSR_API int tsr_raftstore_load(struct tsr_raftstore *s, struct tsr_raft_hardstate *hs,
 		       struct tsr_raft_entry **log, size_t *nlog, char *err,
 		       size_t errlen);
-void tsr_raftstore_free_log(struct tsr_raft_entry *log, size_t nlog);
+TSR_API void tsr_raftstore_free_log(struct tsr_raft_entry *log, size_t nlog);
 
 /* Make what rd asks durable (one batch, synced): the hard state when it
  * changed, the entries (stored entries after the last of them go). */
-int tsr_raftstore_save(struct tsr_raftstore *s, const struct tsr_raft_ready *rd,
+TSR_API int tsr_raftstore_save(struct tsr_raftstore *s, const struct tsr_raft_ready *rd,
 		       char *err, size_t errlen);
 
 #endif

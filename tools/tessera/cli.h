@@ -26,6 +26,7 @@ extern const struct cli_cmd cli_config_cmds[];
 extern const struct cli_cmd cli_placement_cmds[];
 extern const struct cli_cmd cli_backend_cmds[];
 extern const struct cli_cmd cli_msgr_cmds[];
+extern const struct cli_cmd cli_cluster_cmds[];
 
 /* Messages of a command "tessera GROUP CMD", each one line on stderr:
  * a usage error (returns CLI_USAGE, points to --help), a failure (returns

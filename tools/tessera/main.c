@@ -14,6 +14,7 @@ static const struct cli_cmd *const groups[] = {
 	cli_placement_cmds,
 	cli_backend_cmds,
 	cli_msgr_cmds,
+	cli_cluster_cmds,
 };
 
 static int
@@ -51,8 +52,8 @@ usage(FILE *f)
 				w = (int)strlen(c->name);
 	fprintf(f,
 		"Usage: tessera COMMAND [ARGS...]\n"
-		"Tessera's command-line tool: plugins, configuration, daemons, placement,\n"
-		"object stores, the messenger.\n"
+		"Tessera's command-line tool: the cluster (through its monitors), plugins,\n"
+		"configuration, daemons, placement, object stores, the messenger.\n"
 		"\n"
 		"Commands:\n");
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)

@@ -1,0 +1,239 @@
+/* monc.c — the monitor client (monc.h). */
+#include "mon/monc.h"
+#include "mon/monmsg.h"
+#include "util/sbuf.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TRY_MS 3000 /* how long one monitor may take to answer */
+
+struct tsr_monc {
+	struct tsr_mon_members members;
+	struct tsr_msgr *msgr;
+	uint64_t client, tid;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct tsr_conn *conn;      /* the current try's */
+	uint64_t want_tid;
+	int got;                    /* 1: reply below; -errno: the session failed */
+	struct tsr_mon_reply reply;
+	char last[TSR_MON_MAX][160];/* what each monitor said last */
+};
+
+static void
+on_reply(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
+{
+	struct tsr_monc *c = arg;
+	struct tsr_mon_reply r;
+	char err[128];
+
+	if (tsr_monmsg_reply_decode(m->front, m->front_len, &r, err, sizeof(err)) < 0) {
+		/* a broken reply counts as no reply: the try times out */
+		tsr_msg_free(m, 0);
+		return;
+	}
+	tsr_msg_free(m, 0);
+	pthread_mutex_lock(&c->lock);
+	if (conn == c->conn && r.tid == c->want_tid && c->got == 0) {
+		c->reply = r;
+		c->got = 1;
+		pthread_cond_broadcast(&c->cond);
+	} else {
+		free(r.text);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void
+on_fault(struct tsr_conn *conn, int err, void *arg)
+{
+	struct tsr_monc *c = arg;
+
+	pthread_mutex_lock(&c->lock);
+	if (conn == c->conn && c->got == 0) {
+		c->got = err < 0 ? err : -ECONNRESET;
+		pthread_cond_broadcast(&c->cond);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+int
+tsr_monc_create(const struct tsr_mon_members *members,
+		const struct tsr_msgr_opts *opts, struct tsr_monc **out,
+		char *err, size_t errlen)
+{
+	struct tsr_msgr_events ev = { .fault = on_fault };
+	struct tsr_msgr_opts o = *opts;
+	struct tsr_monc *c = tsr_xcalloc(1, sizeof(*c));
+	pthread_condattr_t ca;
+	int rc;
+
+	c->members = *members;
+	if (getrandom(&c->client, sizeof(c->client), 0) != sizeof(c->client))
+		c->client = tsr_now_ns() ^ (uint64_t)getpid() << 32;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	o.entity_type = TSR_ENTITY_TOOL;
+	o.entity_id = c->client >> 1;
+	o.bind = NULL;
+	o.workers = 1;
+	o.dispatchers = 1;
+	ev.arg = c;
+	rc = tsr_msgr_create(&o, &ev, &c->msgr, err, errlen);
+	if (rc == 0)
+		rc = tsr_msgr_register(c->msgr, TSR_MSG_MON_CMD_REPLY, on_reply, c,
+				       TSR_MSGR_INLINE);
+	if (rc < 0) {
+		tsr_monc_destroy(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void
+tsr_monc_destroy(struct tsr_monc *c)
+{
+	if (c == NULL)
+		return;
+	if (c->conn) {
+		tsr_conn_close(c->conn);
+		tsr_conn_put(c->conn);
+	}
+	tsr_msgr_destroy(c->msgr);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+}
+
+/* Send the command to addr and wait until deadline; 1 with c->reply, or a
+ * negative errno (the session failed, or -ETIMEDOUT). */
+static int
+try_one(struct tsr_monc *c, const char *addr, const struct tsr_mon_cmd *cmd,
+	uint64_t deadline)
+{
+	struct tsr_conn *conn;
+	struct tsr_msg *m;
+	struct tsr_enc e;
+	int rc;
+
+	if (c->conn) {
+		tsr_conn_close(c->conn);
+		tsr_conn_put(c->conn);
+		c->conn = NULL;
+	}
+	if ((rc = tsr_msgr_connect(c->msgr, addr, 0, &conn)) < 0)
+		return rc;
+	tsr_enc_init(&e);
+	tsr_monmsg_cmd_encode(&e, cmd);
+	if ((m = tsr_msg_from_enc(TSR_MSG_MON_CMD, &e)) == NULL) {
+		tsr_conn_put(conn);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->conn = conn;
+	c->want_tid = cmd->tid;
+	c->got = 0;
+	pthread_mutex_unlock(&c->lock);
+	rc = tsr_conn_send(conn, m, 0);
+	pthread_mutex_lock(&c->lock);
+	if (rc < 0 && c->got == 0)
+		c->got = rc;
+	while (c->got == 0) {
+		struct timespec ts = { (time_t)(deadline / 1000000000u),
+				       (long)(deadline % 1000000000u) };
+		if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT)
+			break;
+	}
+	rc = c->got == 0 ? -ETIMEDOUT : c->got;
+	c->got = -ECANCELED; /* late answers are dropped */
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+static const struct tsr_mon_member *
+by_addr(const struct tsr_monc *c, const char *addr)
+{
+	for (size_t i = 0; i < c->members.n; i++)
+		if (strcmp(c->members.m[i].addr, addr) == 0)
+			return &c->members.m[i];
+	return NULL;
+}
+
+int
+tsr_monc_command(struct tsr_monc *c, int argc, char **argv, uint64_t timeout_ms,
+		 char **text)
+{
+	struct tsr_mon_cmd cmd = { .client = c->client, .tid = ++c->tid,
+				   .argc = (uint32_t)argc, .argv = argv };
+	uint64_t end = tsr_mono_ns() + timeout_ms * 1000000u;
+	size_t next = (size_t)(c->client % c->members.n);
+	const struct tsr_mon_member *target = NULL;
+	struct tsr_sbuf why;
+	int rc = -ETIMEDOUT;
+
+	*text = NULL;
+	for (size_t i = 0; i < c->members.n; i++)
+		c->last[i][0] = '\0';
+	while (tsr_mono_ns() < end) {
+		uint64_t now = tsr_mono_ns(), try_end = now + TRY_MS * 1000000ull;
+
+		if (target == NULL)
+			target = &c->members.m[next++ % c->members.n];
+		if (try_end > end)
+			try_end = end;
+		rc = try_one(c, target->addr, &cmd, try_end);
+		char *last = c->last[target->id - 1];
+		if (rc == 1) {
+			struct tsr_mon_reply *r = &c->reply;
+			const struct tsr_mon_member *l =
+				r->leader[0] ? by_addr(c, r->leader) : NULL;
+
+			if (r->status == -EAGAIN && l != NULL && l != target) {
+				tsr_strlcpy(last, "not the leader", sizeof(c->last[0]));
+				free(r->text);
+				target = l;
+				continue;
+			}
+			if (r->status != -EAGAIN && r->status != -ENOTCONN &&
+			    r->status != -ETIMEDOUT) {
+				*text = r->text;
+				return r->status;
+			}
+			/* no quorum there: someone else may know better */
+			tsr_strlcpy(last, r->text, sizeof(c->last[0]));
+			free(r->text);
+		} else {
+			tsr_strlcpy(last, rc == -ETIMEDOUT ? "no answer" : strerror(-rc),
+				    sizeof(c->last[0]));
+		}
+		target = NULL;
+		/* a whole round without an answer: pause before the next */
+		if (next % c->members.n == (size_t)(c->client % c->members.n)) {
+			struct timespec ts = { 0, 200 * 1000000L };
+			nanosleep(&ts, NULL);
+		}
+	}
+	tsr_sbuf_init(&why);
+	tsr_sbuf_printf(&why, "no monitor quorum answered within %.1f s:",
+			(double)timeout_ms / 1000);
+	for (size_t i = 0; i < c->members.n; i++)
+		tsr_sbuf_printf(&why, "%s mon.%s (%s): %s", i ? ";" : "",
+				c->members.m[i].name, c->members.m[i].addr,
+				c->last[i][0] ? c->last[i] : "not tried");
+	*text = tsr_xstrdup(tsr_sbuf_str(&why));
+	tsr_sbuf_release(&why);
+	return -ETIMEDOUT;
+}

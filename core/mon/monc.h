@@ -1,0 +1,32 @@
+/* monc.h — a monitor client: send a command to the monitor cluster and
+ * wait for the answer.
+ *
+ * The client tries the monitors of mon_members in turn, starting at a
+ * random one, and follows a "the leader is at ADDR" answer at once.  A
+ * monitor that does not answer within a try's time (or refuses the
+ * connection) is passed over; the command is sent again, with the same
+ * (client, tid), so a change is applied once however often it is sent.
+ * After the deadline the error names what each monitor said last.
+ */
+#ifndef TSR_MON_MONC_H
+#define TSR_MON_MONC_H
+
+#include "mon/members.h"
+#include "msg/msgr.h"
+
+struct tsr_monc;
+
+/* opts: fsid and the ms_* settings (the entity and bind are set here). */
+TSR_API int tsr_monc_create(const struct tsr_mon_members *members,
+			    const struct tsr_msgr_opts *opts,
+			    struct tsr_monc **out, char *err, size_t errlen);
+TSR_API void tsr_monc_destroy(struct tsr_monc *c);
+
+/* Run argv on the cluster.  Returns the command's status (0 or a negative
+ * errno) with *text (malloc'd) its JSON result or its one-line error;
+ * -ETIMEDOUT with *text saying what each monitor answered when no
+ * monitor able to serve it answered within timeout_ms. */
+TSR_API int tsr_monc_command(struct tsr_monc *c, int argc, char **argv,
+			     uint64_t timeout_ms, char **text);
+
+#endif

@@ -1,0 +1,809 @@
+/* mon.c — tessera-mon, a monitor: one of the 1, 3 or 5 daemons that keep
+ * the cluster maps, replicated by Raft (core/raft) over the messenger.
+ *
+ * Threads.  The messenger's I/O threads decode what arrives and queue it
+ * (inline handlers that never block); one monitor thread owns the Raft
+ * node, the store and the maps: it ticks Raft on the monotonic clock,
+ * steps it with the queued messages, serves the queued commands, and
+ * carries out each ready batch (persist and sync, send, apply, advance).
+ * The daemon's event loop serves the admin socket.
+ *
+ * Commands.  A change goes into the Raft log on the leader and is answered
+ * once applied (state.c); a follower answers "ask the leader at ADDR".  A
+ * read is served by the leader while it holds its lease (raft.h): a
+ * majority answered its heartbeats within the last lease period, so no
+ * other leader can exist and its maps are the latest.  A monitor without
+ * a leader, or a leader without a lease, says so; it never serves maps it
+ * cannot prove current.
+ */
+#include "daemon/daemon.h"
+#include "log/log.h"
+#include "mon/members.h"
+#include "mon/monmsg.h"
+#include "msg/msgr.h"
+#include "raft/raft.h"
+#include "raft/raftstore.h"
+#include "state.h"
+#include "util/sbuf.h"
+#include "util/util.h"
+
+#include <tessera/kv.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define LOGE(...) TSR_LOG_ERR(MON, __VA_ARGS__)
+#define LOGW(...) TSR_LOG_WARN(MON, __VA_ARGS__)
+#define LOGI(...) TSR_LOG_INFO(MON, __VA_ARGS__)
+#define LOGD(...) TSR_LOG_DEBUG(MON, __VA_ARGS__)
+
+#define PROPOSE_TIMEOUT_NS (5ull * 1000000000u) /* a change not committed by then fails */
+
+/* Something an I/O thread queued for the monitor thread. */
+struct item {
+	struct item *next;
+	int kind;                    /* TSR_MSG_MON_RAFT or TSR_MSG_MON_CMD */
+	struct tsr_conn *conn;       /* held (commands) */
+	struct tsr_msg *msg;
+};
+
+/* A change proposed and not yet answered, or a read waiting for a lease. */
+struct waiter {
+	struct waiter *next;
+	struct tsr_conn *conn;
+	struct tsr_mon_cmd cmd;
+	uint64_t index, term;        /* changes: where it went in the log */
+	uint64_t deadline;
+};
+
+struct mon {
+	struct tsr_daemon *d;
+	struct tsr_mon_members mem;
+	const struct tsr_mon_member *self;
+	char data[512];
+	struct tsr_kv *kv;
+	struct tsr_raftstore rs;
+	struct tsr_raft *raft;
+	struct tsr_msgr *msgr;
+	struct tsr_conn *peer[TSR_MON_MAX];  /* ours, to each other monitor */
+	uint64_t tick_ns, lease_ns;
+	unsigned e_ticks;
+
+	pthread_t thread;
+	int thread_started;
+	pthread_mutex_t qlock;       /* the queue and stop */
+	pthread_cond_t qcond;
+	struct item *head, **tail;
+	int stop;
+
+	pthread_mutex_t lock;        /* everything below, and raft (status reads) */
+	struct mon_state st;
+	struct waiter *changes, *reads;
+	uint64_t last_leader_ns;     /* when we last had a leader (or were one) */
+	int failed;                  /* the store failed: stop serving */
+};
+
+/* ---- Queue (I/O threads) ---------------------------------------------------*/
+
+static void
+enqueue(struct mon *mon, int kind, struct tsr_conn *c, struct tsr_msg *m)
+{
+	struct item *it = malloc(sizeof(*it));
+
+	if (it == NULL) {
+		tsr_msg_free(m, 0);
+		return;
+	}
+	it->next = NULL;
+	it->kind = kind;
+	it->msg = m;
+	it->conn = c;
+	if (c)
+		tsr_conn_get(c);
+	pthread_mutex_lock(&mon->qlock);
+	*mon->tail = it;
+	mon->tail = &it->next;
+	pthread_cond_signal(&mon->qcond);
+	pthread_mutex_unlock(&mon->qlock);
+}
+
+static void
+on_raft(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	(void)c;
+	enqueue(arg, TSR_MSG_MON_RAFT, NULL, m);
+}
+
+static void
+on_cmd(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	enqueue(arg, TSR_MSG_MON_CMD, c, m);
+}
+
+/* ---- Sending ------------------------------------------------------------------*/
+
+static void
+reply(struct tsr_conn *c, uint64_t tid, int status, const char *text,
+      const char *leader)
+{
+	struct tsr_mon_reply r = { .tid = tid, .status = status, .text = (char *)text };
+	struct tsr_msg *m;
+	struct tsr_enc e;
+
+	if (leader)
+		snprintf(r.leader, sizeof(r.leader), "%s", leader);
+	tsr_enc_init(&e);
+	tsr_monmsg_reply_encode(&e, &r);
+	if ((m = tsr_msg_from_enc(TSR_MSG_MON_CMD_REPLY, &e)) != NULL)
+		tsr_conn_send(c, m, TSR_SEND_NOWAIT);
+}
+
+static void
+send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
+{
+	const struct tsr_mon_member *to = tsr_mon_members_by_id(&mon->mem, rm->to);
+	struct tsr_raft_msg copy = *rm;
+	struct tsr_msg *m;
+	struct tsr_enc e;
+	size_t i;
+
+	if (to == NULL)
+		return;
+	i = to->id - 1;
+	if (copy.type == TSR_RAFT_APPEND)
+		copy.ctx = now;  /* the lease clock (raft.h) */
+	if (mon->peer[i] == NULL &&
+	    tsr_msgr_connect(mon->msgr, to->addr, 0, &mon->peer[i]) < 0)
+		return;
+	tsr_enc_init(&e);
+	tsr_monmsg_raft_encode(&e, mon->mem.fp, &copy);
+	if ((m = tsr_msg_from_enc(TSR_MSG_MON_RAFT, &e)) == NULL)
+		return;
+	/* Raft copes with loss: a full queue drops the message */
+	tsr_conn_send(mon->peer[i], m, TSR_SEND_NOWAIT);
+}
+
+/* A lossy session to a peer ended: the next send reconnects. */
+static void
+on_fault(struct tsr_conn *c, int err, void *arg)
+{
+	struct mon *mon = arg;
+
+	(void)err;
+	pthread_mutex_lock(&mon->qlock);
+	for (size_t i = 0; i < mon->mem.n; i++)
+		if (mon->peer[i] == c) {
+			/* handed to the monitor thread, which owns peer[] */
+			struct item *it = malloc(sizeof(*it));
+			if (it == NULL)
+				break;
+			it->next = NULL;
+			it->kind = -1;
+			it->conn = c;
+			it->msg = NULL;
+			*mon->tail = it;
+			mon->tail = &it->next;
+			pthread_cond_signal(&mon->qcond);
+		}
+	pthread_mutex_unlock(&mon->qlock);
+}
+
+/* ---- Commands ------------------------------------------------------------------*/
+
+static const char *
+leader_addr(const struct mon *mon)
+{
+	const struct tsr_mon_member *l =
+		tsr_mon_members_by_id(&mon->mem, tsr_raft_leader(mon->raft));
+
+	return l && l != mon->self ? l->addr : NULL;
+}
+
+/* Not the leader: point the client at it, or say there is none. */
+static void
+redirect(struct mon *mon, struct tsr_conn *c, uint64_t tid, uint64_t now)
+{
+	char text[256];
+	const char *l = leader_addr(mon);
+
+	if (l) {
+		snprintf(text, sizeof(text), "mon.%s is not the leader; ask %s",
+			 mon->self->name, l);
+		reply(c, tid, -EAGAIN, text, l);
+		return;
+	}
+	snprintf(text, sizeof(text), "mon.%s is not in a quorum: no leader for "
+		 "%.1f s (are a majority of the %zu monitors up and reachable?)",
+		 mon->self->name, (double)(now - mon->last_leader_ns) / 1e9, mon->mem.n);
+	reply(c, tid, -ENOTCONN, text, NULL);
+}
+
+/* Does the leader hold its lease (raft.h)?  process_ready() has applied
+ * everything committed before anything is served, so its maps are the
+ * latest. */
+static int
+lease_valid(struct mon *mon, uint64_t now)
+{
+	uint64_t since = tsr_raft_lease_since(mon->raft, now);
+
+	return since != 0 && now - since < mon->lease_ns;
+}
+
+static void
+mon_stat(struct mon *mon, uint64_t now, struct tsr_sbuf *out)
+{
+	uint64_t lid = tsr_raft_leader(mon->raft);
+	const struct tsr_mon_member *l = tsr_mon_members_by_id(&mon->mem, lid);
+
+	tsr_sbuf_printf(out, "{\"members\": [");
+	for (size_t i = 0; i < mon->mem.n; i++) {
+		const struct tsr_mon_member *m = &mon->mem.m[i];
+		int inq = m == mon->self ||
+			  now - tsr_raft_peer_ctx(mon->raft, m->id) < mon->lease_ns;
+		tsr_sbuf_printf(out, "%s{\"name\": ", i ? ", " : "");
+		tsr_sbuf_json_str(out, m->name);
+		tsr_sbuf_printf(out, ", \"addr\": ");
+		tsr_sbuf_json_str(out, m->addr);
+		tsr_sbuf_printf(out, ", \"in_quorum\": %s}", inq ? "true" : "false");
+	}
+	tsr_sbuf_printf(out, "], \"leader\": ");
+	tsr_sbuf_json_str(out, l ? l->name : "");
+	tsr_sbuf_printf(out, ", \"term\": %" PRIu64 ", \"committed\": %" PRIu64 "}",
+			tsr_raft_term(mon->raft), tsr_raft_commit(mon->raft));
+}
+
+static int
+serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
+	   struct tsr_sbuf *out)
+{
+	int argc = (int)cmd->argc;
+	char **argv = cmd->argv;
+
+	if (strcmp(argv[0], "mon") == 0) {
+		mon_stat(mon, now, out);
+		return 0;
+	}
+	if (strcmp(argv[0], "health") == 0 || strcmp(argv[0], "status") == 0) {
+		struct tsr_sbuf reasons;
+		size_t nin = 0, nup = 0;
+		int h;
+
+		tsr_sbuf_init(&reasons);
+		h = state_health(&mon->st, &reasons);
+		tsr_sbuf_printf(out, "{\"health\": \"%s\", \"reasons\": [%s]",
+				h == 0 ? "HEALTH_OK" : h == 1 ? "HEALTH_WARN" : "HEALTH_ERR",
+				tsr_sbuf_str(&reasons));
+		tsr_sbuf_release(&reasons);
+		if (argv[0][0] == 'h') {
+			tsr_sbuf_printf(out, "}");
+			return 0;
+		}
+		for (size_t i = 0; i < mon->st.nosds; i++) {
+			nin += mon->st.osds[i].in;
+			nup += mon->st.osds[i].up;
+		}
+		tsr_sbuf_printf(out, ", \"mon\": ");
+		mon_stat(mon, now, out);
+		tsr_sbuf_printf(out, ", \"osdmap\": {\"epoch\": %" PRIu64 ", \"osds\": %zu, "
+				"\"up\": %zu, \"in\": %zu, \"pools\": %zu}, \"mdsmap\": "
+				"{\"epoch\": %" PRIu64 "}}", mon->st.osd_epoch,
+				mon->st.nosds, nup, nin, mon->st.npools, mon->st.mds_epoch);
+		return 0;
+	}
+	return state_read(&mon->st, argc, argv, out);
+}
+
+static void
+waiter_free(struct waiter *w)
+{
+	tsr_monmsg_cmd_free(&w->cmd);
+	if (w->conn)
+		tsr_conn_put(w->conn);
+	free(w);
+}
+
+static void
+handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t now)
+{
+	struct waiter *w = tsr_xcalloc(1, sizeof(*w));
+	struct tsr_sbuf out;
+	char err[256];
+	int kind;
+
+	tsr_sbuf_init(&out);
+	if (tsr_monmsg_cmd_decode(msg->front, msg->front_len, &w->cmd, err,
+				  sizeof(err)) < 0) {
+		LOGW("%s: bad command: %s", tsr_conn_peer(c), err);
+		reply(c, 0, -EBADMSG, err, NULL);
+		goto done;
+	}
+	if ((kind = state_classify((int)w->cmd.argc, w->cmd.argv, &out)) < 0) {
+		reply(c, w->cmd.tid, kind, tsr_sbuf_str(&out), NULL);
+		goto done;
+	}
+	if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
+		redirect(mon, c, w->cmd.tid, now);
+		goto done;
+	}
+	w->conn = c;
+	tsr_conn_get(c);
+	if (kind == 0) {
+		/* a read: at once with a lease, or when one comes */
+		w->deadline = now + 2 * mon->lease_ns;
+		w->next = mon->reads;
+		mon->reads = w;
+		w = NULL;
+		goto done;
+	}
+	size_t len;
+	uint8_t *e = state_entry_encode(w->cmd.client, w->cmd.tid, (int)w->cmd.argc,
+					w->cmd.argv, &len);
+	int rc = e ? tsr_raft_propose(mon->raft, e, len, &w->index) : -ENOMEM;
+	free(e);
+	if (rc < 0) {
+		reply(c, w->cmd.tid, rc == -EAGAIN ? -EAGAIN : rc,
+		      rc == -EAGAIN ? "the leadership is changing; retry" : strerror(-rc),
+		      NULL);
+		goto done;
+	}
+	w->term = tsr_raft_term(mon->raft);
+	w->deadline = now + PROPOSE_TIMEOUT_NS;
+	w->next = mon->changes;
+	mon->changes = w;
+	w = NULL;
+done:
+	if (w)
+		waiter_free(w);
+	tsr_sbuf_release(&out);
+}
+
+/* Reads whose lease came; changes that timed out or whose leader went. */
+static void
+sweep(struct mon *mon, uint64_t now)
+{
+	int lease = tsr_raft_role(mon->raft) == TSR_RAFT_LEADER && lease_valid(mon, now);
+
+	for (struct waiter **p = &mon->reads; *p;) {
+		struct waiter *w = *p;
+		struct tsr_sbuf out;
+		int rc;
+
+		if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
+			redirect(mon, w->conn, w->cmd.tid, now);
+		} else if (lease) {
+			tsr_sbuf_init(&out);
+			rc = serve_read(mon, &w->cmd, now, &out);
+			reply(w->conn, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
+			tsr_sbuf_release(&out);
+		} else if (now >= w->deadline) {
+			char text[200];
+			snprintf(text, sizeof(text), "mon.%s leads but a majority has "
+				 "not confirmed it for %.1f s: not serving maps "
+				 "that may be stale", mon->self->name,
+				 (double)(now - w->deadline + 2 * mon->lease_ns) / 1e9);
+			reply(w->conn, w->cmd.tid, -ETIMEDOUT, text, NULL);
+		} else {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		waiter_free(w);
+	}
+	for (struct waiter **p = &mon->changes; *p;) {
+		struct waiter *w = *p;
+
+		if (tsr_raft_term(mon->raft) != w->term ||
+		    tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
+			/* it may still commit under the next leader: the
+			 * client sends it again, and it is applied once */
+			reply(w->conn, w->cmd.tid, -EAGAIN, "the leadership changed "
+			      "before the change committed; retry", leader_addr(mon));
+		} else if (now >= w->deadline) {
+			reply(w->conn, w->cmd.tid, -ETIMEDOUT, "the change was not "
+			      "committed within 5 s: no majority of monitors "
+			      "answers", NULL);
+		} else {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		waiter_free(w);
+	}
+}
+
+/* ---- Raft ------------------------------------------------------------------*/
+
+static void
+apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
+{
+	struct tsr_mon_cmd cmd;
+	struct tsr_sbuf out;
+	int rc;
+
+	if (en->len == 0)
+		return; /* a leader's no-op */
+	tsr_sbuf_init(&out);
+	if (state_entry_decode(en->data, en->len, &cmd) < 0) {
+		/* it passed the same decoder when proposed: a damaged store
+		 * would have failed its checksum; this is a bug */
+		LOGE("log entry %" PRIu64 " does not decode; skipped", en->index);
+		tsr_sbuf_release(&out);
+		return;
+	}
+	rc = state_apply(&mon->st, cmd.client, cmd.tid, (int)cmd.argc, cmd.argv, &out);
+	LOGD("applied %" PRIu64 ": %s %s: %d", en->index, cmd.argv[0],
+	     cmd.argc > 1 ? cmd.argv[1] : "", rc);
+	for (struct waiter **p = &mon->changes; *p; p = &(*p)->next) {
+		struct waiter *w = *p;
+		if (w->index != en->index)
+			continue;
+		if (w->cmd.client == cmd.client && w->cmd.tid == cmd.tid)
+			reply(w->conn, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
+		else
+			reply(w->conn, w->cmd.tid, -EAGAIN, "the leadership changed "
+			      "before the change committed; retry", leader_addr(mon));
+		*p = w->next;
+		waiter_free(w);
+		break;
+	}
+	tsr_monmsg_cmd_free(&cmd);
+	tsr_sbuf_release(&out);
+}
+
+static int
+process_ready(struct mon *mon, uint64_t now)
+{
+	struct tsr_raft_ready rd;
+	char err[512];
+
+	while (tsr_raft_ready(mon->raft, &rd)) {
+		if (tsr_raftstore_save(&mon->rs, &rd, err, sizeof(err)) < 0) {
+			LOGE("%s; stopping: a monitor that cannot persist must not "
+			     "vote or acknowledge", err);
+			mon->failed = 1;
+			tsr_daemon_request_stop(mon->d);
+			return -EIO;
+		}
+		for (size_t i = 0; i < rd.nmsgs; i++)
+			send_raft(mon, &rd.msgs[i], now);
+		for (size_t i = 0; i < rd.ncommitted; i++)
+			apply_entry(mon, &rd.committed[i]);
+		tsr_raft_advance(mon->raft, &rd);
+	}
+	if (tsr_raft_leader(mon->raft) != 0)
+		mon->last_leader_ns = now;
+	return 0;
+}
+
+static void
+handle_raft(struct mon *mon, struct tsr_msg *m)
+{
+	struct tsr_raft_msg rm;
+	uint32_t fp;
+	char err[256];
+	int rc;
+
+	if (tsr_monmsg_raft_decode(m->front, m->front_len, &fp, &rm, err,
+				   sizeof(err)) < 0) {
+		LOGW("bad raft message: %s", err);
+		return;
+	}
+	if (fp != mon->mem.fp) {
+		const struct tsr_mon_member *f = tsr_mon_members_by_id(&mon->mem, rm.from);
+		static uint64_t last;
+		uint64_t now = tsr_mono_ns();
+		if (now - last > 5000000000ull) {
+			last = now;
+			LOGE("a monitor claiming to be %s%s has another mon_members "
+			     "(fingerprint %08x, ours %08x: \"%s\"); ignoring it until "
+			     "every monitor's configuration lists the same monitors",
+			     f ? "mon." : "node ", f ? f->name : "?", fp, mon->mem.fp,
+			     mon->mem.canon);
+		}
+		tsr_monmsg_raft_free(&rm);
+		return;
+	}
+	rc = tsr_raft_step(mon->raft, &rm);
+	if (rc < 0 && rc != -EINVAL)
+		LOGW("raft %s from %" PRIu64 ": %s", tsr_raft_msg_name(rm.type) ?
+		     tsr_raft_msg_name(rm.type) : "?", rm.from, strerror(-rc));
+	else if (rc == -EINVAL)
+		LOGW("raft message %u from %" PRIu64 " to %" PRIu64 " refused as "
+		     "malformed", rm.type, rm.from, rm.to);
+	tsr_monmsg_raft_free(&rm);
+}
+
+static void *
+mon_main(void *arg)
+{
+	struct mon *mon = arg;
+	uint64_t next_tick = tsr_mono_ns() + mon->tick_ns;
+
+	pthread_mutex_lock(&mon->qlock);
+	while (!mon->stop) {
+		uint64_t now = tsr_mono_ns();
+		struct item *it;
+
+		if (mon->head == NULL && now < next_tick) {
+			struct timespec ts = { (time_t)(next_tick / 1000000000u),
+					       (long)(next_tick % 1000000000u) };
+			pthread_cond_timedwait(&mon->qcond, &mon->qlock, &ts);
+			continue;
+		}
+		it = mon->head;
+		mon->head = NULL;
+		mon->tail = &mon->head;
+		pthread_mutex_unlock(&mon->qlock);
+
+		pthread_mutex_lock(&mon->lock);
+		now = tsr_mono_ns();
+		if (now >= next_tick) {
+			/* ticks on the monotonic clock; after a long stall,
+			 * enough to time out once, not hundreds */
+			unsigned n = 0;
+			while (now >= next_tick && n++ < 3 * mon->e_ticks) {
+				tsr_raft_tick(mon->raft);
+				next_tick += mon->tick_ns;
+			}
+			if (now >= next_tick)
+				next_tick = now + mon->tick_ns;
+		}
+		while (it) {
+			struct item *next = it->next;
+			if (!mon->failed) {
+				if (it->kind == TSR_MSG_MON_RAFT)
+					handle_raft(mon, it->msg);
+				else if (it->kind == TSR_MSG_MON_CMD)
+					handle_cmd(mon, it->conn, it->msg, now);
+				process_ready(mon, now); /* on failure: stopping */
+			}
+			if (it->kind == -1) {
+				for (size_t i = 0; i < mon->mem.n; i++)
+					if (mon->peer[i] == it->conn) {
+						tsr_conn_put(mon->peer[i]);
+						mon->peer[i] = NULL;
+					}
+			} else if (it->conn) {
+				tsr_conn_put(it->conn);
+			}
+			if (it->msg)
+				tsr_msg_free(it->msg, 0);
+			free(it);
+			it = next;
+		}
+		if (!mon->failed) {
+			process_ready(mon, now);
+			sweep(mon, now);
+		}
+		pthread_mutex_unlock(&mon->lock);
+		pthread_mutex_lock(&mon->qlock);
+	}
+	pthread_mutex_unlock(&mon->qlock);
+	return NULL;
+}
+
+/* ---- Life ------------------------------------------------------------------*/
+
+static const struct tsr_conf_opt mon_options[] = {
+	{ { .name = NULL }, 0, 0 }
+};
+
+static int
+open_store(struct mon *mon, char *err, size_t errlen)
+{
+	struct tsr_raft_hardstate hs;
+	struct tsr_raft_entry *log = NULL;
+	size_t nlog = 0;
+	void *val = NULL;
+	size_t vlen = 0;
+	char path[600];
+	int rc;
+
+	if (mkdir(mon->data, 0750) < 0 && errno != EEXIST)
+		return tsr_errf(err, errlen, -errno, "mon_data %s: %s", mon->data,
+				strerror(errno));
+	snprintf(path, sizeof(path), "%s/store", mon->data);
+	if ((rc = tsr_kv_open(path, 1, &mon->kv, err, errlen)) < 0)
+		return rc;
+	/* the member set this store was made with must be the one configured */
+	rc = tsr_kv_get(mon->kv, "mon/members", 11, &val, &vlen, err, errlen);
+	if (rc == -ENOENT) {
+		struct tsr_kv_batch *b = tsr_kv_batch_create();
+		tsr_kv_batch_put(b, "mon/members", 11, mon->mem.canon, strlen(mon->mem.canon));
+		rc = tsr_kv_write(mon->kv, b, 1, err, errlen);
+		tsr_kv_batch_destroy(b);
+		if (rc < 0)
+			return rc;
+	} else if (rc < 0) {
+		return rc;
+	} else {
+		int same = vlen == strlen(mon->mem.canon) &&
+			   memcmp(val, mon->mem.canon, vlen) == 0;
+		if (!same) {
+			rc = tsr_errf(err, errlen, -EINVAL, "%s: this store was made "
+				      "for the monitors \"%.*s\"; mon_members now says "
+				      "\"%s\" (changing the monitor set is not "
+				      "supported: restore the old mon_members)", path,
+				      (int)(vlen > 300 ? 300 : vlen), (const char *)val,
+				      mon->mem.canon);
+			tsr_kv_free(val);
+			return rc;
+		}
+		tsr_kv_free(val);
+	}
+	mon->rs.kv = mon->kv;
+	snprintf(mon->rs.path, sizeof(mon->rs.path), "%s", path);
+	if ((rc = tsr_raftstore_load(&mon->rs, &hs, &log, &nlog, err, errlen)) < 0)
+		return rc;
+
+	uint64_t peers[TSR_MON_MAX];
+	for (size_t i = 0; i < mon->mem.n; i++)
+		peers[i] = mon->mem.m[i].id;
+	struct tsr_raft_conf c = {
+		.id = mon->self->id, .peers = peers, .npeers = mon->mem.n,
+		.election_ticks = mon->e_ticks, .heartbeat_ticks = 1,
+		.seed = tsr_now_ns(), .hs = hs, .log = log, .nlog = nlog,
+		.applied = 0, /* the maps are rebuilt from the log */
+	};
+	rc = tsr_raft_create(&c, &mon->raft);
+	tsr_raftstore_free_log(log, nlog);
+	if (rc < 0)
+		return tsr_errf(err, errlen, -EIO, "%s: the stored Raft state is "
+				"inconsistent (term %" PRIu64 ", commit %" PRIu64 ", %zu "
+				"entries)", path, hs.term, hs.commit, nlog);
+	LOGI("store %s: term %" PRIu64 ", %zu log entries, %" PRIu64 " committed",
+	     path, hs.term, nlog, hs.commit);
+	return 0;
+}
+
+static int
+mon_start(struct tsr_daemon *d, char *err, size_t errlen)
+{
+	struct tsr_conf *conf = tsr_daemon_conf(d);
+	struct mon *mon = tsr_xcalloc(1, sizeof(*mon));
+	struct tsr_msgr_events ev = { .fault = on_fault };
+	struct tsr_msgr_opts o;
+	char where[300];
+	int rc;
+
+	mon->d = d;
+	tsr_daemon_set_priv(d, mon);
+	pthread_mutex_init(&mon->qlock, NULL);
+	pthread_mutex_init(&mon->lock, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&mon->qcond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	mon->tail = &mon->head;
+	state_init(&mon->st);
+	snprintf(where, sizeof(where), "%s", tsr_conf_where(conf, "mon_members"));
+	if ((rc = tsr_mon_members_parse(tsr_conf_str(conf, "mon_members"), where,
+					&mon->mem, err, errlen)) < 0)
+		return rc;
+	if ((mon->self = tsr_mon_members_find(&mon->mem, tsr_daemon_id(d))) == NULL)
+		return tsr_errf(err, errlen, -EINVAL, "%s: mon_members has no monitor "
+				"'%s' (it lists %s)", where, tsr_daemon_id(d),
+				mon->mem.canon);
+	mon->tick_ns = (uint64_t)tsr_conf_int(conf, "mon_tick") * 1000000u;
+	mon->e_ticks = (unsigned)tsr_conf_int(conf, "mon_election_ticks");
+	/* the lease ends two ticks before anyone may vote for another
+	 * leader: room for timer jitter and clock-rate differences */
+	mon->lease_ns = (mon->e_ticks - 2) * mon->tick_ns;
+	snprintf(mon->data, sizeof(mon->data), "%s", tsr_conf_str(conf, "mon_data"));
+	if ((rc = open_store(mon, err, errlen)) < 0)
+		return rc;
+	if ((rc = tsr_msgr_opts_from_conf(conf, &o, err, errlen)) < 0)
+		return rc;
+	o.entity_type = TSR_ENTITY_MON;
+	o.entity_id = mon->self->id;
+	o.bind = mon->self->addr;
+	ev.arg = mon;
+	if ((rc = tsr_msgr_create(&o, &ev, &mon->msgr, err, errlen)) < 0)
+		return rc;
+	tsr_msgr_register(mon->msgr, TSR_MSG_MON_RAFT, on_raft, mon, TSR_MSGR_INLINE);
+	tsr_msgr_register(mon->msgr, TSR_MSG_MON_CMD, on_cmd, mon, TSR_MSGR_INLINE);
+	mon->last_leader_ns = tsr_mono_ns();
+	if ((rc = pthread_create(&mon->thread, NULL, mon_main, mon)) != 0)
+		return tsr_errf(err, errlen, -rc, "starting the monitor thread: %s",
+				strerror(rc));
+	mon->thread_started = 1;
+	tsr_msgr_start(mon->msgr);
+	LOGI("mon.%s listening on %s, one of %zu monitors (%s)", mon->self->name,
+	     mon->self->addr, mon->mem.n, mon->mem.canon);
+	return 0;
+}
+
+static void
+free_waiters(struct waiter *w)
+{
+	while (w) {
+		struct waiter *n = w->next;
+		waiter_free(w);
+		w = n;
+	}
+}
+
+static void
+mon_stop(struct tsr_daemon *d)
+{
+	struct mon *mon = tsr_daemon_priv(d);
+
+	if (mon == NULL)
+		return;
+	if (mon->thread_started) {
+		pthread_mutex_lock(&mon->qlock);
+		mon->stop = 1;
+		pthread_cond_signal(&mon->qcond);
+		pthread_mutex_unlock(&mon->qlock);
+		pthread_join(mon->thread, NULL);
+	}
+	for (size_t i = 0; i < mon->mem.n; i++)
+		if (mon->peer[i]) {
+			tsr_conn_close(mon->peer[i]);
+			tsr_conn_put(mon->peer[i]);
+		}
+	free_waiters(mon->changes);
+	free_waiters(mon->reads);
+	tsr_msgr_destroy(mon->msgr);
+	for (struct item *it = mon->head, *n; it; it = n) {
+		n = it->next;
+		if (it->conn && it->kind != -1)
+			tsr_conn_put(it->conn);
+		if (it->msg)
+			tsr_msg_free(it->msg, 0);
+		free(it);
+	}
+	tsr_raft_destroy(mon->raft);
+	if (mon->kv)
+		tsr_kv_close(mon->kv);
+	state_free(&mon->st);
+	pthread_mutex_destroy(&mon->qlock);
+	pthread_mutex_destroy(&mon->lock);
+	pthread_cond_destroy(&mon->qcond);
+	free(mon);
+	tsr_daemon_set_priv(d, NULL);
+}
+
+static void
+mon_status(struct tsr_daemon *d, struct tsr_sbuf *out)
+{
+	struct mon *mon = tsr_daemon_priv(d);
+	uint64_t now = tsr_mono_ns();
+
+	if (mon == NULL || mon->raft == NULL)
+		return;
+	pthread_mutex_lock(&mon->lock);
+	tsr_sbuf_printf(out, ",\n  \"role\": \"%s\",\n  \"lease\": %s,\n  \"mon\": ",
+			tsr_raft_role(mon->raft) == TSR_RAFT_LEADER ? "leader"
+			: tsr_raft_role(mon->raft) == TSR_RAFT_CANDIDATE ? "candidate"
+									 : "follower",
+			lease_valid(mon, now) ? "true" : "false");
+	mon_stat(mon, now, out);
+	tsr_sbuf_printf(out, ",\n  \"osdmap_epoch\": %" PRIu64 ",\n  \"applied\": %" PRIu64,
+			mon->st.osd_epoch, mon->st.applied);
+	pthread_mutex_unlock(&mon->lock);
+}
+
+static const struct tsr_daemon_def mon_def = {
+	.type = "mon",
+	.summary = "Tessera monitor: keeps the cluster maps, replicated by Raft.",
+	.options = mon_options,
+	.start = mon_start,
+	.stop = mon_stop,
+	.status = mon_status,
+};
+
+int
+main(int argc, char **argv)
+{
+	return tsr_daemon_main(argc, argv, &mon_def);
+}

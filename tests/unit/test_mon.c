@@ -1,0 +1,213 @@
+/* test_mon.c — the monitor's building blocks that need no daemon: the
+ * member list (members.h) and the monitor messages (monmsg.h), decoded
+ * as hostile input. */
+#include "mon/members.h"
+#include "mon/monmsg.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char err[512];
+
+START_TEST(members_sorted_and_stable)
+{
+	struct tsr_mon_members a, b;
+
+	ck_assert_int_eq(tsr_mon_members_parse("c=127.0.0.1:6791, a=127.0.0.1:6789,"
+					       "b=127.0.0.1:6790", "t.conf", &a, err,
+					       sizeof(err)), 0);
+	ck_assert_uint_eq(a.n, 3);
+	ck_assert_str_eq(a.m[0].name, "a");
+	ck_assert_uint_eq(a.m[0].id, 1);
+	ck_assert_str_eq(a.m[2].addr, "127.0.0.1:6791");
+	ck_assert_str_eq(a.canon, "a=127.0.0.1:6789,b=127.0.0.1:6790,c=127.0.0.1:6791");
+	/* any order and spacing: the same ids and fingerprint */
+	ck_assert_int_eq(tsr_mon_members_parse("  b=127.0.0.1:6790 a=127.0.0.1:6789 "
+					       "c=127.0.0.1:6791 ", "t.conf", &b, err,
+					       sizeof(err)), 0);
+	ck_assert_uint_eq(a.fp, b.fp);
+	ck_assert_ptr_eq(tsr_mon_members_find(&b, "c"), &b.m[2]);
+	ck_assert_ptr_null(tsr_mon_members_find(&b, "d"));
+	ck_assert_ptr_eq(tsr_mon_members_by_id(&b, 2), &b.m[1]);
+	ck_assert_ptr_null(tsr_mon_members_by_id(&b, 0));
+	ck_assert_ptr_null(tsr_mon_members_by_id(&b, 4));
+	/* another set, another fingerprint */
+	ck_assert_int_eq(tsr_mon_members_parse("a=127.0.0.1:6789,b=127.0.0.1:6790",
+					       "t.conf", &b, err, sizeof(err)), 0);
+	ck_assert_uint_ne(a.fp, b.fp);
+}
+END_TEST
+
+static const struct {
+	const char *text, *reason;
+} bad_members[] = {
+	{ "", "t.conf: mon_members is empty: list the monitors as \"a=127.0.0.1:6789, ...\"" },
+	{ "a", "t.conf: mon_members: 'a' is not NAME=IP:PORT" },
+	{ "=127.0.0.1:1", "t.conf: mon_members: '=127.0.0.1:1': a name of 1 to 31 characters is needed" },
+	{ "a-b=127.0.0.1:1", "t.conf: mon_members: name 'a-b' may hold only letters, digits and '_'" },
+	{ "a=localhost:1", "t.conf: mon_members: mon a: 'localhost:1' is not an IPv4 address and port (e.g. 127.0.0.1:6789)" },
+	{ "a=127.0.0.1:0", "t.conf: mon_members: mon a: '127.0.0.1:0' is not an IPv4 address and port (e.g. 127.0.0.1:6789)" },
+	{ "a=127.0.0.1:65536", "t.conf: mon_members: mon a: '127.0.0.1:65536' is not an IPv4 address and port (e.g. 127.0.0.1:6789)" },
+	{ "a=127.0.0.1:1,a=127.0.0.1:2", "t.conf: mon_members: mon a is listed twice" },
+	{ "a=127.0.0.1:1,b=127.0.0.1:1", "t.conf: mon_members: mon a and mon b have the same address 127.0.0.1:1" },
+	{ "a=1.1.1.1:1 b=1.1.1.1:2 c=1.1.1.1:3 d=1.1.1.1:4 e=1.1.1.1:5 f=1.1.1.1:6 "
+	  "g=1.1.1.1:7 h=1.1.1.1:8 i=1.1.1.1:9 j=1.1.1.1:10", "t.conf: mon_members: more than 9 monitors" },
+};
+
+START_TEST(members_refused)
+{
+	struct tsr_mon_members m;
+
+	ck_assert_int_eq(tsr_mon_members_parse(bad_members[_i].text, "t.conf", &m, err,
+					       sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, bad_members[_i].reason);
+}
+END_TEST
+
+static uint8_t *
+raft_msg_bytes(size_t *len)
+{
+	static uint8_t d1[] = "first", d2[] = "second entry";
+	static const struct tsr_raft_entry ents[] = {
+		{ 3, 8, d1, 5 }, { 3, 9, NULL, 0 }, { 4, 10, d2, 12 },
+	};
+	struct tsr_raft_msg m = { .type = TSR_RAFT_APPEND, .from = 1, .to = 3,
+				  .term = 4, .log_term = 3, .index = 7, .commit = 6,
+				  .reject = 0, .match = 0, .ctx = 123456789,
+				  .entries = ents, .nentries = 3 };
+	struct tsr_enc e;
+
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, 0xabcdef01u, &m), 0);
+	return tsr_enc_take(&e, len);
+}
+
+START_TEST(raft_round_trip_and_truncations)
+{
+	struct tsr_raft_msg m;
+	uint32_t fp;
+	size_t len;
+	uint8_t *buf = raft_msg_bytes(&len);
+
+	ck_assert_int_eq(tsr_monmsg_raft_decode(buf, len, &fp, &m, err, sizeof(err)), 0);
+	ck_assert_uint_eq(fp, 0xabcdef01u);
+	ck_assert_uint_eq(m.type, TSR_RAFT_APPEND);
+	ck_assert_uint_eq(m.ctx, 123456789);
+	ck_assert_uint_eq(m.nentries, 3);
+	ck_assert_uint_eq(m.entries[2].index, 10);
+	ck_assert_uint_eq(m.entries[2].len, 12);
+	ck_assert_int_eq(memcmp(m.entries[2].data, "second entry", 12), 0);
+	ck_assert_uint_eq(m.entries[1].len, 0);
+	tsr_monmsg_raft_free(&m);
+	for (size_t n = 0; n < len; n++) {
+		uint8_t *cut = malloc(n ? n : 1);
+		memcpy(cut, buf, n);
+		ck_assert_int_lt(tsr_monmsg_raft_decode(cut, n, &fp, &m, err, sizeof(err)), 0);
+		ck_assert_ptr_null(m.entries);
+		free(cut);
+	}
+	free(buf);
+}
+END_TEST
+
+/* An entry count the message cannot hold is refused before allocating. */
+START_TEST(raft_count_bomb)
+{
+	struct tsr_raft_msg m = { .type = TSR_RAFT_APPEND, .from = 1, .to = 2, .term = 1 };
+	struct tsr_enc e;
+	uint32_t fp;
+	size_t len;
+	uint8_t *buf;
+
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, 1, &m), 0);
+	buf = tsr_enc_take(&e, &len);
+	/* the count is the last u32 of the body */
+	buf[len - 4] = 0x00;
+	buf[len - 3] = 0x10;
+	buf[len - 2] = 0x00;
+	buf[len - 1] = 0x00;
+	ck_assert_int_eq(tsr_monmsg_raft_decode(buf, len, &fp, &m, err, sizeof(err)),
+			 -EBADMSG);
+	ck_assert_msg(strstr(err, "more than") != NULL, "%s", err);
+	free(buf);
+}
+END_TEST
+
+START_TEST(cmd_and_reply)
+{
+	char *words[] = { "pool", "create", "rbd", "64", NULL };
+	struct tsr_mon_cmd c = { .client = 77, .tid = 5, .argc = 4, .argv = words }, d;
+	struct tsr_mon_reply r = { .tid = 5, .status = -EEXIST, .text = "pool 'rbd' exists" }, q;
+	struct tsr_enc e;
+	size_t len;
+	uint8_t *buf;
+
+	snprintf(r.leader, sizeof(r.leader), "127.0.0.1:6790");
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_cmd_encode(&e, &c), 0);
+	buf = tsr_enc_take(&e, &len);
+	ck_assert_int_eq(tsr_monmsg_cmd_decode(buf, len, &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d.client, 77);
+	ck_assert_uint_eq(d.argc, 4);
+	ck_assert_str_eq(d.argv[3], "64");
+	ck_assert_ptr_null(d.argv[4]);
+	tsr_monmsg_cmd_free(&d);
+	for (size_t n = 0; n < len; n++)
+		ck_assert_int_lt(tsr_monmsg_cmd_decode(buf, n, &d, err, sizeof(err)), 0);
+	free(buf);
+
+	/* no words, and too many */
+	c.argc = 0;
+	tsr_enc_init(&e);
+	tsr_monmsg_cmd_encode(&e, &c);
+	buf = tsr_enc_take(&e, &len);
+	ck_assert_int_eq(tsr_monmsg_cmd_decode(buf, len, &d, err, sizeof(err)), -EBADMSG);
+	ck_assert_str_eq(err, "command of 0 words; 1 to 64 expected");
+	free(buf);
+
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_reply_encode(&e, &r), 0);
+	buf = tsr_enc_take(&e, &len);
+	ck_assert_int_eq(tsr_monmsg_reply_decode(buf, len, &q, err, sizeof(err)), 0);
+	ck_assert_int_eq(q.status, -EEXIST);
+	ck_assert_str_eq(q.text, "pool 'rbd' exists");
+	ck_assert_str_eq(q.leader, "127.0.0.1:6790");
+	free(q.text);
+	for (size_t n = 0; n < len; n++)
+		ck_assert_int_lt(tsr_monmsg_reply_decode(buf, n, &q, err, sizeof(err)), 0);
+	free(buf);
+	/* a positive status is not an answer */
+	r.status = 3;
+	tsr_enc_init(&e);
+	tsr_monmsg_reply_encode(&e, &r);
+	buf = tsr_enc_take(&e, &len);
+	ck_assert_int_eq(tsr_monmsg_reply_decode(buf, len, &q, err, sizeof(err)), -EBADMSG);
+	free(buf);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("mon");
+	TCase *tc = tcase_create("mon");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, members_sorted_and_stable);
+	tcase_add_loop_test(tc, members_refused, 0,
+			    (int)(sizeof(bad_members) / sizeof(bad_members[0])));
+	tcase_add_test(tc, raft_round_trip_and_truncations);
+	tcase_add_test(tc, raft_count_bomb);
+	tcase_add_test(tc, cmd_and_reply);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

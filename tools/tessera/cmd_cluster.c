@@ -1,0 +1,351 @@
+/* cmd_cluster.c — `tessera status`, `health`, `osd ...`, `pool ...`,
+ * `mds stat`, `mon stat`: commands the monitors answer.
+ *
+ * The words of the command go to the monitor cluster as they are (monc.h
+ * finds a monitor that can answer); the tool's own options (--conf,
+ * --format, --timeout) are taken out first.  Reads print a summary, or the
+ * monitors' JSON with --format json; changes print what changed.
+ */
+#include "cli.h"
+#include "config/config.h"
+#include "log/log.h"
+#include "mon/monc.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_CONF "/etc/tessera/tessera.conf"
+
+#include <stdarg.h>
+
+TSR_PRINTF(2, 3) static int
+uerr(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tessera %s: ", name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see tessera %s --help)\n", name);
+	return CLI_USAGE;
+}
+
+TSR_PRINTF(2, 3) static int
+ferr(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tessera %s: ", name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	return CLI_FAIL;
+}
+
+struct copts {
+	char w0[32];            /* the first word of a two-word command */
+	const char *conf;
+	bool json;
+	uint64_t timeout_ms;
+	char *words[64];
+	int nwords;
+};
+
+static int
+parse(const char *name, int argc, char **argv, int nfixed, struct copts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->conf = getenv("TESSERA_CONF") ? getenv("TESSERA_CONF") : DEFAULT_CONF;
+	o->timeout_ms = 15000;
+	/* the command's own words first ("osd" "add"), argv[0] is the last */
+	snprintf(o->w0, sizeof(o->w0), "%.*s", (int)strcspn(name, " "), name);
+	if (nfixed == 2)
+		o->words[o->nwords++] = o->w0;
+	o->words[o->nwords++] = argv[0];
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(a, "--conf") == 0 || strcmp(a, "-c") == 0) {
+			if (v == NULL)
+				return uerr(name, "%s needs a file", a);
+			o->conf = v;
+			i++;
+		} else if (strncmp(a, "--conf=", 7) == 0) {
+			o->conf = a + 7;
+		} else if (strcmp(a, "--format") == 0) {
+			if (v == NULL || cli_parse_format(v, &o->json) < 0)
+				return CLI_USAGE;
+			i++;
+		} else if (strcmp(a, "--timeout") == 0) {
+			char *end;
+			double s = v ? strtod(v, &end) : 0;
+			if (v == NULL || *end || !(s > 0) || s > 3600)
+				return uerr(name, "--timeout takes seconds "
+						     "in (0, 3600]");
+			o->timeout_ms = (uint64_t)(s * 1000);
+			i++;
+		} else if (o->nwords < 63) {
+			o->words[o->nwords++] = argv[i];
+		} else {
+			return uerr(name, "too many arguments");
+		}
+	}
+	return 0;
+}
+
+/* ---- Plain output: a few fields of the JSON, found by name -------------*/
+
+/* The text after "key": in json (NULL if absent); good enough for the
+ * monitors' own flat output, which this only summarizes. */
+static const char *
+jfind(const char *json, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(json, pat);
+	return p ? p + strlen(pat) : NULL;
+}
+
+static void
+jprint(const char *label, const char *json, const char *key)
+{
+	const char *v = jfind(json, key);
+	size_t n = 0;
+
+	if (v == NULL)
+		return;
+	if (*v == '"') {
+		v++;
+		while (v[n] && v[n] != '"')
+			n++;
+	} else {
+		while (v[n] && v[n] != ',' && v[n] != '}')
+			n++;
+	}
+	printf("%s%.*s", label, (int)n, v);
+}
+
+static void
+print_plain(const struct copts *o, const char *text)
+{
+	const char *w0 = o->words[0], *w1 = o->nwords > 1 ? o->words[1] : "";
+
+	if (strcmp(w0, "status") == 0 || strcmp(w0, "health") == 0) {
+		jprint("health: ", text, "health");
+		const char *r = jfind(text, "reasons");
+		if (r && r[1] != ']') {
+			size_t n = strcspn(r, "]");
+			printf(" (%.*s)", (int)(n - 1), r + 1);
+		}
+		printf("\n");
+		if (w0[0] == 'h')
+			return;
+		jprint("monitors: leader ", text, "leader");
+		jprint(", term ", text, "term");
+		jprint(", committed ", text, "committed");
+		printf("\n");
+		const char *om = jfind(text, "osdmap");
+		if (om) {
+			jprint("osdmap: epoch ", om, "epoch");
+			jprint(", ", om, "osds");
+			jprint(" osds, ", om, "up");
+			jprint(" up, ", om, "in");
+			jprint(" in; ", om, "pools");
+			printf(" pools\n");
+		}
+		const char *mm = jfind(text, "mdsmap");
+		if (mm)
+			jprint("mdsmap: epoch ", mm, "epoch"), printf("\n");
+		return;
+	}
+	if (strcmp(w0, "mon") == 0 && strcmp(w1, "stat") == 0) {
+		jprint("leader: mon.", text, "leader");
+		jprint(", term ", text, "term");
+		jprint(", committed ", text, "committed");
+		printf("\n");
+		for (const char *p = jfind(text, "name"); p; p = jfind(p, "name")) {
+			jprint("  mon.", p - 8, "name");
+			jprint(" ", p - 8, "addr");
+			jprint(" in_quorum=", p - 8, "in_quorum");
+			printf("\n");
+		}
+		return;
+	}
+	if (strcmp(w0, "pool") == 0 && strcmp(w1, "ls") == 0) {
+		for (const char *p = jfind(text, "id"); p; p = jfind(p, "id")) {
+			jprint("", p - 6, "name");
+			jprint(" (id ", p - 6, "id");
+			jprint("): pg_num ", p - 6, "pg_num");
+			jprint(", size ", p - 6, "size");
+			jprint(", min_size ", p - 6, "min_size");
+			printf("\n");
+		}
+		return;
+	}
+	if (strcmp(w0, "osd") == 0 && strcmp(w1, "tree") == 0) {
+		jprint("osdmap epoch ", text, "osdmap_epoch");
+		printf("\n");
+		for (const char *h = jfind(text, "host"); h; ) {
+			const char *next = strstr(h, "{\"host\": ");
+			jprint("host ", h - 8, "host");
+			jprint(" (weight ", h - 8, "weight");
+			printf(")\n");
+			const char *end = next ? next : h + strlen(h);
+			for (const char *p = strstr(h, "{\"id\": "); p && p < end;
+			     p = strstr(p + 1, "{\"id\": ")) {
+				jprint("  osd.", p, "id");
+				jprint(" weight ", p, "weight");
+				jprint(" reweight ", p, "reweight");
+				jprint(" up=", p, "up");
+				jprint(" in=", p, "in");
+				printf("\n");
+			}
+			h = next ? next + 1 : NULL;
+			if (h)
+				h = jfind(h, "host");
+		}
+		return;
+	}
+	/* changes and the rest: the result as it is */
+	printf("%s\n", text);
+}
+
+static int
+run_words(const char *name, int argc, char **argv, int nfixed)
+{
+	struct tsr_mon_members mem;
+	struct tsr_msgr_opts mo;
+	struct tsr_conf *conf = NULL;
+	struct tsr_monc *mc = NULL;
+	struct copts o;
+	char err[1024], *text = NULL;
+	int rc;
+
+	if ((rc = parse(name, argc, argv, nfixed, &o)) != 0)
+		return rc;
+	/* a monitor that is down is part of the answer below, not a warning */
+	tsr_log_set_level(TSR_SUB_MSG, TSR_LOG_ERROR);
+	if (tsr_conf_load(o.conf, &conf, err, sizeof(err)) < 0 ||
+	    tsr_conf_resolve(conf, "client", NULL, NULL, err, sizeof(err)) < 0) {
+		tsr_conf_destroy(conf);
+		return ferr(name, "%s", err);
+	}
+	rc = tsr_mon_members_parse(tsr_conf_str(conf, "mon_members"),
+				   tsr_conf_path(conf), &mem, err, sizeof(err));
+	if (rc == 0) {
+		tsr_msgr_opts_default(&mo);
+		rc = tsr_msgr_opts_from_conf(conf, &mo, err, sizeof(err));
+	}
+	if (rc == 0)
+		rc = tsr_monc_create(&mem, &mo, &mc, err, sizeof(err));
+	tsr_conf_destroy(conf);
+	if (rc < 0)
+		return ferr(name, "%s", err);
+	rc = tsr_monc_command(mc, o.nwords, o.words, o.timeout_ms, &text);
+	tsr_monc_destroy(mc);
+	if (rc < 0) {
+		fprintf(stderr, "tessera %s: %s\n", name, text ? text : strerror(-rc));
+		free(text);
+		return CLI_FAIL;
+	}
+	if (o.json)
+		printf("%s\n", text);
+	else
+		print_plain(&o, text);
+	free(text);
+	return CLI_OK;
+}
+
+#define WORDS1(fn, name)                                                      \
+	static int fn(int argc, char **argv) { return run_words(name, argc, argv, 1); }
+#define WORDS2(fn, name)                                                      \
+	static int fn(int argc, char **argv) { return run_words(name, argc, argv, 2); }
+
+WORDS1(c_status, "status")
+WORDS1(c_health, "health")
+WORDS2(c_osd_tree, "osd tree")
+WORDS2(c_osd_add, "osd add")
+WORDS2(c_osd_rm, "osd rm")
+WORDS2(c_osd_in, "osd in")
+WORDS2(c_osd_out, "osd out")
+WORDS2(c_osd_reweight, "osd reweight")
+WORDS2(c_osd_set, "osd set")
+WORDS2(c_osd_unset, "osd unset")
+WORDS2(c_pool_create, "pool create")
+WORDS2(c_pool_ls, "pool ls")
+WORDS2(c_pool_set, "pool set")
+WORDS2(c_pool_rm, "pool rm")
+WORDS2(c_mds_stat, "mds stat")
+WORDS2(c_mon_stat, "mon stat")
+
+static void
+common_help(FILE *f, const char *synopsis, const char *what)
+{
+	fprintf(f,
+		"Usage: tessera %s [--conf FILE] [--format plain|json] [--timeout S]\n"
+		"%s\n"
+		"\n"
+		"The command goes to the monitors listed in mon_members of the cluster\n"
+		"file (--conf, or $TESSERA_CONF, default " DEFAULT_CONF "): to the\n"
+		"leader, which answers reads while a majority confirms it leads and\n"
+		"applies changes once a majority has logged them.  A change sent again\n"
+		"after a failover is applied once.\n"
+		"\n"
+		"      --conf FILE     the cluster file\n"
+		"      --format F      plain (default) or json (the monitors' answer)\n"
+		"      --timeout S     give up after S seconds without a monitor quorum\n"
+		"                      (default 15), naming what each monitor said\n"
+		"\n"
+		"Exit status: 0 on success, 1 when the monitors refused or could not be\n"
+		"reached, 2 for a usage error.\n", synopsis, what);
+}
+
+#define HELP(fn, syn, what) static void fn(FILE *f) { common_help(f, syn, what); }
+HELP(h_status, "status", "The cluster's health, monitors, and map epochs and counts.")
+HELP(h_health, "health", "HEALTH_OK, HEALTH_WARN or HEALTH_ERR, with the reasons.")
+HELP(h_osd_tree, "osd tree", "The OSDs by host, with weights and up/in state.")
+HELP(h_osd_add, "osd add [ID] --host HOST [--weight W]",
+     "Add an OSD to the map (the lowest free id unless ID is given), in.")
+HELP(h_osd_rm, "osd rm ID", "Remove an OSD that is down from the map.")
+HELP(h_osd_in, "osd in ID", "Mark an OSD in: it receives data.")
+HELP(h_osd_out, "osd out ID", "Mark an OSD out: its data moves elsewhere.")
+HELP(h_osd_reweight, "osd reweight ID R", "Set an OSD's reweight (0..1).")
+HELP(h_osd_set, "osd set noout", "Set a cluster flag (noout: never mark OSDs out).")
+HELP(h_osd_unset, "osd unset noout", "Clear a cluster flag.")
+HELP(h_pool_create, "pool create NAME [PG_NUM] [--size N] [--min-size N]",
+     "Create a replicated pool (32 PGs, size 3, min_size 2 by default).")
+HELP(h_pool_ls, "pool ls", "List the pools.")
+HELP(h_pool_set, "pool set NAME pg_num|size|min_size VALUE",
+     "Change a pool (pg_num only grows).")
+HELP(h_pool_rm, "pool rm NAME --yes-i-really-mean-it",
+     "Remove a pool and its data.")
+HELP(h_mds_stat, "mds stat", "The MDS map: file system ranks and standbys.")
+HELP(h_mon_stat, "mon stat", "The monitors, the leader, the term, the commit index.")
+
+const struct cli_cmd cli_cluster_cmds[] = {
+	{ "status", "", "cluster health, monitors, map epochs", c_status, h_status },
+	{ "health", "", "HEALTH_OK / WARN / ERR and why", c_health, h_health },
+	{ "osd tree", "", "OSDs by host", c_osd_tree, h_osd_tree },
+	{ "osd add", "[ID] --host H", "add an OSD to the map", c_osd_add, h_osd_add },
+	{ "osd rm", "ID", "remove an OSD from the map", c_osd_rm, h_osd_rm },
+	{ "osd in", "ID", "mark an OSD in", c_osd_in, h_osd_in },
+	{ "osd out", "ID", "mark an OSD out", c_osd_out, h_osd_out },
+	{ "osd reweight", "ID R", "set an OSD's reweight", c_osd_reweight, h_osd_reweight },
+	{ "osd set", "noout", "set a cluster flag", c_osd_set, h_osd_set },
+	{ "osd unset", "noout", "clear a cluster flag", c_osd_unset, h_osd_unset },
+	{ "pool create", "NAME [PG_NUM]", "create a pool", c_pool_create, h_pool_create },
+	{ "pool ls", "", "list pools", c_pool_ls, h_pool_ls },
+	{ "pool set", "NAME KEY VALUE", "change a pool", c_pool_set, h_pool_set },
+	{ "pool rm", "NAME --yes-i-really-mean-it", "remove a pool", c_pool_rm, h_pool_rm },
+	{ "mds stat", "", "the MDS map", c_mds_stat, h_mds_stat },
+	{ "mon stat", "", "the monitors and the leader", c_mon_stat, h_mon_stat },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
