@@ -2,6 +2,7 @@
 # dev.sh — build, try and test Tessera from a source tree.
 #
 #   ./dev.sh up     install what is missing, build, and run Tessera locally
+#   ./dev.sh down   stop what `up` started
 #   ./dev.sh test   install what is missing, build, run the whole test suite
 #                   (plain, then under ASan+UBSan, then `make distcheck`)
 #
@@ -70,17 +71,61 @@ run_suite() {
 	return $rc
 }
 
+# The local cluster: what exists of it runs from dev-cluster/ on loopback.
+DEV=$SRC/dev-cluster
+MON_PORTS=(6789 6790 6791)
+
 cmd_up() {
 	install_deps
 	build build
 	log "$(build/tools/tessera/tessera version)"
-	build/tools/tessera/tessera plugins list --plugin-dir build/lib/plugins
+	mkdir -p "$DEV/run"
+	if [ ! -f "$DEV/tessera.conf" ]; then
+		cat >"$DEV/tessera.conf" <<EOF
+# The local development cluster (./dev.sh up); every daemon on loopback.
+global = {
+  run_dir = "$DEV/run";
+  log_file = "$DEV/run/\$name.log";
+  plugin_dir = "$SRC/build/lib/plugins";
+  mon_members = "a=127.0.0.1:${MON_PORTS[0]}, b=127.0.0.1:${MON_PORTS[1]}, c=127.0.0.1:${MON_PORTS[2]}";
+  mon_data = "$DEV/\$name";
+};
+EOF
+	fi
+	local m
+	for m in a b c; do
+		if [ -f "$DEV/run/mon-$m.pid" ] && kill -0 "$(cat "$DEV/run/mon-$m.pid")" 2>/dev/null; then
+			echo "mon.$m: already running"
+		else
+			# returns once the monitor is serving, or fails saying why
+			build/daemons/mon/tessera-mon --conf "$DEV/tessera.conf" --id "$m"
+			echo "mon.$m: started"
+		fi
+	done
+	log "tessera status"
+	build/tools/tessera/tessera status --conf "$DEV/tessera.conf" --timeout 20
 	cat <<EOF
 
-Built in $SRC/build.  The daemons (monitors, OSDs, MDSs) and the FUSE
-mount are not written yet: this command will start a local cluster on
-loopback and mount it once they are (see doc/operations.md).
+Three monitors run on 127.0.0.1:${MON_PORTS[0]}-${MON_PORTS[2]}, their stores and logs in
+$DEV.  Try:
+  export TESSERA_CONF=$DEV/tessera.conf
+  build/tools/tessera/tessera osd add --host h1
+  build/tools/tessera/tessera pool create rbd 64
+  build/tools/tessera/tessera status
+Stop them with ./dev.sh down.  The OSDs, MDSs and the FUSE mount are not
+written yet: this command will start them and mount the file system once
+they are (see doc/operations.md).
 EOF
+}
+
+cmd_down() {
+	local m pid
+	for m in a b c; do
+		pid=$(cat "$DEV/run/mon-$m.pid" 2>/dev/null || true)
+		if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
+			echo "mon.$m: stopping (pid $pid)"
+		fi
+	done
 }
 
 cmd_test() {
@@ -127,6 +172,7 @@ usage() {
 
 case "${1:-}" in
 up) cmd_up ;;
+down) cmd_down ;;
 test) cmd_test ;;
 -h | --help | help) usage ;;
 *)

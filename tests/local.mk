@@ -201,7 +201,8 @@ AM_TESTS_ENVIRONMENT = \
 	BACKEND_PLUGINS="$$BACKEND_FILE_PLUGIN:$(abs_top_builddir)/plugins/backend-blockdev/.libs/blockdev.so"; \
 	BACKEND_OPTIONS_file='journal_size=8M'; \
 	BACKEND_OPTIONS_blockdev='size=256M'; \
-	export TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
+	TESSERA_MON='$(abs_top_builddir)/daemons/mon/tessera-mon'; \
+	export TESSERA_MON TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
 		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_BLOCKDEV_PLUGIN \
 		BACKEND_PLUGINS BACKEND_OPTIONS_file \
 		BACKEND_OPTIONS_blockdev;
@@ -244,3 +245,11 @@ tests/fuzz/fuzz_frame: $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/ms
 endif
 TESTS += tests/fuzz/run.sh
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/fuzz_frame.c tests/fuzz/corpus
+
+# The monitors end to end, on the cluster harness (tests/cluster).
+check_PROGRAMS += tests/integration/test_mon
+TESTS += tests/integration/test_mon
+tests_integration_test_mon_SOURCES = tests/integration/test_mon.c \
+	tests/cluster/cluster.c tests/cluster/cluster.h
+tests_integration_test_mon_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/tests
+tests_integration_test_mon_LDADD = $(CHECK_LDADD_ALL)

@@ -1,11 +1,13 @@
 /* testutil.h — small helpers the Check test programs share: an assertion
- * on substrings and removal of a test's scratch directory.  Header-only
- * (static inline), so a test that uses part of it warns about nothing. */
+ * on substrings, removal of a test's scratch directory, random numbers.
+ * Header-only (static inline), so a test that uses part of it warns about
+ * nothing. */
 #ifndef TSR_TESTUTIL_H
 #define TSR_TESTUTIL_H
 
 #include <check.h>
 #include <ftw.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -29,6 +31,16 @@ static inline int
 tu_rm_rf(const char *dir)
 {
 	return nftw(dir, tu_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* xorshift64: a test's reproducible random numbers (*state never 0). */
+static inline uint64_t
+tu_rnd(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
 }
 
 #endif

@@ -2285,7 +2285,11 @@ void
 tsr_conn_close(struct tsr_conn *c)
 {
 	pthread_mutex_lock(&c->lock);
-	conn_kick(c, ACT_CLOSE);
+	/* a session that ended already (a lossy fault) has nothing to
+	 * close; a kick would hold a reference the worker may never drop
+	 * if the messenger is destroyed first */
+	if (c->state != C_CLOSED)
+		conn_kick(c, ACT_CLOSE);
 	pthread_mutex_unlock(&c->lock);
 }
 

@@ -408,7 +408,8 @@ tsr_registry_load_dir(struct tsr_registry *reg, const char *dir,
 	closedir(d);
 	/* name order: which of two duplicates wins does not depend on the
 	 * file system's directory order */
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		char path[4096], why[1024];
 		struct stat st;

@@ -27,6 +27,7 @@
 #include "util/sbuf.h"
 #include "util/util.h"
 
+#include <tessera/crc32c.h>
 #include <tessera/kv.h>
 
 #include <errno.h>
@@ -86,6 +87,11 @@ struct mon {
 	struct mon_state st;
 	struct waiter *changes, *reads;
 	uint64_t last_leader_ns;     /* when we last had a leader (or were one) */
+	uint64_t hist_index;         /* the last log entry applied, and a CRC32C */
+	uint32_t hist_crc;           /* of every entry applied: equal on monitors
+	                              * whose histories are the same */
+	uint32_t isolated;           /* fault injection: members (bit = id - 1)
+	                              * whose Raft messages we drop both ways */
 	int failed;                  /* the store failed: stop serving */
 };
 
@@ -156,6 +162,8 @@ send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
 	if (to == NULL)
 		return;
 	i = to->id - 1;
+	if (mon->isolated & (1u << i))
+		return;
 	if (copy.type == TSR_RAFT_APPEND)
 		copy.ctx = now;  /* the lease clock (raft.h) */
 	if (mon->peer[i] == NULL &&
@@ -165,8 +173,15 @@ send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
 	tsr_monmsg_raft_encode(&e, mon->mem.fp, &copy);
 	if ((m = tsr_msg_from_enc(TSR_MSG_MON_RAFT, &e)) == NULL)
 		return;
-	/* Raft copes with loss: a full queue drops the message */
-	tsr_conn_send(mon->peer[i], m, TSR_SEND_NOWAIT);
+	/* Raft copes with loss: a full queue drops the message.  A session
+	 * that already failed (its fault event may have come before we held
+	 * the handle) is dropped here: the next send reconnects. */
+	int rc = tsr_conn_send(mon->peer[i], m, TSR_SEND_NOWAIT);
+	if (rc < 0 && rc != -EAGAIN) {
+		tsr_conn_close(mon->peer[i]);
+		tsr_conn_put(mon->peer[i]);
+		mon->peer[i] = NULL;
+	}
 }
 
 /* A lossy session to a peer ended: the next send reconnects. */
@@ -426,6 +441,14 @@ apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 	struct tsr_sbuf out;
 	int rc;
 
+	uint8_t idx[16];
+	for (int i = 0; i < 8; i++) {
+		idx[i] = (uint8_t)(en->index >> (8 * i));
+		idx[8 + i] = (uint8_t)(en->term >> (8 * i));
+	}
+	mon->hist_crc = tsr_crc32c(mon->hist_crc, idx, sizeof(idx));
+	mon->hist_crc = tsr_crc32c(mon->hist_crc, en->data, en->len);
+	mon->hist_index = en->index;
 	if (en->len == 0)
 		return; /* a leader's no-op */
 	tsr_sbuf_init(&out);
@@ -506,6 +529,11 @@ handle_raft(struct mon *mon, struct tsr_msg *m)
 			     f ? "mon." : "node ", f ? f->name : "?", fp, mon->mem.fp,
 			     mon->mem.canon);
 		}
+		tsr_monmsg_raft_free(&rm);
+		return;
+	}
+	if (rm.from >= 1 && rm.from <= mon->mem.n &&
+	    (mon->isolated & (1u << (rm.from - 1)))) {
 		tsr_monmsg_raft_free(&rm);
 		return;
 	}
@@ -593,6 +621,39 @@ mon_main(void *arg)
 static const struct tsr_conf_opt mon_options[] = {
 	{ { .name = NULL }, 0, 0 }
 };
+
+/* "inject isolate NAME..." / "inject isolate none": drop every Raft
+ * message to and from those monitors, as a network partition would (the
+ * tests' partitions; clients still reach this monitor). */
+static int
+cmd_inject(void *arg, int argc, char **argv, struct tsr_sbuf *out)
+{
+	struct mon *mon = arg;
+	uint32_t mask = 0;
+
+	if (argc < 2 || strcmp(argv[0], "isolate") != 0) {
+		tsr_sbuf_printf(out, "usage: inject isolate NAME... | inject isolate none\n");
+		return -EINVAL;
+	}
+	for (int i = 1; i < argc; i++) {
+		const struct tsr_mon_member *m = tsr_mon_members_find(&mon->mem, argv[i]);
+		if (strcmp(argv[i], "none") == 0)
+			continue;
+		if (m == NULL || m == mon->self) {
+			tsr_sbuf_printf(out, "'%s' is not another monitor (%s)\n", argv[i],
+					mon->mem.canon);
+			return -EINVAL;
+		}
+		mask |= 1u << (m->id - 1);
+	}
+	pthread_mutex_lock(&mon->lock);
+	mon->isolated = mask;
+	pthread_mutex_unlock(&mon->lock);
+	LOGW("fault injection: Raft messages to and from %s%s are dropped",
+	     mask ? "" : "no monitor", mask ? argv[1] : "");
+	tsr_sbuf_printf(out, "{\"isolated\": %u}\n", mask);
+	return 0;
+}
 
 static int
 open_store(struct mon *mon, char *err, size_t errlen)
@@ -716,6 +777,10 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 		return tsr_errf(err, errlen, -rc, "starting the monitor thread: %s",
 				strerror(rc));
 	mon->thread_started = 1;
+	if (tsr_daemon_asok(d))
+		tsr_asok_register(tsr_daemon_asok(d), "inject", "inject isolate NAME...|none: "
+				  "drop Raft messages to and from monitors (tests)",
+				  cmd_inject, mon);
 	tsr_msgr_start(mon->msgr);
 	LOGI("mon.%s listening on %s, one of %zu monitors (%s)", mon->self->name,
 	     mon->self->addr, mon->mem.n, mon->mem.canon);
@@ -788,8 +853,10 @@ mon_status(struct tsr_daemon *d, struct tsr_sbuf *out)
 									 : "follower",
 			lease_valid(mon, now) ? "true" : "false");
 	mon_stat(mon, now, out);
-	tsr_sbuf_printf(out, ",\n  \"osdmap_epoch\": %" PRIu64 ",\n  \"applied\": %" PRIu64,
-			mon->st.osd_epoch, mon->st.applied);
+	tsr_sbuf_printf(out, ",\n  \"osdmap_epoch\": %" PRIu64 ",\n  \"applied\": %" PRIu64
+			",\n  \"applied_index\": %" PRIu64 ",\n  \"history_crc\": %u,"
+			"\n  \"isolated\": %u", mon->st.osd_epoch, mon->st.applied,
+			mon->hist_index, mon->hist_crc, mon->isolated);
 	pthread_mutex_unlock(&mon->lock);
 }
 

@@ -1,11 +1,12 @@
 #!/bin/sh
 # test_valgrind.sh — a daemon's clean start and stop leaks nothing and
-# touches no invalid memory: tsr-testd, with a plugin configured, runs under
-# valgrind, answers its admin socket, and stops on SIGTERM.  Skipped (77)
-# in sanitizer builds, where valgrind cannot run, and when valgrind is not
-# installed (dev.sh installs it).
+# touches no invalid memory: tsr-testd (with a plugin configured) and a
+# one-monitor tessera-mon (which elects itself, answers `tessera status`
+# and commits a change) run under valgrind, answer, and stop on SIGTERM.
+# Skipped (77) in sanitizer builds, where valgrind cannot run, and when
+# valgrind is not installed (dev.sh installs it).
 set -u
-: "${TESTD:?}" "${TESSERA:?}" "${TEST_PLUGIN_DIR:?}" "${LIBTOOL:?}"
+: "${TESTD:?}" "${TESSERA:?}" "${TESSERA_MON:?}" "${TEST_PLUGIN_DIR:?}" "${LIBTOOL:?}"
 if [ "${SANITIZERS:-no}" = yes ]; then
 	echo "SKIP: sanitizer build; valgrind and ASan do not mix"; exit 77
 fi
@@ -19,49 +20,83 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
+fail() {
+	echo "FAIL: $*"
+	cat "$tmp/valgrind.out" "$tmp"/*.log 2>/dev/null
+	echo "0 passed, 1 failed"; exit 1
+}
 
-cat > "$tmp/tessera.conf" <<CONF
+# A port nobody listens on: the first of a few that bash cannot connect to.
+port=
+for p in $(shuf -i 20000-60000 -n 20); do
+	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then port=$p; break; fi
+done
+[ -n "$port" ] || fail "no free port found"
+
+cat > "$tmp/testd.conf" <<CONF
 global = { run_dir = "$tmp/run"; plugin_dir = "$TEST_PLUGIN_DIR"; log_file = "$tmp/\$name.log"; };
 testd = { tick = "50ms"; partitioner = { plugin = "good"; salt = 3; }; };
 CONF
-"$LIBTOOL" --mode=execute valgrind --quiet --leak-check=full \
-	--show-leak-kinds=definite,indirect,possible \
-	--errors-for-leak-kinds=definite,indirect,possible \
-	--error-exitcode=99 --log-file="$tmp/valgrind.out" \
-	"$TESTD" -f -i 1 -c "$tmp/tessera.conf" &
-pid=$!
-up=no
-for i in $(seq 1 300); do
-	if "$TESSERA" admin -t 2 "$tmp/run/testd-1.asok" where 99 4 >/dev/null 2>&1; then
-		up=yes; break
+cat > "$tmp/mon.conf" <<CONF
+global = { run_dir = "$tmp/run"; plugin_dir = "$TEST_PLUGIN_DIR"; log_file = "$tmp/\$name.log";
+           mon_members = "a=127.0.0.1:$port"; mon_data = "$tmp/\$name"; };
+CONF
+
+# run_daemon CONF PROGRAM ARGS...: start it under valgrind in the background
+run_daemon() {
+	conf=$1; shift
+	rm -f "$tmp/valgrind.out"
+	"$LIBTOOL" --mode=execute valgrind --quiet --leak-check=full \
+		--show-leak-kinds=definite,indirect,possible \
+		--errors-for-leak-kinds=definite,indirect,possible \
+		--error-exitcode=99 --log-file="$tmp/valgrind.out" \
+		"$@" -f -c "$tmp/$conf" &
+	pid=$!
+}
+
+# until_ok CMD...: retry for up to 30 s
+until_ok() {
+	for i in $(seq 1 300); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# stop_daemon NAME: SIGTERM, wait, check the exit status and valgrind's report
+stop_daemon() {
+	kill -TERM "$pid"
+	for i in $(seq 1 300); do
+		if ! kill -0 "$pid" 2>/dev/null; then break; fi
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -9 "$pid"; wait "$pid"; pid=
+		fail "$1 under valgrind did not stop within 30 s of SIGTERM"
 	fi
-	sleep 0.1
-done
-if [ $up != yes ]; then
-	echo "FAIL: daemon under valgrind did not answer within 30 s"
-	cat "$tmp/valgrind.out" "$tmp/testd-1.log" 2>/dev/null
-	echo "0 passed, 1 failed"; exit 1
-fi
+	wait "$pid"; status=$?   # it has exited: returns at once
+	pid=
+	if [ "$status" -ne 0 ] || [ -s "$tmp/valgrind.out" ]; then
+		fail "$1: exit status $status; valgrind says the above"
+	fi
+}
+
+run_daemon testd.conf "$TESTD" -i 1
+until_ok "$TESSERA" admin -t 2 "$tmp/run/testd-1.asok" where 99 4 ||
+	fail "tsr-testd under valgrind did not answer within 30 s"
 "$TESSERA" admin "$tmp/run/testd-1.asok" status >/dev/null
 "$TESSERA" admin "$tmp/run/testd-1.asok" config show >/dev/null
-kill -TERM "$pid"
-status=
-for i in $(seq 1 300); do
-	if ! kill -0 "$pid" 2>/dev/null; then break; fi
-	sleep 0.1
-done
-if kill -0 "$pid" 2>/dev/null; then
-	echo "FAIL: daemon under valgrind did not stop within 30 s of SIGTERM"
-	kill -9 "$pid"; wait "$pid"; pid=
-	cat "$tmp/valgrind.out"
-	echo "0 passed, 1 failed"; exit 1
-fi
-wait "$pid"; status=$?   # it has exited: returns at once
-pid=
-if [ "$status" -ne 0 ] || [ -s "$tmp/valgrind.out" ]; then
-	echo "FAIL: exit status $status; valgrind says:"
-	cat "$tmp/valgrind.out"
-	echo "0 passed, 1 failed"; exit 1
-fi
-echo "valgrind: no errors and no leaks over start, admin commands and stop"
-echo "1 passed, 0 failed"
+stop_daemon tsr-testd
+
+run_daemon mon.conf "$TESSERA_MON" -i a
+until_ok "$TESSERA" status --conf "$tmp/mon.conf" --timeout 2 ||
+	fail "tessera-mon under valgrind did not answer tessera status within 30 s"
+"$TESSERA" pool create vg --conf "$tmp/mon.conf" >/dev/null ||
+	fail "tessera-mon under valgrind did not commit a change"
+"$TESSERA" pool ls --conf "$tmp/mon.conf" | grep -q '^vg ' ||
+	fail "tessera-mon under valgrind lost a change"
+"$TESSERA" admin "$tmp/run/mon-a.asok" status >/dev/null
+stop_daemon tessera-mon
+
+echo "valgrind: no errors and no leaks over start, commands and stop (tsr-testd, tessera-mon)"
+echo "2 passed, 0 failed"

@@ -60,10 +60,7 @@ static uint64_t next_val = 1;
 static uint64_t
 rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return tu_rnd(&rng);
 }
 
 static void

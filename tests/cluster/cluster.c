@@ -1,0 +1,503 @@
+/* cluster.c — the cluster test harness (cluster.h). */
+#include "cluster.h"
+
+#include "daemon/asok.h"
+#include "util/sbuf.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct tc_cluster *live[8]; /* for the atexit hook */
+
+uint64_t
+tc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void
+tc_sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static const char *
+prog(const char *env)
+{
+	const char *p = getenv(env);
+
+	if (p == NULL || *p == '\0') {
+		fprintf(stderr, "cluster harness: $%s is not set (run through "
+			"make check)\n", env);
+		exit(99);
+	}
+	return p;
+}
+
+/* A port nobody listens on now (the kernel's choice for port 0). */
+static int
+free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void
+cleanup_all(void)
+{
+	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
+		if (live[i])
+			(void)tc_destroy(live[i]);
+}
+
+static char root[128];
+
+int
+tc_root_init(void)
+{
+	snprintf(root, sizeof(root), "/tmp/tsr-test-cluster.XXXXXX");
+	if (mkdtemp(root) == NULL) {
+		perror("cluster harness: mkdtemp");
+		return -1;
+	}
+	return setenv("TC_ROOT", root, 1);
+}
+
+void
+tc_root_remove(void)
+{
+	if (root[0] && getenv("TC_KEEP") == NULL)
+		nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	root[0] = '\0';
+}
+
+int
+tc_write_conf(struct tc_cluster *c, const char *path, const char *extra)
+{
+	FILE *f = fopen(path ? path : c->conf, "w");
+
+	if (f == NULL)
+		return -1;
+	fprintf(f, "global = {\n"
+		"  run_dir = \"%s/run\";\n"
+		"  log_file = \"%s/log/$name.log\";\n"
+		"  plugin_dir = \"%s/plugins\";\n"
+		"  mon_data = \"%s/$name\";\n"
+		"  mon_members = \"",
+		c->dir, c->dir, c->dir, c->dir);
+	for (size_t i = 0; i < c->nmon; i++)
+		fprintf(f, "%s%s=%s", i ? ", " : "", c->mon[i].name, c->mon[i].addr);
+	fprintf(f, "\";\n%s\n};\n", extra ? extra : c->extra);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+int
+tc_create(struct tc_cluster *c, size_t nmon, const char *extra)
+{
+	static int hooked;
+	char sub[400];
+
+	memset(c, 0, sizeof(*c));
+	if (nmon == 0 || nmon > TC_MAX_MONS)
+		return -1;
+	snprintf(c->dir, sizeof(c->dir), "%s/cluster.XXXXXX",
+		 getenv("TC_ROOT") ? getenv("TC_ROOT") : "/tmp");
+	if (mkdtemp(c->dir) == NULL)
+		return -1;
+	snprintf(c->conf, sizeof(c->conf), "%s/tessera.conf", c->dir);
+	for (const char *d = "run\0log\0plugins\0"; *d; d += strlen(d) + 1) {
+		snprintf(sub, sizeof(sub), "%s/%s", c->dir, d);
+		mkdir(sub, 0755);
+	}
+	c->nmon = nmon;
+	for (size_t i = 0; i < nmon; i++) {
+		int port = free_port();
+		if (port < 0)
+			return -1;
+		snprintf(c->mon[i].name, sizeof(c->mon[i].name), "%c", (char)('a' + i));
+		snprintf(c->mon[i].addr, sizeof(c->mon[i].addr), "127.0.0.1:%d", port);
+	}
+	snprintf(c->extra, sizeof(c->extra), "%s", extra ? extra : "");
+	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
+		if (live[i] == NULL) {
+			live[i] = c;
+			break;
+		}
+	if (!hooked) {
+		atexit(cleanup_all);
+		hooked = 1;
+	}
+	return tc_write_conf(c, NULL, NULL);
+}
+
+int
+tc_destroy(struct tc_cluster *c)
+{
+	int reports = 0;
+
+	/* a clean stop of each, so leak checkers run at exit */
+	for (size_t i = 0; i < c->nmon; i++)
+		if (c->mon[i].pid > 0)
+			tc_signal(c, i, SIGTERM);
+	for (size_t i = 0; c->dir[0] && i < c->nmon; i++) {
+		char path[400];
+		FILE *f;
+		char line[512];
+
+		snprintf(path, sizeof(path), "%s/log/mon-%s.stderr", c->dir, c->mon[i].name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (strstr(line, "Sanitizer") || strstr(line, "runtime error")) {
+				fprintf(stderr, "cluster: mon.%s: %s", c->mon[i].name, line);
+				reports++;
+			}
+		fclose(f);
+	}
+	if (c->dir[0] && getenv("TC_KEEP") == NULL)
+		nftw(c->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
+		if (live[i] == c)
+			live[i] = NULL;
+	c->dir[0] = '\0';
+	return reports;
+}
+
+int
+tc_start_conf(struct tc_cluster *c, size_t i, const char *conf)
+{
+	const char *mon = prog("TESSERA_MON");
+	pid_t pid;
+
+	if (c->mon[i].pid > 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		char errpath[400];
+		int errfd;
+
+		/* a daemon dies with the test that started it */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
+		/* stderr (start-up errors, sanitizer reports) to a file that
+		 * tc_destroy() reads */
+		snprintf(errpath, sizeof(errpath), "%s/log/mon-%s.stderr", c->dir,
+			 c->mon[i].name);
+		errfd = open(errpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+		}
+		if (errfd >= 0)
+			dup2(errfd, 2);
+		execl(mon, mon, "--foreground", "--conf", conf, "--id", c->mon[i].name,
+		      (char *)NULL);
+		_exit(127);
+	}
+	c->mon[i].pid = pid;
+	c->mon[i].paused = 0;
+	return 0;
+}
+
+int
+tc_start(struct tc_cluster *c, size_t i)
+{
+	return tc_start_conf(c, i, c->conf);
+}
+
+int
+tc_start_all(struct tc_cluster *c)
+{
+	for (size_t i = 0; i < c->nmon; i++)
+		if (c->mon[i].pid == 0 && tc_start(c, i) < 0)
+			return -1;
+	return 0;
+}
+
+int
+tc_exited(struct tc_cluster *c, size_t i, int *status)
+{
+	if (c->mon[i].pid <= 0)
+		return 1;
+	if (waitpid(c->mon[i].pid, status, WNOHANG) == c->mon[i].pid) {
+		c->mon[i].pid = 0;
+		return 1;
+	}
+	return 0;
+}
+
+int
+tc_signal(struct tc_cluster *c, size_t i, int sig)
+{
+	struct tc_daemon *d = &c->mon[i];
+	int status = 0;
+
+	if (d->pid <= 0)
+		return -1;
+	if (sig == SIGSTOP || sig == SIGCONT) {
+		kill(d->pid, sig);
+		d->paused = sig == SIGSTOP;
+		return 0;
+	}
+	if (d->paused && sig == SIGTERM)
+		kill(d->pid, SIGCONT);
+	kill(d->pid, sig);
+	for (int t = 0; t < 2000; t++) {   /* 20 s, then for sure */
+		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+			d->pid = 0;
+			d->paused = 0;
+			return status;
+		}
+		tc_sleep_ms(10);
+	}
+	kill(d->pid, SIGKILL);
+	waitpid(d->pid, &status, 0);
+	d->pid = 0;
+	d->paused = 0;
+	return status;
+}
+
+int
+tc_cli(struct tc_cluster *c, char **out, const char *fmt, ...)
+{
+	const char *tessera = prog("TESSERA");
+	char words[1024], *argv[72];
+	int argc = 0, p[2], status = 0;
+	struct tsr_sbuf sb;
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, fmt);
+	vsnprintf(words, sizeof(words), fmt, ap);
+	va_end(ap);
+	argv[argc++] = (char *)tessera;
+	for (char *save = NULL, *w = strtok_r(words, " ", &save); w && argc < 68;
+	     w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
+	argv[argc++] = "--conf";
+	argv[argc++] = c->conf;
+	argv[argc] = NULL;
+	if (out)
+		*out = NULL;
+	if (pipe(p) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		execv(tessera, argv);
+		_exit(127);
+	}
+	close(p[1]);
+	tsr_sbuf_init(&sb);
+	uint64_t end = tc_now_ms() + 60000;
+	for (;;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		char buf[4096];
+		ssize_t n;
+
+		if (tc_now_ms() > end) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		if ((n = read(p[0], buf, sizeof(buf))) <= 0)
+			break;
+		tsr_sbuf_add(&sb, buf, (size_t)n);
+	}
+	close(p[0]);
+	waitpid(pid, &status, 0);
+	if (out)
+		*out = strdup(tsr_sbuf_str(&sb));
+	tsr_sbuf_release(&sb);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int
+tc_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out)
+{
+	char path[400], err[256];
+	struct tsr_sbuf reply;
+	int status = 0, rc;
+
+	*out = NULL;
+	if (c->mon[i].pid <= 0 || c->mon[i].paused)
+		return -1;
+	snprintf(path, sizeof(path), "%s/run/mon-%s.asok", c->dir, c->mon[i].name);
+	tsr_sbuf_init(&reply);
+	rc = tsr_asok_request(path, cmd, 2000, &status, &reply, err, sizeof(err));
+	if (rc == 0 && status == 0)
+		*out = strdup(tsr_sbuf_str(&reply));
+	tsr_sbuf_release(&reply);
+	return rc == 0 && status == 0 ? 0 : -1;
+}
+
+int
+tc_isolate(struct tc_cluster *c, size_t i, const char *names)
+{
+	char cmd[128], *out;
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "inject isolate %s", names);
+	rc = tc_asok(c, i, cmd, &out);
+	free(out);
+	return rc;
+}
+
+uint64_t
+tc_json_u64(const char *json, const char *key, uint64_t def)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = json ? strstr(json, pat) : NULL;
+	return p ? strtoull(p + strlen(pat), NULL, 10) : def;
+}
+
+int
+tc_view(struct tc_cluster *c, size_t i, struct tc_mon_view *v)
+{
+	char *out;
+	const char *r;
+
+	memset(v, 0, sizeof(*v));
+	if (tc_asok(c, i, "status", &out) < 0)
+		return -1;
+	r = strstr(out, "\"role\": \"");
+	if (r)
+		sscanf(r + 9, "%15[a-z]", v->role);
+	v->term = tc_json_u64(out, "term", 0);
+	v->applied_index = tc_json_u64(out, "applied_index", 0);
+	v->history_crc = (uint32_t)tc_json_u64(out, "history_crc", 0);
+	v->osdmap_epoch = tc_json_u64(out, "osdmap_epoch", 0);
+	free(out);
+	return 0;
+}
+
+int
+tc_wait_leader(struct tc_cluster *c, int timeout_ms)
+{
+	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
+
+	do {
+		int leader = -1, n = 0;
+		uint64_t term = 0;
+
+		for (size_t i = 0; i < c->nmon; i++) {
+			struct tc_mon_view v;
+			if (c->mon[i].pid > 0 && !c->mon[i].paused &&
+			    tc_view(c, i, &v) == 0 && strcmp(v.role, "leader") == 0 &&
+			    v.term >= term) {
+				if (v.term > term)
+					n = 0;
+				leader = (int)i;
+				term = v.term;
+				n++;
+			}
+		}
+		if (n == 1) {
+			char *out;
+			int rc = tc_cli(c, &out, "mon stat --format json --timeout 2");
+			char want[48];
+			snprintf(want, sizeof(want), "\"leader\": \"%s\"", c->mon[leader].name);
+			int ok = rc == 0 && out && strstr(out, want);
+			free(out);
+			if (ok)
+				return leader;
+		}
+		tc_sleep_ms(50);
+	} while (tc_now_ms() < end);
+	return -1;
+}
+
+int
+tc_wait_converged(struct tc_cluster *c, int timeout_ms)
+{
+	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
+
+	do {
+		struct tc_mon_view first, v;
+		int same = 1, have = 0;
+
+		for (size_t i = 0; i < c->nmon && same; i++) {
+			if (c->mon[i].pid <= 0)
+				continue;
+			if (tc_view(c, i, &v) < 0) {
+				same = 0;
+				break;
+			}
+			if (!have) {
+				first = v;
+				have = 1;
+			} else if (v.applied_index != first.applied_index ||
+				   v.history_crc != first.history_crc) {
+				same = 0;
+			}
+		}
+		if (same && have)
+			return 0;
+		tc_sleep_ms(100);
+	} while (tc_now_ms() < end);
+	for (size_t i = 0; i < c->nmon; i++) {
+		struct tc_mon_view v;
+		if (c->mon[i].pid <= 0)
+			fprintf(stderr, "cluster: mon.%s is not running\n", c->mon[i].name);
+		else if (tc_view(c, i, &v) < 0)
+			fprintf(stderr, "cluster: mon.%s (pid %d) does not answer its "
+				"admin socket\n", c->mon[i].name, (int)c->mon[i].pid);
+		else
+			fprintf(stderr, "cluster: mon.%s: %s, term %llu, applied %llu, "
+				"history %08x\n", c->mon[i].name, v.role,
+				(unsigned long long)v.term,
+				(unsigned long long)v.applied_index, v.history_crc);
+	}
+	return -1;
+}

@@ -1,0 +1,108 @@
+/* cluster.h — the cluster test harness: real daemons in a temporary
+ * directory, on free loopback ports, from a generated configuration.
+ *
+ *     struct tc_cluster c;
+ *     tc_create(&c, 3, NULL);           // dir, ports, tessera.conf
+ *     tc_start_all(&c);                 // tessera-mon -f for each monitor
+ *     int l = tc_wait_leader(&c, 10000); // index of the leader, or -1
+ *     tc_cli(&c, &out, "pool create p1"); // `tessera ... --conf` -> status
+ *     tc_signal(&c, l, SIGKILL);        // kill, stop (SIGTERM), pause
+ *     tc_start(&c, l);                  // (SIGSTOP), resume (SIGCONT)
+ *     tc_isolate(&c, l, "b c");         // fault injection on and off
+ *     tc_destroy(&c);                   // stop everything, remove dir
+ *
+ * Every daemon runs in the foreground as a child of the test, with
+ * PR_SET_PDEATHSIG: when the test process dies — a failed assertion, a
+ * timeout, Ctrl-C — its daemons die with it.  tc_destroy() (and the
+ * atexit hook tc_create installs) removes the directory; nothing is left
+ * in /tmp after a run, passed or failed.  Every wait is bounded by a
+ * timeout in milliseconds.
+ *
+ * Programs: $TESSERA (the CLI) and $TESSERA_MON, set by `make check`.
+ */
+#ifndef TSR_TEST_CLUSTER_H
+#define TSR_TEST_CLUSTER_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TC_MAX_MONS 9
+
+struct tc_daemon {
+	char name[16];           /* "a" */
+	char addr[32];           /* "127.0.0.1:PORT" */
+	pid_t pid;               /* 0: not running */
+	int paused;
+};
+
+struct tc_cluster {
+	char dir[256];
+	char conf[320];
+	size_t nmon;
+	struct tc_daemon mon[TC_MAX_MONS];
+	char extra[1024];        /* more text for the global section */
+};
+
+/* A test program's scratch root: a new /tmp/tsr-test-cluster.XXXXXX,
+ * exported as TC_ROOT to the test processes; every cluster directory is
+ * made inside it, and tc_root_remove() (main, after the tests) removes
+ * it whatever the tests left — a failed test exits without cleaning. */
+int tc_root_init(void);
+void tc_root_remove(void);
+
+/* A new cluster directory with nmon monitors (a, b, c, ...) and a
+ * tessera.conf whose global section holds extra (may be NULL). */
+int tc_create(struct tc_cluster *c, size_t nmon, const char *extra);
+/* Write tessera.conf again (after changing c->extra, or for one daemon
+ * with a different file: path NULL means c->conf). */
+int tc_write_conf(struct tc_cluster *c, const char *path, const char *extra);
+/* Stop every daemon (SIGTERM, so sanitizers' exit checks run), remove
+ * the directory; the number of sanitizer reports the daemons wrote on
+ * stderr (each printed), which a test expects to be 0. */
+int tc_destroy(struct tc_cluster *c);
+
+/* Start monitor i (its pid recorded); -1 if it cannot be started.
+ * tc_start_conf runs it with another configuration file. */
+int tc_start(struct tc_cluster *c, size_t i);
+int tc_start_conf(struct tc_cluster *c, size_t i, const char *conf);
+int tc_start_all(struct tc_cluster *c);
+/* Send sig to monitor i: SIGKILL and SIGTERM wait (bounded) for it to
+ * exit and return its wait status; SIGSTOP / SIGCONT pause and resume. */
+int tc_signal(struct tc_cluster *c, size_t i, int sig);
+/* Has monitor i exited (then *status gets its wait status)? */
+int tc_exited(struct tc_cluster *c, size_t i, int *status);
+
+/* Run `tessera WORDS --conf CONF`; the exit status, with stdout and
+ * stderr (malloc'd, may be NULL) in *out.  Bounded by 60 s. */
+int tc_cli(struct tc_cluster *c, char **out, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* An admin socket command to monitor i: 0 with the reply in *out. */
+int tc_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out);
+/* Fault injection: drop Raft messages between monitor i and names
+ * ("b c"), or "none". */
+int tc_isolate(struct tc_cluster *c, size_t i, const char *names);
+
+/* From monitor i's admin status: role ("leader"...), term, and the
+ * history (last applied index and CRC). 0, or -1 if it does not answer. */
+struct tc_mon_view {
+	char role[16];
+	uint64_t term, applied_index;
+	uint32_t history_crc;
+	uint64_t osdmap_epoch;
+};
+int tc_view(struct tc_cluster *c, size_t i, struct tc_mon_view *v);
+/* Wait until exactly one running monitor calls itself leader and the
+ * CLI's `mon stat` names it; its index, or -1 after timeout_ms. */
+int tc_wait_leader(struct tc_cluster *c, int timeout_ms);
+/* Wait until every running monitor has applied the same history;
+ * 0, or -1 after timeout_ms. */
+int tc_wait_converged(struct tc_cluster *c, int timeout_ms);
+
+uint64_t tc_now_ms(void);
+void tc_sleep_ms(int ms);
+/* The value after "key": in a JSON text (a number), or def. */
+uint64_t tc_json_u64(const char *json, const char *key, uint64_t def);
+
+#endif

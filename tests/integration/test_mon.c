@@ -1,0 +1,557 @@
+/* test_mon.c — the monitors, end to end: real tessera-mon processes on
+ * loopback (tests/cluster), driven with the real `tessera` CLI, killed,
+ * paused, partitioned and fed bad input on purpose.
+ *
+ *   leader_kill      SIGKILL the leader in the middle of a stream of
+ *                    changes: a new leader within 5 s, every acknowledged
+ *                    change present exactly once;
+ *   minority         2 of 3 killed: nothing commits, the CLI says so within
+ *                    a bounded time; restarted, they catch up;
+ *   partition        the leader cut off: the majority elects and goes on,
+ *                    the old leader steps down and stops serving; healed,
+ *                    all three have one history;
+ *   nemesis          kills, pauses and partitions at random while a client
+ *                    adds OSDs: one linear history, nothing acknowledged
+ *                    lost or doubled;
+ *   bad_input        a monitor of another cluster, one configured with
+ *                    another monitor set, a store bound to another set, a
+ *                    corrupt store: clear errors, the others serve on.
+ *
+ * NEMESIS_SECONDS (default 20) sets the nemesis test's length.
+ */
+#include "cluster/cluster.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint64_t
+rnd(void)
+{
+	return tu_rnd(&rng);
+}
+
+static char *
+slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (f == NULL)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+		buf[0] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static int
+count_lines(const char *path)
+{
+	char *s = slurp(path);
+	int n = 0;
+
+	for (char *p = s; *p; p++)
+		n += *p == '\n';
+	free(s);
+	return n;
+}
+
+/* A client process: runs `tessera WORDS` with i appended to the last
+ * word ("pool create p" -> "pool create p7") n times or until the file
+ * STOP appears, appending "i exit-status output" per line to log.  Its
+ * pid. */
+static pid_t
+writer(struct tc_cluster *c, const char *words, int n, const char *log)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char stop[400];
+
+		snprintf(stop, sizeof(stop), "%s/STOP", c->dir);
+		for (int i = 0; i < n && access(stop, F_OK) != 0; i++) {
+			char w[256], *out = NULL;
+			snprintf(w, sizeof(w), "%s%d", words, i);
+			int rc = tc_cli(c, &out, "%s --timeout 30 --format json", w);
+			FILE *f = fopen(log, "a");
+			if (f) {
+				for (char *p = out; p && *p; p++)
+					if (*p == '\n')
+						*p = ' ';
+				fprintf(f, "%d %d %s\n", i, rc, out ? out : "");
+				fclose(f);
+			}
+			free(out);
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
+static void
+wait_child(pid_t pid, int seconds)
+{
+	int status;
+
+	for (int t = 0; t < seconds * 10; t++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return;
+		tc_sleep_ms(100);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	ck_abort_msg("the client process did not finish within %d s", seconds);
+}
+
+/* ---- leader_kill -----------------------------------------------------------*/
+
+START_TEST(leader_kill)
+{
+	struct tc_cluster c;
+	char log[400], *pools = NULL;
+	int l, l2;
+	uint64_t t0, took;
+	pid_t w;
+
+	ck_assert_int_eq(tc_create(&c, 3, NULL), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	l = tc_wait_leader(&c, 15000);
+	ck_assert_int_ge(l, 0);
+	snprintf(log, sizeof(log), "%s/acked", c.dir);
+	w = writer(&c, "pool create p", 40, log);
+	for (int t = 0; t < 300 && count_lines(log) < 10; t++)
+		tc_sleep_ms(100);
+	ck_assert_int_ge(count_lines(log), 10);
+	t0 = tc_now_ms();
+	tc_signal(&c, (size_t)l, SIGKILL);
+	l2 = tc_wait_leader(&c, 10000);
+	took = tc_now_ms() - t0;
+	ck_assert_msg(l2 >= 0 && l2 != l, "no new leader within 10 s of killing mon.%s",
+		      c.mon[l].name);
+	fprintf(stderr, "leader_kill: mon.%s killed, mon.%s leads after %.2f s\n",
+		c.mon[l].name, c.mon[l2].name, (double)took / 1000);
+	ck_assert_msg(took <= 5000, "a new leader took %.2f s (more than 5)",
+		      (double)took / 1000);
+	wait_child(w, 240);
+
+	/* every acknowledged pool is in the new leader's map, once */
+	char *acked = slurp(log);
+	ck_assert_int_eq(tc_cli(&c, &pools, "pool ls --format json"), 0);
+	int nacked = 0;
+	for (char *line = acked, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		int i, rc;
+		nl = strchr(line, '\n');
+		ck_assert_int_eq(sscanf(line, "%d %d", &i, &rc), 2);
+		ck_assert_msg(rc == 0, "pool create p%d failed: %.*s", i,
+			      (int)(nl ? nl - line : (long)strlen(line)), line);
+		char name[32];
+		snprintf(name, sizeof(name), "\"name\": \"p%d\"", i);
+		char *first = strstr(pools, name);
+		ck_assert_msg(first != NULL, "acknowledged pool p%d is missing", i);
+		ck_assert_msg(strstr(first + 1, name) == NULL, "pool p%d is there twice", i);
+		nacked++;
+	}
+	ck_assert_int_eq(nacked, 40);
+	ck_assert_uint_eq(tc_json_u64(pools, "osdmap_epoch", 0), 41);
+	free(acked);
+	free(pools);
+
+	/* the killed monitor comes back and catches up */
+	ck_assert_int_eq(tc_start(&c, (size_t)l), 0);
+	ck_assert_int_eq(tc_wait_converged(&c, 20000), 0);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* ---- minority -----------------------------------------------------------------*/
+
+START_TEST(minority)
+{
+	struct tc_cluster c;
+	char *out = NULL;
+	int l, rc;
+	size_t other;
+	uint64_t t0, took;
+
+	ck_assert_int_eq(tc_create(&c, 3, NULL), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(l = tc_wait_leader(&c, 15000), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create before"), 0);
+	other = ((size_t)l + 1) % 3;
+	tc_signal(&c, (size_t)l, SIGKILL);
+	tc_signal(&c, other, SIGKILL);
+
+	t0 = tc_now_ms();
+	rc = tc_cli(&c, &out, "pool create during --timeout 4");
+	took = tc_now_ms() - t0;
+	ck_assert_msg(rc == 1, "a change with 1 of 3 monitors: exit %d: %s", rc, out);
+	ck_assert_contains(out, "no monitor quorum answered within 4.0 s");
+	ck_assert_contains(out, "Connection refused");
+	ck_assert_contains(out, "not in a quorum");
+	ck_assert_msg(took < 7000, "the CLI took %.1f s to give up (4 s asked)",
+		      (double)took / 1000);
+	fprintf(stderr, "minority: the CLI gave up after %.1f s: %s",
+		(double)took / 1000, out);
+	free(out);
+	rc = tc_cli(&c, &out, "status --timeout 3");
+	ck_assert_int_eq(rc, 1);
+	ck_assert_contains(out, "no monitor quorum");
+	free(out);
+
+	ck_assert_int_eq(tc_start(&c, (size_t)l), 0);
+	ck_assert_int_eq(tc_start(&c, other), 0);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+	/* "during" never committed; the cluster goes on */
+	ck_assert_int_eq(tc_cli(&c, &out, "pool ls --format json"), 0);
+	ck_assert_contains(out, "\"before\"");
+	ck_assert_msg(strstr(out, "\"during\"") == NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create after"), 0);
+	ck_assert_int_eq(tc_wait_converged(&c, 15000), 0);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* ---- partition ------------------------------------------------------------------*/
+
+START_TEST(partition)
+{
+	struct tc_cluster c;
+	struct tc_mon_view v, nv;
+	char others[16] = "", *out = NULL;
+	int l, l2 = -1;
+	uint64_t t0;
+
+	ck_assert_int_eq(tc_create(&c, 3, NULL), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(l = tc_wait_leader(&c, 15000), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd add --host h0"), 0);
+	ck_assert_int_eq(tc_view(&c, (size_t)l, &v), 0);
+	for (size_t i = 0; i < 3; i++) {
+		if ((int)i == l)
+			continue;
+		strcat(others, c.mon[i].name);
+		strcat(others, " ");
+		ck_assert_int_eq(tc_isolate(&c, i, c.mon[l].name), 0);
+	}
+	ck_assert_int_eq(tc_isolate(&c, (size_t)l, others), 0);
+	t0 = tc_now_ms();
+	/* the majority elects; the old leader steps down */
+	while (tc_now_ms() - t0 < 10000) {
+		l2 = -1;
+		for (size_t i = 0; i < 3; i++)
+			if ((int)i != l && tc_view(&c, i, &nv) == 0 &&
+			    strcmp(nv.role, "leader") == 0)
+				l2 = (int)i;
+		struct tc_mon_view ov;
+		if (l2 >= 0 && tc_view(&c, (size_t)l, &ov) == 0 &&
+		    strcmp(ov.role, "leader") != 0)
+			break;
+		tc_sleep_ms(50);
+	}
+	ck_assert_msg(l2 >= 0, "the majority elected no leader in 10 s");
+	fprintf(stderr, "partition: mon.%s cut off; mon.%s leads, and mon.%s "
+		"stepped down, after %.2f s\n", c.mon[l].name, c.mon[l2].name,
+		c.mon[l].name, (double)(tc_now_ms() - t0) / 1000);
+	ck_assert_int_eq(tc_view(&c, (size_t)l2, &nv), 0);
+	ck_assert_uint_gt(nv.term, v.term);
+	ck_assert_int_eq(tc_view(&c, (size_t)l, &v), 0);
+	ck_assert_str_ne(v.role, "leader");
+	ck_assert_int_eq(tc_cli(&c, &out, "osd add --host h1 --format json"), 0);
+	free(out);
+	/* the cut-off monitor, asked alone, serves nothing as current */
+	{
+		struct tc_cluster alone = c;
+		char conf[300];
+		FILE *f;
+		snprintf(conf, sizeof(conf), "%s/alone.conf", c.dir);
+		tc_write_conf(&c, conf, NULL);
+		/* the CLI is pointed at the old leader only */
+		f = fopen(conf, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "global = { mon_members = \"%s=%s\"; };\n", c.mon[l].name,
+			c.mon[l].addr);
+		fclose(f);
+		snprintf(alone.conf, sizeof(alone.conf), "%s", conf);
+		ck_assert_int_eq(tc_cli(&alone, &out, "status --timeout 2"), 1);
+		ck_assert_contains(out, "not in a quorum");
+		free(out);
+		memset(&alone, 0, sizeof(alone)); /* not a cluster to destroy */
+	}
+	/* healed: one history everywhere */
+	for (size_t i = 0; i < 3; i++)
+		ck_assert_int_eq(tc_isolate(&c, i, "none"), 0);
+	ck_assert_int_eq(tc_wait_converged(&c, 15000), 0);
+	ck_assert_int_eq(tc_cli(&c, &out, "osd tree --format json"), 0);
+	ck_assert_contains(out, "\"host\": \"h1\"");
+	free(out);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* ---- nemesis ---------------------------------------------------------------------*/
+
+START_TEST(nemesis)
+{
+	struct tc_cluster c;
+	char log[400], stop[400], *tree = NULL;
+	int seconds = getenv("NEMESIS_SECONDS") ? atoi(getenv("NEMESIS_SECONDS")) : 20;
+	int kills = 0, pauses = 0, cuts = 0;
+	uint64_t end;
+	pid_t w;
+
+	if (getenv("NEMESIS_SEED"))
+		rng = strtoull(getenv("NEMESIS_SEED"), NULL, 0) | 1;
+	ck_assert_int_eq(tc_create(&c, 3, NULL), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+	snprintf(log, sizeof(log), "%s/acked", c.dir);
+	snprintf(stop, sizeof(stop), "%s/STOP", c.dir);
+	w = writer(&c, "osd add --host h", 100000, log);
+	end = tc_now_ms() + (uint64_t)seconds * 1000;
+	for (int step = 0; tc_now_ms() < end; step++) {
+		size_t k = rnd() % 3;
+
+		/* a fault on a random monitor, then everything healed, in
+		 * turn: a kill, a pause, a partition, ...; sometimes two
+		 * faults in a row (then the cluster has no quorum for a while) */
+		if (step % 2 == 0 || rnd() % 4 == 0) {
+			switch ((step / 2) % 3) {
+			case 0:
+				if (c.mon[k].pid > 0) {
+					tc_signal(&c, k, SIGKILL);
+					kills++;
+				}
+				break;
+			case 1:
+				if (c.mon[k].pid > 0 && !c.mon[k].paused) {
+					tc_signal(&c, k, SIGSTOP);
+					pauses++;
+				}
+				break;
+			default: {
+				char names[8];
+				snprintf(names, sizeof(names), "%s %s",
+					 c.mon[(k + 1) % 3].name, c.mon[(k + 2) % 3].name);
+				if (tc_isolate(&c, k, names) == 0) {
+					tc_isolate(&c, (k + 1) % 3, c.mon[k].name);
+					tc_isolate(&c, (k + 2) % 3, c.mon[k].name);
+					cuts++;
+				}
+			}
+			}
+		} else {
+			for (size_t i = 0; i < 3; i++) {
+				if (c.mon[i].paused)
+					tc_signal(&c, i, SIGCONT);
+				if (c.mon[i].pid <= 0)
+					tc_start(&c, i);
+				tc_isolate(&c, i, "none");
+			}
+		}
+		tc_sleep_ms(500 + (int)(rnd() % 1500));
+	}
+	for (size_t i = 0; i < 3; i++) {
+		if (c.mon[i].paused)
+			tc_signal(&c, i, SIGCONT);
+		if (c.mon[i].pid <= 0)
+			tc_start(&c, i);
+	}
+	for (size_t i = 0; i < 3; i++)
+		for (int t = 0; t < 50 && tc_isolate(&c, i, "none") < 0; t++)
+			tc_sleep_ms(100);
+	close(open(stop, O_CREAT | O_WRONLY, 0644));
+	wait_child(w, 120);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+	ck_assert_int_eq(tc_wait_converged(&c, 20000), 0);
+
+	/* every acknowledged OSD is in the map; no id was handed out twice */
+	char *acked = slurp(log);
+	int nack = 0, nfail = 0, ids[4096];
+	char first_fail[200] = "";
+	ck_assert_int_eq(tc_cli(&c, &tree, "osd tree --format json"), 0);
+	for (char *line = acked, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		int i, rc;
+		nl = strchr(line, '\n');
+		ck_assert_int_eq(sscanf(line, "%d %d", &i, &rc), 2);
+		if (rc != 0) {
+			if (nfail++ == 0)
+				snprintf(first_fail, sizeof(first_fail), "%.*s",
+					 (int)(nl ? nl - line : (long)strlen(line)), line);
+			continue;
+		}
+		int id = (int)tc_json_u64(line, "osd", 99999);
+		ck_assert_msg(id < 4096, "no OSD id in an acknowledged answer: %.80s", line);
+		for (int j = 0; j < nack; j++)
+			ck_assert_msg(ids[j] != id, "osd.%d acknowledged twice", id);
+		ids[nack++] = id;
+		char want[64];
+		snprintf(want, sizeof(want), "{\"id\": %d, \"host\": \"h%d\"", id, i);
+		ck_assert_msg(strstr(tree, want) != NULL, "acknowledged osd.%d (host "
+			      "h%d) is not in the map", id, i);
+	}
+	fprintf(stderr, "nemesis: %d s, %d kills, %d pauses, %d partitions; %d changes "
+		"acknowledged, %d refused%s%s, all in one history on 3 monitors\n",
+		seconds, kills, pauses, cuts, nack, nfail, nfail ? " (the first: " : "",
+		nfail ? first_fail : "");
+	if (nfail)
+		fprintf(stderr, "nemesis: (end of the first refusal)\n");
+	ck_assert_int_gt(nack, 10);
+	free(acked);
+	free(tree);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* ---- bad input -----------------------------------------------------------------*/
+
+static void
+expect_log(struct tc_cluster *c, const char *mon, const char *text, int ms)
+{
+	char path[400];
+	uint64_t end = tc_now_ms() + (uint64_t)ms;
+	char *s = NULL;
+
+	snprintf(path, sizeof(path), "%s/log/mon-%s.log", c->dir, mon);
+	do {
+		free(s);
+		s = slurp(path);
+		if (strstr(s, text)) {
+			free(s);
+			return;
+		}
+		tc_sleep_ms(100);
+	} while (tc_now_ms() < end);
+	ck_abort_msg("mon.%s's log has no \"%s\":\n%s", mon, text, s);
+}
+
+START_TEST(bad_input)
+{
+	struct tc_cluster c;
+	char conf[400], path[500], *out = NULL;
+	int status = 0;
+
+	ck_assert_int_eq(tc_create(&c, 3, NULL), 0);
+	ck_assert_int_eq(tc_start(&c, 0), 0);
+	ck_assert_int_eq(tc_start(&c, 1), 0);
+
+	/* c of another cluster: refused by the messenger, a and b serve */
+	snprintf(conf, sizeof(conf), "%s/other.conf", c.dir);
+	tc_write_conf(&c, conf, "fsid = \"11111111-2222-3333-4444-555555555555\";");
+	ck_assert_int_eq(tc_start_conf(&c, 2, conf), 0);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create one"), 0);
+	expect_log(&c, "c", "another cluster", 10000);
+	tc_signal(&c, 2, SIGTERM);
+
+	/* c configured with four monitors (a fresh store): a and b ignore it,
+	 * naming the difference */
+	snprintf(path, sizeof(path), "%s/mon-c", c.dir);
+	{
+		char cmd[600];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", path);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	snprintf(conf, sizeof(conf), "%s/four.conf", c.dir);
+	{
+		FILE *f = fopen(conf, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "global = { run_dir = \"%s/run\"; log_file = \"%s/log/$name.log\";\n"
+			"plugin_dir = \"%s/plugins\"; mon_data = \"%s/$name\";\n"
+			"mon_members = \"a=%s, b=%s, c=%s, d=127.0.0.1:1\"; };\n", c.dir, c.dir,
+			c.dir, c.dir, c.mon[0].addr, c.mon[1].addr, c.mon[2].addr);
+		fclose(f);
+	}
+	ck_assert_int_eq(tc_start_conf(&c, 2, conf), 0);
+	expect_log(&c, "a", "has another mon_members", 10000);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create two"), 0);
+	tc_signal(&c, 2, SIGTERM);
+	/* its store is now bound to four monitors: with three it refuses */
+	ck_assert_int_eq(tc_start(&c, 2), 0);
+	for (int t = 0; t < 100 && !tc_exited(&c, 2, &status); t++)
+		tc_sleep_ms(100);
+	ck_assert_msg(c.mon[2].pid == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 1,
+		      "mon.c started on a store of another monitor set");
+	expect_log(&c, "c", "this store was made for the monitors", 1000);
+
+	/* a corrupt store: b refuses to start, naming it; a and c go on */
+	{
+		char cmd[700];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", path); /* c: fresh again */
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	ck_assert_int_eq(tc_start(&c, 2), 0);
+	tc_signal(&c, 1, SIGTERM);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+	snprintf(path, sizeof(path), "%s/mon-b/store/CURRENT", c.dir);
+	{
+		FILE *f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs("MANIFEST-999999\n", f);
+		fclose(f);
+	}
+	ck_assert_int_eq(tc_start(&c, 1), 0);
+	for (int t = 0; t < 100 && !tc_exited(&c, 1, &status); t++)
+		tc_sleep_ms(100);
+	ck_assert_msg(c.mon[1].pid == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 1,
+		      "mon.b started on a corrupt store");
+	expect_log(&c, "b", "mon-b/store", 1000);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create three"), 0);
+	/* nothing committed was lost: a and c have it all */
+	ck_assert_int_eq(tc_cli(&c, &out, "pool ls --format json"), 0);
+	ck_assert_contains(out, "\"one\"");
+	ck_assert_contains(out, "\"two\"");
+	ck_assert_contains(out, "\"three\"");
+	free(out);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+int
+main(void)
+{
+	/* one test case each: CK_RUN_CASE=nemesis runs that one */
+	const struct {
+		const char *name;
+		const TTest *test;
+	} tests[] = {
+		{ "leader_kill", leader_kill }, { "minority", minority },
+		{ "partition", partition }, { "bad_input", bad_input },
+		{ "nemesis", nemesis },
+	};
+	Suite *s = suite_create("mon");
+	SRunner *sr;
+	int failed;
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		TCase *tc = tcase_create(tests[i].name);
+		tcase_set_timeout(tc, 300);
+		tcase_add_test(tc, tests[i].test);
+		suite_add_tcase(s, tc);
+	}
+	if (tc_root_init() < 0)
+		return 99;
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	tc_root_remove();
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
