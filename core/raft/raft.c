@@ -41,8 +41,12 @@ struct tsr_raft {
 	int quiet;                /* started less than an election timeout ago:
 	                           * may have promised a leader its lease */
 	uint64_t term, vote, leader, commit, applied;
-	struct tsr_raft_entry *log;
+	struct tsr_raft_entry *log;   /* entries snap_index+1 .. last */
 	size_t nlog, cap;
+	uint64_t snap_index, snap_term; /* the log before is in the snapshot */
+	uint8_t *snap;                /* its bytes (what a lagging peer gets) */
+	size_t snap_len;
+	int snap_new;                 /* a received snapshot for the caller */
 	uint64_t stable, unstable_from;
 	unsigned elapsed, timeout, hb_elapsed;
 
@@ -76,13 +80,23 @@ reset_timeout(struct tsr_raft *r)
 static uint64_t
 last_index(const struct tsr_raft *r)
 {
-	return r->nlog;
+	return r->snap_index + r->nlog;
+}
+
+/* The entry at index (snap_index < index <= last_index). */
+static struct tsr_raft_entry *
+entry(const struct tsr_raft *r, uint64_t index)
+{
+	return &r->log[index - r->snap_index - 1];
 }
 
 static uint64_t
 term_at(const struct tsr_raft *r, uint64_t index)
 {
-	return index == 0 || index > r->nlog ? 0 : r->log[index - 1].term;
+	if (index == r->snap_index)
+		return r->snap_term;
+	return index < r->snap_index || index > last_index(r) ? 0
+							     : entry(r, index)->term;
 }
 
 static size_t
@@ -134,7 +148,7 @@ log_append(struct tsr_raft *r, uint64_t term, const void *data, size_t len)
 	}
 	e = &r->log[r->nlog];
 	e->term = term;
-	e->index = r->nlog + 1;
+	e->index = last_index(r) + 1;
 	e->len = len;
 	e->data = NULL;
 	if (len) {
@@ -152,7 +166,7 @@ log_append(struct tsr_raft *r, uint64_t term, const void *data, size_t len)
 static void
 log_truncate(struct tsr_raft *r, uint64_t index)
 {
-	while (r->nlog >= index) {
+	while (r->nlog > 0 && last_index(r) >= index) {
 		free(r->log[r->nlog - 1].data);
 		r->nlog--;
 	}
@@ -369,13 +383,16 @@ on_append(struct tsr_raft *r, const struct tsr_raft_msg *m)
 		answer(r, m, TSR_RAFT_APPEND_RESP, r->term, 1, last_index(r));
 		return 0;
 	}
-	if (term_at(r, m->index) != m->log_term) {
+	/* entries up to our snapshot are committed, so they match */
+	if (m->index >= r->snap_index && term_at(r, m->index) != m->log_term) {
 		/* our entry there is from another term: back up past it */
 		answer(r, m, TSR_RAFT_APPEND_RESP, r->term, 1, m->index - 1);
 		return 0;
 	}
 	for (size_t i = 0; i < m->nentries; i++) {
 		const struct tsr_raft_entry *e = &m->entries[i];
+		if (e->index <= r->snap_index)
+			continue;
 		if (e->index <= last_index(r)) {
 			if (term_at(r, e->index) == e->term)
 				continue;
@@ -387,10 +404,71 @@ on_append(struct tsr_raft *r, const struct tsr_raft_msg *m)
 			return -ENOMEM;
 	}
 	last = m->index + m->nentries;
+	if (last < r->snap_index)
+		last = r->snap_index; /* we hold that much, committed */
 	if (m->commit > r->commit)
 		r->commit = m->commit < last ? m->commit : last;
 	answer(r, m, TSR_RAFT_APPEND_RESP, r->term, 0, last);
 	return 0;
+}
+
+static int
+set_snap(struct tsr_raft *r, uint64_t index, uint64_t term, const void *data,
+	 size_t len)
+{
+	uint8_t *copy = NULL;
+
+	if (len && (copy = malloc(len)) == NULL)
+		return -ENOMEM;
+	if (len)
+		memcpy(copy, data, len);
+	free(r->snap);
+	r->snap = copy;
+	r->snap_len = len;
+	/* drop the entries the snapshot covers (all of them if our log
+	 * does not reach it) */
+	size_t drop = index >= last_index(r) ? r->nlog : (size_t)(index - r->snap_index);
+	for (size_t i = 0; i < drop; i++)
+		free(r->log[i].data);
+	memmove(r->log, r->log + drop, (r->nlog - drop) * sizeof(*r->log));
+	r->nlog -= drop;
+	r->snap_index = index;
+	r->snap_term = term;
+	if (r->stable < index)
+		r->stable = index;
+	if (r->unstable_from && r->unstable_from <= index)
+		r->unstable_from = r->nlog ? index + 1 : 0;
+	return 0;
+}
+
+/* A leader's snapshot in our term: our state up to its index. */
+static int
+on_snapshot(struct tsr_raft *r, const struct tsr_raft_msg *m)
+{
+	if (m->index <= r->commit) {
+		/* we have all of it already */
+		answer(r, m, TSR_RAFT_APPEND_RESP, r->term, 0, r->commit);
+		return 0;
+	}
+	if (term_at(r, m->index) != m->log_term)
+		log_truncate(r, r->snap_index + 1); /* our log disagrees: all goes */
+	if (set_snap(r, m->index, m->log_term, m->snap, m->snap_len) < 0)
+		return -ENOMEM;
+	r->commit = m->index;
+	r->snap_new = 1;
+	answer(r, m, TSR_RAFT_APPEND_RESP, r->term, 0, m->index);
+	return 0;
+}
+
+int
+tsr_raft_compact(struct tsr_raft *r, uint64_t index, const void *data, size_t len)
+{
+	if (r->in_ready || index > r->applied || index < r->snap_index ||
+	    index > r->stable)
+		return -EINVAL;
+	if (index == r->snap_index && r->snap)
+		return 0;
+	return set_snap(r, index, term_at(r, index), data, len);
 }
 
 static int
@@ -401,6 +479,9 @@ valid(const struct tsr_raft *r, const struct tsr_raft_msg *m)
 	    tsr_raft_msg_name(m->type) == NULL ||
 	    (m->term == 0 && m->type != TSR_RAFT_PREVOTE_RESP))
 		return 0;
+	if (m->type == TSR_RAFT_SNAPSHOT)
+		return m->nentries == 0 && m->index > 0 && m->log_term > 0 &&
+		       m->log_term <= m->term && (m->snap_len == 0 || m->snap);
 	if (m->type != TSR_RAFT_APPEND)
 		return m->nentries == 0;
 	if (m->nentries && m->entries == NULL)
@@ -437,12 +518,13 @@ tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m)
 			return 0;
 		} else {
 			become_follower(r, m->term,
-					m->type == TSR_RAFT_APPEND ? m->from : 0);
+					m->type == TSR_RAFT_APPEND ||
+					m->type == TSR_RAFT_SNAPSHOT ? m->from : 0);
 		}
 	} else if (m->term < r->term) {
 		/* a stale leader learns the term from our answer; a stale
 		 * pre-candidate from our refusal */
-		if (m->type == TSR_RAFT_APPEND)
+		if (m->type == TSR_RAFT_APPEND || m->type == TSR_RAFT_SNAPSHOT)
 			answer(r, m, TSR_RAFT_APPEND_RESP, r->term, 1, last_index(r));
 		else if (m->type == TSR_RAFT_PREVOTE)
 			answer(r, m, TSR_RAFT_PREVOTE_RESP, r->term, 1, 0);
@@ -481,12 +563,13 @@ tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m)
 		}
 		return 0;
 	case TSR_RAFT_APPEND:
+	case TSR_RAFT_SNAPSHOT:
 		if (r->role == TSR_RAFT_LEADER)
 			return -EPROTO; /* two leaders in one term: a bug */
 		if (r->role != TSR_RAFT_FOLLOWER || r->leader != m->from)
 			become_follower(r, r->term, m->from);
 		r->elapsed = 0;
-		return on_append(r, m);
+		return m->type == TSR_RAFT_APPEND ? on_append(r, m) : on_snapshot(r, m);
 	case TSR_RAFT_APPEND_RESP: {
 		struct progress *p = &r->pr[slot];
 
@@ -546,6 +629,18 @@ tsr_raft_ready(struct tsr_raft *r, struct tsr_raft_ready *rd)
 
 			if (i == r->self || !p->dirty)
 				continue;
+			if (p->next <= r->snap_index) {
+				/* what it lacks is compacted away: the snapshot;
+				 * the next heartbeat tells whether it took it */
+				r->rd[k++] = (struct tsr_raft_msg){
+					.type = TSR_RAFT_SNAPSHOT, .from = r->id,
+					.to = r->peers[i], .term = r->term,
+					.log_term = r->snap_term, .index = r->snap_index,
+					.commit = r->commit, .snap = r->snap,
+					.snap_len = r->snap_len };
+				p->next = r->snap_index + 1;
+				continue;
+			}
 			if (p->next > last_index(r) + 1)
 				p->next = last_index(r) + 1;
 			prev = p->next - 1;
@@ -556,22 +651,34 @@ tsr_raft_ready(struct tsr_raft *r, struct tsr_raft_ready *rd)
 				.type = TSR_RAFT_APPEND, .from = r->id, .to = r->peers[i],
 				.term = r->term, .log_term = term_at(r, prev),
 				.index = prev, .commit = r->commit,
-				.entries = cnt ? &r->log[prev] : NULL, .nentries = cnt };
+				.entries = cnt ? entry(r, prev + 1) : NULL, .nentries = cnt };
 		}
 	rd->msgs = r->rd;
 	rd->nmsgs = k;
 	rd->hs = (struct tsr_raft_hardstate){ r->term, r->vote, r->commit };
 	rd->hs_changed = memcmp(&rd->hs, &r->prev_hs, sizeof(rd->hs)) != 0;
 	if (r->unstable_from && r->unstable_from <= last_index(r)) {
-		rd->entries = &r->log[r->unstable_from - 1];
+		rd->entries = entry(r, r->unstable_from);
 		rd->nentries = (size_t)(last_index(r) - r->unstable_from + 1);
 	}
-	if (r->commit > r->applied) {
-		uint64_t upto = r->commit < last_index(r) ? r->commit : last_index(r);
-		rd->committed = &r->log[r->applied];
-		rd->ncommitted = (size_t)(upto - r->applied);
+	rd->last_index = last_index(r);
+	uint64_t from = r->applied;
+	if (r->snap_new) {
+		rd->snapshot = r->snap;
+		rd->snapshot_len = r->snap_len;
+		rd->snapshot_index = r->snap_index;
+		rd->snapshot_term = r->snap_term;
+		from = r->snap_index;
 	}
-	if (rd->nmsgs || rd->hs_changed || rd->nentries || rd->ncommitted) {
+	if (r->commit > from) {
+		uint64_t upto = r->commit < last_index(r) ? r->commit : last_index(r);
+		if (upto > from) {
+			rd->committed = entry(r, from + 1);
+			rd->ncommitted = (size_t)(upto - from);
+		}
+	}
+	if (rd->nmsgs || rd->hs_changed || rd->nentries || rd->ncommitted ||
+	    r->snap_new) {
 		r->in_ready = 1;
 		return 1;
 	}
@@ -586,6 +693,10 @@ tsr_raft_advance(struct tsr_raft *r, const struct tsr_raft_ready *rd)
 	if (rd->nentries)
 		r->stable = rd->entries[rd->nentries - 1].index;
 	r->unstable_from = 0;
+	if (rd->snapshot_index) {
+		r->applied = rd->snapshot_index;
+		r->snap_new = 0;
+	}
 	r->applied += rd->ncommitted;
 	r->nout = 0;
 	if (r->role == TSR_RAFT_LEADER)
@@ -602,7 +713,9 @@ tsr_raft_create(const struct tsr_raft_conf *c, struct tsr_raft **out)
 	struct tsr_raft *r;
 
 	if (c->id == 0 || c->npeers == 0 || c->npeers > 64 ||
-	    c->hs.commit > c->nlog || c->applied > c->hs.commit)
+	    c->hs.commit > c->snap_index + c->nlog || c->applied > c->hs.commit ||
+	    c->applied < c->snap_index || c->snap_term > c->hs.term ||
+	    (c->snap_index == 0) != (c->snap_term == 0))
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
@@ -636,17 +749,27 @@ tsr_raft_create(const struct tsr_raft_conf *c, struct tsr_raft **out)
 	r->vote = c->hs.vote;
 	r->commit = c->hs.commit;
 	r->applied = c->applied;
+	r->snap_index = c->snap_index;
+	r->snap_term = c->snap_term;
+	if (c->snap_len) {
+		if ((r->snap = malloc(c->snap_len)) == NULL) {
+			tsr_raft_destroy(r);
+			return -ENOMEM;
+		}
+		memcpy(r->snap, c->snap, c->snap_len);
+		r->snap_len = c->snap_len;
+	}
 	for (size_t i = 0; i < c->nlog; i++) {
-		if (c->log[i].index != i + 1 || c->log[i].term == 0 ||
+		if (c->log[i].index != c->snap_index + i + 1 || c->log[i].term == 0 ||
 		    c->log[i].term > c->hs.term ||
-		    (i && c->log[i].term < c->log[i - 1].term))
+		    c->log[i].term < (i ? c->log[i - 1].term : c->snap_term))
 			goto bad;
 		if (log_append(r, c->log[i].term, c->log[i].data, c->log[i].len) < 0) {
 			tsr_raft_destroy(r);
 			return -ENOMEM;
 		}
 	}
-	r->stable = r->nlog; /* it came from storage */
+	r->stable = last_index(r); /* it came from storage */
 	r->unstable_from = 0;
 	r->prev_hs = c->hs;
 	r->role = TSR_RAFT_FOLLOWER;
@@ -667,6 +790,7 @@ tsr_raft_destroy(struct tsr_raft *r)
 	for (size_t i = 0; i < r->nlog; i++)
 		free(r->log[i].data);
 	free(r->log);
+	free(r->snap);
 	free(r->peers);
 	free(r->pr);
 	free(r->out);

@@ -2,11 +2,13 @@
  * clock, no threads.  The monitor feeds it ticks, messages and proposals,
  * and carries out what tsr_raft_ready() hands back, in this order:
  *
- *   1. persist rd.hs (when hs_changed) and rd.entries (overwriting the
- *      log from rd.entries[0].index on), and sync — a vote or an append
- *      is acknowledged only once it is durable;
+ *   1. persist rd.hs (when hs_changed), rd.snapshot (when set: stored
+ *      entries up to its index go) and rd.entries (overwriting the log
+ *      from rd.entries[0].index on; stored entries after rd.last_index
+ *      go), and sync — a vote or an append is acknowledged only once it
+ *      is durable;
  *   2. send rd.msgs;
- *   3. apply rd.committed, in order;
+ *   3. install rd.snapshot (when set), then apply rd.committed, in order;
  *   4. tsr_raft_advance(r, &rd).
  *
  * The algorithm is Raft as in Ongaro's thesis, with three of its
@@ -16,7 +18,9 @@
  * majority for an election timeout steps down, so a partitioned leader
  * stops claiming to be one), and leader stickiness (a follower that heard
  * from its leader within the election timeout ignores vote requests).
- * Membership is fixed at creation; snapshots come later.
+ * Membership is fixed at creation.  The caller takes snapshots of its
+ * state machine and hands them over (tsr_raft_compact): the log before
+ * goes, and a follower that lags behind it gets the snapshot.
  *
  * Leases.  A follower that has heard from its leader does not vote for
  * anyone else for election_ticks, and neither does a node that has just
@@ -42,7 +46,8 @@
 	X(VOTE, vote, 3)                 /* vote for me in term */          \
 	X(VOTE_RESP, vote_resp, 4)                                         \
 	X(APPEND, append, 5)             /* entries after (log_term, index) */ \
-	X(APPEND_RESP, append_resp, 6)
+	X(APPEND_RESP, append_resp, 6)                                     \
+	X(SNAPSHOT, snapshot, 7)         /* the state up to index (log_term) */
 
 enum tsr_raft_msg_type {
 #define X(up, low, val) TSR_RAFT_##up = val,
@@ -69,6 +74,8 @@ struct tsr_raft_msg {
 	                           * (reject) the follower's last index */
 	const struct tsr_raft_entry *entries;
 	size_t nentries;
+	const uint8_t *snap;      /* SNAPSHOT: the caller's snapshot bytes */
+	size_t snap_len;
 	uint64_t ctx;             /* APPEND: the sender's, opaque (the monitor
 	                           * puts its clock there when it sends);
 	                           * APPEND_RESP: echoed from the APPEND */
@@ -88,9 +95,13 @@ struct tsr_raft_conf {
 	size_t max_append;        /* entries per APPEND (64) */
 	/* state restored from storage */
 	struct tsr_raft_hardstate hs;
-	const struct tsr_raft_entry *log; /* indexes 1..nlog, in order */
+	uint64_t snap_index, snap_term; /* the last snapshot (0, 0: none) */
+	const uint8_t *snap;      /* its bytes (sent to peers that lag) */
+	size_t snap_len;
+	const struct tsr_raft_entry *log; /* snap_index+1 .. snap_index+nlog */
 	size_t nlog;
-	uint64_t applied;         /* entries the caller has applied */
+	uint64_t applied;         /* entries the caller has applied (at
+	                           * least snap_index: it restored that) */
 };
 
 struct tsr_raft_ready {
@@ -102,6 +113,13 @@ struct tsr_raft_ready {
 	size_t nmsgs;
 	const struct tsr_raft_entry *committed; /* to apply */
 	size_t ncommitted;
+	/* a snapshot from the leader: persist it (stored entries up to its
+	 * index go), then install it before applying committed[] */
+	const uint8_t *snapshot;
+	size_t snapshot_len;
+	uint64_t snapshot_index, snapshot_term;
+	uint64_t last_index;      /* the log ends here now: stored entries
+	                           * after it go */
 };
 
 struct tsr_raft;
@@ -119,6 +137,12 @@ TSR_API int tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m);
  * appears in a ready batch's committed list. */
 TSR_API int tsr_raft_propose(struct tsr_raft *r, const void *data, size_t len,
 		     uint64_t *index);
+
+/* The caller has the state up to index (<= applied) in a durable
+ * snapshot, data: the log up to it goes, and a peer that lags behind it
+ * is sent the snapshot.  -EINVAL for an index outside (snapshot, applied]. */
+TSR_API int tsr_raft_compact(struct tsr_raft *r, uint64_t index, const void *data,
+			     size_t len);
 
 /* Anything to do?  1 and rd filled, or 0. */
 TSR_API int tsr_raft_ready(struct tsr_raft *r, struct tsr_raft_ready *rd);

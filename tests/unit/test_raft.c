@@ -31,12 +31,19 @@ struct node {
 	size_t nlog, cap;
 	struct stored *applied;          /* what this node applied, by index */
 	size_t napplied, acap;
+	uint64_t snap_index, snap_term;  /* durable snapshot: applied[] up to */
+	uint8_t *snap;                   /* snap_index, as (term, val) pairs */
+	size_t snap_len;
+	int installs;                    /* snapshots received from a leader */
 };
+
+static size_t compact_every;         /* snapshot every N applied (0: never) */
 
 struct pkt {
 	struct tsr_raft_msg m;
 	struct tsr_raft_entry *e;        /* deep copies */
 	uint64_t *vals;
+	uint8_t *snap;
 };
 
 static struct node nodes[MAXN];
@@ -63,6 +70,44 @@ rnd(void)
 	return tu_rnd(&rng);
 }
 
+/* A node's state machine (its applied sequence) as snapshot bytes, and
+ * back: the state machine restored.  Each restored entry must be the
+ * truth at its index. */
+static uint8_t *
+snap_encode(const struct node *n, size_t upto, size_t *len)
+{
+	uint8_t *b = malloc(upto * 16 + 1);
+
+	ck_assert_ptr_nonnull(b);
+	for (size_t i = 0; i < upto; i++) {
+		memcpy(b + 16 * i, &n->applied[i].term, 8);
+		memcpy(b + 16 * i + 8, &n->applied[i].val, 8);
+	}
+	*len = upto * 16;
+	return b;
+}
+
+static void
+snap_restore(struct node *n, const uint8_t *b, size_t len, uint64_t index)
+{
+	ck_assert_uint_eq(len, index * 16);
+	if (n->acap < index + 1) {
+		n->acap = index + 64;
+		n->applied = realloc(n->applied, n->acap * sizeof(*n->applied));
+		ck_assert_ptr_nonnull(n->applied);
+	}
+	for (size_t i = 0; i < index; i++) {
+		memcpy(&n->applied[i].term, b + 16 * i, 8);
+		memcpy(&n->applied[i].val, b + 16 * i + 8, 8);
+		if (i < ntruth)
+			ck_assert_msg(truth[i].term == n->applied[i].term &&
+					      truth[i].val == n->applied[i].val,
+				      "node %llu's snapshot disagrees at %zu",
+				      (unsigned long long)n->id, i + 1);
+	}
+	n->napplied = index;
+}
+
 static void
 node_start(struct node *n)
 {
@@ -74,11 +119,12 @@ node_start(struct node *n)
 	ck_assert(log && vals);
 	for (size_t i = 0; i < nn; i++)
 		peers[i] = nodes[i].id;
-	for (size_t i = 0; i < n->nlog; i++) {
-		vals[i] = n->log[i].val;
-		log[i] = (struct tsr_raft_entry){ n->log[i].term, i + 1,
-						  n->log[i].val ? (uint8_t *)&vals[i] : NULL,
-						  n->log[i].val ? 8 : 0 };
+	size_t nl = 0;
+	for (size_t i = n->snap_index; i < n->nlog; i++, nl++) {
+		vals[nl] = n->log[i].val;
+		log[nl] = (struct tsr_raft_entry){ n->log[i].term, i + 1,
+						   n->log[i].val ? (uint8_t *)&vals[nl] : NULL,
+						   n->log[i].val ? 8 : 0 };
 	}
 	memset(&c, 0, sizeof(c));
 	c.id = n->id;
@@ -88,9 +134,16 @@ node_start(struct node *n)
 	c.seed = rnd();
 	c.hs = n->hs;
 	c.log = log;
-	c.nlog = n->nlog;
-	c.applied = 0;  /* the state machine is rebuilt from the log */
+	c.nlog = nl;
+	/* the state machine: the snapshot, then the log replayed */
+	c.snap_index = n->snap_index;
+	c.snap_term = n->snap_term;
+	c.snap = n->snap;
+	c.snap_len = n->snap_len;
+	c.applied = n->snap_index;
 	n->napplied = 0;
+	if (n->snap_index)
+		snap_restore(n, n->snap, n->snap_len, n->snap_index);
 	ck_assert_int_eq(tsr_raft_create(&c, &n->r), 0);
 	n->up = 1;
 	free(log);
@@ -113,6 +166,7 @@ cluster(size_t n)
 			tsr_raft_destroy(nodes[i].r);
 		free(nodes[i].log);
 		free(nodes[i].applied);
+		free(nodes[i].snap);
 	}
 	memset(nodes, 0, sizeof(nodes));
 	memset(cut, 0, sizeof(cut));
@@ -122,6 +176,7 @@ cluster(size_t n)
 	for (size_t i = 0; i < nnet; i++) {
 		free(net[i].e);
 		free(net[i].vals);
+		free(net[i].snap);
 	}
 	nnet = 0;
 	ntruth = nacked = 0;
@@ -148,6 +203,23 @@ node_ready(struct node *n)
 		return;
 	if (rd.hs_changed)
 		n->hs = rd.hs;
+	if (rd.snapshot_index) {
+		/* persist the leader's snapshot */
+		free(n->snap);
+		n->snap = malloc(rd.snapshot_len + 1);
+		ck_assert_ptr_nonnull(n->snap);
+		memcpy(n->snap, rd.snapshot, rd.snapshot_len);
+		n->snap_len = rd.snapshot_len;
+		n->snap_index = rd.snapshot_index;
+		n->snap_term = rd.snapshot_term;
+		if (n->cap < n->snap_index) {
+			n->cap = n->snap_index + 64;
+			n->log = realloc(n->log, n->cap * sizeof(*n->log));
+			ck_assert_ptr_nonnull(n->log);
+		}
+		if (n->nlog < n->snap_index)
+			n->nlog = n->snap_index; /* below it: never read again */
+	}
 	for (size_t i = 0; i < rd.nentries; i++) {
 		const struct tsr_raft_entry *e = &rd.entries[i];
 		if (i == 0)
@@ -161,6 +233,13 @@ node_ready(struct node *n)
 		if (e->len == 8)
 			memcpy(&v, e->data, 8);
 		n->log[n->nlog++] = (struct stored){ e->term, v };
+	}
+	ck_assert_uint_ge(rd.last_index, n->snap_index);
+	if (n->nlog > rd.last_index)
+		n->nlog = rd.last_index; /* a truncated tail goes */
+	if (rd.snapshot_index) {
+		snap_restore(n, rd.snapshot, rd.snapshot_len, rd.snapshot_index);
+		n->installs++;
 	}
 	for (size_t i = 0; i < rd.nmsgs; i++) {
 		const struct tsr_raft_msg *m = &rd.msgs[i];
@@ -184,6 +263,13 @@ node_ready(struct node *n)
 				}
 			}
 			p.m.entries = p.e;
+		}
+		if (m->snap_len) {
+			/* the sender's snapshot may be replaced before delivery */
+			p.snap = malloc(m->snap_len);
+			ck_assert_ptr_nonnull(p.snap);
+			memcpy(p.snap, m->snap, m->snap_len);
+			p.m.snap = p.snap;
 		}
 		if (nnet == netcap) {
 			netcap = netcap ? netcap * 2 : 256;
@@ -223,6 +309,19 @@ node_ready(struct node *n)
 		n->applied[n->napplied++] = (struct stored){ e->term, v };
 	}
 	tsr_raft_advance(n->r, &rd);
+	if (compact_every && n->napplied >= n->snap_index + compact_every) {
+		size_t len;
+		uint8_t *b = snap_encode(n, n->napplied, &len);
+		if (tsr_raft_compact(n->r, n->napplied, b, len) == 0) {
+			free(n->snap);
+			n->snap = b;
+			n->snap_len = len;
+			n->snap_index = n->napplied;
+			n->snap_term = n->applied[n->napplied - 1].term;
+		} else {
+			free(b);
+		}
+	}
 }
 
 static void
@@ -312,6 +411,7 @@ round_(int tick)
 		}
 		free(batch[i].e);
 		free(batch[i].vals);
+		free(batch[i].snap);
 	}
 	free(batch);
 	check_leaders();
@@ -599,6 +699,48 @@ START_TEST(restart_catches_up)
 }
 END_TEST
 
+/* Every node takes a snapshot every 25 entries applied; a follower down
+ * while 200 entries commit comes back behind the leader's snapshot: it
+ * gets the snapshot, then the log after it, and crashes and restarts
+ * from its own stored snapshot once more. */
+START_TEST(snapshot_catch_up)
+{
+	struct node *l, *f = NULL;
+
+	cluster(3);
+	compact_every = 25;
+	l = await_leader(20 * E_TICKS);
+	for (size_t i = 0; i < nn; i++)
+		if (&nodes[i] != l)
+			f = &nodes[i];
+	for (int i = 0; i < 30; i++) {
+		propose(NULL);
+		round_(1);
+	}
+	node_crash(f);
+	for (int i = 0; i < 200; i++) {
+		propose(NULL);
+		round_(i % 2);
+	}
+	ck_assert_uint_gt(l->snap_index, 100);
+	node_start(f);
+	ck_assert(converge(50 * E_TICKS));
+	check_acked();
+	ck_assert_int_ge(f->installs, 1);
+	ck_assert_uint_ge(f->napplied, 230);
+	/* restart from its own snapshot and log */
+	node_crash(f);
+	node_start(f);
+	ck_assert_uint_ge(f->napplied, f->snap_index);
+	ck_assert(converge(50 * E_TICKS));
+	check_acked();
+	fprintf(stderr, "snapshot_catch_up: the follower installed %d snapshot(s); "
+		"the leader's is at %llu of %zu\n", f->installs,
+		(unsigned long long)l->snap_index, ntruth);
+	compact_every = 0;
+}
+END_TEST
+
 /* Random crashes, restarts and partitions of 5 nodes while proposals
  * flow; safety is checked every round; at the end, with everyone back,
  * every acknowledged value is everywhere. */
@@ -606,8 +748,10 @@ START_TEST(nemesis)
 {
 	int side[MAXN];
 	size_t rounds = 6000;
+	int installs = 0;
 
 	cluster(5);
+	compact_every = 40; /* snapshots and compaction all along */
 	for (size_t t = 0; t < rounds; t++) {
 		if (t % 40 == 0 || t % 40 == 7) {
 			switch (rnd() % 6) {
@@ -659,10 +803,13 @@ START_TEST(nemesis)
 			node_start(&nodes[i]);
 	ck_assert(converge(100 * E_TICKS));
 	check_acked();
+	for (size_t i = 0; i < nn; i++)
+		installs += nodes[i].installs;
 	fprintf(stderr, "nemesis: %zu rounds, %zu entries committed, %zu values "
 		"acknowledged, all present on all 5 nodes; a leader held a lease in "
-		"%llu rounds\n", rounds, ntruth, nacked,
-		(unsigned long long)lease_rounds);
+		"%llu rounds; %d snapshots installed\n", rounds, ntruth, nacked,
+		(unsigned long long)lease_rounds, installs);
+	compact_every = 0;
 	ck_assert_int_gt(nacked, 100);
 	ck_assert_int_gt(lease_rounds, rounds / 4);
 }
@@ -738,6 +885,7 @@ START_TEST(store)
 	rd.hs_changed = 1;
 	rd.entries = ents;
 	rd.nentries = 5;
+	rd.last_index = 5;
 	ck_assert_int_eq(tsr_raftstore_save(&st, &rd, err, sizeof(err)), 0);
 	tsr_kv_close(st.kv);
 	ck_assert_int_eq(tsr_kv_open(dir, 0, &st.kv, err, sizeof(err)), 0);
@@ -755,10 +903,70 @@ START_TEST(store)
 	rd.hs_changed = 0;
 	rd.entries = &ents[2];
 	rd.nentries = 2;
+	rd.last_index = 4;
 	ck_assert_int_eq(tsr_raftstore_save(&st, &rd, err, sizeof(err)), 0);
 	ck_assert_int_eq(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)), 0);
 	ck_assert_int_eq(n, 4);
 	ck_assert_int_eq(log[2].term, 2);
+	tsr_raftstore_free_log(log, n);
+	/* a snapshot up to 2: the log keeps 3 and 4 */
+	ck_assert_int_eq(tsr_raftstore_compact(&st, 2, 1, "SNAP", 4, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(st.snap_index, 2);
+	ck_assert_int_eq(st.snap_term, 1);
+	ck_assert_int_eq(st.snap_len, 4);
+	ck_assert_int_eq(memcmp(st.snap, "SNAP", 4), 0);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(log[0].index, 3);
+	tsr_raftstore_free_log(log, n);
+	/* a snapshot from a leader at 6 whose log disagrees: all goes */
+	memset(&rd, 0, sizeof(rd));
+	rd.snapshot = (const uint8_t *)"LEADER";
+	rd.snapshot_len = 6;
+	rd.snapshot_index = 6;
+	rd.snapshot_term = 2;
+	rd.last_index = 6;
+	ck_assert_int_eq(tsr_raftstore_save(&st, &rd, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(st.snap_index, 6);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(memcmp(st.snap, "LEADER", 6), 0);
+	/* and entries after it */
+	ents[0] = (struct tsr_raft_entry){ 2, 7, (uint8_t *)"x", 1 };
+	memset(&rd, 0, sizeof(rd));
+	rd.entries = ents;
+	rd.nentries = 1;
+	rd.last_index = 7;
+	ck_assert_int_eq(tsr_raftstore_save(&st, &rd, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(log[0].index, 7);
+	tsr_raftstore_free_log(log, n);
+	/* a damaged snapshot is named */
+	{
+		struct tsr_kv_batch *b = tsr_kv_batch_create();
+		tsr_kv_batch_put(b, "raft/snap", 9, "junk", 4);
+		ck_assert_int_eq(tsr_kv_write(st.kv, b, 1, err, sizeof(err)), 0);
+		ck_assert_int_eq(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)), -EIO);
+		ck_assert_contains(err, "the raft snapshot is damaged");
+		tsr_kv_batch_clear(b);
+		tsr_kv_batch_del(b, "raft/snap", 9);
+		tsr_kv_batch_del(b, "raft/log/\0\0\0\0\0\0\0\7", 17);
+		ck_assert_int_eq(tsr_kv_write(st.kv, b, 1, err, sizeof(err)), 0);
+		tsr_kv_batch_destroy(b);
+	}
+	/* back to a plain log for the damage cases below */
+	memset(&rd, 0, sizeof(rd));
+	rd.hs = (struct tsr_raft_hardstate){ 2, 3, 0 };
+	rd.hs_changed = 1;
+	for (int i = 0; i < 4; i++)
+		ents[i] = (struct tsr_raft_entry){ 1, (uint64_t)i + 1, (uint8_t *)"e", 1 };
+	rd.entries = ents;
+	rd.nentries = 4;
+	rd.last_index = 4;
+	ck_assert_int_eq(tsr_raftstore_save(&st, &rd, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(n, 4);
 	tsr_raftstore_free_log(log, n);
 	/* damage: an entry that does not decode, then a gap */
 	{
@@ -778,6 +986,7 @@ START_TEST(store)
 		ck_assert_contains(err, "raft log entry 2 missing");
 		tsr_kv_batch_destroy(b);
 	}
+	tsr_raftstore_close(&st);
 	tsr_kv_close(st.kv);
 	ck_assert_int_eq(tu_rm_rf(dir), 0);
 }
@@ -802,6 +1011,7 @@ main(void)
 	tcase_add_test(tc, prevote_keeps_leader);
 	tcase_add_test(tc, restart_keeps_lease);
 	tcase_add_test(tc, restart_catches_up);
+	tcase_add_test(tc, snapshot_catch_up);
 	tcase_add_test(tc, nemesis);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, store);
