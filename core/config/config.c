@@ -101,6 +101,9 @@ static const struct tsr_conf_opt core_options[] = {
 	{ { .name = "mon_election_ticks", .type = TSR_OPT_INT, .def = "10", .min = "4", .max = "1000",
 	    .help = "election timeout in ticks (random in [N, 2N)); a leader's lease lasts N - 2" },
 	  TSR_SEC_GLOBAL | TSR_SEC_MON, 0 },
+	{ { .name = "mon_snapshot_every", .type = TSR_OPT_INT, .def = "1000", .min = "2", .max = "100000000",
+	    .help = "a monitor snapshots its maps and compacts its log every N changes applied" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MON, 0 },
 	{ { .name = NULL }, 0, 0 }
 };
 

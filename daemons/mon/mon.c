@@ -87,6 +87,8 @@ struct mon {
 	struct mon_state st;
 	struct waiter *changes, *reads;
 	uint64_t last_leader_ns;     /* when we last had a leader (or were one) */
+	uint64_t snap_every, snap_index; /* compaction: every N entries; the last */
+	uint64_t hist_term;          /* the last applied entry's term */
 	uint64_t hist_index;         /* the last log entry applied, and a CRC32C */
 	uint32_t hist_crc;           /* of every entry applied: equal on monitors
 	                              * whose histories are the same */
@@ -151,6 +153,13 @@ reply(struct tsr_conn *c, uint64_t tid, int status, const char *text,
 }
 
 static void
+free_data(void *arg, int result)
+{
+	(void)result;
+	free(arg);
+}
+
+static void
 send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
 {
 	const struct tsr_mon_member *to = tsr_mon_members_by_id(&mon->mem, rm->to);
@@ -173,6 +182,17 @@ send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
 	tsr_monmsg_raft_encode(&e, mon->mem.fp, &copy);
 	if ((m = tsr_msg_from_enc(TSR_MSG_MON_RAFT, &e)) == NULL)
 		return;
+	if (copy.type == TSR_RAFT_SNAPSHOT && copy.snap_len) {
+		/* the data goes as the message's data (it may be larger than a
+		 * front), a copy the messenger frees when done */
+		struct iovec iov = { malloc(copy.snap_len), copy.snap_len };
+		if (iov.iov_base == NULL) {
+			tsr_msg_free(m, 0);
+			return;
+		}
+		memcpy(iov.iov_base, copy.snap, copy.snap_len);
+		tsr_msg_set_data(m, &iov, 1, free_data, iov.iov_base);
+	}
 	/* Raft copes with loss: a full queue drops the message.  A session
 	 * that already failed (its fault event may have come before we held
 	 * the handle) is dropped here: the next send reconnects. */
@@ -449,6 +469,7 @@ apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 	mon->hist_crc = tsr_crc32c(mon->hist_crc, idx, sizeof(idx));
 	mon->hist_crc = tsr_crc32c(mon->hist_crc, en->data, en->len);
 	mon->hist_index = en->index;
+	mon->hist_term = en->term;
 	if (en->len == 0)
 		return; /* a leader's no-op */
 	tsr_sbuf_init(&out);
@@ -479,6 +500,95 @@ apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 	tsr_sbuf_release(&out);
 }
 
+/* A monitor's snapshot: the applied history's position and CRC, then the
+ * maps (state.c).
+ *     envelope v1 { u64 hist_index, u64 hist_term, u32 hist_crc, bytes state } */
+static uint8_t *
+snap_encode(struct mon *mon, size_t *len)
+{
+	size_t slen, m;
+	uint8_t *st = state_encode(&mon->st, &slen);
+	struct tsr_enc e;
+
+	if (st == NULL)
+		return NULL;
+	tsr_enc_init(&e);
+	m = tsr_enc_begin_struct(&e, 1, 1);
+	tsr_enc_u64(&e, mon->hist_index);
+	tsr_enc_u64(&e, mon->hist_term);
+	tsr_enc_u32(&e, mon->hist_crc);
+	tsr_enc_bytes(&e, st, slen);
+	tsr_enc_end_struct(&e, m);
+	free(st);
+	if (tsr_enc_error(&e)) {
+		tsr_enc_release(&e);
+		return NULL;
+	}
+	return tsr_enc_take(&e, len);
+}
+
+/* Restore from a snapshot (install = 1) or only check that it decodes. */
+static int
+snap_decode(struct mon *mon, const void *p, size_t len, uint64_t index, int install)
+{
+	struct tsr_dec d, sub;
+	struct mon_state st;
+	const void *sp = NULL;
+	size_t sl = 0;
+	uint64_t hi, ht;
+	uint32_t crc;
+	uint8_t ver;
+
+	tsr_dec_init(&d, p, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return -EBADMSG;
+	hi = tsr_dec_u64(&sub);
+	ht = tsr_dec_u64(&sub);
+	crc = tsr_dec_u32(&sub);
+	tsr_dec_bytes(&sub, &sp, &sl, 1u << 30);
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) || hi != index)
+		return -EBADMSG;
+	state_init(&st);
+	if (state_decode(&st, sp, sl) < 0)
+		return -EBADMSG;
+	if (!install) {
+		state_free(&st);
+		return 0;
+	}
+	state_free(&mon->st);
+	mon->st = st;
+	mon->hist_index = hi;
+	mon->hist_term = ht;
+	mon->hist_crc = crc;
+	mon->snap_index = hi;
+	return 0;
+}
+
+/* Every snap_every entries applied: snapshot the maps, compact the log. */
+static void
+maybe_compact(struct mon *mon)
+{
+	char err[512];
+	uint8_t *b;
+	size_t len;
+
+	if (mon->hist_index < mon->snap_index + mon->snap_every || mon->hist_index == 0)
+		return;
+	if ((b = snap_encode(mon, &len)) == NULL) {
+		LOGE("encoding a snapshot at %" PRIu64 ": out of memory", mon->hist_index);
+		return;
+	}
+	if (tsr_raftstore_compact(&mon->rs, mon->hist_index, mon->hist_term, b, len,
+				  err, sizeof(err)) < 0) {
+		LOGE("%s; the log is not compacted", err);
+	} else if (tsr_raft_compact(mon->raft, mon->hist_index, b, len) == 0) {
+		LOGD("snapshot at %" PRIu64 " (%zu bytes); log compacted",
+		     mon->hist_index, len);
+		mon->snap_index = mon->hist_index;
+	}
+	free(b);
+}
+
 static int
 process_ready(struct mon *mon, uint64_t now)
 {
@@ -495,9 +605,24 @@ process_ready(struct mon *mon, uint64_t now)
 		}
 		for (size_t i = 0; i < rd.nmsgs; i++)
 			send_raft(mon, &rd.msgs[i], now);
+		if (rd.snapshot_index) {
+			/* checked in handle_raft before Raft saw it */
+			if (snap_decode(mon, rd.snapshot, rd.snapshot_len,
+					rd.snapshot_index, 1) < 0) {
+				LOGE("the leader's snapshot at %" PRIu64 " does not decode; "
+				     "stopping", rd.snapshot_index);
+				mon->failed = 1;
+				tsr_daemon_request_stop(mon->d);
+				return -EIO;
+			}
+			LOGI("installed the leader's snapshot at index %" PRIu64
+			     " (term %" PRIu64 ", %zu bytes)", rd.snapshot_index,
+			     rd.snapshot_term, rd.snapshot_len);
+		}
 		for (size_t i = 0; i < rd.ncommitted; i++)
 			apply_entry(mon, &rd.committed[i]);
 		tsr_raft_advance(mon->raft, &rd);
+		maybe_compact(mon);
 	}
 	if (tsr_raft_leader(mon->raft) != 0)
 		mon->last_leader_ns = now;
@@ -516,6 +641,21 @@ handle_raft(struct mon *mon, struct tsr_msg *m)
 				   sizeof(err)) < 0) {
 		LOGW("bad raft message: %s", err);
 		return;
+	}
+	if (m->data_len) {
+		/* only a snapshot carries data, and it must decode before Raft
+		 * takes it as the state up to its index */
+		if (rm.type != TSR_RAFT_SNAPSHOT || fp != mon->mem.fp ||
+		    snap_decode(mon, m->data_iov[0].iov_base, m->data_len, rm.index, 0) < 0) {
+			LOGW("raft %s from node %" PRIu64 " with %zu bytes of data that "
+			     "are not a snapshot of index %" PRIu64 "; dropped",
+			     tsr_raft_msg_name(rm.type) ? tsr_raft_msg_name(rm.type) : "?",
+			     rm.from, m->data_len, rm.index);
+			tsr_monmsg_raft_free(&rm);
+			return;
+		}
+		rm.snap = m->data_iov[0].iov_base;
+		rm.snap_len = m->data_len;
 	}
 	if (fp != mon->mem.fp) {
 		const struct tsr_mon_member *f = tsr_mon_members_by_id(&mon->mem, rm.from);
@@ -706,11 +846,20 @@ open_store(struct mon *mon, char *err, size_t errlen)
 	uint64_t peers[TSR_MON_MAX];
 	for (size_t i = 0; i < mon->mem.n; i++)
 		peers[i] = mon->mem.m[i].id;
+	if (mon->rs.snap_index &&
+	    snap_decode(mon, mon->rs.snap, mon->rs.snap_len, mon->rs.snap_index, 1) < 0) {
+		tsr_raftstore_free_log(log, nlog);
+		return tsr_errf(err, errlen, -EIO, "%s: the stored snapshot (index %"
+				PRIu64 ") does not decode", path, mon->rs.snap_index);
+	}
 	struct tsr_raft_conf c = {
 		.id = mon->self->id, .peers = peers, .npeers = mon->mem.n,
 		.election_ticks = mon->e_ticks, .heartbeat_ticks = 1,
 		.seed = tsr_now_ns(), .hs = hs, .log = log, .nlog = nlog,
-		.applied = 0, /* the maps are rebuilt from the log */
+		.snap_index = mon->rs.snap_index, .snap_term = mon->rs.snap_term,
+		.snap = mon->rs.snap, .snap_len = mon->rs.snap_len,
+		/* the maps: the snapshot, then the log after it replayed */
+		.applied = mon->rs.snap_index,
 	};
 	rc = tsr_raft_create(&c, &mon->raft);
 	tsr_raftstore_free_log(log, nlog);
@@ -718,8 +867,9 @@ open_store(struct mon *mon, char *err, size_t errlen)
 		return tsr_errf(err, errlen, -EIO, "%s: the stored Raft state is "
 				"inconsistent (term %" PRIu64 ", commit %" PRIu64 ", %zu "
 				"entries)", path, hs.term, hs.commit, nlog);
-	LOGI("store %s: term %" PRIu64 ", %zu log entries, %" PRIu64 " committed",
-	     path, hs.term, nlog, hs.commit);
+	LOGI("store %s: term %" PRIu64 ", a snapshot at %" PRIu64 ", %zu log entries "
+	     "after it, %" PRIu64 " committed", path, hs.term, mon->rs.snap_index,
+	     nlog, hs.commit);
 	return 0;
 }
 
@@ -759,6 +909,7 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	/* the lease ends two ticks before anyone may vote for another
 	 * leader: room for timer jitter and clock-rate differences */
 	mon->lease_ns = (mon->e_ticks - 2) * mon->tick_ns;
+	mon->snap_every = (uint64_t)tsr_conf_int(conf, "mon_snapshot_every");
 	snprintf(mon->data, sizeof(mon->data), "%s", tsr_conf_str(conf, "mon_data"));
 	if ((rc = open_store(mon, err, errlen)) < 0)
 		return rc;
@@ -828,6 +979,7 @@ mon_stop(struct tsr_daemon *d)
 		free(it);
 	}
 	tsr_raft_destroy(mon->raft);
+	tsr_raftstore_close(&mon->rs);
 	if (mon->kv)
 		tsr_kv_close(mon->kv);
 	state_free(&mon->st);

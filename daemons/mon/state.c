@@ -579,3 +579,144 @@ state_entry_decode(const void *p, size_t len, struct tsr_mon_cmd *cmd)
 
 	return tsr_monmsg_cmd_decode(p, len, cmd, err, sizeof(err)) < 0 ? -EBADMSG : 0;
 }
+
+/* ---- Snapshots -----------------------------------------------------------
+ *
+ *   envelope v1 { u64 osd_epoch, u64 mds_epoch, u32 flags, i64 next_pool_id,
+ *                 u64 applied,
+ *                 u32 n, n x { i32 id, string host, f64 weight,
+ *                              f64 reweight, u8 in, u8 up },
+ *                 u32 n, n x { i64 id, string name, u32 pg_num, u32 size,
+ *                              u32 min_size },
+ *                 u32 n, n x { u64 client, u64 tid, i32 status,
+ *                              bytes text },
+ *                 u32 next_session }
+ */
+
+uint8_t *
+state_encode(const struct mon_state *s, size_t *len)
+{
+	struct tsr_enc e;
+	size_t m;
+
+	tsr_enc_init(&e);
+	m = tsr_enc_begin_struct(&e, 1, 1);
+	tsr_enc_u64(&e, s->osd_epoch);
+	tsr_enc_u64(&e, s->mds_epoch);
+	tsr_enc_u32(&e, s->flags);
+	tsr_enc_i64(&e, s->next_pool_id);
+	tsr_enc_u64(&e, s->applied);
+	tsr_enc_u32(&e, (uint32_t)s->nosds);
+	for (size_t i = 0; i < s->nosds; i++) {
+		const struct mon_osd *o = &s->osds[i];
+		tsr_enc_i32(&e, o->id);
+		tsr_enc_str(&e, o->host);
+		tsr_enc_double(&e, o->weight);
+		tsr_enc_double(&e, o->reweight);
+		tsr_enc_u8(&e, (uint8_t)o->in);
+		tsr_enc_u8(&e, (uint8_t)o->up);
+	}
+	tsr_enc_u32(&e, (uint32_t)s->npools);
+	for (size_t i = 0; i < s->npools; i++) {
+		const struct mon_pool *p = &s->pools[i];
+		tsr_enc_i64(&e, p->id);
+		tsr_enc_str(&e, p->name);
+		tsr_enc_u32(&e, p->pg_num);
+		tsr_enc_u32(&e, p->size);
+		tsr_enc_u32(&e, p->min_size);
+	}
+	tsr_enc_u32(&e, (uint32_t)s->nsessions);
+	for (size_t i = 0; i < s->nsessions; i++) {
+		const struct mon_session *ss = &s->sessions[i];
+		tsr_enc_u64(&e, ss->client);
+		tsr_enc_u64(&e, ss->tid);
+		tsr_enc_i32(&e, ss->status);
+		tsr_enc_bytes(&e, ss->text, ss->text ? strlen(ss->text) : 0);
+	}
+	tsr_enc_u32(&e, (uint32_t)s->next_session);
+	tsr_enc_end_struct(&e, m);
+	if (tsr_enc_error(&e)) {
+		tsr_enc_release(&e);
+		return NULL;
+	}
+	return tsr_enc_take(&e, len);
+}
+
+int
+state_decode(struct mon_state *out, const void *p, size_t len)
+{
+	struct mon_state s;
+	struct tsr_dec d, sub;
+	uint8_t ver;
+	uint32_t n;
+
+	state_init(&s);
+	tsr_dec_init(&d, p, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return -EBADMSG;
+	s.osd_epoch = tsr_dec_u64(&sub);
+	s.mds_epoch = tsr_dec_u64(&sub);
+	s.flags = tsr_dec_u32(&sub);
+	s.next_pool_id = tsr_dec_i64(&sub);
+	s.applied = tsr_dec_u64(&sub);
+	n = tsr_dec_u32(&sub);
+	if (tsr_dec_error(&sub) || n > MON_MAX_OSDS)
+		goto bad;
+	if (n && (s.osds = calloc(n, sizeof(*s.osds))) == NULL)
+		goto bad;
+	for (uint32_t i = 0; i < n && !tsr_dec_error(&sub); i++) {
+		struct mon_osd *o = &s.osds[i];
+		o->id = tsr_dec_i32(&sub);
+		tsr_dec_str(&sub, o->host, sizeof(o->host));
+		o->weight = tsr_dec_double(&sub);
+		o->reweight = tsr_dec_double(&sub);
+		o->in = tsr_dec_u8(&sub) != 0;
+		o->up = tsr_dec_u8(&sub) != 0;
+		if (o->id < 0 || o->id >= MON_MAX_OSDS || (i && o->id <= s.osds[i - 1].id))
+			goto bad;
+		s.nosds = i + 1;
+	}
+	n = tsr_dec_u32(&sub);
+	if (tsr_dec_error(&sub) || n > MON_MAX_POOLS)
+		goto bad;
+	if (n && (s.pools = calloc(n, sizeof(*s.pools))) == NULL)
+		goto bad;
+	for (uint32_t i = 0; i < n && !tsr_dec_error(&sub); i++) {
+		struct mon_pool *pl = &s.pools[i];
+		pl->id = tsr_dec_i64(&sub);
+		tsr_dec_str(&sub, pl->name, sizeof(pl->name));
+		pl->pg_num = tsr_dec_u32(&sub);
+		pl->size = tsr_dec_u32(&sub);
+		pl->min_size = tsr_dec_u32(&sub);
+		s.npools = i + 1;
+	}
+	n = tsr_dec_u32(&sub);
+	if (tsr_dec_error(&sub) || n > MON_SESSIONS)
+		goto bad;
+	for (uint32_t i = 0; i < n && !tsr_dec_error(&sub); i++) {
+		struct mon_session *ss = &s.sessions[i];
+		const void *t;
+		size_t tl;
+
+		ss->client = tsr_dec_u64(&sub);
+		ss->tid = tsr_dec_u64(&sub);
+		ss->status = tsr_dec_i32(&sub);
+		tsr_dec_bytes(&sub, &t, &tl, TSR_MONMSG_MAX_TEXT);
+		if (tsr_dec_error(&sub) || (tl && memchr(t, '\0', tl)) ||
+		    (ss->text = malloc(tl + 1)) == NULL)
+			goto bad;
+		memcpy(ss->text, t, tl);
+		ss->text[tl] = '\0';
+		s.nsessions = i + 1;
+	}
+	s.next_session = tsr_dec_u32(&sub);
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) ||
+	    s.next_session >= MON_SESSIONS)
+		goto bad;
+	state_free(out);
+	*out = s;
+	return 0;
+bad:
+	state_free(&s);
+	return -EBADMSG;
+}

@@ -79,6 +79,11 @@ int state_read(const struct mon_state *s, int argc, char **argv,
  * strings appended to out. */
 int state_health(const struct mon_state *s, struct tsr_sbuf *out);
 
+/* A snapshot of the whole state (malloc'd), and back: out is replaced
+ * only when p decodes whole and sane (-EBADMSG otherwise). */
+uint8_t *state_encode(const struct mon_state *s, size_t *len);
+int state_decode(struct mon_state *out, const void *p, size_t len);
+
 /* Log entries: (client, tid, argv) in the versioned encoding. */
 uint8_t *state_entry_encode(uint64_t client, uint64_t tid, int argc,
 			    char **argv, size_t *len);

@@ -13,6 +13,8 @@
  *   nemesis          kills, pauses and partitions at random while a client
  *                    adds OSDs: one linear history, nothing acknowledged
  *                    lost or doubled;
+ *   snapshots        a monitor behind the leader's snapshot gets it; all
+ *                    restart from their snapshots with the maps whole;
  *   bad_input        a monitor of another cluster, one configured with
  *                    another monitor set, a store bound to another set, a
  *                    corrupt store: clear errors, the others serve on.
@@ -306,6 +308,48 @@ START_TEST(partition)
 }
 END_TEST
 
+/* ---- snapshots -------------------------------------------------------------------*/
+
+static void expect_log(struct tc_cluster *c, const char *mon, const char *text, int ms);
+
+/* With a snapshot every 10 changes: a monitor down for 40 changes comes
+ * back behind the leader's snapshot and gets it; then every monitor
+ * restarts from its own snapshot and log, and the maps are whole. */
+START_TEST(snapshots)
+{
+	struct tc_cluster c;
+	char *out = NULL;
+	int l;
+	size_t f;
+
+	ck_assert_int_eq(tc_create(&c, 3, "mon_snapshot_every = 10;"), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(l = tc_wait_leader(&c, 15000), 0);
+	f = ((size_t)l + 1) % 3;
+	tc_signal(&c, f, SIGKILL);
+	for (int i = 0; i < 40; i++)
+		ck_assert_int_eq(tc_cli(&c, NULL, "pool create s%d", i), 0);
+	ck_assert_int_eq(tc_start(&c, f), 0);
+	ck_assert_int_eq(tc_wait_converged(&c, 20000), 0);
+	expect_log(&c, c.mon[f].name, "installed the leader's snapshot at index", 1000);
+	for (size_t i = 0; i < 3; i++)
+		ck_assert_int_eq(tc_signal(&c, i, SIGTERM), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+	ck_assert_int_eq(tc_wait_converged(&c, 20000), 0);
+	ck_assert_int_eq(tc_cli(&c, &out, "pool ls --format json"), 0);
+	for (int i = 0; i < 40; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "\"name\": \"s%d\"", i);
+		ck_assert_msg(strstr(out, want) != NULL, "pool s%d lost: %s", i, out);
+	}
+	ck_assert_uint_eq(tc_json_u64(out, "osdmap_epoch", 0), 41);
+	free(out);
+	expect_log(&c, "a", "a snapshot at", 1000);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 /* ---- nemesis ---------------------------------------------------------------------*/
 
 START_TEST(nemesis)
@@ -319,7 +363,8 @@ START_TEST(nemesis)
 
 	if (getenv("NEMESIS_SEED"))
 		rng = strtoull(getenv("NEMESIS_SEED"), NULL, 0) | 1;
-	ck_assert_int_eq(tc_create(&c, 3, NULL), 0);
+	/* snapshots and compaction all along */
+	ck_assert_int_eq(tc_create(&c, 3, "mon_snapshot_every = 25;"), 0);
 	ck_assert_int_eq(tc_start_all(&c), 0);
 	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
 	snprintf(log, sizeof(log), "%s/acked", c.dir);
@@ -534,6 +579,7 @@ main(void)
 	} tests[] = {
 		{ "leader_kill", leader_kill }, { "minority", minority },
 		{ "partition", partition }, { "bad_input", bad_input },
+		{ "snapshots", snapshots },
 		{ "nemesis", nemesis },
 	};
 	Suite *s = suite_create("mon");
