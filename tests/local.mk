@@ -243,8 +243,24 @@ tests/fuzz/fuzz_frame: $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/ms
 		-I$(top_srcdir)/core/include -I$(top_srcdir)/core \
 		-o $@ $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) -lpthread
 endif
+# The monitor's decoders: Raft messages, commands, replies, snapshots.
+FUZZ_MON_SRC = tests/fuzz/fuzz_mon.c core/mon/monmsg.c daemons/mon/state.c \
+	core/encoding/encoding.c core/util/util.c core/util/sbuf.c
+if HAVE_FUZZER
+check_DATA += tests/fuzz/fuzz_mon
+CLEANFILES += tests/fuzz/fuzz_mon
+tests/fuzz/fuzz_mon: $(FUZZ_MON_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/mon/monmsg.h \
+		$(top_srcdir)/daemons/mon/state.h
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CCLD)$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-I$(top_srcdir)/core/include -I$(top_srcdir)/core \
+		-I$(top_srcdir)/daemons/mon \
+		-o $@ $(FUZZ_MON_SRC:%=$(top_srcdir)/%) -lpthread -lm
+endif
 TESTS += tests/fuzz/run.sh
-EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/fuzz_frame.c tests/fuzz/corpus
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/fuzz_frame.c tests/fuzz/fuzz_mon.c \
+	tests/fuzz/corpus
 
 # The monitors end to end, on the cluster harness (tests/cluster).
 check_PROGRAMS += tests/integration/test_mon
