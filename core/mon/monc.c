@@ -208,11 +208,12 @@ tsr_monc_command(struct tsr_monc *c, int argc, char **argv, uint64_t timeout_ms,
 				continue;
 			}
 			if (r->status != -EAGAIN && r->status != -ENOTCONN &&
-			    r->status != -ETIMEDOUT) {
+			    r->status != -ETIMEDOUT && r->status != -EBUSY) {
 				*text = r->text;
 				return r->status;
 			}
-			/* no quorum there: someone else may know better */
+			/* no quorum there (or it is overloaded): someone else
+			 * may do better */
 			tsr_strlcpy(last, r->text, sizeof(c->last[0]));
 			free(r->text);
 		} else {

@@ -45,6 +45,7 @@
 #define LOGD(...) TSR_LOG_DEBUG(MON, __VA_ARGS__)
 
 #define PROPOSE_TIMEOUT_NS (5ull * 1000000000u) /* a change not committed by then fails */
+#define QUEUE_MAX 4096 /* items waiting for the monitor thread; above, new ones are refused */
 
 /* Something an I/O thread queued for the monitor thread. */
 struct item {
@@ -81,6 +82,8 @@ struct mon {
 	pthread_mutex_t qlock;       /* the queue and stop */
 	pthread_cond_t qcond;
 	struct item *head, **tail;
+	size_t queued;
+	uint64_t refused;            /* items refused on a full queue */
 	int stop;
 
 	pthread_mutex_t lock;        /* everything below, and raft (status reads) */
@@ -99,12 +102,42 @@ struct mon {
 
 /* ---- Queue (I/O threads) ---------------------------------------------------*/
 
+static void reply(struct tsr_conn *c, uint64_t tid, int status, const char *text,
+		  const char *leader);
+
 static void
 enqueue(struct mon *mon, int kind, struct tsr_conn *c, struct tsr_msg *m)
 {
-	struct item *it = malloc(sizeof(*it));
+	struct item *it;
 
-	if (it == NULL) {
+	pthread_mutex_lock(&mon->qlock);
+	if (mon->queued >= QUEUE_MAX) {
+		/* the monitor thread is behind (a slow disk): Raft copes with a
+		 * lost message, a client is told to come back */
+		int log = mon->refused++ % 1000 == 0;
+		pthread_mutex_unlock(&mon->qlock);
+		if (log)
+			LOGW("%zu messages wait for the monitor thread: refusing more "
+			     "(%" PRIu64 " so far)", (size_t)QUEUE_MAX, mon->refused);
+		if (kind == TSR_MSG_MON_CMD) {
+			struct tsr_mon_cmd cmd;
+			char err[64];
+			if (tsr_monmsg_cmd_decode(m->front, m->front_len, &cmd, err,
+						  sizeof(err)) == 0) {
+				reply(c, cmd.tid, -EBUSY, "the monitor is overloaded; retry",
+				      NULL);
+				tsr_monmsg_cmd_free(&cmd);
+			}
+		}
+		tsr_msg_free(m, 0);
+		return;
+	}
+	mon->queued++;
+	pthread_mutex_unlock(&mon->qlock);
+	if ((it = malloc(sizeof(*it))) == NULL) {
+		pthread_mutex_lock(&mon->qlock);
+		mon->queued--;
+		pthread_mutex_unlock(&mon->qlock);
 		tsr_msg_free(m, 0);
 		return;
 	}
@@ -707,6 +740,7 @@ mon_main(void *arg)
 		it = mon->head;
 		mon->head = NULL;
 		mon->tail = &mon->head;
+		mon->queued = 0;
 		pthread_mutex_unlock(&mon->qlock);
 
 		pthread_mutex_lock(&mon->lock);
