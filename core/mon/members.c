@@ -28,7 +28,8 @@ addr_ok(const char *s)
 	char *end;
 	long port;
 
-	if (colon == NULL || (size_t)(colon - s) >= sizeof(host))
+	if (colon == NULL || (size_t)(colon - s) >= sizeof(host) ||
+	    strlen(s) >= TSR_MON_ADDR_MAX)
 		return 0;
 	memcpy(host, s, (size_t)(colon - s));
 	host[colon - s] = '\0';
@@ -96,8 +97,9 @@ tsr_mon_members_parse(const char *text, const char *where,
 						"address %s", where, out->m[i].name,
 						item, eq + 1);
 		}
-		snprintf(out->m[out->n].name, TSR_MON_NAME_MAX, "%s", item);
-		snprintf(out->m[out->n].addr, TSR_MON_ADDR_MAX, "%s", eq + 1);
+		/* lengths checked above */
+		tsr_strlcpy(out->m[out->n].name, item, TSR_MON_NAME_MAX);
+		tsr_strlcpy(out->m[out->n].addr, eq + 1, TSR_MON_ADDR_MAX);
 		out->n++;
 	}
 	if (out->n == 0)

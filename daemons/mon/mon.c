@@ -237,28 +237,27 @@ send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
 	}
 }
 
-/* A lossy session to a peer ended: the next send reconnects. */
+/* A lossy session ended.  The monitor thread, which alone touches
+ * peer[], drops it if it was one of ours (the next send reconnects); the
+ * item holds a reference, so the handle cannot be reused meanwhile. */
 static void
 on_fault(struct tsr_conn *c, int err, void *arg)
 {
 	struct mon *mon = arg;
+	struct item *it = malloc(sizeof(*it));
 
 	(void)err;
+	if (it == NULL)
+		return; /* the next send finds the session failed */
+	it->next = NULL;
+	it->kind = -1;
+	it->conn = c;
+	it->msg = NULL;
+	tsr_conn_get(c);
 	pthread_mutex_lock(&mon->qlock);
-	for (size_t i = 0; i < mon->mem.n; i++)
-		if (mon->peer[i] == c) {
-			/* handed to the monitor thread, which owns peer[] */
-			struct item *it = malloc(sizeof(*it));
-			if (it == NULL)
-				break;
-			it->next = NULL;
-			it->kind = -1;
-			it->conn = c;
-			it->msg = NULL;
-			*mon->tail = it;
-			mon->tail = &it->next;
-			pthread_cond_signal(&mon->qcond);
-		}
+	*mon->tail = it;
+	mon->tail = &it->next;
+	pthread_cond_signal(&mon->qcond);
 	pthread_mutex_unlock(&mon->qlock);
 }
 
@@ -765,15 +764,14 @@ mon_main(void *arg)
 					handle_cmd(mon, it->conn, it->msg, now);
 				process_ready(mon, now); /* on failure: stopping */
 			}
-			if (it->kind == -1) {
+			if (it->kind == -1)
 				for (size_t i = 0; i < mon->mem.n; i++)
 					if (mon->peer[i] == it->conn) {
 						tsr_conn_put(mon->peer[i]);
 						mon->peer[i] = NULL;
 					}
-			} else if (it->conn) {
+			if (it->conn)
 				tsr_conn_put(it->conn);
-			}
 			if (it->msg)
 				tsr_msg_free(it->msg, 0);
 			free(it);
@@ -1006,7 +1004,7 @@ mon_stop(struct tsr_daemon *d)
 	tsr_msgr_destroy(mon->msgr);
 	for (struct item *it = mon->head, *n; it; it = n) {
 		n = it->next;
-		if (it->conn && it->kind != -1)
+		if (it->conn)
 			tsr_conn_put(it->conn);
 		if (it->msg)
 			tsr_msg_free(it->msg, 0);

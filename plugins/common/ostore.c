@@ -1341,7 +1341,7 @@ commit_batch(struct os *os, struct os_pending **batch, int *rcs, size_t n)
 	uint64_t now = os->host->now_ns(os->host->ctx);
 	struct os_prep p;
 	size_t ok;
-	int rc;
+	int rc = 0;
 
 	for (size_t i = 0; i < n; i++)
 		rcs[i] = os->failed ? -EIO : 1; /* 1: not decided yet */
