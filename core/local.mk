@@ -24,6 +24,7 @@ core_libtsrcore_la_SOURCES = \
 	core/mon/members.c core/mon/members.h \
 	core/mon/monmsg.c core/mon/monmsg.h \
 	core/mon/monc.c core/mon/monc.h \
+	core/mon/osdbeacon.c core/mon/osdbeacon.h \
 	core/daemon/asok.c core/daemon/asok.h \
 	core/daemon/pidfile.c core/daemon/pidfile.h \
 	core/daemon/daemon.c core/daemon/daemon.h \

@@ -169,6 +169,10 @@ tests_unit_test_registry_LDADD = $(CHECK_LDADD_ALL)
 
 # The test daemon links the shared library, as real daemons do: if it
 # builds, the exported API is enough for a daemon.
+check_PROGRAMS += tests/daemon/tsr-testosd
+tests_daemon_tsr_testosd_SOURCES = tests/daemon/testosd.c
+tests_daemon_tsr_testosd_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
+tests_daemon_tsr_testosd_LDADD = core/libtessera-core.la $(PTHREAD_LIBS)
 check_PROGRAMS += tests/daemon/tsr-testd
 tests_daemon_tsr_testd_SOURCES = tests/daemon/testd.c
 tests_daemon_tsr_testd_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
@@ -202,7 +206,8 @@ AM_TESTS_ENVIRONMENT = \
 	BACKEND_OPTIONS_file='journal_size=8M'; \
 	BACKEND_OPTIONS_blockdev='size=256M'; \
 	TESSERA_MON='$(abs_top_builddir)/daemons/mon/tessera-mon'; \
-	export TESSERA_MON TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
+	TESTOSD='$(abs_top_builddir)/tests/daemon/tsr-testosd'; \
+	export TESSERA_MON TESTOSD TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
 		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_BLOCKDEV_PLUGIN \
 		BACKEND_PLUGINS BACKEND_OPTIONS_file \
 		BACKEND_OPTIONS_blockdev;

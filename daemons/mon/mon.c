@@ -55,6 +55,18 @@ struct item {
 	struct tsr_msg *msg;
 };
 
+/* What the leader knows of an OSD beyond the map (soft state: a new
+ * leader starts afresh, giving every OSD a full grace). */
+struct osd_watch {
+	uint64_t last_beacon;        /* mono ns; 0: none since we lead */
+	uint64_t down_seen;          /* when we first saw it down */
+	uint64_t proposed_at;        /* our last down/out proposal for it */
+	uint64_t last_flap;          /* when we last marked it down */
+	uint64_t up_from;            /* the boot epoch the above belong to */
+	unsigned flaps;              /* recent downs: each doubles the grace */
+	struct { int32_t who; uint64_t at; } rep[8]; /* peers reporting it silent */
+};
+
 /* A change proposed and not yet answered, or a read waiting for a lease. */
 struct waiter {
 	struct waiter *next;
@@ -95,6 +107,12 @@ struct mon {
 	uint64_t hist_index;         /* the last log entry applied, and a CRC32C */
 	uint32_t hist_crc;           /* of every entry applied: equal on monitors
 	                              * whose histories are the same */
+	/* failure detection (leader only) */
+	uint64_t grace_ns, down_out_ns;
+	unsigned min_reporters;
+	struct osd_watch *watch;     /* by OSD id */
+	uint64_t lead_term, lead_since;
+	uint64_t internal_tid;
 	uint32_t isolated;           /* fault injection: members (bit = id - 1)
 	                              * whose Raft messages we drop both ways */
 	int failed;                  /* the store failed: stop serving */
@@ -366,6 +384,150 @@ serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
 	return state_read(&mon->st, argc, argv, out);
 }
 
+/* ---- Failure detection (the leader) -----------------------------------------
+ *
+ * OSDs send `osd beacon ID [--failed PEERS]` every osd_beacon_interval;
+ * the leader notes the time and the peers reported silent.  An up OSD is
+ * marked down when its beacons stop for the grace (doubled for each
+ * recent flap, up to 8x), or when mon_osd_min_down_reporters other up
+ * OSDs reported it within the grace; a down OSD is marked out after
+ * mon_osd_down_out_interval unless noout is set.  The answer to a beacon
+ * says whether the map has the OSD up: one marked down while alive boots
+ * again (core/mon/osdbeacon.c).  The marks are changes like any other,
+ * proposed by the leader under its own client id. */
+
+static void
+propose_internal(struct mon *mon, int argc, char **argv)
+{
+	uint64_t client = 1ull << 63 | tsr_raft_term(mon->raft) << 8 | mon->self->id;
+	size_t len;
+	uint8_t *e = state_entry_encode(client, ++mon->internal_tid, argc, argv, &len);
+
+	if (e == NULL || tsr_raft_propose(mon->raft, e, len, NULL) < 0)
+		LOGW("could not propose %s %s %s", argv[0], argv[1], argc > 2 ? argv[2] : "");
+	free(e);
+}
+
+static void
+handle_beacon(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_cmd *cmd,
+	      uint64_t now)
+{
+	int64_t id = strtoll(cmd->argv[2], NULL, 10); /* checked by classify */
+	const struct mon_osd *o = state_osd(&mon->st, id);
+	struct osd_watch *w = &mon->watch[id];
+	char text[160];
+
+	if (o == NULL) {
+		snprintf(text, sizeof(text), "osd.%lld is not in the map: add it "
+			 "first (tessera osd add %lld --host HOST)", (long long)id,
+			 (long long)id);
+		reply(c, cmd->tid, -ENOENT, text, NULL);
+		return;
+	}
+	w->last_beacon = now;
+	for (uint32_t i = 3; i + 1 < cmd->argc; i++) {
+		if (strcmp(cmd->argv[i], "--failed") != 0)
+			continue;
+		for (char *p = cmd->argv[i + 1]; *p;) {
+			char *end;
+			long t = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (t >= 0 && t < MON_MAX_OSDS && t != id) {
+				struct osd_watch *tw = &mon->watch[t];
+				size_t slot = 0;
+				for (size_t k = 0; k < 8; k++) {
+					if (tw->rep[k].at && tw->rep[k].who == (int32_t)id) {
+						slot = k;
+						break;
+					}
+					if (tw->rep[k].at < tw->rep[slot].at)
+						slot = k;
+				}
+				tw->rep[slot].who = (int32_t)id;
+				tw->rep[slot].at = now;
+			}
+			p = *end == ',' ? end + 1 : end;
+		}
+	}
+	snprintf(text, sizeof(text), "{\"osd\": %d, \"up\": %s, \"in\": %s, "
+		 "\"osdmap_epoch\": %" PRIu64 "}", o->id, o->up ? "true" : "false",
+		 o->in ? "true" : "false", mon->st.osd_epoch);
+	reply(c, cmd->tid, 0, text, NULL);
+}
+
+static void
+check_failures(struct mon *mon, uint64_t now)
+{
+	if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER || !lease_valid(mon, now))
+		return;
+	if (mon->lead_term != tsr_raft_term(mon->raft)) {
+		/* we lead anew: what another leader knew is gone, so every OSD
+		 * gets a full grace from now */
+		mon->lead_term = tsr_raft_term(mon->raft);
+		mon->lead_since = now;
+		memset(mon->watch, 0, MON_MAX_OSDS * sizeof(*mon->watch));
+	}
+	for (size_t i = 0; i < mon->st.nosds; i++) {
+		const struct mon_osd *o = &mon->st.osds[i];
+		struct osd_watch *w = &mon->watch[o->id];
+		char idw[16], *argv[4] = { "osd", NULL, idw, NULL };
+
+		snprintf(idw, sizeof(idw), "%d", o->id);
+		if (now - w->proposed_at < 1000000000ull && w->proposed_at)
+			continue; /* the last proposal is on its way */
+		if (o->up) {
+			uint64_t last = w->last_beacon > mon->lead_since ? w->last_beacon
+									 : mon->lead_since;
+			uint64_t grace;
+			unsigned reporters = 0;
+
+			w->down_seen = 0;
+			if (w->up_from != o->up_from) {
+				/* it booted: old reports are about its old life */
+				w->up_from = o->up_from;
+				memset(w->rep, 0, sizeof(w->rep));
+				if (last < now)
+					w->last_beacon = last = now;
+			}
+			if (w->last_flap && now - w->last_flap > 10 * mon->grace_ns)
+				w->flaps = 0;
+			grace = mon->grace_ns << (w->flaps < 3 ? w->flaps : 3);
+			for (size_t k = 0; k < 8; k++) {
+				const struct mon_osd *r = state_osd(&mon->st, w->rep[k].who);
+				reporters += w->rep[k].at && now - w->rep[k].at < grace &&
+					     r != NULL && r->up;
+			}
+			if (now - last <= grace && reporters < mon->min_reporters)
+				continue;
+			if (reporters >= mon->min_reporters)
+				LOGW("osd.%d: %u OSDs report it silent: marking it down",
+				     o->id, reporters);
+			else
+				LOGW("osd.%d: no beacon for %.1f s (grace %.1f s): marking "
+				     "it down", o->id, (double)(now - last) / 1e9,
+				     (double)grace / 1e9);
+			argv[1] = "down";
+			propose_internal(mon, 3, argv);
+			w->proposed_at = now;
+			w->flaps++;
+			w->last_flap = now;
+			continue;
+		}
+		if (w->down_seen == 0)
+			w->down_seen = now;
+		if (!o->in || (mon->st.flags & MON_FLAG_NOOUT) ||
+		    now - w->down_seen < mon->down_out_ns)
+			continue;
+		LOGW("osd.%d: down for %.1f s: marking it out (its data moves)", o->id,
+		     (double)(now - w->down_seen) / 1e9);
+		argv[1] = "out";
+		argv[3] = "--auto";
+		propose_internal(mon, 4, argv);
+		w->proposed_at = now;
+	}
+}
+
 static void
 waiter_free(struct waiter *w)
 {
@@ -396,6 +558,10 @@ handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t no
 	}
 	if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
 		redirect(mon, c, w->cmd.tid, now);
+		goto done;
+	}
+	if (kind == 2) {
+		handle_beacon(mon, c, &w->cmd, now);
 		goto done;
 	}
 	w->conn = c;
@@ -780,6 +946,8 @@ mon_main(void *arg)
 		if (!mon->failed) {
 			process_ready(mon, now);
 			sweep(mon, now);
+			check_failures(mon, now);
+			process_ready(mon, now);
 		}
 		pthread_mutex_unlock(&mon->lock);
 		pthread_mutex_lock(&mon->qlock);
@@ -942,6 +1110,10 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	 * leader: room for timer jitter and clock-rate differences */
 	mon->lease_ns = (mon->e_ticks - 2) * mon->tick_ns;
 	mon->snap_every = (uint64_t)tsr_conf_int(conf, "mon_snapshot_every");
+	mon->grace_ns = (uint64_t)tsr_conf_int(conf, "mon_osd_beacon_grace") * 1000000u;
+	mon->down_out_ns = (uint64_t)tsr_conf_int(conf, "mon_osd_down_out_interval") * 1000000u;
+	mon->min_reporters = (unsigned)tsr_conf_int(conf, "mon_osd_min_down_reporters");
+	mon->watch = tsr_xcalloc(MON_MAX_OSDS, sizeof(*mon->watch));
 	snprintf(mon->data, sizeof(mon->data), "%s", tsr_conf_str(conf, "mon_data"));
 	if ((rc = open_store(mon, err, errlen)) < 0)
 		return rc;
@@ -1015,6 +1187,7 @@ mon_stop(struct tsr_daemon *d)
 	if (mon->kv)
 		tsr_kv_close(mon->kv);
 	state_free(&mon->st);
+	free(mon->watch);
 	pthread_mutex_destroy(&mon->qlock);
 	pthread_mutex_destroy(&mon->lock);
 	pthread_cond_destroy(&mon->qcond);

@@ -90,7 +90,8 @@ struct cmd_opts {
 	const char *host;
 	double weight;
 	int64_t size, min_size;
-	int yes;
+	int yes, autom;
+	const char *failed;
 	const char *pos[4];
 	int npos;
 };
@@ -119,6 +120,13 @@ parse_opts(int argc, char **argv, int from, struct cmd_opts *o,
 			    o->weight <= 0)
 				return FAIL(-EINVAL, "--weight needs a number above 0");
 			i++;
+		} else if (strcmp(w, "--auto") == 0) {
+			o->autom = 1;
+		} else if (strcmp(w, "--failed") == 0) {
+			if (val == NULL)
+				return FAIL(-EINVAL, "--failed needs OSD ids (1,2,3)");
+			o->failed = val;
+			i++;
 		} else if (strcmp(w, "--size") == 0 || strcmp(w, "--min-size") == 0) {
 			int64_t *v = w[2] == 's' ? &o->size : &o->min_size;
 			if (val == NULL || parse_i64(val, 1, 16, v) < 0)
@@ -144,6 +152,12 @@ find_osd(const struct mon_state *s, int64_t id)
 		if (s->osds[i].id == id)
 			return &s->osds[i];
 	return NULL;
+}
+
+struct mon_osd *
+state_osd(const struct mon_state *s, int64_t id)
+{
+	return find_osd(s, id);
 }
 
 static struct mon_pool *
@@ -187,6 +201,8 @@ static const struct change changes[] = {
 	{ "osd", "reweight", 2, 2, "osd reweight ID R (0..1)" },
 	{ "osd", "set", 1, 1, "osd set noout" },
 	{ "osd", "unset", 1, 1, "osd unset noout" },
+	{ "osd", "down", 1, 1, "osd down ID" },
+	{ "osd", "boot", 2, 2, "osd boot ID IP:PORT (an OSD starting)" },
 	{ "pool", "create", 1, 2, "pool create NAME [PG_NUM] [--size N] [--min-size N]" },
 	{ "pool", "set", 3, 3, "pool set NAME pg_num|size|min_size VALUE" },
 	{ "pool", "rm", 1, 1, "pool rm NAME --yes-i-really-mean-it" },
@@ -205,6 +221,14 @@ state_classify(int argc, char **argv, struct tsr_sbuf *out)
 	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
 		if (is(argc, argv, reads[i][0], reads[i][1]))
 			return 0;
+	if (is(argc, argv, "osd", "beacon")) {
+		int64_t id;
+		if (parse_opts(argc, argv, 2, &o, out) < 0)
+			return -EINVAL;
+		if (o.npos < 1 || parse_i64(o.pos[0], 0, MON_MAX_OSDS - 1, &id) < 0)
+			return FAIL(-EINVAL, "usage: osd beacon ID [--failed ID,ID...]");
+		return 2;
+	}
 	for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
 		const struct change *c = &changes[i];
 		if (!is(argc, argv, c->w0, c->w1))
@@ -399,8 +423,38 @@ change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 				id, s->osd_epoch);
 		return 0;
 	}
+	if (is(argc, argv, "osd", "boot")) {
+		if (strlen(o.pos[1]) >= sizeof(osd->addr) || strchr(o.pos[1], ':') == NULL)
+			return FAIL(-EINVAL, "osd boot: '%s' is not IP:PORT", o.pos[1]);
+		if (osd->up && strcmp(osd->addr, o.pos[1]) == 0) {
+			tsr_sbuf_printf(out, "{\"osd\": %d, \"up\": true, \"osdmap_epoch\": %"
+					PRIu64 "}", osd->id, s->osd_epoch);
+			return 0;
+		}
+		osd->up = 1;
+		snprintf(osd->addr, sizeof(osd->addr), "%s", o.pos[1]);
+		if (osd->auto_out) {
+			/* the monitors took it out; back it comes */
+			osd->in = 1;
+			osd->auto_out = 0;
+		}
+		osd->up_from = ++s->osd_epoch;
+		tsr_sbuf_printf(out, "{\"osd\": %d, \"up\": true, \"osdmap_epoch\": %"
+				PRIu64 "}", osd->id, s->osd_epoch);
+		return 0;
+	}
+	if (is(argc, argv, "osd", "down")) {
+		if (osd->up) {
+			osd->up = 0;
+			s->osd_epoch++;
+		}
+		tsr_sbuf_printf(out, "{\"osd\": %d, \"up\": false, \"osdmap_epoch\": %"
+				PRIu64 "}", osd->id, s->osd_epoch);
+		return 0;
+	}
 	if (is(argc, argv, "osd", "in") || is(argc, argv, "osd", "out")) {
 		osd->in = argv[1][0] == 'i';
+		osd->auto_out = !osd->in && o.autom;
 	} else { /* reweight */
 		double r;
 		if (parse_dbl(o.pos[1], 0, 1, &r) < 0)
@@ -493,6 +547,8 @@ osd_json(const struct mon_osd *o, struct tsr_sbuf *out)
 {
 	tsr_sbuf_printf(out, "{\"id\": %d, \"host\": ", o->id);
 	tsr_sbuf_json_str(out, o->host);
+	tsr_sbuf_printf(out, ", \"addr\": ");
+	tsr_sbuf_json_str(out, o->addr);
 	tsr_sbuf_printf(out, ", \"weight\": %g, \"reweight\": %g, \"up\": %s, "
 			"\"in\": %s}", o->weight, o->reweight, o->up ? "true" : "false",
 			o->in ? "true" : "false");
@@ -585,7 +641,8 @@ state_entry_decode(const void *p, size_t len, struct tsr_mon_cmd *cmd)
  *   envelope v1 { u64 osd_epoch, u64 mds_epoch, u32 flags, i64 next_pool_id,
  *                 u64 applied,
  *                 u32 n, n x { i32 id, string host, f64 weight,
- *                              f64 reweight, u8 in, u8 up },
+ *                              f64 reweight, u8 in, u8 up, string addr,
+ *                              u8 auto_out, u64 up_from },
  *                 u32 n, n x { i64 id, string name, u32 pg_num, u32 size,
  *                              u32 min_size },
  *                 u32 n, n x { u64 client, u64 tid, i32 status,
@@ -615,6 +672,9 @@ state_encode(const struct mon_state *s, size_t *len)
 		tsr_enc_double(&e, o->reweight);
 		tsr_enc_u8(&e, (uint8_t)o->in);
 		tsr_enc_u8(&e, (uint8_t)o->up);
+		tsr_enc_str(&e, o->addr);
+		tsr_enc_u8(&e, (uint8_t)o->auto_out);
+		tsr_enc_u64(&e, o->up_from);
 	}
 	tsr_enc_u32(&e, (uint32_t)s->npools);
 	for (size_t i = 0; i < s->npools; i++) {
@@ -672,6 +732,9 @@ state_decode(struct mon_state *out, const void *p, size_t len)
 		o->reweight = tsr_dec_double(&sub);
 		o->in = tsr_dec_u8(&sub) != 0;
 		o->up = tsr_dec_u8(&sub) != 0;
+		tsr_dec_str(&sub, o->addr, sizeof(o->addr));
+		o->auto_out = tsr_dec_u8(&sub) != 0;
+		o->up_from = tsr_dec_u64(&sub);
 		if (o->id < 0 || o->id >= MON_MAX_OSDS || (i && o->id <= s.osds[i - 1].id))
 			goto bad;
 		s.nosds = i + 1;

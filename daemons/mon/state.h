@@ -28,9 +28,12 @@
 struct mon_osd {
 	int32_t id;
 	char host[64];
+	char addr[64];     /* where it listens, from its last boot */
 	double weight;     /* capacity weight (TiB by convention) */
 	double reweight;   /* 0..1 */
 	int in, up;
+	int auto_out;      /* marked out by the monitors (in again at boot) */
+	uint64_t up_from;  /* the epoch of its last boot */
 };
 
 struct mon_pool {
@@ -61,7 +64,9 @@ struct mon_state {
 void state_init(struct mon_state *s);
 void state_free(struct mon_state *s);
 
-/* Is argv a change (1), a read (0), or unknown (-EINVAL, reason in out)?
+/* Is argv a change (1), a read (0), an OSD's beacon (2: the leader
+ * answers it from its own state and clock), or unknown (-EINVAL, reason
+ * in out)?
  * A change's words are checked too (numbers are numbers...). */
 int state_classify(int argc, char **argv, struct tsr_sbuf *out);
 
@@ -74,6 +79,9 @@ int state_apply(struct mon_state *s, uint64_t client, uint64_t tid, int argc,
 /* Serve a read; its status, with the JSON result or the error in out. */
 int state_read(const struct mon_state *s, int argc, char **argv,
 	       struct tsr_sbuf *out);
+
+/* An OSD by id, or NULL. */
+struct mon_osd *state_osd(const struct mon_state *s, int64_t id);
 
 /* The health: 0 OK, 1 WARN, 2 ERR, with the reasons as a JSON array of
  * strings appended to out. */

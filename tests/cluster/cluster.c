@@ -87,6 +87,7 @@ cleanup_all(void)
 			(void)tc_destroy(live[i]);
 }
 
+static int dsignal(struct tc_daemon *d, int sig);
 static char root[128];
 
 int
@@ -173,20 +174,25 @@ tc_destroy(struct tc_cluster *c)
 	int reports = 0;
 
 	/* a clean stop of each, so leak checkers run at exit */
+	for (size_t i = 0; i < c->nosd; i++)
+		if (c->osd[i].pid > 0)
+			dsignal(&c->osd[i], SIGTERM);
 	for (size_t i = 0; i < c->nmon; i++)
 		if (c->mon[i].pid > 0)
 			tc_signal(c, i, SIGTERM);
-	for (size_t i = 0; c->dir[0] && i < c->nmon; i++) {
+	for (size_t i = 0; c->dir[0] && i < c->nmon + c->nosd; i++) {
+		const struct tc_daemon *d = i < c->nmon ? &c->mon[i] : &c->osd[i - c->nmon];
+		const char *type = i < c->nmon ? "mon" : "osd";
 		char path[400];
 		FILE *f;
 		char line[512];
 
-		snprintf(path, sizeof(path), "%s/log/mon-%s.stderr", c->dir, c->mon[i].name);
+		snprintf(path, sizeof(path), "%s/log/%s-%s.stderr", c->dir, type, d->name);
 		if ((f = fopen(path, "r")) == NULL)
 			continue;
 		while (fgets(line, sizeof(line), f))
 			if (strstr(line, "Sanitizer") || strstr(line, "runtime error")) {
-				fprintf(stderr, "cluster: mon.%s: %s", c->mon[i].name, line);
+				fprintf(stderr, "cluster: %s.%s: %s", type, d->name, line);
 				reports++;
 			}
 		fclose(f);
@@ -200,13 +206,14 @@ tc_destroy(struct tc_cluster *c)
 	return reports;
 }
 
-int
-tc_start_conf(struct tc_cluster *c, size_t i, const char *conf)
+/* Run prog as daemon TYPE-NAME in the foreground, a child of the test. */
+static int
+spawn(struct tc_cluster *c, struct tc_daemon *d, const char *prog_path,
+      const char *type, const char *conf)
 {
-	const char *mon = prog("TESSERA_MON");
 	pid_t pid;
 
-	if (c->mon[i].pid > 0)
+	if (d->pid > 0)
 		return -1;
 	pid = fork();
 	if (pid < 0)
@@ -222,8 +229,8 @@ tc_start_conf(struct tc_cluster *c, size_t i, const char *conf)
 			_exit(1);
 		/* stderr (start-up errors, sanitizer reports) to a file that
 		 * tc_destroy() reads */
-		snprintf(errpath, sizeof(errpath), "%s/log/mon-%s.stderr", c->dir,
-			 c->mon[i].name);
+		snprintf(errpath, sizeof(errpath), "%s/log/%s-%s.stderr", c->dir,
+			 type, d->name);
 		errfd = open(errpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		if (null >= 0) {
 			dup2(null, 0);
@@ -231,13 +238,30 @@ tc_start_conf(struct tc_cluster *c, size_t i, const char *conf)
 		}
 		if (errfd >= 0)
 			dup2(errfd, 2);
-		execl(mon, mon, "--foreground", "--conf", conf, "--id", c->mon[i].name,
-		      (char *)NULL);
+		execl(prog_path, prog_path, "--foreground", "--conf", conf, "--id",
+		      d->name, (char *)NULL);
 		_exit(127);
 	}
-	c->mon[i].pid = pid;
-	c->mon[i].paused = 0;
+	d->pid = pid;
+	d->paused = 0;
 	return 0;
+}
+
+int
+tc_start_conf(struct tc_cluster *c, size_t i, const char *conf)
+{
+	return spawn(c, &c->mon[i], prog("TESSERA_MON"), "mon", conf);
+}
+
+int
+tc_osd_start(struct tc_cluster *c, size_t i)
+{
+	if (i >= TC_MAX_OSDS)
+		return -1;
+	if (c->nosd <= i)
+		c->nosd = i + 1;
+	snprintf(c->osd[i].name, sizeof(c->osd[i].name), "%zu", i);
+	return spawn(c, &c->osd[i], prog("TESTOSD"), "osd", c->conf);
 }
 
 int
@@ -267,10 +291,9 @@ tc_exited(struct tc_cluster *c, size_t i, int *status)
 	return 0;
 }
 
-int
-tc_signal(struct tc_cluster *c, size_t i, int sig)
+static int
+dsignal(struct tc_daemon *d, int sig)
 {
-	struct tc_daemon *d = &c->mon[i];
 	int status = 0;
 
 	if (d->pid <= 0)
@@ -296,6 +319,18 @@ tc_signal(struct tc_cluster *c, size_t i, int sig)
 	d->pid = 0;
 	d->paused = 0;
 	return status;
+}
+
+int
+tc_signal(struct tc_cluster *c, size_t i, int sig)
+{
+	return dsignal(&c->mon[i], sig);
+}
+
+int
+tc_osd_signal(struct tc_cluster *c, size_t i, int sig)
+{
+	return dsignal(&c->osd[i], sig);
 }
 
 int
@@ -360,23 +395,36 @@ tc_cli(struct tc_cluster *c, char **out, const char *fmt, ...)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int
-tc_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out)
+static int
+dasok(struct tc_cluster *c, struct tc_daemon *d, const char *type, const char *cmd,
+      char **out)
 {
 	char path[400], err[256];
 	struct tsr_sbuf reply;
 	int status = 0, rc;
 
 	*out = NULL;
-	if (c->mon[i].pid <= 0 || c->mon[i].paused)
+	if (d->pid <= 0 || d->paused)
 		return -1;
-	snprintf(path, sizeof(path), "%s/run/mon-%s.asok", c->dir, c->mon[i].name);
+	snprintf(path, sizeof(path), "%s/run/%s-%s.asok", c->dir, type, d->name);
 	tsr_sbuf_init(&reply);
 	rc = tsr_asok_request(path, cmd, 2000, &status, &reply, err, sizeof(err));
 	if (rc == 0 && status == 0)
 		*out = strdup(tsr_sbuf_str(&reply));
 	tsr_sbuf_release(&reply);
 	return rc == 0 && status == 0 ? 0 : -1;
+}
+
+int
+tc_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out)
+{
+	return dasok(c, &c->mon[i], "mon", cmd, out);
+}
+
+int
+tc_osd_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out)
+{
+	return dasok(c, &c->osd[i], "osd", cmd, out);
 }
 
 int

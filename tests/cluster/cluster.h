@@ -29,6 +29,7 @@
 #include <sys/types.h>
 
 #define TC_MAX_MONS 9
+#define TC_MAX_OSDS 16
 
 struct tc_daemon {
 	char name[16];           /* "a" */
@@ -42,6 +43,8 @@ struct tc_cluster {
 	char conf[320];
 	size_t nmon;
 	struct tc_daemon mon[TC_MAX_MONS];
+	size_t nosd;
+	struct tc_daemon osd[TC_MAX_OSDS]; /* name: the id, "0" */
 	char extra[1024];        /* more text for the global section */
 };
 
@@ -71,6 +74,12 @@ int tc_start_all(struct tc_cluster *c);
 /* Send sig to monitor i: SIGKILL and SIGTERM wait (bounded) for it to
  * exit and return its wait status; SIGSTOP / SIGCONT pause and resume. */
 int tc_signal(struct tc_cluster *c, size_t i, int sig);
+/* OSDs: osd i (id i) runs $TESTOSD (boots and sends beacons; the OSD
+ * daemon when it exists).  tc_osd_start makes room for it (c->nosd). */
+int tc_osd_start(struct tc_cluster *c, size_t i);
+int tc_osd_signal(struct tc_cluster *c, size_t i, int sig);
+int tc_osd_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out);
+
 /* Has monitor i exited (then *status gets its wait status)? */
 int tc_exited(struct tc_cluster *c, size_t i, int *status);
 

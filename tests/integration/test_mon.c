@@ -15,6 +15,9 @@
  *                    lost or doubled;
  *   snapshots        a monitor behind the leader's snapshot gets it; all
  *                    restart from their snapshots with the maps whole;
+ *   failure_detection OSDs' boots and beacons (tsr-testosd): a silent OSD
+ *                    down after the grace, out after the interval, back up
+ *                    when it learns; noout; reporters; flap damping;
  *   bad_input        a monitor of another cluster, one configured with
  *                    another monitor set, a store bound to another set, a
  *                    corrupt store: clear errors, the others serve on.
@@ -350,6 +353,125 @@ START_TEST(snapshots)
 }
 END_TEST
 
+/* ---- failure detection -----------------------------------------------------------*/
+
+/* osd.id's up and in from `osd tree` (-1 when the monitors do not say). */
+static void
+osd_state(struct tc_cluster *c, int id, int *up, int *in)
+{
+	char *out = NULL, want[32];
+	const char *p;
+
+	*up = *in = -1;
+	if (tc_cli(c, &out, "osd tree --format json --timeout 5") == 0 && out) {
+		snprintf(want, sizeof(want), "{\"id\": %d, ", id);
+		if ((p = strstr(out, want)) != NULL) {
+			const char *u = strstr(p, "\"up\": "), *i = strstr(p, "\"in\": ");
+			if (u)
+				*up = strncmp(u + 6, "true", 4) == 0;
+			if (i)
+				*in = strncmp(i + 6, "true", 4) == 0;
+		}
+	}
+	free(out);
+}
+
+/* Wait until osd.id is (up, in) (-1: either); the ms it took, or -1. */
+static int
+await_osd(struct tc_cluster *c, int id, int up, int in, int timeout_ms)
+{
+	uint64_t t0 = tc_now_ms();
+
+	do {
+		int u, i;
+		osd_state(c, id, &u, &i);
+		if ((up < 0 || u == up) && (in < 0 || i == in))
+			return (int)(tc_now_ms() - t0);
+		tc_sleep_ms(100);
+	} while (tc_now_ms() - t0 < (uint64_t)timeout_ms);
+	return -1;
+}
+
+/* OSDs (tsr-testosd: the OSD's boot and beacons, nothing else) boot and
+ * are marked up with their addresses; one paused is marked down after
+ * the grace, out after the down-out interval, and when resumed learns it
+ * is down, boots again and is up and in; with noout set a down OSD stays
+ * in; two OSDs reporting a live one silent mark it down before its grace,
+ * it boots again, and the next time its grace is doubled (damping). */
+START_TEST(failure_detection)
+{
+	struct tc_cluster c;
+	char *out = NULL;
+	int ms;
+
+	ck_assert_int_eq(tc_create(&c, 3, "mon_osd_beacon_grace = \"1500ms\"; "
+				   "mon_osd_down_out_interval = \"3s\"; "
+				   "osd_beacon_interval = \"200ms\";"), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(tc_cli(&c, NULL, "osd add %d --host h%d", i, i), 0);
+		ck_assert_int_eq(tc_osd_start(&c, (size_t)i), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(await_osd(&c, i, 1, 1, 15000) >= 0, "osd.%d never came up", i);
+	ck_assert_int_eq(tc_cli(&c, &out, "osd tree --format json"), 0);
+	ck_assert_contains(out, "\"addr\": \"127.0.0.1:");
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, &out, "health"), 0);
+	ck_assert_contains(out, "HEALTH_OK");
+	free(out);
+
+	/* silent: down after the grace, out after the interval */
+	tc_osd_signal(&c, 1, SIGSTOP);
+	ms = await_osd(&c, 1, 0, 1, 8000);
+	ck_assert_msg(ms >= 0, "osd.1 paused was not marked down within 8 s");
+	fprintf(stderr, "failure_detection: osd.1 paused, marked down after %.1f s "
+		"(grace 1.5 s)\n", ms / 1000.0);
+	ck_assert_int_eq(tc_cli(&c, &out, "health"), 0);
+	ck_assert_contains(out, "1 of 4 OSDs down");
+	free(out);
+	ck_assert_msg(await_osd(&c, 1, 0, 0, 8000) >= 0, "osd.1 not marked out");
+	/* resumed: it learns it is down, boots again, is up and in */
+	tc_osd_signal(&c, 1, SIGCONT);
+	ms = await_osd(&c, 1, 1, 1, 8000);
+	ck_assert_msg(ms >= 0, "osd.1 resumed did not come back up and in");
+	ck_assert_int_eq(tc_osd_asok(&c, 1, "beacon", &out), 0);
+	ck_assert_msg(tc_json_u64(out, "boots", 0) >= 2, "osd.1 did not boot again: %s", out);
+	free(out);
+
+	/* noout: down, but never out */
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd set noout"), 0);
+	tc_osd_signal(&c, 2, SIGSTOP);
+	ck_assert(await_osd(&c, 2, 0, -1, 8000) >= 0);
+	tc_sleep_ms(4500);
+	int up, in;
+	osd_state(&c, 2, &up, &in);
+	ck_assert_msg(up == 0 && in == 1, "noout set, yet osd.2 is up=%d in=%d", up, in);
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd unset noout"), 0);
+	ck_assert_msg(await_osd(&c, 2, 0, 0, 5000) >= 0, "noout unset, osd.2 not out");
+	tc_osd_signal(&c, 2, SIGCONT);
+	ck_assert(await_osd(&c, 2, 1, 1, 8000) >= 0);
+
+	/* reports: osd.0 and osd.1 say osd.3 is silent; it is marked down
+	 * although its beacons go on, then boots again */
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd beacon 0 --failed 3"), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd beacon 1 --failed 3"), 0);
+	ck_assert_msg(await_osd(&c, 3, 0, -1, 1400) >= 0,
+		      "two reports did not mark osd.3 down before its grace");
+	ck_assert(await_osd(&c, 3, 1, 1, 8000) >= 0);
+	/* it flapped: its grace is doubled, so a pause now takes longer */
+	tc_osd_signal(&c, 3, SIGSTOP);
+	ms = await_osd(&c, 3, 0, -1, 12000);
+	ck_assert_msg(ms >= 2500, "osd.3 flapped, yet was marked down after %d ms "
+		      "(the doubled grace is 3 s)", ms);
+	fprintf(stderr, "failure_detection: osd.3 flapped once; paused, marked down "
+		"after %.1f s (grace doubled to 3 s)\n", ms / 1000.0);
+	tc_osd_signal(&c, 3, SIGCONT);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 /* ---- nemesis ---------------------------------------------------------------------*/
 
 START_TEST(nemesis)
@@ -579,7 +701,7 @@ main(void)
 	} tests[] = {
 		{ "leader_kill", leader_kill }, { "minority", minority },
 		{ "partition", partition }, { "bad_input", bad_input },
-		{ "snapshots", snapshots },
+		{ "snapshots", snapshots }, { "failure_detection", failure_detection },
 		{ "nemesis", nemesis },
 	};
 	Suite *s = suite_create("mon");

@@ -277,6 +277,8 @@ WORDS2(c_osd_rm, "osd rm")
 WORDS2(c_osd_in, "osd in")
 WORDS2(c_osd_out, "osd out")
 WORDS2(c_osd_reweight, "osd reweight")
+WORDS2(c_osd_down, "osd down")
+WORDS2(c_osd_beacon, "osd beacon")
 WORDS2(c_osd_set, "osd set")
 WORDS2(c_osd_unset, "osd unset")
 WORDS2(c_pool_create, "pool create")
@@ -318,6 +320,11 @@ HELP(h_osd_rm, "osd rm ID", "Remove an OSD that is down from the map.")
 HELP(h_osd_in, "osd in ID", "Mark an OSD in: it receives data.")
 HELP(h_osd_out, "osd out ID", "Mark an OSD out: its data moves elsewhere.")
 HELP(h_osd_reweight, "osd reweight ID R", "Set an OSD's reweight (0..1).")
+HELP(h_osd_down, "osd down ID", "Mark an OSD down (a running one boots again at its next beacon).")
+HELP(h_osd_beacon, "osd beacon ID [--failed ID,ID...]",
+     "What an OSD sends every osd_beacon_interval: it is alive, and these peers\n"
+     "are silent.  The answer says whether the map has it up.  For tests and\n"
+     "debugging: OSDs send it themselves.")
 HELP(h_osd_set, "osd set noout", "Set a cluster flag (noout: never mark OSDs out).")
 HELP(h_osd_unset, "osd unset noout", "Clear a cluster flag.")
 HELP(h_pool_create, "pool create NAME [PG_NUM] [--size N] [--min-size N]",
@@ -339,6 +346,8 @@ const struct cli_cmd cli_cluster_cmds[] = {
 	{ "osd in", "ID", "mark an OSD in", c_osd_in, h_osd_in },
 	{ "osd out", "ID", "mark an OSD out", c_osd_out, h_osd_out },
 	{ "osd reweight", "ID R", "set an OSD's reweight", c_osd_reweight, h_osd_reweight },
+	{ "osd down", "ID", "mark an OSD down", c_osd_down, h_osd_down },
+	{ "osd beacon", "ID [--failed IDS]", "an OSD's beacon (tests)", c_osd_beacon, h_osd_beacon },
 	{ "osd set", "noout", "set a cluster flag", c_osd_set, h_osd_set },
 	{ "osd unset", "noout", "clear a cluster flag", c_osd_unset, h_osd_unset },
 	{ "pool create", "NAME [PG_NUM]", "create a pool", c_pool_create, h_pool_create },
