@@ -860,16 +860,20 @@ END_TEST
 
 /* The durable side: save what ready batches list, load it back; a
  * truncated tail goes; damage and gaps are errors naming the entry. */
+static char store_root[] = "/tmp/tsr-test-raftstore-XXXXXX";
+
 START_TEST(store)
 {
-	char dir[] = "/tmp/tsr-test-raftstore-XXXXXX", err[512];
+	char dir[sizeof(store_root) + 8], err[512];
 	struct tsr_raftstore st;
 	struct tsr_raft_hardstate hs;
 	struct tsr_raft_entry ents[5], *log;
 	struct tsr_raft_ready rd;
 	size_t n;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	/* inside main's scratch directory: main removes it, also after a
+	 * failure here */
+	snprintf(dir, sizeof(dir), "%s/store", store_root);
 	memset(&st, 0, sizeof(st));
 	snprintf(st.path, sizeof(st.path), "%s", dir);
 	ck_assert_int_eq(tsr_kv_open(dir, 1, &st.kv, err, sizeof(err)), 0);
@@ -1017,7 +1021,12 @@ main(void)
 	tcase_add_test(tc, store);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
+	if (mkdtemp(store_root) == NULL) {
+		perror("mkdtemp");
+		return EXIT_FAILURE;
+	}
 	srunner_run_all(sr, CK_NORMAL);
+	tu_rm_rf(store_root);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
