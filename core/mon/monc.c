@@ -74,17 +74,13 @@ tsr_monc_create(const struct tsr_mon_members *members,
 	struct tsr_msgr_events ev = { .fault = on_fault };
 	struct tsr_msgr_opts o = *opts;
 	struct tsr_monc *c = tsr_xcalloc(1, sizeof(*c));
-	pthread_condattr_t ca;
 	int rc;
 
 	c->members = *members;
 	if (getrandom(&c->client, sizeof(c->client), 0) != sizeof(c->client))
 		c->client = tsr_now_ns() ^ (uint64_t)getpid() << 32;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	tsr_cond_init_mono(&c->cond);
 	o.entity_type = TSR_ENTITY_TOOL;
 	o.entity_id = c->client >> 1;
 	o.bind = NULL;

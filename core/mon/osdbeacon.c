@@ -149,7 +149,6 @@ tsr_osd_beacon_start(const struct tsr_mon_members *members,
 		     struct tsr_osd_beacon **out, char *err, size_t errlen)
 {
 	struct tsr_osd_beacon *b = tsr_xcalloc(1, sizeof(*b));
-	pthread_condattr_t ca;
 	int rc;
 
 	b->id = id;
@@ -158,10 +157,7 @@ tsr_osd_beacon_start(const struct tsr_mon_members *members,
 	b->failed = failed;
 	b->arg = arg;
 	pthread_mutex_init(&b->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&b->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	tsr_cond_init_mono(&b->cond);
 	if ((rc = tsr_monc_create(members, opts, &b->monc, err, errlen)) < 0) {
 		pthread_mutex_destroy(&b->lock);
 		pthread_cond_destroy(&b->cond);

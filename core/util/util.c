@@ -80,3 +80,14 @@ tsr_xcalloc(size_t n, size_t size)
 		out_of_memory(n * size);
 	return p;
 }
+
+void
+tsr_cond_init_mono(pthread_cond_t *cond)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &ca);
+	pthread_condattr_destroy(&ca);
+}

@@ -5,6 +5,8 @@
 
 #include <tessera/common.h>
 
+#include <pthread.h>
+
 /* Format a reason into a caller-supplied buffer; err may be NULL.  Returns
  * rc so that `return tsr_errf(err, errlen, -EINVAL, "...")` reads well. */
 TSR_API int tsr_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -16,6 +18,9 @@ TSR_API size_t tsr_strlcpy(char *dst, const char *src, size_t dstlen);
 /* Nanoseconds: wall clock (CLOCK_REALTIME) and monotonic clock. */
 TSR_API uint64_t tsr_now_ns(void);
 TSR_API uint64_t tsr_mono_ns(void);
+/* A condition variable whose timed waits take CLOCK_MONOTONIC deadlines
+ * (tsr_mono_ns()-based), so a clock step cannot stretch a wait. */
+TSR_API void tsr_cond_init_mono(pthread_cond_t *cond);
 
 /* strdup that aborts with a message on allocation failure: for start-up
  * paths where running out of memory leaves nothing sensible to do. */

@@ -1087,13 +1087,7 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	tsr_daemon_set_priv(d, mon);
 	pthread_mutex_init(&mon->qlock, NULL);
 	pthread_mutex_init(&mon->lock, NULL);
-	{
-		pthread_condattr_t ca;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&mon->qcond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	tsr_cond_init_mono(&mon->qcond);
 	mon->tail = &mon->head;
 	state_init(&mon->st);
 	snprintf(where, sizeof(where), "%s", tsr_conf_where(conf, "mon_members"));

@@ -28,7 +28,8 @@ extern const struct cli_cmd cli_backend_cmds[];
 extern const struct cli_cmd cli_msgr_cmds[];
 extern const struct cli_cmd cli_cluster_cmds[];
 
-/* Messages of a command "tessera GROUP CMD", each one line on stderr:
+/* Messages of a command "tessera GROUP CMD" (cmd NULL: "tessera GROUP",
+ * for one-word commands or a name given whole), each one line on stderr:
  * a usage error (returns CLI_USAGE, points to --help), a failure (returns
  * CLI_FAIL), and what getopt_long's '?' or ':' means (opterr is off so
  * that the message is ours). */

@@ -14,11 +14,12 @@ cli_usage_err(const char *group, const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "tessera %s %s: ", group, cmd);
+	fprintf(stderr, "tessera %s%s%s: ", group, cmd ? " " : "", cmd ? cmd : "");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see tessera %s %s --help)\n", group, cmd);
+	fprintf(stderr, " (see tessera %s%s%s --help)\n", group, cmd ? " " : "",
+		cmd ? cmd : "");
 	return CLI_USAGE;
 }
 
@@ -27,7 +28,7 @@ cli_fail(const char *group, const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "tessera %s %s: ", group, cmd);
+	fprintf(stderr, "tessera %s%s%s: ", group, cmd ? " " : "", cmd ? cmd : "");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

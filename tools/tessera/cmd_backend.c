@@ -1266,11 +1266,7 @@ bench_run(int argc, char **argv)
 		memcpy(b.pat + i, &x, 8);
 	}
 	pthread_mutex_init(&b.mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&b.cv, &ca);
-	pthread_condattr_destroy(&ca);
+	tsr_cond_init_mono(&b.cv);
 
 	if (be_open(&b.be) < 0)
 		goto out_args;

@@ -19,34 +19,6 @@
 
 #define DEFAULT_CONF "/etc/tessera/tessera.conf"
 
-#include <stdarg.h>
-
-TSR_PRINTF(2, 3) static int
-uerr(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "tessera %s: ", name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, " (see tessera %s --help)\n", name);
-	return CLI_USAGE;
-}
-
-TSR_PRINTF(2, 3) static int
-ferr(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "tessera %s: ", name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	return CLI_FAIL;
-}
-
 struct copts {
 	char w0[32];            /* the first word of a two-word command */
 	const char *conf;
@@ -73,7 +45,7 @@ parse(const char *name, int argc, char **argv, int nfixed, struct copts *o)
 
 		if (strcmp(a, "--conf") == 0 || strcmp(a, "-c") == 0) {
 			if (v == NULL)
-				return uerr(name, "%s needs a file", a);
+				return cli_usage_err(name, NULL, "%s needs a file", a);
 			o->conf = v;
 			i++;
 		} else if (strncmp(a, "--conf=", 7) == 0) {
@@ -86,14 +58,14 @@ parse(const char *name, int argc, char **argv, int nfixed, struct copts *o)
 			char *end;
 			double s = v ? strtod(v, &end) : 0;
 			if (v == NULL || *end || !(s > 0) || s > 3600)
-				return uerr(name, "--timeout takes seconds "
+				return cli_usage_err(name, NULL, "--timeout takes seconds "
 						     "in (0, 3600]");
 			o->timeout_ms = (uint64_t)(s * 1000);
 			i++;
 		} else if (o->nwords < 63) {
 			o->words[o->nwords++] = argv[i];
 		} else {
-			return uerr(name, "too many arguments");
+			return cli_usage_err(name, NULL, "too many arguments");
 		}
 	}
 	return 0;
@@ -236,7 +208,7 @@ run_words(const char *name, int argc, char **argv, int nfixed)
 	if (tsr_conf_load(o.conf, &conf, err, sizeof(err)) < 0 ||
 	    tsr_conf_resolve(conf, "client", NULL, NULL, err, sizeof(err)) < 0) {
 		tsr_conf_destroy(conf);
-		return ferr(name, "%s", err);
+		return cli_fail(name, NULL, "%s", err);
 	}
 	rc = tsr_mon_members_parse(tsr_conf_str(conf, "mon_members"),
 				   tsr_conf_path(conf), &mem, err, sizeof(err));
@@ -248,7 +220,7 @@ run_words(const char *name, int argc, char **argv, int nfixed)
 		rc = tsr_monc_create(&mem, &mo, &mc, err, sizeof(err));
 	tsr_conf_destroy(conf);
 	if (rc < 0)
-		return ferr(name, "%s", err);
+		return cli_fail(name, NULL, "%s", err);
 	rc = tsr_monc_command(mc, o.nwords, o.words, o.timeout_ms, &text);
 	tsr_monc_destroy(mc);
 	if (rc < 0) {
