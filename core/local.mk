@@ -21,10 +21,15 @@ core_libtsrcore_la_SOURCES = \
 	core/msg/msgr.c core/msg/msgr.h \
 	core/raft/raft.c core/raft/raft.h \
 	core/raft/raftstore.c core/raft/raftstore.h \
+	core/map/maputil.c core/map/maputil.h \
+	core/map/osdmap.c core/map/osdmap.h \
+	core/map/mdsmap.c core/map/mdsmap.h \
 	core/mon/members.c core/mon/members.h \
 	core/mon/monmsg.c core/mon/monmsg.h \
 	core/mon/monc.c core/mon/monc.h \
+	core/mon/mapsub.c core/mon/mapsub.h \
 	core/mon/osdbeacon.c core/mon/osdbeacon.h \
+	core/mon/mdsbeacon.c core/mon/mdsbeacon.h \
 	core/daemon/asok.c core/daemon/asok.h \
 	core/daemon/pidfile.c core/daemon/pidfile.h \
 	core/daemon/daemon.c core/daemon/daemon.h \

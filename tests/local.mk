@@ -16,6 +16,7 @@ unit_tests = \
 	tests/unit/test_msgr \
 	tests/unit/test_raft \
 	tests/unit/test_mon \
+	tests/unit/test_map \
 	tests/unit/test_asok \
 	tests/unit/test_pidfile \
 	tests/unit/test_hash \
@@ -44,6 +45,9 @@ tests_unit_test_raft_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_mon_SOURCES = tests/unit/test_mon.c
 tests_unit_test_mon_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_mon_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_map_SOURCES = tests/unit/test_map.c
+tests_unit_test_map_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_map_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_msgr_SOURCES = tests/unit/test_msgr.c
 tests_unit_test_msgr_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_msgr_LDADD = $(CHECK_LDADD_ALL)
@@ -173,6 +177,10 @@ check_PROGRAMS += tests/daemon/tsr-testosd
 tests_daemon_tsr_testosd_SOURCES = tests/daemon/testosd.c
 tests_daemon_tsr_testosd_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 tests_daemon_tsr_testosd_LDADD = core/libtessera-core.la $(PTHREAD_LIBS)
+check_PROGRAMS += tests/daemon/tsr-testmds
+tests_daemon_tsr_testmds_SOURCES = tests/daemon/testmds.c
+tests_daemon_tsr_testmds_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
+tests_daemon_tsr_testmds_LDADD = core/libtessera-core.la $(PTHREAD_LIBS)
 check_PROGRAMS += tests/daemon/tsr-testd
 tests_daemon_tsr_testd_SOURCES = tests/daemon/testd.c
 tests_daemon_tsr_testd_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
@@ -207,7 +215,8 @@ AM_TESTS_ENVIRONMENT = \
 	BACKEND_OPTIONS_blockdev='size=256M'; \
 	TESSERA_MON='$(abs_top_builddir)/daemons/mon/tessera-mon'; \
 	TESTOSD='$(abs_top_builddir)/tests/daemon/tsr-testosd'; \
-	export TESSERA_MON TESTOSD TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
+	TESTMDS='$(abs_top_builddir)/tests/daemon/tsr-testmds'; \
+	export TESSERA_MON TESTOSD TESTMDS TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
 		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_BLOCKDEV_PLUGIN \
 		BACKEND_PLUGINS BACKEND_OPTIONS_file \
 		BACKEND_OPTIONS_blockdev;
@@ -250,6 +259,7 @@ tests/fuzz/fuzz_frame: $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/ms
 endif
 # The monitor's decoders: Raft messages, commands, replies, snapshots.
 FUZZ_MON_SRC = tests/fuzz/fuzz_mon.c core/mon/monmsg.c daemons/mon/state.c \
+	core/map/osdmap.c core/map/mdsmap.c core/map/maputil.c \
 	core/encoding/encoding.c core/util/util.c core/util/sbuf.c
 if HAVE_FUZZER
 check_DATA += tests/fuzz/fuzz_mon

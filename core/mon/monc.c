@@ -1,5 +1,6 @@
 /* monc.c — the monitor client (monc.h). */
 #include "mon/monc.h"
+#include "config/config.h"
 #include "mon/monmsg.h"
 #include "util/sbuf.h"
 #include "util/util.h"
@@ -64,6 +65,20 @@ on_fault(struct tsr_conn *conn, int err, void *arg)
 		pthread_cond_broadcast(&c->cond);
 	}
 	pthread_mutex_unlock(&c->lock);
+}
+
+int
+tsr_monc_conf(struct tsr_conf *conf, struct tsr_mon_members *members,
+	      struct tsr_msgr_opts *opts, char *err, size_t errlen)
+{
+	int rc = tsr_mon_members_parse(tsr_conf_str(conf, "mon_members"),
+				       tsr_conf_where(conf, "mon_members"), members,
+				       err, errlen);
+
+	if (rc < 0)
+		return rc;
+	tsr_msgr_opts_default(opts);
+	return tsr_msgr_opts_from_conf(conf, opts, err, errlen);
 }
 
 int

@@ -15,6 +15,13 @@
 #include "msg/msgr.h"
 
 struct tsr_monc;
+struct tsr_conf;
+
+/* What a client of the monitors takes from a resolved configuration: the
+ * monitors (mon_members; errors name where it was set) and the messenger
+ * settings (ms_*, fsid).  0, or a negative errno with the reason. */
+TSR_API int tsr_monc_conf(struct tsr_conf *conf, struct tsr_mon_members *members,
+			  struct tsr_msgr_opts *opts, char *err, size_t errlen);
 
 /* opts: fsid and the ms_* settings (the entity and bind are set here). */
 TSR_API int tsr_monc_create(const struct tsr_mon_members *members,

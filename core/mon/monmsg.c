@@ -205,3 +205,115 @@ tsr_monmsg_reply_decode(const void *buf, size_t len, struct tsr_mon_reply *r,
 	r->text[l] = '\0';
 	return 0;
 }
+
+int
+tsr_monmsg_sub_encode(struct tsr_enc *e, const struct tsr_mon_sub *s)
+{
+	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+
+	tsr_enc_u64(e, s->tid);
+	tsr_enc_u32(e, s->want);
+	for (int i = 0; i < TSR_MON_NMAPS; i++)
+		tsr_enc_u64(e, s->have[i]);
+	tsr_enc_end_struct(e, mark);
+	return tsr_enc_error(e);
+}
+
+int
+tsr_monmsg_sub_decode(const void *buf, size_t len, struct tsr_mon_sub *s,
+		      char *err, size_t errlen)
+{
+	struct tsr_dec d, sub;
+	uint8_t ver;
+
+	memset(s, 0, sizeof(*s));
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return tsr_errf(err, errlen, -EBADMSG, "subscription: bad envelope");
+	s->tid = tsr_dec_u64(&sub);
+	s->want = tsr_dec_u32(&sub);
+	for (int i = 0; i < TSR_MON_NMAPS; i++)
+		s->have[i] = tsr_dec_u64(&sub);
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d))
+		return tsr_errf(err, errlen, -EBADMSG, "subscription: truncated or "
+				"malformed");
+	if (s->want & ~TSR_MON_SUB_KNOWN)
+		return tsr_errf(err, errlen, -EINVAL, "subscription: unknown bits "
+				"0x%x", s->want & ~TSR_MON_SUB_KNOWN);
+	return 0;
+}
+
+int
+tsr_monmsg_maps_encode(struct tsr_enc *e, const struct tsr_mon_maps *m)
+{
+	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+
+	tsr_enc_u64(e, m->tid);
+	tsr_enc_i32(e, m->status);
+	tsr_enc_str(e, m->text ? m->text : "");
+	tsr_enc_str(e, m->leader);
+	tsr_enc_u8(e, m->which);
+	tsr_enc_u64(e, m->epoch);
+	tsr_enc_u8(e, m->full);
+	tsr_enc_u32(e, m->n);
+	for (uint32_t i = 0; i < m->n; i++)
+		tsr_enc_u32(e, m->len[i]);
+	tsr_enc_end_struct(e, mark);
+	return tsr_enc_error(e);
+}
+
+void
+tsr_monmsg_maps_free(struct tsr_mon_maps *m)
+{
+	free(m->text);
+	free(m->len);
+	memset(m, 0, sizeof(*m));
+}
+
+int
+tsr_monmsg_maps_decode(const void *buf, size_t len, size_t data_len,
+		       struct tsr_mon_maps *m, char *err, size_t errlen)
+{
+	struct tsr_dec d, sub;
+	const void *p;
+	size_t l;
+	uint8_t ver;
+	uint64_t sum = 0;
+
+	memset(m, 0, sizeof(*m));
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return tsr_errf(err, errlen, -EBADMSG, "maps: bad envelope");
+	m->tid = tsr_dec_u64(&sub);
+	m->status = tsr_dec_i32(&sub);
+	tsr_dec_bytes(&sub, &p, &l, TSR_MONMSG_MAX_TEXT);
+	tsr_dec_str(&sub, m->leader, sizeof(m->leader));
+	m->which = tsr_dec_u8(&sub);
+	m->epoch = tsr_dec_u64(&sub);
+	m->full = tsr_dec_u8(&sub);
+	m->n = tsr_dec_u32(&sub);
+	if (tsr_dec_error(&sub) || m->n > TSR_MONMSG_MAX_INCS ||
+	    (uint64_t)m->n * 4 > tsr_dec_remaining(&sub) ||
+	    m->status > 0 || m->status < -4095 || (l && memchr(p, '\0', l)) ||
+	    m->which >= TSR_MON_NMAPS || m->full > 1 || (m->full && m->n != 1))
+		return tsr_errf(err, errlen, -EBADMSG, "maps: truncated or malformed");
+	if ((m->len = calloc(m->n ? m->n : 1, sizeof(*m->len))) == NULL ||
+	    (m->text = malloc(l + 1)) == NULL) {
+		tsr_monmsg_maps_free(m);
+		return tsr_errf(err, errlen, -ENOMEM, "out of memory");
+	}
+	memcpy(m->text, p, l);
+	m->text[l] = '\0';
+	for (uint32_t i = 0; i < m->n; i++) {
+		m->len[i] = tsr_dec_u32(&sub);
+		sum += m->len[i];
+	}
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) ||
+	    sum != data_len) {
+		tsr_monmsg_maps_free(m);
+		return tsr_errf(err, errlen, -EBADMSG, "maps: truncated or malformed "
+				"(lengths add up to %llu, data holds %zu)",
+				(unsigned long long)sum, data_len);
+	}
+	return 0;
+}

@@ -8,6 +8,17 @@
  *       envelope v1 { u64 client, u64 tid, u32 argc, argc x string }
  *   MON_CMD_REPLY  the monitor's answer
  *       envelope v1 { u64 tid, i32 status, string text, string leader }
+ *   MON_SUB        anyone -> a monitor: bring me up to date on the maps
+ *                  in want, from the epochs I have (0: none), and, with
+ *                  TSR_MON_SUB_KEEP, push every later epoch on this session
+ *       envelope v1 { u64 tid, u32 want, u64 have[2] }       [0] OSD, [1] MDS
+ *   MON_MAPS       the monitor's answer (tid as asked) or push (tid 0), one
+ *                  per map; the maps themselves travel as message data:
+ *       front: envelope v1 { u64 tid, i32 status, string text,
+ *                            string leader, u8 which, u64 epoch, u8 full,
+ *                            u32 n, n x u32 len }
+ *       data:  n encodings back to back (osdmap.h, mdsmap.h): one full map
+ *              of epoch `epoch`, or the incrementals have+1 .. epoch
  *
  * A command's (client, tid) names it across retries: a client that sends
  * the same change again (its monitor died, or lost the leadership before
@@ -31,6 +42,8 @@ enum {
 	TSR_MSG_MON_RAFT = TSR_MSG_USER + 0,
 	TSR_MSG_MON_CMD = TSR_MSG_USER + 1,
 	TSR_MSG_MON_CMD_REPLY = TSR_MSG_USER + 2,
+	TSR_MSG_MON_SUB = TSR_MSG_USER + 3,
+	TSR_MSG_MON_MAPS = TSR_MSG_USER + 4,
 };
 
 #define TSR_MONMSG_MAX_ENTRIES 4096
@@ -72,5 +85,41 @@ TSR_API int tsr_monmsg_reply_encode(struct tsr_enc *e, const struct tsr_mon_repl
 TSR_API int tsr_monmsg_reply_decode(const void *buf, size_t len,
 				    struct tsr_mon_reply *r, char *err,
 				    size_t errlen);
+
+/* The maps (MON_SUB want bits, MON_MAPS which). */
+enum { TSR_MON_MAP_OSD = 0, TSR_MON_MAP_MDS = 1, TSR_MON_NMAPS = 2 };
+#define TSR_MON_SUB_OSD (1u << TSR_MON_MAP_OSD)
+#define TSR_MON_SUB_MDS (1u << TSR_MON_MAP_MDS)
+#define TSR_MON_SUB_KEEP 0x100u   /* stay subscribed */
+#define TSR_MON_SUB_KNOWN 0x103u
+#define TSR_MONMSG_MAX_INCS 1024
+
+struct tsr_mon_sub {
+	uint64_t tid;
+	uint32_t want;
+	uint64_t have[TSR_MON_NMAPS];
+};
+
+TSR_API int tsr_monmsg_sub_encode(struct tsr_enc *e, const struct tsr_mon_sub *s);
+TSR_API int tsr_monmsg_sub_decode(const void *buf, size_t len, struct tsr_mon_sub *s,
+				  char *err, size_t errlen);
+
+struct tsr_mon_maps {
+	uint64_t tid;
+	int32_t status;
+	char *text;            /* malloc'd when decoded */
+	char leader[64];
+	uint8_t which;         /* TSR_MON_MAP_* */
+	uint64_t epoch;
+	uint8_t full;
+	uint32_t n;
+	uint32_t *len;         /* n lengths, malloc'd when decoded */
+};
+
+TSR_API int tsr_monmsg_maps_encode(struct tsr_enc *e, const struct tsr_mon_maps *m);
+/* Checks the lengths add up to data_len (the message's data). */
+TSR_API int tsr_monmsg_maps_decode(const void *buf, size_t len, size_t data_len,
+				   struct tsr_mon_maps *m, char *err, size_t errlen);
+TSR_API void tsr_monmsg_maps_free(struct tsr_mon_maps *m);
 
 #endif

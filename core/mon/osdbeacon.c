@@ -12,6 +12,7 @@
 
 struct tsr_osd_beacon {
 	struct tsr_monc *monc;
+	struct tsr_mapsub *sub;     /* the OSD map: is this OSD up in it? */
 	int32_t id;
 	char addr[64];
 	uint32_t interval_ms;
@@ -21,8 +22,16 @@ struct tsr_osd_beacon {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int stop;
+	int booted;                 /* our last boot was acknowledged ... */
+	uint64_t booted_at;         /* ... at this time (mono ns) */
+	int seen_up;                /* and a map since has shown us up */
 	struct tsr_osd_beacon_state st;
 };
+
+/* How long after a boot a map that still shows the OSD down is taken
+ * for one from before the boot (the subscription lags the boot's
+ * answer by a push). */
+#define BOOT_SETTLE_INTERVALS 5
 
 /* Sleep ms unless stopped; 1 when stopped. */
 static int
@@ -57,17 +66,6 @@ stopped(struct tsr_osd_beacon *b)
 	return stop;
 }
 
-static uint64_t
-json_u64(const char *s, const char *key)
-{
-	char pat[48];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\": ", key);
-	p = strstr(s, pat);
-	return p ? strtoull(p + strlen(pat), NULL, 10) : 0;
-}
-
 static int
 boot(struct tsr_osd_beacon *b)
 {
@@ -79,12 +77,12 @@ boot(struct tsr_osd_beacon *b)
 	rc = tsr_monc_command(b->monc, 4, argv, (uint64_t)b->interval_ms * 5 + 2000, &text);
 	if (rc == 0) {
 		pthread_mutex_lock(&b->lock);
-		b->st.up = 1;
-		b->st.epoch = json_u64(text, "osdmap_epoch");
+		b->booted = 1;
+		b->booted_at = tsr_mono_ns();
+		b->seen_up = 0;
 		b->st.boots++;
 		pthread_mutex_unlock(&b->lock);
-		tsr_log(TSR_SUB_OSD, TSR_LOG_INFO, "osd.%d: booted at %s (osdmap epoch %llu)",
-			b->id, b->addr, (unsigned long long)b->st.epoch);
+		tsr_log(TSR_SUB_OSD, TSR_LOG_INFO, "osd.%d: booted at %s", b->id, b->addr);
 	} else {
 		tsr_log(TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: boot: %s", b->id,
 			text ? text : strerror(-rc));
@@ -93,21 +91,59 @@ boot(struct tsr_osd_beacon *b)
 	return rc;
 }
 
+/* A new OSD map.  Up in it at our address: as it should be.  Down (or
+ * another address) after the map showed us up, or long after our boot:
+ * the monitors marked us down while we are alive; we boot again at once
+ * rather than serve with a map that says we are down. */
+static void
+on_map(void *arg, int which, uint64_t epoch, int full)
+{
+	struct tsr_osd_beacon *b = arg;
+	struct tsr_osdmap m;
+	int again = 0;
+
+	(void)which;
+	(void)full;
+	if (tsr_mapsub_osdmap(b->sub, &m) < 0)
+		return;
+	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(&m, b->id);
+	int up = o && o->up && strcmp(o->addr, b->addr) == 0;
+	pthread_mutex_lock(&b->lock);
+	b->st.up = up;
+	b->st.epoch = epoch;
+	if (up) {
+		b->seen_up = 1;
+	} else if (b->booted &&
+		   (b->seen_up || tsr_mono_ns() - b->booted_at >
+		    (uint64_t)b->interval_ms * BOOT_SETTLE_INTERVALS * 1000000u)) {
+		b->booted = 0;
+		again = 1;
+		pthread_cond_broadcast(&b->cond);
+	}
+	pthread_mutex_unlock(&b->lock);
+	if (again)
+		tsr_log(TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: the map (epoch %llu) has us "
+			"%s while we are alive: booting again", b->id,
+			(unsigned long long)epoch, o ? "down" : "removed");
+	tsr_osdmap_free(&m);
+}
+
 static void *
 beacon_main(void *arg)
 {
 	struct tsr_osd_beacon *b = arg;
-	int booted = 0;
 
 	while (!stopped(b)) {
 		char idw[16], failed[1024] = "", *argv[5] = { "osd", "beacon", idw,
 							      "--failed", failed };
 		char *text = NULL;
-		int rc;
+		int rc, booted;
 
+		pthread_mutex_lock(&b->lock);
+		booted = b->booted;
+		pthread_mutex_unlock(&b->lock);
 		if (!booted) {
-			booted = boot(b) == 0;
-			if (!booted && nap(b, b->interval_ms))
+			if (boot(b) < 0 && nap(b, b->interval_ms))
 				break;
 			continue;
 		}
@@ -119,19 +155,9 @@ beacon_main(void *arg)
 		rc = tsr_monc_command(b->monc, failed[0] ? 5 : 3, argv,
 				      (uint64_t)b->interval_ms * 5 + 2000, &text);
 		if (rc == 0) {
-			int up = strstr(text, "\"up\": true") != NULL;
 			pthread_mutex_lock(&b->lock);
-			b->st.up = up;
-			b->st.epoch = json_u64(text, "osdmap_epoch");
 			b->st.beacons++;
 			pthread_mutex_unlock(&b->lock);
-			if (!up) {
-				/* marked down while alive: say so again */
-				tsr_log(TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: the map (epoch "
-					"%llu) has us down while we are alive: booting "
-					"again", b->id, (unsigned long long)b->st.epoch);
-				booted = 0;
-			}
 		} else {
 			tsr_log(TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: beacon: %s", b->id,
 				text ? text : strerror(-rc));
@@ -158,19 +184,19 @@ tsr_osd_beacon_start(const struct tsr_mon_members *members,
 	b->arg = arg;
 	pthread_mutex_init(&b->lock, NULL);
 	tsr_cond_init_mono(&b->cond);
-	if ((rc = tsr_monc_create(members, opts, &b->monc, err, errlen)) < 0) {
-		pthread_mutex_destroy(&b->lock);
-		pthread_cond_destroy(&b->cond);
-		free(b);
-		return rc;
-	}
-	if ((rc = pthread_create(&b->thr, NULL, beacon_main, b)) != 0) {
+	rc = tsr_monc_create(members, opts, &b->monc, err, errlen);
+	if (rc == 0)
+		rc = tsr_mapsub_create(members, opts, TSR_MON_SUB_OSD, 0, on_map, b,
+				       &b->sub, err, errlen);
+	if (rc == 0 && (rc = -pthread_create(&b->thr, NULL, beacon_main, b)) < 0)
+		tsr_errf(err, errlen, rc, "starting the beacon thread: %s", strerror(-rc));
+	if (rc < 0) {
+		tsr_mapsub_destroy(b->sub);
 		tsr_monc_destroy(b->monc);
 		pthread_mutex_destroy(&b->lock);
 		pthread_cond_destroy(&b->cond);
 		free(b);
-		return tsr_errf(err, errlen, -rc, "starting the beacon thread: %s",
-				strerror(rc));
+		return rc;
 	}
 	*out = b;
 	return 0;
@@ -186,6 +212,7 @@ tsr_osd_beacon_stop(struct tsr_osd_beacon *b)
 	pthread_cond_broadcast(&b->cond);
 	pthread_mutex_unlock(&b->lock);
 	pthread_join(b->thr, NULL);
+	tsr_mapsub_destroy(b->sub);
 	tsr_monc_destroy(b->monc);
 	pthread_mutex_destroy(&b->lock);
 	pthread_cond_destroy(&b->cond);

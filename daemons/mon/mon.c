@@ -20,6 +20,8 @@
 #include "log/log.h"
 #include "mon/members.h"
 #include "mon/monmsg.h"
+#include "plugin/host.h"
+#include "plugin/registry.h"
 #include "msg/msgr.h"
 #include "raft/raft.h"
 #include "raft/raftstore.h"
@@ -50,7 +52,7 @@
 /* Something an I/O thread queued for the monitor thread. */
 struct item {
 	struct item *next;
-	int kind;                    /* TSR_MSG_MON_RAFT or TSR_MSG_MON_CMD */
+	int kind;                    /* TSR_MSG_MON_RAFT, _CMD, _SUB; -1: a fault */
 	struct tsr_conn *conn;       /* held (commands) */
 	struct tsr_msg *msg;
 };
@@ -66,6 +68,25 @@ struct osd_watch {
 	unsigned flaps;              /* recent downs: each doubles the grace */
 	struct { int32_t who; uint64_t at; } rep[8]; /* peers reporting it silent */
 };
+
+/* What the leader knows of an MDS beyond the map (soft state, like
+ * osd_watch): by name, its incarnation's last beacon. */
+struct mds_watch {
+	char name[TSR_MDSMAP_NAME];
+	uint64_t gid;
+	uint64_t last_beacon;        /* mono ns */
+	uint64_t proposed_at;        /* our last proposal about it */
+};
+
+/* A session subscribed to map epochs (MON_SUB with TSR_MON_SUB_KEEP). */
+struct sub {
+	struct sub *next;
+	struct tsr_conn *conn;       /* held */
+	uint32_t want;
+	uint64_t have[TSR_MON_NMAPS];/* what it was last sent */
+};
+
+#define MAX_SUBS 4096
 
 /* A change proposed and not yet answered, or a read waiting for a lease. */
 struct waiter {
@@ -101,6 +122,8 @@ struct mon {
 	pthread_mutex_t lock;        /* everything below, and raft (status reads) */
 	struct mon_state st;
 	struct waiter *changes, *reads;
+	struct sub *subs;
+	size_t nsubs;
 	uint64_t last_leader_ns;     /* when we last had a leader (or were one) */
 	uint64_t snap_every, snap_index; /* compaction: every N entries; the last */
 	uint64_t hist_term;          /* the last applied entry's term */
@@ -111,11 +134,19 @@ struct mon {
 	uint64_t grace_ns, down_out_ns;
 	unsigned min_reporters;
 	struct osd_watch *watch;     /* by OSD id */
+	uint64_t mds_grace_ns;
+	struct mds_watch mwatch[TSR_MDSMAP_MAX_MDS];
+	size_t nmwatch;
 	uint64_t lead_term, lead_since;
 	uint64_t internal_tid;
 	uint32_t isolated;           /* fault injection: members (bit = id - 1)
 	                              * whose Raft messages we drop both ways */
 	int failed;                  /* the store failed: stop serving */
+	/* the placement plugin that makes the OSD map's placement map
+	 * (state.h, mon_placer): one instance, for the map's plugin name */
+	struct tsr_core_host pl_host;
+	struct tsr_instance *pl_inst;
+	char pl_name[TSR_OSDMAP_NAME];
 };
 
 /* ---- Queue (I/O threads) ---------------------------------------------------*/
@@ -183,6 +214,12 @@ static void
 on_cmd(struct tsr_conn *c, struct tsr_msg *m, void *arg)
 {
 	enqueue(arg, TSR_MSG_MON_CMD, c, m);
+}
+
+static void
+on_sub(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	enqueue(arg, TSR_MSG_MON_SUB, c, m);
 }
 
 /* ---- Sending ------------------------------------------------------------------*/
@@ -369,19 +406,226 @@ serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
 			tsr_sbuf_printf(out, "}");
 			return 0;
 		}
-		for (size_t i = 0; i < mon->st.nosds; i++) {
-			nin += mon->st.osds[i].in;
-			nup += mon->st.osds[i].up;
+		for (size_t i = 0; i < mon->st.osdmap.nosds; i++) {
+			nin += mon->st.osdmap.osds[i].in;
+			nup += mon->st.osdmap.osds[i].up;
 		}
 		tsr_sbuf_printf(out, ", \"mon\": ");
 		mon_stat(mon, now, out);
+		size_t nact = 0, nstb = 0;
+		for (size_t i = 0; i < mon->st.mdsmap.nmds; i++) {
+			nact += mon->st.mdsmap.mds[i].state == TSR_MDS_ACTIVE;
+			nstb += mon->st.mdsmap.mds[i].rank < 0;
+		}
 		tsr_sbuf_printf(out, ", \"osdmap\": {\"epoch\": %" PRIu64 ", \"osds\": %zu, "
 				"\"up\": %zu, \"in\": %zu, \"pools\": %zu}, \"mdsmap\": "
-				"{\"epoch\": %" PRIu64 "}}", mon->st.osd_epoch,
-				mon->st.nosds, nup, nin, mon->st.npools, mon->st.mds_epoch);
+				"{\"epoch\": %" PRIu64 ", \"max_mds\": %u, \"active\": %zu, "
+				"\"standby\": %zu}}", mon->st.osdmap.epoch,
+				mon->st.osdmap.nosds, nup, nin, mon->st.osdmap.npools,
+				mon->st.mdsmap.epoch, mon->st.mdsmap.max_mds, nact, nstb);
 		return 0;
 	}
 	return state_read(&mon->st, argc, argv, out);
+}
+
+/* ---- Map subscriptions ---------------------------------------------------------
+ *
+ * Anyone may ask for the maps (MON_SUB): a monitor in the quorum — the
+ * leader, or a follower that knows its leader — answers from the state it
+ * has applied, which is committed, so an answer is never a map that could
+ * be undone; a follower may be a few entries behind the leader, and the
+ * subscriber then gets those epochs a moment later.  The answer is the
+ * incrementals from the subscriber's epoch when this monitor still has
+ * them all (state_inc), else the full map.  A subscription stays for the
+ * session's life and is pushed every new epoch as it is applied.  A
+ * monitor that leaves the quorum closes its subscribers' sessions, so
+ * they go to one in it instead of waiting on maps that no longer come. */
+
+static int
+in_quorum(struct mon *mon)
+{
+	uint64_t l = tsr_raft_leader(mon->raft);
+
+	return l != 0 && (l != mon->self->id ||
+			  tsr_raft_role(mon->raft) == TSR_RAFT_LEADER);
+}
+
+static uint64_t
+map_epoch(const struct mon *mon, int which)
+{
+	return which == TSR_MON_MAP_OSD ? mon->st.osdmap.epoch : mon->st.mdsmap.epoch;
+}
+
+static void
+send_maps_msg(struct tsr_conn *c, const struct tsr_mon_maps *mm,
+	      const struct iovec *iov, int iovcnt, void *owner)
+{
+	struct tsr_msg *m;
+	struct tsr_enc e;
+
+	tsr_enc_init(&e);
+	tsr_monmsg_maps_encode(&e, mm);
+	if ((m = tsr_msg_from_enc(TSR_MSG_MON_MAPS, &e)) == NULL) {
+		free(owner);
+		return;
+	}
+	if (iovcnt && tsr_msg_set_data(m, iov, iovcnt, free_data, owner) < 0) {
+		free(owner);
+		tsr_msg_free(m, 0);
+		return;
+	}
+	if (!iovcnt)
+		free(owner);
+	tsr_conn_send(c, m, TSR_SEND_NOWAIT);
+}
+
+/* Bring a subscriber from epoch have to ours: nothing when it is current
+ * (unless it asked, tid != 0), the incrementals when we have them all,
+ * else the full map.  The bytes are copied into one buffer the message
+ * owns. */
+static void
+send_maps(struct mon *mon, struct tsr_conn *c, uint64_t tid, int which,
+	  uint64_t have)
+{
+	uint64_t cur = map_epoch(mon, which);
+	struct tsr_mon_maps mm = { .tid = tid, .which = (uint8_t)which, .epoch = cur };
+	uint32_t lens[TSR_MONMSG_MAX_INCS];
+	uint8_t *buf = NULL;
+	size_t total = 0;
+
+	if (have >= cur) {
+		if (tid)
+			send_maps_msg(c, &mm, NULL, 0, NULL);
+		return;
+	}
+	mm.len = lens;
+	if (have != 0 && cur - have <= MON_INC_KEEP && cur - have <= TSR_MONMSG_MAX_INCS) {
+		size_t len;
+		uint64_t e;
+		for (e = have + 1; e <= cur && state_inc(&mon->st, which, e, &len); e++)
+			total += len;
+		if (e > cur && (buf = malloc(total ? total : 1)) != NULL) {
+			size_t at = 0;
+			for (e = have + 1; e <= cur; e++) {
+				const uint8_t *p = state_inc(&mon->st, which, e, &len);
+				memcpy(buf + at, p, len);
+				at += len;
+				lens[mm.n++] = (uint32_t)len;
+			}
+		}
+	}
+	if (buf == NULL) {
+		struct tsr_enc e;
+		tsr_enc_init(&e);
+		if (which == TSR_MON_MAP_OSD)
+			tsr_osdmap_encode(&e, &mon->st.osdmap);
+		else
+			tsr_mdsmap_encode(&e, &mon->st.mdsmap);
+		if ((buf = tsr_enc_take(&e, &total)) == NULL)
+			return;
+		mm.full = 1;
+		mm.n = 1;
+		lens[0] = (uint32_t)total;
+	}
+	struct iovec iov = { buf, total };
+	send_maps_msg(c, &mm, &iov, 1, buf);
+}
+
+static void
+sub_free(struct sub *s)
+{
+	tsr_conn_put(s->conn);
+	free(s);
+}
+
+/* Drop every subscription of c (its session ended), or all (c NULL: we
+ * left the quorum; their sessions are closed so they look elsewhere). */
+static void
+drop_subs(struct mon *mon, struct tsr_conn *c)
+{
+	for (struct sub **p = &mon->subs; *p;) {
+		struct sub *s = *p;
+		if (c != NULL && s->conn != c) {
+			p = &s->next;
+			continue;
+		}
+		if (c == NULL)
+			tsr_conn_close(s->conn);
+		*p = s->next;
+		mon->nsubs--;
+		sub_free(s);
+	}
+}
+
+static void
+handle_sub(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg)
+{
+	struct tsr_mon_sub rq;
+	struct tsr_mon_maps mm = { 0 };
+	char err[256];
+	struct sub *s;
+
+	if (tsr_monmsg_sub_decode(msg->front, msg->front_len, &rq, err,
+				  sizeof(err)) < 0) {
+		LOGW("%s: bad subscription: %s", tsr_conn_peer(c), err);
+		mm.status = -EBADMSG;
+		mm.text = err;
+		send_maps_msg(c, &mm, NULL, 0, NULL);
+		return;
+	}
+	mm.tid = rq.tid;
+	if (!in_quorum(mon)) {
+		const char *l = leader_addr(mon);
+		snprintf(err, sizeof(err), "mon.%s is not in a quorum: it has no "
+			 "leader", mon->self->name);
+		mm.status = -ENOTCONN;
+		mm.text = err;
+		if (l)
+			snprintf(mm.leader, sizeof(mm.leader), "%s", l);
+		send_maps_msg(c, &mm, NULL, 0, NULL);
+		return;
+	}
+	for (s = mon->subs; s && s->conn != c; s = s->next)
+		;
+	if ((rq.want & TSR_MON_SUB_KEEP) && s == NULL && mon->nsubs < MAX_SUBS) {
+		s = tsr_xcalloc(1, sizeof(*s));
+		s->conn = c;
+		tsr_conn_get(c);
+		s->next = mon->subs;
+		mon->subs = s;
+		mon->nsubs++;
+	}
+	if (!(rq.want & TSR_MON_SUB_KEEP))
+		s = NULL; /* a one-shot ask: a subscription stays as it was */
+	for (int w = 0; w < TSR_MON_NMAPS; w++) {
+		if (!(rq.want & (1u << w)))
+			continue;
+		send_maps(mon, c, rq.tid, w, rq.have[w]);
+		if (s) {
+			s->want |= 1u << w;
+			s->have[w] = map_epoch(mon, w);
+		}
+	}
+}
+
+/* After applying: every subscriber gets the epochs it lacks.  Out of the
+ * quorum: they are sent away. */
+static void
+push_subs(struct mon *mon)
+{
+	if (mon->subs == NULL)
+		return;
+	if (!in_quorum(mon)) {
+		LOGI("not in a quorum: closing %zu map subscriptions", mon->nsubs);
+		drop_subs(mon, NULL);
+		return;
+	}
+	for (struct sub *s = mon->subs; s; s = s->next)
+		for (int w = 0; w < TSR_MON_NMAPS; w++)
+			if ((s->want & (1u << w)) && s->have[w] < map_epoch(mon, w)) {
+				send_maps(mon, s->conn, 0, w, s->have[w]);
+				s->have[w] = map_epoch(mon, w);
+			}
 }
 
 /* ---- Failure detection (the leader) -----------------------------------------
@@ -413,7 +657,7 @@ handle_beacon(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_cmd *cmd
 	      uint64_t now)
 {
 	int64_t id = strtoll(cmd->argv[2], NULL, 10); /* checked by classify */
-	const struct mon_osd *o = state_osd(&mon->st, id);
+	const struct tsr_osdmap_osd *o = state_osd(&mon->st, id);
 	struct osd_watch *w = &mon->watch[id];
 	char text[160];
 
@@ -452,8 +696,138 @@ handle_beacon(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_cmd *cmd
 	}
 	snprintf(text, sizeof(text), "{\"osd\": %d, \"up\": %s, \"in\": %s, "
 		 "\"osdmap_epoch\": %" PRIu64 "}", o->id, o->up ? "true" : "false",
-		 o->in ? "true" : "false", mon->st.osd_epoch);
+		 o->in ? "true" : "false", mon->st.osdmap.epoch);
 	reply(c, cmd->tid, 0, text, NULL);
+}
+
+/* ---- MDSs (the leader) ---------------------------------------------------------
+ *
+ * An MDS sends `mds beacon NAME GID ADDR STATE` every mds_beacon_interval
+ * (GID: a number new at each start).  The leader boots an incarnation it
+ * has not seen into the map as a standby (replacing an older one of that
+ * name, whose rank is then vacant), gives a vacant rank to a standby (it
+ * replays the rank's journal), records `active` when the holder says it
+ * finished, and fails an MDS whose beacons stopped for
+ * mon_mds_beacon_grace, so its rank goes to a standby.  Only a beacon
+ * that says `standby` boots an incarnation: one failed while it held a
+ * rank (paused past the grace) and still saying `active` is not let back
+ * in.  The MDS learns its rank and state from the MDS map it subscribes
+ * to. */
+
+static struct mds_watch *
+mds_watch(struct mon *mon, const char *name)
+{
+	for (size_t i = 0; i < mon->nmwatch; i++)
+		if (strcmp(mon->mwatch[i].name, name) == 0)
+			return &mon->mwatch[i];
+	if (mon->nmwatch == TSR_MDSMAP_MAX_MDS)
+		return NULL;
+	struct mds_watch *w = &mon->mwatch[mon->nmwatch++];
+	memset(w, 0, sizeof(*w));
+	tsr_strlcpy(w->name, name, sizeof(w->name));
+	return w;
+}
+
+static void
+handle_mds_beacon(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_cmd *cmd,
+		  uint64_t now)
+{
+	struct mds_beacon b;
+	struct mds_watch *w;
+	const struct tsr_mdsmap_mds *d;
+	struct tsr_sbuf out;
+	char gidw[24];
+
+	tsr_sbuf_init(&out);
+	state_mds_beacon((int)cmd->argc, cmd->argv, &b, &out); /* classify checked it */
+	if ((w = mds_watch(mon, b.name)) == NULL) {
+		reply(c, cmd->tid, -ENOSPC, "too many MDSs", NULL);
+		tsr_sbuf_release(&out);
+		return;
+	}
+	if (w->gid != b.gid) {
+		w->gid = b.gid;
+		w->proposed_at = 0;
+	}
+	w->last_beacon = now;
+	d = tsr_mdsmap_find(&mon->st.mdsmap, b.name);
+	snprintf(gidw, sizeof(gidw), "%" PRIu64, b.gid);
+	if (now - w->proposed_at >= 1000000000ull || w->proposed_at == 0) {
+		if ((d == NULL || d->gid != b.gid) && b.state != TSR_MDS_STANDBY) {
+			/* an incarnation that believes it holds a rank the map
+			 * no longer gives it (failed while paused): never back
+			 * in; it will see the map and stand by as a new one */
+			LOGD("mds.%s: incarnation %s says %s but is not in the map; "
+			     "not booting it", b.name, gidw, tsr_mds_state_name(b.state));
+		} else if (d == NULL || d->gid != b.gid) {
+			char *argv[] = { "mds", "boot", b.name, gidw, b.addr };
+			LOGI("mds.%s (gid %s) at %s boots%s", b.name, gidw, b.addr,
+			     d ? ", replacing its last incarnation" : "");
+			propose_internal(mon, 5, argv);
+			w->proposed_at = now;
+		} else if (d->state == TSR_MDS_REPLAY && b.state == TSR_MDS_ACTIVE) {
+			char *argv[] = { "mds", "active", b.name, gidw };
+			propose_internal(mon, 4, argv);
+			w->proposed_at = now;
+		}
+	}
+	tsr_sbuf_printf(&out, "{\"mds\": ");
+	tsr_sbuf_json_str(&out, b.name);
+	tsr_sbuf_printf(&out, ", \"in_map\": %s, \"mdsmap_epoch\": %" PRIu64 "}",
+			d && d->gid == b.gid ? "true" : "false", mon->st.mdsmap.epoch);
+	reply(c, cmd->tid, 0, tsr_sbuf_str(&out), NULL);
+	tsr_sbuf_release(&out);
+}
+
+static void
+check_mds(struct mon *mon, uint64_t now)
+{
+	const struct tsr_mdsmap *m = &mon->st.mdsmap;
+
+	if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER || !lease_valid(mon, now))
+		return;
+	if (mon->lead_term != tsr_raft_term(mon->raft))
+		return; /* check_failures starts the term's soft state */
+	for (size_t i = 0; i < m->nmds; i++) {
+		const struct tsr_mdsmap_mds *d = &m->mds[i];
+		struct mds_watch *w = mds_watch(mon, d->name);
+		uint64_t last;
+		char gidw[24], *argv[] = { "mds", "fail", (char *)d->name, gidw };
+
+		if (w == NULL || (w->proposed_at && now - w->proposed_at < 1000000000ull))
+			continue;
+		if (w->gid != d->gid)
+			w->last_beacon = 0; /* beacons of another incarnation */
+		last = w->last_beacon > mon->lead_since ? w->last_beacon : mon->lead_since;
+		if (now - last <= mon->mds_grace_ns)
+			continue;
+		snprintf(gidw, sizeof(gidw), "%" PRIu64, d->gid);
+		LOGW("mds.%s: no beacon for %.1f s (grace %.1f s): failing it%s", d->name,
+		     (double)(now - last) / 1e9, (double)mon->mds_grace_ns / 1e9,
+		     d->rank >= 0 ? "; its rank goes to a standby" : "");
+		propose_internal(mon, 4, argv);
+		w->proposed_at = now;
+		return; /* one change at a time: the next check sees its result */
+	}
+	/* vacant ranks to standbys, in name order */
+	for (uint32_t r = 0; r < m->max_mds; r++) {
+		if (tsr_mdsmap_rank(m, (int32_t)r))
+			continue;
+		for (size_t i = 0; i < m->nmds; i++) {
+			const struct tsr_mdsmap_mds *d = &m->mds[i];
+			struct mds_watch *w = mds_watch(mon, d->name);
+			char rw[16], *argv[] = { "mds", "assign", (char *)d->name, rw };
+
+			if (d->state != TSR_MDS_STANDBY || w == NULL || w->gid != d->gid ||
+			    (w->proposed_at && now - w->proposed_at < 1000000000ull))
+				continue;
+			snprintf(rw, sizeof(rw), "%u", r);
+			LOGI("rank %u: vacant; mds.%s takes it", r, d->name);
+			propose_internal(mon, 4, argv);
+			w->proposed_at = now;
+			return;
+		}
+	}
 }
 
 static void
@@ -467,9 +841,10 @@ check_failures(struct mon *mon, uint64_t now)
 		mon->lead_term = tsr_raft_term(mon->raft);
 		mon->lead_since = now;
 		memset(mon->watch, 0, MON_MAX_OSDS * sizeof(*mon->watch));
+		mon->nmwatch = 0;
 	}
-	for (size_t i = 0; i < mon->st.nosds; i++) {
-		const struct mon_osd *o = &mon->st.osds[i];
+	for (size_t i = 0; i < mon->st.osdmap.nosds; i++) {
+		const struct tsr_osdmap_osd *o = &mon->st.osdmap.osds[i];
 		struct osd_watch *w = &mon->watch[o->id];
 		char idw[16], *argv[4] = { "osd", NULL, idw, NULL };
 
@@ -494,7 +869,7 @@ check_failures(struct mon *mon, uint64_t now)
 				w->flaps = 0;
 			grace = mon->grace_ns << (w->flaps < 3 ? w->flaps : 3);
 			for (size_t k = 0; k < 8; k++) {
-				const struct mon_osd *r = state_osd(&mon->st, w->rep[k].who);
+				const struct tsr_osdmap_osd *r = state_osd(&mon->st, w->rep[k].who);
 				reporters += w->rep[k].at && now - w->rep[k].at < grace &&
 					     r != NULL && r->up;
 			}
@@ -516,7 +891,7 @@ check_failures(struct mon *mon, uint64_t now)
 		}
 		if (w->down_seen == 0)
 			w->down_seen = now;
-		if (!o->in || (mon->st.flags & MON_FLAG_NOOUT) ||
+		if (!o->in || (mon->st.osdmap.flags & TSR_OSDMAP_NOOUT) ||
 		    now - w->down_seen < mon->down_out_ns)
 			continue;
 		LOGW("osd.%d: down for %.1f s: marking it out (its data moves)", o->id,
@@ -562,6 +937,10 @@ handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t no
 	}
 	if (kind == 2) {
 		handle_beacon(mon, c, &w->cmd, now);
+		goto done;
+	}
+	if (kind == 3) {
+		handle_mds_beacon(mon, c, &w->cmd, now);
 		goto done;
 	}
 	w->conn = c;
@@ -652,6 +1031,51 @@ sweep(struct mon *mon, uint64_t now)
 
 /* ---- Raft ------------------------------------------------------------------*/
 
+/* The mon_placer encoder (state.h): the map's placement plugin, from
+ * plugin_dir, turns the topology into its binary map. */
+static int
+place_encode(void *arg, const char *plugin, const struct tsr_topology *t,
+	     void **blob, size_t *len, char *err, size_t errlen)
+{
+	struct mon *mon = arg;
+	const struct tsr_placement_ops *ops;
+	struct tsr_buf out = { NULL, 0 };
+	int rc;
+
+	if (mon->pl_inst == NULL || strcmp(mon->pl_name, plugin) != 0) {
+		const struct tsr_plugin *p = tsr_registry_find(
+			tsr_daemon_registry(mon->d), TSR_KIND_PLACEMENT, plugin);
+		if (mon->pl_inst)
+			tsr_instance_destroy(mon->pl_inst);
+		mon->pl_inst = NULL;
+		if (p == NULL)
+			return tsr_errf(err, errlen, -ENOENT, "the placement plugin "
+					"'%s' is not in plugin_dir %s (every monitor "
+					"needs the plugin the OSD map names)", plugin,
+					tsr_conf_str(tsr_daemon_conf(mon->d), "plugin_dir"));
+		tsr_core_host_init(&mon->pl_host, "placement", NULL, NULL);
+		if ((rc = tsr_instance_create(p, &mon->pl_host.host, NULL, 0,
+					      &mon->pl_inst, err, errlen)) < 0)
+			return rc == -EINVAL ? -EIO : rc;
+		tsr_strlcpy(mon->pl_name, plugin, sizeof(mon->pl_name));
+	}
+	ops = tsr_instance_ops(mon->pl_inst);
+	err[0] = '\0';
+	rc = ops->encode(tsr_instance_handle(mon->pl_inst), t, &out, err, errlen);
+	if (rc < 0) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "%s", strerror(-rc));
+		return rc == -ENOMEM ? -ENOMEM : -EINVAL;
+	}
+	*blob = malloc(out.len ? out.len : 1);
+	if (*blob)
+		memcpy(*blob, out.data, out.len);
+	*len = out.len;
+	if (out.data)
+		mon->pl_host.host.free(mon->pl_host.host.ctx, out.data);
+	return *blob ? 0 : -ENOMEM;
+}
+
 static void
 apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 {
@@ -668,8 +1092,8 @@ apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 	mon->hist_crc = tsr_crc32c(mon->hist_crc, en->data, en->len);
 	mon->hist_index = en->index;
 	mon->hist_term = en->term;
-	if (en->len == 0)
-		return; /* a leader's no-op */
+	if (en->len == 0 || mon->failed)
+		return; /* a leader's no-op; or stopping */
 	tsr_sbuf_init(&out);
 	if (state_entry_decode(en->data, en->len, &cmd) < 0) {
 		/* it passed the same decoder when proposed: a damaged store
@@ -679,6 +1103,13 @@ apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 		return;
 	}
 	rc = state_apply(&mon->st, cmd.client, cmd.tid, (int)cmd.argc, cmd.argv, &out);
+	if (mon->st.fatal && !mon->failed) {
+		LOGE("log entry %" PRIu64 " (%s %s): %s; stopping: applying the log "
+		     "on would give this monitor other maps than the rest", en->index,
+		     cmd.argv[0], cmd.argc > 1 ? cmd.argv[1] : "", tsr_sbuf_str(&out));
+		mon->failed = 1;
+		tsr_daemon_request_stop(mon->d);
+	}
 	LOGD("applied %" PRIu64 ": %s %s: %d", en->index, cmd.argv[0],
 	     cmd.argc > 1 ? cmd.argv[1] : "", rc);
 	for (struct waiter **p = &mon->changes; *p; p = &(*p)->next) {
@@ -753,6 +1184,7 @@ snap_decode(struct mon *mon, const void *p, size_t len, uint64_t index, int inst
 		state_free(&st);
 		return 0;
 	}
+	st.placer = mon->st.placer;
 	state_free(&mon->st);
 	mon->st = st;
 	mon->hist_index = hi;
@@ -770,6 +1202,8 @@ maybe_compact(struct mon *mon)
 	uint8_t *b;
 	size_t len;
 
+	if (mon->failed)
+		return; /* its state may be wrong: never make it the snapshot */
 	if (mon->hist_index < mon->snap_index + mon->snap_every || mon->hist_index == 0)
 		return;
 	if ((b = snap_encode(mon, &len)) == NULL) {
@@ -928,8 +1362,12 @@ mon_main(void *arg)
 					handle_raft(mon, it->msg);
 				else if (it->kind == TSR_MSG_MON_CMD)
 					handle_cmd(mon, it->conn, it->msg, now);
+				else if (it->kind == TSR_MSG_MON_SUB)
+					handle_sub(mon, it->conn, it->msg);
 				process_ready(mon, now); /* on failure: stopping */
 			}
+			if (it->kind == -1)
+				drop_subs(mon, it->conn);
 			if (it->kind == -1)
 				for (size_t i = 0; i < mon->mem.n; i++)
 					if (mon->peer[i] == it->conn) {
@@ -947,7 +1385,9 @@ mon_main(void *arg)
 			process_ready(mon, now);
 			sweep(mon, now);
 			check_failures(mon, now);
+			check_mds(mon, now);
 			process_ready(mon, now);
+			push_subs(mon);
 		}
 		pthread_mutex_unlock(&mon->lock);
 		pthread_mutex_lock(&mon->qlock);
@@ -1090,6 +1530,8 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	tsr_cond_init_mono(&mon->qcond);
 	mon->tail = &mon->head;
 	state_init(&mon->st);
+	mon->st.placer.encode = place_encode;
+	mon->st.placer.arg = mon;
 	snprintf(where, sizeof(where), "%s", tsr_conf_where(conf, "mon_members"));
 	if ((rc = tsr_mon_members_parse(tsr_conf_str(conf, "mon_members"), where,
 					&mon->mem, err, errlen)) < 0)
@@ -1105,6 +1547,7 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	mon->lease_ns = (mon->e_ticks - 2) * mon->tick_ns;
 	mon->snap_every = (uint64_t)tsr_conf_int(conf, "mon_snapshot_every");
 	mon->grace_ns = (uint64_t)tsr_conf_int(conf, "mon_osd_beacon_grace") * 1000000u;
+	mon->mds_grace_ns = (uint64_t)tsr_conf_int(conf, "mon_mds_beacon_grace") * 1000000u;
 	mon->down_out_ns = (uint64_t)tsr_conf_int(conf, "mon_osd_down_out_interval") * 1000000u;
 	mon->min_reporters = (unsigned)tsr_conf_int(conf, "mon_osd_min_down_reporters");
 	mon->watch = tsr_xcalloc(MON_MAX_OSDS, sizeof(*mon->watch));
@@ -1121,6 +1564,7 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 		return rc;
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_RAFT, on_raft, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_CMD, on_cmd, mon, TSR_MSGR_INLINE);
+	tsr_msgr_register(mon->msgr, TSR_MSG_MON_SUB, on_sub, mon, TSR_MSGR_INLINE);
 	mon->last_leader_ns = tsr_mono_ns();
 	if ((rc = pthread_create(&mon->thread, NULL, mon_main, mon)) != 0)
 		return tsr_errf(err, errlen, -rc, "starting the monitor thread: %s",
@@ -1167,6 +1611,11 @@ mon_stop(struct tsr_daemon *d)
 		}
 	free_waiters(mon->changes);
 	free_waiters(mon->reads);
+	while (mon->subs) {
+		struct sub *n = mon->subs->next;
+		sub_free(mon->subs);
+		mon->subs = n;
+	}
 	tsr_msgr_destroy(mon->msgr);
 	for (struct item *it = mon->head, *n; it; it = n) {
 		n = it->next;
@@ -1181,6 +1630,8 @@ mon_stop(struct tsr_daemon *d)
 	if (mon->kv)
 		tsr_kv_close(mon->kv);
 	state_free(&mon->st);
+	if (mon->pl_inst)
+		tsr_instance_destroy(mon->pl_inst);
 	free(mon->watch);
 	pthread_mutex_destroy(&mon->qlock);
 	pthread_mutex_destroy(&mon->lock);
@@ -1206,7 +1657,7 @@ mon_status(struct tsr_daemon *d, struct tsr_sbuf *out)
 	mon_stat(mon, now, out);
 	tsr_sbuf_printf(out, ",\n  \"osdmap_epoch\": %" PRIu64 ",\n  \"applied\": %" PRIu64
 			",\n  \"applied_index\": %" PRIu64 ",\n  \"history_crc\": %u,"
-			"\n  \"isolated\": %u", mon->st.osd_epoch, mon->st.applied,
+			"\n  \"isolated\": %u", mon->st.osdmap.epoch, mon->st.applied,
 			mon->hist_index, mon->hist_crc, mon->isolated);
 	pthread_mutex_unlock(&mon->lock);
 }

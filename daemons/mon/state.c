@@ -2,6 +2,7 @@
  * (state.h). */
 #include "state.h"
 #include "mon/monmsg.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,9 +15,17 @@ void
 state_init(struct mon_state *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->osd_epoch = 1;
-	s->mds_epoch = 1;
-	s->next_pool_id = 1;
+	tsr_osdmap_init(&s->osdmap);
+	tsr_mdsmap_init(&s->mdsmap);
+	snprintf(s->osdmap.placement, sizeof(s->osdmap.placement), "crush");
+}
+
+static void
+incs_free(struct mon_incs *r)
+{
+	for (size_t i = 0; i < MON_INC_KEEP; i++)
+		free(r->data[i]);
+	memset(r, 0, sizeof(*r));
 }
 
 void
@@ -24,8 +33,10 @@ state_free(struct mon_state *s)
 {
 	for (size_t i = 0; i < s->nsessions; i++)
 		free(s->sessions[i].text);
-	free(s->osds);
-	free(s->pools);
+	tsr_osdmap_free(&s->osdmap);
+	tsr_mdsmap_free(&s->mdsmap);
+	incs_free(&s->osd_incs);
+	incs_free(&s->mds_incs);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -59,21 +70,6 @@ parse_dbl(const char *w, double min, double max, double *v)
 	return 0;
 }
 
-static int
-name_ok(const char *n)
-{
-	size_t l = strlen(n);
-
-	if (l == 0 || l >= 64 || n[0] == '-')
-		return 0;
-	for (size_t i = 0; i < l; i++)
-		if (!(n[i] >= 'a' && n[i] <= 'z') && !(n[i] >= 'A' && n[i] <= 'Z') &&
-		    !(n[i] >= '0' && n[i] <= '9') && n[i] != '_' && n[i] != '-' &&
-		    n[i] != '.')
-			return 0;
-	return 1;
-}
-
 #define FAIL(rc, ...) (tsr_sbuf_printf(out, __VA_ARGS__), (rc))
 
 /* Is argv[0..] "w0 w1"? */
@@ -87,7 +83,8 @@ is(int argc, char **argv, const char *w0, const char *w1)
 /* The options after the positional words: --host H, --weight W, --size N,
  * --min-size N, --yes-i-really-mean-it.  Unknown ones are errors. */
 struct cmd_opts {
-	const char *host;
+	const char *host, *rack, *redundancy, *redundancy_opts;
+	int64_t rule;
 	double weight;
 	int64_t size, min_size;
 	int yes, autom;
@@ -102,7 +99,7 @@ parse_opts(int argc, char **argv, int from, struct cmd_opts *o,
 {
 	memset(o, 0, sizeof(*o));
 	o->weight = -1;
-	o->size = o->min_size = -1;
+	o->size = o->min_size = o->rule = -1;
 	for (int i = from; i < argc; i++) {
 		const char *w = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -110,15 +107,41 @@ parse_opts(int argc, char **argv, int from, struct cmd_opts *o,
 		if (strcmp(w, "--yes-i-really-mean-it") == 0) {
 			o->yes = 1;
 		} else if (strcmp(w, "--host") == 0) {
-			if (val == NULL || !name_ok(val))
+			if (val == NULL || !tsr_osdmap_name_ok(val))
 				return FAIL(-EINVAL, "--host needs a host name "
 					    "(letters, digits, '-', '_', '.')");
 			o->host = val;
 			i++;
+		} else if (strcmp(w, "--rack") == 0) {
+			if (val == NULL || !tsr_osdmap_name_ok(val))
+				return FAIL(-EINVAL, "--rack needs a rack name "
+					    "(letters, digits, '-', '_', '.')");
+			o->rack = val;
+			i++;
+		} else if (strcmp(w, "--rule") == 0) {
+			if (val == NULL || parse_i64(val, 0, MON_RULES - 1, &o->rule) < 0)
+				return FAIL(-EINVAL, "--rule needs a placement rule: 0 "
+					    "(one copy per host), 1 (per rack), 2 (per OSD)");
+			i++;
+		} else if (strcmp(w, "--redundancy") == 0) {
+			if (val == NULL || !tsr_osdmap_name_ok(val))
+				return FAIL(-EINVAL, "--redundancy needs a redundancy "
+					    "plugin name (e.g. replica)");
+			o->redundancy = val;
+			i++;
+		} else if (strcmp(w, "--redundancy-opts") == 0) {
+			if (val == NULL || strlen(val) >= TSR_OSDMAP_OPTS ||
+			    strpbrk(val, " \t\n\"") != NULL)
+				return FAIL(-EINVAL, "--redundancy-opts needs KEY=VALUE,"
+					    "... (no blanks, under %d bytes)",
+					    TSR_OSDMAP_OPTS);
+			o->redundancy_opts = val;
+			i++;
 		} else if (strcmp(w, "--weight") == 0) {
-			if (val == NULL || parse_dbl(val, 0, 1e6, &o->weight) < 0 ||
-			    o->weight <= 0)
-				return FAIL(-EINVAL, "--weight needs a number above 0");
+			if (val == NULL || parse_dbl(val, 0, 65535, &o->weight) < 0 ||
+			    o->weight < 1.0 / 65536)
+				return FAIL(-EINVAL, "--weight needs a number in "
+					    "0.00002..65535");
 			i++;
 		} else if (strcmp(w, "--auto") == 0) {
 			o->autom = 1;
@@ -145,32 +168,32 @@ parse_opts(int argc, char **argv, int from, struct cmd_opts *o,
 
 /* ---- Lookups -------------------------------------------------------------*/
 
-static struct mon_osd *
+static struct tsr_osdmap_osd *
 find_osd(const struct mon_state *s, int64_t id)
 {
-	for (size_t i = 0; i < s->nosds; i++)
-		if (s->osds[i].id == id)
-			return &s->osds[i];
+	for (size_t i = 0; i < s->osdmap.nosds; i++)
+		if (s->osdmap.osds[i].id == id)
+			return &s->osdmap.osds[i];
 	return NULL;
 }
 
-struct mon_osd *
+struct tsr_osdmap_osd *
 state_osd(const struct mon_state *s, int64_t id)
 {
 	return find_osd(s, id);
 }
 
-static struct mon_pool *
+static struct tsr_osdmap_pool *
 find_pool(const struct mon_state *s, const char *name)
 {
-	for (size_t i = 0; i < s->npools; i++)
-		if (strcmp(s->pools[i].name, name) == 0)
-			return &s->pools[i];
+	for (size_t i = 0; i < s->osdmap.npools; i++)
+		if (strcmp(s->osdmap.pools[i].name, name) == 0)
+			return &s->osdmap.pools[i];
 	return NULL;
 }
 
 static int
-osd_arg(const struct mon_state *s, const char *w, struct mon_osd **o,
+osd_arg(const struct mon_state *s, const char *w, struct tsr_osdmap_osd **o,
 	struct tsr_sbuf *out)
 {
 	int64_t id;
@@ -194,7 +217,7 @@ struct change {
 };
 
 static const struct change changes[] = {
-	{ "osd", "add", 0, 1, "osd add [ID] --host HOST [--weight W]" },
+	{ "osd", "add", 0, 1, "osd add [ID] --host HOST [--rack RACK] [--weight W]" },
 	{ "osd", "rm", 1, 1, "osd rm ID" },
 	{ "osd", "in", 1, 1, "osd in ID" },
 	{ "osd", "out", 1, 1, "osd out ID" },
@@ -203,9 +226,15 @@ static const struct change changes[] = {
 	{ "osd", "unset", 1, 1, "osd unset noout" },
 	{ "osd", "down", 1, 1, "osd down ID" },
 	{ "osd", "boot", 2, 2, "osd boot ID IP:PORT (an OSD starting)" },
-	{ "pool", "create", 1, 2, "pool create NAME [PG_NUM] [--size N] [--min-size N]" },
-	{ "pool", "set", 3, 3, "pool set NAME pg_num|size|min_size VALUE" },
+	{ "pool", "create", 1, 2, "pool create NAME [PG_NUM] [--size N] [--min-size N] "
+	  "[--rule ID] [--redundancy PLUGIN [--redundancy-opts K=V,...]]" },
+	{ "pool", "set", 3, 3, "pool set NAME pg_num|size|min_size|rule VALUE" },
 	{ "pool", "rm", 1, 1, "pool rm NAME --yes-i-really-mean-it" },
+	{ "mds", "boot", 3, 3, "mds boot NAME GID IP:PORT (an MDS starting)" },
+	{ "mds", "assign", 2, 2, "mds assign NAME RANK (the leader: a standby takes a rank)" },
+	{ "mds", "active", 2, 2, "mds active NAME GID (an MDS finished replaying its rank)" },
+	{ "mds", "fail", 1, 2, "mds fail NAME [GID]" },
+	{ "fs", "set", 2, 2, "fs set max_mds N" },
 };
 
 static const char *const reads[][2] = {
@@ -228,6 +257,10 @@ state_classify(int argc, char **argv, struct tsr_sbuf *out)
 		if (o.npos < 1 || parse_i64(o.pos[0], 0, MON_MAX_OSDS - 1, &id) < 0)
 			return FAIL(-EINVAL, "usage: osd beacon ID [--failed ID,ID...]");
 		return 2;
+	}
+	if (is(argc, argv, "mds", "beacon")) {
+		struct mds_beacon b;
+		return state_mds_beacon(argc, argv, &b, out) < 0 ? -EINVAL : 3;
 	}
 	for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
 		const struct change *c = &changes[i];
@@ -267,25 +300,28 @@ osd_add(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 		for (id = 0; id < MON_MAX_OSDS && find_osd(s, id); id++)
 			;
 	}
-	if (s->nosds >= MON_MAX_OSDS)
+	if (s->osdmap.nosds >= MON_MAX_OSDS)
 		return FAIL(-ENOSPC, "the cluster has %d OSDs, the most it may", MON_MAX_OSDS);
-	struct mon_osd *v = realloc(s->osds, (s->nosds + 1) * sizeof(*v));
+	struct tsr_osdmap_osd *v = realloc(s->osdmap.osds, (s->osdmap.nosds + 1) * sizeof(*v));
 	if (v == NULL)
 		return FAIL(-ENOMEM, "out of memory");
-	s->osds = v;
-	for (at = 0; at < s->nosds && s->osds[at].id < id; at++)
+	s->osdmap.osds = v;
+	for (at = 0; at < s->osdmap.nosds && s->osdmap.osds[at].id < id; at++)
 		;
-	memmove(&s->osds[at + 1], &s->osds[at], (s->nosds - at) * sizeof(*v));
-	memset(&s->osds[at], 0, sizeof(*v));
-	s->osds[at].id = (int32_t)id;
-	snprintf(s->osds[at].host, sizeof(s->osds[at].host), "%s", o->host);
-	s->osds[at].weight = o->weight > 0 ? o->weight : 1.0;
-	s->osds[at].reweight = 1.0;
-	s->osds[at].in = 1;
-	s->nosds++;
-	s->osd_epoch++;
+	memmove(&s->osdmap.osds[at + 1], &s->osdmap.osds[at], (s->osdmap.nosds - at) * sizeof(*v));
+	memset(&s->osdmap.osds[at], 0, sizeof(*v));
+	s->osdmap.osds[at].id = (int32_t)id;
+	snprintf(s->osdmap.osds[at].host, sizeof(s->osdmap.osds[at].host), "%s", o->host);
+	if (o->rack)
+		snprintf(s->osdmap.osds[at].rack, sizeof(s->osdmap.osds[at].rack), "%s",
+			 o->rack);
+	s->osdmap.osds[at].weight = o->weight > 0 ? o->weight : 1.0;
+	s->osdmap.osds[at].reweight = 1.0;
+	s->osdmap.osds[at].in = 1;
+	s->osdmap.nosds++;
+	s->osdmap.epoch++;
 	tsr_sbuf_printf(out, "{\"osd\": %" PRId64 ", \"osdmap_epoch\": %" PRIu64 "}",
-			id, s->osd_epoch);
+			id, s->osdmap.epoch);
 	return 0;
 }
 
@@ -296,7 +332,7 @@ pool_create(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 	int64_t size = o->size > 0 ? o->size : 3;
 	int64_t min_size = o->min_size > 0 ? o->min_size : size - size / 2;
 
-	if (!name_ok(o->pos[0]))
+	if (!tsr_osdmap_name_ok(o->pos[0]))
 		return FAIL(-EINVAL, "pool name '%s': 1 to 63 of letters, digits, "
 			    "'-', '_', '.'", o->pos[0]);
 	if (o->npos == 2 && parse_i64(o->pos[1], 1, 65536, &pg_num) < 0)
@@ -306,32 +342,37 @@ pool_create(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 			    min_size, size);
 	if (find_pool(s, o->pos[0]))
 		return FAIL(-EEXIST, "pool '%s' exists already", o->pos[0]);
-	if (s->npools >= MON_MAX_POOLS)
+	if (s->osdmap.npools >= TSR_OSDMAP_MAX_POOLS)
 		return FAIL(-ENOSPC, "the cluster has %d pools, the most it may",
-			    MON_MAX_POOLS);
-	struct mon_pool *v = realloc(s->pools, (s->npools + 1) * sizeof(*v));
+			    TSR_OSDMAP_MAX_POOLS);
+	struct tsr_osdmap_pool *v = realloc(s->osdmap.pools, (s->osdmap.npools + 1) * sizeof(*v));
 	if (v == NULL)
 		return FAIL(-ENOMEM, "out of memory");
-	s->pools = v;
-	struct mon_pool *p = &s->pools[s->npools++];
+	s->osdmap.pools = v;
+	struct tsr_osdmap_pool *p = &s->osdmap.pools[s->osdmap.npools++];
 	memset(p, 0, sizeof(*p));
-	p->id = s->next_pool_id++;
+	p->id = s->osdmap.next_pool_id++;
 	snprintf(p->name, sizeof(p->name), "%s", o->pos[0]);
 	p->pg_num = (uint32_t)pg_num;
 	p->size = (uint32_t)size;
 	p->min_size = (uint32_t)min_size;
-	s->osd_epoch++;
+	p->rule = o->rule >= 0 ? (uint32_t)o->rule : 0;
+	snprintf(p->redundancy, sizeof(p->redundancy), "%s",
+		 o->redundancy ? o->redundancy : "replica");
+	snprintf(p->redundancy_opts, sizeof(p->redundancy_opts), "%s",
+		 o->redundancy_opts ? o->redundancy_opts : "");
+	s->osdmap.epoch++;
 	tsr_sbuf_printf(out, "{\"pool\": ");
 	tsr_sbuf_json_str(out, p->name);
 	tsr_sbuf_printf(out, ", \"id\": %" PRId64 ", \"osdmap_epoch\": %" PRIu64 "}",
-			p->id, s->osd_epoch);
+			p->id, s->osdmap.epoch);
 	return 0;
 }
 
 static int
 pool_set(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 {
-	struct mon_pool *p = find_pool(s, o->pos[0]);
+	struct tsr_osdmap_pool *p = find_pool(s, o->pos[0]);
 	const char *key = o->pos[1];
 	int64_t v;
 
@@ -354,15 +395,174 @@ pool_set(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 			return FAIL(-EINVAL, "min_size %" PRId64 " is above size %u",
 				    v, p->size);
 		*(key[0] == 's' ? &p->size : &p->min_size) = (uint32_t)v;
+	} else if (strcmp(key, "rule") == 0) {
+		if (parse_i64(o->pos[2], 0, MON_RULES - 1, &v) < 0)
+			return FAIL(-EINVAL, "rule: 0 (one copy per host), 1 (per "
+				    "rack), 2 (per OSD)");
+		p->rule = (uint32_t)v;
 	} else {
 		return FAIL(-EINVAL, "pool set: unknown key '%s' (pg_num, size, "
-			    "min_size)", key);
+			    "min_size, rule)", key);
 	}
-	s->osd_epoch++;
+	s->osdmap.epoch++;
 	tsr_sbuf_printf(out, "{\"pool\": ");
 	tsr_sbuf_json_str(out, p->name);
 	tsr_sbuf_printf(out, ", \"%s\": %" PRId64 ", \"osdmap_epoch\": %" PRIu64 "}",
-			key, v, s->osd_epoch);
+			key, v, s->osdmap.epoch);
+	return 0;
+}
+
+/* ---- The MDS map ----------------------------------------------------------*/
+
+int
+state_mds_beacon(int argc, char **argv, struct mds_beacon *b, struct tsr_sbuf *out)
+{
+	int64_t gid;
+
+	memset(b, 0, sizeof(*b));
+	if (argc != 6 || !tsr_osdmap_name_ok(argv[2]) ||
+	    parse_i64(argv[3], 1, INT64_MAX, &gid) < 0 ||
+	    strlen(argv[4]) >= sizeof(b->addr) || strchr(argv[4], ':') == NULL)
+		return FAIL(-EINVAL, "usage: mds beacon NAME GID IP:PORT "
+			    "standby|replay|active");
+	for (uint32_t st = 0; st < TSR_MDS_STATE_COUNT; st++)
+		if (strcmp(argv[5], tsr_mds_state_name(st)) == 0)
+			b->state = (int)st + 1;
+	if (b->state-- == 0)
+		return FAIL(-EINVAL, "mds beacon: unknown state '%s'", argv[5]);
+	snprintf(b->name, sizeof(b->name), "%s", argv[2]);
+	snprintf(b->addr, sizeof(b->addr), "%s", argv[4]);
+	b->gid = (uint64_t)gid;
+	return 0;
+}
+
+static int
+cmp_mds_name(const void *a, const void *b)
+{
+	return strcmp(((const struct tsr_mdsmap_mds *)a)->name,
+		      ((const struct tsr_mdsmap_mds *)b)->name);
+}
+
+static void
+mds_json(const struct tsr_mdsmap *m, const struct tsr_mdsmap_mds *d,
+	 struct tsr_sbuf *out)
+{
+	tsr_sbuf_printf(out, "{\"mds\": ");
+	tsr_sbuf_json_str(out, d ? d->name : "");
+	tsr_sbuf_printf(out, ", \"gid\": %" PRIu64 ", \"rank\": %d, \"state\": \"%s\", "
+			"\"mdsmap_epoch\": %" PRIu64 "}", d ? d->gid : 0, d ? d->rank : -1,
+			d ? tsr_mds_state_name(d->state) : "gone", m->epoch);
+}
+
+/* The MDS map's changes.  Boot: NAME's new incarnation (GID) stands by;
+ * an older one is replaced, and the rank it held is vacant.  Assign: a
+ * standby takes a vacant rank and replays it.  Active: it finished.
+ * Fail: NAME (that GID, when given: a stale report about an older
+ * incarnation is ignored) leaves the map; its rank is vacant. */
+static int
+mds_change(struct mon_state *s, const struct cmd_opts *o, const char *verb,
+	   struct tsr_sbuf *out)
+{
+	struct tsr_mdsmap *m = &s->mdsmap;
+	struct tsr_mdsmap_mds *d;
+	int64_t gid = 0, rank;
+
+	if (strcmp(verb, "set") == 0) { /* fs set max_mds N */
+		if (strcmp(o->pos[0], "max_mds") != 0)
+			return FAIL(-EINVAL, "fs set: unknown key '%s' (max_mds)", o->pos[0]);
+		if (parse_i64(o->pos[1], 1, TSR_MDSMAP_MAX_RANKS, &rank) < 0)
+			return FAIL(-EINVAL, "max_mds: a number in 1..%d",
+				    TSR_MDSMAP_MAX_RANKS);
+		/* ranks beyond the new count: their holders stand by */
+		for (size_t i = 0; i < m->nmds; i++)
+			if (m->mds[i].rank >= rank) {
+				m->mds[i].rank = -1;
+				m->mds[i].state = TSR_MDS_STANDBY;
+			}
+		m->max_mds = (uint32_t)rank;
+		m->epoch++;
+		tsr_sbuf_printf(out, "{\"max_mds\": %" PRId64 ", \"mdsmap_epoch\": %"
+				PRIu64 "}", rank, m->epoch);
+		return 0;
+	}
+	if (!tsr_osdmap_name_ok(o->pos[0]))
+		return FAIL(-EINVAL, "'%s' is not an MDS name", o->pos[0]);
+	d = tsr_mdsmap_find(m, o->pos[0]);
+	if (strcmp(verb, "boot") == 0) {
+		if (parse_i64(o->pos[1], 1, INT64_MAX, &gid) < 0 ||
+		    strlen(o->pos[2]) >= TSR_MDSMAP_NAME || strchr(o->pos[2], ':') == NULL)
+			return FAIL(-EINVAL, "mds boot NAME GID IP:PORT");
+		if (d && d->gid == (uint64_t)gid) {
+			mds_json(m, d, out);
+			return 0;
+		}
+		if (d == NULL) {
+			if (m->nmds >= TSR_MDSMAP_MAX_MDS)
+				return FAIL(-ENOSPC, "the MDS map holds %d MDSs, the most "
+					    "it may", TSR_MDSMAP_MAX_MDS);
+			struct tsr_mdsmap_mds *v = realloc(m->mds, (m->nmds + 1) * sizeof(*v));
+			if (v == NULL)
+				return FAIL(-ENOMEM, "out of memory");
+			m->mds = v;
+			d = &m->mds[m->nmds++];
+		}
+		memset(d, 0, sizeof(*d));
+		snprintf(d->name, sizeof(d->name), "%s", o->pos[0]);
+		snprintf(d->addr, sizeof(d->addr), "%s", o->pos[2]);
+		d->gid = (uint64_t)gid;
+		d->rank = -1;
+		d->state = TSR_MDS_STANDBY;
+		qsort(m->mds, m->nmds, sizeof(*m->mds), cmp_mds_name);
+		m->epoch++;
+		mds_json(m, tsr_mdsmap_find(m, o->pos[0]), out);
+		return 0;
+	}
+	if (d == NULL)
+		return FAIL(-ENOENT, "mds.%s is not in the MDS map", o->pos[0]);
+	if (strcmp(verb, "fail") == 0) {
+		if (o->npos == 2 && (parse_i64(o->pos[1], 1, INT64_MAX, &gid) < 0 ||
+				     (uint64_t)gid != d->gid))
+			return FAIL(-ESTALE, "mds.%s is another incarnation now (gid %"
+				    PRIu64 ")", d->name, d->gid);
+		size_t at = (size_t)(d - m->mds);
+		int32_t r = d->rank;
+		memmove(d, d + 1, (m->nmds - at - 1) * sizeof(*d));
+		m->nmds--;
+		m->epoch++;
+		tsr_sbuf_printf(out, "{\"failed\": ");
+		tsr_sbuf_json_str(out, o->pos[0]);
+		tsr_sbuf_printf(out, ", \"vacant_rank\": %d, \"mdsmap_epoch\": %" PRIu64 "}",
+				r, m->epoch);
+		return 0;
+	}
+	if (strcmp(verb, "assign") == 0) {
+		if (parse_i64(o->pos[1], 0, (int64_t)m->max_mds - 1, &rank) < 0)
+			return FAIL(-EINVAL, "rank '%s': 0..%u", o->pos[1], m->max_mds - 1);
+		if (d->state != TSR_MDS_STANDBY)
+			return FAIL(-EBUSY, "mds.%s holds rank %d already", d->name, d->rank);
+		if (tsr_mdsmap_rank(m, (int32_t)rank))
+			return FAIL(-EBUSY, "rank %" PRId64 " is held by mds.%s", rank,
+				    tsr_mdsmap_rank(m, (int32_t)rank)->name);
+		d->rank = (int32_t)rank;
+		d->state = TSR_MDS_REPLAY;
+		m->epoch++;
+		mds_json(m, d, out);
+		return 0;
+	}
+	/* active */
+	if (parse_i64(o->pos[1], 1, INT64_MAX, &gid) < 0 || (uint64_t)gid != d->gid)
+		return FAIL(-ESTALE, "mds.%s is another incarnation now (gid %" PRIu64 ")",
+			    d->name, d->gid);
+	if (d->state != TSR_MDS_REPLAY) {
+		if (d->state == TSR_MDS_ACTIVE) {
+			mds_json(m, d, out);
+			return 0;
+		}
+		return FAIL(-EINVAL, "mds.%s holds no rank to be active in", d->name);
+	}
+	d->state = TSR_MDS_ACTIVE;
+	m->epoch++;
+	mds_json(m, d, out);
 	return 0;
 }
 
@@ -370,7 +570,7 @@ static int
 change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 {
 	struct cmd_opts o;
-	struct mon_osd *osd;
+	struct tsr_osdmap_osd *osd;
 	int rc;
 
 	if ((rc = parse_opts(argc, argv, 2, &o, out)) < 0)
@@ -381,32 +581,34 @@ change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 		return pool_create(s, &o, out);
 	if (is(argc, argv, "pool", "set"))
 		return pool_set(s, &o, out);
+	if (strcmp(argv[0], "mds") == 0 || strcmp(argv[0], "fs") == 0)
+		return mds_change(s, &o, argv[1], out);
 	if (is(argc, argv, "pool", "rm")) {
-		struct mon_pool *p = find_pool(s, o.pos[0]);
+		struct tsr_osdmap_pool *p = find_pool(s, o.pos[0]);
 		if (!o.yes)
 			return FAIL(-EPERM, "removing pool '%s' destroys its data: "
 				    "add --yes-i-really-mean-it", o.pos[0]);
 		if (p == NULL)
 			return FAIL(-ENOENT, "pool '%s' does not exist", o.pos[0]);
-		size_t at = (size_t)(p - s->pools);
-		memmove(p, p + 1, (s->npools - at - 1) * sizeof(*p));
-		s->npools--;
-		s->osd_epoch++;
+		size_t at = (size_t)(p - s->osdmap.pools);
+		memmove(p, p + 1, (s->osdmap.npools - at - 1) * sizeof(*p));
+		s->osdmap.npools--;
+		s->osdmap.epoch++;
 		tsr_sbuf_printf(out, "{\"removed\": ");
 		tsr_sbuf_json_str(out, o.pos[0]);
-		tsr_sbuf_printf(out, ", \"osdmap_epoch\": %" PRIu64 "}", s->osd_epoch);
+		tsr_sbuf_printf(out, ", \"osdmap_epoch\": %" PRIu64 "}", s->osdmap.epoch);
 		return 0;
 	}
 	if (is(argc, argv, "osd", "set") || is(argc, argv, "osd", "unset")) {
 		if (strcmp(o.pos[0], "noout") != 0)
 			return FAIL(-EINVAL, "unknown flag '%s' (noout)", o.pos[0]);
 		if (argv[1][0] == 's')
-			s->flags |= MON_FLAG_NOOUT;
+			s->osdmap.flags |= TSR_OSDMAP_NOOUT;
 		else
-			s->flags &= ~MON_FLAG_NOOUT;
-		s->osd_epoch++;
+			s->osdmap.flags &= ~TSR_OSDMAP_NOOUT;
+		s->osdmap.epoch++;
 		tsr_sbuf_printf(out, "{\"noout\": %s, \"osdmap_epoch\": %" PRIu64 "}",
-				s->flags & MON_FLAG_NOOUT ? "true" : "false", s->osd_epoch);
+				s->osdmap.flags & TSR_OSDMAP_NOOUT ? "true" : "false", s->osdmap.epoch);
 		return 0;
 	}
 	if ((rc = osd_arg(s, o.pos[0], &osd, out)) < 0)
@@ -415,12 +617,12 @@ change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 		if (osd->up)
 			return FAIL(-EBUSY, "osd.%d is up: stop it first", osd->id);
 		int32_t id = osd->id;
-		size_t at = (size_t)(osd - s->osds);
-		memmove(osd, osd + 1, (s->nosds - at - 1) * sizeof(*osd));
-		s->nosds--;
-		s->osd_epoch++;
+		size_t at = (size_t)(osd - s->osdmap.osds);
+		memmove(osd, osd + 1, (s->osdmap.nosds - at - 1) * sizeof(*osd));
+		s->osdmap.nosds--;
+		s->osdmap.epoch++;
 		tsr_sbuf_printf(out, "{\"removed\": %d, \"osdmap_epoch\": %" PRIu64 "}",
-				id, s->osd_epoch);
+				id, s->osdmap.epoch);
 		return 0;
 	}
 	if (is(argc, argv, "osd", "boot")) {
@@ -428,7 +630,7 @@ change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 			return FAIL(-EINVAL, "osd boot: '%s' is not IP:PORT", o.pos[1]);
 		if (osd->up && strcmp(osd->addr, o.pos[1]) == 0) {
 			tsr_sbuf_printf(out, "{\"osd\": %d, \"up\": true, \"osdmap_epoch\": %"
-					PRIu64 "}", osd->id, s->osd_epoch);
+					PRIu64 "}", osd->id, s->osdmap.epoch);
 			return 0;
 		}
 		osd->up = 1;
@@ -438,18 +640,18 @@ change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 			osd->in = 1;
 			osd->auto_out = 0;
 		}
-		osd->up_from = ++s->osd_epoch;
+		osd->up_from = ++s->osdmap.epoch;
 		tsr_sbuf_printf(out, "{\"osd\": %d, \"up\": true, \"osdmap_epoch\": %"
-				PRIu64 "}", osd->id, s->osd_epoch);
+				PRIu64 "}", osd->id, s->osdmap.epoch);
 		return 0;
 	}
 	if (is(argc, argv, "osd", "down")) {
 		if (osd->up) {
 			osd->up = 0;
-			s->osd_epoch++;
+			s->osdmap.epoch++;
 		}
 		tsr_sbuf_printf(out, "{\"osd\": %d, \"up\": false, \"osdmap_epoch\": %"
-				PRIu64 "}", osd->id, s->osd_epoch);
+				PRIu64 "}", osd->id, s->osdmap.epoch);
 		return 0;
 	}
 	if (is(argc, argv, "osd", "in") || is(argc, argv, "osd", "out")) {
@@ -461,11 +663,266 @@ change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 			return FAIL(-EINVAL, "reweight '%s': a number in 0..1", o.pos[1]);
 		osd->reweight = r;
 	}
-	s->osd_epoch++;
+	s->osdmap.epoch++;
 	tsr_sbuf_printf(out, "{\"osd\": %d, \"in\": %s, \"reweight\": %g, "
 			"\"osdmap_epoch\": %" PRIu64 "}", osd->id,
-			osd->in ? "true" : "false", osd->reweight, s->osd_epoch);
+			osd->in ? "true" : "false", osd->reweight, s->osdmap.epoch);
 	return 0;
+}
+
+/* Keep the encoded incremental that made epoch e. */
+static void
+incs_put(struct mon_incs *r, uint64_t e, struct tsr_enc *enc)
+{
+	size_t at = e % MON_INC_KEEP;
+
+	free(r->data[at]);
+	r->data[at] = NULL;
+	r->epoch[at] = 0;
+	if (tsr_enc_error(enc)) {
+		tsr_enc_release(enc);
+		return; /* out of memory: subscribers get the full map */
+	}
+	r->data[at] = tsr_enc_take(enc, &r->len[at]);
+	r->epoch[at] = e;
+}
+
+const uint8_t *
+state_inc(const struct mon_state *s, int which, uint64_t e, size_t *len)
+{
+	const struct mon_incs *r = which ? &s->mds_incs : &s->osd_incs;
+	size_t at = e % MON_INC_KEEP;
+
+	if (r->epoch[at] != e || r->data[at] == NULL)
+		return NULL;
+	*len = r->len[at];
+	return r->data[at];
+}
+
+/* ---- The placement map ----------------------------------------------------
+ *
+ * The OSD map carries the placement plugin's binary map, made from the
+ * OSDs' hosts and racks whenever they change: a root "default" (bucket
+ * -1); the racks, by name (-2, -3, ...); the hosts, by name, each under
+ * its rack or the root; each OSD under its host with its weight in 16.16
+ * fixed point.  Rules: 0 "host" (one copy per host), 1 "rack" (one per
+ * rack; only while some OSD is in a rack), 2 "osd" (one per OSD).  The
+ * plugin's encoding is deterministic (placement.h), so every monitor
+ * makes the same bytes.  Up/down, in/out and reweight are not in it: they
+ * go to map() as weights. */
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The distinct non-empty names of the OSDs' racks (rack) or hosts, sorted
+ * (malloc'd array of pointers into the map). */
+static const char **
+distinct(const struct tsr_osdmap *m, int rack, size_t *n)
+{
+	const char **v = tsr_xcalloc(m->nosds ? m->nosds : 1, sizeof(*v));
+	size_t k = 0;
+
+	for (size_t i = 0; i < m->nosds; i++) {
+		const char *x = rack ? m->osds[i].rack : m->osds[i].host;
+		if (*x)
+			v[k++] = x;
+	}
+	qsort(v, k, sizeof(*v), cmp_str);
+	*n = 0;
+	for (size_t i = 0; i < k; i++)
+		if (*n == 0 || strcmp(v[*n - 1], v[i]) != 0)
+			v[(*n)++] = v[i];
+	return v;
+}
+
+static int32_t
+index_of(const char **v, size_t n, const char *x)
+{
+	const char **p = bsearch(&x, v, n, sizeof(*v), cmp_str);
+
+	return p ? (int32_t)(p - v) : -1;
+}
+
+/* Did the OSDs' ids, hosts, racks or weights change from a to b? */
+static int
+topology_changed(const struct tsr_osdmap *a, const struct tsr_osdmap *b)
+{
+	if (a->nosds != b->nosds || strcmp(a->placement, b->placement) != 0)
+		return 1;
+	for (size_t i = 0; i < a->nosds; i++)
+		if (a->osds[i].id != b->osds[i].id ||
+		    strcmp(a->osds[i].host, b->osds[i].host) != 0 ||
+		    strcmp(a->osds[i].rack, b->osds[i].rack) != 0 ||
+		    a->osds[i].weight != b->osds[i].weight)
+			return 1;
+	return 0;
+}
+
+static int
+placement_refresh(struct mon_state *s, struct tsr_sbuf *out)
+{
+	static const char *const types[] = { "osd", "host", "rack", "root" };
+	struct tsr_osdmap *m = &s->osdmap;
+	size_t nr, nh, ni = 0, nrules = 0;
+	const char **racks, **hosts;
+	struct tsr_topo_item *items;
+	struct tsr_topo_rule rules[MON_RULES];
+	char (*names)[TSR_OSDMAP_NAME + 8];
+	int32_t *host_rack;
+	char err[512] = "";
+	int rc = 0;
+
+	if (s->placer.encode == NULL)
+		return 0;
+	if (m->nosds == 0) {
+		free(m->pmap);
+		m->pmap = NULL;
+		m->pmap_len = 0;
+		return 0;
+	}
+	racks = distinct(m, 1, &nr);
+	hosts = distinct(m, 0, &nh);
+	items = tsr_xcalloc(1 + nr + nh + m->nosds, sizeof(*items));
+	names = tsr_xcalloc(m->nosds, sizeof(*names));
+	host_rack = tsr_xcalloc(nh, sizeof(*host_rack));
+	/* a host is in one rack: its OSDs must agree */
+	for (size_t h = 0; h < nh; h++)
+		host_rack[h] = -1;
+	for (size_t i = 0; i < m->nosds && rc == 0; i++) {
+		const struct tsr_osdmap_osd *o = &m->osds[i];
+		int32_t h = index_of(hosts, nh, o->host);
+		int32_t r = o->rack[0] ? index_of(racks, nr, o->rack) : -1;
+		if (host_rack[h] == -1)
+			host_rack[h] = r == -1 ? -2 : r;
+		else if (host_rack[h] != (r == -1 ? -2 : r))
+			rc = FAIL(-EINVAL, "host '%s' would be in two racks: osd.%d "
+				  "says '%s'", o->host, o->id, o->rack[0] ? o->rack
+				  : "(none)");
+	}
+	/* one namespace for buckets: say so before the plugin does */
+	for (size_t h = 0; h < nh && rc == 0; h++)
+		if (index_of(racks, nr, hosts[h]) >= 0 || strcmp(hosts[h], "default") == 0)
+			rc = FAIL(-EINVAL, "host '%s' has the name of a %s; hosts, "
+				  "racks and the root share one namespace", hosts[h],
+				  strcmp(hosts[h], "default") == 0 ? "root" : "rack");
+	for (size_t r = 0; r < nr && rc == 0; r++)
+		if (strcmp(racks[r], "default") == 0)
+			rc = FAIL(-EINVAL, "rack 'default' has the name of the root");
+	if (rc == 0) {
+		items[ni++] = (struct tsr_topo_item){ -1, 0, 3, 0, "default" };
+		for (size_t r = 0; r < nr; r++)
+			items[ni++] = (struct tsr_topo_item){ -2 - (int32_t)r, -1, 2, 0,
+							      racks[r] };
+		for (size_t h = 0; h < nh; h++)
+			items[ni++] = (struct tsr_topo_item){
+				-2 - (int32_t)nr - (int32_t)h,
+				host_rack[h] >= 0 ? -2 - host_rack[h] : -1, 1, 0, hosts[h] };
+		for (size_t i = 0; i < m->nosds; i++) {
+			const struct tsr_osdmap_osd *o = &m->osds[i];
+			double w = o->weight * TSR_WEIGHT_ONE + 0.5;
+			snprintf(names[i], sizeof(names[i]), "osd.%d", o->id);
+			items[ni++] = (struct tsr_topo_item){
+				o->id, -2 - (int32_t)nr - index_of(hosts, nh, o->host), 0,
+				w < 1 ? 1 : (uint32_t)w, names[i] };
+		}
+		rules[nrules++] = (struct tsr_topo_rule){ MON_RULE_HOST, "host", -1, 1,
+							  TSR_RULE_CHOOSELEAF };
+		if (nr)
+			rules[nrules++] = (struct tsr_topo_rule){ MON_RULE_RACK, "rack",
+								  -1, 2,
+								  TSR_RULE_CHOOSELEAF };
+		rules[nrules++] = (struct tsr_topo_rule){ MON_RULE_OSD, "osd", -1, 0,
+							  TSR_RULE_CHOOSE };
+		struct tsr_topology t = { 4, types, (uint32_t)ni, items,
+					  (uint32_t)nrules, rules };
+		void *blob = NULL;
+		size_t len = 0;
+		rc = s->placer.encode(s->placer.arg, m->placement, &t, &blob, &len, err,
+				      sizeof(err));
+		if (rc == 0) {
+			free(m->pmap);
+			m->pmap = blob;
+			m->pmap_len = len;
+		} else if (rc == -EINVAL) {
+			rc = FAIL(-EINVAL, "the placement plugin '%s' refuses the "
+				  "topology: %s", m->placement, err);
+		} else {
+			s->fatal = 1;
+			rc = FAIL(-EIO, "this monitor cannot make the placement map: "
+				  "%s", err);
+		}
+	}
+	free(racks);
+	free(hosts);
+	free(items);
+	free(names);
+	free(host_rack);
+	return rc;
+}
+
+/* Run a change and keep what it changed as the incremental of each map
+ * whose epoch it moved.  A change moves an epoch by one at most. */
+static int
+apply_change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
+{
+	struct tsr_osdmap oprev;
+	struct tsr_mdsmap mprev;
+	int rc, have_o, have_m, rolled = 0;
+
+	have_o = tsr_osdmap_copy(&oprev, &s->osdmap) == 0;
+	have_m = tsr_mdsmap_copy(&mprev, &s->mdsmap) == 0;
+	rc = change(s, argc, argv, out);
+	if (rc == 0 && (!have_o || topology_changed(&oprev, &s->osdmap))) {
+		struct tsr_sbuf why;
+		tsr_sbuf_init(&why);
+		if ((rc = placement_refresh(s, &why)) < 0 && have_o) {
+			/* the change cannot be placed: it never happened */
+			tsr_osdmap_free(&s->osdmap);
+			s->osdmap = oprev;
+			rolled = 1;
+			tsr_sbuf_reset(out);
+			tsr_sbuf_printf(out, "%s", tsr_sbuf_str(&why));
+		} else if (rc < 0) {
+			s->fatal = 1; /* out of memory: cannot undo it */
+		}
+		tsr_sbuf_release(&why);
+	}
+	/* without the copy (out of memory) the incremental is lost, not
+	 * wrong: a subscriber gets the full map instead */
+	if (!rolled && (!have_o || s->osdmap.epoch != oprev.epoch)) {
+		struct tsr_osdmap_inc inc;
+		struct tsr_enc e;
+
+		tsr_enc_init(&e);
+		if (have_o && tsr_osdmap_diff(&oprev, &s->osdmap, &inc) == 0) {
+			tsr_osdmap_inc_encode(&e, &inc);
+			tsr_osdmap_inc_free(&inc);
+		} else {
+			e.err = -ENOMEM;
+		}
+		incs_put(&s->osd_incs, s->osdmap.epoch, &e);
+	}
+	if (!have_m || s->mdsmap.epoch != mprev.epoch) {
+		struct tsr_mdsmap_inc inc;
+		struct tsr_enc e;
+
+		tsr_enc_init(&e);
+		if (have_m && tsr_mdsmap_diff(&mprev, &s->mdsmap, &inc) == 0) {
+			tsr_mdsmap_inc_encode(&e, &inc);
+			tsr_mdsmap_inc_free(&inc);
+		} else {
+			e.err = -ENOMEM;
+		}
+		incs_put(&s->mds_incs, s->mdsmap.epoch, &e);
+	}
+	if (have_o && !rolled)
+		tsr_osdmap_free(&oprev);
+	if (have_m)
+		tsr_mdsmap_free(&mprev);
+	return rc;
 }
 
 int
@@ -486,7 +943,7 @@ state_apply(struct mon_state *s, uint64_t client, uint64_t tid, int argc,
 		tsr_sbuf_printf(out, "%s", ses->text ? ses->text : "");
 		return ses->status;
 	}
-	rc = change(s, argc, argv, out);
+	rc = apply_change(s, argc, argv, out);
 	if (ses == NULL) {
 		/* the oldest session gives way: a client silent for 1024
 		 * other clients' changes gets no dedup any more */
@@ -511,10 +968,10 @@ state_health(const struct mon_state *s, struct tsr_sbuf *out)
 	size_t down = 0, out_n = 0, in = 0;
 	int level = 0, first = 1;
 
-	for (size_t i = 0; i < s->nosds; i++) {
-		down += !s->osds[i].up;
-		out_n += !s->osds[i].in;
-		in += s->osds[i].in;
+	for (size_t i = 0; i < s->osdmap.nosds; i++) {
+		down += !s->osdmap.osds[i].up;
+		out_n += !s->osdmap.osds[i].in;
+		in += s->osdmap.osds[i].in;
 	}
 #define REASON(lvl, ...)                                                       \
 	do {                                                                   \
@@ -526,27 +983,35 @@ state_health(const struct mon_state *s, struct tsr_sbuf *out)
 		if ((lvl) > level)                                             \
 			level = (lvl);                                         \
 	} while (0)
-	if (s->nosds == 0)
+	if (s->osdmap.nosds == 0)
 		REASON(1, "no OSDs in the cluster");
 	if (down)
-		REASON(1, "%zu of %zu OSDs down", down, s->nosds);
+		REASON(1, "%zu of %zu OSDs down", down, s->osdmap.nosds);
 	if (out_n)
-		REASON(1, "%zu of %zu OSDs out", out_n, s->nosds);
-	if (s->flags & MON_FLAG_NOOUT)
+		REASON(1, "%zu of %zu OSDs out", out_n, s->osdmap.nosds);
+	if (s->osdmap.flags & TSR_OSDMAP_NOOUT)
 		REASON(1, "noout flag set");
-	for (size_t i = 0; i < s->npools; i++)
-		if (s->nosds && s->pools[i].min_size > in)
+	/* ranks without an MDS, once MDSs exist: that share of the
+	 * namespace does not answer */
+	for (uint32_t r = 0; s->mdsmap.nmds && r < s->mdsmap.max_mds; r++)
+		if (tsr_mdsmap_rank(&s->mdsmap, (int32_t)r) == NULL)
+			REASON(1, "rank %u of file system '%s' has no MDS", r,
+			       s->mdsmap.fs_name);
+	for (size_t i = 0; i < s->osdmap.npools; i++)
+		if (s->osdmap.nosds && s->osdmap.pools[i].min_size > in)
 			REASON(2, "pool '%s' needs %u OSDs in (min_size), %zu are",
-			       s->pools[i].name, s->pools[i].min_size, in);
+			       s->osdmap.pools[i].name, s->osdmap.pools[i].min_size, in);
 #undef REASON
 	return level;
 }
 
 static void
-osd_json(const struct mon_osd *o, struct tsr_sbuf *out)
+osd_json(const struct tsr_osdmap_osd *o, struct tsr_sbuf *out)
 {
 	tsr_sbuf_printf(out, "{\"id\": %d, \"host\": ", o->id);
 	tsr_sbuf_json_str(out, o->host);
+	tsr_sbuf_printf(out, ", \"rack\": ");
+	tsr_sbuf_json_str(out, o->rack);
 	tsr_sbuf_printf(out, ", \"addr\": ");
 	tsr_sbuf_json_str(out, o->addr);
 	tsr_sbuf_printf(out, ", \"weight\": %g, \"reweight\": %g, \"up\": %s, "
@@ -560,27 +1025,29 @@ state_read(const struct mon_state *s, int argc, char **argv, struct tsr_sbuf *ou
 	if (is(argc, argv, "osd", "tree") || is(argc, argv, "osd", "dump")) {
 		/* hosts in order of first appearance by OSD id */
 		tsr_sbuf_printf(out, "{\"osdmap_epoch\": %" PRIu64 ", \"noout\": %s, "
-				"\"hosts\": [", s->osd_epoch,
-				s->flags & MON_FLAG_NOOUT ? "true" : "false");
+				"\"hosts\": [", s->osdmap.epoch,
+				s->osdmap.flags & TSR_OSDMAP_NOOUT ? "true" : "false");
 		int firsth = 1;
-		for (size_t i = 0; i < s->nosds; i++) {
+		for (size_t i = 0; i < s->osdmap.nosds; i++) {
 			int seen = 0;
 			for (size_t j = 0; j < i && !seen; j++)
-				seen = strcmp(s->osds[j].host, s->osds[i].host) == 0;
+				seen = strcmp(s->osdmap.osds[j].host, s->osdmap.osds[i].host) == 0;
 			if (seen)
 				continue;
 			double w = 0;
-			for (size_t j = i; j < s->nosds; j++)
-				if (strcmp(s->osds[j].host, s->osds[i].host) == 0)
-					w += s->osds[j].weight;
+			for (size_t j = i; j < s->osdmap.nosds; j++)
+				if (strcmp(s->osdmap.osds[j].host, s->osdmap.osds[i].host) == 0)
+					w += s->osdmap.osds[j].weight;
 			tsr_sbuf_printf(out, "%s\n  {\"host\": ", firsth ? "" : ",");
-			tsr_sbuf_json_str(out, s->osds[i].host);
+			tsr_sbuf_json_str(out, s->osdmap.osds[i].host);
+			tsr_sbuf_printf(out, ", \"rack\": ");
+			tsr_sbuf_json_str(out, s->osdmap.osds[i].rack);
 			tsr_sbuf_printf(out, ", \"weight\": %g, \"osds\": [", w);
 			int firsto = 1;
-			for (size_t j = i; j < s->nosds; j++)
-				if (strcmp(s->osds[j].host, s->osds[i].host) == 0) {
+			for (size_t j = i; j < s->osdmap.nosds; j++)
+				if (strcmp(s->osdmap.osds[j].host, s->osdmap.osds[i].host) == 0) {
 					tsr_sbuf_printf(out, "%s", firsto ? "" : ", ");
-					osd_json(&s->osds[j], out);
+					osd_json(&s->osdmap.osds[j], out);
 					firsto = 0;
 				}
 			tsr_sbuf_printf(out, "]}");
@@ -591,22 +1058,51 @@ state_read(const struct mon_state *s, int argc, char **argv, struct tsr_sbuf *ou
 	}
 	if (is(argc, argv, "pool", "ls")) {
 		tsr_sbuf_printf(out, "{\"osdmap_epoch\": %" PRIu64 ", \"pools\": [",
-				s->osd_epoch);
-		for (size_t i = 0; i < s->npools; i++) {
-			const struct mon_pool *p = &s->pools[i];
+				s->osdmap.epoch);
+		for (size_t i = 0; i < s->osdmap.npools; i++) {
+			const struct tsr_osdmap_pool *p = &s->osdmap.pools[i];
 			tsr_sbuf_printf(out, "%s\n  {\"id\": %" PRId64 ", \"name\": ",
 					i ? "," : "", p->id);
 			tsr_sbuf_json_str(out, p->name);
 			tsr_sbuf_printf(out, ", \"pg_num\": %u, \"size\": %u, "
-					"\"min_size\": %u, \"redundancy\": \"replica\"}",
-					p->pg_num, p->size, p->min_size);
+					"\"min_size\": %u, \"rule\": %u, \"redundancy\": ",
+					p->pg_num, p->size, p->min_size, p->rule);
+			tsr_sbuf_json_str(out, p->redundancy);
+			tsr_sbuf_printf(out, ", \"redundancy_opts\": ");
+			tsr_sbuf_json_str(out, p->redundancy_opts);
+			tsr_sbuf_printf(out, "}");
 		}
 		tsr_sbuf_printf(out, "]}");
 		return 0;
 	}
 	if (is(argc, argv, "mds", "stat")) {
-		tsr_sbuf_printf(out, "{\"mdsmap_epoch\": %" PRIu64 ", \"ranks\": [], "
-				"\"standbys\": []}", s->mds_epoch);
+		const struct tsr_mdsmap *m = &s->mdsmap;
+		tsr_sbuf_printf(out, "{\"mdsmap_epoch\": %" PRIu64 ", \"fs_name\": ",
+				m->epoch);
+		tsr_sbuf_json_str(out, m->fs_name);
+		tsr_sbuf_printf(out, ", \"max_mds\": %u, \"ranks\": [", m->max_mds);
+		for (uint32_t r = 0; r < m->max_mds; r++) {
+			const struct tsr_mdsmap_mds *d = tsr_mdsmap_rank(m, (int32_t)r);
+			tsr_sbuf_printf(out, "%s{\"rank\": %u, \"state\": ", r ? ", " : "", r);
+			tsr_sbuf_json_str(out, d ? tsr_mds_state_name(d->state) : "vacant");
+			tsr_sbuf_printf(out, ", \"mds\": ");
+			tsr_sbuf_json_str(out, d ? d->name : "");
+			tsr_sbuf_printf(out, ", \"addr\": ");
+			tsr_sbuf_json_str(out, d ? d->addr : "");
+			tsr_sbuf_printf(out, "}");
+		}
+		tsr_sbuf_printf(out, "], \"standbys\": [");
+		int first = 1;
+		for (size_t i = 0; i < m->nmds; i++)
+			if (m->mds[i].rank < 0) {
+				tsr_sbuf_printf(out, "%s{\"mds\": ", first ? "" : ", ");
+				tsr_sbuf_json_str(out, m->mds[i].name);
+				tsr_sbuf_printf(out, ", \"addr\": ");
+				tsr_sbuf_json_str(out, m->mds[i].addr);
+				tsr_sbuf_printf(out, "}");
+				first = 0;
+			}
+		tsr_sbuf_printf(out, "]}");
 		return 0;
 	}
 	return FAIL(-EINVAL, "not a read: '%s'", argc ? argv[0] : "");
@@ -638,16 +1134,13 @@ state_entry_decode(const void *p, size_t len, struct tsr_mon_cmd *cmd)
 
 /* ---- Snapshots -----------------------------------------------------------
  *
- *   envelope v1 { u64 osd_epoch, u64 mds_epoch, u32 flags, i64 next_pool_id,
- *                 u64 applied,
- *                 u32 n, n x { i32 id, string host, f64 weight,
- *                              f64 reweight, u8 in, u8 up, string addr,
- *                              u8 auto_out, u64 up_from },
- *                 u32 n, n x { i64 id, string name, u32 pg_num, u32 size,
- *                              u32 min_size },
+ *   envelope v2 { u64 applied,
+ *                 osdmap (osdmap.h), mdsmap (mdsmap.h),
  *                 u32 n, n x { u64 client, u64 tid, i32 status,
  *                              bytes text },
  *                 u32 next_session }
+ *
+ * Version 1 (maps of the monitor's own) is not read: compat is 2.
  */
 
 uint8_t *
@@ -657,34 +1150,10 @@ state_encode(const struct mon_state *s, size_t *len)
 	size_t m;
 
 	tsr_enc_init(&e);
-	m = tsr_enc_begin_struct(&e, 1, 1);
-	tsr_enc_u64(&e, s->osd_epoch);
-	tsr_enc_u64(&e, s->mds_epoch);
-	tsr_enc_u32(&e, s->flags);
-	tsr_enc_i64(&e, s->next_pool_id);
+	m = tsr_enc_begin_struct(&e, 2, 2);
 	tsr_enc_u64(&e, s->applied);
-	tsr_enc_u32(&e, (uint32_t)s->nosds);
-	for (size_t i = 0; i < s->nosds; i++) {
-		const struct mon_osd *o = &s->osds[i];
-		tsr_enc_i32(&e, o->id);
-		tsr_enc_str(&e, o->host);
-		tsr_enc_double(&e, o->weight);
-		tsr_enc_double(&e, o->reweight);
-		tsr_enc_u8(&e, (uint8_t)o->in);
-		tsr_enc_u8(&e, (uint8_t)o->up);
-		tsr_enc_str(&e, o->addr);
-		tsr_enc_u8(&e, (uint8_t)o->auto_out);
-		tsr_enc_u64(&e, o->up_from);
-	}
-	tsr_enc_u32(&e, (uint32_t)s->npools);
-	for (size_t i = 0; i < s->npools; i++) {
-		const struct mon_pool *p = &s->pools[i];
-		tsr_enc_i64(&e, p->id);
-		tsr_enc_str(&e, p->name);
-		tsr_enc_u32(&e, p->pg_num);
-		tsr_enc_u32(&e, p->size);
-		tsr_enc_u32(&e, p->min_size);
-	}
+	tsr_osdmap_encode(&e, &s->osdmap);
+	tsr_mdsmap_encode(&e, &s->mdsmap);
 	tsr_enc_u32(&e, (uint32_t)s->nsessions);
 	for (size_t i = 0; i < s->nsessions; i++) {
 		const struct mon_session *ss = &s->sessions[i];
@@ -702,6 +1171,30 @@ state_encode(const struct mon_state *s, size_t *len)
 	return tsr_enc_take(&e, len);
 }
 
+/* Decode the map (OSD: which = 0, MDS: 1) that comes next in d and step
+ * over it: a map is one envelope, so its header gives its extent. */
+static void
+decode_map(struct tsr_dec *d, int which, struct mon_state *s)
+{
+	struct tsr_dec probe = *d, sub;
+	uint8_t v;
+	size_t before = tsr_dec_remaining(d);
+	char err[160];
+
+	if (tsr_dec_begin_struct(&probe, 255, &v, &sub) < 0) {
+		tsr_dec_fail(d, -EBADMSG);
+		return;
+	}
+	size_t n = before - tsr_dec_remaining(&probe);
+	int rc = which ? tsr_mdsmap_decode(d->p, n, &s->mdsmap, err, sizeof(err))
+		       : tsr_osdmap_decode(d->p, n, &s->osdmap, err, sizeof(err));
+	if (rc < 0) {
+		tsr_dec_fail(d, -EBADMSG);
+		return;
+	}
+	*d = probe;
+}
+
 int
 state_decode(struct mon_state *out, const void *p, size_t len)
 {
@@ -710,49 +1203,15 @@ state_decode(struct mon_state *out, const void *p, size_t len)
 	uint8_t ver;
 	uint32_t n;
 
-	state_init(&s);
+	memset(&s, 0, sizeof(s));
 	tsr_dec_init(&d, p, len);
-	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+	if (tsr_dec_begin_struct(&d, 2, &ver, &sub) < 0)
 		return -EBADMSG;
-	s.osd_epoch = tsr_dec_u64(&sub);
-	s.mds_epoch = tsr_dec_u64(&sub);
-	s.flags = tsr_dec_u32(&sub);
-	s.next_pool_id = tsr_dec_i64(&sub);
 	s.applied = tsr_dec_u64(&sub);
-	n = tsr_dec_u32(&sub);
-	if (tsr_dec_error(&sub) || n > MON_MAX_OSDS)
+	decode_map(&sub, 0, &s);
+	decode_map(&sub, 1, &s);
+	if (tsr_dec_error(&sub))
 		goto bad;
-	if (n && (s.osds = calloc(n, sizeof(*s.osds))) == NULL)
-		goto bad;
-	for (uint32_t i = 0; i < n && !tsr_dec_error(&sub); i++) {
-		struct mon_osd *o = &s.osds[i];
-		o->id = tsr_dec_i32(&sub);
-		tsr_dec_str(&sub, o->host, sizeof(o->host));
-		o->weight = tsr_dec_double(&sub);
-		o->reweight = tsr_dec_double(&sub);
-		o->in = tsr_dec_u8(&sub) != 0;
-		o->up = tsr_dec_u8(&sub) != 0;
-		tsr_dec_str(&sub, o->addr, sizeof(o->addr));
-		o->auto_out = tsr_dec_u8(&sub) != 0;
-		o->up_from = tsr_dec_u64(&sub);
-		if (o->id < 0 || o->id >= MON_MAX_OSDS || (i && o->id <= s.osds[i - 1].id))
-			goto bad;
-		s.nosds = i + 1;
-	}
-	n = tsr_dec_u32(&sub);
-	if (tsr_dec_error(&sub) || n > MON_MAX_POOLS)
-		goto bad;
-	if (n && (s.pools = calloc(n, sizeof(*s.pools))) == NULL)
-		goto bad;
-	for (uint32_t i = 0; i < n && !tsr_dec_error(&sub); i++) {
-		struct mon_pool *pl = &s.pools[i];
-		pl->id = tsr_dec_i64(&sub);
-		tsr_dec_str(&sub, pl->name, sizeof(pl->name));
-		pl->pg_num = tsr_dec_u32(&sub);
-		pl->size = tsr_dec_u32(&sub);
-		pl->min_size = tsr_dec_u32(&sub);
-		s.npools = i + 1;
-	}
 	n = tsr_dec_u32(&sub);
 	if (tsr_dec_error(&sub) || n > MON_SESSIONS)
 		goto bad;
@@ -776,6 +1235,7 @@ state_decode(struct mon_state *out, const void *p, size_t len)
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) ||
 	    s.next_session >= MON_SESSIONS)
 		goto bad;
+	s.placer = out->placer;
 	state_free(out);
 	*out = s;
 	return 0;

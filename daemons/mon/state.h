@@ -8,39 +8,27 @@
  * does not exist, a pool name taken) fails there, deterministically: its
  * result is part of the log's outcome, not of where it was first checked.
  *
- * Each change bumps the epoch of the map it changes.  The result of each
+ * Each change bumps the epoch of the map it changes by one, and the
+ * difference between the two epochs is kept as the incremental that
+ * subscribers are sent (state_inc).  The result of each
  * client's latest change is kept (by client id), so a change sent again
  * after a failover is answered with its first result and applied once.
  */
 #ifndef TSR_MON_STATE_H
 #define TSR_MON_STATE_H
 
+#include "map/mdsmap.h"
+#include "map/osdmap.h"
 #include "util/sbuf.h"
+
+#include <tessera/placement.h>
 
 #include <stdint.h>
 
-#define MON_MAX_OSDS 4096
-#define MON_MAX_POOLS 1024
+#define MON_MAX_OSDS TSR_OSDMAP_MAX_OSDS
 #define MON_SESSIONS 1024
-
-#define MON_FLAG_NOOUT 0x1u
-
-struct mon_osd {
-	int32_t id;
-	char host[64];
-	char addr[64];     /* where it listens, from its last boot */
-	double weight;     /* capacity weight (TiB by convention) */
-	double reweight;   /* 0..1 */
-	int in, up;
-	int auto_out;      /* marked out by the monitors (in again at boot) */
-	uint64_t up_from;  /* the epoch of its last boot */
-};
-
-struct mon_pool {
-	int64_t id;
-	char name[64];
-	uint32_t pg_num, size, min_size;
-};
+/* incrementals kept per map, for subscribers a few epochs behind */
+#define MON_INC_KEEP 256
 
 struct mon_session {
 	uint64_t client, tid;
@@ -48,27 +36,66 @@ struct mon_session {
 	char *text;
 };
 
+/* The encoded incrementals that made the last epochs, in a ring: inc[e %
+ * MON_INC_KEEP] made epoch e when its epoch matches.  Not replicated: a
+ * monitor fills it as it applies the log; after a restart or a snapshot it
+ * has none of the earlier ones, and a subscriber that far behind gets the
+ * full map. */
+struct mon_incs {
+	uint64_t epoch[MON_INC_KEEP];
+	uint8_t *data[MON_INC_KEEP];
+	size_t len[MON_INC_KEEP];
+};
+
+/* How the monitor turns the OSDs' hosts and racks into the placement
+ * plugin's binary map (mon.c loads the plugin; state.c knows no plugins).
+ * encode returns 0 with a malloc'd blob; -EINVAL with the reason in err
+ * when the plugin refuses the topology, which every monitor does alike,
+ * so the change fails; any other error when this monitor cannot compute
+ * it at all (no such plugin here): applying the log on would make this
+ * monitor's maps differ from the others', so the monitor must stop
+ * (state_apply sets fatal).  Without an encoder (tools, tests) the blob
+ * stays empty. */
+struct mon_placer {
+	int (*encode)(void *arg, const char *plugin, const struct tsr_topology *t,
+		      void **blob, size_t *len, char *err, size_t errlen);
+	void *arg;
+};
+
+/* The placement rules every generated map has: rule 1 only once some OSD
+ * is in a rack. */
+enum { MON_RULE_HOST = 0, MON_RULE_RACK = 1, MON_RULE_OSD = 2, MON_RULES = 3 };
+
 struct mon_state {
-	uint64_t osd_epoch, mds_epoch;
-	uint32_t flags;
-	struct mon_osd *osds;      /* sorted by id */
-	size_t nosds;
-	struct mon_pool *pools;    /* sorted by id */
-	size_t npools;
-	int64_t next_pool_id;
+	struct tsr_osdmap osdmap;
+	struct tsr_mdsmap mdsmap;
 	struct mon_session sessions[MON_SESSIONS];
 	size_t nsessions, next_session;
 	uint64_t applied;          /* commands applied (log entries) */
+	struct mon_incs osd_incs, mds_incs;
+	struct mon_placer placer;  /* kept across state_decode */
+	int fatal;                 /* this monitor cannot apply the log on */
 };
 
 void state_init(struct mon_state *s);
 void state_free(struct mon_state *s);
 
-/* Is argv a change (1), a read (0), an OSD's beacon (2: the leader
- * answers it from its own state and clock), or unknown (-EINVAL, reason
- * in out)?
+/* Is argv a change (1), a read (0), an OSD's beacon (2) or an MDS's (3)
+ * (the leader answers those from its own state and clock), or unknown
+ * (-EINVAL, reason in out)?
  * A change's words are checked too (numbers are numbers...). */
 int state_classify(int argc, char **argv, struct tsr_sbuf *out);
+
+/* An MDS's beacon: `mds beacon NAME GID IP:PORT STATE`. */
+struct mds_beacon {
+	char name[TSR_MDSMAP_NAME];
+	uint64_t gid;
+	char addr[TSR_MDSMAP_NAME];
+	int state;                 /* enum tsr_mds_state: what the MDS says */
+};
+/* Parse one (0), or -EINVAL with the usage in out. */
+int state_mds_beacon(int argc, char **argv, struct mds_beacon *b,
+		     struct tsr_sbuf *out);
 
 /* Apply the change (client, tid, argv) from log entry data; its status,
  * with the JSON result or the error line in out.  A (client, tid) seen
@@ -81,7 +108,12 @@ int state_read(const struct mon_state *s, int argc, char **argv,
 	       struct tsr_sbuf *out);
 
 /* An OSD by id, or NULL. */
-struct mon_osd *state_osd(const struct mon_state *s, int64_t id);
+struct tsr_osdmap_osd *state_osd(const struct mon_state *s, int64_t id);
+
+/* The encoded incremental that made epoch e of the OSD map (which = 0) or
+ * the MDS map (1), or NULL when this monitor does not have it. */
+const uint8_t *state_inc(const struct mon_state *s, int which, uint64_t e,
+			 size_t *len);
 
 /* The health: 0 OK, 1 WARN, 2 ERR, with the reasons as a JSON array of
  * strings appended to out. */

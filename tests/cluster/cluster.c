@@ -1,7 +1,10 @@
 /* cluster.c — the cluster test harness (cluster.h). */
 #include "cluster.h"
 
+#include "config/config.h"
 #include "daemon/asok.h"
+#include "log/log.h"
+#include "mon/monc.h"
 #include "util/sbuf.h"
 
 #include <arpa/inet.h>
@@ -113,16 +116,23 @@ int
 tc_write_conf(struct tc_cluster *c, const char *path, const char *extra)
 {
 	FILE *f = fopen(path ? path : c->conf, "w");
+	/* the monitors make the placement map with the built plugins */
+	const char *plugins = getenv("PLUGIN_DIR");
+	char own[300];
 
 	if (f == NULL)
 		return -1;
+	if (plugins == NULL || *plugins == '\0') {
+		snprintf(own, sizeof(own), "%s/plugins", c->dir);
+		plugins = own;
+	}
 	fprintf(f, "global = {\n"
 		"  run_dir = \"%s/run\";\n"
 		"  log_file = \"%s/log/$name.log\";\n"
-		"  plugin_dir = \"%s/plugins\";\n"
+		"  plugin_dir = \"%s\";\n"
 		"  mon_data = \"%s/$name\";\n"
 		"  mon_members = \"",
-		c->dir, c->dir, c->dir, c->dir);
+		c->dir, c->dir, plugins, c->dir);
 	for (size_t i = 0; i < c->nmon; i++)
 		fprintf(f, "%s%s=%s", i ? ", " : "", c->mon[i].name, c->mon[i].addr);
 	fprintf(f, "\";\n%s\n};\n", extra ? extra : c->extra);
@@ -177,12 +187,17 @@ tc_destroy(struct tc_cluster *c)
 	for (size_t i = 0; i < c->nosd; i++)
 		if (c->osd[i].pid > 0)
 			dsignal(&c->osd[i], SIGTERM);
+	for (size_t i = 0; i < c->nmds; i++)
+		if (c->mds[i].pid > 0)
+			dsignal(&c->mds[i], SIGTERM);
 	for (size_t i = 0; i < c->nmon; i++)
 		if (c->mon[i].pid > 0)
 			tc_signal(c, i, SIGTERM);
-	for (size_t i = 0; c->dir[0] && i < c->nmon + c->nosd; i++) {
-		const struct tc_daemon *d = i < c->nmon ? &c->mon[i] : &c->osd[i - c->nmon];
-		const char *type = i < c->nmon ? "mon" : "osd";
+	for (size_t i = 0; c->dir[0] && i < c->nmon + c->nosd + c->nmds; i++) {
+		const struct tc_daemon *d = i < c->nmon ? &c->mon[i]
+					    : i < c->nmon + c->nosd ? &c->osd[i - c->nmon]
+					    : &c->mds[i - c->nmon - c->nosd];
+		const char *type = i < c->nmon ? "mon" : i < c->nmon + c->nosd ? "osd" : "mds";
 		char path[400];
 		FILE *f;
 		char line[512];
@@ -265,6 +280,17 @@ tc_osd_start(struct tc_cluster *c, size_t i)
 }
 
 int
+tc_mds_start(struct tc_cluster *c, size_t i)
+{
+	if (i >= TC_MAX_MDSS)
+		return -1;
+	if (c->nmds <= i)
+		c->nmds = i + 1;
+	snprintf(c->mds[i].name, sizeof(c->mds[i].name), "m%zu", i);
+	return spawn(c, &c->mds[i], prog("TESTMDS"), "mds", c->conf);
+}
+
+int
 tc_start(struct tc_cluster *c, size_t i)
 {
 	return tc_start_conf(c, i, c->conf);
@@ -331,6 +357,12 @@ int
 tc_osd_signal(struct tc_cluster *c, size_t i, int sig)
 {
 	return dsignal(&c->osd[i], sig);
+}
+
+int
+tc_mds_signal(struct tc_cluster *c, size_t i, int sig)
+{
+	return dsignal(&c->mds[i], sig);
 }
 
 int
@@ -425,6 +457,12 @@ int
 tc_osd_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out)
 {
 	return dasok(c, &c->osd[i], "osd", cmd, out);
+}
+
+int
+tc_mds_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out)
+{
+	return dasok(c, &c->mds[i], "mds", cmd, out);
 }
 
 int
@@ -547,5 +585,43 @@ tc_wait_converged(struct tc_cluster *c, int timeout_ms)
 				(unsigned long long)v.term,
 				(unsigned long long)v.applied_index, v.history_crc);
 	}
+	return -1;
+}
+
+int
+tc_mapsub(struct tc_cluster *c, uint32_t want, uint32_t renew_ms, tsr_mapsub_cb cb,
+	  void *arg, struct tsr_mapsub **out)
+{
+	struct tsr_mon_members mem;
+	struct tsr_msgr_opts mo;
+	struct tsr_conf *conf = NULL;
+	char err[1024];
+	int rc;
+
+	*out = NULL;
+	/* sessions ending is what the tests do to it, not news */
+	tsr_log_set_level(TSR_SUB_MSG, TSR_LOG_ERROR);
+	rc = tsr_conf_load(c->conf, &conf, err, sizeof(err));
+	if (rc == 0)
+		rc = tsr_conf_resolve(conf, "client", NULL, NULL, err, sizeof(err));
+	if (rc == 0)
+		rc = tsr_monc_conf(conf, &mem, &mo, err, sizeof(err));
+	if (rc == 0)
+		rc = tsr_mapsub_create(&mem, &mo, want, renew_ms, cb, arg, out, err,
+				       sizeof(err));
+	tsr_conf_destroy(conf);
+	if (rc < 0) {
+		fprintf(stderr, "cluster harness: map subscriber: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+int
+tc_mon_by_addr(struct tc_cluster *c, const char *addr)
+{
+	for (size_t i = 0; i < c->nmon; i++)
+		if (strcmp(c->mon[i].addr, addr) == 0)
+			return (int)i;
 	return -1;
 }

@@ -23,6 +23,8 @@
 #ifndef TSR_TEST_CLUSTER_H
 #define TSR_TEST_CLUSTER_H
 
+#include "mon/mapsub.h"
+
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +32,7 @@
 
 #define TC_MAX_MONS 9
 #define TC_MAX_OSDS 16
+#define TC_MAX_MDSS 8
 
 struct tc_daemon {
 	char name[16];           /* "a" */
@@ -45,6 +48,8 @@ struct tc_cluster {
 	struct tc_daemon mon[TC_MAX_MONS];
 	size_t nosd;
 	struct tc_daemon osd[TC_MAX_OSDS]; /* name: the id, "0" */
+	size_t nmds;
+	struct tc_daemon mds[TC_MAX_MDSS]; /* name: "m0", "m1", ... */
 	char extra[1024];        /* more text for the global section */
 };
 
@@ -79,6 +84,11 @@ int tc_signal(struct tc_cluster *c, size_t i, int sig);
 int tc_osd_start(struct tc_cluster *c, size_t i);
 int tc_osd_signal(struct tc_cluster *c, size_t i, int sig);
 int tc_osd_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out);
+/* MDSs: mds i (named "m<i>") runs $TESTMDS (beacons, follows the MDS map,
+ * takes ranks; the MDS daemon when it exists). */
+int tc_mds_start(struct tc_cluster *c, size_t i);
+int tc_mds_signal(struct tc_cluster *c, size_t i, int sig);
+int tc_mds_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out);
 
 /* Has monitor i exited (then *status gets its wait status)? */
 int tc_exited(struct tc_cluster *c, size_t i, int *status);
@@ -108,6 +118,14 @@ int tc_wait_leader(struct tc_cluster *c, int timeout_ms);
 /* Wait until every running monitor has applied the same history;
  * 0, or -1 after timeout_ms. */
 int tc_wait_converged(struct tc_cluster *c, int timeout_ms);
+
+/* A map subscriber (core/mon/mapsub.h) in the test process, set up from
+ * the cluster's tessera.conf as a client would be; renewing every
+ * renew_ms.  0, or -1 with the reason printed. */
+int tc_mapsub(struct tc_cluster *c, uint32_t want, uint32_t renew_ms,
+	      tsr_mapsub_cb cb, void *arg, struct tsr_mapsub **out);
+/* The index of the monitor listening on addr, or -1. */
+int tc_mon_by_addr(struct tc_cluster *c, const char *addr);
 
 uint64_t tc_now_ms(void);
 void tc_sleep_ms(int ms);

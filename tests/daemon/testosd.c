@@ -56,12 +56,7 @@ testosd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	if (*end || id < 0 || id > 65535)
 		return tsr_errf(err, errlen, -EINVAL, "an OSD id is a number, not '%s'",
 				tsr_daemon_id(d));
-	if ((rc = tsr_mon_members_parse(tsr_conf_str(conf, "mon_members"),
-					tsr_conf_where(conf, "mon_members"), &mem, err,
-					errlen)) < 0)
-		return rc;
-	tsr_msgr_opts_default(&o);
-	if ((rc = tsr_msgr_opts_from_conf(conf, &o, err, errlen)) < 0)
+	if ((rc = tsr_monc_conf(conf, &mem, &o, err, errlen)) < 0)
 		return rc;
 	o.entity_type = TSR_ENTITY_OSD;
 	o.entity_id = (uint64_t)id;

@@ -1,12 +1,16 @@
 /* fuzz_mon.c — libFuzzer target for what a monitor decodes from its
- * peers and clients: Raft messages, commands, replies, and snapshots of
- * the maps (which a leader sends a lagging monitor).
+ * peers and clients: Raft messages, commands, replies, snapshots of the
+ * maps (which a leader sends a lagging monitor); and what every map
+ * holder decodes from a monitor: OSD and MDS maps and incrementals, and
+ * the subscription messages.
  *
- * The first input byte picks the decoder (modulo 4), the rest is the
+ * The first input byte picks the decoder (modulo 10), the rest is the
  * input.  Whatever decodes must encode again and decode to the same
  * thing; nothing may read out of bounds, leak or trip UBSan.  Seeds in
  * tests/fuzz/corpus/mon/ hold one valid input of each kind.
  */
+#include "map/mdsmap.h"
+#include "map/osdmap.h"
 #include "mon/monmsg.h"
 #include "state.h"
 
@@ -95,8 +99,9 @@ snapshot(const uint8_t *p, size_t n)
 	}
 	b = state_encode(&s, &len);
 	state_init(&s2);
-	if (b == NULL || state_decode(&s2, b, len) != 0 || s2.nosds != s.nosds ||
-	    s2.npools != s.npools || s2.osd_epoch != s.osd_epoch)
+	if (b == NULL || state_decode(&s2, b, len) != 0 ||
+	    s2.osdmap.nosds != s.osdmap.nosds || s2.osdmap.npools != s.osdmap.npools ||
+	    s2.osdmap.epoch != s.osdmap.epoch || s2.mdsmap.nmds != s.mdsmap.nmds)
 		abort();
 	/* and the reads over what was decoded */
 	struct tsr_sbuf out;
@@ -104,6 +109,8 @@ snapshot(const uint8_t *p, size_t n)
 	tsr_sbuf_init(&out);
 	state_read(&s2, 2, tree, &out);
 	state_read(&s2, 2, ls, &out);
+	char *mds[] = { "mds", "stat", NULL };
+	state_read(&s2, 2, mds, &out);
 	state_health(&s2, &out);
 	tsr_sbuf_release(&out);
 	free(b);
@@ -111,16 +118,176 @@ snapshot(const uint8_t *p, size_t n)
 	state_free(&s2);
 }
 
+/* A subscription, and the maps header (with data of any length claimed). */
+static void
+sub_and_maps(const uint8_t *p, size_t n, int maps)
+{
+	struct tsr_enc e;
+	char err[256];
+
+	tsr_enc_init(&e);
+	if (!maps) {
+		struct tsr_mon_sub s, s2;
+		if (tsr_monmsg_sub_decode(p, n, &s, err, sizeof(err)) < 0)
+			return;
+		tsr_monmsg_sub_encode(&e, &s);
+		if (tsr_monmsg_sub_decode(e.buf, e.len, &s2, err, sizeof(err)) != 0 ||
+		    memcmp(&s, &s2, sizeof(s)) != 0)
+			abort();
+	} else {
+		struct tsr_mon_maps m, m2;
+		size_t data = n ? p[0] * 977u : 0;
+		if (tsr_monmsg_maps_decode(p, n, data, &m, err, sizeof(err)) < 0)
+			return;
+		tsr_monmsg_maps_encode(&e, &m);
+		if (tsr_monmsg_maps_decode(e.buf, e.len, data, &m2, err, sizeof(err)) != 0 ||
+		    m2.n != m.n || m2.epoch != m.epoch || strcmp(m2.text, m.text) != 0)
+			abort();
+		tsr_monmsg_maps_free(&m);
+		tsr_monmsg_maps_free(&m2);
+	}
+	tsr_enc_release(&e);
+}
+
+/* Decode what was encoded and encode it again: the same bytes. */
+static void
+again_osdmap(const struct tsr_enc *e, int inc)
+{
+	struct tsr_osdmap m;
+	struct tsr_osdmap_inc i;
+	struct tsr_enc e2;
+	char err[256];
+
+	tsr_enc_init(&e2);
+	if (!inc) {
+		if (tsr_osdmap_decode(e->buf, e->len, &m, err, sizeof(err)) != 0)
+			abort();
+		tsr_osdmap_encode(&e2, &m);
+		tsr_osdmap_free(&m);
+	} else {
+		if (tsr_osdmap_inc_decode(e->buf, e->len, &i, err, sizeof(err)) != 0)
+			abort();
+		tsr_osdmap_inc_encode(&e2, &i);
+		tsr_osdmap_inc_free(&i);
+	}
+	if (e2.len != e->len || memcmp(e2.buf, e->buf, e->len) != 0)
+		abort();
+	tsr_enc_release(&e2);
+}
+
+static void
+again_mdsmap(const struct tsr_enc *e, int inc)
+{
+	struct tsr_mdsmap m;
+	struct tsr_mdsmap_inc i;
+	struct tsr_enc e2;
+	char err[256];
+
+	tsr_enc_init(&e2);
+	if (!inc) {
+		if (tsr_mdsmap_decode(e->buf, e->len, &m, err, sizeof(err)) != 0)
+			abort();
+		tsr_mdsmap_encode(&e2, &m);
+		tsr_mdsmap_free(&m);
+	} else {
+		if (tsr_mdsmap_inc_decode(e->buf, e->len, &i, err, sizeof(err)) != 0)
+			abort();
+		tsr_mdsmap_inc_encode(&e2, &i);
+		tsr_mdsmap_inc_free(&i);
+	}
+	if (e2.len != e->len || memcmp(e2.buf, e->buf, e->len) != 0)
+		abort();
+	tsr_enc_release(&e2);
+}
+
+/* A map or an incremental that decodes encodes to a fixed point; an
+ * incremental is applied to an empty map (refused or a sane map). */
+static void
+osdmap(const uint8_t *p, size_t n, int inc)
+{
+	struct tsr_osdmap m;
+	struct tsr_osdmap_inc i;
+	struct tsr_enc e;
+	char err[256];
+	int rc;
+
+	tsr_enc_init(&e);
+	if (!inc) {
+		if (tsr_osdmap_decode(p, n, &m, err, sizeof(err)) < 0)
+			return;
+		rc = tsr_osdmap_encode(&e, &m);
+		tsr_osdmap_free(&m);
+	} else {
+		if (tsr_osdmap_inc_decode(p, n, &i, err, sizeof(err)) < 0)
+			return;
+		rc = tsr_osdmap_inc_encode(&e, &i);
+		tsr_osdmap_init(&m);
+		m.epoch = i.epoch - 1;
+		if (tsr_osdmap_apply(&m, &i, err, sizeof(err)) == 0 &&
+		    tsr_osdmap_check(&m, err, sizeof(err)) != 0)
+			abort();
+		tsr_osdmap_free(&m);
+		tsr_osdmap_inc_free(&i);
+	}
+	/* not byte for byte the input (a newer writer's fields are
+	 * skipped), but a fixed point from the first encoding on */
+	if (rc != 0)
+		abort();
+	again_osdmap(&e, inc);
+	tsr_enc_release(&e);
+}
+
+static void
+mdsmap(const uint8_t *p, size_t n, int inc)
+{
+	struct tsr_mdsmap m;
+	struct tsr_mdsmap_inc i;
+	struct tsr_enc e;
+	char err[256];
+	int rc;
+
+	tsr_enc_init(&e);
+	if (!inc) {
+		if (tsr_mdsmap_decode(p, n, &m, err, sizeof(err)) < 0)
+			return;
+		rc = tsr_mdsmap_encode(&e, &m);
+		tsr_mdsmap_free(&m);
+	} else {
+		if (tsr_mdsmap_inc_decode(p, n, &i, err, sizeof(err)) < 0)
+			return;
+		rc = tsr_mdsmap_inc_encode(&e, &i);
+		tsr_mdsmap_init(&m);
+		m.epoch = i.epoch - 1;
+		if (tsr_mdsmap_apply(&m, &i, err, sizeof(err)) == 0 &&
+		    tsr_mdsmap_check(&m, err, sizeof(err)) != 0)
+			abort();
+		tsr_mdsmap_free(&m);
+		tsr_mdsmap_inc_free(&i);
+	}
+	/* not byte for byte the input (a newer writer's fields are
+	 * skipped), but a fixed point from the first encoding on */
+	if (rc != 0)
+		abort();
+	again_mdsmap(&e, inc);
+	tsr_enc_release(&e);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0)
 		return 0;
-	switch (data[0] % 4) {
+	switch (data[0] % 10) {
 	case 0: raft(data + 1, size - 1); break;
 	case 1: cmd(data + 1, size - 1); break;
 	case 2: reply(data + 1, size - 1); break;
-	default: snapshot(data + 1, size - 1);
+	case 3: snapshot(data + 1, size - 1); break;
+	case 4: osdmap(data + 1, size - 1, 0); break;
+	case 5: osdmap(data + 1, size - 1, 1); break;
+	case 6: mdsmap(data + 1, size - 1, 0); break;
+	case 7: mdsmap(data + 1, size - 1, 1); break;
+	case 8: sub_and_maps(data + 1, size - 1, 0); break;
+	default: sub_and_maps(data + 1, size - 1, 1);
 	}
 	return 0;
 }

@@ -18,6 +18,15 @@
  *   failure_detection OSDs' boots and beacons (tsr-testosd): a silent OSD
  *                    down after the grace, out after the interval, back up
  *                    when it learns; noout; reporters; flap damping;
+ *   maps             a map subscriber gets every epoch as incrementals and
+ *                    ends byte for byte where a fresh one (full map) does;
+ *                    its monitor killed, then cut off: it moves to another
+ *                    and catches up;
+ *   mds_failover     MDSs (tsr-testmds) boot as standbys and take ranks;
+ *                    the active one killed: a standby takes its rank;
+ *                    max_mds raised: a second rank; one paused past the
+ *                    grace: failed, and when resumed it stands by as a new
+ *                    incarnation and takes the vacant rank;
  *   bad_input        a monitor of another cluster, one configured with
  *                    another monitor set, a store bound to another set, a
  *                    corrupt store: clear errors, the others serve on.
@@ -25,9 +34,14 @@
  * NEMESIS_SECONDS (default 20) sets the nemesis test's length.
  */
 #include "cluster/cluster.h"
+#include "plugin/host.h"
+#include "plugin/registry.h"
+
+#include <tessera/placement.h>
 
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -718,6 +732,362 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* ---- maps -------------------------------------------------------------------*/
+
+struct seen {
+	pthread_mutex_t lock;
+	uint64_t last[TSR_MON_NMAPS];
+	unsigned backwards, calls;
+};
+
+static void
+on_epoch(void *arg, int which, uint64_t epoch, int full)
+{
+	struct seen *s = arg;
+
+	(void)full;
+	pthread_mutex_lock(&s->lock);
+	if (epoch <= s->last[which])
+		s->backwards++;
+	s->last[which] = epoch;
+	s->calls++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The leader's OSD map epoch, from the CLI. */
+static uint64_t
+cli_epoch(struct tc_cluster *c)
+{
+	char *out = NULL;
+	uint64_t e;
+
+	ck_assert_int_eq(tc_cli(c, &out, "osd tree --format json --timeout 30"), 0);
+	e = tc_json_u64(out, "osdmap_epoch", 0);
+	free(out);
+	ck_assert_uint_gt(e, 0);
+	return e;
+}
+
+/* sub's maps equal, byte for byte, those a new subscriber gets whole. */
+static void
+assert_same_as_fresh(struct tc_cluster *c, struct tsr_mapsub *sub, uint64_t epoch)
+{
+	struct tsr_mapsub *fresh;
+	struct tsr_osdmap a, b;
+	struct tsr_mdsmap ma, mb;
+	struct tsr_enc ea, eb;
+	struct tsr_mapsub_stats st;
+
+	ck_assert_int_eq(tc_mapsub(c, TSR_MON_SUB_OSD | TSR_MON_SUB_MDS, 0, NULL, NULL,
+				   &fresh), 0);
+	ck_assert_int_eq(tsr_mapsub_wait(fresh, TSR_MON_MAP_OSD, epoch, 15000), 0);
+	ck_assert_int_eq(tsr_mapsub_wait(fresh, TSR_MON_MAP_MDS, 1, 15000), 0);
+	ck_assert_int_eq(tsr_mapsub_wait(sub, TSR_MON_MAP_OSD, epoch, 15000), 0);
+	ck_assert_int_eq(tsr_mapsub_osdmap(sub, &a), 0);
+	ck_assert_int_eq(tsr_mapsub_osdmap(fresh, &b), 0);
+	ck_assert_uint_eq(a.epoch, epoch);
+	ck_assert_uint_eq(b.epoch, epoch);
+	tsr_enc_init(&ea);
+	tsr_enc_init(&eb);
+	tsr_osdmap_encode(&ea, &a);
+	tsr_osdmap_encode(&eb, &b);
+	ck_assert_uint_eq(ea.len, eb.len);
+	ck_assert_msg(memcmp(ea.buf, eb.buf, ea.len) == 0,
+		      "the map built from incrementals differs from the full map");
+	tsr_enc_release(&ea);
+	tsr_enc_release(&eb);
+	ck_assert_int_eq(tsr_mapsub_mdsmap(sub, &ma), 0);
+	ck_assert_int_eq(tsr_mapsub_mdsmap(fresh, &mb), 0);
+	ck_assert_uint_eq(ma.epoch, mb.epoch);
+	tsr_mapsub_stats(fresh, &st);
+	ck_assert_uint_eq(st.fulls, 2); /* one of each map */
+	tsr_osdmap_free(&a);
+	tsr_osdmap_free(&b);
+	tsr_mdsmap_free(&ma);
+	tsr_mdsmap_free(&mb);
+	tsr_mapsub_destroy(fresh);
+}
+
+/* The OSD map's placement map works: loaded into the plugin it names
+ * (from $PLUGIN_DIR), rule 0 puts copies on distinct hosts and rule 1 in
+ * distinct racks. */
+static void
+assert_placement(const struct tsr_osdmap *m)
+{
+	const char *dir = getenv("PLUGIN_DIR");
+	char path[512], err[512];
+	const struct tsr_plugin *p;
+	struct tsr_registry *reg = tsr_registry_create();
+	struct tsr_core_host host;
+	struct tsr_instance *inst;
+	uint32_t w[64] = { 0 };
+
+	ck_assert_ptr_nonnull(dir);
+	ck_assert_str_eq(m->placement, "crush");
+	ck_assert_uint_gt(m->pmap_len, 0);
+	snprintf(path, sizeof(path), "%s/%s.so", dir, m->placement);
+	ck_assert_msg(tsr_registry_load_file(reg, path, &p, err, sizeof(err)) == 0,
+		      "%s", err);
+	tsr_core_host_init(&host, "test", NULL, NULL);
+	ck_assert_int_eq(tsr_instance_create(p, &host.host, NULL, 0, &inst, err,
+					     sizeof(err)), 0);
+	const struct tsr_placement_ops *ops = tsr_instance_ops(inst);
+	void *h = tsr_instance_handle(inst);
+	ck_assert_msg(ops->load(h, m->pmap, m->pmap_len, err, sizeof(err)) == 0,
+		      "%s", err);
+	for (size_t i = 0; i < m->nosds; i++)
+		if (m->osds[i].id < 64 && m->osds[i].in)
+			w[m->osds[i].id] = TSR_WEIGHT_ONE;
+	for (uint32_t x = 0; x < 200; x++) {
+		int32_t out[2];
+		for (uint32_t rule = 0; rule < 2; rule++) {
+			ck_assert_int_eq(ops->map(h, rule, x, 2, w, 64, out), 2);
+			const struct tsr_osdmap_osd *a = tsr_osdmap_osd(m, out[0]),
+						    *b = tsr_osdmap_osd(m, out[1]);
+			ck_assert_ptr_nonnull(a);
+			ck_assert_ptr_nonnull(b);
+			ck_assert(a->in && b->in);
+			if (rule == 0)
+				ck_assert_str_ne(a->host, b->host);
+			else
+				ck_assert_str_ne(a->rack, b->rack);
+		}
+	}
+	tsr_instance_destroy(inst);
+	tsr_registry_destroy(reg);
+}
+
+START_TEST(maps)
+{
+	struct tc_cluster c;
+	struct tsr_mapsub *sub;
+	struct tsr_mapsub_stats st;
+	struct seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	uint64_t e, t0;
+	int at;
+
+	ck_assert_int_eq(tc_create(&c, 3, NULL), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+	/* renewing only every minute: every epoch below must come as a
+	 * push, and a move to another monitor from the session's end */
+	ck_assert_int_eq(tc_mapsub(&c, TSR_MON_SUB_OSD | TSR_MON_SUB_MDS, 60000, on_epoch,
+				   &seen, &sub), 0);
+	ck_assert_int_eq(tsr_mapsub_wait(sub, TSR_MON_MAP_OSD, 1, 15000), 0);
+
+	/* a run of changes of every kind: each arrives as an incremental */
+	const char *changes[] = {
+		"osd add 0 --host h1 --rack r1", "osd add 1 --host h1 --rack r1",
+		"osd add 2 --host h2 --rack r2 --weight 2", "osd add 3 --host h3",
+		"pool create data 64 --size 3 --rule 1", "pool create ec 32 --size 3 "
+		"--min-size 2 --redundancy replica --redundancy-opts copies=3",
+		"osd out 2", "osd reweight 1 0.5", "osd set noout", "pool set data pg_num 128",
+		"osd rm 3", "pool rm ec --yes-i-really-mean-it",
+		"osd unset noout", "osd in 2",
+	};
+	for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++)
+		ck_assert_msg(tc_cli(&c, NULL, "%s", changes[i]) == 0, "%s", changes[i]);
+	e = cli_epoch(&c);
+	ck_assert_uint_ge(e, 15);
+	ck_assert_int_eq(tsr_mapsub_wait(sub, TSR_MON_MAP_OSD, e, 10000), 0);
+	tsr_mapsub_stats(sub, &st);
+	ck_assert_msg(st.fulls == 2 && st.incs >= 14 && st.refused == 0,
+		      "%llu full maps, %llu incrementals, %llu refused",
+		      (unsigned long long)st.fulls, (unsigned long long)st.incs,
+		      (unsigned long long)st.refused);
+	assert_same_as_fresh(&c, sub, e);
+	{
+		struct tsr_osdmap m;
+		ck_assert_int_eq(tsr_mapsub_osdmap(sub, &m), 0);
+		assert_placement(&m);
+		tsr_osdmap_free(&m);
+	}
+	/* a change the placement map cannot take (a host in two racks) is
+	 * refused as a whole: no new epoch */
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd add 9 --host h1 --rack r9"), 1);
+	ck_assert_uint_eq(cli_epoch(&c), e);
+
+	/* its monitor killed: it moves to another and catches up */
+	at = tc_mon_by_addr(&c, st.mon);
+	ck_assert_int_ge(at, 0);
+	tc_signal(&c, (size_t)at, SIGKILL);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(tc_cli(&c, NULL, "osd add --host k%d --timeout 30", i), 0);
+	e = cli_epoch(&c);
+	t0 = tc_now_ms();
+	ck_assert_int_eq(tsr_mapsub_wait(sub, TSR_MON_MAP_OSD, e, 15000), 0);
+	tsr_mapsub_stats(sub, &st);
+	fprintf(stderr, "maps: caught up %.1f s after the changes, at %s (%llu "
+		"sessions)\n", (double)(tc_now_ms() - t0) / 1000, st.mon,
+		(unsigned long long)st.hunts);
+	ck_assert_uint_ge(st.hunts, 2);
+	ck_assert_int_eq(tc_start(&c, (size_t)at), 0);
+	ck_assert_int_eq(tc_wait_converged(&c, 20000), 0);
+
+	/* its monitor cut off from the others: it loses the quorum, sends
+	 * the subscriber away, and the subscriber goes on elsewhere */
+	at = tc_mon_by_addr(&c, st.mon);
+	ck_assert_int_ge(at, 0);
+	{
+		char others[16] = "";
+		for (size_t i = 0; i < c.nmon; i++)
+			if ((int)i != at) {
+				strcat(others, c.mon[i].name);
+				strcat(others, " ");
+				ck_assert_int_eq(tc_isolate(&c, i, c.mon[at].name), 0);
+			}
+		ck_assert_int_eq(tc_isolate(&c, (size_t)at, others), 0);
+	}
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(tc_cli(&c, NULL, "pool create cut%d --timeout 30", i), 0);
+	e = cli_epoch(&c);
+	ck_assert_int_eq(tsr_mapsub_wait(sub, TSR_MON_MAP_OSD, e, 20000), 0);
+	tsr_mapsub_stats(sub, &st);
+	ck_assert_int_ne(tc_mon_by_addr(&c, st.mon), at);
+	for (size_t i = 0; i < c.nmon; i++)
+		ck_assert_int_eq(tc_isolate(&c, i, "none"), 0);
+	ck_assert_int_eq(tc_wait_converged(&c, 20000), 0);
+
+	assert_same_as_fresh(&c, sub, cli_epoch(&c));
+	pthread_mutex_lock(&seen.lock);
+	ck_assert_uint_eq(seen.backwards, 0);
+	ck_assert_uint_gt(seen.calls, 10);
+	pthread_mutex_unlock(&seen.lock);
+	tsr_mapsub_destroy(sub);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* ---- mds_failover ------------------------------------------------------------*/
+
+/* MDS i's rank (-1 standby; -2: no answer) and state, from its admin
+ * socket. */
+static int
+mds_role(struct tc_cluster *c, size_t i, char *state, size_t n, uint64_t *incs)
+{
+	char *out = NULL, *p;
+	int rank;
+
+	state[0] = '\0';
+	if (tc_mds_asok(c, i, "role", &out) < 0)
+		return -2;
+	p = strstr(out, "\"rank\": ");
+	rank = p ? atoi(p + 8) : -2;
+	if ((p = strstr(out, "\"state\": \"")) != NULL)
+		snprintf(state, n, "%.*s", (int)strcspn(p + 10, "\""), p + 10);
+	if (incs)
+		*incs = tc_json_u64(out, "incarnations", 0);
+	free(out);
+	return rank;
+}
+
+/* Wait until MDS i holds rank in state; the milliseconds it took, or -1. */
+static int64_t
+wait_role(struct tc_cluster *c, size_t i, int rank, const char *state, int timeout_ms)
+{
+	uint64_t t0 = tc_now_ms();
+	char st[32];
+
+	while (tc_now_ms() - t0 < (uint64_t)timeout_ms) {
+		if (mds_role(c, i, st, sizeof(st), NULL) == rank && strcmp(st, state) == 0)
+			return (int64_t)(tc_now_ms() - t0);
+		tc_sleep_ms(50);
+	}
+	mds_role(c, i, st, sizeof(st), NULL);
+	fprintf(stderr, "mds.m%zu: wanted rank %d %s, has %d %s\n", i, rank, state,
+		mds_role(c, i, st, sizeof(st), NULL), st);
+	return -1;
+}
+
+/* Does `mds stat` say it, within timeout_ms? */
+static int
+wait_mds_stat(struct tc_cluster *c, const char *needle, int timeout_ms)
+{
+	uint64_t t0 = tc_now_ms();
+	char *out = NULL;
+
+	while (tc_now_ms() - t0 < (uint64_t)timeout_ms) {
+		if (tc_cli(c, &out, "mds stat --format json") == 0 && strstr(out, needle)) {
+			free(out);
+			return 0;
+		}
+		free(out);
+		out = NULL;
+		tc_sleep_ms(100);
+	}
+	tc_cli(c, &out, "mds stat --format json");
+	fprintf(stderr, "mds stat never said %s: %s\n", needle, out ? out : "");
+	free(out);
+	return -1;
+}
+
+START_TEST(mds_failover)
+{
+	struct tc_cluster c;
+	char *out = NULL, st[32];
+	uint64_t incs = 0;
+	int64_t took;
+
+	ck_assert_int_eq(tc_create(&c, 3, "mon_mds_beacon_grace = \"2s\"; "
+				   "mds_beacon_interval = \"250ms\";"), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+
+	/* the first MDS takes rank 0; the second stands by */
+	ck_assert_int_eq(tc_mds_start(&c, 0), 0);
+	ck_assert_int_ge(wait_role(&c, 0, 0, "active", 15000), 0);
+	ck_assert_int_eq(tc_mds_start(&c, 1), 0);
+	ck_assert_int_eq(wait_mds_stat(&c, "\"standbys\": [{\"mds\": \"m1\"", 15000), 0);
+	ck_assert_int_eq(mds_role(&c, 1, st, sizeof(st), NULL), -1);
+
+	/* the active one killed: the standby takes rank 0 after the grace */
+	tc_mds_signal(&c, 0, SIGKILL);
+	took = wait_role(&c, 1, 0, "active", 15000);
+	ck_assert_int_ge(took, 0);
+	fprintf(stderr, "mds_failover: mds.m0 killed; mds.m1 active on rank 0 after "
+		"%.1f s (grace 2 s)\n", (double)took / 1000);
+	ck_assert_int_eq(wait_mds_stat(&c, "{\"rank\": 0, \"state\": \"active\", "
+				       "\"mds\": \"m1\"", 5000), 0);
+	ck_assert_int_eq(tc_cli(&c, &out, "mds stat --format json"), 0);
+	ck_assert_msg(strstr(out, "\"m0\"") == NULL, "the killed MDS is still in "
+		      "the map: %s", out);
+	free(out);
+
+	/* back as a standby; a second rank for it */
+	ck_assert_int_eq(tc_mds_start(&c, 0), 0);
+	ck_assert_int_eq(wait_mds_stat(&c, "\"standbys\": [{\"mds\": \"m0\"", 15000), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "fs set max_mds 2"), 0);
+	ck_assert_int_ge(wait_role(&c, 0, 1, "active", 15000), 0);
+
+	/* rank 0's holder paused past the grace: failed, rank 0 vacant (no
+	 * standby left), health says so */
+	tc_mds_signal(&c, 1, SIGSTOP);
+	ck_assert_int_eq(wait_mds_stat(&c, "{\"rank\": 0, \"state\": \"vacant\"", 15000), 0);
+	ck_assert_int_eq(tc_cli(&c, &out, "health --format json"), 0);
+	ck_assert_contains(out, "rank 0 of file system 'tessera' has no MDS");
+	free(out);
+	/* resumed: it learns it was failed, stands by anew and takes rank 0 */
+	tc_mds_signal(&c, 1, SIGCONT);
+	{
+		/* (right after SIGCONT it may still tell its old role: the
+		 * map that dropped it waits in its socket) */
+		uint64_t t0 = tc_now_ms();
+		int r = -2;
+		while (tc_now_ms() - t0 < 15000) {
+			r = mds_role(&c, 1, st, sizeof(st), &incs);
+			if (r == 0 && strcmp(st, "active") == 0 && incs == 2)
+				break;
+			tc_sleep_ms(50);
+		}
+		ck_assert_msg(r == 0 && strcmp(st, "active") == 0 && incs == 2,
+			      "mds.m1 after its pause: rank %d %s, %llu incarnations", r,
+			      st, (unsigned long long)incs);
+	}
+	ck_assert_int_eq(mds_role(&c, 0, st, sizeof(st), NULL), 1);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -729,7 +1099,8 @@ main(void)
 		{ "leader_kill", leader_kill }, { "minority", minority },
 		{ "partition", partition }, { "bad_input", bad_input },
 		{ "snapshots", snapshots }, { "failure_detection", failure_detection },
-		{ "nemesis", nemesis },
+		{ "nemesis", nemesis }, { "maps", maps },
+		{ "mds_failover", mds_failover },
 	};
 	Suite *s = suite_create("mon");
 	SRunner *sr;

@@ -38,7 +38,7 @@ global = { run_dir = "$tmp/run"; plugin_dir = "$TEST_PLUGIN_DIR"; log_file = "$t
 testd = { tick = "50ms"; partitioner = { plugin = "good"; salt = 3; }; };
 CONF
 cat > "$tmp/mon.conf" <<CONF
-global = { run_dir = "$tmp/run"; plugin_dir = "$TEST_PLUGIN_DIR"; log_file = "$tmp/\$name.log";
+global = { run_dir = "$tmp/run"; plugin_dir = "$PLUGIN_DIR"; log_file = "$tmp/\$name.log";
            mon_members = "a=127.0.0.1:$port"; mon_data = "$tmp/\$name"; };
 CONF
 
@@ -93,6 +93,8 @@ until_ok "$TESSERA" status --conf "$tmp/mon.conf" --timeout 2 ||
 	fail "tessera-mon under valgrind did not answer tessera status within 30 s"
 "$TESSERA" pool create vg --conf "$tmp/mon.conf" >/dev/null ||
 	fail "tessera-mon under valgrind did not commit a change"
+"$TESSERA" osd add --host h1 --conf "$tmp/mon.conf" >/dev/null ||
+	fail "tessera-mon under valgrind did not add an OSD (the placement plugin makes its map)"
 "$TESSERA" pool ls --conf "$tmp/mon.conf" | grep -q '^vg ' ||
 	fail "tessera-mon under valgrind lost a change"
 "$TESSERA" admin "$tmp/run/mon-a.asok" status >/dev/null

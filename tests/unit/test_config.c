@@ -676,7 +676,7 @@ START_TEST(test_foreach)
 			nosd++;
 		}
 	/* general, the messenger's ms_*, the monitors' mon_* */
-	ck_assert_uint_eq(ncore, 7 + 13 + 9);
+	ck_assert_uint_eq(ncore, 7 + 13 + 11);
 	ck_assert_uint_eq(nosd, 7 + 13 + 2); /* mon_members, osd_beacon_interval */
 	ck_assert_uint_eq(s.n, nosd);
 

@@ -1,5 +1,6 @@
 /* cmd_cluster.c — `tessera status`, `health`, `osd ...`, `pool ...`,
- * `mds stat`, `mon stat`: commands the monitors answer.
+ * `mds stat`, `mds fail`, `fs set`, `mon stat`: commands the monitors
+ * answer.
  *
  * The words of the command go to the monitor cluster as they are (monc.h
  * finds a monitor that can answer); the tool's own options (--conf,
@@ -134,8 +135,13 @@ print_plain(const struct copts *o, const char *text)
 			printf(" pools\n");
 		}
 		const char *mm = jfind(text, "mdsmap");
-		if (mm)
-			jprint("mdsmap: epoch ", mm, "epoch"), printf("\n");
+		if (mm) {
+			jprint("mdsmap: epoch ", mm, "epoch");
+			jprint(", ", mm, "active");
+			jprint("/", mm, "max_mds");
+			jprint(" ranks active, ", mm, "standby");
+			printf(" standby\n");
+		}
 		return;
 	}
 	if (strcmp(w0, "mon") == 0 && strcmp(w1, "stat") == 0) {
@@ -158,6 +164,11 @@ print_plain(const struct copts *o, const char *text)
 			jprint("): pg_num ", p - 6, "pg_num");
 			jprint(", size ", p - 6, "size");
 			jprint(", min_size ", p - 6, "min_size");
+			jprint(", rule ", p - 6, "rule");
+			jprint(", redundancy ", p - 6, "redundancy");
+			const char *ro = jfind(p - 6, "redundancy_opts");
+			if (ro && ro[1] != '"')
+				jprint(" ", p - 6, "redundancy_opts");
 			printf("\n");
 		}
 		return;
@@ -168,6 +179,9 @@ print_plain(const struct copts *o, const char *text)
 		for (const char *h = jfind(text, "host"); h; ) {
 			const char *next = strstr(h, "{\"host\": ");
 			jprint("host ", h - 8, "host");
+			const char *rk = jfind(h - 8, "rack");
+			if (rk && rk[1] != '"')
+				jprint(" in rack ", h - 8, "rack");
 			jprint(" (weight ", h - 8, "weight");
 			printf(")\n");
 			const char *end = next ? next : h + strlen(h);
@@ -183,6 +197,31 @@ print_plain(const struct copts *o, const char *text)
 			h = next ? next + 1 : NULL;
 			if (h)
 				h = jfind(h, "host");
+		}
+		return;
+	}
+	if (strcmp(w0, "mds") == 0 && strcmp(w1, "stat") == 0) {
+		jprint("mdsmap epoch ", text, "mdsmap_epoch");
+		jprint(", file system ", text, "fs_name");
+		jprint(", max_mds ", text, "max_mds");
+		printf("\n");
+		for (const char *p = strstr(text, "{\"rank\": "); p;
+		     p = strstr(p + 1, "{\"rank\": ")) {
+			jprint("  rank ", p, "rank");
+			jprint(": ", p, "state");
+			const char *m = jfind(p, "mds");
+			if (m && m[1] != '"') {
+				jprint(", mds.", p, "mds");
+				jprint(" at ", p, "addr");
+			}
+			printf("\n");
+		}
+		const char *sb = jfind(text, "standbys");
+		for (const char *q = sb ? strstr(sb, "{\"mds\": ") : NULL; q;
+		     q = strstr(q + 1, "{\"mds\": ")) {
+			jprint("  standby mds.", q, "mds");
+			jprint(" at ", q, "addr");
+			printf("\n");
 		}
 		return;
 	}
@@ -210,12 +249,7 @@ run_words(const char *name, int argc, char **argv, int nfixed)
 		tsr_conf_destroy(conf);
 		return cli_fail(name, NULL, "%s", err);
 	}
-	rc = tsr_mon_members_parse(tsr_conf_str(conf, "mon_members"),
-				   tsr_conf_path(conf), &mem, err, sizeof(err));
-	if (rc == 0) {
-		tsr_msgr_opts_default(&mo);
-		rc = tsr_msgr_opts_from_conf(conf, &mo, err, sizeof(err));
-	}
+	rc = tsr_monc_conf(conf, &mem, &mo, err, sizeof(err));
 	if (rc == 0)
 		rc = tsr_monc_create(&mem, &mo, &mc, err, sizeof(err));
 	tsr_conf_destroy(conf);
@@ -258,6 +292,8 @@ WORDS2(c_pool_ls, "pool ls")
 WORDS2(c_pool_set, "pool set")
 WORDS2(c_pool_rm, "pool rm")
 WORDS2(c_mds_stat, "mds stat")
+WORDS2(c_mds_fail, "mds fail")
+WORDS2(c_fs_set, "fs set")
 WORDS2(c_mon_stat, "mon stat")
 
 static void
@@ -286,8 +322,9 @@ common_help(FILE *f, const char *synopsis, const char *what)
 HELP(h_status, "status", "The cluster's health, monitors, and map epochs and counts.")
 HELP(h_health, "health", "HEALTH_OK, HEALTH_WARN or HEALTH_ERR, with the reasons.")
 HELP(h_osd_tree, "osd tree", "The OSDs by host, with weights and up/in state.")
-HELP(h_osd_add, "osd add [ID] --host HOST [--weight W]",
-     "Add an OSD to the map (the lowest free id unless ID is given), in.")
+HELP(h_osd_add, "osd add [ID] --host HOST [--rack RACK] [--weight W]",
+     "Add an OSD to the map (the lowest free id unless ID is given), in; on\n"
+     "host HOST, in rack RACK if given; weight W (default 1).")
 HELP(h_osd_rm, "osd rm ID", "Remove an OSD that is down from the map.")
 HELP(h_osd_in, "osd in ID", "Mark an OSD in: it receives data.")
 HELP(h_osd_out, "osd out ID", "Mark an OSD out: its data moves elsewhere.")
@@ -299,14 +336,22 @@ HELP(h_osd_beacon, "osd beacon ID [--failed ID,ID...]",
      "debugging: OSDs send it themselves.")
 HELP(h_osd_set, "osd set noout", "Set a cluster flag (noout: never mark OSDs out).")
 HELP(h_osd_unset, "osd unset noout", "Clear a cluster flag.")
-HELP(h_pool_create, "pool create NAME [PG_NUM] [--size N] [--min-size N]",
-     "Create a replicated pool (32 PGs, size 3, min_size 2 by default).")
+HELP(h_pool_create, "pool create NAME [PG_NUM] [--size N] [--min-size N] [--rule ID]\n"
+     "       [--redundancy PLUGIN [--redundancy-opts K=V,...]]",
+     "Create a pool (32 PGs, size 3, min_size 2, placement rule 0, redundancy\n"
+     "plugin replica, by default).")
 HELP(h_pool_ls, "pool ls", "List the pools.")
-HELP(h_pool_set, "pool set NAME pg_num|size|min_size VALUE",
+HELP(h_pool_set, "pool set NAME pg_num|size|min_size|rule VALUE",
      "Change a pool (pg_num only grows).")
 HELP(h_pool_rm, "pool rm NAME --yes-i-really-mean-it",
      "Remove a pool and its data.")
 HELP(h_mds_stat, "mds stat", "The MDS map: file system ranks and standbys.")
+HELP(h_mds_fail, "mds fail NAME",
+     "Fail an MDS: it leaves the MDS map and its rank goes to a standby.  A\n"
+     "running MDS so failed stands by again as a new incarnation.")
+HELP(h_fs_set, "fs set max_mds N",
+     "Set how many ranks share the namespace (1..64).  Vacant ranks go to\n"
+     "standbys; holders of ranks above the new count stand by.")
 HELP(h_mon_stat, "mon stat", "The monitors, the leader, the term, the commit index.")
 
 const struct cli_cmd cli_cluster_cmds[] = {
@@ -327,6 +372,8 @@ const struct cli_cmd cli_cluster_cmds[] = {
 	{ "pool set", "NAME KEY VALUE", "change a pool", c_pool_set, h_pool_set },
 	{ "pool rm", "NAME --yes-i-really-mean-it", "remove a pool", c_pool_rm, h_pool_rm },
 	{ "mds stat", "", "the MDS map", c_mds_stat, h_mds_stat },
+	{ "mds fail", "NAME", "fail an MDS (its rank goes to a standby)", c_mds_fail, h_mds_fail },
+	{ "fs set", "max_mds N", "set the number of metadata ranks", c_fs_set, h_fs_set },
 	{ "mon stat", "", "the monitors and the leader", c_mon_stat, h_mon_stat },
 	{ NULL, NULL, NULL, NULL, NULL }
 };

@@ -1,0 +1,156 @@
+/* osdmap.h — the OSD map: which OSDs exist, where they are and whether they
+ * serve, the placement map, the pools; and its incrementals.
+ *
+ * The monitors own the map and change it one epoch at a time; everyone
+ * else (OSDs, clients, MDSs) holds a copy and brings it forward with the
+ * incrementals the monitors send (osdmap.c computes an incremental as the
+ * difference of two consecutive maps, so what is sent is exactly what
+ * changed).  A copy that misses an epoch asks for the full map.
+ *
+ * Conventions: functions return 0 or a negative errno, with the reason in
+ * err[errlen] when they take one.  A map owns its arrays and its placement
+ * blob (tsr_osdmap_free); decoders build a new map and hand it over only
+ * when the input decoded whole and passed tsr_osdmap_check(), so a caller's
+ * map is never left half-changed.  OSDs are kept sorted by id, pools by id.
+ *
+ * Full map (the core's versioned encoding, tessera/encoding.h):
+ *
+ *   envelope v1 {
+ *     u64 epoch, u32 flags, i64 next_pool_id,
+ *     string placement,            the placement plugin's name
+ *     bytes  pmap,                 its binary map (tsr_placement_ops)
+ *     u32 n, n x osd,              sorted by id
+ *     u32 n, n x pool              sorted by id
+ *   }
+ *   osd  = envelope v1 { i32 id, string host, string rack, string addr,
+ *                        f64 weight, f64 reweight, u8 in, u8 up,
+ *                        u8 auto_out, u64 up_from }
+ *   pool = envelope v1 { i64 id, string name, u32 pg_num, u32 size,
+ *                        u32 min_size, u32 rule, string redundancy,
+ *                        string redundancy_opts }
+ *
+ * Incremental (from epoch - 1 to epoch):
+ *
+ *   envelope v1 {
+ *     u64 epoch, u32 flags, i64 next_pool_id,
+ *     u8 has_pmap, [string placement, bytes pmap]   when the blob changed
+ *     u32 n, n x osd               OSDs new or changed (whole records)
+ *     u32 n, n x i32               OSDs removed
+ *     u32 n, n x pool              pools new or changed
+ *     u32 n, n x i64               pools removed
+ *   }
+ */
+#ifndef TSR_MAP_OSDMAP_H
+#define TSR_MAP_OSDMAP_H
+
+#include <tessera/encoding.h>
+
+#define TSR_OSDMAP_MAX_OSDS 4096
+#define TSR_OSDMAP_MAX_POOLS 1024
+#define TSR_OSDMAP_MAX_PMAP (4u << 20)
+#define TSR_OSDMAP_NAME 64
+#define TSR_OSDMAP_OPTS 256
+#define TSR_OSDMAP_MAX_PG_NUM 65536
+#define TSR_OSDMAP_MAX_SIZE 16
+
+/* flags */
+#define TSR_OSDMAP_NOOUT 0x1u   /* down OSDs are not marked out */
+#define TSR_OSDMAP_FLAGS_KNOWN 0x1u
+
+struct tsr_osdmap_osd {
+	int32_t id;
+	char host[TSR_OSDMAP_NAME];
+	char rack[TSR_OSDMAP_NAME];   /* "" when the host is in no rack */
+	char addr[TSR_OSDMAP_NAME];   /* IP:PORT from its last boot, or "" */
+	double weight;                /* capacity weight (TiB by convention), > 0 */
+	double reweight;              /* 0..1 */
+	uint8_t in, up;
+	uint8_t auto_out;             /* marked out by the monitors, not a person:
+					 in again when it boots */
+	uint64_t up_from;             /* the epoch of its last boot */
+};
+
+struct tsr_osdmap_pool {
+	int64_t id;                   /* > 0, never reused */
+	char name[TSR_OSDMAP_NAME];
+	uint32_t pg_num, size, min_size;
+	uint32_t rule;                /* placement rule id */
+	char redundancy[TSR_OSDMAP_NAME];       /* redundancy plugin */
+	char redundancy_opts[TSR_OSDMAP_OPTS];  /* its options, "k=v,k=v" */
+};
+
+struct tsr_osdmap {
+	uint64_t epoch;
+	uint32_t flags;
+	int64_t next_pool_id;
+	char placement[TSR_OSDMAP_NAME];
+	void *pmap;                   /* malloc'd, or NULL */
+	size_t pmap_len;
+	struct tsr_osdmap_osd *osds;
+	size_t nosds;
+	struct tsr_osdmap_pool *pools;
+	size_t npools;
+};
+
+struct tsr_osdmap_inc {
+	uint64_t epoch;
+	uint32_t flags;
+	int64_t next_pool_id;
+	int has_pmap;
+	char placement[TSR_OSDMAP_NAME];
+	void *pmap;
+	size_t pmap_len;
+	struct tsr_osdmap_osd *osds;  /* new or changed */
+	size_t nosds;
+	int32_t *osd_rm;
+	size_t nosd_rm;
+	struct tsr_osdmap_pool *pools;
+	size_t npools;
+	int64_t *pool_rm;
+	size_t npool_rm;
+};
+
+/* An empty map at epoch 1. */
+TSR_API void tsr_osdmap_init(struct tsr_osdmap *m);
+TSR_API void tsr_osdmap_free(struct tsr_osdmap *m);
+/* A deep copy of src into *dst (which is overwritten, not freed). */
+TSR_API int tsr_osdmap_copy(struct tsr_osdmap *dst, const struct tsr_osdmap *src);
+
+/* Is m sane: ids sorted and in range, names valid and unique, weights,
+ * sizes and flags in range?  -EINVAL naming the first thing wrong. */
+TSR_API int tsr_osdmap_check(const struct tsr_osdmap *m, char *err, size_t errlen);
+
+TSR_API struct tsr_osdmap_osd *tsr_osdmap_osd(const struct tsr_osdmap *m, int32_t id);
+TSR_API struct tsr_osdmap_pool *tsr_osdmap_pool(const struct tsr_osdmap *m, int64_t id);
+TSR_API struct tsr_osdmap_pool *tsr_osdmap_pool_by_name(const struct tsr_osdmap *m,
+							const char *name);
+
+/* Is name a host, rack or pool name: 1 to 63 of letters, digits, '-', '_',
+ * '.', not starting with '-'. */
+TSR_API int tsr_osdmap_name_ok(const char *name);
+
+TSR_API int tsr_osdmap_encode(struct tsr_enc *e, const struct tsr_osdmap *m);
+/* Decode a full map into *out (a fresh map the caller frees) — -EBADMSG
+ * for malformed input, -EINVAL for a map that decodes but is not sane. */
+TSR_API int tsr_osdmap_decode(const void *buf, size_t len, struct tsr_osdmap *out,
+			      char *err, size_t errlen);
+
+/* The incremental that takes a to b (b->epoch must be a->epoch + 1). */
+TSR_API int tsr_osdmap_diff(const struct tsr_osdmap *a, const struct tsr_osdmap *b,
+			    struct tsr_osdmap_inc *inc);
+/* Bring m forward by inc: -ESTALE unless inc->epoch == m->epoch + 1;
+ * -EINVAL (m unchanged) when inc removes what m lacks or the result would
+ * not be sane. */
+TSR_API int tsr_osdmap_apply(struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc,
+			     char *err, size_t errlen);
+TSR_API void tsr_osdmap_inc_free(struct tsr_osdmap_inc *inc);
+TSR_API int tsr_osdmap_inc_encode(struct tsr_enc *e, const struct tsr_osdmap_inc *inc);
+/* The decoded inc owns its arrays (tsr_osdmap_inc_free). */
+TSR_API int tsr_osdmap_inc_decode(const void *buf, size_t len,
+				  struct tsr_osdmap_inc *out, char *err,
+				  size_t errlen);
+
+/* The number of OSDs up and in. */
+TSR_API void tsr_osdmap_counts(const struct tsr_osdmap *m, size_t *up, size_t *in);
+
+#endif
