@@ -21,7 +21,9 @@ PACKAGES=(
 	valgrind procps clang libclang-rt-14-dev
 )
 
-log() { printf '\n==> %s\n' "$*"; }
+# each step with the time since this script started, so the suite's
+# budget (20 minutes on a 2-core machine) stays in sight
+log() { printf '\n==> [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 install_deps() {
 	local missing=() p sudo=
@@ -162,7 +164,7 @@ cmd_test() {
 	skip=$(count SKIP "${logs[@]}")
 	[ $rc -ne 0 ] && [ "$fail" -eq 0 ] && fail=1 # distcheck or a build failed
 	echo
-	echo "tests: $pass passed, $fail failed, $skip skipped"
+	echo "tests: $pass passed, $fail failed, $skip skipped ($((SECONDS / 60)) min $((SECONDS % 60)) s in all)"
 	return $rc
 }
 

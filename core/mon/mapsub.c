@@ -292,7 +292,10 @@ worker(void *arg)
 					     : s->renewed_at + s->renew_ns;
 		if (until > now + s->renew_ns)
 			until = now + s->renew_ns;
-		if (!s->bad && !s->stop && !s->need_full[0] && !s->need_full[1])
+		/* a full map wanted is asked for once the request in flight
+		 * is answered: until then, wait like any other time */
+		if (!s->bad && !s->stop &&
+		    (s->awaiting || (!s->need_full[0] && !s->need_full[1])))
 			wait_until(s, until);
 	}
 	pthread_mutex_unlock(&s->lock);
