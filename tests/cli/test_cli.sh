@@ -126,6 +126,14 @@ expect msgr-bad-seconds 2 "--seconds takes a number in (0, 3600], not 'x'" \
 	"$TESSERA" msgr bench --seconds x
 expect msgr-bench-json 0 '"workload": "stream-4MiB"' \
 	"$TESSERA" msgr bench --seconds 0.2 --inline --format json
+# the backend bench end to end, briefly: both seq-write phases (the depth-1
+# one runs the backend and raw in turns), the reads of what was written
+if [ -n "${PLUGIN_DIR:-}" ] && [ -e "$PLUGIN_DIR/file.so" ]; then
+	expect backend-bench-json 0 '"workload": "seq-read-4m"' \
+		"$TESSERA" backend bench --plugin-dir "$PLUGIN_DIR" --plugin file \
+		-o path="$tmp/bench" -o journal_size=8M --seconds 0.3 --objects 2 \
+		--format json
+fi
 expect admin-missing 1 "cannot connect to admin socket $tmp/none.asok" \
 	"$TESSERA" admin "$tmp/none.asok" status
 
