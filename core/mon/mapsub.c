@@ -115,12 +115,13 @@ on_maps(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 	uint64_t epoch = 0;
 
 	if (tsr_monmsg_maps_decode(m->front, m->front_len, m->data_len, &mm, err,
-				   sizeof(err)) < 0 ||
-	    (m->data_len && m->data_iovcnt != 1)) {
+				   sizeof(err)) < 0) {
 		/* a broken message counts as none: the renewal times out */
 		tsr_msg_free(m, 0);
 		return;
 	}
+	if (m->data_len && m->data_iovcnt != 1)
+		goto out;
 	which = mm.which;
 	pthread_mutex_lock(&s->lock);
 	if (conn != s->conn) {

@@ -74,12 +74,16 @@ boot(struct tsr_osd_beacon *b)
 	int rc;
 
 	snprintf(idw, sizeof(idw), "%d", b->id);
+	/* from now on a map showing us up counts, even one pushed before
+	 * the boot's answer comes */
+	pthread_mutex_lock(&b->lock);
+	b->seen_up = 0;
+	b->booted_at = tsr_mono_ns();
+	pthread_mutex_unlock(&b->lock);
 	rc = tsr_monc_command(b->monc, 4, argv, (uint64_t)b->interval_ms * 5 + 2000, &text);
 	if (rc == 0) {
 		pthread_mutex_lock(&b->lock);
 		b->booted = 1;
-		b->booted_at = tsr_mono_ns();
-		b->seen_up = 0;
 		b->st.boots++;
 		pthread_mutex_unlock(&b->lock);
 		tsr_log(TSR_SUB_OSD, TSR_LOG_INFO, "osd.%d: booted at %s", b->id, b->addr);
@@ -128,6 +132,17 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 	tsr_osdmap_free(&m);
 }
 
+/* Look at the map held again: a map that showed us down while our boot
+ * was on its way, or within the settling time, is judged now. */
+static void
+recheck(struct tsr_osd_beacon *b)
+{
+	uint64_t e = tsr_mapsub_epoch(b->sub, TSR_MON_MAP_OSD);
+
+	if (e)
+		on_map(b, TSR_MON_MAP_OSD, e, 0);
+}
+
 static void *
 beacon_main(void *arg)
 {
@@ -145,6 +160,7 @@ beacon_main(void *arg)
 		if (!booted) {
 			if (boot(b) < 0 && nap(b, b->interval_ms))
 				break;
+			recheck(b);
 			continue;
 		}
 		if (nap(b, b->interval_ms))
@@ -158,6 +174,7 @@ beacon_main(void *arg)
 			pthread_mutex_lock(&b->lock);
 			b->st.beacons++;
 			pthread_mutex_unlock(&b->lock);
+			recheck(b);
 		} else {
 			tsr_log(TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: beacon: %s", b->id,
 				text ? text : strerror(-rc));

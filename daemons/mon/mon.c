@@ -87,6 +87,7 @@ struct sub {
 };
 
 #define MAX_SUBS 4096
+#define MAX_INC_BYTES (8u << 20) /* incrementals in one answer, at most */
 
 /* A change proposed and not yet answered, or a read waiting for a lease. */
 struct waiter {
@@ -504,7 +505,10 @@ send_maps(struct mon *mon, struct tsr_conn *c, uint64_t tid, int which,
 		uint64_t e;
 		for (e = have + 1; e <= cur && state_inc(&mon->st, which, e, &len); e++)
 			total += len;
-		if (e > cur && (buf = malloc(total ? total : 1)) != NULL) {
+		/* many incrementals that each carry a placement map can outgrow
+		 * what a message may carry: then the full map, which is smaller */
+		if (e > cur && total <= MAX_INC_BYTES &&
+		    (buf = malloc(total ? total : 1)) != NULL) {
 			size_t at = 0;
 			for (e = have + 1; e <= cur; e++) {
 				const uint8_t *p = state_inc(&mon->st, which, e, &len);
@@ -720,9 +724,20 @@ mds_watch(struct mon *mon, const char *name)
 	for (size_t i = 0; i < mon->nmwatch; i++)
 		if (strcmp(mon->mwatch[i].name, name) == 0)
 			return &mon->mwatch[i];
-	if (mon->nmwatch == TSR_MDSMAP_MAX_MDS)
-		return NULL;
-	struct mds_watch *w = &mon->mwatch[mon->nmwatch++];
+	struct mds_watch *w = NULL;
+	if (mon->nmwatch < TSR_MDSMAP_MAX_MDS) {
+		w = &mon->mwatch[mon->nmwatch++];
+	} else {
+		/* full: reuse the entry of a name the map does not hold that
+		 * has been silent longer than the grace */
+		uint64_t now = tsr_mono_ns();
+		for (size_t i = 0; i < mon->nmwatch && w == NULL; i++)
+			if (tsr_mdsmap_find(&mon->st.mdsmap, mon->mwatch[i].name) == NULL &&
+			    now - mon->mwatch[i].last_beacon > mon->mds_grace_ns)
+				w = &mon->mwatch[i];
+		if (w == NULL)
+			return NULL;
+	}
 	memset(w, 0, sizeof(*w));
 	tsr_strlcpy(w->name, name, sizeof(w->name));
 	return w;
@@ -796,9 +811,10 @@ check_mds(struct mon *mon, uint64_t now)
 
 		if (w == NULL || (w->proposed_at && now - w->proposed_at < 1000000000ull))
 			continue;
-		if (w->gid != d->gid)
-			w->last_beacon = 0; /* beacons of another incarnation */
-		last = w->last_beacon > mon->lead_since ? w->last_beacon : mon->lead_since;
+		/* beacons of another incarnation (a new one booting) do not
+		 * keep this one alive */
+		last = w->gid == d->gid && w->last_beacon > mon->lead_since ? w->last_beacon
+									   : mon->lead_since;
 		if (now - last <= mon->mds_grace_ns)
 			continue;
 		snprintf(gidw, sizeof(gidw), "%" PRIu64, d->gid);

@@ -870,11 +870,29 @@ apply_change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 {
 	struct tsr_osdmap oprev;
 	struct tsr_mdsmap mprev;
-	int rc, have_o, have_m, rolled = 0;
+	int rc, have_o, have_m, rolled_o = 0, rolled_m = 0;
 
 	have_o = tsr_osdmap_copy(&oprev, &s->osdmap) == 0;
 	have_m = tsr_mdsmap_copy(&mprev, &s->mdsmap) == 0;
 	rc = change(s, argc, argv, out);
+	if (rc == 0 && have_o && have_m) {
+		/* Whatever a command let through, the maps it leaves must be
+		 * ones every holder accepts (an address with a blank, an
+		 * option with a control byte would make every subscriber
+		 * refuse every map from here on): the same check on every
+		 * monitor, so a refusal is the log's outcome everywhere. */
+		char why[256];
+		if (tsr_osdmap_check(&s->osdmap, why, sizeof(why)) < 0 ||
+		    tsr_mdsmap_check(&s->mdsmap, why, sizeof(why)) < 0) {
+			tsr_osdmap_free(&s->osdmap);
+			tsr_mdsmap_free(&s->mdsmap);
+			s->osdmap = oprev;
+			s->mdsmap = mprev;
+			rolled_o = rolled_m = 1;
+			tsr_sbuf_reset(out);
+			rc = FAIL(-EINVAL, "refused: the map would not be valid: %s", why);
+		}
+	}
 	if (rc == 0 && (!have_o || topology_changed(&oprev, &s->osdmap))) {
 		struct tsr_sbuf why;
 		tsr_sbuf_init(&why);
@@ -882,7 +900,7 @@ apply_change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 			/* the change cannot be placed: it never happened */
 			tsr_osdmap_free(&s->osdmap);
 			s->osdmap = oprev;
-			rolled = 1;
+			rolled_o = 1;
 			tsr_sbuf_reset(out);
 			tsr_sbuf_printf(out, "%s", tsr_sbuf_str(&why));
 		} else if (rc < 0) {
@@ -892,7 +910,7 @@ apply_change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 	}
 	/* without the copy (out of memory) the incremental is lost, not
 	 * wrong: a subscriber gets the full map instead */
-	if (!rolled && (!have_o || s->osdmap.epoch != oprev.epoch)) {
+	if (!rolled_o && (!have_o || s->osdmap.epoch != oprev.epoch)) {
 		struct tsr_osdmap_inc inc;
 		struct tsr_enc e;
 
@@ -905,7 +923,7 @@ apply_change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 		}
 		incs_put(&s->osd_incs, s->osdmap.epoch, &e);
 	}
-	if (!have_m || s->mdsmap.epoch != mprev.epoch) {
+	if (!rolled_m && (!have_m || s->mdsmap.epoch != mprev.epoch)) {
 		struct tsr_mdsmap_inc inc;
 		struct tsr_enc e;
 
@@ -918,9 +936,9 @@ apply_change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 		}
 		incs_put(&s->mds_incs, s->mdsmap.epoch, &e);
 	}
-	if (have_o && !rolled)
+	if (have_o && !rolled_o)
 		tsr_osdmap_free(&oprev);
-	if (have_m)
+	if (have_m && !rolled_m)
 		tsr_mdsmap_free(&mprev);
 	return rc;
 }

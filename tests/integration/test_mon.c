@@ -906,6 +906,17 @@ START_TEST(maps)
 	 * refused as a whole: no new epoch */
 	ck_assert_int_eq(tc_cli(&c, NULL, "osd add 9 --host h1 --rack r9"), 1);
 	ck_assert_uint_eq(cli_epoch(&c), e);
+	/* nor one that would leave a map its holders refuse (a byte outside
+	 * printable ASCII in an option): regression for a review finding —
+	 * every subscriber then refused every map */
+	{
+		char *why = NULL;
+		ck_assert_int_eq(tc_cli(&c, &why, "pool create bad --redundancy-opts "
+					"k=\xc3\xa9"), 1);
+		ck_assert_contains(why, "the map would not be valid");
+		free(why);
+	}
+	ck_assert_uint_eq(cli_epoch(&c), e);
 
 	/* its monitor killed: it moves to another and catches up */
 	at = tc_mon_by_addr(&c, st.mon);
