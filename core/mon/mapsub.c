@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #define TRY_NS (3000ull * 1000000u)  /* a monitor's time to answer */
@@ -202,23 +201,6 @@ sub_msg(struct tsr_mapsub *s)
 	return tsr_msg_from_enc(TSR_MSG_MON_SUB, &e);
 }
 
-static const struct tsr_mon_member *
-by_addr(const struct tsr_mapsub *s, const char *addr)
-{
-	for (size_t i = 0; i < s->members.n; i++)
-		if (strcmp(s->members.m[i].addr, addr) == 0)
-			return &s->members.m[i];
-	return NULL;
-}
-
-static void
-wait_until(struct tsr_mapsub *s, uint64_t until)
-{
-	struct timespec ts = { (time_t)(until / 1000000000u),
-			       (long)(until % 1000000000u) };
-	pthread_cond_timedwait(&s->cond, &s->lock, &ts);
-}
-
 /* The worker: keep one session subscribed, renew it, move on when it
  * fails. */
 static void *
@@ -244,14 +226,15 @@ worker(void *arg)
 			continue;
 		}
 		if (s->conn == NULL) {
-			const struct tsr_mon_member *t = by_addr(s, s->hint);
+			const struct tsr_mon_member *t =
+				tsr_mon_members_by_addr(&s->members, s->hint);
 			struct tsr_conn *c;
 			int rc;
 
 			if (s->failed_in_row >= s->members.n) {
 				/* a round of failures: a pause before the next */
 				s->failed_in_row = 0;
-				wait_until(s, now + PAUSE_NS);
+				tsr_cond_wait_until(&s->cond, &s->lock, now + PAUSE_NS);
 				continue;
 			}
 			if (t == NULL)
@@ -297,7 +280,7 @@ worker(void *arg)
 		 * is answered: until then, wait like any other time */
 		if (!s->bad && !s->stop &&
 		    (s->awaiting || (!s->need_full[0] && !s->need_full[1])))
-			wait_until(s, until);
+			tsr_cond_wait_until(&s->cond, &s->lock, until);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
@@ -408,7 +391,7 @@ tsr_mapsub_wait(struct tsr_mapsub *s, int which, uint64_t epoch, uint64_t timeou
 			rc = -ETIMEDOUT;
 			break;
 		}
-		wait_until(s, end);
+		tsr_cond_wait_until(&s->cond, &s->lock, end);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 struct tsr_mds_beacon {
@@ -97,12 +96,11 @@ static int
 nap(struct tsr_mds_beacon *b, uint32_t ms)
 {
 	uint64_t until = tsr_mono_ns() + (uint64_t)ms * 1000000u;
-	struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
 	int stop;
 
 	pthread_mutex_lock(&b->lock);
 	while (!b->stop && !b->kick &&
-	       pthread_cond_timedwait(&b->cond, &b->lock, &ts) != ETIMEDOUT)
+	       tsr_cond_wait_until(&b->cond, &b->lock, until) != ETIMEDOUT)
 		;
 	b->kick = 0;
 	stop = b->stop;

@@ -131,3 +131,12 @@ tsr_mon_members_by_id(const struct tsr_mon_members *ms, uint64_t id)
 {
 	return id >= 1 && id <= ms->n ? &ms->m[id - 1] : NULL;
 }
+
+const struct tsr_mon_member *
+tsr_mon_members_by_addr(const struct tsr_mon_members *ms, const char *addr)
+{
+	for (size_t i = 0; i < ms->n; i++)
+		if (strcmp(ms->m[i].addr, addr) == 0)
+			return &ms->m[i];
+	return NULL;
+}

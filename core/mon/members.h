@@ -39,10 +39,12 @@ struct tsr_mon_members {
 TSR_API int tsr_mon_members_parse(const char *text, const char *where,
 				  struct tsr_mon_members *out, char *err,
 				  size_t errlen);
-/* The member of that name or id, or NULL. */
+/* The member of that name, id or address, or NULL. */
 TSR_API const struct tsr_mon_member *
 tsr_mon_members_find(const struct tsr_mon_members *ms, const char *name);
 TSR_API const struct tsr_mon_member *
 tsr_mon_members_by_id(const struct tsr_mon_members *ms, uint64_t id);
+TSR_API const struct tsr_mon_member *
+tsr_mon_members_by_addr(const struct tsr_mon_members *ms, const char *addr);
 
 #endif

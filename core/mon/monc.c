@@ -162,25 +162,13 @@ try_one(struct tsr_monc *c, const char *addr, const struct tsr_mon_cmd *cmd,
 	pthread_mutex_lock(&c->lock);
 	if (rc < 0 && c->got == 0)
 		c->got = rc;
-	while (c->got == 0) {
-		struct timespec ts = { (time_t)(deadline / 1000000000u),
-				       (long)(deadline % 1000000000u) };
-		if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT)
-			break;
-	}
+	while (c->got == 0 &&
+	       tsr_cond_wait_until(&c->cond, &c->lock, deadline) != ETIMEDOUT)
+		;
 	rc = c->got == 0 ? -ETIMEDOUT : c->got;
 	c->got = -ECANCELED; /* late answers are dropped */
 	pthread_mutex_unlock(&c->lock);
 	return rc;
-}
-
-static const struct tsr_mon_member *
-by_addr(const struct tsr_monc *c, const char *addr)
-{
-	for (size_t i = 0; i < c->members.n; i++)
-		if (strcmp(c->members.m[i].addr, addr) == 0)
-			return &c->members.m[i];
-	return NULL;
 }
 
 int
@@ -210,7 +198,8 @@ tsr_monc_command(struct tsr_monc *c, int argc, char **argv, uint64_t timeout_ms,
 		if (rc == 1) {
 			struct tsr_mon_reply *r = &c->reply;
 			const struct tsr_mon_member *l =
-				r->leader[0] ? by_addr(c, r->leader) : NULL;
+				r->leader[0] ? tsr_mon_members_by_addr(&c->members,
+									 r->leader) : NULL;
 
 			if (r->status == -EAGAIN && l != NULL && l != target) {
 				tsr_strlcpy(last, "not the leader", sizeof(c->last[0]));

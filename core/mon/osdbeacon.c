@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct tsr_osd_beacon {
 	struct tsr_monc *monc;
@@ -37,18 +36,11 @@ struct tsr_osd_beacon {
 static int
 nap(struct tsr_osd_beacon *b, uint32_t ms)
 {
-	struct timespec ts;
+	uint64_t until = tsr_mono_ns() + (uint64_t)ms * 1000000u;
 	int stop;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&b->lock);
-	while (!b->stop && pthread_cond_timedwait(&b->cond, &b->lock, &ts) != ETIMEDOUT)
+	while (!b->stop && tsr_cond_wait_until(&b->cond, &b->lock, until) != ETIMEDOUT)
 		;
 	stop = b->stop;
 	pthread_mutex_unlock(&b->lock);

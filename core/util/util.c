@@ -91,3 +91,12 @@ tsr_cond_init_mono(pthread_cond_t *cond)
 	pthread_cond_init(cond, &ca);
 	pthread_condattr_destroy(&ca);
 }
+
+int
+tsr_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, uint64_t until)
+{
+	struct timespec ts = { (time_t)(until / 1000000000u),
+			       (long)(until % 1000000000u) };
+
+	return pthread_cond_timedwait(cond, mu, &ts);
+}

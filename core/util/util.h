@@ -21,6 +21,10 @@ TSR_API uint64_t tsr_mono_ns(void);
 /* A condition variable whose timed waits take CLOCK_MONOTONIC deadlines
  * (tsr_mono_ns()-based), so a clock step cannot stretch a wait. */
 TSR_API void tsr_cond_init_mono(pthread_cond_t *cond);
+/* pthread_cond_timedwait on such a variable (mu held) until the monotonic
+ * time until (tsr_mono_ns() scale): 0, or ETIMEDOUT once it has passed. */
+TSR_API int tsr_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu,
+				uint64_t until);
 
 /* strdup that aborts with a message on allocation failure: for start-up
  * paths where running out of memory leaves nothing sensible to do. */

@@ -661,7 +661,7 @@ handle_beacon(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_cmd *cmd
 	      uint64_t now)
 {
 	int64_t id = strtoll(cmd->argv[2], NULL, 10); /* checked by classify */
-	const struct tsr_osdmap_osd *o = state_osd(&mon->st, id);
+	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(&mon->st.osdmap, (int32_t)id);
 	struct osd_watch *w = &mon->watch[id];
 	char text[160];
 
@@ -885,7 +885,7 @@ check_failures(struct mon *mon, uint64_t now)
 				w->flaps = 0;
 			grace = mon->grace_ns << (w->flaps < 3 ? w->flaps : 3);
 			for (size_t k = 0; k < 8; k++) {
-				const struct tsr_osdmap_osd *r = state_osd(&mon->st, w->rep[k].who);
+				const struct tsr_osdmap_osd *r = tsr_osdmap_osd(&mon->st.osdmap, w->rep[k].who);
 				reporters += w->rep[k].at && now - w->rep[k].at < grace &&
 					     r != NULL && r->up;
 			}
@@ -1347,9 +1347,7 @@ mon_main(void *arg)
 		struct item *it;
 
 		if (mon->head == NULL && now < next_tick) {
-			struct timespec ts = { (time_t)(next_tick / 1000000000u),
-					       (long)(next_tick % 1000000000u) };
-			pthread_cond_timedwait(&mon->qcond, &mon->qlock, &ts);
+			tsr_cond_wait_until(&mon->qcond, &mon->qlock, next_tick);
 			continue;
 		}
 		it = mon->head;

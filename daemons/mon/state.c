@@ -168,28 +168,11 @@ parse_opts(int argc, char **argv, int from, struct cmd_opts *o,
 
 /* ---- Lookups -------------------------------------------------------------*/
 
+/* Ids come here parsed within 0 .. MON_MAX_OSDS - 1. */
 static struct tsr_osdmap_osd *
 find_osd(const struct mon_state *s, int64_t id)
 {
-	for (size_t i = 0; i < s->osdmap.nosds; i++)
-		if (s->osdmap.osds[i].id == id)
-			return &s->osdmap.osds[i];
-	return NULL;
-}
-
-struct tsr_osdmap_osd *
-state_osd(const struct mon_state *s, int64_t id)
-{
-	return find_osd(s, id);
-}
-
-static struct tsr_osdmap_pool *
-find_pool(const struct mon_state *s, const char *name)
-{
-	for (size_t i = 0; i < s->osdmap.npools; i++)
-		if (strcmp(s->osdmap.pools[i].name, name) == 0)
-			return &s->osdmap.pools[i];
-	return NULL;
+	return tsr_osdmap_osd(&s->osdmap, (int32_t)id);
 }
 
 static int
@@ -340,7 +323,7 @@ pool_create(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 	if (min_size > size)
 		return FAIL(-EINVAL, "min_size %" PRId64 " is above size %" PRId64,
 			    min_size, size);
-	if (find_pool(s, o->pos[0]))
+	if (tsr_osdmap_pool_by_name(&s->osdmap, o->pos[0]))
 		return FAIL(-EEXIST, "pool '%s' exists already", o->pos[0]);
 	if (s->osdmap.npools >= TSR_OSDMAP_MAX_POOLS)
 		return FAIL(-ENOSPC, "the cluster has %d pools, the most it may",
@@ -372,7 +355,7 @@ pool_create(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 static int
 pool_set(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 {
-	struct tsr_osdmap_pool *p = find_pool(s, o->pos[0]);
+	struct tsr_osdmap_pool *p = tsr_osdmap_pool_by_name(&s->osdmap, o->pos[0]);
 	const char *key = o->pos[1];
 	int64_t v;
 
@@ -584,7 +567,7 @@ change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 	if (strcmp(argv[0], "mds") == 0 || strcmp(argv[0], "fs") == 0)
 		return mds_change(s, &o, argv[1], out);
 	if (is(argc, argv, "pool", "rm")) {
-		struct tsr_osdmap_pool *p = find_pool(s, o.pos[0]);
+		struct tsr_osdmap_pool *p = tsr_osdmap_pool_by_name(&s->osdmap, o.pos[0]);
 		if (!o.yes)
 			return FAIL(-EPERM, "removing pool '%s' destroys its data: "
 				    "add --yes-i-really-mean-it", o.pos[0]);

@@ -107,9 +107,6 @@ int state_apply(struct mon_state *s, uint64_t client, uint64_t tid, int argc,
 int state_read(const struct mon_state *s, int argc, char **argv,
 	       struct tsr_sbuf *out);
 
-/* An OSD by id, or NULL. */
-struct tsr_osdmap_osd *state_osd(const struct mon_state *s, int64_t id);
-
 /* The encoded incremental that made epoch e of the OSD map (which = 0) or
  * the MDS map (1), or NULL when this monitor does not have it. */
 const uint8_t *state_inc(const struct mon_state *s, int which, uint64_t e,

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct testmds {
 	struct tsr_msgr *msgr;
@@ -89,10 +88,8 @@ replayer(void *arg)
 		}
 		uint64_t gid = t->replay_gid;
 		uint64_t until = tsr_mono_ns() + (uint64_t)t->replay_ms * 1000000u;
-		struct timespec ts = { (time_t)(until / 1000000000u),
-				       (long)(until % 1000000000u) };
 		while (!t->stop && t->replay_gid == gid &&
-		       pthread_cond_timedwait(&t->cond, &t->lock, &ts) != ETIMEDOUT)
+		       tsr_cond_wait_until(&t->cond, &t->lock, until) != ETIMEDOUT)
 			;
 		if (t->stop || t->replay_gid != gid)
 			continue;

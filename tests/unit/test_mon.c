@@ -34,6 +34,8 @@ START_TEST(members_sorted_and_stable)
 	ck_assert_ptr_eq(tsr_mon_members_by_id(&b, 2), &b.m[1]);
 	ck_assert_ptr_null(tsr_mon_members_by_id(&b, 0));
 	ck_assert_ptr_null(tsr_mon_members_by_id(&b, 4));
+	ck_assert_ptr_eq(tsr_mon_members_by_addr(&b, "127.0.0.1:6791"), &b.m[2]);
+	ck_assert_ptr_null(tsr_mon_members_by_addr(&b, "127.0.0.1:6792"));
 	/* another set, another fingerprint */
 	ck_assert_int_eq(tsr_mon_members_parse("a=127.0.0.1:6789,b=127.0.0.1:6790",
 					       "t.conf", &b, err, sizeof(err)), 0);

@@ -522,10 +522,7 @@ on_commit(void *arg, int rc)
 static bool
 wait_commit(struct bench *b, uint64_t until)
 {
-	struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u),
-			       .tv_nsec = (long)(until % 1000000000u) };
-
-	return pthread_cond_timedwait(&b->cv, &b->mu, &ts) != ETIMEDOUT;
+	return tsr_cond_wait_until(&b->cv, &b->mu, until) != ETIMEDOUT;
 }
 
 static TSR_PRINTF(2, 3) void
