@@ -824,10 +824,12 @@ close_dev(struct bdev *bd)
 }
 
 static int
-replay_record(void *arg, uint64_t seq, const void *p, size_t n)
+replay_record(void *arg, uint64_t seq, const void *p, size_t n, int last)
 {
 	struct bdev *bd = arg;
 	char err[512];
+
+	(void)last; /* records are appended durably (jr_append) */
 	int rc = apply_plan(bd, p, n, err, sizeof(err));
 
 	if (rc < 0)

@@ -25,7 +25,7 @@
  * in this range" — whose effect is the same however often, and from
  * whatever partial state, they are applied in order.  Then:
  *
- *     journal  -> the plan is appended (O_DIRECT|O_DSYNC): the commit point
+ *     journal  -> the plan is appended and made durable: the commit point
  *     apply    -> files and LevelDB updated without syncing, under the
  *                 write lock so readers never see half of it
  *
@@ -36,7 +36,15 @@
  * completes it: all or nothing, and nothing acknowledged is lost.
  *
  * New data skips the journal when that is safe (write_direct): it is
- * written in place and synced before the record that maps it.
+ * written in place, then the record that maps it is written unsynced
+ * (jr_write), then the data files are synced — and the device cache flush
+ * that ends those syncs makes the record durable too, so a commit costs
+ * one flush, not two.  A crash before that flush may leave the record
+ * durable without its data; only the last record can be in that state
+ * (the next commit starts after the flush), so replay checks the data of
+ * the last record's chunk maps against their checksums and drops the
+ * record if it is not all there (record_data_present): the transaction
+ * was never acknowledged.
  */
 #include "errf.h"
 #include "journal.h"
@@ -51,6 +59,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -59,6 +68,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -156,6 +166,8 @@ struct ffs {
 	struct idset journaled; /* ids with file ops journaled since the
 				 * last checkpoint (see write_direct) */
 	int direct_off;         /* journal everything until the next one */
+	int one_flush;          /* records of direct data go out unsynced
+				 * (jr_write; see the top of this file) */
 	struct fdent fds[FD_CACHE];
 	uint64_t fdclock;
 	/* the precreator (see precreate_main), under plock */
@@ -222,8 +234,10 @@ obj_open(struct os *os, uint64_t objid, int rw, int create, int *made)
 		*made = 0;
 	obj_relpath(rel, sizeof(rel), objid);
 	fd = openat(F(os)->datafd, rel, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-	if (fd >= 0 && create && made && !precreated(os, objid))
-		/* it may be the precreator's, its name not yet durable */
+	if (fd >= 0 && create && made && objid >= os->sb.next_objid &&
+	    !precreated(os, objid))
+		/* a new object's: it may be the precreator's, its name not yet
+		 * durable (a committed object's file is never "made") */
 		*made = MADE_FILE | MADE_LEAF | MADE_TOP;
 	if (fd >= 0 || errno != ENOENT || !create)
 		return fd >= 0 ? fd : -errno;
@@ -396,7 +410,8 @@ plan_kv(struct plan *pl, int op, const void *k, size_t kl, const void *v,
 }
 
 /* Queue data for a file being written directly (see write_direct);
- * sync_direct writes and syncs it before the journal record.  copy_ok
+ * write_direct_data writes it before the journal record, sync_direct
+ * syncs it after.  copy_ok
  * says data lives as long as the overlay (a chunk buffer). */
 static int
 direct_write(struct os_prep *p, uint64_t objid, uint64_t off, const void *data,
@@ -528,16 +543,17 @@ finalize_chunk(struct os_prep *p, struct plan *pl, struct os_file *f,
 /* May this file's new data skip the journal?
  *
  * Journaling data means writing it twice, which halves the bandwidth of
- * large writes.  Data may instead be written in place before the journal
- * record (and synced), with the record holding only its chunk maps, when
- * both hold:
+ * large writes.  Data may instead be written in place, synced by the
+ * same flush as the journal record (see the top of this file), with the
+ * record holding only its chunk maps, when both hold:
  *   - every chunk written had no map before: until the record commits,
  *     nothing reads those bytes, so a crash before it loses nothing and
  *     exposes nothing;
  *   - no record since the last checkpoint has operations on the file, and
  *     this one has none but these writes: replay, which re-applies the
  *     records after the checkpoint, must never write over this data with
- *     something older.
+ *     something older.  (So a record has no file operation on a file
+ *     written directly: record_data_present tells them apart by that.)
  * This is the path of every new object's data (the common case: objects
  * are written once, whole), and of clones. */
 static int
@@ -598,20 +614,29 @@ flush_dwrites(struct direct *d)
 	return 0;
 }
 
+/* Write the direct data (not synced yet). */
+static int
+write_direct_data(struct os_prep *p)
+{
+	for (size_t i = 0; i < FC(p)->ndirect; i++) {
+		int rc = flush_dwrites(&FC(p)->direct[i]);
+		if (rc < 0)
+			return errf(p->err, sizeof(p->err), rc, "%s: data file %016"
+				    PRIx64 ": %s", p->os->path, FC(p)->direct[i].objid,
+				    strerror(-rc));
+	}
+	return 0;
+}
+
 /* Make the directly written data durable, names included: a new file's
- * directory entry, and new directories' entries in their parents. */
+ * directory entry, and new directories' entries in their parents.  The
+ * flush that ends these syncs also makes the journal record durable
+ * (jr_write). */
 static int
 sync_direct(struct os_prep *p)
 {
 	struct os *os = p->os;
 
-	for (size_t i = 0; i < FC(p)->ndirect; i++) {
-		int rc = flush_dwrites(&FC(p)->direct[i]);
-		if (rc < 0)
-			return errf(p->err, sizeof(p->err), rc, "%s: data file %016"
-				    PRIx64 ": %s", os->path, FC(p)->direct[i].objid,
-				    strerror(-rc));
-	}
 	/* start writeback of every file first, so the syncs below overlap
 	 * and share the file system's journal commits */
 	for (size_t i = 0; FC(p)->ndirect > 1 && i < FC(p)->ndirect; i++)
@@ -961,20 +986,35 @@ commit_journaled(struct os *os, struct os_prep *p)
 	uint64_t seq = 0;
 	int rc;
 
-	if ((rc = finalize(p, &plan, &plen)) < 0 || (rc = sync_direct(p)) < 0) {
+	if ((rc = finalize(p, &plan, &plen)) < 0 || (rc = write_direct_data(p)) < 0) {
 		if (p->err[0])
 			os_log(os, LOG_ERR, "%s", p->err);
 		free(plan);
 		drop_direct(p);
 		return rc == -ENOSPC ? rc : rc == -ENOMEM ? rc : -EIO;
 	}
-	rc = jr_append(F(os)->jr, plan, plen, &seq, err, sizeof(err));
+	/* With direct data, the record is written before the data is synced
+	 * and one flush makes both durable (jr_write); replay drops the last
+	 * record if its data did not make it (replay_record). */
+	int direct = FC(p)->ndirect > 0 && F(os)->one_flush;
+	if (FC(p)->ndirect > 0 && !direct && (rc = sync_direct(p)) < 0) {
+		/* where one flush may not cover both (one_flush off),
+		 * the data is synced before the record: not committed */
+		os_log(os, LOG_ERR, "%s", p->err);
+		free(plan);
+		drop_direct(p);
+		return -EIO;
+	}
+	rc = direct ? jr_write(F(os)->jr, plan, plen, &seq, err, sizeof(err))
+		    : jr_append(F(os)->jr, plan, plen, &seq, err, sizeof(err));
 	if (rc == -ENOSPC) {
 		pthread_rwlock_wrlock(&os->lock);
 		rc = checkpoint(os, err, sizeof(err));
 		pthread_rwlock_unlock(&os->lock);
 		if (rc == 0)
-			rc = jr_append(F(os)->jr, plan, plen, &seq, err, sizeof(err));
+			rc = direct ? jr_write(F(os)->jr, plan, plen, &seq, err, sizeof(err))
+				    : jr_append(F(os)->jr, plan, plen, &seq, err,
+						sizeof(err));
 	}
 	if (rc < 0) {
 		if (rc != -E2BIG)
@@ -982,6 +1022,18 @@ commit_journaled(struct os *os, struct os_prep *p)
 		free(plan);
 		drop_direct(p);
 		return rc == -E2BIG ? -EFBIG /* more than the journal holds */ : rc;
+	}
+	if (direct && (rc = sync_direct(p)) < 0) {
+		/* The record is written and may be durable; whether the data
+		 * is cannot be known.  The next mount decides (replay drops
+		 * the record if its data is not all there); until then
+		 * nothing more may be committed after it. */
+		os->failed = 1;
+		os_log(os, LOG_ERR, "%s; the store is now read-only, and the next "
+		       "mount completes or drops journal record %" PRIu64,
+		       p->err, seq);
+		free(plan);
+		return -EIO;
 	}
 	/* Committed: only a failure of the file system can stop it now, and
 	 * replay at the next mount will finish it. */
@@ -1092,12 +1144,107 @@ fs_mkfs(void *inst, char *err, size_t errlen)
 	return rc;
 }
 
+/* Is the data that the last record's chunk maps describe on disk?  A
+ * record written with jr_write (new data written in place) may be durable
+ * while its data is not, when the crash came before their common flush;
+ * the transaction was not acknowledged then.  Every chunk map the record
+ * puts for an object it has no file operation on (the direct files: their
+ * data is not in the record) is checked against the stored bytes.  1 yes,
+ * 0 no (*bad gets the object), <0 an error. */
 static int
-replay_record(void *arg, uint64_t seq, const void *p, size_t n)
+record_data_present(struct os *os, const void *buf, size_t len, uint64_t *bad)
+{
+	struct tsr_dec d, sub;
+	uint64_t *fids = NULL, fd_obj = 0;
+	size_t nf = 0;
+	uint32_t n;
+	uint8_t ver;
+	int rc = 1, fd = -1;
+
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return -EBADMSG;
+	n = tsr_dec_u32(&sub);
+	if (n > len / 25) /* an operation takes at least 25 bytes */
+		return -EBADMSG;
+	if (n && (fids = malloc(n * sizeof(*fids))) == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && !tsr_dec_error(&sub); i++) {
+		uint8_t op = tsr_dec_u8(&sub);
+		const void *data;
+		size_t dl;
+
+		fids[nf++] = tsr_dec_u64(&sub);
+		tsr_dec_u64(&sub);
+		tsr_dec_u64(&sub);
+		if (op == P_WRITE)
+			tsr_dec_bytes(&sub, &data, &dl, OS_CHUNK);
+	}
+	n = tsr_dec_u32(&sub);
+	for (uint32_t i = 0; i < n && rc == 1 && !tsr_dec_error(&sub); i++) {
+		uint8_t op = tsr_dec_u8(&sub);
+		const void *k, *v;
+		size_t kl, vl, j;
+		struct os_cmeta m;
+
+		tsr_dec_bytes(&sub, &k, &kl, OS_KEY_MAX);
+		tsr_dec_bytes(&sub, &v, &vl, TSR_TXN_MAX_VALUE + 64);
+		uint64_t objid;
+		uint32_t cno;
+		if (tsr_dec_error(&sub) || op != OS_KV_PUT ||
+		    !os_key_is_chunk(k, kl, &objid, &cno))
+			continue;
+		for (j = 0; j < nf && fids[j] != objid; j++)
+			;
+		if (j < nf || os_cmeta_decode(v, vl, &m) < 0)
+			continue; /* its data is in the record / apply reports it */
+		if (fd < 0 || fd_obj != objid) {
+			if (fd >= 0)
+				close(fd);
+			fd_obj = objid;
+			fd = obj_open(os, objid, 0, 0, NULL);
+		}
+		/* no file: its name never reached the disk */
+		rc = fd == -ENOENT ? 0 : fd < 0 ? fd : os_chunk_stored_ok(os, fd, cno, &m);
+		if (rc <= 0)
+			*bad = objid;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(fids);
+	if (rc == 1 && tsr_dec_error(&sub))
+		rc = tsr_dec_error(&sub);
+	return rc;
+}
+
+static int
+replay_record(void *arg, uint64_t seq, const void *p, size_t n, int last)
 {
 	struct os *os = arg;
 	char err[512];
-	int rc = apply_plan(os, p, n, err, sizeof(err));
+	uint64_t bad = 0;
+	int rc;
+
+	if (last) {
+		rc = record_data_present(os, p, n, &bad);
+		if (rc == 0) {
+			os_log(os, LOG_WARN, "%s/journal: record %" PRIu64 " is the "
+			       "last and the data of object %016" PRIx64 " it maps "
+			       "did not reach the disk before the crash: its "
+			       "transaction was never acknowledged and is dropped",
+			       os->path, seq, bad);
+			return JR_DROP;
+		}
+		if (rc < 0 && rc != -EBADMSG) {
+			/* cannot tell: neither drop nor apply it */
+			os_log(os, LOG_ERR, "%s/journal: record %" PRIu64 ": checking "
+			       "the data of object %016" PRIx64 " it maps: %s",
+			       os->path, seq, bad, strerror(-rc));
+			return rc;
+		}
+		/* a malformed record: apply_plan says what is wrong */
+	}
+	rc = apply_plan(os, p, n, err, sizeof(err));
 
 	if (rc < 0)
 		os_log(os, LOG_ERR, "%s/journal: record %" PRIu64 ": %s", os->path,
@@ -1121,6 +1268,26 @@ close_store(struct os *os)
 	if (F(os)->dirfd >= 0)
 		close(F(os)->dirfd);
 	F(os)->datafd = F(os)->dirfd = -1;
+}
+
+/* May records of direct data go out unsynced (jr_write)?  Only where the
+ * data files' fdatasync is known to end with a cache flush of the device
+ * that holds the journal too, and the journal's O_DIRECT overwrites of its
+ * preallocated blocks need no metadata of their own: ext4 and XFS, with
+ * the journal and the data on one device.  Elsewhere (btrfs or ZFS, which
+ * copy on write; network and FUSE file systems; a journal symlinked to
+ * another device) every record is synced on its own and the data before
+ * it. */
+static int
+one_flush_ok(struct os *os, const char *jpath)
+{
+	struct statfs sf;
+	struct stat d, j;
+
+	if (fstatfs(F(os)->datafd, &sf) < 0 || fstat(F(os)->datafd, &d) < 0 ||
+	    stat(jpath, &j) < 0 || d.st_dev != j.st_dev)
+		return 0;
+	return sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC;
 }
 
 /* Open the store and replay the journal; no commit thread. */
@@ -1150,6 +1317,7 @@ open_store(struct os *os, char *err, size_t errlen)
 	snprintf(sub, sizeof(sub), "%s/journal", os->path);
 	if ((rc = jr_open(sub, os->sb.uuid, &F(os)->jr, err, errlen)) < 0)
 		goto fail;
+	F(os)->one_flush = one_flush_ok(os, sub);
 	rc = jr_replay(F(os)->jr, replay_record, os, &nrec, err, errlen);
 	if (rc < 0) {
 		if (err && !err[0])

@@ -23,6 +23,7 @@
 struct jr {
 	int fd;           /* buffered: headers, replay */
 	int dfd;          /* O_DIRECT | O_DSYNC for records, or -1 */
+	int ufd;          /* O_DIRECT for records jr_write leaves unsynced, or -1 */
 	uint8_t *abuf;    /* aligned staging buffer for dfd */
 	size_t acap;
 	char path[4096];
@@ -261,6 +262,7 @@ jr_open(const char *path, const uint8_t uuid[16], struct jr **out, char *err,
 	 * when it returns, no page-cache copy, no separate fdatasync.  File
 	 * systems without O_DIRECT (tmpfs) get the buffered path. */
 	j->dfd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT | O_DSYNC);
+	j->ufd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT);
 	memcpy(j->uuid, uuid, 16);
 	j->size = h[cur].size;
 	j->gen = h[cur].gen;
@@ -284,6 +286,8 @@ jr_close(struct jr *j)
 	close(j->fd);
 	if (j->dfd >= 0)
 		close(j->dfd);
+	if (j->ufd >= 0)
+		close(j->ufd);
 	free(j->abuf);
 	free(j);
 }
@@ -334,36 +338,19 @@ rec_span(uint64_t n)
 	return (JR_REC_HEADER + n + JR_ALIGN - 1) / JR_ALIGN * JR_ALIGN;
 }
 
+static int read_record(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
+		       size_t *cap, size_t *lenp, uint64_t *hint);
+
 /* Is there an intact record with sequence number seq at off? */
 static int
 valid_record_at(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
 		size_t *cap)
 {
-	uint8_t hdr[JR_REC_HEADER];
-	struct tsr_dec d;
-	uint32_t magic, len, crc;
+	size_t len;
+	uint64_t hint;
 
-	if (off % JR_ALIGN || off + JR_REC_HEADER > j->size ||
-	    full_pread(j->fd, hdr, JR_REC_HEADER, off) < 0)
-		return 0;
-	tsr_dec_init(&d, hdr, JR_REC_HEADER);
-	magic = tsr_dec_u32(&d);
-	len = tsr_dec_u32(&d);
-	if (magic != JR_REC_MAGIC || tsr_dec_u64(&d) != seq ||
-	    rec_span(len) > j->size - off)
-		return 0;
-	crc = tsr_dec_u32(&d);
-	if (len > *cap) {
-		uint8_t *nb = realloc(*buf, len);
-		if (nb == NULL)
-			return 0;
-		*buf = nb;
-		*cap = len;
-	}
-	if (full_pread(j->fd, *buf, len, off + JR_REC_HEADER) < 0)
-		return 0;
-	put_le32(hdr + 16, 0);
-	return rec_crc(j, hdr, *buf, len) == crc;
+	return off % JR_ALIGN == 0 &&
+	       read_record(j, off, seq, buf, cap, &len, &hint) == 1;
 }
 
 /* Replay stopped at j->off.  A crash can only tear the last record, so if
@@ -389,65 +376,112 @@ damage_behind(struct jr *j, uint64_t hint, uint8_t **buf, size_t *cap)
 	return 0;
 }
 
+/* Read the record with sequence number seq at off into *buf: 1 if it is
+ * intact, 0 if there is none (never written, stale or torn: the end of the
+ * records), or -errno.  *hint gets where the record after it would start
+ * when its header is intact, else 0 (see damage_behind). */
+static int
+read_record(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
+	    size_t *cap, size_t *lenp, uint64_t *hint)
+{
+	uint8_t hdr[JR_REC_HEADER];
+	struct tsr_dec d;
+	uint32_t magic, len, crc;
+	int rc;
+
+	*hint = 0;
+	if (off + JR_REC_HEADER > j->size)
+		return 0;
+	rc = full_pread(j->fd, hdr, JR_REC_HEADER, off);
+	if (rc < 0)
+		return rc == -ENODATA ? 0 : rc;
+	tsr_dec_init(&d, hdr, JR_REC_HEADER);
+	magic = tsr_dec_u32(&d);
+	len = tsr_dec_u32(&d);
+	if (magic != JR_REC_MAGIC || tsr_dec_u64(&d) != seq ||
+	    rec_span(len) > j->size - off)
+		return 0;
+	crc = tsr_dec_u32(&d);
+	*hint = off + rec_span(len);
+	if (len > *cap) {
+		uint8_t *nb = realloc(*buf, len ? len : 1);
+		if (nb == NULL)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = len;
+	}
+	rc = full_pread(j->fd, *buf, len, off + JR_REC_HEADER);
+	if (rc < 0)
+		return rc == -ENODATA ? 0 : rc;
+	put_le32(hdr + 16, 0);
+	if (rec_crc(j, hdr, *buf, len) != crc)
+		return 0; /* torn: the crash interrupted this append */
+	*lenp = len;
+	return 1;
+}
+
 int
 jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 	  size_t errlen)
 {
-	uint8_t hdr[JR_REC_HEADER];
-	uint8_t *buf = NULL;
-	size_t cap = 0;
+	uint8_t *buf = NULL, *nbuf = NULL;
+	size_t cap = 0, ncap = 0, len = 0, nlen = 0;
 	uint64_t count = 0, stop_hint = 0;
-	int rc = 0, cb_rc = 0;
+	int rc, cb_rc = 0, dropped = 0;
 
 	j->off = JR_HEADER_SIZE;
 	j->next_seq = j->cp_seq + 1;
-	for (;;) {
-		struct tsr_dec d;
-		uint32_t magic, len, crc;
-		uint64_t seq;
-
-		if (j->off + JR_REC_HEADER > j->size)
+	rc = read_record(j, j->off, j->next_seq, &buf, &cap, &len, &stop_hint);
+	while (rc > 0) {
+		/* read one ahead, so the callback knows the last record */
+		uint64_t next = j->off + rec_span(len);
+		int more = read_record(j, next, j->next_seq + 1, &nbuf, &ncap, &nlen,
+				       &stop_hint);
+		if (more < 0) {
+			rc = more;
 			break;
-		rc = full_pread(j->fd, hdr, JR_REC_HEADER, j->off);
-		if (rc < 0)
-			break;
-		tsr_dec_init(&d, hdr, JR_REC_HEADER);
-		magic = tsr_dec_u32(&d);
-		len = tsr_dec_u32(&d);
-		seq = tsr_dec_u64(&d);
-		crc = tsr_dec_u32(&d);
-		if (magic != JR_REC_MAGIC || seq != j->next_seq ||
-		    rec_span(len) > j->size - j->off) {
-			stop_hint = 0;
-			break; /* the end: never written, stale or torn */
 		}
-		stop_hint = j->off + rec_span(len);
-		if (len > cap) {
-			uint8_t *nb = realloc(buf, len);
-			if (nb == NULL) {
-				rc = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap = len;
-		}
-		rc = full_pread(j->fd, buf, len, j->off + JR_REC_HEADER);
-		if (rc < 0)
+		cb_rc = cb(arg, j->next_seq, buf, len, more == 0);
+		if (cb_rc == JR_DROP && more == 0) {
+			/* The caller found the last record incomplete: appends
+			 * go over it.  Unless the record after it is damaged
+			 * and one after that intact: then this was not the
+			 * last record written, and the damage is checked for
+			 * from past it (below). */
+			cb_rc = 0;
+			rc = 0;
+			dropped = 1;
 			break;
-		put_le32(hdr + 16, 0);
-		if (rec_crc(j, hdr, buf, len) != crc)
-			break; /* torn: the crash interrupted this append */
-		rc = cb(arg, seq, buf, len);
-		if (rc != 0) {
-			cb_rc = rc;
+		}
+		if (cb_rc != 0) {
+			if (cb_rc == JR_DROP)
+				cb_rc = errf(err, errlen, -EINVAL, "%s: record %llu "
+					     "dropped but it is not the last",
+					     j->path, (unsigned long long)j->next_seq);
+			rc = 0;
 			break;
 		}
 		count++;
 		j->next_seq++;
-		j->off += rec_span(len);
+		j->off = next;
+		uint8_t *tb = buf;
+		buf = nbuf;
+		nbuf = tb;
+		size_t tc = cap;
+		cap = ncap;
+		ncap = tc;
+		len = nlen;
+		rc = more;
 	}
-	if (rc == 0 && damage_behind(j, stop_hint, &buf, &cap)) {
+	uint64_t drop_off = j->off;
+	if (dropped) {
+		/* look for damage as if the dropped record had been taken */
+		j->off += rec_span(len);
+		j->next_seq++;
+	}
+	if (rc == 0 && cb_rc == 0 && damage_behind(j, stop_hint, &buf, &cap)) {
 		free(buf);
+		free(nbuf);
 		if (nrec != NULL)
 			*nrec = count;
 		return errf(err, errlen, -EBADMSG,
@@ -457,25 +491,29 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 			    j->path, (unsigned long long)j->next_seq,
 			    (unsigned long long)j->off);
 	}
+	if (dropped) {
+		j->off = drop_off;
+		j->next_seq--;
+	}
 	free(buf);
+	free(nbuf);
 	if (nrec != NULL)
 		*nrec = count;
 	if (cb_rc != 0)
 		return cb_rc; /* the callback's, passed through as it is */
-	if (rc == -ENODATA)
-		rc = 0; /* a read met the end of the file: the end of the records */
-	if (rc < 0 && rc != -ENOMEM)
+	if (rc == -ENOMEM)
+		errf(err, errlen, rc, "%s: out of memory during replay", j->path);
+	else if (rc < 0)
 		errf(err, errlen, rc, "%s: replaying record %llu at offset %llu: %s",
 		     j->path, (unsigned long long)j->next_seq,
 		     (unsigned long long)j->off, strerror(-rc));
-	else if (rc == -ENOMEM)
-		errf(err, errlen, rc, "%s: out of memory during replay", j->path);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
+/* Header, payload and zero padding in the aligned buffer. */
 static int
-append_direct(struct jr *j, const uint8_t hdr[JR_REC_HEADER], const void *p,
-	      size_t n, uint64_t span)
+stage(struct jr *j, const uint8_t hdr[JR_REC_HEADER], const void *p, size_t n,
+      uint64_t span)
 {
 	if (span > j->acap) {
 		void *nb;
@@ -488,7 +526,16 @@ append_direct(struct jr *j, const uint8_t hdr[JR_REC_HEADER], const void *p,
 	memcpy(j->abuf, hdr, JR_REC_HEADER);
 	memcpy(j->abuf + JR_REC_HEADER, p, n);
 	memset(j->abuf + JR_REC_HEADER + n, 0, span - JR_REC_HEADER - n);
-	return os_pwrite_full(j->dfd, j->abuf, span, j->off);
+	return 0;
+}
+
+static int
+append_direct(struct jr *j, const uint8_t hdr[JR_REC_HEADER], const void *p,
+	      size_t n, uint64_t span)
+{
+	int rc = stage(j, hdr, p, n, span);
+
+	return rc < 0 ? rc : os_pwrite_full(j->dfd, j->abuf, span, j->off);
 }
 
 static int
@@ -503,9 +550,34 @@ append_buffered(struct jr *j, uint8_t hdr[JR_REC_HEADER], const void *p,
 	return fdatasync(j->fd) < 0 ? -errno : 0;
 }
 
-int
-jr_append(struct jr *j, const void *p, size_t n, uint64_t *seq, char *err,
-	  size_t errlen)
+/* Put a record on the device, not necessarily durable: written with
+ * O_DIRECT, and in case the file system quietly buffered it (or has no
+ * O_DIRECT), its pages written back and waited for. */
+static int
+write_unsynced(struct jr *j, uint8_t hdr[JR_REC_HEADER], const void *p,
+	       size_t n, uint64_t span)
+{
+	int rc;
+
+	if (j->ufd >= 0) {
+		rc = stage(j, hdr, p, n, span);
+		if (rc == 0)
+			rc = os_pwrite_full(j->ufd, j->abuf, span, j->off);
+	} else {
+		struct iovec iov[2] = { { hdr, JR_REC_HEADER }, { (void *)p, n } };
+		rc = os_pwritev_full(j->fd, iov, 2, j->off);
+	}
+	if (rc == 0 &&
+	    sync_file_range(j->ufd >= 0 ? j->ufd : j->fd, (off_t)j->off,
+			    (off_t)span, SYNC_FILE_RANGE_WAIT_BEFORE |
+			    SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) < 0)
+		rc = -errno;
+	return rc;
+}
+
+static int
+append(struct jr *j, const void *p, size_t n, int durable, uint64_t *seq,
+       char *err, size_t errlen)
 {
 	uint8_t hdr[JR_REC_HEADER];
 	uint64_t span = rec_span(n);
@@ -519,14 +591,31 @@ jr_append(struct jr *j, const void *p, size_t n, uint64_t *seq, char *err,
 		return -ENOSPC;
 	rec_header(hdr, (uint32_t)n, j->next_seq);
 	put_le32(hdr + 16, rec_crc(j, hdr, p, n));
-	rc = j->dfd >= 0 ? append_direct(j, hdr, p, n, span)
-			 : append_buffered(j, hdr, p, n);
+	if (!durable)
+		rc = write_unsynced(j, hdr, p, n, span);
+	else
+		rc = j->dfd >= 0 ? append_direct(j, hdr, p, n, span)
+				 : append_buffered(j, hdr, p, n);
 	if (rc < 0)
 		return errf(err, errlen, rc, "%s: journal write: %s", j->path,
 			    strerror(-rc));
 	*seq = j->next_seq++;
 	j->off += span;
 	return 0;
+}
+
+int
+jr_append(struct jr *j, const void *p, size_t n, uint64_t *seq, char *err,
+	  size_t errlen)
+{
+	return append(j, p, n, 1, seq, err, errlen);
+}
+
+int
+jr_write(struct jr *j, const void *p, size_t n, uint64_t *seq, char *err,
+	 size_t errlen)
+{
+	return append(j, p, n, 0, seq, err, errlen);
 }
 
 int

@@ -39,8 +39,9 @@
  *
  * The file is filled with zeros when it is created, so that appending
  * never allocates blocks and a synced write is data, not file-system
- * metadata.  Records are written with O_DIRECT | O_DSYNC where the file
- * system allows it: one write, durable when it returns.
+ * metadata.  jr_append writes a record with O_DIRECT | O_DSYNC where the
+ * file system allows it: one write, durable when it returns.  jr_write
+ * leaves the flush to the caller (see there).
  *
  * Not thread-safe: the store's commit thread owns it.
  */
@@ -68,10 +69,17 @@ int jr_open(const char *path, const uint8_t uuid[16], struct jr **out,
 	    char *err, size_t errlen);
 void jr_close(struct jr *j);
 
-/* Hand every record after the checkpoint to cb, in order; a non-zero
- * return from cb stops and is returned.  Afterwards appends continue after
- * the last valid record.  *nrec gets the number replayed. */
-typedef int (*jr_record_cb)(void *arg, uint64_t seq, const void *p, size_t n);
+/* Hand every record after the checkpoint to cb, in order, last saying
+ * whether it is the last one; a non-zero return from cb stops and is
+ * returned.  Afterwards appends continue after the last valid record.
+ * *nrec gets the number replayed.
+ *
+ * cb may return JR_DROP for the last record (only): it is not counted,
+ * and appends go over it.  A caller that wrote it with jr_write does so
+ * when the data the record depends on did not reach the disk. */
+#define JR_DROP 1
+typedef int (*jr_record_cb)(void *arg, uint64_t seq, const void *p, size_t n,
+			    int last);
 int jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec,
 	      char *err, size_t errlen);
 
@@ -81,6 +89,21 @@ int jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec,
  * *seq gets the record's sequence number. */
 int jr_append(struct jr *j, const void *p, size_t n, uint64_t *seq,
 	      char *err, size_t errlen);
+
+/* Like jr_append, but the record is only written to the device, not made
+ * durable: the caller's next device cache flush makes it durable with the
+ * caller's data, saving the journal's own flush.  That holds only where
+ * the caller's fdatasync is known to flush the cache of the device that
+ * holds the journal, and an O_DIRECT overwrite of the journal's
+ * preallocated blocks needs no file-system metadata of its own (ext4 and
+ * XFS on one device; not btrfs or ZFS, which copy on write, nor network or
+ * FUSE file systems): the caller decides (backend-file: one_flush_ok).  Until then a
+ * crash may leave the record durable and the caller's data not, or the
+ * other way round; the caller must not let another record follow before
+ * that flush, and at replay must check the last record's data and return
+ * JR_DROP when it is not all there. */
+int jr_write(struct jr *j, const void *p, size_t n, uint64_t *seq,
+	     char *err, size_t errlen);
 
 /* Everything appended so far has been applied and synced by the caller:
  * record that in the header, and write the next record at the start. */

@@ -159,6 +159,18 @@ os_key_chunk(uint8_t *k, uint64_t objid, uint32_t cno)
 	return 13;
 }
 
+int
+os_key_is_chunk(const void *k, size_t kl, uint64_t *objid, uint32_t *cno)
+{
+	const uint8_t *b = k;
+
+	if (kl != 13 || b[0] != 'C')
+		return 0;
+	*objid = get_be64(b + 1);
+	*cno = get_be32(b + 9);
+	return 1;
+}
+
 /* The key just past every key starting with prefix (prefix's last byte
  * incremented; the prefixes used here never end in 0xff runs that matter:
  * ids and tags are below 0xff in their top byte for the life of a store,
@@ -407,6 +419,35 @@ read_zchunk(struct os *os, ZSTD_DCtx *dctx, int fd, const char *name,
 		return rc == -ENOMEM ? rc : -EIO;
 	}
 	return 0;
+}
+
+int
+os_chunk_stored_ok(struct os *os, int fd, uint32_t cno, const struct os_cmeta *m)
+{
+	size_t n = m->kind == OS_CHUNK_ZSTD ? m->stored : OS_BLOCK;
+	uint8_t *buf;
+	int ok = 1;
+
+	if (!m->present)
+		return 1;
+	if (n == 0 || n > OS_CHUNK)
+		return 0;
+	if ((buf = malloc(n)) == NULL)
+		return -ENOMEM;
+	if (m->kind == OS_CHUNK_ZSTD) {
+		ok = os_pread_full(fd, buf, n, os->hooks->stored_off(os, m, cno, 0));
+		if (ok == 0)
+			ok = tsr_crc32c(0, buf, n) == m->crc[0];
+	}
+	for (unsigned b = 0; m->kind == OS_CHUNK_RAW && b < OS_BPC && ok == 1; b++) {
+		if (m->zero & (1u << b))
+			continue;
+		ok = os_pread_full(fd, buf, OS_BLOCK, os->hooks->stored_off(os, m, cno, b));
+		if (ok == 0)
+			ok = tsr_crc32c(0, buf, OS_BLOCK) == m->crc[b];
+	}
+	free(buf);
+	return ok;
 }
 
 /* ---- Preparing a transaction ---------------------------------------------

@@ -246,7 +246,15 @@ void os_chunk_out_release(struct os_chunk_out *out);
 /* Encode a map (with locations when m->has_loc). */
 uint8_t *os_cmeta_encode(const struct os_cmeta *m, size_t *len);
 int os_cmeta_decode(const void *p, size_t n, struct os_cmeta *m);
+/* Whether the bytes stored on fd for chunk cno match its map's checksums
+ * (1) or not (0: short or different), or -errno when they cannot be read
+ * (a read error says nothing about them).  Logs nothing: replay asks this
+ * of data that may never have reached the disk. */
+int os_chunk_stored_ok(struct os *os, int fd, uint32_t cno,
+		       const struct os_cmeta *m);
 size_t os_key_chunk(uint8_t *k, uint64_t objid, uint32_t cno);
+/* Whether k is a chunk map's key, and whose. */
+int os_key_is_chunk(const void *k, size_t kl, uint64_t *objid, uint32_t *cno);
 size_t os_key_after(uint8_t *k, const uint8_t *prefix, size_t n);
 uint8_t *os_super_encode(const struct os_super *s, const char *magic,
 			 size_t *len);

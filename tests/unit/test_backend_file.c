@@ -22,10 +22,13 @@
  * process.  So the test copies the store while the writer is idle between
  * two transactions, lets it commit the last one, and puts into the copy
  * the journal it leaves and the data files it made: LevelDB and existing
- * files at transaction N-1; new files (which the store writes and syncs
- * before their record, see write_direct in fstore.c) and the journal
- * through N — what a power cut right after the journal's fdatasync
- * leaves.  Damaging that last record then is a torn append.
+ * files at transaction N-1; new files (which the store writes before
+ * their record and syncs with it, see write_direct in fstore.c) and the
+ * journal through N — what a power cut right after the flush that ends the
+ * commit leaves.  Damaging that last record then is a torn append; and
+ * emptying the last transaction's new data file is a power cut that came
+ * after its record reached the disk but before its data did (the record
+ * goes out first, unsynced, and one flush makes both durable: jr_write).
  */
 #include "plugin/host.h"
 #include "plugin/registry.h"
@@ -1532,7 +1535,7 @@ w_summary(struct store *s, char *out)
 }
 
 enum { TORN_NONE, TORN_FLIP, TORN_ZERO_TAIL, TORN_FLIP_HEADER, TORN_MIDDLE,
-       TORN_APPLIED, TORN_NVARIANTS };
+       TORN_APPLIED, TORN_DATA_LOST, TORN_NVARIANTS };
 static const char *const torn_variant[] = {
 	"intact crash image", "byte flipped in the last record",
 	"second half of the last record zeroed",
@@ -1540,7 +1543,51 @@ static const char *const torn_variant[] = {
 	"byte flipped in a middle record (committed data)",
 	"byte flipped in the last record of the store the writer left "
 	"(already applied)",
+	"the last record intact, its new object's data never written",
 };
+
+/* The data file of the newest object in store dir (the highest id whose
+ * file is not empty: higher ones are the precreator's spares). */
+static void
+newest_data_file(const char *dir, char *out, size_t n)
+{
+	char data[PATH_MAX], sub[PATH_MAX], leaf[PATH_MAX];
+	uint64_t best = 0;
+	DIR *d1, *d2, *d3;
+	struct dirent *e1, *e2, *e3;
+
+	out[0] = '\0';
+	path_join(data, sizeof(data), dir, "data");
+	ck_assert_ptr_nonnull(d1 = opendir(data));
+	while ((e1 = readdir(d1)) != NULL) {
+		if (e1->d_name[0] == '.')
+			continue;
+		path_join(sub, sizeof(sub), data, e1->d_name);
+		ck_assert_ptr_nonnull(d2 = opendir(sub));
+		while ((e2 = readdir(d2)) != NULL) {
+			if (e2->d_name[0] == '.')
+				continue;
+			path_join(leaf, sizeof(leaf), sub, e2->d_name);
+			ck_assert_ptr_nonnull(d3 = opendir(leaf));
+			while ((e3 = readdir(d3)) != NULL) {
+				char f[PATH_MAX];
+				struct stat st;
+				uint64_t id = strtoull(e3->d_name, NULL, 16);
+				if (e3->d_name[0] == '.')
+					continue;
+				path_join(f, sizeof(f), leaf, e3->d_name);
+				if (stat(f, &st) == 0 && st.st_size > 0 && id >= best) {
+					best = id;
+					snprintf(out, n, "%s", f);
+				}
+			}
+			closedir(d3);
+		}
+		closedir(d2);
+	}
+	closedir(d1);
+	ck_assert_msg(out[0] != '\0', "%s: no data file with data", data);
+}
 
 START_TEST(torn_record)
 {
@@ -1581,6 +1628,12 @@ START_TEST(torn_record)
 	case TORN_MIDDLE:
 		file_garble(s.jpath, mid->off + 24 + mid->len / 2, 1);
 		break;
+	case TORN_DATA_LOST: {
+		char f[PATH_MAX];
+		newest_data_file(s.path, f, sizeof(f));
+		ck_assert_int_eq(truncate(f, 0), 0);
+		break;
+	}
 	}
 
 	log_clear();
@@ -1633,6 +1686,13 @@ START_TEST(torn_record)
 			      "replayed: %s", why);
 	else
 		ck_assert_msg(rc == 0, "a torn record was applied: %s", why);
+	if (v == TORN_DATA_LOST) {
+		int lvl;
+		ck_assert_msg(log_find(&lvl, s.path, "did not reach the disk",
+				       "dropped", NULL) >= 0,
+			      "no warning that the last record was dropped");
+		ck_assert_int_eq(lvl, TSR_LOG_WARN);
+	}
 	{
 		struct tsr_statfs sf;
 		ck_assert_int_eq(s.ops->statfs(s.h, &sf), 0);

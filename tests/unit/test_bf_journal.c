@@ -176,6 +176,7 @@ struct rec {
 	uint64_t seq;
 	size_t n;
 	uint8_t *p;
+	int last;
 };
 
 struct seen {
@@ -186,7 +187,7 @@ struct seen {
 };
 
 static int
-collect(void *arg, uint64_t seq, const void *p, size_t n)
+collect(void *arg, uint64_t seq, const void *p, size_t n, int last)
 {
 	struct seen *s = arg;
 
@@ -197,6 +198,7 @@ collect(void *arg, uint64_t seq, const void *p, size_t n)
 	}
 	s->r[s->n].seq = seq;
 	s->r[s->n].n = n;
+	s->r[s->n].last = last;
 	s->r[s->n].p = malloc(n ? n : 1);
 	ck_assert_ptr_nonnull(s->r[s->n].p);
 	if (n > 0) /* an empty record may come with p NULL */
@@ -937,6 +939,84 @@ START_TEST(callback_stops_replay)
 }
 END_TEST
 
+/* The callback learns which record is the last; JR_DROP on the last one
+ * leaves it out and the next append goes over it; JR_DROP on any other
+ * is an error.  Records written unsynced (jr_write) replay like others. */
+START_TEST(last_record_can_be_dropped)
+{
+	struct seen s = { 0 };
+	uint64_t nrec = 99, seq = 0;
+	uint8_t *p = payload(5000, 2);
+	struct jr *j;
+
+	create_journal(JR_MIN_SIZE);
+	j = open_journal();
+	append(j, 100, 0);
+	append(j, 200, 1);
+	ck_assert_msg(jr_write(j, p, 5000, &seq, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(seq, 3);
+	free(p);
+	jr_close(j);
+
+	j = open_journal();
+	ck_assert_int_eq(replay(j, &s, &nrec), 0);
+	ck_assert_uint_eq(nrec, 3);
+	expect_rec(&s, 2, 3, 5000, 2);
+	ck_assert_int_eq(s.r[0].last + s.r[1].last, 0);
+	ck_assert_int_eq(s.r[2].last, 1);
+
+	/* dropping a record that is not the last: refused */
+	s.stop_at = 2;
+	s.stop_rc = JR_DROP;
+	ck_assert_int_eq(replay(j, &s, &nrec), -EINVAL);
+	ck_assert_msg(strstr(err, "not the last") != NULL, "%s", err);
+
+	/* the last: left out, and the next append takes its place */
+	s.stop_at = 3;
+	ck_assert_int_eq(replay(j, &s, &nrec), 0);
+	ck_assert_uint_eq(nrec, 2);
+	ck_assert_uint_eq(append(j, 300, 9), 3);
+	expect_on_disk(JR_HEADER_SIZE + span(100) + span(200), 300, 3);
+	jr_close(j);
+
+	j = open_journal();
+	s.stop_at = 0;
+	ck_assert_int_eq(replay(j, &s, &nrec), 0);
+	ck_assert_uint_eq(nrec, 3);
+	expect_rec(&s, 0, 1, 100, 0);
+	expect_rec(&s, 1, 2, 200, 1);
+	expect_rec(&s, 2, 3, 300, 9);
+	ck_assert_int_eq(s.r[2].last, 1);
+	jr_close(j);
+	seen_free(&s);
+}
+END_TEST
+
+/* Dropping the last record read is refused when the record after it is
+ * damaged and the next one intact: it was not the last written. */
+START_TEST(drop_before_damage_refused)
+{
+	struct seen s = { 0 };
+	uint64_t nrec = 99;
+	struct jr *j;
+
+	create_journal(JR_MIN_SIZE);
+	j = open_journal();
+	for (unsigned i = 0; i < 4; i++)
+		append(j, 100, i);
+	jr_close(j);
+	flip_byte(JR_HEADER_SIZE + 2 * span(100) + JR_REC_HEADER + 50);
+	j = open_journal();
+	s.stop_at = 2; /* record 2: the last one replay can read */
+	s.stop_rc = JR_DROP;
+	ck_assert_int_eq(replay(j, &s, &nrec), -EBADMSG);
+	ck_assert_msg(strstr(err, "record 3") != NULL, "%s", err);
+	ck_assert_int_eq(s.r[1].last, 1);
+	jr_close(j);
+	seen_free(&s);
+}
+END_TEST
+
 /* Bug: jr_replay turns every -ENODATA into 0 (it means end of file from
  * its own full_pread), including one returned by the callback. */
 START_TEST(callback_enodata_is_returned)
@@ -1065,6 +1145,8 @@ add_data_path(TCase *tc)
 	tcase_add_test(tc, full_journal_then_checkpoint);
 	tcase_add_test(tc, oversized_payload_refused);
 	tcase_add_test(tc, callback_stops_replay);
+	tcase_add_test(tc, last_record_can_be_dropped);
+	tcase_add_test(tc, drop_before_damage_refused);
 	tcase_add_test(tc, stale_payload_is_not_a_record);
 	tcase_add_test(tc, stale_payload_does_not_refuse_replay);
 }
