@@ -727,6 +727,32 @@ finalize(struct os_prep *p, uint8_t **out, size_t *outlen)
 
 /* ---- Applying a plan (live and at replay) ---------------------------------*/
 
+/* One file operation of a plan, as plan_file wrote it. */
+struct pfop {
+	uint8_t op;
+	uint64_t objid, off, len;
+	const void *data;       /* P_WRITE: len bytes */
+};
+
+/* Decode the next file operation; the decoder's error is set when it is
+ * malformed. */
+static void
+plan_file_next(struct tsr_dec *d, struct pfop *o)
+{
+	size_t dl = 0;
+
+	o->op = tsr_dec_u8(d);
+	o->objid = tsr_dec_u64(d);
+	o->off = tsr_dec_u64(d);
+	o->len = tsr_dec_u64(d);
+	o->data = NULL;
+	if (o->op == P_WRITE) {
+		tsr_dec_bytes(d, &o->data, &dl, OS_CHUNK);
+		if (dl != o->len)
+			tsr_dec_fail(d, -EBADMSG);
+	}
+}
+
 static int
 apply_plan(struct os *os, const void *buf, size_t len, char *err, size_t errlen)
 {
@@ -741,26 +767,19 @@ apply_plan(struct os *os, const void *buf, size_t len, char *err, size_t errlen)
 		return errf(err, errlen, -EBADMSG, "plan: bad envelope");
 	n = tsr_dec_u32(&sub);
 	for (uint32_t i = 0; i < n && rc == 0 && !tsr_dec_error(&sub); i++) {
-		uint8_t op = tsr_dec_u8(&sub);
-		uint64_t objid = tsr_dec_u64(&sub);
-		uint64_t off = tsr_dec_u64(&sub);
-		uint64_t l = tsr_dec_u64(&sub);
-		const void *data = NULL;
-		size_t dl = 0;
+		struct pfop o;
 		char rel[64];
 		int fd;
 
-		if (op == P_WRITE) {
-			tsr_dec_bytes(&sub, &data, &dl, OS_CHUNK);
-			if (dl != l)
-				tsr_dec_fail(&sub, -EBADMSG);
-		}
+		plan_file_next(&sub, &o);
 		if (tsr_dec_error(&sub))
 			break;
+		uint8_t op = o.op;
+		uint64_t objid = o.objid, off = o.off, l = o.len;
 		switch (op) {
 		case P_WRITE:
 			fd = cached_fd(os, objid, 1, NULL);
-			rc = fd < 0 ? fd : os_pwrite_full(fd, data, dl, off);
+			rc = fd < 0 ? fd : os_pwrite_full(fd, o.data, (size_t)l, off);
 			break;
 		case P_PUNCH:
 		case P_TRUNC:
@@ -1005,16 +1024,15 @@ commit_journaled(struct os *os, struct os_prep *p)
 		drop_direct(p);
 		return -EIO;
 	}
-	rc = direct ? jr_write(F(os)->jr, plan, plen, &seq, err, sizeof(err))
-		    : jr_append(F(os)->jr, plan, plen, &seq, err, sizeof(err));
+	int (*put)(struct jr *, const void *, size_t, uint64_t *, char *,
+		   size_t) = direct ? jr_write : jr_append;
+	rc = put(F(os)->jr, plan, plen, &seq, err, sizeof(err));
 	if (rc == -ENOSPC) {
 		pthread_rwlock_wrlock(&os->lock);
 		rc = checkpoint(os, err, sizeof(err));
 		pthread_rwlock_unlock(&os->lock);
 		if (rc == 0)
-			rc = direct ? jr_write(F(os)->jr, plan, plen, &seq, err, sizeof(err))
-				    : jr_append(F(os)->jr, plan, plen, &seq, err,
-						sizeof(err));
+			rc = put(F(os)->jr, plan, plen, &seq, err, sizeof(err));
 	}
 	if (rc < 0) {
 		if (rc != -E2BIG)
@@ -1170,25 +1188,19 @@ record_data_present(struct os *os, const void *buf, size_t len, uint64_t *bad)
 	if (n && (fids = malloc(n * sizeof(*fids))) == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n && !tsr_dec_error(&sub); i++) {
-		uint8_t op = tsr_dec_u8(&sub);
-		const void *data;
-		size_t dl;
+		struct pfop o;
 
-		fids[nf++] = tsr_dec_u64(&sub);
-		tsr_dec_u64(&sub);
-		tsr_dec_u64(&sub);
-		if (op == P_WRITE)
-			tsr_dec_bytes(&sub, &data, &dl, OS_CHUNK);
+		plan_file_next(&sub, &o);
+		fids[nf++] = o.objid;
 	}
 	n = tsr_dec_u32(&sub);
 	for (uint32_t i = 0; i < n && rc == 1 && !tsr_dec_error(&sub); i++) {
-		uint8_t op = tsr_dec_u8(&sub);
+		uint8_t op;
 		const void *k, *v;
 		size_t kl, vl, j;
 		struct os_cmeta m;
 
-		tsr_dec_bytes(&sub, &k, &kl, OS_KEY_MAX);
-		tsr_dec_bytes(&sub, &v, &vl, TSR_TXN_MAX_VALUE + 64);
+		os_rec_kv_next(&sub, &op, &k, &kl, &v, &vl);
 		uint64_t objid;
 		uint32_t cno;
 		if (tsr_dec_error(&sub) || op != OS_KV_PUT ||

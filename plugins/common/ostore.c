@@ -2552,6 +2552,15 @@ os_rec_kv(struct tsr_enc *e, uint32_t *n, int op, const void *k, size_t kl,
 	(*n)++;
 }
 
+void
+os_rec_kv_next(struct tsr_dec *d, uint8_t *op, const void **k, size_t *kl,
+	       const void **v, size_t *vl)
+{
+	*op = tsr_dec_u8(d);
+	tsr_dec_bytes(d, k, kl, OS_KEY_MAX);
+	tsr_dec_bytes(d, v, vl, TSR_TXN_MAX_VALUE + 64);
+}
+
 int
 os_rec_kv_decode(struct os *os, struct tsr_dec *d, struct tsr_kv_batch *b,
 		 char *err, size_t errlen)
@@ -2560,12 +2569,11 @@ os_rec_kv_decode(struct os *os, struct tsr_dec *d, struct tsr_kv_batch *b,
 	int rc = 0;
 
 	for (uint32_t i = 0; i < n && rc == 0 && !tsr_dec_error(d); i++) {
-		uint8_t op = tsr_dec_u8(d);
+		uint8_t op;
 		const void *k, *v;
 		size_t kl, vl;
 
-		tsr_dec_bytes(d, &k, &kl, OS_KEY_MAX);
-		tsr_dec_bytes(d, &v, &vl, TSR_TXN_MAX_VALUE + 64);
+		os_rec_kv_next(d, &op, &k, &kl, &v, &vl);
 		if (tsr_dec_error(d))
 			break;
 		if (op == OS_KV_PUT)

@@ -284,6 +284,10 @@ int os_batch_del_range(struct os *os, struct tsr_kv_batch *b, const void *start,
  * deletions as the keys the store holds now; malformed input fails d. */
 void os_rec_kv(struct tsr_enc *e, uint32_t *n, int op, const void *k,
 	       size_t kl, const void *v, size_t vl);
+/* One key/value operation of such a part, bounds checked (the decoder's
+ * error is set when it is malformed); os_rec_kv_decode reads them so. */
+void os_rec_kv_next(struct tsr_dec *d, uint8_t *op, const void **k, size_t *kl,
+		    const void **v, size_t *vl);
 int os_rec_kv_decode(struct os *os, struct tsr_dec *d, struct tsr_kv_batch *b,
 		     char *err, size_t errlen);
 
