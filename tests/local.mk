@@ -21,6 +21,7 @@ unit_tests = \
 	tests/unit/test_pidfile \
 	tests/unit/test_hash \
 	tests/unit/test_topo \
+	tests/unit/test_placebase \
 	tests/unit/test_txn \
 	tests/unit/test_kv \
 	tests/unit/test_bd_alloc \
@@ -143,6 +144,10 @@ tests_unit_test_topo_SOURCES = tests/unit/test_topo.c
 tests_unit_test_topo_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
 tests_unit_test_topo_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_topo_LDADD = plugins/common/libplacebase.la $(CHECK_LDADD_ALL)
+tests_unit_test_placebase_SOURCES = tests/unit/test_placebase.c
+tests_unit_test_placebase_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
+tests_unit_test_placebase_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_placebase_LDADD = plugins/common/libplacebase.la $(CHECK_LDADD_ALL)
 tests_unit_test_txn_SOURCES = tests/unit/test_txn.c
 tests_unit_test_txn_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_txn_LDADD = $(CHECK_LDADD_ALL)

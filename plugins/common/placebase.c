@@ -49,7 +49,7 @@ strat_draws(const uint32_t *keys, uint32_t n, uint32_t kq, uint32_t s,
 		a ^= a >> 13;
 		v = (s * (a | 1) + (a >> 11)) & 0xff;
 		v ^= v >> 4;
-		v = (v * 0x2c1b3c6du) & 0xff;
+		v = ((v ^ (a >> 24)) * 0x2c1b3c6du) & 0xff;
 		v ^= v >> 5;
 		o = (v << 16) | (((s ^ a) * 0x27d4eb2du) >> 16);
 		memcpy(out + i, &o, sizeof(o));
@@ -66,23 +66,34 @@ strat_draws_avx2(const uint32_t *keys, uint32_t n, uint32_t kq, uint32_t s,
 	strat_draws(keys, n, kq, s, out);
 }
 
+#define HAVE_AVX2_COPY() __builtin_cpu_supports("avx2")
+#else
+#define HAVE_AVX2_COPY() 0
+#define strat_draws_avx2 strat_draws
+#endif
+
 void
 pb_strat_draws(const uint32_t *keys, uint32_t n, uint32_t kq, uint32_t s,
 	       uint32_t *out)
 {
-	if (__builtin_cpu_supports("avx2"))
+	if (HAVE_AVX2_COPY())
 		strat_draws_avx2(keys, n, kq, s, out);
 	else
 		strat_draws(keys, n, kq, s, out);
 }
-#else
-void
-pb_strat_draws(const uint32_t *keys, uint32_t n, uint32_t kq, uint32_t s,
-	       uint32_t *out)
+
+int
+pb_strat_draws_copy(int copy, const uint32_t *keys, uint32_t n, uint32_t kq,
+		    uint32_t s, uint32_t *out)
 {
-	strat_draws(keys, n, kq, s, out);
+	if (copy == 0)
+		strat_draws(keys, n, kq, s, out);
+	else if (copy == 1 && HAVE_AVX2_COPY())
+		strat_draws_avx2(keys, n, kq, s, out);
+	else
+		return -ENOTSUP;
+	return 0;
 }
-#endif
 
 int
 pb_create(const struct tsr_host *host, const struct tsr_opts *opts,

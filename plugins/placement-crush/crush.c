@@ -62,9 +62,13 @@ crush_map_input(const struct pb_map *m, const struct pb_rule *r, uint32_t x,
 {
 	(void)m; /* everything needed is in the rule's tables */
 	struct topn best;
-	struct drawbuf b = {
-		.r = r, .kq = pb_block_key(x), .s = x & (PB_STRAT_BLOCK - 1),
-	};
+	struct drawbuf b; /* fields set one by one: buf needs no zeroing */
+
+	b.r = r;
+	b.kq = pb_block_key(x);
+	b.s = x & (PB_STRAT_BLOCK - 1);
+	b.base = 0;
+	b.n = 0;
 
 	topn_init(&best, nrep);
 	for (uint32_t di = 0; di < r->ndomains; di++) {

@@ -73,7 +73,7 @@ static const struct {
 	const char *name;
 	uint64_t digest;
 } golden[] = {
-	{ "crush", 0xc5106203c7d58f6full },
+	{ "crush", 0x02d24e9dcfa2835dull },
 	{ "hrw", 0xb63fd7d53799ae92ull },
 	{ NULL, 0 },
 };
@@ -1012,6 +1012,7 @@ struct move_case {
 	uint32_t *w_after;      /* runtime weights after */
 	uint32_t nw_after;
 	bool one_device;        /* only the victim's weight went down */
+	bool new_host;          /* devices 160.. were added, nothing else */
 };
 
 /* Plugins that promise coupling (a change to one device's weight moves
@@ -1039,15 +1040,15 @@ START_TEST(movement)
 	ck_assert_ptr_nonnull(after);
 	w_out[victim] = 0;
 	cases[0] = (struct move_case){ "add a host of 8", tb_clone(base), w,
-				       168, false };
+				       168, false, true };
 	tb_add_host(cases[0].after, 8, ONE);
 	cases[1] = (struct move_case){ "remove a device", tb_clone(base), w,
-				       160, true };
+				       160, true, false };
 	tb_remove(cases[1].after, victim);
 	cases[2] = (struct move_case){ "reweight 1.0->0.5", tb_clone(base), w,
-				       160, true };
+				       160, true, false };
 	tb_set_weight(cases[2].after, victim, ONE / 2);
-	cases[3] = (struct move_case){ "mark out", NULL, w_out, 160, true };
+	cases[3] = (struct move_case){ "mark out", NULL, w_out, 160, true, false };
 
 	for (uint32_t rule = 0; rule < 2; rule++) {
 		pl_open(&p, _i);
@@ -1070,7 +1071,7 @@ START_TEST(movement)
 				const int32_t *o = before + x * MOVE_NREP;
 				const int32_t *n = after + x * MOVE_NREP;
 
-				uint32_t moved_here = 0;
+				uint32_t moved_here = 0, moved_elsewhere = 0;
 				bool had_victim = false;
 				for (uint32_t i = 0; i < MOVE_NREP; i++) {
 					bool held = false;
@@ -1079,6 +1080,7 @@ START_TEST(movement)
 						held |= o[j] == n[i];
 					moved += !held;
 					moved_here += !held;
+					moved_elsewhere += !held && n[i] < 160;
 					shifted += o[i] != n[i];
 					had_victim |= o[i] == victim;
 				}
@@ -1089,6 +1091,16 @@ START_TEST(movement)
 						rule, mc->what, x,
 						had_victim ? "held" : "did not hold",
 						victim, moved_here);
+				/* only the new host's devices gain placements,
+				 * and under the host rule (0) at most one per
+				 * input */
+				if (mc->new_host && promises_coupling(p.name))
+					REQUIRE(moved_elsewhere == 0 &&
+						(rule != 0 || moved_here <= 1),
+						"%s: rule %u, %s: x %u moved %u "
+						"placements, %u of them not to the new "
+						"host", p.name, rule, mc->what, x,
+						moved_here, moved_elsewhere);
 			}
 			ratio = (double)moved / (MOVE_N * MOVE_NREP) / opt;
 			pratio = (double)shifted / (MOVE_N * MOVE_NREP) / opt;

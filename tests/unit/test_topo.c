@@ -2,7 +2,6 @@
  * and binary round trips, canonical order, every validation error with its
  * message, weight printing and parsing, and hostile blobs. */
 #include "topo.h"
-#include "placebase.h"
 
 #include <tessera/encoding.h>
 
@@ -2063,75 +2062,6 @@ START_TEST(test_generic_errors)
 }
 END_TEST
 
-/* ---- Stratified draws (placebase.h) ------------------------------------*/
-
-static uint32_t
-lcg(uint32_t *st)
-{
-	*st = *st * 1664525u + 1013904223u;
-	return *st ^ (*st >> 16);
-}
-
-/* Over the 256 positions of a block, each device's top 8 bits take every
- * value once, for any device key and any block; the low 16 bits vary. */
-START_TEST(test_strat_draw_is_stratified)
-{
-	uint32_t st = 12345;
-
-	for (int round = 0; round < 2000; round++) {
-		uint32_t key = lcg(&st), kq = pb_block_key(lcg(&st));
-		uint8_t seen[PB_STRAT_BLOCK] = { 0 };
-		uint32_t low_or = 0, low_and = 0xffff;
-
-		for (uint32_t s = 0; s < PB_STRAT_BLOCK; s++) {
-			uint32_t d = pb_strat_draw(key, kq, s);
-
-			ck_assert_uint_lt(d, 1u << 24);
-			ck_assert_msg(!seen[d >> 16], "stratum %u twice (key %08x)",
-				      d >> 16, key);
-			seen[d >> 16] = 1;
-			low_or |= d & 0xffff;
-			low_and &= d & 0xffff;
-		}
-		ck_assert_uint_eq(low_or, 0xffff);
-		ck_assert_uint_eq(low_and, 0);
-	}
-	/* blocks differ: consecutive blocks give a device other strata */
-	uint32_t same = 0;
-	for (uint32_t q = 0; q < 1000; q++)
-		same += pb_strat_draw(77, pb_block_key(q << PB_STRAT_BITS), 0) >> 16 ==
-			pb_strat_draw(77, pb_block_key((q + 1) << PB_STRAT_BITS), 0) >> 16;
-	ck_assert_uint_lt(same, 20); /* 1000/256 ~ 4 expected */
-}
-END_TEST
-
-/* The bulk version (vector code, AVX2 copy where the CPU has it) gives
- * exactly the reference values, for every length around the vector
- * width. */
-START_TEST(test_strat_draws_match_reference)
-{
-	uint32_t st = 99, keys[67], out[67];
-
-	for (int round = 0; round < 300; round++) {
-		uint32_t kq = lcg(&st), s = lcg(&st) & (PB_STRAT_BLOCK - 1);
-		uint32_t n = (uint32_t)round % 68;
-
-		for (uint32_t i = 0; i < n; i++)
-			keys[i] = lcg(&st);
-		memset(out, 0xa5, sizeof(out));
-		pb_strat_draws(keys, n, kq, s, out);
-		for (uint32_t i = 0; i < n; i++)
-			ck_assert_uint_eq(out[i], pb_strat_draw(keys[i], kq, s));
-		for (uint32_t i = n; i < 67; i++)
-			ck_assert_uint_eq(out[i], 0xa5a5a5a5u);
-	}
-	/* frozen values: the draw is part of where data lives */
-	ck_assert_uint_eq(pb_block_key(0), 0x4bc0fbebu);
-	ck_assert_uint_eq(pb_strat_draw(1, pb_block_key(0x1234), 0x34),
-			  0x47421cu);
-}
-END_TEST
-
 static Suite *
 topo_suite(void)
 {
@@ -2157,8 +2087,6 @@ topo_suite(void)
 	tcase_add_test(tc, test_random_bodies);
 	tcase_add_test(tc, test_generic_matches_hand);
 	tcase_add_test(tc, test_generic_errors);
-	tcase_add_test(tc, test_strat_draw_is_stratified);
-	tcase_add_test(tc, test_strat_draws_match_reference);
 	suite_add_tcase(s, tc);
 	return s;
 }

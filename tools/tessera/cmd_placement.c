@@ -15,6 +15,7 @@
 #include "plugin/registry.h"
 #include "util/sbuf.h"
 
+#include <tessera/hash.h>
 #include <tessera/placement.h>
 
 #include <errno.h>
@@ -153,7 +154,8 @@ struct pl {
 enum {
 	OPT_PLUGIN = 'p', OPT_DIR = 'd', OPT_CONF = 'c', OPT_OUT = 'o',
 	OPT_HOSTS = 256, OPT_PER_HOST, OPT_RACKS, OPT_WEIGHT, OPT_RULE,
-	OPT_NUM_REP, OPT_MIN_X, OPT_MAX_X, OPT_COMPARE, OPT_WEIGHT2, OPT_FORMAT
+	OPT_NUM_REP, OPT_MIN_X, OPT_MAX_X, OPT_COMPARE, OPT_WEIGHT2, OPT_FORMAT,
+	OPT_POOL, OPT_PG_NUM
 };
 #define COMMON_LONGOPTS                                        \
 	{ "plugin", required_argument, NULL, OPT_PLUGIN },     \
@@ -699,11 +701,14 @@ test_help(FILE *f)
 {
 	fprintf(f,
 		"Usage: tessera placement test MAP --rule R --num-rep N [--min-x A] [--max-x B]\n"
+		"                              [--pool P --pg-num G]\n"
 		"                              [--weight DEV=W]... [--compare MAP2]\n"
 		"                              [--weight2 DEV=W]... [--format plain|json]\n"
 		"                              [--plugin NAME]\n"
 		"Place every input x in [A, B) with rule R and N replicas, as clients and\n"
 		"daemons would (the plugin's map()), and report how fast and how evenly.\n"
+		"With --pool and --pg-num, place the placement groups 0..G-1 of pool P\n"
+		"instead: their inputs as the cluster computes them (tsr_pg_seed).\n"
 		"MAP is text or binary, as for `validate`.  With --compare, place the same\n"
 		"inputs under a second map or weight vector and report how much data would\n"
 		"move, against the least that must.\n"
@@ -738,6 +743,9 @@ test_help(FILE *f)
 		"      --min-x A          first input (default 0)\n"
 		"      --max-x B          end of the inputs, exclusive, A < B <= 2^32\n"
 		"                         (default 1024)\n"
+		"      --pool P           place the groups of pool P (an id, 0..2^63-1)\n"
+		"                         instead of a range of inputs; needs --pg-num\n"
+		"      --pg-num G         the pool's number of groups, 1..2^31\n"
 		"      --weight DEV=W     runtime weight of device DEV (a number, or osd.N)\n"
 		"                         in [0, 1]: 0 is out or down, 1 (the default for\n"
 		"                         every device) is fully in; repeatable\n"
@@ -747,7 +755,9 @@ test_help(FILE *f)
 		"                         first run's weights (--weight), so `--compare MAP\n"
 		"                         --weight2 17=0` simulates marking osd.17 out\n"
 		"      --format FMT       plain (default) or json: one object with the keys\n"
-		"                         plugin, map, rule, num_rep, min_x, max_x, inputs,\n"
+		"                         plugin, map, rule, num_rep, min_x, max_x, pool,\n"
+		"                         pg_num (null without --pool; min_x, max_x are then\n"
+		"                         the first and end group), inputs,\n"
 		"                         seconds, inputs_per_sec, placements_per_sec,\n"
 		"                         placements, short_inputs, utilization {max_over_mean,\n"
 		"                         min_over_mean, stddev_over_mean, devices, mean,\n"
@@ -763,6 +773,7 @@ test_help(FILE *f)
 		"\n"
 		"Examples:\n"
 		"  tessera placement test map.bin --rule 0 --num-rep 3 --max-x 100000\n"
+		"  tessera placement test map.bin --rule 0 --num-rep 3 --pool 1 --pg-num 4096\n"
 		"  tessera placement test map.bin --rule 0 --num-rep 3 --compare map.bin \\\n"
 		"      --weight2 17=0 --format json\n"
 		"\n"
@@ -907,11 +918,24 @@ mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Map inputs [x0, x0 + n) into r->out, then tally them: 0, or -1 after a
- * message.  Only the map() loop is timed. */
+/* Which inputs a test places: x itself, or the input of group x of a
+ * pool. */
+struct inputs {
+	bool pool_mode;
+	uint64_t pool;
+};
+
+static inline uint32_t
+input_of(const struct inputs *in, uint64_t x)
+{
+	return in->pool_mode ? tsr_pg_seed(in->pool, (uint32_t)x) : (uint32_t)x;
+}
+
+/* Map inputs [x0, x0 + n) (after input_of) into r->out, then tally them:
+ * 0, or -1 after a message.  Only the map() loop is timed. */
 static int
 run_chunk(const char *cmd, struct pl *pl, int i, struct run *r, uint32_t rule,
-	  uint32_t nrep, uint64_t x0, uint32_t n)
+	  uint32_t nrep, const struct inputs *in, uint64_t x0, uint32_t n)
 {
 	int32_t *out = r->out;
 	int rc = 0;
@@ -919,15 +943,15 @@ run_chunk(const char *cmd, struct pl *pl, int i, struct run *r, uint32_t rule,
 
 	uint64_t t0 = mono_ns();
 	for (k = 0; k < n; k++) {
-		rc = pl->ops->map(pl->h[i], rule, (uint32_t)(x0 + k), nrep, r->weights,
+		rc = pl->ops->map(pl->h[i], rule, input_of(in, x0 + k), nrep, r->weights,
 				  r->nweights, out + (size_t)k * nrep);
 		if (rc < 0)
 			break;
 	}
 	r->ns += mono_ns() - t0;
 	if (rc < 0) {
-		fail(cmd, "%s: map(rule %u, x %" PRIu64 ", %u replicas) failed: %s",
-		     r->path, rule, x0 + k, nrep, strerror(-rc));
+		fail(cmd, "%s: map(rule %u, x %" PRIu32 ", %u replicas) failed: %s",
+		     r->path, rule, input_of(in, x0 + k), nrep, strerror(-rc));
 		return -1;
 	}
 	for (k = 0; k < n; k++) {
@@ -939,9 +963,9 @@ run_chunk(const char *cmd, struct pl *pl, int i, struct run *r, uint32_t rule,
 				continue;
 			}
 			if (o[j] < 0 || (uint32_t)o[j] >= r->nweights) {
-				fail(cmd, "%s: the %s plugin placed input %" PRIu64 " on "
+				fail(cmd, "%s: the %s plugin placed input %" PRIu32 " on "
 				     "device %d, outside the map's ids 0..%u", r->path,
-				     pl->name, x0 + k, o[j], r->nweights - 1);
+				     pl->name, input_of(in, x0 + k), o[j], r->nweights - 1);
 				return -1;
 			}
 			for (uint32_t m = 0; m < j; m++)
@@ -1040,6 +1064,8 @@ test_run(int argc, char **argv)
 		{ "num-rep", required_argument, NULL, OPT_NUM_REP },
 		{ "min-x", required_argument, NULL, OPT_MIN_X },
 		{ "max-x", required_argument, NULL, OPT_MAX_X },
+		{ "pool", required_argument, NULL, OPT_POOL },
+		{ "pg-num", required_argument, NULL, OPT_PG_NUM },
 		{ "weight", required_argument, NULL, OPT_WEIGHT },
 		{ "compare", required_argument, NULL, OPT_COMPARE },
 		{ "weight2", required_argument, NULL, OPT_WEIGHT2 },
@@ -1054,7 +1080,9 @@ test_run(int argc, char **argv)
 	struct weight_arg *wargs[2];
 	size_t nwargs[2] = { 0, 0 };
 	uint64_t rule = 0, nrep = 0, minx = 0, maxx = 1024, changed = 0;
-	bool have_rule = false, json = false;
+	uint64_t pg_num = 0;
+	struct inputs inp = { .pool_mode = false };
+	bool have_rule = false, json = false, have_x = false;
 	char *in[2] = { NULL, NULL }, err[4096] = "";
 	size_t inlen[2];
 	int c, rc = CLI_FAIL;
@@ -1084,10 +1112,22 @@ test_run(int argc, char **argv)
 		case OPT_MIN_X:
 			if (parse_uint(cmd, "--min-x", optarg, 0, UINT32_MAX, &minx) < 0)
 				goto out;
+			have_x = true;
 			break;
 		case OPT_MAX_X:
 			if (parse_uint(cmd, "--max-x", optarg, 1, (uint64_t)UINT32_MAX + 1,
 				       &maxx) < 0)
+				goto out;
+			have_x = true;
+			break;
+		case OPT_POOL:
+			if (parse_uint(cmd, "--pool", optarg, 0, INT64_MAX, &inp.pool) < 0)
+				goto out;
+			inp.pool_mode = true;
+			break;
+		case OPT_PG_NUM:
+			if (parse_uint(cmd, "--pg-num", optarg, 1, (uint64_t)1 << 31,
+				       &pg_num) < 0)
 				goto out;
 			break;
 		case OPT_WEIGHT:
@@ -1118,6 +1158,18 @@ test_run(int argc, char **argv)
 	if (!have_rule || nrep == 0) {
 		usage_err(cmd, "--rule and --num-rep are required");
 		goto out;
+	}
+	if (inp.pool_mode != (pg_num != 0)) {
+		usage_err(cmd, "--pool and --pg-num go together");
+		goto out;
+	}
+	if (inp.pool_mode && have_x) {
+		usage_err(cmd, "--pool places a pool's groups: no --min-x or --max-x with it");
+		goto out;
+	}
+	if (inp.pool_mode) {
+		minx = 0;
+		maxx = pg_num;
 	}
 	if (minx >= maxx) {
 		usage_err(cmd, "--min-x %" PRIu64 " is not below --max-x %" PRIu64 ": no inputs",
@@ -1176,7 +1228,7 @@ test_run(int argc, char **argv)
 		uint32_t n = maxx - x < CHUNK ? (uint32_t)(maxx - x) : CHUNK;
 		for (int i = 0; i < nruns; i++)
 			if (run_chunk(cmd, &pl, i, &runs[i], (uint32_t)rule, (uint32_t)nrep,
-				      x, n) < 0)
+				      &inp, x, n) < 0)
 				goto out;
 		if (nruns == 2)
 			changed += changed_in_chunk(&runs[0], &runs[1], (uint32_t)nrep, n);
@@ -1223,9 +1275,15 @@ test_run(int argc, char **argv)
 		tsr_sbuf_printf(&o, ", \"map\": ");
 		tsr_sbuf_json_str(&o, runs[0].path);
 		tsr_sbuf_printf(&o, ", \"rule\": %" PRIu64 ", \"num_rep\": %" PRIu64
-				", \"min_x\": %" PRIu64 ", \"max_x\": %" PRIu64
-				", \"inputs\": %" PRIu64 ", \"seconds\": %.9f, ",
-				rule, nrep, minx, maxx, inputs, sec);
+				", \"min_x\": %" PRIu64 ", \"max_x\": %" PRIu64 ", ",
+				rule, nrep, minx, maxx);
+		if (inp.pool_mode)
+			tsr_sbuf_printf(&o, "\"pool\": %" PRIu64 ", \"pg_num\": %" PRIu64
+					", ", inp.pool, pg_num);
+		else
+			tsr_sbuf_printf(&o, "\"pool\": null, \"pg_num\": null, ");
+		tsr_sbuf_printf(&o, "\"inputs\": %" PRIu64 ", \"seconds\": %.9f, ",
+				inputs, sec);
 		json_num(&o, "inputs_per_sec", sec > 0, inputs / sec);
 		tsr_sbuf_printf(&o, ", ");
 		json_num(&o, "placements_per_sec", sec > 0, inputs * (double)nrep / sec);
@@ -1260,8 +1318,12 @@ test_run(int argc, char **argv)
 	} else {
 		printf("map:          %s (%s), %s plugin, rule %" PRIu64 ", %" PRIu64
 		       " replicas\n", runs[0].path, runs[0].form, pl.name, rule, nrep);
-		printf("inputs:       %" PRIu64 " (x from %" PRIu64 " to %" PRIu64 ")\n",
-		       inputs, minx, maxx - 1);
+		if (inp.pool_mode)
+			printf("inputs:       %" PRIu64 " (groups 0 to %" PRIu64
+			       " of pool %" PRIu64 ")\n", inputs, maxx - 1, inp.pool);
+		else
+			printf("inputs:       %" PRIu64 " (x from %" PRIu64 " to %" PRIu64
+			       ")\n", inputs, minx, maxx - 1);
 		plain_run(&runs[0], &util[0], inputs, (uint32_t)nrep, "");
 		if (nruns == 2) {
 			printf("compared with %s (%s)", runs[1].path, runs[1].form);

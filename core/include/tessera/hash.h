@@ -38,17 +38,19 @@ TSR_API uint32_t tsr_stable_mod(uint32_t x, uint32_t b, uint32_t mask);
 /* The placement group of an object in a pool of pg_num groups. */
 TSR_API uint32_t tsr_object_pg(const void *name, size_t len, uint32_t pg_num);
 
-/* The input handed to the placement plugin for group pg of pool: a base
- * for the pool, XXH32 of the pool (u64 LE, seed 0) with its low 8 bits
- * cleared, XOR pg.  Group 7 of two pools gets different inputs, and the
- * groups of one pool are runs of consecutive inputs in aligned blocks of
- * 256 (groups 0..255 fill one block, 256..511 the next): a plugin may
- * spread a device's draws evenly over such a block (crush does, see
- * plugins/common/placebase.h), which only pays if a pool's groups arrive
- * together.  Inputs of one pool are distinct; two pools share inputs only
- * if their bases are closer than their group counts (odds about
- * pg_num / 2^32 per pair of pools), and then those groups are placed
- * alike, which costs balance, never correctness. */
+/* The input handed to the placement plugin for group pg of pool: groups
+ * come in runs of 256 (pg >> 8 names the run), and run r of pool p starts
+ * at XXH32 of (p as u64 LE, r as u32 LE), seed 0, with its low 8 bits
+ * cleared; group pg is that start plus (pg & 255).  So group 7 of two
+ * pools gets different inputs, and every 256 groups of a pool fill one
+ * aligned block of 256 consecutive inputs, which a plugin may use to
+ * spread each device's draws evenly over the block (crush does).  Two runs
+ * anywhere in the cluster share their inputs with odds 2^-24 per pair of
+ * runs; those 256 groups are then placed alike, which costs balance, never
+ * correctness.
+ *
+ * Changed once, on 2026-12-04, before any daemon placed data with it: it
+ * was XXH32 of (pool u64 LE, pg u32 LE), one unrelated input per group. */
 TSR_API uint32_t tsr_pg_seed(uint64_t pool, uint32_t pg);
 
 TSR_END_DECLS
