@@ -109,11 +109,11 @@ uint32_t
 tsr_pg_seed(uint64_t pool, uint32_t pg)
 {
 	uint8_t b[12];
-	uint32_t run = pg >> 8;
+	uint32_t run = pg >> 16;
 
 	for (int i = 0; i < 8; i++)
 		b[i] = (uint8_t)(pool >> (8 * i));
 	for (int i = 0; i < 4; i++)
 		b[8 + i] = (uint8_t)(run >> (8 * i));
-	return (tsr_xxh32(b, sizeof(b), 0) & ~(uint32_t)0xff) | (pg & 0xff);
+	return (tsr_xxh32(b, sizeof(b), 0) & ~(uint32_t)0xff) ^ (pg & 0xffff);
 }

@@ -33,37 +33,35 @@ struct pb_inst {
 typedef uint32_t pb_v8 __attribute__((vector_size(32)));
 
 static inline __attribute__((always_inline)) void
-strat_draws(const uint32_t *keys, uint32_t n, uint32_t kq, uint32_t s,
+strat_draws(const uint32_t *keys, uint32_t n, const struct pb_strat_in *in,
 	    uint32_t *out)
 {
 	uint32_t i = 0;
 
 	for (; i + 8 <= n; i += 8) {
-		pb_v8 a, v, o;
+		pb_v8 a, b, v, u, o;
 
 		memcpy(&a, keys + i, sizeof(a));
-		a ^= kq;
-		a *= 0x9e3779b1u;
-		a ^= a >> 15;
-		a *= 0x85ebca6bu;
-		a ^= a >> 13;
-		v = (s * (a | 1) + (a >> 11)) & 0xff;
-		v ^= v >> 4;
-		v = ((v ^ (a >> 24)) * 0x2c1b3c6du) & 0xff;
-		v ^= v >> 5;
-		o = (v << 16) | (((s ^ a) * 0x27d4eb2du) >> 16);
+		b = a ^ in->kQ;
+		a ^= in->kq;
+		PB_KEYMIX(a);
+		PB_PERM8(v, in->s, a);
+		b ^= v * 0x27d4eb2fu;
+		PB_KEYMIX(b);
+		PB_PERM8(u, in->t, b);
+		o = (v << 16) | (u << 8) | (((in->s ^ a) * 0x27d4eb2du) >> 24);
 		memcpy(out + i, &o, sizeof(o));
 	}
 	for (; i < n; i++)
-		out[i] = pb_strat_draw(keys[i], kq, s);
+		out[i] = pb_strat_draw(keys[i], in);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 __attribute__((target("avx2"))) static void
-strat_draws_avx2(const uint32_t *keys, uint32_t n, uint32_t kq, uint32_t s,
+strat_draws_avx2(const uint32_t *keys, uint32_t n, const struct pb_strat_in *in,
 		 uint32_t *out)
 {
-	strat_draws(keys, n, kq, s, out);
+	strat_draws(keys, n, in, out);
 }
 
 #define HAVE_AVX2_COPY() __builtin_cpu_supports("avx2")
@@ -73,23 +71,23 @@ strat_draws_avx2(const uint32_t *keys, uint32_t n, uint32_t kq, uint32_t s,
 #endif
 
 void
-pb_strat_draws(const uint32_t *keys, uint32_t n, uint32_t kq, uint32_t s,
+pb_strat_draws(const uint32_t *keys, uint32_t n, const struct pb_strat_in *in,
 	       uint32_t *out)
 {
 	if (HAVE_AVX2_COPY())
-		strat_draws_avx2(keys, n, kq, s, out);
+		strat_draws_avx2(keys, n, in, out);
 	else
-		strat_draws(keys, n, kq, s, out);
+		strat_draws(keys, n, in, out);
 }
 
 int
-pb_strat_draws_copy(int copy, const uint32_t *keys, uint32_t n, uint32_t kq,
-		    uint32_t s, uint32_t *out)
+pb_strat_draws_copy(int copy, const uint32_t *keys, uint32_t n,
+		    const struct pb_strat_in *in, uint32_t *out)
 {
 	if (copy == 0)
-		strat_draws(keys, n, kq, s, out);
+		strat_draws(keys, n, in, out);
 	else if (copy == 1 && HAVE_AVX2_COPY())
-		strat_draws_avx2(keys, n, kq, s, out);
+		strat_draws_avx2(keys, n, in, out);
 	else
 		return -ENOTSUP;
 	return 0;

@@ -101,35 +101,61 @@ pb_hash(uint32_t x, uint32_t key)
  *
  * Independent draws make every device's count over many inputs binomial:
  * with 3000 placements per device the largest of 1000 devices sits ~5.5%
- * above the mean.  Most of that variance is how often the device's own draw
- * lands high, so the crush plugin stratifies it.  Inputs are taken in
- * aligned blocks of PB_STRAT_BLOCK (x >> 8 names the block, x & 255 is the
- * position s); for each (device, block) a keyed permutation of 0..255
- * gives the device's draw at each position its own stratum, the top 8 bits
- * of the 24-bit draw, and 16 further bits of the same key break ties
- * within a stratum.  Over any whole block each device draws exactly once
- * from each 1/256 of the range (Latin hypercube sampling); for a single
- * input the draw is as uniform as before, so weights, ties and the
- * movement properties are unchanged.  Keys are fresh for every block, so
- * the strata of two devices are unrelated from one block to the next.
+ * above the mean.  Much of that variance is how often the device's own
+ * draw lands high, so the crush plugin stratifies it, on two levels.
  *
- * What it buys depends on how often a device wins within one block: the
- * stratification decides wins only where the winning draws span several
- * strata.  1000 devices, 3 replicas (0.77 wins per device per block):
- * stddev of the counts 0.62x that of independent draws; 100 devices:
- * 0.52-0.59x; 10,000 devices (0.08 wins per block, decided inside the top
- * stratum by the unstratified low bits): 0.96x, next to nothing.
+ * Level 1: inputs are taken in aligned blocks of 256 (position s = x & 255
+ * in block x >> 8); for each (device, block) a keyed permutation of 0..255
+ * gives the device's draw at each position its own stratum v, the top 8
+ * bits of the 24-bit draw.  Over a whole block each device draws exactly
+ * once from each 1/256 of the range (Latin hypercube sampling).
  *
- * Core's tsr_pg_seed gives the groups of one pool consecutive inputs in
- * such blocks, so a pool's groups get the benefit, not only a test's
- * range of inputs.
+ * Level 2: blocks are taken in aligned superblocks of 256 (block t =
+ * (x >> 8) & 255 in superblock x >> 16); in each block a device has one
+ * input in stratum v, and for each (device, superblock, v) a second keyed
+ * permutation gives those 256 inputs distinct sub-strata u, the next 8
+ * bits.  So over a superblock each device draws exactly once from each
+ * 1/65536 of the range.  The last 8 bits break ties.
+ *
+ * Why two: the strata only help where a device's winning draws span
+ * several of them.  With many devices a device wins only with a draw in
+ * its top 1/256, which level 1 alone leaves to chance (10,000 devices, 3
+ * replicas: level 1 alone gives 0.96x the binomial spread; both: 0.56x).
+ *
+ * For a single input the draw is as uniform as an independent one, so
+ * weights, ties and the movement properties are unchanged; keys are fresh
+ * for every block and superblock, so two devices' strata are unrelated
+ * from one to the next.  Core's tsr_pg_seed keeps a pool's groups together
+ * in such blocks and superblocks, so a pool's groups get the benefit, not
+ * only a test's range of inputs.
  *
  * All arithmetic is 32-bit integer: identical on every host, and it
  * vectorises (pb_strat_draws processes eight devices at a time where the
- * CPU allows). */
+ * CPU allows).  The two macros below are the single definition of the
+ * mixing; they work alike on a uint32_t and on a vector of them. */
 #define PB_STRAT_BITS 8
 #define PB_STRAT_BLOCK (1u << PB_STRAT_BITS)
 #define PB_SEED_BLOCK 0x7f4a7c15u
+#define PB_SEED_SUPER 0x165667b1u
+
+/* a: a key made from a device key and a block key (in place). */
+#define PB_KEYMIX(a)                  \
+	do {                          \
+		(a) *= 0x9e3779b1u;   \
+		(a) ^= (a) >> 15;     \
+		(a) *= 0x85ebca6bu;   \
+		(a) ^= (a) >> 13;     \
+	} while (0)
+
+/* v = the image of i in 0..255 under the permutation keyed by a: every
+ * step is a bijection of 0..255. */
+#define PB_PERM8(v, i, a)                                          \
+	do {                                                       \
+		(v) = ((i) * ((a) | 1) + ((a) >> 11)) & 0xff;      \
+		(v) ^= (v) >> 4;                                   \
+		(v) = (((v) ^ ((a) >> 24)) * 0x2c1b3c6du) & 0xff;  \
+		(v) ^= (v) >> 5;                                   \
+	} while (0)
 
 /* murmur3's 32-bit finaliser: a bijection. */
 static inline uint32_t
@@ -143,40 +169,49 @@ pb_fmix32(uint32_t h)
 	return h;
 }
 
-/* The key every device's draw in the block of x is made from. */
-static inline uint32_t
-pb_block_key(uint32_t x)
+/* What every device's draw for input x is made from. */
+struct pb_strat_in {
+	uint32_t kq;  /* key of the block */
+	uint32_t kQ;  /* key of the superblock */
+	uint32_t s;   /* position in the block */
+	uint32_t t;   /* position of the block in the superblock */
+};
+
+static inline struct pb_strat_in
+pb_strat_input(uint32_t x)
 {
-	return pb_fmix32((x >> PB_STRAT_BITS) * 0x9e3779b9u + PB_SEED_BLOCK);
+	struct pb_strat_in in = {
+		.kq = pb_fmix32((x >> 8) * 0x9e3779b9u + PB_SEED_BLOCK),
+		.kQ = pb_fmix32((x >> 16) * 0x85ebca77u + PB_SEED_SUPER),
+		.s = x & 0xff,
+		.t = (x >> 8) & 0xff,
+	};
+	return in;
 }
 
-/* The 24-bit draw of the device with hash key `key` at position s of the
- * block whose key is kq: the reference definition (pb_strat_draws computes
- * the same values in bulk). */
+/* The 24-bit draw of the device with hash key `key` for the input in:
+ * the reference definition (pb_strat_draws computes the same in bulk). */
 static inline uint32_t
-pb_strat_draw(uint32_t key, uint32_t kq, uint32_t s)
+pb_strat_draw(uint32_t key, const struct pb_strat_in *in)
 {
-	uint32_t a = key ^ kq, v;
+	uint32_t a = key ^ in->kq, b, v, u;
 
-	a *= 0x9e3779b1u;       /* the (device, block) key */
-	a ^= a >> 15;
-	a *= 0x85ebca6bu;
-	a ^= a >> 13;
-	v = (s * (a | 1) + (a >> 11)) & 0xff;  /* each step a bijection of 0..255 */
-	v ^= v >> 4;
-	v = ((v ^ (a >> 24)) * 0x2c1b3c6du) & 0xff;
-	v ^= v >> 5;
-	return (v << 16) | (((s ^ a) * 0x27d4eb2du) >> 16);
+	PB_KEYMIX(a);                   /* the (device, block) key */
+	PB_PERM8(v, in->s, a);          /* level 1: the stratum */
+	b = key ^ in->kQ ^ (v * 0x27d4eb2fu);
+	PB_KEYMIX(b);                   /* the (device, superblock, v) key */
+	PB_PERM8(u, in->t, b);          /* level 2: the sub-stratum */
+	return (v << 16) | (u << 8) | (((in->s ^ a) * 0x27d4eb2du) >> 24);
 }
 
-/* out[i] = pb_strat_draw(keys[i], kq, s) for i < n. */
-void pb_strat_draws(const uint32_t *keys, uint32_t n, uint32_t kq, uint32_t s,
-		    uint32_t *out);
+/* out[i] = pb_strat_draw(keys[i], in) for i < n. */
+void pb_strat_draws(const uint32_t *keys, uint32_t n,
+		    const struct pb_strat_in *in, uint32_t *out);
 
 /* For tests: the same with a given copy of the loop, 0 the generic one, 1
  * the AVX2 one; -ENOTSUP if this build or CPU has no such copy. */
 int pb_strat_draws_copy(int copy, const uint32_t *keys, uint32_t n,
-			uint32_t kq, uint32_t s, uint32_t *out);
+			const struct pb_strat_in *in, uint32_t *out);
 
 extern const uint64_t pb_log2_table[257];
 

@@ -2,10 +2,10 @@
  * exact coupling between a failure domain and its devices.
  *
  * Every device under the rule's root draws -log2(U)/w (straw2's
- * exponential race), U stratified over blocks of 256 inputs
- * (pb_strat_draw in placebase.h); a failure domain's draw is
- * the best draw among its devices that take part; the rule returns the N
- * domains with the best draws, each represented by its best device.
+ * exponential race), U stratified over blocks of 256 inputs and
+ * superblocks of 65536 (pb_strat_draw in placebase.h); a failure domain's
+ * draw is the best draw among its devices that take part; the rule returns
+ * the N domains with the best draws, each represented by its best device.
  *
  * This is the same distribution as hierarchical straw2 with bucket weights
  * equal to the sum of their devices (the minimum of exponential draws is
@@ -36,7 +36,7 @@
 
 struct drawbuf {
 	const struct pb_rule *r;
-	uint32_t kq, s;        /* block key and position of the input */
+	struct pb_strat_in in; /* what the input's draws are made from */
 	uint32_t base, n;      /* buf holds draws of devices base .. base+n-1 */
 	uint32_t buf[CRUSH_CHUNK];
 };
@@ -51,7 +51,7 @@ drawbuf_get(void *ctx, uint32_t i)
 	if (i < b->base || i >= b->base + b->n) {
 		b->base = i;
 		b->n = b->r->ndev - i < CRUSH_CHUNK ? b->r->ndev - i : CRUSH_CHUNK;
-		pb_strat_draws(b->r->key + i, b->n, b->kq, b->s, b->buf);
+		pb_strat_draws(b->r->key + i, b->n, &b->in, b->buf);
 	}
 	return b->buf[i - b->base];
 }
@@ -65,8 +65,7 @@ crush_map_input(const struct pb_map *m, const struct pb_rule *r, uint32_t x,
 	struct drawbuf b; /* fields set one by one: buf needs no zeroing */
 
 	b.r = r;
-	b.kq = pb_block_key(x);
-	b.s = x & (PB_STRAT_BLOCK - 1);
+	b.in = pb_strat_input(x);
 	b.base = 0;
 	b.n = 0;
 

@@ -157,7 +157,7 @@ done
 # crush stratifies each device's draws over blocks of 256 inputs, so its
 # per-device counts spread less than independent draws' (binomial: stddev/
 # mean 0.0183 for 3000 placements per device, the sample's estimate within
-# about 0.0013 of that); stratified they measure 0.0096-0.0107 here.
+# about 0.0013 of that); stratified they measure 0.0097-0.0111 here.
 $T placement generate $D --plugin crush --hosts 20 --per-host 5 -o "$tmp/strat.txt"
 for a in 0 100000 7000013; do
 	$T placement test $D --plugin crush "$tmp/strat.txt" --rule 0 --num-rep 3 \
@@ -167,10 +167,21 @@ for a in 0 100000 7000013; do
 		awk -v v="$sd" 'BEGIN { exit !(v != "" && v + 0 > 0 && v + 0 < 0.013) }'
 done
 
+# with many devices and one replica a device wins about once per 8 blocks,
+# so only the second level (superblocks of 65536 inputs) evens the counts:
+# 2000 devices, 131072 inputs, 65 placements each: independent draws give
+# 0.122-0.123, level 1 alone 0.113-0.115, both levels 0.086-0.089
+$T placement generate $D --plugin crush --hosts 200 --per-host 10 -o "$tmp/strat2k.txt"
+$T placement test $D --plugin crush "$tmp/strat2k.txt" --rule 0 --num-rep 1 \
+	--min-x 131072 --max-x 262144 --format json > "$tmp/strat.json" 2>&1
+sd=$(json_field "$tmp/strat.json" stddev_over_mean)
+check "crush-stratified-level2 (stddev/mean $sd < 0.10)" \
+	awk -v v="$sd" 'BEGIN { exit !(v != "" && v + 0 > 0 && v + 0 < 0.10) }'
+
 # the same through a pool's groups as the cluster places them (--pool): a
 # pool's groups fill whole blocks, so its OSDs' group counts are as even
 # (983 placements per device here: independent draws give 0.0319, stratified
-# measure 0.016-0.019)
+# measure 0.016-0.018)
 for pool in 1 2; do
 	$T placement test $D --plugin crush "$tmp/strat.txt" --rule 0 --num-rep 3 \
 		--pool $pool --pg-num 32768 --format json > "$tmp/strat.json" 2>&1

@@ -74,23 +74,27 @@ START_TEST(pg_seed_golden)
 {
 	/* Part of the placement contract: these values must never change
 	 * (tsr_pg_seed changed once, before any daemon used it; see hash.h). */
-	/* run r of pool p starts at XXH32(p u64 LE, r u32 LE) & ~255 */
+	/* x = (XXH32(pool u64 LE, pg >> 16 u32 LE) & ~255) ^ (pg & 65535) */
 	uint8_t b[12] = { 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-	uint32_t run0 = tsr_xxh32(b, 12, 0) & ~0xffu;
-	ck_assert_uint_eq(tsr_pg_seed(3, 0), run0);
-	ck_assert_uint_eq(tsr_pg_seed(3, 7), run0 | 7);
-	b[8] = 0x23;
-	b[9] = 0x01;
-	ck_assert_uint_eq(tsr_pg_seed(3, 0x12345), (tsr_xxh32(b, 12, 0) & ~0xffu) | 0x45);
+	uint32_t h0 = tsr_xxh32(b, 12, 0) & ~0xffu;
+	ck_assert_uint_eq(tsr_pg_seed(3, 0), h0);
+	ck_assert_uint_eq(tsr_pg_seed(3, 0x1234), h0 ^ 0x1234);
+	b[8] = 0x01;
+	ck_assert_uint_eq(tsr_pg_seed(3, 0x12345),
+			  (tsr_xxh32(b, 12, 0) & ~0xffu) ^ 0x2345);
 	ck_assert_uint_eq(tsr_pg_seed(3, 0), 0x6100de00u);
 	ck_assert_uint_eq(tsr_pg_seed(0, 0), 0x31b8da00u);
 	/* group 7 of different pools lands on different inputs */
 	ck_assert_uint_ne(tsr_pg_seed(1, 7), tsr_pg_seed(2, 7));
-	/* every 256 groups of a pool are one aligned block of inputs, in order */
-	for (uint32_t pg = 0; pg < 512; pg++)
+	/* every 256 groups of a pool are one aligned block of inputs, in
+	 * order, and 65536 groups one aligned run of 65536 */
+	for (uint32_t pg = 0; pg < 1024; pg++)
 		ck_assert_uint_eq(tsr_pg_seed(9, pg), tsr_pg_seed(9, pg & ~0xffu) + (pg & 0xff));
+	for (uint32_t pg = 0; pg < 65536; pg += 97)
+		ck_assert_uint_eq(tsr_pg_seed(9, pg) >> 16, tsr_pg_seed(9, 0) >> 16);
 	ck_assert_uint_eq(tsr_pg_seed(9, 256) & 0xff, 0);
-	ck_assert_uint_ne(tsr_pg_seed(9, 256), tsr_pg_seed(9, 0));
+	ck_assert_uint_ne(tsr_pg_seed(9, 256) >> 8, tsr_pg_seed(9, 0) >> 8);
+	ck_assert_uint_ne(tsr_pg_seed(9, 65536) >> 16, tsr_pg_seed(9, 0) >> 16);
 	ck_assert_uint_eq(tsr_object_hash("rbd_data.1", 10), tsr_xxh32("rbd_data.1", 10, 0));
 }
 END_TEST

@@ -1,8 +1,9 @@
 /* test_placebase.c — the draws the placement plugins are made of
- * (plugins/common/placebase.h): crush's stratified draw is a permutation
- * of the strata over every block, its bulk copies (generic vector code and
- * the AVX2 one) give exactly the reference values, and its values are
- * frozen, since they decide where data lives. */
+ * (plugins/common/placebase.h): crush's stratified draw takes every
+ * stratum once over a block and every sub-stratum once over a superblock,
+ * its bulk copies (generic vector code and the AVX2 one) give exactly the
+ * reference values, and its values are frozen, since they decide where
+ * data lives. */
 #include "placebase.h"
 
 #include <check.h>
@@ -19,28 +20,51 @@ lcg(uint32_t *st)
 }
 
 /* Over the 256 positions of a block, each device's top 8 bits take every
- * value once, for any device key and any block; the low 16 bits vary. */
-START_TEST(test_strat_draw_is_stratified)
+ * value once, for any device key and any block. */
+START_TEST(test_strat_draw_level1)
 {
 	uint32_t st = 12345;
 
 	for (int round = 0; round < 2000; round++) {
-		uint32_t key = lcg(&st), kq = pb_block_key(lcg(&st));
-		uint8_t seen[PB_STRAT_BLOCK] = { 0 };
-		uint32_t low_or = 0, low_and = 0xffff;
+		uint32_t key = lcg(&st), x0 = lcg(&st) & ~0xffu;
+		uint8_t seen[256] = { 0 };
 
-		for (uint32_t s = 0; s < PB_STRAT_BLOCK; s++) {
-			uint32_t d = pb_strat_draw(key, kq, s);
+		for (uint32_t s = 0; s < 256; s++) {
+			struct pb_strat_in in = pb_strat_input(x0 + s);
+			uint32_t d = pb_strat_draw(key, &in);
 
 			ck_assert_uint_lt(d, 1u << 24);
-			ck_assert_msg(!seen[d >> 16], "stratum %u twice (key %08x)",
-				      d >> 16, key);
+			ck_assert_msg(!seen[d >> 16], "stratum %u twice (key %08x, x %u)",
+				      d >> 16, key, x0 + s);
 			seen[d >> 16] = 1;
-			low_or |= d & 0xffff;
-			low_and &= d & 0xffff;
 		}
-		ck_assert_uint_eq(low_or, 0xffff);
-		ck_assert_uint_eq(low_and, 0);
+	}
+}
+END_TEST
+
+/* Over the 65536 inputs of a superblock, each device's top 16 bits take
+ * every value once: the 256 inputs that land in one stratum (one per
+ * block) get distinct sub-strata. */
+START_TEST(test_strat_draw_level2)
+{
+	uint32_t st = 777;
+	static uint8_t seen[1u << 16];
+
+	for (int round = 0; round < 12; round++) {
+		uint32_t key = lcg(&st), x0 = lcg(&st) & ~0xffffu, low_or = 0;
+
+		memset(seen, 0, sizeof(seen));
+		for (uint32_t i = 0; i < (1u << 16); i++) {
+			struct pb_strat_in in = pb_strat_input(x0 + i);
+			uint32_t d = pb_strat_draw(key, &in);
+
+			if (seen[d >> 8])
+				ck_abort_msg("sub-stratum %u twice (key %08x, x %u)",
+					     d >> 8, key, x0 + i);
+			seen[d >> 8] = 1;
+			low_or |= d & 0xff;
+		}
+		ck_assert_uint_eq(low_or, 0xff);
 	}
 }
 END_TEST
@@ -52,11 +76,11 @@ START_TEST(test_strat_draw_blocks_and_devices_differ)
 	uint32_t same_block = 0, same_dev = 0;
 
 	for (uint32_t q = 0; q < 4096; q++) {
-		uint32_t k0 = pb_block_key(q << PB_STRAT_BITS);
-		uint32_t k1 = pb_block_key((q + 1) << PB_STRAT_BITS);
+		struct pb_strat_in i0 = pb_strat_input(q << 8 | 5);
+		struct pb_strat_in i1 = pb_strat_input((q + 1) << 8 | 5);
 
-		same_block += pb_strat_draw(77, k0, 5) >> 16 == pb_strat_draw(77, k1, 5) >> 16;
-		same_dev += pb_strat_draw(77, k0, 5) >> 16 == pb_strat_draw(78, k0, 5) >> 16;
+		same_block += pb_strat_draw(77, &i0) >> 16 == pb_strat_draw(77, &i1) >> 16;
+		same_dev += pb_strat_draw(77, &i0) >> 16 == pb_strat_draw(78, &i0) >> 16;
 	}
 	/* 16 expected each; independent counts stay within 4..40 */
 	ck_assert_uint_lt(same_block, 40);
@@ -76,35 +100,41 @@ START_TEST(test_strat_draws_match_reference)
 
 	for (int copy = 0; copy < 2; copy++) {
 		for (int round = 0; round < 300; round++) {
-			uint32_t kq = lcg(&st), s = lcg(&st) & (PB_STRAT_BLOCK - 1);
+			struct pb_strat_in in = pb_strat_input(lcg(&st));
 			uint32_t n = (uint32_t)round % 68;
 
 			for (uint32_t i = 0; i < n; i++)
 				keys[i] = lcg(&st);
 			memset(out, 0xa5, sizeof(out));
-			if (pb_strat_draws_copy(copy, keys, n, kq, s, out) == -ENOTSUP)
+			if (pb_strat_draws_copy(copy, keys, n, &in, out) == -ENOTSUP)
 				break;
 			for (uint32_t i = 0; i < n; i++)
-				ck_assert_msg(out[i] == pb_strat_draw(keys[i], kq, s),
+				ck_assert_msg(out[i] == pb_strat_draw(keys[i], &in),
 					      "copy %d, n %u, lane %u: %08x, reference %08x",
-					      copy, n, i, out[i], pb_strat_draw(keys[i], kq, s));
+					      copy, n, i, out[i], pb_strat_draw(keys[i], &in));
 			for (uint32_t i = n; i < 67; i++)
 				ck_assert_uint_eq(out[i], 0xa5a5a5a5u);
 			copies += round == 0;
 		}
 	}
 	ck_assert_int_ge(copies, 1); /* the generic copy always exists */
-	pb_strat_draws(keys, 67, 5, 6, out);
+	struct pb_strat_in in = pb_strat_input(0x5006);
+	pb_strat_draws(keys, 67, &in, out);
 	for (uint32_t i = 0; i < 67; i++)
-		ck_assert_uint_eq(out[i], pb_strat_draw(keys[i], 5, 6));
+		ck_assert_uint_eq(out[i], pb_strat_draw(keys[i], &in));
 }
 END_TEST
 
 /* Frozen values: the draw is part of where data lives. */
 START_TEST(test_strat_draw_golden)
 {
-	ck_assert_uint_eq(pb_block_key(0), 0x4bc0fbebu);
-	ck_assert_uint_eq(pb_strat_draw(1, pb_block_key(0x1234), 0x34), 0xb8421cu);
+	struct pb_strat_in in = pb_strat_input(0x123456);
+
+	ck_assert_uint_eq(in.kq, 0x6f9a5cf3u);
+	ck_assert_uint_eq(in.kQ, 0x95258e2eu);
+	ck_assert_uint_eq(in.s, 0x56);
+	ck_assert_uint_eq(in.t, 0x34);
+	ck_assert_uint_eq(pb_strat_draw(1, &in), 0x42f199u);
 }
 END_TEST
 
@@ -115,7 +145,8 @@ placebase_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_strat_draw_is_stratified);
+	tcase_add_test(tc, test_strat_draw_level1);
+	tcase_add_test(tc, test_strat_draw_level2);
 	tcase_add_test(tc, test_strat_draw_blocks_and_devices_differ);
 	tcase_add_test(tc, test_strat_draws_match_reference);
 	tcase_add_test(tc, test_strat_draw_golden);

@@ -38,19 +38,22 @@ TSR_API uint32_t tsr_stable_mod(uint32_t x, uint32_t b, uint32_t mask);
 /* The placement group of an object in a pool of pg_num groups. */
 TSR_API uint32_t tsr_object_pg(const void *name, size_t len, uint32_t pg_num);
 
-/* The input handed to the placement plugin for group pg of pool: groups
- * come in runs of 256 (pg >> 8 names the run), and run r of pool p starts
- * at XXH32 of (p as u64 LE, r as u32 LE), seed 0, with its low 8 bits
- * cleared; group pg is that start plus (pg & 255).  So group 7 of two
- * pools gets different inputs, and every 256 groups of a pool fill one
- * aligned block of 256 consecutive inputs, which a plugin may use to
- * spread each device's draws evenly over the block (crush does).  Two runs
- * anywhere in the cluster share their inputs with odds 2^-24 per pair of
- * runs; those 256 groups are then placed alike, which costs balance, never
- * correctness.
+/* The input handed to the placement plugin for group pg of pool:
  *
- * Changed once, on 2026-12-04, before any daemon placed data with it: it
- * was XXH32 of (pool u64 LE, pg u32 LE), one unrelated input per group. */
+ *     h = XXH32(pool as u64 LE, pg >> 16 as u32 LE; seed 0)
+ *     x = (h & ~0xff) ^ (pg & 0xffff)
+ *
+ * Group 7 of two pools gets different inputs.  The groups of a pool stay
+ * together: every 256 groups (pg >> 8) fill one aligned block of 256
+ * consecutive inputs, in order, and every 65536 groups (pg >> 16) fill one
+ * aligned run of 65536 inputs (the blocks in an order set by h), so a
+ * plugin may spread each device's draws evenly over blocks and runs
+ * (crush does).  Two blocks anywhere in the cluster share their inputs
+ * with odds 2^-24 per pair, as if placed at random; those 256 groups are
+ * then placed alike, which costs balance, never correctness.
+ *
+ * Changed on 2026-12-04, before any daemon placed data with it: it was
+ * XXH32 of (pool u64 LE, pg u32 LE), one unrelated input per group. */
 TSR_API uint32_t tsr_pg_seed(uint64_t pool, uint32_t pg);
 
 TSR_END_DECLS
