@@ -8,7 +8,8 @@
 # inputs 0 .. 999,999.  For each plugin it prints mappings per second,
 # utilization (max/mean, min/mean) and the data moved, as a multiple of the
 # optimum, after adding one host of 10 OSDs, after removing one OSD from
-# the map, and after marking one OSD out.
+# the map, and after marking one OSD out; and utilization over several
+# input ranges and over the groups of three pools.
 #
 # Usage: bench/placement.sh [--install] [--inputs N] [BUILD_DIR]
 set -euo pipefail
@@ -87,6 +88,17 @@ util_ours() { # plugin
 }
 echo "== utilization, max/mean over $RANGES ranges of $INPUTS inputs"
 for plugin in crush hrw; do util_ours $plugin; done
+
+# A pool's groups as the cluster places them (tsr_pg_seed): the figure an
+# operator sees, ~98 groups per OSD for 32768 groups x 3 replicas.
+echo "== utilization of one pool's groups: pools 1-3 of 32768 groups"
+for plugin in crush hrw; do
+	for pool in 1 2 3; do
+		"$T" placement test "$tmp/base.txt" --plugin-dir "$P" --plugin "$plugin" --rule 0 \
+			--num-rep 3 --pool $pool --pg-num 32768 --format json |
+			sed -n 's/.*"max_over_mean": \([0-9.]*\).*"stddev_over_mean": \([0-9.]*\).*/\1 \2/p'
+	done | awk -v p="$plugin" '{ printf "%s: pool %d max/mean %.4f stddev/mean %.4f\n", p, NR, $1, $2 }'
+done
 
 if command -v crushtool >/dev/null; then
 	echo "== anchor: crushtool ($(dpkg-query -W -f='${Version}' ceph-base 2>/dev/null || echo unknown version)), straw2, chooseleaf host"

@@ -94,7 +94,10 @@ struct tsr_placement_ops {
 	int (*load)(void *inst, const void *map, size_t len, char *err,
 		    size_t errlen);
 
-	/* Place input x (a PG seed) with rule, nrep replicas.  weights[d] is
+	/* Place input x (a PG seed, tsr_pg_seed: a pool's groups fill
+	 * aligned blocks of 256 and runs of 65536 consecutive inputs, which a
+	 * plugin may exploit to spread each device's draws evenly; answers
+	 * must still depend on x alone) with rule, nrep replicas.  weights[d] is
 	 * device d's current weight (0 = out or down; TSR_WEIGHT_ONE = fully
 	 * in; in between, the device is skipped for a deterministic share of
 	 * inputs); devices beyond nweights count as weight 0.  Writes nrep
