@@ -46,7 +46,7 @@ strat_draws(const uint32_t *keys, uint32_t n, const struct pb_strat_in *in,
 		a ^= in->kq;
 		PB_KEYMIX(a);
 		PB_PERM8(v, in->s, a);
-		b ^= v * 0x27d4eb2fu;
+		b *= 2 * v + 1;
 		PB_KEYMIX(b);
 		PB_PERM8(u, in->t, b);
 		o = (v << 16) | (u << 8) | (((in->s ^ a) * 0x27d4eb2du) >> 24);

@@ -119,13 +119,16 @@ pb_hash(uint32_t x, uint32_t key)
  *
  * Why two: the strata only help where a device's winning draws span
  * several of them.  With many devices a device wins only with a draw in
- * its top 1/256, which level 1 alone leaves to chance (10,000 devices, 3
- * replicas: level 1 alone gives 0.96x the binomial spread; both: 0.56x).
+ * its top 1/256, which level 1 alone leaves to chance (4000 devices, 3
+ * replicas: level 1 alone gives 0.90x the binomial spread; both: 0.56x).
  *
  * For a single input the draw is as uniform as an independent one, so
  * weights, ties and the movement properties are unchanged; keys are fresh
  * for every block and superblock, so two devices' strata are unrelated
- * from one to the next.  Core's tsr_pg_seed keeps a pool's groups together
+ * from one to the next.  (The level-2 key multiplies by 2v + 1 after the
+ * superblock key is XORed in, not XORs v in: with XOR alone, two devices
+ * whose keys differ by the XOR of two strata's constants would share
+ * level-2 keys in every superblock.)  Core's tsr_pg_seed keeps a pool's groups together
  * in such blocks and superblocks, so a pool's groups get the benefit, not
  * only a test's range of inputs.
  *
@@ -133,8 +136,6 @@ pb_hash(uint32_t x, uint32_t key)
  * vectorises (pb_strat_draws processes eight devices at a time where the
  * CPU allows).  The two macros below are the single definition of the
  * mixing; they work alike on a uint32_t and on a vector of them. */
-#define PB_STRAT_BITS 8
-#define PB_STRAT_BLOCK (1u << PB_STRAT_BITS)
 #define PB_SEED_BLOCK 0x7f4a7c15u
 #define PB_SEED_SUPER 0x165667b1u
 
@@ -198,7 +199,7 @@ pb_strat_draw(uint32_t key, const struct pb_strat_in *in)
 
 	PB_KEYMIX(a);                   /* the (device, block) key */
 	PB_PERM8(v, in->s, a);          /* level 1: the stratum */
-	b = key ^ in->kQ ^ (v * 0x27d4eb2fu);
+	b = (key ^ in->kQ) * (2 * v + 1);
 	PB_KEYMIX(b);                   /* the (device, superblock, v) key */
 	PB_PERM8(u, in->t, b);          /* level 2: the sub-stratum */
 	return (v << 16) | (u << 8) | (((in->s ^ a) * 0x27d4eb2du) >> 24);

@@ -194,6 +194,12 @@ expect pool-plain 0 "inputs:       300 (groups 0 to 299 of pool 7)" \
 	$T placement test $D "$tmp/strat.txt" --rule 0 --num-rep 3 --pool 7 --pg-num 300
 expect pool-needs-pg-num 2 "--pool and --pg-num go together" \
 	$T placement test $D "$tmp/strat.txt" --rule 0 --num-rep 3 --pool 7
+expect pg-num-needs-pool 2 "--pool and --pg-num go together" \
+	$T placement test $D "$tmp/strat.txt" --rule 0 --num-rep 3 --pg-num 64
+expect pg-num-zero 2 "--pg-num takes an integer in [1, 65536], not '0'" \
+	$T placement test $D "$tmp/strat.txt" --rule 0 --num-rep 3 --pool 7 --pg-num 0
+expect pg-num-too-big 2 "--pg-num takes an integer in [1, 65536], not '65537'" \
+	$T placement test $D "$tmp/strat.txt" --rule 0 --num-rep 3 --pool 7 --pg-num 65537
 expect pool-no-range 2 "no --min-x or --max-x with it" \
 	$T placement test $D "$tmp/strat.txt" --rule 0 --num-rep 3 --pool 7 --pg-num 8 --min-x 1
 $T placement test $D "$tmp/strat.txt" --rule 0 --num-rep 3 --format json > "$tmp/nopool.json" 2>&1

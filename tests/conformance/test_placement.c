@@ -73,7 +73,7 @@ static const struct {
 	const char *name;
 	uint64_t digest;
 } golden[] = {
-	{ "crush", 0x23559102c1a346cbull },
+	{ "crush", 0xa22d6a78902fad1cull },
 	{ "hrw", 0xb63fd7d53799ae92ull },
 	{ NULL, 0 },
 };
@@ -1039,16 +1039,20 @@ START_TEST(movement)
 	ck_assert_ptr_nonnull(before);
 	ck_assert_ptr_nonnull(after);
 	w_out[victim] = 0;
-	cases[0] = (struct move_case){ "add a host of 8", tb_clone(base), w,
-				       168, false, true };
+	cases[0] = (struct move_case){ .what = "add a host of 8",
+				       .after = tb_clone(base), .w_after = w,
+				       .nw_after = 168, .new_host = true };
 	tb_add_host(cases[0].after, 8, ONE);
-	cases[1] = (struct move_case){ "remove a device", tb_clone(base), w,
-				       160, true, false };
+	cases[1] = (struct move_case){ .what = "remove a device",
+				       .after = tb_clone(base), .w_after = w,
+				       .nw_after = 160, .one_device = true };
 	tb_remove(cases[1].after, victim);
-	cases[2] = (struct move_case){ "reweight 1.0->0.5", tb_clone(base), w,
-				       160, true, false };
+	cases[2] = (struct move_case){ .what = "reweight 1.0->0.5",
+				       .after = tb_clone(base), .w_after = w,
+				       .nw_after = 160, .one_device = true };
 	tb_set_weight(cases[2].after, victim, ONE / 2);
-	cases[3] = (struct move_case){ "mark out", NULL, w_out, 160, true, false };
+	cases[3] = (struct move_case){ .what = "mark out", .w_after = w_out,
+				       .nw_after = 160, .one_device = true };
 
 	for (uint32_t rule = 0; rule < 2; rule++) {
 		pl_open(&p, _i);

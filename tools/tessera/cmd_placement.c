@@ -12,6 +12,7 @@
  * are released with the host's free (tessera/placement.h). */
 #include "cli.h"
 #include "config/config.h"
+#include "map/osdmap.h"
 #include "plugin/registry.h"
 #include "util/sbuf.h"
 
@@ -743,9 +744,10 @@ test_help(FILE *f)
 		"      --min-x A          first input (default 0)\n"
 		"      --max-x B          end of the inputs, exclusive, A < B <= 2^32\n"
 		"                         (default 1024)\n"
-		"      --pool P           place the groups of pool P (an id, 0..2^63-1)\n"
-		"                         instead of a range of inputs; needs --pg-num\n"
-		"      --pg-num G         the pool's number of groups, 1..2^31\n"
+		"      --pool P           place the groups of pool P instead of a range of\n"
+		"                         inputs: its numeric id, as `tessera pool ls`\n"
+		"                         shows it; needs --pg-num\n"
+		"      --pg-num G         the pool's number of groups, 1..%u\n"
 		"      --weight DEV=W     runtime weight of device DEV (a number, or osd.N)\n"
 		"                         in [0, 1]: 0 is out or down, 1 (the default for\n"
 		"                         every device) is fully in; repeatable\n"
@@ -767,7 +769,7 @@ test_help(FILE *f)
 		"                         compare {map, seconds, short_inputs, placements,\n"
 		"                         utilization}.  Figures that do not exist (no\n"
 		"                         device in use) are null.\n",
-		MAX_NREP);
+		MAX_NREP, (unsigned)TSR_OSDMAP_MAX_PG_NUM);
 	common_help(f);
 	fprintf(f,
 		"\n"
@@ -919,7 +921,7 @@ mono_ns(void)
 }
 
 /* Which inputs a test places: x itself, or the input of group x of a
- * pool. */
+ * pool.  describe_input() names input number x for a message. */
 struct inputs {
 	bool pool_mode;
 	uint64_t pool;
@@ -929,6 +931,17 @@ static inline uint32_t
 input_of(const struct inputs *in, uint64_t x)
 {
 	return in->pool_mode ? tsr_pg_seed(in->pool, (uint32_t)x) : (uint32_t)x;
+}
+
+static const char *
+describe_input(const struct inputs *in, uint64_t x, char *buf, size_t len)
+{
+	if (in->pool_mode)
+		snprintf(buf, len, "group %" PRIu64 " (input %" PRIu32 ")", x,
+			 input_of(in, x));
+	else
+		snprintf(buf, len, "input %" PRIu64, x);
+	return buf;
 }
 
 /* Map inputs [x0, x0 + n) (after input_of) into r->out, then tally them:
@@ -950,8 +963,10 @@ run_chunk(const char *cmd, struct pl *pl, int i, struct run *r, uint32_t rule,
 	}
 	r->ns += mono_ns() - t0;
 	if (rc < 0) {
-		fail(cmd, "%s: map(rule %u, x %" PRIu32 ", %u replicas) failed: %s",
-		     r->path, rule, input_of(in, x0 + k), nrep, strerror(-rc));
+		char what[64];
+		fail(cmd, "%s: map(rule %u, %s, %u replicas) failed: %s", r->path,
+		     rule, describe_input(in, x0 + k, what, sizeof(what)), nrep,
+		     strerror(-rc));
 		return -1;
 	}
 	for (k = 0; k < n; k++) {
@@ -963,9 +978,11 @@ run_chunk(const char *cmd, struct pl *pl, int i, struct run *r, uint32_t rule,
 				continue;
 			}
 			if (o[j] < 0 || (uint32_t)o[j] >= r->nweights) {
-				fail(cmd, "%s: the %s plugin placed input %" PRIu32 " on "
-				     "device %d, outside the map's ids 0..%u", r->path,
-				     pl->name, input_of(in, x0 + k), o[j], r->nweights - 1);
+				char what[64];
+				fail(cmd, "%s: the %s plugin placed %s on device %d, "
+				     "outside the map's ids 0..%u", r->path, pl->name,
+				     describe_input(in, x0 + k, what, sizeof(what)),
+				     o[j], r->nweights - 1);
 				return -1;
 			}
 			for (uint32_t m = 0; m < j; m++)
@@ -1126,7 +1143,7 @@ test_run(int argc, char **argv)
 			inp.pool_mode = true;
 			break;
 		case OPT_PG_NUM:
-			if (parse_uint(cmd, "--pg-num", optarg, 1, (uint64_t)1 << 31,
+			if (parse_uint(cmd, "--pg-num", optarg, 1, TSR_OSDMAP_MAX_PG_NUM,
 				       &pg_num) < 0)
 				goto out;
 			break;
