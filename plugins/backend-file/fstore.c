@@ -774,30 +774,28 @@ apply_plan(struct os *os, const void *buf, size_t len, char *err, size_t errlen)
 		plan_file_next(&sub, &o);
 		if (tsr_dec_error(&sub))
 			break;
-		uint8_t op = o.op;
-		uint64_t objid = o.objid, off = o.off, l = o.len;
-		switch (op) {
+		switch (o.op) {
 		case P_WRITE:
-			fd = cached_fd(os, objid, 1, NULL);
-			rc = fd < 0 ? fd : os_pwrite_full(fd, o.data, (size_t)l, off);
+			fd = cached_fd(os, o.objid, 1, NULL);
+			rc = fd < 0 ? fd : os_pwrite_full(fd, o.data, (size_t)o.len, o.off);
 			break;
 		case P_PUNCH:
 		case P_TRUNC:
-			fd = cached_fd(os, objid, 0, NULL);
+			fd = cached_fd(os, o.objid, 0, NULL);
 			if (fd == -ENOENT)
 				break; /* nothing there to cut */
 			if (fd < 0)
 				rc = fd;
-			else if (op == P_TRUNC)
-				rc = ftruncate(fd, (off_t)off) < 0 ? -errno : 0;
+			else if (o.op == P_TRUNC)
+				rc = ftruncate(fd, (off_t)o.off) < 0 ? -errno : 0;
 			else if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-					   (off_t)off, (off_t)l) < 0 &&
+					   (off_t)o.off, (off_t)o.len) < 0 &&
 				 errno != EOPNOTSUPP)
 				rc = -errno; /* punching only frees space */
 			break;
 		case P_UNLINK:
-			uncache_fd(os, objid);
-			obj_relpath(rel, sizeof(rel), objid);
+			uncache_fd(os, o.objid);
+			obj_relpath(rel, sizeof(rel), o.objid);
 			if (unlinkat(F(os)->datafd, rel, 0) < 0 && errno != ENOENT)
 				rc = -errno;
 			break;
@@ -806,7 +804,7 @@ apply_plan(struct os *os, const void *buf, size_t len, char *err, size_t errlen)
 		}
 		if (rc < 0)
 			return errf(err, errlen, rc, "%s: applying to data file %016" PRIx64
-				    ": %s", os->path, objid, strerror(-rc));
+				    ": %s", os->path, o.objid, strerror(-rc));
 	}
 	b = tsr_kv_batch_create();
 	if (b == NULL)

@@ -338,44 +338,6 @@ rec_span(uint64_t n)
 	return (JR_REC_HEADER + n + JR_ALIGN - 1) / JR_ALIGN * JR_ALIGN;
 }
 
-static int read_record(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
-		       size_t *cap, size_t *lenp, uint64_t *hint);
-
-/* Is there an intact record with sequence number seq at off? */
-static int
-valid_record_at(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
-		size_t *cap)
-{
-	size_t len;
-	uint64_t hint;
-
-	return off % JR_ALIGN == 0 &&
-	       read_record(j, off, seq, buf, cap, &len, &hint) == 1;
-}
-
-/* Replay stopped at j->off.  A crash can only tear the last record, so if
- * the record after it is intact, the stop is damage to a committed record,
- * and mounting would lose transactions that were acknowledged.  Where the
- * next record would start is known when the damaged record's header is
- * intact (hint, or 0); otherwise the aligned offsets of the next
- * JR_SCAN_WINDOW bytes are tried. */
-#define JR_SCAN_WINDOW (16u << 20)
-
-static int
-damage_behind(struct jr *j, uint64_t hint, uint8_t **buf, size_t *cap)
-{
-	uint64_t want = j->next_seq + 1;
-	uint64_t end = j->off + JR_SCAN_WINDOW < j->size ? j->off + JR_SCAN_WINDOW
-							   : j->size;
-
-	if (hint && valid_record_at(j, hint, want, buf, cap))
-		return 1;
-	for (uint64_t off = j->off + JR_ALIGN; off < end; off += JR_ALIGN)
-		if (valid_record_at(j, off, want, buf, cap))
-			return 1;
-	return 0;
-}
-
 /* Read the record with sequence number seq at off into *buf: 1 if it is
  * intact, 0 if there is none (never written, stale or torn: the end of the
  * records), or -errno.  *hint gets where the record after it would start
@@ -418,6 +380,42 @@ read_record(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
 		return 0; /* torn: the crash interrupted this append */
 	*lenp = len;
 	return 1;
+}
+
+/* Is there an intact record with sequence number seq at off? */
+static int
+valid_record_at(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
+		size_t *cap)
+{
+	size_t len;
+	uint64_t hint;
+
+	return off % JR_ALIGN == 0 &&
+	       read_record(j, off, seq, buf, cap, &len, &hint) == 1;
+}
+
+/* Replay stopped at off, where record seq should be.  A crash can only
+ * tear the last record, so if the record after it is intact, the stop is
+ * damage to a committed record,
+ * and mounting would lose transactions that were acknowledged.  Where the
+ * next record would start is known when the damaged record's header is
+ * intact (hint, or 0); otherwise the aligned offsets of the next
+ * JR_SCAN_WINDOW bytes are tried. */
+#define JR_SCAN_WINDOW (16u << 20)
+
+static int
+damage_behind(struct jr *j, uint64_t off, uint64_t seq, uint64_t hint,
+	      uint8_t **buf, size_t *cap)
+{
+	uint64_t end = off + JR_SCAN_WINDOW < j->size ? off + JR_SCAN_WINDOW
+						      : j->size;
+
+	if (hint && valid_record_at(j, hint, seq + 1, buf, cap))
+		return 1;
+	for (uint64_t o = off + JR_ALIGN; o < end; o += JR_ALIGN)
+		if (valid_record_at(j, o, seq + 1, buf, cap))
+			return 1;
+	return 0;
 }
 
 int
@@ -473,13 +471,11 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 		len = nlen;
 		rc = more;
 	}
-	uint64_t drop_off = j->off;
-	if (dropped) {
-		/* look for damage as if the dropped record had been taken */
-		j->off += rec_span(len);
-		j->next_seq++;
-	}
-	if (rc == 0 && cb_rc == 0 && damage_behind(j, stop_hint, &buf, &cap)) {
+	/* look for damage past a dropped record as if it had been taken */
+	uint64_t stop_off = dropped ? j->off + rec_span(len) : j->off;
+	uint64_t stop_seq = dropped ? j->next_seq + 1 : j->next_seq;
+	if (rc == 0 && cb_rc == 0 &&
+	    damage_behind(j, stop_off, stop_seq, stop_hint, &buf, &cap)) {
 		free(buf);
 		free(nbuf);
 		if (nrec != NULL)
@@ -488,12 +484,8 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 			    "%s: record %llu at offset %llu is damaged but the "
 			    "record after it is intact: replaying would lose "
 			    "committed transactions, so the store is not mounted",
-			    j->path, (unsigned long long)j->next_seq,
-			    (unsigned long long)j->off);
-	}
-	if (dropped) {
-		j->off = drop_off;
-		j->next_seq--;
+			    j->path, (unsigned long long)stop_seq,
+			    (unsigned long long)stop_off);
 	}
 	free(buf);
 	free(nbuf);

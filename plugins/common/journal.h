@@ -97,9 +97,9 @@ int jr_append(struct jr *j, const void *p, size_t n, uint64_t *seq,
  * holds the journal, and an O_DIRECT overwrite of the journal's
  * preallocated blocks needs no file-system metadata of its own (ext4 and
  * XFS on one device; not btrfs or ZFS, which copy on write, nor network or
- * FUSE file systems): the caller decides (backend-file: one_flush_ok).  Until then a
- * crash may leave the record durable and the caller's data not, or the
- * other way round; the caller must not let another record follow before
+ * FUSE file systems): the caller decides (backend-file: one_flush_ok).
+ * Until then a crash may leave the record durable and the caller's data
+ * not, or the other way round; the caller must not let another record follow before
  * that flush, and at replay must check the last record's data and return
  * JR_DROP when it is not all there. */
 int jr_write(struct jr *j, const void *p, size_t n, uint64_t *seq,

@@ -361,6 +361,20 @@ os_cmeta_decode(const void *p, size_t n, struct os_cmeta *c)
  * Both return -EIO after logging the object and offset when a checksum does
  * not match or stored bytes do not decompress: never bad data. */
 
+/* Read n stored bytes of chunk cno's block b (0 for a zstd chunk) and check
+ * them against the map: 0 when they match, 1 when they do not, -errno when
+ * they cannot be read.  Logs nothing. */
+static int
+read_stored(struct os *os, int fd, const struct os_cmeta *m, uint32_t cno,
+	    unsigned b, uint8_t *buf, size_t n)
+{
+	int rc = os_pread_full(fd, buf, n, os->hooks->stored_off(os, m, cno, b));
+
+	if (rc < 0)
+		return rc;
+	return tsr_crc32c(0, buf, n) != m->crc[b];
+}
+
 static int
 read_block(struct os *os, int fd, const char *name, uint64_t objid,
 	   uint32_t cno, unsigned b, const struct os_cmeta *m, uint8_t *out)
@@ -377,13 +391,13 @@ read_block(struct os *os, int fd, const char *name, uint64_t objid,
 		       ": stored data missing: %s", name, objid, off, strerror(-fd));
 		return -EIO;
 	}
-	rc = os_pread_full(fd, out, OS_BLOCK, os->hooks->stored_off(os, m, cno, b));
+	rc = read_stored(os, fd, m, cno, b, out, OS_BLOCK);
 	if (rc < 0) {
 		os_log(os, LOG_ERR, "object %s offset %" PRIu64 ": read: %s", name,
 		       off, strerror(-rc));
 		return -EIO;
 	}
-	if (tsr_crc32c(0, out, OS_BLOCK) != m->crc[b]) {
+	if (rc == 1) {
 		os_log(os, LOG_ERR, "object %s (id %" PRIu64 ") offset %" PRIu64
 		       ": checksum mismatch in stored data", name, objid, off);
 		return -EIO;
@@ -402,9 +416,8 @@ read_zchunk(struct os *os, ZSTD_DCtx *dctx, int fd, const char *name,
 
 	if (tmp == NULL)
 		return -ENOMEM;
-	rc = fd < 0 ? fd : os_pread_full(fd, tmp, m->stored,
-					 os->hooks->stored_off(os, m, cno, 0));
-	if (rc == 0 && tsr_crc32c(0, tmp, m->stored) != m->crc[0])
+	rc = fd < 0 ? fd : read_stored(os, fd, m, cno, 0, tmp, m->stored);
+	if (rc == 1)
 		rc = -EBADMSG;
 	if (rc == 0) {
 		got = ZSTD_decompressDCtx(dctx, out, OS_CHUNK, tmp, m->stored);
@@ -426,7 +439,7 @@ os_chunk_stored_ok(struct os *os, int fd, uint32_t cno, const struct os_cmeta *m
 {
 	size_t n = m->kind == OS_CHUNK_ZSTD ? m->stored : OS_BLOCK;
 	uint8_t *buf;
-	int ok = 1;
+	int rc = 0;
 
 	if (!m->present)
 		return 1;
@@ -434,20 +447,13 @@ os_chunk_stored_ok(struct os *os, int fd, uint32_t cno, const struct os_cmeta *m
 		return 0;
 	if ((buf = malloc(n)) == NULL)
 		return -ENOMEM;
-	if (m->kind == OS_CHUNK_ZSTD) {
-		ok = os_pread_full(fd, buf, n, os->hooks->stored_off(os, m, cno, 0));
-		if (ok == 0)
-			ok = tsr_crc32c(0, buf, n) == m->crc[0];
-	}
-	for (unsigned b = 0; m->kind == OS_CHUNK_RAW && b < OS_BPC && ok == 1; b++) {
-		if (m->zero & (1u << b))
-			continue;
-		ok = os_pread_full(fd, buf, OS_BLOCK, os->hooks->stored_off(os, m, cno, b));
-		if (ok == 0)
-			ok = tsr_crc32c(0, buf, OS_BLOCK) == m->crc[b];
-	}
+	if (m->kind == OS_CHUNK_ZSTD)
+		rc = read_stored(os, fd, m, cno, 0, buf, n);
+	for (unsigned b = 0; m->kind == OS_CHUNK_RAW && b < OS_BPC && rc == 0; b++)
+		if (!(m->zero & (1u << b)))
+			rc = read_stored(os, fd, m, cno, b, buf, OS_BLOCK);
 	free(buf);
-	return ok;
+	return rc < 0 ? rc : rc == 0;
 }
 
 /* ---- Preparing a transaction ---------------------------------------------
@@ -1719,11 +1725,11 @@ static int
 cmaps_add(void *arg, const void *k, size_t kl, const void *v, size_t vl)
 {
 	struct cmaps *c = arg;
+	uint64_t objid;
 	uint32_t no;
 
-	if (kl != 13)
+	if (!os_key_is_chunk(k, kl, &objid, &no))
 		return 0;
-	no = get_be32((const uint8_t *)k + 9);
 	if (no < c->first || no - c->first >= c->n)
 		return 0;
 	if (os_cmeta_decode(v, vl, &c->m[no - c->first]) < 0)

@@ -19,9 +19,9 @@
  * about 2x the necessary movement for that case).
  *
  * Cost: one draw per device under the root (eight at a time, see
- * pb_strat_draws) and one logarithm per class of
- * equal-weight devices in a domain (the best of equal-weight draws is the
- * largest hash), with no retries: distinctness of domains is by
+ * pb_strat_draws) and one logarithm per class of equal-weight devices in
+ * a domain (the best of equal-weight draws is the largest draw value),
+ * with no retries: distinctness of domains is by
  * construction, and out, down or reweighted-away devices simply do not
  * take part.
  */

@@ -35,6 +35,7 @@ hrw_map_input(const struct pb_map *m, const struct pb_rule *r, uint32_t x,
 	      uint32_t nrep, const uint32_t *w, uint32_t nw, int32_t *out)
 {
 	(void)m; /* everything needed is in the rule's tables */
+	struct hrw_ctx hc = { r, x };
 	uint32_t filled = 0;
 	double floor_draw = 0;
 	int32_t floor_id = 0;
@@ -62,9 +63,8 @@ hrw_map_input(const struct pb_map *m, const struct pb_rule *r, uint32_t x,
 			break;
 		for (uint32_t i = 0; i < cand.k && filled < nrep; i++) {
 			double unused;
-			struct hrw_ctx c = { r, x };
 			int32_t dev = pb_domain_best(r, &r->domains[cand.tag[i]],
-						     x, w, nw, hrw_hash24, &c,
+						     x, w, nw, hrw_hash24, &hc,
 						     &unused);
 			if (dev >= 0)
 				out[filled++] = dev;
