@@ -67,44 +67,105 @@ make_options(int create)
 	return o;
 }
 
+/* LevelDB's files that hold no data: it takes LOCK and starts its info
+ * log before it looks for CURRENT, so an open that found nothing (or a
+ * first start that died right there) leaves them behind. */
+static int
+no_data(const char *name)
+{
+	return strcmp(name, "LOCK") == 0 || strcmp(name, "LOG") == 0 ||
+	       strcmp(name, "LOG.old") == 0;
+}
+
+/* A file of a LevelDB store: MANIFEST-N, N.ldb, N.sst, N.log. */
+static int
+leveldb_file(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+
+	return strncmp(name, "MANIFEST-", 9) == 0 ||
+	       (dot && (strcmp(dot, ".ldb") == 0 || strcmp(dot, ".sst") == 0 ||
+			strcmp(dot, ".log") == 0));
+}
+
+enum { KV_ABSENT, KV_EMPTY, KV_STORE };
+
+/* What is at path: KV_ABSENT, KV_EMPTY (a directory holding nothing, or
+ * only no_data files), KV_STORE (a directory with CURRENT: LevelDB judges
+ * the rest), or a negative errno with the reason in err — files but no
+ * CURRENT is -EIO, and nothing is touched. */
+static int
+look(const char *path, enum tsr_kv_mode mode, char *err, size_t errlen)
+{
+	char cur[4096], first[256] = "";
+	struct dirent *de;
+	struct stat st;
+	int files = 0, ours = 0;
+	DIR *d;
+
+	if (stat(path, &st) != 0) {
+		if (errno == ENOENT)
+			return KV_ABSENT;
+		return tsr_errf(err, errlen, -errno, "LevelDB store %s: %s", path,
+				strerror(errno));
+	}
+	if (!S_ISDIR(st.st_mode))
+		return tsr_errf(err, errlen, -ENOTDIR, "LevelDB store %s: not a "
+				"directory", path);
+	snprintf(cur, sizeof(cur), "%s/CURRENT", path);
+	if (stat(cur, &st) == 0)
+		return KV_STORE;
+	if (errno != ENOENT)
+		return tsr_errf(err, errlen, -errno, "LevelDB store %s: %s: %s",
+				path, cur, strerror(errno));
+	if ((d = opendir(path)) == NULL)
+		return tsr_errf(err, errlen, -errno, "LevelDB store %s: %s", path,
+				strerror(errno));
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    no_data(de->d_name))
+			continue;
+		if (files++ == 0)
+			snprintf(first, sizeof(first), "%s", de->d_name);
+		ours += leveldb_file(de->d_name);
+	}
+	closedir(d);
+	if (files == 0)
+		return KV_EMPTY;
+	/* Never a new store over this: LevelDB would take the old tables for
+	 * garbage and delete them.  Never LevelDB's message either ("CURRENT
+	 * does not exist"), which reads as "no store here, make one". */
+	return tsr_errf(err, errlen, -EIO, "LevelDB store %s: holds %d file%s "
+			"(%s%s) but no CURRENT: %s; refusing to %s (restore CURRENT "
+			"from a backup, or move the directory away)", path, files,
+			files == 1 ? "" : "s", first, files > 1 ? ", ..." : "",
+			ours ? "a damaged LevelDB store, not a new one"
+			     : "other data, not a LevelDB store",
+			mode == TSR_KV_CREATE ? "create a store over it" : "open it");
+}
+
 int
-tsr_kv_open(const char *path, int create, struct tsr_kv **out, char *err,
-	    size_t errlen)
+tsr_kv_open(const char *path, enum tsr_kv_mode mode, struct tsr_kv **out,
+	    char *err, size_t errlen)
 {
 	struct tsr_kv *kv;
 	char *lerr = NULL;
-	struct stat st;
+	int what;
 
-	/* LevelDB creates the directory (and LOCK and LOG files) before it
-	 * finds the store missing; look first, so a failed open leaves
-	 * nothing behind.  A store always has CURRENT. */
-	if (!create) {
-		char cur[4096];
-		if (stat(path, &st) != 0)
-			return tsr_errf(err, errlen, -ENOENT,
-					"LevelDB store %s: cannot open: it does not exist",
-					path);
-		snprintf(cur, sizeof(cur), "%s/CURRENT", path);
-		if (S_ISDIR(st.st_mode) && stat(cur, &st) != 0 && errno == ENOENT) {
-			DIR *d = opendir(path);
-			struct dirent *de;
-			int empty = 1;
-			while (d && (de = readdir(d)) != NULL)
-				if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-					empty = 0;
-			if (d)
-				closedir(d);
-			if (empty)
-				return tsr_errf(err, errlen, -ENOENT,
-						"LevelDB store %s: cannot open: the "
-						"directory is empty", path);
-		}
-	}
+	/* Decide here, not in LevelDB: with create_if_missing it makes a new
+	 * store wherever CURRENT is missing, and without it, it still
+	 * creates the directory (and LOCK and LOG) before it finds out. */
+	if ((what = look(path, mode, err, errlen)) < 0)
+		return what;
+	if (what != KV_STORE && mode != TSR_KV_CREATE)
+		return tsr_errf(err, errlen, -ENOENT, "LevelDB store %s: cannot "
+				"open: %s", path, what == KV_ABSENT ? "it does not exist"
+				: "the directory is empty");
 	kv = calloc(1, sizeof(*kv));
 	if (kv == NULL)
 		return tsr_errf(err, errlen, -ENOMEM, "out of memory");
 	kv->path = strdup(path);
-	kv->opts = make_options(create);
+	kv->opts = make_options(what != KV_STORE);
 	kv->ropts = leveldb_readoptions_create();
 	leveldb_readoptions_set_verify_checksums(kv->ropts, 1);
 	kv->wsync = leveldb_writeoptions_create();

@@ -60,6 +60,7 @@
 
 #define LOG_ERR TSR_LOG_ERROR
 #define LOG_INFO TSR_LOG_INFO
+#define LOG_WARN TSR_LOG_WARN
 
 /* ---- Options ------------------------------------------------------------*/
 
@@ -782,7 +783,7 @@ bd_mkfs_op(void *inst, char *err, size_t errlen)
 		return rc;
 	os_super_new(os, 1);
 	memcpy(os->sb.uuid, bd->dsb.uuid, sizeof(os->sb.uuid));
-	if ((rc = tsr_kv_open(os->meta_path, 1, &os->kv, err, errlen)) < 0)
+	if ((rc = tsr_kv_open(os->meta_path, TSR_KV_CREATE, &os->kv, err, errlen)) < 0)
 		return rc;
 	rc = os_super_store(os, 1, err, errlen);
 	tsr_kv_close(os->kv);
@@ -862,7 +863,7 @@ open_dev(struct bdev *bd, int rebuild, char *err, size_t errlen)
 		goto fail;
 	}
 	bd->nblocks = (bd->dsb.device_bytes - bd->dsb.data_offset) / OS_BLOCK;
-	if ((rc = tsr_kv_open(os->meta_path, 0, &os->kv, err, errlen)) < 0) {
+	if ((rc = tsr_kv_open(os->meta_path, TSR_KV_OPEN, &os->kv, err, errlen)) < 0) {
 		if (rc == -ENOENT)
 			errf(err, errlen, -ENOENT, "%s: no metadata store (meta_path) for "
 			     "the device %s", os->meta_path, bd->dev_path);
@@ -880,8 +881,12 @@ open_dev(struct bdev *bd, int rebuild, char *err, size_t errlen)
 	uint64_t nrec = 0;
 	snprintf(jpath, sizeof(jpath), "%s/journal", os->meta_path);
 	if ((rc = jr_open(jpath, bd->dsb.uuid, &bd->jr, err, errlen)) < 0 ||
-	    (rc = jr_replay(bd->jr, replay_record, bd, &nrec, err, errlen)) < 0 ||
-	    (rc = os_super_load(os, err, errlen)) < 0 ||
+	    (rc = jr_replay(bd->jr, replay_record, bd, &nrec, err, errlen)) < 0)
+		goto fail;
+	char why[512];
+	if (jr_dropped(bd->jr, why, sizeof(why)))
+		os_log(os, LOG_WARN, "%s", why);
+	if ((rc = os_super_load(os, err, errlen)) < 0 ||
 	    (rc = checkpoint(bd, err, errlen)) < 0)
 		goto fail;
 	if (nrec)
@@ -975,6 +980,9 @@ bd_fsck(void *inst, int repair, tsr_fsck_cb cb, void *arg)
 			cb(arg, err, 0);
 		return rc;
 	}
+	/* replay dropped it, repair or not: the store is whole without it */
+	if (jr_dropped(bd->jr, err, sizeof(err)) && cb)
+		cb(arg, err, 1);
 	struct rebuild r = { bd, bd->alloc, 0, 0, NULL };
 	/* claim every map's blocks as fsck walks them: overlaps and blocks
 	 * past the end are reported by claim() through r.fsck */

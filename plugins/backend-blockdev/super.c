@@ -106,6 +106,56 @@ bd_super_write(int fd, const char *path, const struct bd_super *sb, char *err,
 	return 0;
 }
 
+/* The envelope's body as version 1 writes it: magic, uuid, block size,
+ * device size, data offset, creation time. */
+#define BD_BODY_V1 (8u + 16u + 4u + 8u + 8u + 8u)
+
+static uint64_t
+get_le(const uint8_t *b, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | b[i];
+	return v;
+}
+
+/* The magic is not ours: is this a superblock of ours that was damaged,
+ * rather than a foreign device?  The advice for a foreign device is mkfs,
+ * which destroys what a damaged one holds, so "foreign" takes all of the
+ * evidence: the magic far from ours, the checksum not holding with ours
+ * put in its place, and the envelope and fields not where ours put them
+ * with values ours can have.  1 (why says which evidence) or 0. */
+static int
+damaged_not_foreign(const uint8_t block[BD_SUPER_SIZE], uint64_t magic,
+		    char *why, size_t whylen)
+{
+	int bits = __builtin_popcountll(magic ^ BD_MAGIC);
+	uint8_t fixed[6 + BD_BODY_V1 + 4];
+	struct bd_super f;
+
+	/* the checksum, with our magic where it belongs */
+	memcpy(fixed, block, sizeof(fixed));
+	for (int i = 0; i < 8; i++)
+		fixed[6 + i] = (uint8_t)(BD_MAGIC >> (8 * i));
+	int crc_holds = get_le(block + 2, 4) == BD_BODY_V1 &&
+			tsr_crc32c(0, fixed, 6 + BD_BODY_V1) ==
+			get_le(block + 6 + BD_BODY_V1, 4);
+	/* the layout: our envelope header, and fields where ours are */
+	f.block_size = (uint32_t)get_le(block + 6 + 8 + 16, 4);
+	f.device_bytes = get_le(block + 6 + 8 + 16 + 4, 8);
+	f.data_offset = get_le(block + 6 + 8 + 16 + 4 + 8, 8);
+	int layout = block[0] == 1 && block[1] == 1 &&
+		     get_le(block + 2, 4) == BD_BODY_V1 && valid_fields(&f);
+
+	if (bits > 8 && !crc_holds && !layout)
+		return 0;
+	snprintf(why, whylen, "it differs from ours in %d bit%s%s", bits, bits == 1 ? "" : "s",
+		 crc_holds ? ", and with ours in its place the checksum holds"
+		 : layout ? ", and the rest is laid out as ours is" : "");
+	return 1;
+}
+
 int
 bd_super_read(int fd, const char *path, struct bd_super *sb, char *err,
 	      size_t errlen)
@@ -127,13 +177,23 @@ bd_super_read(int fd, const char *path, struct bd_super *sb, char *err,
 		return errf(err, errlen, -EIO, path, "cannot read the superblock: %s",
 			    got < 0 ? strerror(errno) : "short read");
 	/* the magic sits right after the 6-byte envelope header: check it
-	 * first so a foreign device is called foreign, not corrupt */
+	 * first so a foreign device is called foreign, not corrupt; but one
+	 * of ours with a damaged magic must not be sent to mkfs */
 	tsr_dec_init(&d, block + 6, 8);
 	magic = tsr_dec_u64(&d);
-	if (magic != BD_MAGIC)
+	if (magic != BD_MAGIC) {
+		char why[128];
+		if (damaged_not_foreign(block, magic, why, sizeof(why)))
+			return errf(err, errlen, -EIO, path,
+				    "superblock is damaged: its magic is %016llx, not "
+				    "%016llx, but %s: a damaged Tessera block device, "
+				    "not a foreign one (mkfs would erase the objects it "
+				    "holds)", (unsigned long long)magic,
+				    (unsigned long long)BD_MAGIC, why);
 		return errf(err, errlen, -EINVAL, path,
 			    "not a Tessera block device (magic %016llx, expected %016llx); run mkfs first",
 			    (unsigned long long)magic, (unsigned long long)BD_MAGIC);
+	}
 	tsr_dec_init(&d, block, sizeof(block));
 	rc = tsr_dec_begin_struct(&d, 1, &version, &sub);
 	if (rc == -EOPNOTSUPP)

@@ -15,8 +15,11 @@
  *
  * The CRC32C covers the envelope's bytes, so a torn or flipped superblock
  * is told apart from a foreign one (wrong magic) and from one written by
- * a newer version (envelope compat above ours).  Every error names the
- * path and says which of these it is.
+ * a newer version (envelope compat above ours).  A wrong magic alone does
+ * not make a device foreign: one a few bits from ours, or whose checksum
+ * holds with ours put back, or with the rest laid out as above, is ours
+ * and damaged — the advice for a foreign device is mkfs, which would erase
+ * it.  Every error names the path and says which of these it is.
  */
 #ifndef TSR_BD_SUPER_H
 #define TSR_BD_SUPER_H
@@ -45,8 +48,9 @@ int bd_super_write(int fd, const char *path, const struct bd_super *sb,
 		   char *err, size_t errlen);
 
 /* Read and check the superblock: -ENOTBLK-free wording, errors:
- *   -EINVAL   not a Tessera block device (magic), or a field out of range
- *   -EIO      checksum mismatch, short read
+ *   -EINVAL   not a Tessera block device (magic, and nothing else of
+ *             ours), or a field out of range
+ *   -EIO      checksum mismatch, a damaged magic, short read
  *   -EOPNOTSUPP written by a newer version
  *   -ENOSPC   the device is now smaller than it was formatted */
 int bd_super_read(int fd, const char *path, struct bd_super *sb, char *err,

@@ -1143,7 +1143,7 @@ fs_mkfs(void *inst, char *err, size_t errlen)
 		return rc;
 	}
 	snprintf(sub, sizeof(sub), "%s/meta", os->path);
-	rc = tsr_kv_open(sub, 1, &kv, err, errlen);
+	rc = tsr_kv_open(sub, TSR_KV_CREATE, &kv, err, errlen);
 	if (rc == 0) {
 		os->kv = kv;
 		rc = os_super_store(os, 1, err, errlen);
@@ -1321,7 +1321,7 @@ open_store(struct os *os, char *err, size_t errlen)
 		goto fail;
 	}
 	snprintf(os->meta_path, sizeof(os->meta_path), "%s", sub);
-	if ((rc = tsr_kv_open(sub, 0, &os->kv, err, errlen)) < 0 ||
+	if ((rc = tsr_kv_open(sub, TSR_KV_OPEN, &os->kv, err, errlen)) < 0 ||
 	    (rc = os_super_load(os, err, errlen)) < 0)
 		goto fail;
 	snprintf(sub, sizeof(sub), "%s/journal", os->path);
@@ -1335,6 +1335,9 @@ open_store(struct os *os, char *err, size_t errlen)
 			     os->path);
 		goto fail;
 	}
+	char why[512];
+	if (jr_dropped(F(os)->jr, why, sizeof(why)))
+		os_log(os, LOG_WARN, "%s", why);
 	if ((rc = os_super_load(os, err, errlen)) < 0 ||
 	    (rc = checkpoint(os, err, errlen)) < 0)
 		goto fail;
@@ -1448,6 +1451,9 @@ fs_fsck(void *inst, int repair, tsr_fsck_cb cb, void *arg)
 			cb(arg, err, 0);
 		return rc;
 	}
+	/* replay dropped it, repair or not: the store is whole without it */
+	if (jr_dropped(F(os)->jr, err, sizeof(err)) && cb)
+		cb(arg, err, 1);
 	rc = os_fsck_run(os, repair, cb, arg, NULL, NULL);
 	close_store(os);
 	return rc;

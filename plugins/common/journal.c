@@ -34,6 +34,10 @@ struct jr {
 	uint64_t nonce;   /* this lap's checksum seed (see rec_crc) */
 	uint64_t next_seq;
 	uint64_t off;     /* where the next record goes */
+	/* the damaged last record the last replay dropped (seq 0: none),
+	 * and why; see jr_dropped */
+	uint64_t drop_seq, drop_off;
+	char drop_why[128];
 };
 
 struct jr_header {
@@ -338,6 +342,27 @@ rec_span(uint64_t n)
 	return (JR_REC_HEADER + n + JR_ALIGN - 1) / JR_ALIGN * JR_ALIGN;
 }
 
+/* The len bytes of payload of the record at off into *buf, grown to fit:
+ * 1, 0 when the file ends before them, or -errno. */
+static int
+read_payload(struct jr *j, uint64_t off, uint32_t len, uint8_t **buf,
+	     size_t *cap)
+{
+	int rc;
+
+	if (len > *cap) {
+		uint8_t *nb = realloc(*buf, len ? len : 1);
+		if (nb == NULL)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = len;
+	}
+	rc = full_pread(j->fd, *buf, len, off + JR_REC_HEADER);
+	if (rc < 0)
+		return rc == -ENODATA ? 0 : rc;
+	return 1;
+}
+
 /* Read the record with sequence number seq at off into *buf: 1 if it is
  * intact, 0 if there is none (never written, stale or torn: the end of the
  * records), or -errno.  *hint gets where the record after it would start
@@ -365,16 +390,9 @@ read_record(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
 		return 0;
 	crc = tsr_dec_u32(&d);
 	*hint = off + rec_span(len);
-	if (len > *cap) {
-		uint8_t *nb = realloc(*buf, len ? len : 1);
-		if (nb == NULL)
-			return -ENOMEM;
-		*buf = nb;
-		*cap = len;
-	}
-	rc = full_pread(j->fd, *buf, len, off + JR_REC_HEADER);
-	if (rc < 0)
-		return rc == -ENODATA ? 0 : rc;
+	rc = read_payload(j, off, len, buf, cap);
+	if (rc <= 0)
+		return rc;
 	put_le32(hdr + 16, 0);
 	if (rec_crc(j, hdr, *buf, len) != crc)
 		return 0; /* torn: the crash interrupted this append */
@@ -392,6 +410,65 @@ valid_record_at(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
 
 	return off % JR_ALIGN == 0 &&
 	       read_record(j, off, seq, buf, cap, &len, &hint) == 1;
+}
+
+/* Replay stopped at off, where record seq should be, and found no intact
+ * record there.  Is a record there all the same, damaged?  Zeros, a record
+ * of an earlier lap and the end of the file are the normal end of the
+ * records; a header with our magic and that seq whose length or checksum
+ * is wrong is a record that was written, and so is one whose magic or seq
+ * alone is wrong but whose checksum holds when they are put right (one
+ * flipped byte in its header).  1 with the reason in why, 0, or -errno. */
+static int
+damaged_record_at(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
+		  size_t *cap, char *why, size_t whylen)
+{
+	uint8_t hdr[JR_REC_HEADER], fixed[JR_REC_HEADER];
+	struct tsr_dec d;
+	uint32_t magic, len, crc;
+	uint64_t rseq;
+	int rc;
+
+	if (off % JR_ALIGN != 0 || off + JR_REC_HEADER > j->size)
+		return 0;
+	rc = full_pread(j->fd, hdr, JR_REC_HEADER, off);
+	if (rc < 0)
+		return rc == -ENODATA ? 0 : rc;
+	tsr_dec_init(&d, hdr, JR_REC_HEADER);
+	magic = tsr_dec_u32(&d);
+	len = tsr_dec_u32(&d);
+	rseq = tsr_dec_u64(&d);
+	crc = tsr_dec_u32(&d);
+	if (magic != JR_REC_MAGIC && rseq != seq)
+		return 0; /* not ours, or two things wrong: the end */
+	if (magic != JR_REC_MAGIC || rseq != seq) {
+		/* one flipped byte, not a record of an earlier lap (which
+		 * would not check out anyway, but may be long to read) */
+		uint64_t x = magic != JR_REC_MAGIC ? magic ^ JR_REC_MAGIC : rseq ^ seq;
+		while ((x & 0xff) == 0)
+			x >>= 8;
+		if (x > 0xff)
+			return 0;
+	}
+	if (rec_span(len) > j->size - off) {
+		if (magic != JR_REC_MAGIC || rseq != seq)
+			return 0;
+		return errf(why, whylen, 1, "has a length (%u bytes) that runs "
+			    "past the journal's end", len);
+	}
+	rc = read_payload(j, off, len, buf, cap);
+	if (rc <= 0)
+		return rc;
+	if (magic == JR_REC_MAGIC && rseq == seq)
+		return errf(why, whylen, 1, "fails its checksum");
+	/* the checksum covers magic and seq: with the one that is wrong put
+	 * right, does it hold?  A record of an earlier lap never does (its
+	 * lap's nonce seeded it). */
+	rec_header(fixed, len, seq);
+	if (rec_crc(j, fixed, *buf, len) != crc)
+		return 0;
+	return errf(why, whylen, 1, "has a damaged %s in its header",
+		    magic != JR_REC_MAGIC ? "magic" : "sequence number");
 }
 
 /* Replay stopped at off, where record seq should be.  A crash can only
@@ -429,6 +506,7 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 
 	j->off = JR_HEADER_SIZE;
 	j->next_seq = j->cp_seq + 1;
+	j->drop_seq = 0;
 	rc = read_record(j, j->off, j->next_seq, &buf, &cap, &len, &stop_hint);
 	while (rc > 0) {
 		/* read one ahead, so the callback knows the last record */
@@ -487,6 +565,20 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 			    j->path, (unsigned long long)stop_seq,
 			    (unsigned long long)stop_off);
 	}
+	/* The stop is the end of what was written.  A record there that was
+	 * written but does not check out is dropped, as a crash in the middle
+	 * of its write requires; but it may as well have been damaged after
+	 * it was acknowledged, so it is never dropped without a word (the
+	 * store logs jr_dropped, fsck reports it). */
+	if (rc == 0 && cb_rc == 0 && !dropped) {
+		rc = damaged_record_at(j, stop_off, stop_seq, &buf, &cap,
+				       j->drop_why, sizeof(j->drop_why));
+		if (rc > 0) {
+			j->drop_seq = stop_seq;
+			j->drop_off = stop_off;
+			rc = 0;
+		}
+	}
 	free(buf);
 	free(nbuf);
 	if (nrec != NULL)
@@ -500,6 +592,19 @@ jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec, char *err,
 		     j->path, (unsigned long long)j->next_seq,
 		     (unsigned long long)j->off, strerror(-rc));
 	return rc < 0 ? rc : 0;
+}
+
+int
+jr_dropped(const struct jr *j, char *msg, size_t msglen)
+{
+	if (j->drop_seq == 0)
+		return 0;
+	errf(msg, msglen, 1, "%s: last record at offset %llu (seq %llu) %s; "
+	     "dropped as a torn write (a crash cut its write short; or the disk "
+	     "damaged it after it was acknowledged, and this store lost that "
+	     "transaction)", j->path, (unsigned long long)j->drop_off,
+	     (unsigned long long)j->drop_seq, j->drop_why);
+	return 1;
 }
 
 /* Header, payload and zero padding in the aligned buffer. */

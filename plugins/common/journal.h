@@ -36,6 +36,10 @@
  * replay stops at the first record that is torn (bad crc), has the wrong
  * seq (a stale one from an earlier lap) or does not fit — that is where
  * the crash interrupted the writer, and nothing after it was acknowledged.
+ * A record there that was written but fails its checksum (or whose
+ * header has one damaged field) is dropped, but never silently: the disk
+ * may have damaged it after it was acknowledged, so jr_dropped says so
+ * and the stores log it at mount and report it in fsck.
  *
  * The file is filled with zeros when it is created, so that appending
  * never allocates blocks and a synced write is data, not file-system
@@ -82,6 +86,12 @@ typedef int (*jr_record_cb)(void *arg, uint64_t seq, const void *p, size_t n,
 			    int last);
 int jr_replay(struct jr *j, jr_record_cb cb, void *arg, uint64_t *nrec,
 	      char *err, size_t errlen);
+
+/* After jr_replay: 1 when it dropped a last record that was written but
+ * does not check out (read as a torn write), with a sentence naming the
+ * journal, the record's offset and seq and what is wrong in msg; else 0.
+ * (A record the callback dropped with JR_DROP is the caller's to report.) */
+int jr_dropped(const struct jr *j, char *msg, size_t msglen);
 
 /* Append one record and fdatasync it: when this returns 0 the record
  * survives a crash.  -ENOSPC when it does not fit in what is left before

@@ -832,7 +832,7 @@ maps_read(struct store *s, struct maps *ms)
 	int rc;
 
 	memset(ms, 0, sizeof(*ms));
-	rc = tsr_kv_open(s->mpath, 0, &kv, s->err, sizeof(s->err));
+	rc = tsr_kv_open(s->mpath, TSR_KV_OPEN, &kv, s->err, sizeof(s->err));
 	ck_assert_msg(rc == 0, "%s", s->err);
 	rc = tsr_kv_scan(kv, "C", 1, "D", 1, maps_add, ms, s->err, sizeof(s->err));
 	ck_assert_msg(rc == 0, "%s", s->err);
@@ -847,7 +847,7 @@ meta_put(struct store *s, const void *k, size_t kl, const void *v, size_t vl)
 	struct tsr_kv_batch *b;
 	int rc;
 
-	rc = tsr_kv_open(s->mpath, 0, &kv, s->err, sizeof(s->err));
+	rc = tsr_kv_open(s->mpath, TSR_KV_OPEN, &kv, s->err, sizeof(s->err));
 	ck_assert_msg(rc == 0, "%s", s->err);
 	b = tsr_kv_batch_create();
 	ck_assert_ptr_nonnull(b);
@@ -1252,9 +1252,11 @@ START_TEST(superblock_damaged)
 		want = -EINVAL, says = "not a Tessera block device";
 		break;
 	case SB_MAGIC:
+		/* the rest is ours: damage, never "run mkfs" (see
+		 * test_bd_super.c, flipped_magic_not_sent_to_mkfs) */
 		memcpy(sb + 6, "NOTBDEV1", 8);
 		file_pwrite(s.path, 0, sb, sizeof(sb));
-		want = -EINVAL, says = "magic";
+		want = -EIO, says = "damaged";
 		break;
 	case SB_CHECKSUM:
 		file_garble(s.path, 6 + 8 + 3, 1);
@@ -1401,6 +1403,71 @@ START_TEST(meta_foreign)
 	expect_fsck_clean(&o);
 	expect_fsck_clean(&s);
 	st_free(&o);
+	st_free(&s);
+}
+END_TEST
+
+/* The names and sizes of the files in dir, sorted, one string. */
+static void
+dir_listing(const char *dir, char *out, size_t outlen)
+{
+	char names[64][300];
+	struct dirent *de;
+	size_t used = 0;
+	int n = 0;
+	DIR *d = opendir(dir);
+
+	ck_assert_msg(d != NULL, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d)) != NULL) {
+		char p[PATH_MAX];
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		ck_assert_int_lt(n, 64);
+		path_join(p, sizeof(p), dir, de->d_name);
+		snprintf(names[n++], sizeof(names[0]), "%s:%lld", de->d_name,
+			 (long long)file_size(p));
+	}
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(names[0]),
+	      (int (*)(const void *, const void *))strcmp);
+	out[0] = '\0';
+	for (int i = 0; i < n; i++)
+		used += (size_t)snprintf(out + used, used < outlen ? outlen - used : 0,
+					 "%s ", names[i]);
+	ck_assert_uint_lt(used, outlen);
+}
+
+/* Bug: a metadata store whose CURRENT is gone read as no store at all
+ * (LevelDB's "does not exist", -ENOENT), and one opened with create would
+ * have been made anew over its tables.  The mount and fsck refuse it as
+ * damaged, naming meta_path and CURRENT; mkfs does not take it; nothing in
+ * it is touched. */
+START_TEST(store_missing_current_refused)
+{
+	struct store s;
+	struct fsck_log fl;
+	char cur[PATH_MAX], saved[256], before[8192], after[8192];
+	off_t len;
+
+	pop_store(&s, "store");
+	path_join(cur, sizeof(cur), s.mpath, "CURRENT");
+	len = file_size(cur);
+	ck_assert(len > 0 && (size_t)len < sizeof(saved));
+	file_pread(cur, 0, saved, (size_t)len);
+	ck_assert_int_eq(unlink(cur), 0);
+	dir_listing(s.mpath, before, sizeof(before));
+
+	expect_mount_fails(&s, -EIO, s.mpath, "no CURRENT");
+	ck_assert_contains(s.err, "damaged");
+	ck_assert_int_eq(st_fsck(&s, 0, &fl), -EIO);
+	ck_assert_contains(fl.all, s.mpath);
+	ck_assert_contains(fl.all, "no CURRENT");
+	ck_assert_int_eq(st_mkfs(&s), -EEXIST);
+	dir_listing(s.mpath, after, sizeof(after));
+	ck_assert_str_eq(after, before);
+
+	file_put(cur, saved, (size_t)len);
+	pop_remount_verify(&s);
 	st_free(&s);
 }
 END_TEST
@@ -1751,6 +1818,18 @@ START_TEST(crash_replay)
 	st_mount_ok(&c);
 	ck_assert_msg(log_find(NULL, c.path, "replayed", NULL) >= 0,
 		      "%s: no journal records replayed", cr_variant[v]);
+	/* a record dropped is never dropped silently (see test_bf_journal.c,
+	 * last_record_flip_not_silent) */
+	if (v == CR_TORN) {
+		int lvl;
+		ck_assert_msg(log_find(&lvl, c.jpath, "fails its checksum",
+				       "dropped as a torn write", NULL) >= 0,
+			      "%s: the last record was dropped without a warning",
+			      cr_variant[v]);
+		ck_assert_int_eq(lvl, TSR_LOG_WARN);
+	} else {
+		ck_assert_int_lt(log_find(NULL, "torn write", NULL), 0);
+	}
 	for (unsigned i = 0; i < W_TXNS - 1; i++) {
 		rc = w_state(&c, i, why, sizeof(why));
 		ck_assert_msg(rc == 1, "%s: an acknowledged transaction is lost or "
@@ -2680,6 +2759,7 @@ main(void)
 		tcase_add_test(tc, meta_missing);
 		tcase_add_test(tc, meta_empty_dir);
 		tcase_add_test(tc, meta_foreign);
+		tcase_add_test(tc, store_missing_current_refused);
 		tcase_add_loop_test(tc, leveldb_damaged, 0, LDB_NVARIANTS);
 		tcase_add_loop_test(tc, journal_bad, 0, JR_NVARIANTS);
 		tcase_add_loop_test(tc, crash_replay, 0, CR_NVARIANTS);

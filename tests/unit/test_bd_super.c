@@ -87,6 +87,50 @@ START_TEST(damaged_superblock)
 }
 END_TEST
 
+/* Bug: one flipped bit in the magic made the device "not a Tessera block
+ * device ... run mkfs first", advice that erases it.  A magic near ours,
+ * or any magic over a superblock that is otherwise ours, is damage; only
+ * a block with nothing of ours is foreign. */
+START_TEST(flipped_magic_not_sent_to_mkfs)
+{
+	struct bd_super sb = sample(), got;
+	uint8_t block[BD_SUPER_SIZE], b;
+
+	ck_assert_int_eq(bd_super_write(fd, path, &sb, err, sizeof(err)), 0);
+	ck_assert_int_eq(pread(fd, block, sizeof(block), 0), (ssize_t)sizeof(block));
+	/* each bit of the magic in turn */
+	for (int bit = 0; bit < 64; bit++) {
+		b = block[6 + bit / 8] ^ (uint8_t)(1u << (bit % 8));
+		ck_assert_int_eq(pwrite(fd, &b, 1, 6 + bit / 8), 1);
+		err[0] = '\0';
+		ck_assert_msg(bd_super_read(fd, path, &got, err, sizeof(err)) == -EIO,
+			      "magic bit %d flipped: %s", bit, err);
+		ck_assert_contains(err, path);
+		ck_assert_contains(err, "damaged");
+		ck_assert_contains(err, "differs from ours in 1 bit,");
+		ck_assert_msg(strstr(err, "run mkfs") == NULL, "bit %d: %s", bit, err);
+		ck_assert_int_eq(pwrite(fd, block + 6 + bit / 8, 1, 6 + bit / 8), 1);
+	}
+	/* the whole magic overwritten, the rest ours: still damage */
+	ck_assert_int_eq(pwrite(fd, "\x58\x46\x53\x42\x00\x00\x10\x00", 8, 6), 8);
+	ck_assert_int_eq(bd_super_read(fd, path, &got, err, sizeof(err)), -EIO);
+	ck_assert_contains(err, "checksum holds");
+	ck_assert_msg(strstr(err, "run mkfs") == NULL, "%s", err);
+	/* ... and with the checksum gone too, the layout still says ours */
+	ck_assert_int_eq(pwrite(fd, "\0\0\0\0", 4, 6 + 52), 4);
+	ck_assert_int_eq(bd_super_read(fd, path, &got, err, sizeof(err)), -EIO);
+	ck_assert_contains(err, "laid out as ours");
+	/* nothing of ours left: foreign, and mkfs is the advice */
+	for (size_t i = 0; i < sizeof(block); i++)
+		block[i] = (uint8_t)(i * 37u + 11u);
+	ck_assert_int_eq(pwrite(fd, block, sizeof(block), 0), (ssize_t)sizeof(block));
+	ck_assert_int_eq(bd_super_read(fd, path, &got, err, sizeof(err)), -EINVAL);
+	ck_assert_contains(err, path);
+	ck_assert_contains(err, "not a Tessera block device");
+	ck_assert_contains(err, "run mkfs");
+}
+END_TEST
+
 START_TEST(newer_version)
 {
 	struct bd_super sb = sample(), got;
@@ -139,6 +183,7 @@ main(void)
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, foreign_device);
 	tcase_add_test(tc, damaged_superblock);
+	tcase_add_test(tc, flipped_magic_not_sent_to_mkfs);
 	tcase_add_test(tc, newer_version);
 	tcase_add_test(tc, shrunk_device);
 	tcase_add_test(tc, tiny_and_invalid);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -32,7 +33,7 @@ teardown(void)
 }
 
 static struct tsr_kv *
-open_db(const char *name, int create)
+open_db(const char *name, enum tsr_kv_mode create)
 {
 	char path[400];
 	struct tsr_kv *kv = NULL;
@@ -70,7 +71,7 @@ expect(struct tsr_kv *kv, const char *k, const char *v)
 
 START_TEST(put_get_delete_reopen)
 {
-	struct tsr_kv *kv = open_db("db", 1);
+	struct tsr_kv *kv = open_db("db", TSR_KV_CREATE);
 	struct tsr_kv_batch *b;
 
 	put(kv, "a", "1", 0);
@@ -92,7 +93,7 @@ START_TEST(put_get_delete_reopen)
 	tsr_kv_free(val);
 	expect(kv, "a", NULL);
 	tsr_kv_close(kv);
-	kv = open_db("db", 0);
+	kv = open_db("db", TSR_KV_OPEN);
 	expect(kv, "b", "two");
 	expect(kv, "a", NULL);
 	tsr_kv_close(kv);
@@ -101,7 +102,7 @@ END_TEST
 
 START_TEST(batch_is_all_or_nothing_to_readers)
 {
-	struct tsr_kv *kv = open_db("db", 1);
+	struct tsr_kv *kv = open_db("db", TSR_KV_CREATE);
 	struct tsr_kv_batch *b = tsr_kv_batch_create();
 
 	tsr_kv_batch_put(b, "x", 1, "1", 1);
@@ -144,7 +145,7 @@ collect(void *arg, const void *k, size_t kl, const void *v, size_t vl)
 
 START_TEST(scan_ranges_in_byte_order)
 {
-	struct tsr_kv *kv = open_db("db", 1);
+	struct tsr_kv *kv = open_db("db", TSR_KV_CREATE);
 	const char *keys[] = { "b", "a", "ab", "c", "\xff", "B" };
 	struct seen s = { .n = 0 };
 
@@ -176,7 +177,7 @@ START_TEST(missing_store_named)
 	struct tsr_kv *kv = NULL;
 
 	snprintf(path, sizeof(path), "%s/nope", dir);
-	ck_assert_int_eq(tsr_kv_open(path, 0, &kv, err, sizeof(err)), -ENOENT);
+	ck_assert_int_eq(tsr_kv_open(path, TSR_KV_OPEN, &kv, err, sizeof(err)), -ENOENT);
 	ck_assert_ptr_null(kv);
 	ck_assert_contains(err, path);
 	ck_assert_contains(err, "cannot open");
@@ -215,7 +216,7 @@ damage(const char *db, const char *prefix)
 START_TEST(damaged_store_reported)
 {
 	char path[400];
-	struct tsr_kv *kv = open_db("db", 1);
+	struct tsr_kv *kv = open_db("db", TSR_KV_CREATE);
 
 	for (int i = 0; i < 200; i++) {
 		char k[16];
@@ -228,15 +229,166 @@ START_TEST(damaged_store_reported)
 	 * the path and LevelDB's reason, without a crash */
 	ck_assert_int_ge(damage(path, "MANIFEST"), 1);
 	kv = NULL;
-	int rc = tsr_kv_open(path, 0, &kv, err, sizeof(err));
+	int rc = tsr_kv_open(path, TSR_KV_OPEN, &kv, err, sizeof(err));
 	ck_assert_int_lt(rc, 0);
 	ck_assert_ptr_null(kv);
 	ck_assert_contains(err, path);
 	/* repair rebuilds a manifest from what it can read */
 	ck_assert_msg(tsr_kv_repair(path, err, sizeof(err)) == 0, "%s", err);
-	kv = open_db("db", 0);
+	kv = open_db("db", TSR_KV_OPEN);
 	expect(kv, "key000", "some value that is long enough to matter");
 	tsr_kv_close(kv);
+}
+END_TEST
+
+/* The names and sizes of the files in path, sorted, into out. */
+static void
+listing(const char *path, char *out, size_t outlen)
+{
+	char names[64][300];
+	struct dirent *de;
+	int n = 0;
+	size_t used = 0;
+	DIR *d = opendir(path);
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL && n < 64) {
+		char p[1024];
+		struct stat st;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
+		ck_assert_int_eq(stat(p, &st), 0);
+		snprintf(names[n++], sizeof(names[0]), "%s:%lld", de->d_name,
+			 (long long)st.st_size);
+	}
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(names[0]),
+	      (int (*)(const void *, const void *))strcmp);
+	out[0] = '\0';
+	for (int i = 0; i < n; i++)
+		used += (size_t)snprintf(out + used, used < outlen ? outlen - used : 0,
+					 "%s ", names[i]);
+	ck_assert_uint_lt(used, outlen);
+}
+
+/* Bug: a store whose CURRENT is gone was taken for a new one: LevelDB,
+ * asked to create a missing store, made a fresh one there and deleted
+ * the old tables.  Now it is refused as damaged, in either mode, with the
+ * path and what is missing, and its files stay as they were. */
+START_TEST(store_missing_current_refused)
+{
+	char path[400], cur[450], before[8192], after[8192];
+	struct tsr_kv *kv = open_db("db", TSR_KV_CREATE);
+
+	for (int i = 0; i < 200; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "key%03d", i);
+		put(kv, k, "a value long enough to reach a table file", 1);
+	}
+	tsr_kv_close(kv);
+	/* a second open makes the log a table, as a restarted daemon's does */
+	kv = open_db("db", TSR_KV_OPEN);
+	tsr_kv_close(kv);
+	snprintf(path, sizeof(path), "%s/db", dir);
+	snprintf(cur, sizeof(cur), "%s/CURRENT", path);
+	ck_assert_int_eq(unlink(cur), 0);
+	listing(path, before, sizeof(before));
+	for (int mode = TSR_KV_OPEN; mode <= TSR_KV_CREATE; mode++) {
+		kv = NULL;
+		err[0] = '\0';
+		ck_assert_int_eq(tsr_kv_open(path, (enum tsr_kv_mode)mode, &kv, err,
+					     sizeof(err)), -EIO);
+		ck_assert_ptr_null(kv);
+		ck_assert_contains(err, path);
+		ck_assert_contains(err, "no CURRENT");
+		ck_assert_contains(err, "damaged");
+		listing(path, after, sizeof(after));
+		ck_assert_str_eq(after, before);
+	}
+	ck_assert_contains(err, "refusing to create");
+	/* put CURRENT back (it names the newest manifest): all is there */
+	DIR *d = opendir(path);
+	struct dirent *de;
+	char manifest[300] = "";
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "MANIFEST-", 9) == 0 &&
+		    strcmp(de->d_name, manifest) > 0)
+			snprintf(manifest, sizeof(manifest), "%s", de->d_name);
+	strcat(manifest, "\n");
+	closedir(d);
+	ck_assert_str_ne(manifest, "\n");
+	int fd = open(cur, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, manifest, strlen(manifest)), (ssize_t)strlen(manifest));
+	close(fd);
+	kv = open_db("db", TSR_KV_OPEN);
+	expect(kv, "key000", "a value long enough to reach a table file");
+	expect(kv, "key199", "a value long enough to reach a table file");
+	tsr_kv_close(kv);
+}
+END_TEST
+
+/* The same rule: a store is made in an absent or empty directory (and
+ * one holding only what a failed open leaves, LOCK and LOG), never in one
+ * that holds something else; and opening without create makes nothing. */
+START_TEST(store_created_only_where_nothing_is)
+{
+	char path[400], f[450], before[8192], after[8192];
+	struct tsr_kv *kv = NULL;
+	struct stat st;
+	int fd;
+
+	/* absent, without create: nothing is made */
+	snprintf(path, sizeof(path), "%s/absent", dir);
+	ck_assert_int_eq(tsr_kv_open(path, TSR_KV_OPEN, &kv, err, sizeof(err)), -ENOENT);
+	ck_assert_int_eq(stat(path, &st), -1);
+	/* an empty directory: -ENOENT without create, a store with it */
+	snprintf(path, sizeof(path), "%s/empty", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_eq(tsr_kv_open(path, TSR_KV_OPEN, &kv, err, sizeof(err)), -ENOENT);
+	ck_assert_contains(err, "empty");
+	kv = open_db("empty", TSR_KV_CREATE);
+	put(kv, "k", "v", 1);
+	tsr_kv_close(kv);
+	kv = open_db("empty", TSR_KV_OPEN);
+	expect(kv, "k", "v");
+	tsr_kv_close(kv);
+	/* LevelDB's LOCK and LOG alone hold nothing: created over */
+	snprintf(path, sizeof(path), "%s/leftovers", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	for (int i = 0; i < 2; i++) {
+		snprintf(f, sizeof(f), "%s/%s", path, i ? "LOG" : "LOCK");
+		fd = open(f, O_WRONLY | O_CREAT, 0644);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	kv = open_db("leftovers", TSR_KV_CREATE);
+	tsr_kv_close(kv);
+	/* a directory of other files: refused in both modes, left alone */
+	snprintf(path, sizeof(path), "%s/other", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(f, sizeof(f), "%s/notes.txt", path);
+	fd = open(f, O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "keep", 4), 4);
+	close(fd);
+	listing(path, before, sizeof(before));
+	for (int mode = TSR_KV_OPEN; mode <= TSR_KV_CREATE; mode++) {
+		kv = NULL;
+		ck_assert_int_eq(tsr_kv_open(path, (enum tsr_kv_mode)mode, &kv, err,
+					     sizeof(err)), -EIO);
+		ck_assert_ptr_null(kv);
+		ck_assert_contains(err, path);
+		ck_assert_contains(err, "no CURRENT");
+		ck_assert_contains(err, "not a LevelDB store");
+		listing(path, after, sizeof(after));
+		ck_assert_str_eq(after, before);
+	}
+	/* a file where the directory should be */
+	ck_assert_int_eq(tsr_kv_open(f, TSR_KV_CREATE, &kv, err, sizeof(err)), -ENOTDIR);
+	ck_assert_contains(err, f);
 }
 END_TEST
 
@@ -255,6 +407,8 @@ main(void)
 	tcase_add_test(tc, scan_ranges_in_byte_order);
 	tcase_add_test(tc, missing_store_named);
 	tcase_add_test(tc, damaged_store_reported);
+	tcase_add_test(tc, store_missing_current_refused);
+	tcase_add_test(tc, store_created_only_where_nothing_is);
 	suite_add_tcase(s, tc);
 	/* every test's files live under one root, removed here even when a
 	 * test failed before its teardown could run */

@@ -21,10 +21,28 @@ TSR_BEGIN_DECLS
 struct tsr_kv;
 struct tsr_kv_batch;
 
-/* Open the store at path (a directory); create it if create is non-zero.
- * -ENOENT if it does not exist and create is 0, -EIO for a damaged store. */
-TSR_API int tsr_kv_open(const char *path, int create, struct tsr_kv **out,
-			char *err, size_t errlen);
+/* How tsr_kv_open treats a directory that holds no store.
+ *
+ * A store is only ever made where there is nothing to lose: an absent or
+ * empty directory (LevelDB's own LOCK and LOG, which it writes before it
+ * looks for a store, count as nothing).  A directory that holds other
+ * files but no CURRENT is a damaged store (CURRENT names the manifest that
+ * names the tables; without it LevelDB would start a new store and delete
+ * the old tables as garbage) or someone else's data: it is refused with
+ * -EIO in either mode, naming the path and what is missing, and left as it
+ * is.  That rule lives here so that every store the project opens — the
+ * monitors', the backends' metadata, later daemons' — gets it. */
+enum tsr_kv_mode {
+	TSR_KV_OPEN = 0,   /* open the store that is there: -ENOENT when the
+			      directory is absent or empty */
+	TSR_KV_CREATE = 1  /* the same, but make a new store in an absent or
+			      empty directory (mkfs, a daemon's first start) */
+};
+
+/* Open the store at path (a directory), as mode says.  -ENOENT when there
+ * is none (TSR_KV_OPEN), -EIO for a damaged store. */
+TSR_API int tsr_kv_open(const char *path, enum tsr_kv_mode mode,
+			struct tsr_kv **out, char *err, size_t errlen);
 TSR_API void tsr_kv_close(struct tsr_kv *kv);
 
 /* -ENOENT when the key is absent. */
