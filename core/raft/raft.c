@@ -14,8 +14,11 @@
  * worth of entries is ever in flight twice — simple and enough for maps.
  */
 #include "raft/raft.h"
+#include "util/util.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +28,8 @@ struct progress {
 	int active;    /* heard from since the last quorum check */
 	int granted;   /* candidate: 1 granted, -1 refused, 0 no answer */
 	uint64_t ctx;  /* leader: the latest ctx this peer echoed */
+	uint64_t current; /* leader: the latest ctx it echoed holding all we
+	                   * had committed (tsr_raft_peer_current) */
 };
 
 struct tsr_raft {
@@ -40,6 +45,8 @@ struct tsr_raft {
 	int prevote;              /* candidate in the pre-vote phase */
 	int quiet;                /* started less than an election timeout ago:
 	                           * may have promised a leader its lease */
+	int rejoin;               /* lost its store: no votes until a leader
+	                           * has caught it up (raft.h) */
 	uint64_t term, vote, leader, commit, applied;
 	struct tsr_raft_entry *log;   /* entries snap_index+1 .. last */
 	size_t nlog, cap;
@@ -242,6 +249,12 @@ tally(struct tsr_raft *r)
 static void
 campaign(struct tsr_raft *r)
 {
+	if (r->term >= TSR_RAFT_TERM_MAX) {
+		/* no term after the ceiling: peers would refuse it (never
+		 * reached: see TSR_RAFT_TERM_MAX) */
+		reset_timeout(r);
+		return;
+	}
 	r->role = TSR_RAFT_CANDIDATE;
 	r->prevote = 1;
 	r->leader = 0;
@@ -267,6 +280,7 @@ become_leader(struct tsr_raft *r)
 {
 	r->role = TSR_RAFT_LEADER;
 	r->prevote = 0;
+	r->rejoin = 0; /* elected: our log holds every committed entry */
 	r->leader = r->id;
 	r->elapsed = 0;
 	r->hb_elapsed = 0;
@@ -276,6 +290,7 @@ become_leader(struct tsr_raft *r)
 		r->pr[i].dirty = 1;
 		r->pr[i].active = 1;
 		r->pr[i].ctx = 0;
+		r->pr[i].current = 0;
 	}
 	/* an entry of our own term: committing it commits everything
 	 * before it (Raft never counts replicas of older terms' entries) */
@@ -368,8 +383,13 @@ static void
 answer(struct tsr_raft *r, const struct tsr_raft_msg *m, uint32_t type,
        uint64_t term, int reject, uint64_t match)
 {
+	/* an accepted APPEND or SNAPSHOT echoes the leader's commit index
+	 * with it, so the leader can tell whether we hold all it had
+	 * committed (tsr_raft_peer_current) */
 	struct tsr_raft_msg a = { .type = type, .to = m->from, .term = term,
-				  .reject = reject, .match = match, .ctx = m->ctx };
+				  .reject = reject, .match = match, .ctx = m->ctx,
+				  .commit = type == TSR_RAFT_APPEND_RESP && !reject
+						    ? m->commit : 0 };
 	send(r, &a);
 }
 
@@ -408,6 +428,8 @@ on_append(struct tsr_raft *r, const struct tsr_raft_msg *m)
 		last = r->snap_index; /* we hold that much, committed */
 	if (m->commit > r->commit)
 		r->commit = m->commit < last ? m->commit : last;
+	if (last >= m->commit)
+		r->rejoin = 0; /* we hold all the leader has committed */
 	answer(r, m, TSR_RAFT_APPEND_RESP, r->term, 0, last);
 	return 0;
 }
@@ -430,7 +452,8 @@ set_snap(struct tsr_raft *r, uint64_t index, uint64_t term, const void *data,
 	size_t drop = index >= last_index(r) ? r->nlog : (size_t)(index - r->snap_index);
 	for (size_t i = 0; i < drop; i++)
 		free(r->log[i].data);
-	memmove(r->log, r->log + drop, (r->nlog - drop) * sizeof(*r->log));
+	if (drop && drop < r->nlog) /* (a node that never had a log has none) */
+		memmove(r->log, r->log + drop, (r->nlog - drop) * sizeof(*r->log));
 	r->nlog -= drop;
 	r->snap_index = index;
 	r->snap_term = term;
@@ -447,6 +470,8 @@ on_snapshot(struct tsr_raft *r, const struct tsr_raft_msg *m)
 {
 	if (m->index <= r->commit) {
 		/* we have all of it already */
+		if (r->commit >= m->commit)
+			r->rejoin = 0;
 		answer(r, m, TSR_RAFT_APPEND_RESP, r->term, 0, r->commit);
 		return 0;
 	}
@@ -456,6 +481,8 @@ on_snapshot(struct tsr_raft *r, const struct tsr_raft_msg *m)
 		return -ENOMEM;
 	r->commit = m->index;
 	r->snap_new = 1;
+	if (m->index >= m->commit)
+		r->rejoin = 0;
 	answer(r, m, TSR_RAFT_APPEND_RESP, r->term, 0, m->index);
 	return 0;
 }
@@ -471,39 +498,107 @@ tsr_raft_compact(struct tsr_raft *r, uint64_t index, const void *data, size_t le
 	return set_snap(r, index, term_at(r, index), data, len);
 }
 
+
+#define U(x) ((unsigned long long)(x))
+
+/* Can m have come from a member?  -EINVAL when it is malformed or not for
+ * us; -ERANGE when it claims what no member could truthfully (raft.h,
+ * "Hostile input").  Every bound is checked before anything adds to a
+ * term or an index, so no sum below can wrap. */
 static int
-valid(const struct tsr_raft *r, const struct tsr_raft_msg *m)
+check(const struct tsr_raft *r, const struct tsr_raft_msg *m, char *err,
+      size_t errlen)
 {
+	int vote = m->type == TSR_RAFT_PREVOTE || m->type == TSR_RAFT_VOTE;
+
+	if (m->to != r->id)
+		return tsr_errf(err, errlen, -EINVAL, "addressed to node %llu, not "
+			      "to us (%llu)", U(m->to), U(r->id));
+	if (m->from == r->id || peer_slot(r, m->from) == SIZE_MAX)
+		return tsr_errf(err, errlen, -EINVAL, "from node %llu, not another "
+			      "member", U(m->from));
+	if (tsr_raft_msg_name(m->type) == NULL)
+		return tsr_errf(err, errlen, -EINVAL, "of unknown type %u", m->type);
 	/* a refused pre-vote carries the refuser's term, 0 on a new node */
-	if (m->to != r->id || m->from == r->id || peer_slot(r, m->from) == SIZE_MAX ||
-	    tsr_raft_msg_name(m->type) == NULL ||
-	    (m->term == 0 && m->type != TSR_RAFT_PREVOTE_RESP))
-		return 0;
-	if (m->type == TSR_RAFT_SNAPSHOT)
-		return m->nentries == 0 && m->index > 0 && m->log_term > 0 &&
-		       m->log_term <= m->term && (m->snap_len == 0 || m->snap);
+	if (m->term == 0 && m->type != TSR_RAFT_PREVOTE_RESP)
+		return tsr_errf(err, errlen, -EINVAL, "of term 0");
+	if (m->term > TSR_RAFT_TERM_MAX || m->log_term > TSR_RAFT_TERM_MAX)
+		return tsr_errf(err, errlen, -ERANGE, "of term %llu (last entry's "
+			      "term %llu): above 2^62, the most a term may reach",
+			      U(m->term), U(m->log_term));
+	if (m->index > TSR_RAFT_INDEX_MAX || m->commit > TSR_RAFT_INDEX_MAX ||
+	    m->match > TSR_RAFT_INDEX_MAX)
+		return tsr_errf(err, errlen, -ERANGE, "with index %llu, commit %llu, "
+			      "match %llu: above 2^62, the most an index may reach",
+			      U(m->index), U(m->commit), U(m->match));
+	if (!r->rejoin && m->term > r->term + TSR_RAFT_TERM_AHEAD)
+		return tsr_errf(err, errlen, -ERANGE, "of term %llu, %llu ahead of "
+			      "ours (%llu): terms rise one election at a time, and "
+			      "never that far while we were away", U(m->term),
+			      U(m->term - r->term), U(r->term));
+	if (m->type != TSR_RAFT_APPEND && m->nentries)
+		return tsr_errf(err, errlen, -EINVAL, "with %zu entries (only an "
+			      "append has entries)", m->nentries);
+	if ((vote || m->type == TSR_RAFT_APPEND) &&
+	    (m->index == 0) != (m->log_term == 0))
+		return tsr_errf(err, errlen, -EINVAL, "naming entry %llu of term %llu "
+			      "(index and term are 0 together or not at all)",
+			      U(m->index), U(m->log_term));
+	/* a candidate's log is from before the term it asks for; a leader's
+	 * and its snapshot's from its term or before */
+	if ((vote && m->log_term >= m->term) ||
+	    ((m->type == TSR_RAFT_APPEND || m->type == TSR_RAFT_SNAPSHOT) &&
+	     m->log_term > m->term))
+		return tsr_errf(err, errlen, -ERANGE, "of term %llu naming an entry "
+			      "of term %llu", U(m->term), U(m->log_term));
+	if (m->type == TSR_RAFT_SNAPSHOT) {
+		if (m->index == 0 || m->log_term == 0 || (m->snap_len && !m->snap))
+			return tsr_errf(err, errlen, -EINVAL, "of entry %llu, term %llu, "
+				      "%zu bytes (no data)", U(m->index),
+				      U(m->log_term), m->snap_len);
+		/* a leader snapshots only what it has applied */
+		if (m->index > m->commit)
+			return tsr_errf(err, errlen, -ERANGE, "up to %llu, beyond the "
+				      "sender's commit index %llu", U(m->index),
+				      U(m->commit));
+	}
 	if (m->type != TSR_RAFT_APPEND)
-		return m->nentries == 0;
-	if (m->nentries && m->entries == NULL)
 		return 0;
-	for (size_t i = 0; i < m->nentries; i++)
-		if (m->entries[i].index != m->index + 1 + i ||
-		    m->entries[i].term == 0 || m->entries[i].term > m->term ||
-		    (m->entries[i].len && m->entries[i].data == NULL))
-			return 0;
-	return 1;
+	if (m->nentries && m->entries == NULL)
+		return tsr_errf(err, errlen, -EINVAL, "with %zu entries and no array",
+			      m->nentries);
+	if (m->nentries > TSR_RAFT_INDEX_MAX - m->index)
+		return tsr_errf(err, errlen, -ERANGE, "with %zu entries after %llu: "
+			      "beyond 2^62", m->nentries, U(m->index));
+	for (size_t i = 0; i < m->nentries; i++) {
+		const struct tsr_raft_entry *e = &m->entries[i];
+		uint64_t before = i ? m->entries[i - 1].term : m->log_term;
+
+		if (e->index != m->index + 1 + i || (e->len && e->data == NULL))
+			return tsr_errf(err, errlen, -EINVAL, "whose entry %zu has index "
+				      "%llu (%llu expected)%s", i, U(e->index),
+				      U(m->index + 1 + i), e->len && e->data == NULL
+				      ? " and no data" : "");
+		/* a log's terms never go down, and none is after its leader's */
+		if (e->term == 0 || e->term < before || e->term > m->term)
+			return tsr_errf(err, errlen, -ERANGE, "of term %llu whose entry "
+				      "%llu has term %llu (after one of term %llu)",
+				      U(m->term), U(e->index), U(e->term), U(before));
+	}
+	return 0;
 }
 
 int
-tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m)
+tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m, char *err,
+	      size_t errlen)
 {
 	size_t slot;
-	int lease;
+	int lease, rc;
 
 	if (r->in_ready)
-		return -EBUSY;
-	if (!valid(r, m))
-		return -EINVAL;
+		return tsr_errf(err, errlen, -EBUSY, "stepped between ready and advance");
+	if ((rc = check(r, m, err, errlen)) < 0)
+		return rc;
 	slot = peer_slot(r, m->from);
 	/* leader stickiness: a follower that heard from its leader within
 	 * the minimum election timeout does not help anyone replace it */
@@ -533,14 +628,18 @@ tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m)
 
 	switch (m->type) {
 	case TSR_RAFT_PREVOTE: {
+		/* rejoining, we may lack entries we once acknowledged: only a
+		 * new cluster's candidate, with an empty log, gets our voice */
 		int grant = m->term > r->term && !lease &&
 			    !(r->role == TSR_RAFT_LEADER) &&
+			    (!r->rejoin || m->index == 0) &&
 			    up_to_date(r, m->log_term, m->index);
 		answer(r, m, TSR_RAFT_PREVOTE_RESP, grant ? m->term : r->term, !grant, 0);
 		return 0;
 	}
 	case TSR_RAFT_VOTE: {
 		int grant = (r->vote == 0 || r->vote == m->from) &&
+			    (!r->rejoin || m->index == 0) &&
 			    up_to_date(r, m->log_term, m->index);
 		if (grant) {
 			r->vote = m->from;
@@ -564,8 +663,12 @@ tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m)
 		return 0;
 	case TSR_RAFT_APPEND:
 	case TSR_RAFT_SNAPSHOT:
-		if (r->role == TSR_RAFT_LEADER)
-			return -EPROTO; /* two leaders in one term: a bug */
+		/* one leader per term: we, or the one we follow */
+		if (r->role == TSR_RAFT_LEADER ||
+		    (r->role == TSR_RAFT_FOLLOWER && r->leader && r->leader != m->from))
+			return tsr_errf(err, errlen, -EPROTO, "as leader of term %llu, "
+				      "which node %llu leads", U(m->term),
+				      U(r->role == TSR_RAFT_LEADER ? r->id : r->leader));
 		if (r->role != TSR_RAFT_FOLLOWER || r->leader != m->from)
 			become_follower(r, r->term, m->from);
 		r->elapsed = 0;
@@ -575,10 +678,26 @@ tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m)
 
 		if (r->role != TSR_RAFT_LEADER)
 			return 0;
+		if (!m->reject && (m->match > last_index(r) || m->commit > r->commit))
+			return tsr_errf(err, errlen, -ERANGE, "acknowledging entries up "
+				      "to %llu (commit %llu); our log ends at %llu "
+				      "(commit %llu)", U(m->match), U(m->commit),
+				      U(last_index(r)), U(r->commit));
 		p->active = 1;
 		if (m->ctx > p->ctx)
 			p->ctx = m->ctx;
 		if (m->reject) {
+			if (m->match < p->match) {
+				/* its log ends (or differs) before what it
+				 * acknowledged in our term: it lost its store
+				 * (or this answer is older than that
+				 * acknowledgement).  Forget it: the follower
+				 * counts toward commits, and as current, only
+				 * for what it acknowledges from now on, and
+				 * gets our log (or snapshot) from its end. */
+				p->match = 0;
+				p->current = 0;
+			}
 			/* back up: to what the follower has, or one before */
 			uint64_t next = m->match + 1 < p->next ? m->match + 1
 							      : p->next - 1;
@@ -586,9 +705,11 @@ tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m)
 			if (p->next == 0)
 				p->next = 1;
 			p->dirty = 1;
-		} else if (m->match <= last_index(r)) {
+		} else {
 			if (m->match > p->match)
 				p->match = m->match;
+			if (m->match >= m->commit && m->ctx > p->current)
+				p->current = m->ctx;
 			p->next = p->match + 1;
 			maybe_commit(r);
 			if (p->next <= last_index(r))
@@ -655,7 +776,8 @@ tsr_raft_ready(struct tsr_raft *r, struct tsr_raft_ready *rd)
 		}
 	rd->msgs = r->rd;
 	rd->nmsgs = k;
-	rd->hs = (struct tsr_raft_hardstate){ r->term, r->vote, r->commit };
+	rd->hs = (struct tsr_raft_hardstate){ r->term, r->vote, r->commit,
+					      (uint64_t)r->rejoin };
 	rd->hs_changed = memcmp(&rd->hs, &r->prev_hs, sizeof(rd->hs)) != 0;
 	if (r->unstable_from && r->unstable_from <= last_index(r)) {
 		rd->entries = entry(r, r->unstable_from);
@@ -713,6 +835,8 @@ tsr_raft_create(const struct tsr_raft_conf *c, struct tsr_raft **out)
 	struct tsr_raft *r;
 
 	if (c->id == 0 || c->npeers == 0 || c->npeers > 64 ||
+	    c->hs.term > TSR_RAFT_TERM_MAX || c->snap_index > TSR_RAFT_INDEX_MAX ||
+	    c->nlog > TSR_RAFT_INDEX_MAX - c->snap_index ||
 	    c->hs.commit > c->snap_index + c->nlog || c->applied > c->hs.commit ||
 	    c->applied < c->snap_index || c->snap_term > c->hs.term ||
 	    (c->snap_index == 0) != (c->snap_term == 0))
@@ -772,6 +896,12 @@ tsr_raft_create(const struct tsr_raft_conf *c, struct tsr_raft **out)
 	r->stable = last_index(r); /* it came from storage */
 	r->unstable_from = 0;
 	r->prev_hs = c->hs;
+	/* nothing stored at all: a new node, or one whose store was lost —
+	 * it cannot tell which, so it rejoins (raft.h); the next ready batch
+	 * makes that durable */
+	r->rejoin = c->hs.rejoin != 0 ||
+		    (c->hs.term == 0 && c->hs.vote == 0 && c->hs.commit == 0 &&
+		     c->nlog == 0 && c->snap_index == 0);
 	r->role = TSR_RAFT_FOLLOWER;
 	r->quiet = 1;
 	reset_timeout(r);
@@ -843,11 +973,25 @@ tsr_raft_lease_since(const struct tsr_raft *r, uint64_t now)
 }
 
 uint64_t
-tsr_raft_peer_ctx(const struct tsr_raft *r, uint64_t id)
+tsr_raft_peer_current(const struct tsr_raft *r, uint64_t id)
 {
 	size_t slot = peer_slot(r, id);
 
-	return r->role == TSR_RAFT_LEADER && slot != SIZE_MAX ? r->pr[slot].ctx : 0;
+	return r->role == TSR_RAFT_LEADER && slot != SIZE_MAX ? r->pr[slot].current : 0;
+}
+
+uint64_t
+tsr_raft_peer_match(const struct tsr_raft *r, uint64_t id)
+{
+	size_t slot = peer_slot(r, id);
+
+	return r->role == TSR_RAFT_LEADER && slot != SIZE_MAX ? r->pr[slot].match : 0;
+}
+
+int
+tsr_raft_rejoining(const struct tsr_raft *r)
+{
+	return r->rejoin;
 }
 
 const char *

@@ -31,6 +31,30 @@
  * caller stamps each APPEND's ctx with its clock and asks
  * tsr_raft_lease_since() for the T its majority has confirmed.
  *
+ * A node that lost its store.  A node started with no durable state at
+ * all (term 0, no log, no snapshot) cannot tell a new cluster from one
+ * whose history it held before its store was lost or removed: it may
+ * have voted in the current term and acknowledged entries that now exist
+ * only on a minority.  So it rejoins: it takes the leader's log or
+ * snapshot and acknowledges it, but grants no vote or pre-vote to a
+ * candidate that has a log, until a leader has brought it up to that
+ * leader's commit index (then its log holds every committed entry again).
+ * A new cluster still elects: there every candidate's log is empty.  The
+ * flag is part of the hard state, so a crash while catching up does not
+ * end it.  A leader likewise forgets what a follower acknowledged when
+ * the follower's answers show a log shorter than that: it counts toward
+ * commits only what it acknowledges again.
+ *
+ * Hostile input.  A message is refused, never adopted, when a member
+ * could not truthfully have sent it (tsr_raft_step: -ERANGE): a term
+ * above TSR_RAFT_TERM_MAX or more than TSR_RAFT_TERM_AHEAD ahead of ours,
+ * an index above TSR_RAFT_INDEX_MAX, entries that do not fit after their
+ * index, a snapshot beyond the sender's commit index, an acknowledgement
+ * of entries we never had (and, -EPROTO, an APPEND from a second leader
+ * of one term).  Authentication (who may send) is the messenger's; these
+ * bounds keep one bad message from stopping the cluster for good, as a
+ * term of 2^64 - 1 that no election can pass would.
+ *
  * Conventions: node ids are non-zero; index 0 and term 0 mean "none".
  * Functions return 0 or a negative errno.  Messages passed in are copied;
  * buffers in a ready batch belong to the raft until tsr_raft_advance().
@@ -39,6 +63,25 @@
 #define TSR_RAFT_H
 
 #include <tessera/common.h>
+
+/* Terms and indexes stay below 2^62: a cluster electing a leader every
+ * millisecond would take 146 million years to reach it, so a larger
+ * value is forged or damaged, and term + 1 or index + n never wraps. */
+#define TSR_RAFT_TERM_MAX (1ull << 62)
+#define TSR_RAFT_INDEX_MAX (1ull << 62)
+/* How far ahead of ours a peer's term may be.  Terms rise one election at
+ * a time, and with pre-vote only an election a majority takes part in
+ * raises one: a member cut off for a long time keeps its term, and one
+ * that comes back is behind by the elections the others held meanwhile.
+ * Each needs an election timeout of silence from the last leader (1 s
+ * with the monitors' defaults), so 2^20 of them is twelve days of nothing
+ * but elections: a gap that large comes from a forged or damaged message.
+ * A node that lost its store (rejoining, above) has no term to measure
+ * from and is not held to it.  A member that really fell that far behind
+ * is rebuilt: stop it, move its data directory away, start it
+ * (doc/operations.md).  A modest forged term is within these bounds:
+ * keeping strangers out is authentication's part. */
+#define TSR_RAFT_TERM_AHEAD (1ull << 20)
 
 #define TSR_RAFT_MSG_MAP(X)                                             \
 	X(PREVOTE, prevote, 1)           /* may I run? (term: proposed) */ \
@@ -68,10 +111,13 @@ struct tsr_raft_msg {
 	uint64_t from, to, term;
 	uint64_t log_term, index; /* (PRE)VOTE: the sender's last entry;
 	                           * APPEND: the entry before entries[] */
-	uint64_t commit;          /* APPEND: the leader's commit index */
+	uint64_t commit;          /* APPEND, SNAPSHOT: the leader's commit
+	                           * index; APPEND_RESP: the one the answered
+	                           * message carried (0: a reject) */
 	int reject;               /* *_RESP */
 	uint64_t match;           /* APPEND_RESP: last index now matching, or
-	                           * (reject) the follower's last index */
+	                           * (reject) the follower's last index, or the
+	                           * index before its entry that conflicts */
 	const struct tsr_raft_entry *entries;
 	size_t nentries;
 	const uint8_t *snap;      /* SNAPSHOT: the caller's snapshot bytes */
@@ -83,6 +129,8 @@ struct tsr_raft_msg {
 
 struct tsr_raft_hardstate {
 	uint64_t term, vote, commit;
+	uint64_t rejoin;          /* 1: this node lost its store and has not
+	                           * caught up with a leader since (above) */
 };
 
 struct tsr_raft_conf {
@@ -130,8 +178,12 @@ TSR_API void tsr_raft_destroy(struct tsr_raft *r);
 /* One unit of time (the caller's choice: 100 ms for monitors). */
 TSR_API void tsr_raft_tick(struct tsr_raft *r);
 /* A message from a peer.  -EINVAL for one that is malformed or not for
- * us (the caller logs it). */
-TSR_API int tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m);
+ * us, -ERANGE for one no member could truthfully send (a term or index
+ * out of bounds: see "Hostile input"), -EPROTO for one that breaks the
+ * protocol (two leaders in a term); nothing of it is taken, and err (may
+ * be NULL) says why, for the caller to log with the sender's name. */
+TSR_API int tsr_raft_step(struct tsr_raft *r, const struct tsr_raft_msg *m,
+			  char *err, size_t errlen);
 /* Append data to the log (leader only: -EAGAIN elsewhere; see
  * tsr_raft_leader); *index gets its index.  It is committed when it
  * appears in a ready batch's committed list. */
@@ -157,8 +209,17 @@ TSR_API uint64_t tsr_raft_last_index(const struct tsr_raft *r);
  * largest T such that a majority (this node counting as now) answered
  * APPENDs stamped T or later.  0 otherwise. */
 TSR_API uint64_t tsr_raft_lease_since(const struct tsr_raft *r, uint64_t now);
-/* Leader only: the latest ctx peer id echoed (0: none, or not leader). */
-TSR_API uint64_t tsr_raft_peer_ctx(const struct tsr_raft *r, uint64_t id);
+/* Leader only: the latest ctx peer id echoed in an answer showing that
+ * its log holds every entry this leader had committed when it sent the
+ * message answered — a member of the quorum, not one that is catching up
+ * or lost its log (0: none, or not leader). */
+TSR_API uint64_t tsr_raft_peer_current(const struct tsr_raft *r, uint64_t id);
+/* Leader only: the last index peer id has acknowledged holding in our
+ * term, as counted toward commits (0: none, or not leader). */
+TSR_API uint64_t tsr_raft_peer_match(const struct tsr_raft *r, uint64_t id);
+/* Is this node rejoining: started without a store, and not yet brought
+ * up to a leader's commit index (it does not vote meanwhile)? */
+TSR_API int tsr_raft_rejoining(const struct tsr_raft *r);
 TSR_API const char *tsr_raft_msg_name(uint32_t type);
 
 #endif

@@ -110,6 +110,9 @@ tsr_raftstore_load(struct tsr_raftstore *s, struct tsr_raft_hardstate *hs,
 			hs->term = tsr_dec_u64(&sub);
 			hs->vote = tsr_dec_u64(&sub);
 			hs->commit = tsr_dec_u64(&sub);
+			/* stores written before the rejoin flag end here */
+			if (tsr_dec_remaining(&sub))
+				hs->rejoin = tsr_dec_u64(&sub);
 			tsr_dec_end_struct(&d, &sub);
 		}
 		rc = tsr_dec_error(&d) || tsr_dec_remaining(&d) ? -EIO : 0;
@@ -274,6 +277,7 @@ tsr_raftstore_save(struct tsr_raftstore *s, const struct tsr_raft_ready *rd,
 		tsr_enc_u64(&e, rd->hs.term);
 		tsr_enc_u64(&e, rd->hs.vote);
 		tsr_enc_u64(&e, rd->hs.commit);
+		tsr_enc_u64(&e, rd->hs.rejoin);
 		tsr_enc_end_struct(&e, m);
 		if (tsr_enc_error(&e) == 0)
 			tsr_kv_batch_put(b, HS_KEY, strlen(HS_KEY), e.buf, e.len);

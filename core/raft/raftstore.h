@@ -2,7 +2,8 @@
  * hard state (term, vote, commit) and the log, written as tsr_raft_ready()
  * lists them, in one synced batch, and read back at start.
  *
- *   "raft/hs"                  envelope v1 { u64 term, u64 vote, u64 commit }
+ *   "raft/hs"                  envelope v1 { u64 term, u64 vote, u64 commit,
+ *                                            u64 rejoin (absent: 0) }
  *   "raft/log/" + u64 BE index envelope v1 { u64 term, bytes data }
  *   "raft/snap"                envelope v1 { u64 index, u64 term, bytes data }
  *

@@ -8,6 +8,8 @@
 
 #include "testutil.h"
 
+#include <tessera/encoding.h>
+
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -402,11 +404,12 @@ round_(int tick)
 	for (size_t i = 0; i < n; i++) {
 		struct node *to = by_id(batch[i].m.to);
 		if (to && to->up && !cut[batch[i].m.from][batch[i].m.to]) {
-			int rc = tsr_raft_step(to->r, &batch[i].m);
-			ck_assert_msg(rc == 0, "step %s from %llu to %llu: %d",
+			char why[256] = "";
+			int rc = tsr_raft_step(to->r, &batch[i].m, why, sizeof(why));
+			ck_assert_msg(rc == 0, "step %s from %llu to %llu: %d: %s",
 				      tsr_raft_msg_name(batch[i].m.type),
 				      (unsigned long long)batch[i].m.from,
-				      (unsigned long long)batch[i].m.to, rc);
+				      (unsigned long long)batch[i].m.to, rc, why);
 			node_ready(to);
 		}
 		free(batch[i].e);
@@ -815,6 +818,430 @@ START_TEST(nemesis)
 }
 END_TEST
 
+/* ---- Hostile input (issue 16) ----------------------------------------------
+ *
+ * A member's messages are forged here by hand and stepped into one node:
+ * each must be refused (-ERANGE or -EINVAL, with a reason), leave the
+ * node's term and log as they were, and the cluster must go on. */
+
+/* Step a forged message into n; its return, the reason in why. */
+static int
+forge(struct node *n, struct tsr_raft_msg m, char *why, size_t whylen)
+{
+	why[0] = '\0';
+	m.to = n->id;
+	return tsr_raft_step(n->r, &m, why, whylen);
+}
+
+/* Some node other than the ones given (NULL: none). */
+static struct node *
+other_than(const struct node *a, const struct node *b)
+{
+	for (size_t i = 0; i < nn; i++)
+		if (&nodes[i] != a && &nodes[i] != b && nodes[i].up)
+			return &nodes[i];
+	return NULL;
+}
+
+/* The cluster goes on as before: same leader and term, new entries
+ * commit everywhere, nothing acknowledged is lost. */
+static void
+goes_on(struct node *l, uint64_t term)
+{
+	ck_assert_ptr_eq(leader(), l);
+	ck_assert_uint_eq(tsr_raft_term(l->r), term);
+	for (int i = 0; i < 20; i++) {
+		ck_assert_int_eq(propose(NULL), 0);
+		round_(i % 2);
+	}
+	ck_assert(converge(50 * E_TICKS));
+	check_acked();
+	ck_assert_ptr_eq(leader(), l);
+	ck_assert_uint_eq(tsr_raft_term(l->r), term);
+}
+
+/* The probe of issue 16: one APPEND of term 2^64 - 1 left every monitor
+ * a candidate of that term for good (term + 1 wrapped), and the term was
+ * stored.  Terms above 2^62 are refused, by the leader and followers. */
+START_TEST(forged_append_huge_term_refused)
+{
+	static const uint64_t terms[] = { UINT64_MAX, UINT64_MAX - 1,
+					  TSR_RAFT_TERM_MAX + 1, 1ull << 63 };
+	struct node *l, *f, *g;
+	uint64_t term;
+	char why[256];
+
+	cluster(3);
+	ck_assert_ptr_nonnull(l = await_leader(20 * E_TICKS));
+	ck_assert(converge(10 * E_TICKS));
+	term = tsr_raft_term(l->r);
+	f = other_than(l, NULL);
+	g = other_than(l, f);
+	for (size_t i = 0; i < sizeof(terms) / sizeof(terms[0]); i++) {
+		struct tsr_raft_msg m = { .type = TSR_RAFT_APPEND, .from = f->id,
+					  .term = terms[i] };
+		ck_assert_int_eq(forge(l, m, why, sizeof(why)), -ERANGE);
+		ck_assert_contains(why, "above 2^62");
+		m.from = l->id;
+		ck_assert_int_eq(forge(g, m, why, sizeof(why)), -ERANGE);
+		/* and every other kind of message */
+		for (uint32_t t = TSR_RAFT_PREVOTE; t <= TSR_RAFT_SNAPSHOT; t++) {
+			m = (struct tsr_raft_msg){ .type = t, .from = f->id,
+						   .term = terms[i], .index = 1,
+						   .log_term = 1, .commit = 1 };
+			ck_assert_int_eq(forge(l, m, why, sizeof(why)), -ERANGE);
+			ck_assert_int_eq(forge(g, m, why, sizeof(why)), -ERANGE);
+		}
+		ck_assert_uint_eq(tsr_raft_term(l->r), term);
+		ck_assert_uint_eq(tsr_raft_term(g->r), term);
+		ck_assert_int_eq(tsr_raft_role(l->r), TSR_RAFT_LEADER);
+	}
+	goes_on(l, term);
+}
+END_TEST
+
+/* A term far ahead of ours (more than TSR_RAFT_TERM_AHEAD) is refused:
+ * with pre-vote a member cannot fall that far behind.  A node that lost
+ * its store has no term to measure from and is not held to it. */
+START_TEST(forged_append_far_term_refused)
+{
+	struct node *l, *f, *g;
+	uint64_t term, big = 3 * TSR_RAFT_TERM_AHEAD;
+	char why[256];
+
+	cluster(3);
+	ck_assert_ptr_nonnull(l = await_leader(20 * E_TICKS));
+	ck_assert(converge(10 * E_TICKS));
+	term = tsr_raft_term(l->r);
+	f = other_than(l, NULL);
+	g = other_than(l, f);
+	struct tsr_raft_msg m = { .type = TSR_RAFT_APPEND, .from = f->id,
+				  .term = term + TSR_RAFT_TERM_AHEAD + 1 };
+	ck_assert_int_eq(forge(l, m, why, sizeof(why)), -ERANGE);
+	ck_assert_contains(why, "ahead of ours");
+	m.from = l->id;
+	ck_assert_int_eq(forge(g, m, why, sizeof(why)), -ERANGE);
+	m = (struct tsr_raft_msg){ .type = TSR_RAFT_VOTE, .from = f->id,
+				   .term = term + 5000000, .index = 1, .log_term = 1 };
+	ck_assert_int_eq(forge(g, m, why, sizeof(why)), -ERANGE);
+	m.type = TSR_RAFT_VOTE_RESP;
+	ck_assert_int_eq(forge(l, m, why, sizeof(why)), -ERANGE);
+	ck_assert_uint_eq(tsr_raft_term(l->r), term);
+	ck_assert_uint_eq(tsr_raft_term(g->r), term);
+	goes_on(l, term);
+
+	/* a node without a store (term 0) takes a leader's term, however
+	 * high; with a term of its own (1) the same APPEND is refused */
+	{
+		uint64_t peers[3] = { 1, 2, 3 };
+		struct tsr_raft_conf c = { .id = 1, .peers = peers, .npeers = 3 };
+		struct tsr_raft *r;
+
+		m = (struct tsr_raft_msg){ .type = TSR_RAFT_APPEND, .from = 2, .to = 1,
+					   .term = big };
+		ck_assert_int_eq(tsr_raft_create(&c, &r), 0);
+		ck_assert(tsr_raft_rejoining(r));
+		ck_assert_int_eq(tsr_raft_step(r, &m, why, sizeof(why)), 0);
+		ck_assert_uint_eq(tsr_raft_term(r), big);
+		ck_assert_uint_eq(tsr_raft_leader(r), 2);
+		ck_assert(!tsr_raft_rejoining(r)); /* it holds all (nothing) */
+		tsr_raft_destroy(r);
+		c.hs.term = 1;
+		ck_assert_int_eq(tsr_raft_create(&c, &r), 0);
+		ck_assert(!tsr_raft_rejoining(r));
+		ck_assert_int_eq(tsr_raft_step(r, &m, why, sizeof(why)), -ERANGE);
+		ck_assert_uint_eq(tsr_raft_term(r), 1);
+		tsr_raft_destroy(r);
+	}
+}
+END_TEST
+
+/* No term + 1 wraps: a stored term above 2^62 is refused at start, and a
+ * node at the ceiling does not campaign into a term its peers refuse. */
+START_TEST(term_overflow)
+{
+	uint64_t peers[3] = { 1, 2, 3 };
+	struct tsr_raft_conf c;
+	struct tsr_raft *r;
+	struct tsr_raft_ready rd;
+	struct tsr_raft_msg m;
+	char why[256];
+
+	memset(&c, 0, sizeof(c));
+	c.id = 1;
+	c.peers = peers;
+	c.npeers = 1;
+	c.hs.term = UINT64_MAX;
+	ck_assert_int_eq(tsr_raft_create(&c, &r), -EINVAL);
+	c.hs.term = TSR_RAFT_TERM_MAX + 1;
+	ck_assert_int_eq(tsr_raft_create(&c, &r), -EINVAL);
+	/* one node at the ceiling: it would win alone, with term + 1 */
+	c.hs.term = TSR_RAFT_TERM_MAX;
+	ck_assert_int_eq(tsr_raft_create(&c, &r), 0);
+	for (int t = 0; t < 10 * E_TICKS; t++) {
+		tsr_raft_tick(r);
+		while (tsr_raft_ready(r, &rd))
+			tsr_raft_advance(r, &rd);
+		ck_assert_uint_eq(tsr_raft_term(r), TSR_RAFT_TERM_MAX);
+	}
+	ck_assert_int_ne(tsr_raft_role(r), TSR_RAFT_LEADER);
+	tsr_raft_destroy(r);
+	/* three at the ceiling: pre-votes for the term after it refused */
+	c.npeers = 3;
+	ck_assert_int_eq(tsr_raft_create(&c, &r), 0);
+	m = (struct tsr_raft_msg){ .type = TSR_RAFT_PREVOTE, .from = 2, .to = 1,
+				   .term = TSR_RAFT_TERM_MAX + 1 };
+	ck_assert_int_eq(tsr_raft_step(r, &m, why, sizeof(why)), -ERANGE);
+	m.type = TSR_RAFT_PREVOTE_RESP;
+	ck_assert_int_eq(tsr_raft_step(r, &m, why, sizeof(why)), -ERANGE);
+	ck_assert_uint_eq(tsr_raft_term(r), TSR_RAFT_TERM_MAX);
+	tsr_raft_destroy(r);
+}
+END_TEST
+
+/* Indexes, counts and terms inside a message that no member could send:
+ * refused, the receiver unchanged. */
+START_TEST(forged_index_refused)
+{
+	struct node *l, *f, *g;
+	uint64_t term, last, commit;
+	char why[256];
+	struct tsr_raft_entry e[3] = { { 0 } };
+
+	cluster(3);
+	ck_assert_ptr_nonnull(l = await_leader(20 * E_TICKS));
+	for (int i = 0; i < 10; i++) {
+		ck_assert_int_eq(propose(NULL), 0);
+		round_(0);
+	}
+	ck_assert(converge(20 * E_TICKS));
+	term = tsr_raft_term(l->r);
+	f = other_than(l, NULL);
+	g = other_than(l, f);
+	last = tsr_raft_last_index(g->r);
+	commit = tsr_raft_commit(g->r);
+	const struct {
+		const char *what;
+		struct tsr_raft_msg m;
+		int rc;
+		const char *why;
+	} bad[] = {
+		{ "append after an index beyond 2^62",
+		  { .type = TSR_RAFT_APPEND, .index = TSR_RAFT_INDEX_MAX + 1,
+		    .log_term = 1 }, -ERANGE, "above 2^62" },
+		{ "append with a commit index of 2^63",
+		  { .type = TSR_RAFT_APPEND, .index = 1, .log_term = 1,
+		    .commit = 1ull << 63 }, -ERANGE, "above 2^62" },
+		{ "append after entry 0 of term 5 (its answer was index 0 - 1)",
+		  { .type = TSR_RAFT_APPEND, .index = 0, .log_term = 5 }, -EINVAL,
+		  "0 together" },
+		{ "append whose entries end beyond 2^62",
+		  { .type = TSR_RAFT_APPEND, .index = TSR_RAFT_INDEX_MAX - 1,
+		    .log_term = 1, .entries = e, .nentries = 3 }, -ERANGE,
+		  "beyond 2^62" },
+		{ "append after an entry of a later term",
+		  { .type = TSR_RAFT_APPEND, .index = 1, .log_term = term + 1 },
+		  -ERANGE, "naming an entry" },
+		{ "append whose entries' terms go down",
+		  { .type = TSR_RAFT_APPEND, .index = last, .log_term = term,
+		    .entries = e, .nentries = 2 }, -ERANGE, "after one of term" },
+		{ "snapshot beyond the sender's commit index",
+		  { .type = TSR_RAFT_SNAPSHOT, .index = last + 100, .log_term = term,
+		    .commit = last }, -ERANGE, "beyond the sender's commit" },
+		{ "vote for a log newer than the term asked",
+		  { .type = TSR_RAFT_VOTE, .index = last + 100, .log_term = term + 1 },
+		  -ERANGE, "naming an entry" },
+		{ "a count of entries on an answer",
+		  { .type = TSR_RAFT_APPEND_RESP, .entries = e, .nentries = 1 },
+		  -EINVAL, "only an append" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct tsr_raft_msg m = bad[i].m;
+
+		/* (the entries, when there are any, as the case needs) */
+		e[0] = (struct tsr_raft_entry){ term, m.index + 1, NULL, 0 };
+		e[1] = (struct tsr_raft_entry){ term - 1, m.index + 2, NULL, 0 };
+		e[2] = (struct tsr_raft_entry){ term, m.index + 3, NULL, 0 };
+		m.from = l->id;
+		m.term = term;
+		ck_assert_msg(forge(g, m, why, sizeof(why)) == bad[i].rc,
+			      "%s: not refused (%s)", bad[i].what, why);
+		ck_assert_msg(strstr(why, bad[i].why) != NULL, "%s: \"%s\"",
+			      bad[i].what, why);
+		ck_assert_uint_eq(tsr_raft_term(g->r), term);
+		ck_assert_uint_eq(tsr_raft_last_index(g->r), last);
+		ck_assert_uint_eq(tsr_raft_commit(g->r), commit);
+	}
+	/* the leader: an acknowledgement of entries it never had */
+	struct tsr_raft_msg m = { .type = TSR_RAFT_APPEND_RESP, .from = f->id,
+				  .term = term, .match = tsr_raft_last_index(l->r) + 1 };
+	ck_assert_int_eq(forge(l, m, why, sizeof(why)), -ERANGE);
+	ck_assert_contains(why, "our log ends at");
+	goes_on(l, term);
+}
+END_TEST
+
+/* One leader per term: an APPEND of our term from a member that is not
+ * the leader we follow is refused, and we keep following ours. */
+START_TEST(forged_append_other_leader_refused)
+{
+	struct node *l, *f, *g;
+	uint64_t term;
+	char why[256];
+
+	cluster(3);
+	ck_assert_ptr_nonnull(l = await_leader(20 * E_TICKS));
+	ck_assert(converge(10 * E_TICKS));
+	term = tsr_raft_term(l->r);
+	f = other_than(l, NULL);
+	g = other_than(l, f);
+	ck_assert_uint_eq(tsr_raft_leader(g->r), l->id);
+	struct tsr_raft_msg m = { .type = TSR_RAFT_APPEND, .from = f->id, .term = term,
+				  .index = tsr_raft_last_index(g->r),
+				  .log_term = term, .commit = tsr_raft_commit(g->r) };
+	ck_assert_int_eq(forge(g, m, why, sizeof(why)), -EPROTO);
+	ck_assert_contains(why, "which node");
+	ck_assert_uint_eq(tsr_raft_leader(g->r), l->id);
+	goes_on(l, term);
+}
+END_TEST
+
+/* ---- A store lost (issue 16) ------------------------------------------------*/
+
+/* Node n loses everything it stored (its data directory moved away) and
+ * starts again. */
+static void
+node_wipe_and_start(struct node *n)
+{
+	node_crash(n);
+	memset(&n->hs, 0, sizeof(n->hs));
+	n->nlog = 0;
+	free(n->snap);
+	n->snap = NULL;
+	n->snap_len = 0;
+	n->snap_index = n->snap_term = 0;
+	n->napplied = 0;
+	n->installs = 0;
+	node_start(n);
+}
+
+/* A follower restarted with an empty store: its answers show a log
+ * shorter than what the leader remembers it acknowledged.  The leader
+ * forgets that (its match index for it drops), sends the log, or the
+ * snapshot when the log is compacted, and the follower catches up.  Until
+ * then it is not current (tsr_raft_peer_current), and it is rejoining. */
+static void
+wiped_follower_catches_up(size_t every)
+{
+	struct node *l, *f;
+	uint64_t before, lowest, wiped_at;
+	int t;
+
+	cluster(3);
+	compact_every = every;
+	ck_assert_ptr_nonnull(l = await_leader(20 * E_TICKS));
+	for (int i = 0; i < 60; i++) {
+		ck_assert_int_eq(propose(NULL), 0);
+		round_(i % 2);
+	}
+	ck_assert(converge(20 * E_TICKS));
+	f = other_than(l, NULL);
+	before = tsr_raft_peer_match(l->r, f->id);
+	ck_assert_uint_ge(before, 60);
+	ck_assert_uint_gt(tsr_raft_peer_current(l->r, f->id), 0);
+	if (every)
+		ck_assert_uint_gt(l->snap_index, 1);
+
+	node_wipe_and_start(f);
+	ck_assert(tsr_raft_rejoining(f->r));
+	wiped_at = now_round;
+	lowest = before;
+	for (t = 0; t < 30 * E_TICKS && (f->napplied < ntruth || t < 2 * E_TICKS); t++) {
+		if (t % 3 == 0)
+			ck_assert_int_eq(propose(NULL), 0);
+		round_(1);
+		ck_assert_ptr_eq(leader(), l);
+		if (tsr_raft_peer_match(l->r, f->id) < lowest)
+			lowest = tsr_raft_peer_match(l->r, f->id);
+		/* current again only once it holds all that was committed */
+		if (tsr_raft_peer_current(l->r, f->id) > wiped_at)
+			ck_assert(!tsr_raft_rejoining(f->r));
+	}
+	fprintf(stderr, "wiped follower (compaction every %zu): the leader's match "
+		"for it went %llu -> %llu; it applied %zu of %zu in %d ticks, "
+		"%d snapshot(s)\n", every, (unsigned long long)before,
+		(unsigned long long)lowest, f->napplied, ntruth, t, f->installs);
+	ck_assert_msg(lowest < before, "the leader's match index for the wiped "
+		      "follower stayed at %llu", (unsigned long long)before);
+	ck_assert(converge(50 * E_TICKS));
+	check_acked();
+	ck_assert(!tsr_raft_rejoining(f->r));
+	ck_assert_uint_ge(tsr_raft_peer_match(l->r, f->id), ntruth - 1);
+	ck_assert_uint_gt(tsr_raft_peer_current(l->r, f->id), wiped_at);
+	if (every)
+		ck_assert_int_ge(f->installs, 1);
+	compact_every = 0;
+}
+
+START_TEST(empty_store_follower_catches_up)
+{
+	wiped_follower_catches_up(0);
+}
+END_TEST
+
+START_TEST(empty_store_follower_catches_up_by_snapshot)
+{
+	wiped_follower_catches_up(25);
+}
+END_TEST
+
+/* A follower that lost its store may have acknowledged entries that now
+ * exist on a minority only.  Here C acknowledges what L commits while B
+ * is cut off; C loses its store; L goes down.  B and C must not elect B
+ * (whose log lacks the committed entries): C votes for no candidate with
+ * a log until a leader has caught it up.  L back, all is there. */
+START_TEST(empty_store_follower_votes_only_when_caught_up)
+{
+	struct node *l, *b, *c;
+	size_t before;
+
+	cluster(3);
+	ck_assert_ptr_nonnull(l = await_leader(20 * E_TICKS));
+	ck_assert(converge(10 * E_TICKS));
+	b = other_than(l, NULL);
+	c = other_than(l, b);
+	cut[l->id][b->id] = cut[b->id][l->id] = 1;
+	before = ntruth;
+	for (int i = 0; i < 20; i++) {
+		ck_assert_int_eq(propose(NULL), 0);
+		round_(i % 2);
+	}
+	for (int t = 0; t < 10 * E_TICKS && c->napplied < before + 20; t++)
+		round_(1);
+	ck_assert_uint_ge(c->napplied, before + 20); /* committed by L and C */
+	ck_assert_uint_lt(tsr_raft_last_index(b->r), before + 20);
+
+	node_wipe_and_start(c);
+	cut[l->id][c->id] = cut[c->id][l->id] = 1;
+	node_crash(l);
+	for (int t = 0; t < 40 * E_TICKS; t++) {
+		round_(1);
+		ck_assert_msg(leader() == NULL, "node %llu leads without the "
+			      "entries committed before node %llu lost its store",
+			      (unsigned long long)leader()->id,
+			      (unsigned long long)c->id);
+	}
+	ck_assert(tsr_raft_rejoining(c->r));
+	memset(cut, 0, sizeof(cut));
+	node_start(l);
+	ck_assert_ptr_nonnull(await_leader(40 * E_TICKS));
+	ck_assert(converge(50 * E_TICKS));
+	check_acked();
+	ck_assert(!tsr_raft_rejoining(c->r));
+}
+END_TEST
+
 START_TEST(bad_input)
 {
 	struct tsr_raft *r;
@@ -830,17 +1257,17 @@ START_TEST(bad_input)
 	ck_assert_int_eq(tsr_raft_create(&c, &r), 0);
 	/* not for us, from a stranger, unknown type, gaps in entries */
 	m = (struct tsr_raft_msg){ .type = TSR_RAFT_APPEND, .from = 2, .to = 9, .term = 1 };
-	ck_assert_int_eq(tsr_raft_step(r, &m), -EINVAL);
+	ck_assert_int_eq(tsr_raft_step(r, &m, NULL, 0), -EINVAL);
 	m.to = 1;
 	m.from = 7;
-	ck_assert_int_eq(tsr_raft_step(r, &m), -EINVAL);
+	ck_assert_int_eq(tsr_raft_step(r, &m, NULL, 0), -EINVAL);
 	m.from = 2;
 	m.type = 99;
-	ck_assert_int_eq(tsr_raft_step(r, &m), -EINVAL);
+	ck_assert_int_eq(tsr_raft_step(r, &m, NULL, 0), -EINVAL);
 	m.type = TSR_RAFT_APPEND;
 	m.entries = e;
 	m.nentries = 2;
-	ck_assert_int_eq(tsr_raft_step(r, &m), -EINVAL);
+	ck_assert_int_eq(tsr_raft_step(r, &m, NULL, 0), -EINVAL);
 	/* proposals refused by a follower */
 	ck_assert_int_eq(tsr_raft_propose(r, "x", 1, NULL), -EAGAIN);
 	tsr_raft_destroy(r);
@@ -885,7 +1312,8 @@ START_TEST(store)
 						   (uint64_t)i + 1, (uint8_t *)"abcde" + i,
 						   (size_t)(5 - i) };
 	memset(&rd, 0, sizeof(rd));
-	rd.hs = (struct tsr_raft_hardstate){ 2, 3, 4 };
+	rd.hs = (struct tsr_raft_hardstate){ .term = 2, .vote = 3, .commit = 4,
+					     .rejoin = 1 };
 	rd.hs_changed = 1;
 	rd.entries = ents;
 	rd.nentries = 5;
@@ -895,7 +1323,30 @@ START_TEST(store)
 	ck_assert_int_eq(tsr_kv_open(dir, 0, &st.kv, err, sizeof(err)), 0);
 	ck_assert_msg(tsr_raftstore_load(&st, &hs, &log, &n, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_int_eq(n, 5);
-	ck_assert(hs.term == 2 && hs.vote == 3 && hs.commit == 4);
+	ck_assert(hs.term == 2 && hs.vote == 3 && hs.commit == 4 && hs.rejoin == 1);
+	/* a hard state written before the rejoin flag: not rejoining */
+	{
+		struct tsr_kv_batch *b = tsr_kv_batch_create();
+		struct tsr_enc e;
+		size_t mk;
+		struct tsr_raft_entry *l2;
+		size_t n2;
+
+		tsr_enc_init(&e);
+		mk = tsr_enc_begin_struct(&e, 1, 1);
+		tsr_enc_u64(&e, 2);
+		tsr_enc_u64(&e, 3);
+		tsr_enc_u64(&e, 4);
+		tsr_enc_end_struct(&e, mk);
+		ck_assert_int_eq(tsr_enc_error(&e), 0);
+		tsr_kv_batch_put(b, "raft/hs", 7, e.buf, e.len);
+		ck_assert_int_eq(tsr_kv_write(st.kv, b, 1, err, sizeof(err)), 0);
+		tsr_enc_release(&e);
+		tsr_kv_batch_destroy(b);
+		ck_assert_int_eq(tsr_raftstore_load(&st, &hs, &l2, &n2, err, sizeof(err)), 0);
+		ck_assert(hs.term == 2 && hs.vote == 3 && hs.commit == 4 && hs.rejoin == 0);
+		tsr_raftstore_free_log(l2, n2);
+	}
 	for (int i = 0; i < 5; i++) {
 		ck_assert_int_eq(log[i].index, (uint64_t)i + 1);
 		ck_assert_int_eq(log[i].len, (size_t)(5 - i));
@@ -961,7 +1412,7 @@ START_TEST(store)
 	}
 	/* back to a plain log for the damage cases below */
 	memset(&rd, 0, sizeof(rd));
-	rd.hs = (struct tsr_raft_hardstate){ 2, 3, 0 };
+	rd.hs = (struct tsr_raft_hardstate){ .term = 2, .vote = 3 };
 	rd.hs_changed = 1;
 	for (int i = 0; i < 4; i++)
 		ents[i] = (struct tsr_raft_entry){ 1, (uint64_t)i + 1, (uint8_t *)"e", 1 };
@@ -1018,6 +1469,14 @@ main(void)
 	tcase_add_test(tc, snapshot_catch_up);
 	tcase_add_test(tc, nemesis);
 	tcase_add_test(tc, bad_input);
+	tcase_add_test(tc, forged_append_huge_term_refused);
+	tcase_add_test(tc, forged_append_far_term_refused);
+	tcase_add_test(tc, term_overflow);
+	tcase_add_test(tc, forged_index_refused);
+	tcase_add_test(tc, forged_append_other_leader_refused);
+	tcase_add_test(tc, empty_store_follower_catches_up);
+	tcase_add_test(tc, empty_store_follower_catches_up_by_snapshot);
+	tcase_add_test(tc, empty_store_follower_votes_only_when_caught_up);
 	tcase_add_test(tc, store);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
