@@ -5,10 +5,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libconfig.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef TSR_PLUGIN_DIR
 #define TSR_PLUGIN_DIR "/usr/local/lib/tessera/plugins"
@@ -68,6 +71,9 @@ static const struct tsr_conf_opt core_options[] = {
 	{ { .name = "ms_recv_queue", .type = TSR_OPT_SIZE, .def = "128M", .min = "1M", .max = "16G",
 	    .help = "bytes of received messages a connection may hold unhandled; reading pauses above it" },
 	  TSR_SEC_ALL, 0 },
+	{ { .name = "ms_recv_budget", .type = TSR_OPT_SIZE, .def = "512M", .min = "1M", .max = "64G",
+	    .help = "bytes of received messages all connections together may hold unhandled; reading pauses above it until handlers catch up" },
+	  TSR_SEC_ALL, 0 },
 	{ { .name = "ms_keepalive", .type = TSR_OPT_DURATION, .def = "5s", .min = "10", .max = "1h",
 	    .help = "send a keepalive after this much silence from the peer" },
 	  TSR_SEC_ALL, 0 },
@@ -88,6 +94,9 @@ static const struct tsr_conf_opt core_options[] = {
 	  TSR_SEC_ALL, 0 },
 	{ { .name = "ms_inject_refuse_every", .type = TSR_OPT_INT, .def = "0", .min = "0", .max = "1000000000",
 	    .help = "tests: refuse every Nth incoming connection; 0: off" },
+	  TSR_SEC_ALL, 0 },
+	{ { .name = "keyring", .type = TSR_OPT_STRING, .def = "/etc/tessera/$name.keyring",
+	    .help = "this daemon's or client's key (a monitor's: the cluster secret), a file readable only by its owner; see `tessera auth`" },
 	  TSR_SEC_ALL, 0 },
 	{ { .name = "mon_members", .type = TSR_OPT_STRING, .def = "",
 	    .help = "the monitors, as \"NAME=IP:PORT, ...\" (every daemon and tool reads it)" },
@@ -273,37 +282,195 @@ conf_new(const char *name)
 	return conf;
 }
 
-int
-tsr_conf_load(const char *path, struct tsr_conf **out, char *err,
-	      size_t errlen)
+static int
+too_big(const char *name, const char *what, size_t size, char *err,
+	size_t errlen)
 {
-	struct tsr_conf *conf = conf_new(path);
-	FILE *f;
-	int ok;
+	return tsr_errf(err, errlen, -EFBIG,
+			"%s: cannot read configuration file: it is %s%zu bytes, more than the %d bytes (%d KiB) a configuration file may hold",
+			name, what, size, TSR_CONF_MAX_SIZE, TSR_CONF_MAX_SIZE / 1024);
+}
 
-	/* Read through our own FILE so a missing file reports errno, and so
-	 * libconfig records the path for line numbers. */
-	f = fopen(path, "r");
-	if (f == NULL) {
+/* Refuse what libconfig must not be given: a NUL byte (it would stop
+ * there, silently), @include (a second file, read without any of these
+ * checks: a FIFO would block), and more than TSR_CONF_MAX_SETTINGS
+ * settings (libconfig checks each new one against every other in its
+ * group: a 1 MiB group of short settings took 37 s).  Settings are
+ * counted by their '=' or ':' outside strings and comments, following
+ * libconfig's lexical rules. */
+static int
+scan_text(const char *name, const char *text, size_t len, char *err,
+	  size_t errlen)
+{
+	const char *nul = memchr(text, '\0', len);
+	unsigned line = 1, settings = 0;
+
+	if (nul != NULL) {
+		for (const char *p = text; p < nul; p++)
+			line += *p == '\n';
+		return tsr_errf(err, errlen, -EINVAL,
+				"%s:%u: a NUL byte: this is not a configuration file",
+				name, line);
+	}
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i], next = i + 1 < len ? text[i + 1] : '\0';
+
+		if (c == '\n') {
+			line++;
+		} else if (c == '"') {
+			for (i++; i < len && text[i] != '"'; i++) {
+				if (text[i] == '\\' && i + 1 < len)
+					i++;
+				line += text[i] == '\n';
+			}
+		} else if (c == '#' || (c == '/' && next == '/')) {
+			while (i + 1 < len && text[i + 1] != '\n')
+				i++;
+		} else if (c == '/' && next == '*') {
+			for (i += 2; i < len && !(text[i] == '*' && i + 1 < len &&
+						  text[i + 1] == '/'); i++)
+				line += text[i] == '\n';
+			i++;
+		} else if (c == '@' && len - i >= 8 && memcmp(text + i, "@include", 8) == 0) {
+			return tsr_errf(err, errlen, -EINVAL,
+					"%s:%u: @include is not supported: a cluster's configuration is one file",
+					name, line);
+		} else if ((c == '=' || c == ':') && ++settings > TSR_CONF_MAX_SETTINGS) {
+			return tsr_errf(err, errlen, -EFBIG,
+					"%s:%u: more than %d settings: a configuration file may hold at most %d",
+					name, line, TSR_CONF_MAX_SETTINGS,
+					TSR_CONF_MAX_SETTINGS);
+		}
+	}
+	return 0;
+}
+
+static const char *
+file_kind(mode_t m)
+{
+	return S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
+	       : S_ISCHR(m) ? "a character device"
+	       : S_ISBLK(m) ? "a block device" : "not a regular file";
+}
+
+/* Read the whole of a regular file of at most TSR_CONF_MAX_SIZE bytes into
+ * *text (NUL-terminated; the caller frees it). */
+static int
+read_file(const char *path, char **text, size_t *lenp, char *err,
+	  size_t errlen)
+{
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer; anything
+	 * but a regular file is refused before the first read */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	size_t len = 0, cap;
+	char *buf = NULL;
+	int rc = 0;
+
+	if (fd < 0) {
 		int e = errno;
-		tsr_conf_destroy(conf);
 		return tsr_errf(err, errlen, -e,
 				"%s: cannot read configuration file: %s", path,
 				strerror(e));
 	}
-	fclose(f);
-	ok = config_read_file(&conf->cfg, path);
-	return finish_load(conf, ok, path, out, err, errlen);
+	if (fstat(fd, &st) < 0)
+		rc = tsr_errf(err, errlen, -errno,
+			      "%s: cannot read configuration file: %s", path,
+			      strerror(errno));
+	else if (S_ISDIR(st.st_mode))
+		rc = tsr_errf(err, errlen, -EISDIR,
+			      "%s: cannot read configuration file: it is a directory",
+			      path);
+	else if (!S_ISREG(st.st_mode))
+		rc = tsr_errf(err, errlen, -EINVAL,
+			      "%s: cannot read configuration file: it is %s, not a regular file",
+			      path, file_kind(st.st_mode));
+	else if (st.st_size > TSR_CONF_MAX_SIZE)
+		rc = too_big(path, "", (size_t)st.st_size, err, errlen);
+	/* read to the end, not st_size bytes: the file may change meanwhile */
+	cap = rc == 0 ? (size_t)st.st_size + 1 : 0;
+	if (rc == 0 && (buf = malloc(cap + 1)) == NULL)
+		rc = tsr_errf(err, errlen, -ENOMEM, "out of memory");
+	while (rc == 0) {
+		if (len == cap) {
+			if (len > TSR_CONF_MAX_SIZE) {
+				rc = too_big(path, "now at least ", len, err, errlen);
+				break;
+			}
+			size_t ncap = cap * 2 > TSR_CONF_MAX_SIZE + 1
+					      ? TSR_CONF_MAX_SIZE + 1 : cap * 2;
+			char *nb = realloc(buf, ncap + 1);
+			if (nb == NULL) {
+				rc = tsr_errf(err, errlen, -ENOMEM, "out of memory");
+				break;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		ssize_t r = read(fd, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = tsr_errf(err, errlen, -errno,
+				      "%s: cannot read configuration file: %s",
+				      path, strerror(errno));
+			break;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	buf[len] = '\0';
+	*text = buf;
+	*lenp = len;
+	return 0;
+}
+
+static int
+load_text(const char *text, size_t len, const char *name,
+	  struct tsr_conf **out, char *err, size_t errlen)
+{
+	struct tsr_conf *conf;
+	int rc = scan_text(name, text, len, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	conf = conf_new(name);
+	/* libconfig reads the text we checked, not the file again; messages
+	 * and origins name the file all the same (conf->path) */
+	return finish_load(conf, config_read_string(&conf->cfg, text), name,
+			   out, err, errlen);
+}
+
+int
+tsr_conf_load(const char *path, struct tsr_conf **out, char *err,
+	      size_t errlen)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc = read_file(path, &text, &len, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	rc = load_text(text, len, path, out, err, errlen);
+	free(text);
+	return rc;
 }
 
 int
 tsr_conf_load_string(const char *text, const char *name,
 		     struct tsr_conf **out, char *err, size_t errlen)
 {
-	struct tsr_conf *conf = conf_new(name);
+	size_t len = strlen(text);
 
-	return finish_load(conf, config_read_string(&conf->cfg, text), name,
-			   out, err, errlen);
+	if (len > TSR_CONF_MAX_SIZE)
+		return too_big(name, "", len, err, errlen);
+	return load_text(text, len, name, out, err, errlen);
 }
 
 /* ---- Resolution ---------------------------------------------------------*/
@@ -502,15 +669,56 @@ build_schema(struct tsr_conf *conf, uint32_t sec,
 
 static int expand_all(struct tsr_conf *conf, char *err, size_t errlen);
 
-int
-tsr_conf_resolve(struct tsr_conf *conf, const char *type, const char *id,
-		 const struct tsr_conf_opt *extra, char *err, size_t errlen)
+/* The sections that apply to conf's daemon, least specific first: global,
+ * TYPE and TYPE-ID (NULL where absent); and a check that every top-level
+ * setting is a section of a known type or of the daemon's own. */
+static int
+find_sections(struct tsr_conf *conf, config_setting_t *secs[3], char *err,
+	      size_t errlen)
 {
 	config_setting_t *root = config_root_setting(&conf->cfg);
+
+	secs[0] = secs[1] = secs[2] = NULL;
+	for (int i = 0; i < config_setting_length(root); i++) {
+		config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
+		const char *sname = config_setting_name(s);
+		char stype[32];
+		const char *sid;
+
+		if (!config_setting_is_group(s))
+			return tsr_errf(err, errlen, -EINVAL,
+					"%s: top-level setting '%s' is not a section; sections are groups named global, mon, osd, mds, client or TYPE-ID (e.g. osd-3 = { ... };)",
+					origin(conf, s), sname);
+		if (split_section(sname, stype, sizeof(stype), &sid) < 0 ||
+		    (strcmp(sname, "global") != 0 && type_section(stype) == 0 &&
+		     strcmp(stype, conf->type) != 0))
+			return tsr_errf(err, errlen, -EINVAL,
+					"%s: unknown section '%s'; expected global, mon, osd, mds, client or TYPE-ID (e.g. osd-3)",
+					origin(conf, s), sname);
+		if (strcmp(sname, "global") == 0)
+			secs[0] = s;
+		else if (strcmp(stype, conf->type) != 0)
+			continue;
+		else if (sid == NULL)
+			secs[1] = s;
+		else if (conf->id[0] && strcmp(sid, conf->id) == 0)
+			secs[2] = s;
+	}
+	return 0;
+}
+
+/* Resolve the view of type-id from the sections given (global, TYPE,
+ * TYPE-ID), or, when given is NULL, from those find_sections finds. */
+static int
+resolve(struct tsr_conf *conf, const char *type, const char *id,
+	const struct tsr_conf_opt *extra, config_setting_t *const given[3],
+	char *err, size_t errlen)
+{
+	config_setting_t *secs[3] = { NULL, NULL, NULL };
 	struct tsr_srcval *srcs = NULL;
 	size_t nsrc = 0, cap = 0;
 	uint32_t sec;
-	int rc = 0;
+	int rc;
 
 	reset_view(conf);
 	sec = type_section(type);
@@ -523,63 +731,42 @@ tsr_conf_resolve(struct tsr_conf *conf, const char *type, const char *id,
 	else
 		tsr_strlcpy(conf->name, type, sizeof(conf->name));
 	build_schema(conf, sec, extra);
+	if (given != NULL)
+		memcpy(secs, given, sizeof(secs));
+	rc = given ? 0 : find_sections(conf, secs, err, errlen);
 
-	/* Three passes, least specific first, so later values override. */
-	for (int pass = 0; pass < 3 && rc == 0; pass++) {
-		for (int i = 0; i < config_setting_length(root) && rc == 0; i++) {
-			config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
-			const char *sname = config_setting_name(s);
-			char stype[32];
-			const char *sid;
+	/* least specific first, so later values override */
+	for (int k = 0; k < 3 && rc == 0; k++) {
+		config_setting_t *s = secs[k];
+		bool is_global = k == 0;
 
-			if (!config_setting_is_group(s)) {
+		for (int j = 0; s != NULL && j < config_setting_length(s); j++) {
+			config_setting_t *m = config_setting_get_elem(s, (unsigned)j);
+			const char *key = config_setting_name(m);
+			const struct tsr_conf_opt *o =
+				find_opt(conf->schema, conf->nschema, key);
+			if (o == NULL && is_global &&
+			    (find_opt(core_options, SIZE_MAX, key) ||
+			     find_opt(extra, SIZE_MAX, key)))
+				continue; /* another daemon type's key */
+			if (o == NULL) {
 				rc = tsr_errf(err, errlen, -EINVAL,
-					      "%s: top-level setting '%s' is not a section; sections are groups named global, mon, osd, mds, client or TYPE-ID (e.g. osd-3 = { ... };)",
-					      origin(conf, s), sname);
+					      "%s: section '%s': unknown key '%s' for a %s daemon",
+					      origin(conf, m), config_setting_name(s),
+					      key, conf->type);
 				break;
 			}
-			if (split_section(sname, stype, sizeof(stype), &sid) < 0 ||
-			    (strcmp(sname, "global") != 0 &&
-			     type_section(stype) == 0 &&
-			     strcmp(stype, conf->type) != 0)) {
-				rc = tsr_errf(err, errlen, -EINVAL,
-					      "%s: unknown section '%s'; expected global, mon, osd, mds, client or TYPE-ID (e.g. osd-3)",
-					      origin(conf, s), sname);
-				break;
-			}
-			bool is_global = strcmp(sname, "global") == 0;
-			bool mine = pass == 0 ? is_global
-				  : pass == 1 ? (!sid && strcmp(stype, conf->type) == 0 && !is_global)
-				  : (sid && conf->id[0] && strcmp(stype, conf->type) == 0 &&
-				     strcmp(sid, conf->id) == 0);
-			if (!mine)
+			if (o->plugin_kind) {
+				rc = take_plugin_group(conf, m, config_setting_name(s),
+						       err, errlen);
+				if (rc < 0)
+					break;
 				continue;
-			for (int j = 0; j < config_setting_length(s); j++) {
-				config_setting_t *m = config_setting_get_elem(s, (unsigned)j);
-				const char *key = config_setting_name(m);
-				const struct tsr_conf_opt *o =
-					find_opt(conf->schema, conf->nschema, key);
-				if (o == NULL && is_global &&
-				    (find_opt(core_options, SIZE_MAX, key) ||
-				     find_opt(extra, SIZE_MAX, key)))
-					continue; /* another daemon type's key */
-				if (o == NULL) {
-					rc = tsr_errf(err, errlen, -EINVAL,
-						      "%s: section '%s': unknown key '%s' for a %s daemon",
-						      origin(conf, m), sname, key, conf->type);
-					break;
-				}
-				if (o->plugin_kind) {
-					rc = take_plugin_group(conf, m, sname, err, errlen);
-					if (rc < 0)
-						break;
-					continue;
-				}
-				struct tsr_srcval sv;
-				to_srcval(conf, m, &sv);
-				if ((rc = add_srcval(&srcs, &nsrc, &cap, &sv)) < 0)
-					break;
 			}
+			struct tsr_srcval sv;
+			to_srcval(conf, m, &sv);
+			if ((rc = add_srcval(&srcs, &nsrc, &cap, &sv)) < 0)
+				break;
 		}
 	}
 	if (rc == 0) {
@@ -597,18 +784,42 @@ tsr_conf_resolve(struct tsr_conf *conf, const char *type, const char *id,
 }
 
 int
-tsr_conf_check_all(struct tsr_conf *conf, char *err, size_t errlen)
+tsr_conf_resolve(struct tsr_conf *conf, const char *type, const char *id,
+		 const struct tsr_conf_opt *extra, char *err, size_t errlen)
+{
+	return resolve(conf, type, id, extra, NULL, err, errlen);
+}
+
+/* One round of tsr_conf_check_all: every view resolved, and check (when
+ * not NULL) run on each. */
+static int
+check_views(struct tsr_conf *conf, tsr_conf_check_fn check, void *arg,
+	    char *err, size_t errlen)
 {
 	config_setting_t *root = config_root_setting(&conf->cfg);
+	config_setting_t *global = NULL, *typesec[TSR_ARRAY_SIZE(section_types)] = { 0 };
 	int rc;
 
-	/* Every type's view with no id covers global and the type sections;
-	 * each TYPE-ID section is then checked as that daemon. */
+	/* Every type's view with no id covers global and the type sections,
+	 * and checks every section's name. */
 	for (size_t t = 0; t < TSR_ARRAY_SIZE(section_types); t++) {
-		rc = tsr_conf_resolve(conf, section_types[t].name, NULL, NULL,
-				      err, errlen);
+		const char *type = section_types[t].name;
+		rc = resolve(conf, type, NULL, NULL, NULL, err, errlen);
+		if (rc == 0 && check != NULL)
+			rc = check(arg, conf, type, NULL, err, errlen);
 		if (rc < 0)
 			return rc;
+	}
+	/* Then each TYPE-ID section is checked as that daemon.  Its three
+	 * sections are known here: finding them for each view would take
+	 * time in the square of the number of sections. */
+	for (int i = 0; i < config_setting_length(root); i++) {
+		config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
+		for (size_t t = 0; t < TSR_ARRAY_SIZE(section_types); t++)
+			if (strcmp(config_setting_name(s), section_types[t].name) == 0)
+				typesec[t] = s;
+		if (strcmp(config_setting_name(s), "global") == 0)
+			global = s;
 	}
 	for (int i = 0; i < config_setting_length(root); i++) {
 		config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
@@ -617,11 +828,31 @@ tsr_conf_check_all(struct tsr_conf *conf, char *err, size_t errlen)
 		if (split_section(config_setting_name(s), stype, sizeof(stype),
 				  &sid) < 0 || sid == NULL)
 			continue;
-		rc = tsr_conf_resolve(conf, stype, sid, NULL, err, errlen);
-		if (rc < 0)
-			return rc;
+		for (size_t t = 0; t < TSR_ARRAY_SIZE(section_types); t++) {
+			if (strcmp(stype, section_types[t].name) != 0)
+				continue;
+			config_setting_t *secs[3] = { global, typesec[t], s };
+			rc = resolve(conf, stype, sid, NULL, secs, err, errlen);
+			if (rc == 0 && check != NULL)
+				rc = check(arg, conf, stype, sid, err, errlen);
+			if (rc < 0)
+				return rc;
+		}
 	}
 	return 0;
+}
+
+int
+tsr_conf_check_all(struct tsr_conf *conf, tsr_conf_check_fn check, void *arg,
+		   char *err, size_t errlen)
+{
+	/* every section's keys, types and ranges first: a misspelt key is
+	 * reported as such, not as what a daemon makes of the rest */
+	int rc = check_views(conf, NULL, NULL, err, errlen);
+
+	if (rc == 0 && check != NULL)
+		rc = check_views(conf, check, arg, err, errlen);
+	return rc;
 }
 
 /* ---- Accessors ------------------------------------------------------------*/
@@ -668,13 +899,15 @@ tsr_conf_double(const struct tsr_conf *conf, const char *key)
 
 #define EXPAND_MAX 4096
 #define EXPAND_DEPTH 8
+#define VAR_MAX 64
 
 static int expand(struct tsr_conf *conf, const char *in, char *out,
-		  size_t *n, int depth);
+		  size_t *n, int depth, char bad[VAR_MAX]);
 
+/* -ENOENT (var copied to bad) for a name that is no variable. */
 static int
 expand_var(struct tsr_conf *conf, const char *var, char *out, size_t *n,
-	   int depth)
+	   int depth, char bad[VAR_MAX])
 {
 	const char *val = NULL;
 
@@ -686,9 +919,11 @@ expand_var(struct tsr_conf *conf, const char *var, char *out, size_t *n,
 		val = conf->id;
 	if (val == NULL) {
 		const struct tsr_opt_val *v = tsr_optset_get(conf->set, var);
-		if (v == NULL || v->type != TSR_OPT_STRING)
+		if (v == NULL || v->type != TSR_OPT_STRING) {
+			tsr_strlcpy(bad, var, VAR_MAX);
 			return -ENOENT;
-		return expand(conf, v->s, out, n, depth + 1);
+		}
+		return expand(conf, v->s, out, n, depth + 1, bad);
 	}
 	size_t l = strlen(val);
 	if (*n + l >= EXPAND_MAX)
@@ -698,32 +933,42 @@ expand_var(struct tsr_conf *conf, const char *var, char *out, size_t *n,
 	return 0;
 }
 
+static bool
+var_char(char c, bool first)
+{
+	return isalpha((unsigned char)c) || c == '_' ||
+	       (!first && isdigit((unsigned char)c));
+}
+
+/* $word and ${word} are variables, $$ is a '$', and a '$' followed by
+ * anything else is itself.  A word that names no variable is an error:
+ * left as text, "$nokey/x.asok" made a directory named "$nokey". */
 static int
-expand(struct tsr_conf *conf, const char *in, char *out, size_t *n, int depth)
+expand(struct tsr_conf *conf, const char *in, char *out, size_t *n, int depth,
+       char bad[VAR_MAX])
 {
 	if (depth > EXPAND_DEPTH)
 		return -ELOOP;
 	for (const char *p = in; *p;) {
-		if (*p == '$') {
-			char var[64];
+		if (p[0] == '$' && p[1] == '$') {
+			p++; /* the second '$' is copied below */
+		} else if (p[0] == '$' && (p[1] == '{' || var_char(p[1], true))) {
+			char var[VAR_MAX];
 			size_t l = 0;
 			bool brace = p[1] == '{';
 			const char *q = p + 1 + brace;
-			while ((islower((unsigned char)*q) || isdigit((unsigned char)*q) ||
-				*q == '_') && l < sizeof(var) - 1)
-				var[l++] = *q++;
+			for (; var_char(*q, l == 0); q++)
+				if (l < sizeof(var) - 1)
+					var[l++] = *q;
 			var[l] = '\0';
-			if (brace && *q == '}')
-				q++;
-			if (l > 0) {
-				int rc = expand_var(conf, var, out, n, depth);
-				if (rc == 0) {
-					p = q;
-					continue;
-				}
-				if (rc != -ENOENT)
-					return rc;
-			}
+			if (brace && (l == 0 || *q != '}'))
+				return -EBADMSG;
+			q += brace;
+			int rc = expand_var(conf, var, out, n, depth, bad);
+			if (rc < 0)
+				return rc;
+			p = q;
+			continue;
 		}
 		if (*n + 1 >= EXPAND_MAX)
 			return -ERANGE;
@@ -733,20 +978,46 @@ expand(struct tsr_conf *conf, const char *in, char *out, size_t *n, int depth)
 	return 0;
 }
 
+/* "$name, $type, $id, $fsid, ...": what a string may refer to. */
+static void
+list_vars(const struct tsr_conf *conf, char *buf, size_t buflen)
+{
+	size_t n = (size_t)snprintf(buf, buflen, "$name, $type, $id");
+
+	for (size_t i = 0; i < conf->ndefs && n < buflen; i++) {
+		if (conf->defs[i].type != TSR_OPT_STRING)
+			continue;
+		int w = snprintf(buf + n, buflen - n, ", $%s", conf->defs[i].name);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
 /* Expand text into a new string; on failure the reason goes to err. */
 static char *
 expand_text(struct tsr_conf *conf, const char *text, const char *where,
 	    const char *key, char *err, size_t errlen)
 {
-	char buf[EXPAND_MAX];
+	char buf[EXPAND_MAX], bad[VAR_MAX] = "", q[256], qb[VAR_MAX * 4];
 	size_t n = 0;
-	int rc = expand(conf, text, buf, &n, 0);
+	int rc = expand(conf, text, buf, &n, 0, bad);
 
+	if (rc == -ENOENT) {
+		char vars[1024];
+		list_vars(conf, vars, sizeof(vars));
+		tsr_errf(err, errlen, rc,
+			 "%s: option '%s': unknown variable $%s in \"%s\" (a %s daemon's variables: %s; write $$ for a '$')",
+			 where, key, tsr_opt_quote(bad, qb, sizeof(qb)),
+			 tsr_opt_quote(text, q, sizeof(q)), conf->type, vars);
+		return NULL;
+	}
 	if (rc < 0) {
 		tsr_errf(err, errlen, rc, "%s: option '%s': cannot expand \"%s\": %s",
-			 where, key, text,
+			 where, key, tsr_opt_quote(text, q, sizeof(q)),
 			 rc == -ELOOP ? "variables refer to each other"
-				      : "the result is too long");
+			 : rc == -EBADMSG ? "'${' must be followed by a name and '}'"
+					  : "the result is too long");
 		return NULL;
 	}
 	buf[n] = '\0';

@@ -14,7 +14,14 @@
  * type name, so a misspelt section is never silently ignored.
  *
  * String values may refer to other settings: $name (T-I), $type, $id, and
- * $<key> for any string option (e.g. "$run_dir/$name.asok").
+ * $<key> or ${<key>} for any string option (e.g. "$run_dir/$name.asok");
+ * "$$" is a literal '$'.  Any other $word is an error naming the file, the
+ * line, the key and the variable, never literal text.
+ *
+ * The file must be a regular file of at most TSR_CONF_MAX_SIZE bytes and
+ * TSR_CONF_MAX_SETTINGS settings (libconfig takes time in the square of the
+ * settings of one group and of the length of one string), without
+ * @include: a cluster is described by one file.
  *
  * A plugin is chosen by a group naming it, whose other members are the
  * plugin's options, checked against its schema when it is loaded:
@@ -44,9 +51,17 @@ struct tsr_conf_opt {
 	uint32_t plugin_kind;
 };
 
+/* Limits of a configuration file.  Far above any real cluster's (a few KiB,
+ * some hundred settings), low enough that a damaged or hostile file is
+ * refused at once instead of taking minutes to parse. */
+#define TSR_CONF_MAX_SIZE (1024 * 1024)
+#define TSR_CONF_MAX_SETTINGS 10000
+
 struct tsr_conf;
 
-/* Parse a file (or, for tests, text with a name for messages). */
+/* Parse a file (or, for tests, text with a name for messages).  Anything
+ * but a regular file (a directory, a FIFO: never waited on) is refused, and
+ * so is a file above the limits above. */
 TSR_API int tsr_conf_load(const char *path, struct tsr_conf **out, char *err,
 			  size_t errlen);
 TSR_API int tsr_conf_load_string(const char *text, const char *name,
@@ -61,9 +76,17 @@ TSR_API const char *tsr_conf_path(const struct tsr_conf *conf);
 TSR_API int tsr_conf_resolve(struct tsr_conf *conf, const char *type,
 			     const char *id, const struct tsr_conf_opt *extra,
 			     char *err, size_t errlen);
-/* Check every section of the file against every known daemon type. */
-TSR_API int tsr_conf_check_all(struct tsr_conf *conf, char *err,
-			       size_t errlen);
+/* Check every section of the file against every known daemon type: the view
+ * of each type (mon, osd, mds, client) and of each TYPE-ID section.  Once
+ * every view has resolved, check (may be NULL) is called on each, resolved
+ * again, with the type and the id (NULL for a type's view), to run what a
+ * daemon of that type checks at start; its error stops the walk.  The conf
+ * is left resolved as the last view checked. */
+typedef int (*tsr_conf_check_fn)(void *arg, struct tsr_conf *conf,
+				 const char *type, const char *id, char *err,
+				 size_t errlen);
+TSR_API int tsr_conf_check_all(struct tsr_conf *conf, tsr_conf_check_fn check,
+			       void *arg, char *err, size_t errlen);
 
 /* Typed accessors of a resolved configuration.  The key must be in the
  * schema (asking for an unknown key is a programming error: it logs and

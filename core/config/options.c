@@ -24,6 +24,88 @@ tsr_opt_type_name(uint32_t type)
 	return "unknown type";
 }
 
+/* Length of the valid UTF-8 sequence at s (1 to 4), or 0 if there is
+ * none: overlong forms, surrogates and code points above U+10FFFF are not
+ * valid. */
+static size_t
+utf8_len(const unsigned char *s)
+{
+	uint32_t cp, min;
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2, cp = s[0] & 0x1fu, min = 0x80;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		n = 3, cp = s[0] & 0x0fu, min = 0x800;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4, cp = s[0] & 0x07u, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3fu);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* The text that stands for the character at p: itself, or its bytes as
+ * \xNN when it is not valid UTF-8 (one byte at a time) or a control
+ * character.  Returns its length; *adv is how many bytes of p it covers. */
+static size_t
+quote_piece(const unsigned char *p, char esc[5], const char **piece,
+	    size_t *adv)
+{
+	size_t l = utf8_len(p);
+
+	if (l == 0 || (l == 1 && (*p < 0x20 || *p == 0x7f))) {
+		snprintf(esc, 5, "\\x%02x", *p);
+		*piece = esc;
+		*adv = 1;
+		return 4;
+	}
+	*piece = (const char *)p;
+	*adv = l;
+	return l;
+}
+
+const char *
+tsr_opt_quote(const char *s, char *buf, size_t buflen)
+{
+	const unsigned char *p;
+	const char *piece;
+	size_t n = 0, total = 0, adv;
+	char esc[5];
+	bool fits;
+
+	if (buflen < 4) {
+		if (buflen)
+			buf[0] = '\0';
+		return buf;
+	}
+	for (p = (const unsigned char *)s; *p && total < buflen; p += adv)
+		total += quote_piece(p, esc, &piece, &adv);
+	fits = total < buflen;
+	for (p = (const unsigned char *)s; *p; p += adv) {
+		size_t plen = quote_piece(p, esc, &piece, &adv);
+		/* when the whole does not fit, leave room for "..." */
+		if (!fits && n + plen + 4 > buflen) {
+			memcpy(buf + n, "...", 3);
+			n += 3;
+			break;
+		}
+		memcpy(buf + n, piece, plen);
+		n += plen;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 static const char *
 src_kind_name(int kind)
 {
@@ -239,9 +321,10 @@ check_bounds(const struct tsr_opt_def *def, const struct tsr_opt_val *v,
 			if (w > 0 && (size_t)w < sizeof(list) - n)
 				n += (size_t)w;
 		}
+		char q[256];
 		return tsr_errf(err, errlen, -EINVAL,
 				"option '%s': \"%s\" is not one of: %s",
-				def->name, v->s, list);
+				def->name, tsr_opt_quote(v->s, q, sizeof(q)), list);
 	}
 	return 0;
 }
@@ -297,11 +380,13 @@ tsr_opt_parse(const struct tsr_opt_def *def, const struct tsr_srcval *src,
 				"option '%s': value does not fit %s",
 				def->name, type_expectation(def->type));
 	if (rc < 0) {
+		char q[256];
 		if (src->kind == TSR_SRC_TEXT || src->kind == TSR_SRC_STRING)
 			return tsr_errf(err, errlen, -EINVAL,
 					"option '%s': expected %s, got %s \"%s\"",
 					def->name, type_expectation(def->type),
-					src_kind_name(src->kind), src->s);
+					src_kind_name(src->kind),
+					tsr_opt_quote(src->s, q, sizeof(q)));
 		return tsr_errf(err, errlen, -EINVAL,
 				"option '%s': expected %s, got %s", def->name,
 				type_expectation(def->type),
@@ -503,11 +588,13 @@ tsr_optset_build(const struct tsr_opt_def *defs, const struct tsr_srcval *srcs,
 		int idx = find_def(defs, count, src->name);
 
 		if (idx < 0) {
-			char known[1024];
+			char known[1024], q[128];
 			list_names(defs, count, known, sizeof(known));
+			/* a command line's -o KEY may hold any bytes */
 			rc = tsr_errf(err, errlen, -EINVAL,
 				      "%s: %s: unknown option '%s' (known options: %s)",
-				      where, what, src->name, known);
+				      where, what, tsr_opt_quote(src->name, q, sizeof(q)),
+				      known);
 			goto fail;
 		}
 		rc = tsr_opt_parse(&defs[idx], src, &set->vals[idx], why,

@@ -30,6 +30,12 @@ struct tsr_srcval {
 	const char *where;  /* "file:line", "command line", ... */
 };
 
+/* Copy text from a file or a command line into buf[buflen] for a message:
+ * bytes that are not valid UTF-8 and control characters become \xNN, so a
+ * message never carries raw bytes to a terminal or a log; text longer than
+ * buf ends in "...".  Returns buf. */
+TSR_API const char *tsr_opt_quote(const char *s, char *buf, size_t buflen);
+
 /* Human name of a type ("size"), and of a source kind ("a string"). */
 TSR_API const char *tsr_opt_type_name(uint32_t type);
 

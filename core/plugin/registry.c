@@ -1,5 +1,6 @@
 /* registry.c — loading, checking and instantiating plugins. */
 #include "plugin/registry.h"
+#include "plugin/elfcheck.h"
 #include "log/log.h"
 #include "util/util.h"
 
@@ -338,14 +339,26 @@ tsr_registry_load_file(struct tsr_registry *reg, const char *path,
 		       const struct tsr_plugin **out, char *err, size_t errlen)
 {
 	const struct tsr_plugin_desc *desc;
-	char why[768];
+	char why[768], dlpath[4096];
 	void *dl;
 	int rc;
 
+	/* A file cut short would map and then kill us with SIGBUS when
+	 * touched: check its headers against its size first (elfcheck.h). */
+	rc = tsr_elf_check_file(path, why, sizeof(why));
+	if (rc < 0)
+		return tsr_errf(err, errlen, rc == -ENOMEM ? rc : -ENOEXEC,
+				"%s: cannot load: %s", path, why);
+	/* dlopen searches the library path for a name without a '/': load
+	 * the very file that was checked */
+	if (snprintf(dlpath, sizeof(dlpath), "%s%s", strchr(path, '/') ? "" : "./",
+		     path) >= (int)sizeof(dlpath))
+		return tsr_errf(err, errlen, -ENAMETOOLONG,
+				"%s: cannot load: the path is too long", path);
 	/* RTLD_NOW: an unresolved symbol is found here, with a message, not
 	 * later as a crash inside a daemon.  RTLD_LOCAL: plugins cannot see
 	 * each other's symbols, so two plugins may use the same names. */
-	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	dl = dlopen(dlpath, RTLD_NOW | RTLD_LOCAL);
 	if (dl == NULL) {
 		const char *e = dlerror();
 		return tsr_errf(err, errlen, -ENOEXEC, "%s: cannot load: %s",

@@ -1,9 +1,10 @@
-/* test_config.c — cluster config files: loading, section resolution, errors with file:line, $variables, plugin groups, check_all. */
+/* test_config.c — cluster config files: loading, section resolution, errors with file:line, $variables, plugin groups, check_all; and what a file must not do to a daemon: be a directory or a FIFO, be too large to parse in time, echo raw bytes into messages, or leave an unknown $variable as text. */
 #include "config/config.h"
 
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -511,7 +512,7 @@ START_TEST(test_expansion)
 		   "global = {\n"
 		   "  run_dir = \"/x\";\n"
 		   "  log_file = \"${run_dir}/log-$type-$id\";\n"
-		   "  fsid = \"${name}x $namex $unknown ${type} $ $$id end$\";\n"
+		   "  fsid = \"${name}x ${type} $ $$id $5 end$\";\n"
 		   "};\n"
 		   "mon = {\n"
 		   "  run_dir = \"$plugin_dir/run\";\n"
@@ -522,7 +523,7 @@ START_TEST(test_expansion)
 	expect(conf, path, "admin_socket", "/x/osd-3.asok", 0);
 	expect(conf, path, "pid_file", "/x/osd-3.pid", 0);
 	expect(conf, path, "log_file", "/x/log-osd-3", 3);
-	expect(conf, path, "fsid", "osd-3x $namex $unknown osd $ $3 end$", 4);
+	expect(conf, path, "fsid", "osd-3x osd $ $id $5 end$", 4);
 	/* The expansion is made once and kept. */
 	first = tsr_conf_str(conf, "admin_socket");
 	ck_assert_ptr_eq(tsr_conf_str(conf, "admin_socket"), first);
@@ -675,9 +676,10 @@ START_TEST(test_foreach)
 			seen_find(&s, core[ncore].def.name);
 			nosd++;
 		}
-	/* general, the messenger's ms_*, the monitors' mon_* */
-	ck_assert_uint_eq(ncore, 7 + 13 + 11);
-	ck_assert_uint_eq(nosd, 7 + 13 + 2); /* mon_members, osd_beacon_interval */
+	/* general (keyring among them), the messenger's ms_*, the monitors'
+	 * mon_* */
+	ck_assert_uint_eq(ncore, 8 + 14 + 11);
+	ck_assert_uint_eq(nosd, 8 + 14 + 2); /* mon_members, osd_beacon_interval */
 	ck_assert_uint_eq(s.n, nosd);
 
 	k = seen_find(&s, "log_level");
@@ -752,7 +754,9 @@ START_TEST(test_plugin_group_expansion)
 	write_conf("pexp.conf",
 		   "global = { run_dir = \"/r\"; };\n"
 		   "testd = { partitioner = { plugin = \"p\"; label = \"$run_dir/$name\";\n"
-		   "  bad = \"$bad\"; n = 3; }; };\n",
+		   "  dollar = \"$$bad\"; n = 3; }; };\n"
+		   "testd-5 = { partitioner = { plugin = \"p\";\n"
+		   "  bad = \"$bad\"; }; };\n",
 		   path);
 	conf = load_ok(path);
 	resolve_ok(conf, "testd", "4", testd_opts);
@@ -760,9 +764,14 @@ START_TEST(test_plugin_group_expansion)
 					 err, sizeof(err)), 0);
 	ck_assert_uint_eq(nsrc, 3);
 	ck_assert_str_eq(srcs[0].s, "/r/testd-4");
-	/* an unknown variable stays as written */
 	ck_assert_str_eq(srcs[1].s, "$bad");
 	ck_assert_int_eq(srcs[2].i, 3);
+	/* an unknown variable is an error, not text */
+	resolve_ok(conf, "testd", "5", testd_opts);
+	ck_assert_int_eq(tsr_conf_plugin(conf, "partitioner", &plugin, &srcs, &nsrc,
+					 err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, ":5: option 'bad': unknown variable $bad in \"$bad\"") != NULL,
+		      "%s", err);
 	tsr_conf_destroy(conf);
 	unlink(path);
 }
@@ -869,7 +878,7 @@ START_TEST(test_plugin_group_chain)
 	/* foreach shows the group with where it was written. */
 	memset(&s, 0, sizeof(s));
 	tsr_conf_foreach(conf, collect, &s);
-	ck_assert_uint_eq(s.n, 7 + 13 + 1 + 4 + 1); /* core, testd, the group */
+	ck_assert_uint_eq(s.n, 8 + 14 + 1 + 4 + 1); /* core, testd, the group */
 	k = seen_find(&s, "partitioner");
 	ck_assert_str_eq(s.value[k], "{ plugin = \"general\"; ... }");
 	snprintf(where, sizeof(where), "%s:2", path);
@@ -976,7 +985,8 @@ START_TEST(test_check_all)
 
 	write_conf("cluster.conf", good_cluster, path);
 	conf = load_ok(path);
-	ck_assert_msg(tsr_conf_check_all(conf, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(tsr_conf_check_all(conf, NULL, NULL, err, sizeof(err)) == 0,
+		      "%s", err);
 	/* The conf is still usable for a daemon afterwards. */
 	resolve_ok(conf, "osd", "1", NULL);
 	expect(conf, path, "fsid", "abc", 12);
@@ -989,7 +999,8 @@ START_TEST(test_check_all)
 		write_conf("cluster-bad.conf", text, path);
 		conf = load_ok(path);
 		err[0] = '\0';
-		ck_assert_int_eq(tsr_conf_check_all(conf, err, sizeof(err)), -EINVAL);
+		ck_assert_int_eq(tsr_conf_check_all(conf, NULL, NULL, err, sizeof(err)),
+				 -EINVAL);
 		snprintf(want, sizeof(want), "%s%s", path, cases[k].msg);
 		ck_assert_str_eq(err, want);
 		tsr_conf_destroy(conf);
@@ -1005,6 +1016,312 @@ START_TEST(test_check_all)
 	resolve_ok(conf, "osd", "3", NULL);
 	resolve_ok(conf, "mon", "a", NULL);
 	resolve_fails(conf, "osd", "7", NULL, -EINVAL, path, cases[0].msg);
+	tsr_conf_destroy(conf);
+	unlink(path);
+}
+END_TEST
+
+/* ---- What a file must not do to a daemon ----------------------------------*/
+
+/* A directory was reported as "No such file or directory". */
+START_TEST(test_load_directory_says_directory)
+{
+	char err[ERRLEN] = "", want[ERRLEN];
+	struct tsr_conf *conf = NULL;
+
+	ck_assert_int_eq(tsr_conf_load(tmpdir, &conf, err, sizeof(err)), -EISDIR);
+	ck_assert_ptr_null(conf);
+	snprintf(want, sizeof(want),
+		 "%s: cannot read configuration file: it is a directory", tmpdir);
+	ck_assert_str_eq(err, want);
+}
+END_TEST
+
+/* A FIFO blocked the daemon forever (here: until Check's timeout). */
+START_TEST(test_load_fifo_refused_without_blocking)
+{
+	char path[PATHLEN], err[ERRLEN] = "", want[ERRLEN];
+	struct tsr_conf *conf = NULL;
+
+	snprintf(path, sizeof(path), "%s/fifo.conf", tmpdir);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert_int_eq(tsr_conf_load(path, &conf, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_null(conf);
+	snprintf(want, sizeof(want),
+		 "%s: cannot read configuration file: it is a FIFO, not a regular file",
+		 path);
+	ck_assert_str_eq(err, want);
+	unlink(path);
+}
+END_TEST
+
+/* Parsing took time in the square of the size (a 4 MiB string 7 s, a
+ * 1 MiB group of short settings 37 s): the file's size and its number of
+ * settings are capped, with an error naming the file, the size and the
+ * cap. */
+START_TEST(test_load_size_capped)
+{
+	char path[PATHLEN], err[ERRLEN] = "", want[ERRLEN];
+	struct tsr_conf *conf = NULL;
+	size_t max = TSR_CONF_MAX_SIZE;
+	char *text = malloc(max + 2);
+
+	ck_assert_ptr_nonnull(text);
+	/* exactly the cap: a section and a long comment */
+	int head = snprintf(text, max, "global = { };\n#");
+	memset(text + head, 'x', max - (size_t)head - 1);
+	text[max - 1] = '\n';
+	text[max] = '\0';
+	write_conf("max.conf", text, path);
+	conf = load_ok(path);
+	tsr_conf_destroy(conf);
+	conf = NULL;
+	/* one byte more */
+	text[max] = '\n';
+	text[max + 1] = '\0';
+	write_conf("big.conf", text, path);
+	ck_assert_int_eq(tsr_conf_load(path, &conf, err, sizeof(err)), -EFBIG);
+	ck_assert_ptr_null(conf);
+	snprintf(want, sizeof(want),
+		 "%s: cannot read configuration file: it is %zu bytes, more than the %zu bytes (%zu KiB) a configuration file may hold",
+		 path, max + 1, max, max / 1024);
+	ck_assert_str_eq(err, want);
+	ck_assert_int_eq(tsr_conf_load_string(text, "text", &conf, err, sizeof(err)),
+			 -EFBIG);
+	ck_assert_ptr_null(conf);
+	free(text);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/max.conf", tmpdir);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(test_load_settings_capped)
+{
+	size_t cap = TSR_CONF_MAX_SETTINGS + 64;
+	char *text = malloc(cap * 24);
+	char err[ERRLEN] = "", want[ERRLEN];
+	struct tsr_conf *conf = NULL;
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(text);
+	/* the cap exactly, in one group: "global = {" is one */
+	n += (size_t)sprintf(text + n, "global = {\n");
+	for (int i = 1; i < TSR_CONF_MAX_SETTINGS; i++)
+		n += (size_t)sprintf(text + n, "  k%d %s 1;\n", i, i % 2 ? "=" : ":");
+	/* '=' and ':' in strings and comments are not settings */
+	n += (size_t)sprintf(text + n, "  # a = b: c\n  /* d = e\n f: g */ // h = i\n");
+	sprintf(text + n, "};\n");
+	ck_assert_msg(tsr_conf_load_string(text, "many", &conf, err, sizeof(err)) == 0,
+		      "%s", err);
+	tsr_conf_destroy(conf);
+	conf = NULL;
+	/* and one more setting */
+	sprintf(text + n, "  last = 1;\n};\n");
+	ck_assert_int_eq(tsr_conf_load_string(text, "many", &conf, err, sizeof(err)),
+			 -EFBIG);
+	ck_assert_ptr_null(conf);
+	snprintf(want, sizeof(want),
+		 "many:%d: more than %d settings: a configuration file may hold at most %d",
+		 TSR_CONF_MAX_SETTINGS + 4, TSR_CONF_MAX_SETTINGS, TSR_CONF_MAX_SETTINGS);
+	ck_assert_str_eq(err, want);
+	free(text);
+}
+END_TEST
+
+/* @include would read a second file past every check above; a NUL byte
+ * would end the text silently. */
+START_TEST(test_load_include_and_nul_refused)
+{
+	char path[PATHLEN], err[ERRLEN] = "", want[ERRLEN];
+	struct tsr_conf *conf = NULL;
+	FILE *f;
+
+	ck_assert_int_eq(tsr_conf_load_string("global = { };\n  @include \"/dev/stdin\"\n",
+					      "inc", &conf, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "inc:2: @include is not supported: a cluster's configuration is one file");
+	/* the word in a string or a comment is just text */
+	ck_assert_msg(tsr_conf_load_string("global = { log_file = \"@include\"; };\n"
+					   "# @include \"x\"\n", "inc", &conf, err,
+					   sizeof(err)) == 0, "%s", err);
+	tsr_conf_destroy(conf);
+	conf = NULL;
+
+	snprintf(path, sizeof(path), "%s/nul.conf", tmpdir);
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite("global = {\n};\0osd = { };\n", 1, 26, f), 26);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(tsr_conf_load(path, &conf, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s:2: a NUL byte: this is not a configuration file",
+		 path);
+	ck_assert_str_eq(err, want);
+	unlink(path);
+}
+END_TEST
+
+/* An unknown $variable was left as text: admin_socket = "$nokey/x.asok"
+ * made a directory named "$nokey".  Now the daemon does not start, and is
+ * told the file, line, key, variable and the variables there are. */
+static const struct {
+	const char *line;   /* line 2 of a global section */
+	const char *reason; /* after "PATH:2: " */
+} bad_vars[] = {
+	{ "admin_socket = \"$nokey/x.asok\";",
+	  "option 'admin_socket': unknown variable $nokey in \"$nokey/x.asok\" (a osd daemon's variables: $name, $type, $id, $fsid, $plugin_dir, $run_dir, $admin_socket, " },
+	{ "log_file = \"/l/${nokey}.log\";",
+	  "option 'log_file': unknown variable $nokey in \"/l/${nokey}.log\"" },
+	{ "log_file = \"$HOME/x\";", "option 'log_file': unknown variable $HOME in \"$HOME/x\"" },
+	{ "log_file = \"/$ms_workers\";",
+	  "option 'log_file': unknown variable $ms_workers in \"/$ms_workers\"" },
+	{ "run_dir = \"$nope\";", "option 'run_dir': unknown variable $nope in \"$nope\"" },
+	{ "log_file = \"${run_dir\";",
+	  "option 'log_file': cannot expand \"${run_dir\": '${' must be followed by a name and '}'" },
+	{ "log_file = \"${}\";",
+	  "option 'log_file': cannot expand \"${}\": '${' must be followed by a name and '}'" },
+	{ "log_file = \"$nokey\xff\";",
+	  "option 'log_file': unknown variable $nokey in \"$nokey\\xff\"" },
+};
+
+START_TEST(test_unknown_variable_refused)
+{
+	char path[PATHLEN], text[256], err[ERRLEN] = "", want[ERRLEN];
+	struct tsr_conf *conf;
+
+	snprintf(text, sizeof(text), "global = {\n  %s\n};\n", bad_vars[_i].line);
+	write_conf("var.conf", text, path);
+	conf = load_ok(path);
+	ck_assert_int_eq(tsr_conf_resolve(conf, "osd", "3", NULL, err, sizeof(err)),
+			 -EINVAL);
+	snprintf(want, sizeof(want), "%s:2: %s", path, bad_vars[_i].reason);
+	ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "got  %s\nwant %s...", err,
+		      want);
+	if (strstr(want, "unknown variable"))
+		ck_assert_msg(strstr(err, "; write $$ for a '$')") != NULL, "%s", err);
+	tsr_conf_destroy(conf);
+	unlink(path);
+}
+END_TEST
+
+/* Non-UTF-8 bytes (and control characters) from the file were echoed raw
+ * in messages. */
+static const struct {
+	const char *in;
+	size_t buflen;
+	const char *out;
+} quotes[] = {
+	{ "plain", 64, "plain" },
+	{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 64, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80" },
+	{ "\xff\xfe", 64, "\\xff\\xfe" },
+	{ "\xc0\xaf", 64, "\\xc0\\xaf" },                 /* overlong '/' */
+	{ "\xed\xa0\x80", 64, "\\xed\\xa0\\x80" },         /* a surrogate */
+	{ "\xf4\x90\x80\x80", 64, "\\xf4\\x90\\x80\\x80" }, /* above U+10FFFF */
+	{ "ab\xe2\x82", 64, "ab\\xe2\\x82" },              /* cut short */
+	{ "\x1b[31mred\tx\x7f", 64, "\\x1b[31mred\\x09x\\x7f" },
+	{ "abcdefg", 8, "abcdefg" },                       /* just fits */
+	{ "abcdefgh", 8, "abcd..." },
+	{ "\xff\xff\xff", 8, "\\xff..." },
+	{ "abc", 3, "" },
+};
+
+START_TEST(test_quote)
+{
+	char buf[64];
+
+	ck_assert_ptr_eq(tsr_opt_quote(quotes[_i].in, buf, quotes[_i].buflen), buf);
+	ck_assert_str_eq(buf, quotes[_i].out);
+}
+END_TEST
+
+static bool
+all_printable_utf8(const char *s)
+{
+	char q[ERRLEN * 4];
+
+	/* quoting changes nothing in text that is clean already */
+	return strcmp(tsr_opt_quote(s, q, sizeof(q)), s) == 0;
+}
+
+START_TEST(test_messages_escape_non_utf8)
+{
+	static const struct {
+		const char *line;
+		const char *msg; /* after "PATH:2: osd-3: " */
+	} cases[] = {
+		{ "log_level = \"\xff\xfe\x1b[31mred\";",
+		  "option 'log_level': \"\\xff\\xfe\\x1b[31mred\" is not one of: error, warn, info, debug, trace" },
+		{ "ms_workers = \"\xe9t\xe9\";",
+		  "option 'ms_workers': expected an integer, got a string \"\\xe9t\\xe9\"" },
+		{ "log_level = \"caf\xc3\xa9\";",
+		  "option 'log_level': \"caf\xc3\xa9\" is not one of: error, warn, info, debug, trace" },
+	};
+	char path[PATHLEN], text[256], err[ERRLEN] = "", want[ERRLEN];
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct tsr_conf *conf;
+		snprintf(text, sizeof(text), "global = {\n  %s\n};\n", cases[k].line);
+		write_conf("utf8.conf", text, path);
+		conf = load_ok(path);
+		ck_assert_int_lt(tsr_conf_resolve(conf, "osd", "3", NULL, err,
+						  sizeof(err)), 0);
+		snprintf(want, sizeof(want), "%s:2: osd-3: %s", path, cases[k].msg);
+		ck_assert_str_eq(err, want);
+		ck_assert_msg(all_printable_utf8(err), "raw bytes in: %s", err);
+		tsr_conf_destroy(conf);
+		unlink(path);
+	}
+}
+END_TEST
+
+/* check_all runs the caller's daemon checks on every view, in order, and
+ * stops at the first error. */
+struct views {
+	char seen[16][32];
+	int n;
+	const char *fail_at;
+};
+
+static int
+record_view(void *arg, struct tsr_conf *conf, const char *type, const char *id,
+	    char *err, size_t errlen)
+{
+	struct views *v = arg;
+	char name[32];
+
+	snprintf(name, sizeof(name), "%s%s%s", type, id ? "-" : "", id ? id : "");
+	/* the conf is resolved as that view */
+	ck_assert_str_eq(tsr_conf_str(conf, "admin_socket"),
+			 strcmp(type, "client") == 0 ? "" : (snprintf(err, errlen, "/x/%s.asok", name), err));
+	if (v->n < 16)
+		snprintf(v->seen[v->n++], sizeof(v->seen[0]), "%s", name);
+	if (v->fail_at && strcmp(name, v->fail_at) == 0) {
+		snprintf(err, errlen, "refused %s", name);
+		return -EPERM;
+	}
+	return 0;
+}
+
+START_TEST(test_check_all_runs_daemon_checks)
+{
+	static const char *const order[] = { "mon", "osd", "mds", "client", "osd-1", "mds-a" };
+	char path[PATHLEN], err[ERRLEN] = "";
+	struct views v = { .n = 0 };
+	struct tsr_conf *conf;
+
+	write_conf("views.conf", good_cluster, path);
+	conf = load_ok(path);
+	ck_assert_msg(tsr_conf_check_all(conf, record_view, &v, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_int_eq(v.n, 6);
+	for (int i = 0; i < 6; i++)
+		ck_assert_str_eq(v.seen[i], order[i]);
+
+	memset(&v, 0, sizeof(v));
+	v.fail_at = "osd-1";
+	ck_assert_int_eq(tsr_conf_check_all(conf, record_view, &v, err, sizeof(err)),
+			 -EPERM);
+	ck_assert_str_eq(err, "refused osd-1");
+	ck_assert_int_eq(v.n, 5);
 	tsr_conf_destroy(conf);
 	unlink(path);
 }
@@ -1049,6 +1366,22 @@ config_suite(void)
 
 	tc = tcase_create("check_all");
 	tcase_add_test(tc, test_check_all);
+	tcase_add_test(tc, test_check_all_runs_daemon_checks);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hostile");
+	/* a 1 MiB file and 10,000 settings, parsed under the sanitizers */
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_load_directory_says_directory);
+	tcase_add_test(tc, test_load_fifo_refused_without_blocking);
+	tcase_add_test(tc, test_load_size_capped);
+	tcase_add_test(tc, test_load_settings_capped);
+	tcase_add_test(tc, test_load_include_and_nul_refused);
+	tcase_add_loop_test(tc, test_unknown_variable_refused, 0,
+			    (int)(sizeof(bad_vars) / sizeof(bad_vars[0])));
+	tcase_add_loop_test(tc, test_quote, 0,
+			    (int)(sizeof(quotes) / sizeof(quotes[0])));
+	tcase_add_test(tc, test_messages_escape_non_utf8);
 	suite_add_tcase(s, tc);
 	return s;
 }

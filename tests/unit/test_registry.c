@@ -1,6 +1,7 @@
 /* test_registry.c — the plugin loader: every refusal reason, duplicates,
- * directory scans, built-ins, option validation before create, and two
- * independent instances of one plugin in one process. */
+ * directory scans, built-ins, option validation before create, two
+ * independent instances of one plugin in one process, and truncated or
+ * foreign shared objects refused before dlopen could crash on them. */
 #include "plugin/host.h"
 #include "plugin/registry.h"
 #include "log/log.h"
@@ -8,10 +9,15 @@
 #include <tessera/partitioner.h>
 
 #include <check.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -21,6 +27,10 @@
 #endif
 
 static char err[2048];
+
+/* A scratch directory made by main(); tests put their files here and
+ * remove them, and main() removes whatever a failed test left. */
+static char scratch[64];
 
 static const char *
 plugin_path(const char *name)
@@ -41,6 +51,20 @@ load_one(const char *name)
 
 	err[0] = '\0';
 	rc = tsr_registry_load_file(reg, plugin_path(name), NULL, err, sizeof(err));
+	tsr_registry_destroy(reg);
+	return rc;
+}
+
+/* Load path into a fresh registry and return the rc; err holds the
+ * reason. */
+static int
+load_path(const char *path)
+{
+	struct tsr_registry *reg = tsr_registry_create();
+	int rc;
+
+	err[0] = '\0';
+	rc = tsr_registry_load_file(reg, path, NULL, err, sizeof(err));
 	tsr_registry_destroy(reg);
 	return rc;
 }
@@ -91,9 +115,13 @@ END_TEST
 
 START_TEST(not_a_shared_object)
 {
-	char path[] = "/tmp/tsr-notso-XXXXXX";
-	int fd = mkstemp(path);
+	char path[128];
+	int fd;
 	struct tsr_registry *reg = tsr_registry_create();
+
+	/* in the scratch directory, which main() removes even when this fails */
+	snprintf(path, sizeof(path), "%s/notso-XXXXXX", scratch);
+	fd = mkstemp(path);
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "hello", 5), 5);
@@ -101,7 +129,7 @@ START_TEST(not_a_shared_object)
 	ck_assert_int_eq(tsr_registry_load_file(reg, path, NULL, err, sizeof(err)),
 			 -ENOEXEC);
 	ck_assert_contains(err, path);
-	ck_assert_contains(err, "cannot load");
+	ck_assert_contains(err, "cannot load: not an ELF file (5 bytes, without the ELF magic number)");
 	unlink(path);
 	ck_assert_int_eq(tsr_registry_load_file(reg, "/nonexistent/x.so", NULL, err,
 						sizeof(err)), -ENOEXEC);
@@ -133,6 +161,7 @@ END_TEST
 struct refused_list {
 	int n;
 	char names[32][4096];
+	char reasons[32][1024];
 };
 
 static void
@@ -141,8 +170,10 @@ collect(void *arg, const char *path, const char *reason)
 	struct refused_list *r = arg;
 
 	ck_assert_contains(reason, path);
-	if (r->n < 32)
+	if (r->n < 32) {
+		snprintf(r->reasons[r->n], sizeof(r->reasons[0]), "%s", reason);
 		snprintf(r->names[r->n++], sizeof(r->names[0]), "%s", path);
+	}
 }
 
 START_TEST(directory_scan)
@@ -170,6 +201,218 @@ START_TEST(directory_scan)
 					       err, sizeof(err)), -ENOENT);
 	ck_assert_contains(err, "/nonexistent-dir");
 	tsr_registry_destroy(reg);
+}
+END_TEST
+
+/* ---- Truncated and foreign files -------------------------------------------
+ *
+ * A half-copied plugin (a package upgrade, `make install`) used to map and
+ * then kill the loading process with SIGBUS; each of these cases crashed
+ * the test process before the ELF check (the fork per test reports it as
+ * "received signal 7"). */
+
+
+/* Write the first n bytes of good.so to scratch/name; returns the path. */
+static const char *
+truncated_copy(const char *name, size_t n, char *path, size_t pathlen)
+{
+	static char buf[1 << 20];
+	FILE *in = fopen(plugin_path("good"), "rb");
+	FILE *out;
+	size_t got;
+
+	snprintf(path, pathlen, "%s/%s", scratch, name);
+	ck_assert_ptr_nonnull(in);
+	got = fread(buf, 1, sizeof(buf), in);
+	fclose(in);
+	ck_assert_uint_gt(got, 0);
+	ck_assert_uint_lt(got, sizeof(buf));
+	ck_assert_uint_le(n, got);
+	out = fopen(path, "wb");
+	ck_assert_ptr_nonnull(out);
+	ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+	ck_assert_int_eq(fclose(out), 0);
+	return path;
+}
+
+static size_t
+good_size(void)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(plugin_path("good"), &st), 0);
+	return (size_t)st.st_size;
+}
+
+START_TEST(truncated_plugin_refused)
+{
+	size_t size = good_size();
+	size_t cuts[64];
+	size_t n = 0;
+	char path[4096];
+
+	/* every header boundary region, every 2 KiB, and one byte short */
+	static const size_t fixed[] = { 0, 1, 4, 63, 64, 65, 100, 1024, 4096 };
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if (fixed[i] < size)
+			cuts[n++] = fixed[i];
+	for (size_t c = 2048; c < size && n < sizeof(cuts) / sizeof(cuts[0]) - 1; c += 2048)
+		cuts[n++] = c;
+	cuts[n++] = size - 1;
+
+	for (size_t i = 0; i < n; i++) {
+		struct tsr_registry *reg = tsr_registry_create();
+		truncated_copy("cut.so", cuts[i], path, sizeof(path));
+		err[0] = '\0';
+		int rc = tsr_registry_load_file(reg, path, NULL, err, sizeof(err));
+		ck_assert_msg(rc == -ENOEXEC, "cut at %zu: rc %d (%s)", cuts[i], rc, err);
+		ck_assert_contains(err, path);
+		/* the reason says what is wrong, with the file's size */
+		if (cuts[i] < 4) {
+			ck_assert_contains(err, "not an ELF file");
+		} else {
+			char has[64];
+			snprintf(has, sizeof(has), ", file has %zu", cuts[i]);
+			ck_assert_contains(err, "cannot load: truncated: ");
+			ck_assert_contains(err, has);
+		}
+		ck_assert_uint_eq(tsr_registry_count(reg), 0);
+		tsr_registry_destroy(reg);
+		unlink(path);
+	}
+	/* and the whole file still loads */
+	struct tsr_registry *reg = tsr_registry_create();
+	truncated_copy("whole.so", size, path, sizeof(path));
+	ck_assert_msg(tsr_registry_load_file(reg, path, NULL, err, sizeof(err)) == 0,
+		      "%s", err);
+	tsr_registry_destroy(reg);
+	unlink(path);
+}
+END_TEST
+
+/* The reason names the segment that reaches past the end: cut good.so
+ * inside its second loadable segment. */
+START_TEST(truncated_names_segment)
+{
+	char path[4096], want[128];
+	FILE *f = fopen(plugin_path("good"), "rb");
+	ElfW(Ehdr) eh;
+	ElfW(Phdr) ph[32];
+	int seg = -1, loads = 0;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fread(&eh, sizeof(eh), 1, f), 1);
+	ck_assert_uint_le(eh.e_phnum, 32);
+	ck_assert_int_eq(fseek(f, (long)eh.e_phoff, SEEK_SET), 0);
+	ck_assert_uint_eq(fread(ph, sizeof(ph[0]), eh.e_phnum, f), eh.e_phnum);
+	fclose(f);
+	for (int i = 0; i < eh.e_phnum && seg < 0; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_offset > 0 && ++loads == 1)
+			seg = i;
+	ck_assert_int_ge(seg, 0);
+	size_t cut = (size_t)(ph[seg].p_offset + ph[seg].p_filesz / 2);
+	truncated_copy("seg.so", cut, path, sizeof(path));
+	ck_assert_int_eq(load_path(path), -ENOEXEC);
+	snprintf(want, sizeof(want), "truncated: segment %d ends at byte %llu, file has %zu",
+		 seg, (unsigned long long)(ph[seg].p_offset + ph[seg].p_filesz), cut);
+	ck_assert_contains(err, want);
+	unlink(path);
+}
+END_TEST
+
+/* A whole ELF file that is not a shared object of this machine. */
+#define HALF(field) offsetof(ElfW(Ehdr), field), 2 /* an ElfW(Half), host order */
+static const struct {
+	size_t off, width; /* what to change in the ELF header */
+	uint16_t val;
+	const char *reason;
+} foreign[] = {
+	{ EI_CLASS, 1, __SIZEOF_POINTER__ == 8 ? ELFCLASS32 : ELFCLASS64,
+	  "-bit machines, this one is" },
+	{ EI_DATA, 1, 3, "built for unknown-endian machines" },
+	{ HALF(e_type), ET_REL, "not a shared object: it is an object file" },
+	{ HALF(e_type), ET_EXEC, "not a shared object: it is an executable" },
+	{ HALF(e_machine), 0xfe, "built for another architecture (ELF machine 254" },
+	{ HALF(e_phentsize), 7, "program header entries of 7 bytes" },
+};
+
+START_TEST(foreign_elf_refused)
+{
+	size_t size = good_size();
+	char path[4096];
+	int fd;
+
+	truncated_copy("foreign.so", size, path, sizeof(path));
+	fd = open(path, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	uint8_t byte = (uint8_t)foreign[_i].val;
+	const void *val = foreign[_i].width == 1 ? (const void *)&byte
+						  : (const void *)&foreign[_i].val;
+	ck_assert_int_eq(pwrite(fd, val, foreign[_i].width, (off_t)foreign[_i].off),
+			 (ssize_t)foreign[_i].width);
+	close(fd);
+	ck_assert_int_eq(load_path(path), -ENOEXEC);
+	ck_assert_contains(err, path);
+	ck_assert_contains(err, foreign[_i].reason);
+	unlink(path);
+}
+END_TEST
+
+/* Neither a directory nor a FIFO named *.so may block or crash the loader. */
+START_TEST(not_a_regular_file_refused)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/fifo.so", scratch);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert_int_eq(load_path(path), -ENOEXEC);
+	ck_assert_contains(err, "cannot load: a FIFO, not a shared object file");
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/dir.so", scratch);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_eq(load_path(path), -ENOEXEC);
+	ck_assert_contains(err, "cannot load: a directory, not a shared object file");
+	rmdir(path);
+}
+END_TEST
+
+/* One truncated file beside good ones: the scan loads the good ones and
+ * reports the truncated one, as a daemon's start-up scan must. */
+START_TEST(directory_scan_with_truncated_file)
+{
+	struct tsr_registry *reg = tsr_registry_create();
+	struct refused_list r = { 0 };
+	char a[4096], b[4096], g[4096], h[4096];
+	int n;
+
+	/* a half copy sorting before the good one, another after it, and a
+	 * text file: the good one loads whichever comes first */
+	truncated_copy("a-half.so", 4096, a, sizeof(a));
+	truncated_copy("good.so", good_size(), g, sizeof(g));
+	truncated_copy("z-half.so", 1024, b, sizeof(b));
+	snprintf(h, sizeof(h), "%s/text.so", scratch);
+	FILE *f = fopen(h, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("not a plugin\n", f);
+	fclose(f);
+
+	n = tsr_registry_load_dir(reg, scratch, collect, &r, err, sizeof(err));
+	ck_assert_int_eq(n, 1);
+	ck_assert_ptr_nonnull(tsr_registry_find(reg, TSR_KIND_PARTITIONER, "good"));
+	ck_assert_str_eq(tsr_plugin_path(tsr_registry_at(reg, 0)), g);
+	ck_assert_int_eq(r.n, 3);
+	ck_assert_str_eq(r.names[0], a);
+	ck_assert_contains(r.reasons[0], "cannot load: truncated: ");
+	ck_assert_contains(r.reasons[0], ", file has 4096");
+	ck_assert_str_eq(r.names[1], h);
+	ck_assert_contains(r.reasons[1], "cannot load: not an ELF file");
+	ck_assert_str_eq(r.names[2], b);
+	ck_assert_contains(r.reasons[2], ", file has 1024");
+	tsr_registry_destroy(reg);
+	unlink(a);
+	unlink(b);
+	unlink(g);
+	unlink(h);
 }
 END_TEST
 
@@ -450,6 +693,15 @@ main(void)
 	tcase_add_test(load, kind_names);
 	suite_add_tcase(s, load);
 
+	TCase *cut = tcase_create("truncated");
+	tcase_add_test(cut, truncated_plugin_refused);
+	tcase_add_test(cut, truncated_names_segment);
+	tcase_add_loop_test(cut, foreign_elf_refused, 0,
+			    (int)(sizeof(foreign) / sizeof(foreign[0])));
+	tcase_add_test(cut, not_a_regular_file_refused);
+	tcase_add_test(cut, directory_scan_with_truncated_file);
+	suite_add_tcase(s, cut);
+
 	tcase_add_checked_fixture(inst, setup_good, teardown_good);
 	tcase_add_test(inst, instance_with_defaults_and_values);
 	tcase_add_loop_test(inst, instance_bad_option_refused, 0,
@@ -458,9 +710,15 @@ main(void)
 	tcase_add_test(inst, two_instances_are_independent);
 	suite_add_tcase(s, inst);
 
+	snprintf(scratch, sizeof(scratch), "/tmp/tsr-registry-XXXXXX");
+	if (mkdtemp(scratch) == NULL) {
+		perror("mkdtemp");
+		return EXIT_FAILURE;
+	}
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	tu_rm_rf(scratch);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
