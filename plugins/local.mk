@@ -23,6 +23,12 @@ plugins_placement_crush_crush_la_CFLAGS = $(PLACEMENT_CFLAGS)
 plugins_placement_crush_crush_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_placement_crush_crush_la_LIBADD = plugins/common/libplacebase.la core/libtessera-core.la
 
+# The default redundancy of a pool: the monitors need it (they check a
+# pool's redundancy plugin and its options before they accept the pool).
+plugins_LTLIBRARIES += plugins/redundancy-replica/replica.la
+plugins_redundancy_replica_replica_la_SOURCES = plugins/redundancy-replica/replica.c
+plugins_redundancy_replica_replica_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+
 plugins_LTLIBRARIES += plugins/placement-hrw/hrw.la
 plugins_placement_hrw_hrw_la_SOURCES = plugins/placement-hrw/hrw.c
 plugins_placement_hrw_hrw_la_CPPFLAGS = $(PLACEMENT_CPPFLAGS)

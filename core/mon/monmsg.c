@@ -144,15 +144,29 @@ tsr_monmsg_cmd_decode(const void *buf, size_t len, struct tsr_mon_cmd *c,
 	    (c->argv = calloc((size_t)n + 1, sizeof(*c->argv))) == NULL)
 		return tsr_errf(err, errlen, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < n && tsr_dec_error(&sub) == 0; i++) {
-		char word[TSR_MONMSG_MAX_ARG];
+		const void *p;
+		size_t l;
 
-		tsr_dec_str(&sub, word, sizeof(word));
+		/* no cap here (the length is still checked against the bytes
+		 * left), so that a long word is named as such, not as garbage */
+		tsr_dec_bytes(&sub, &p, &l, SIZE_MAX);
 		if (tsr_dec_error(&sub))
 			break;
-		if ((c->argv[i] = strdup(word)) == NULL) {
+		if (l >= TSR_MONMSG_MAX_ARG || memchr(p, '\0', l)) {
+			tsr_monmsg_cmd_free(c);
+			if (l >= TSR_MONMSG_MAX_ARG)
+				return tsr_errf(err, errlen, -E2BIG, "command word %u "
+						"is %zu bytes long; a word may have at "
+						"most %u", i + 1, l, TSR_MONMSG_MAX_ARG - 1);
+			return tsr_errf(err, errlen, -EBADMSG, "command word %u "
+					"holds a NUL byte", i + 1);
+		}
+		if ((c->argv[i] = malloc(l + 1)) == NULL) {
 			rc = -ENOMEM;
 			break;
 		}
+		memcpy(c->argv[i], p, l);
+		c->argv[i][l] = '\0';
 		c->argc = i + 1;
 	}
 	if (rc == 0 && tsr_dec_end_struct(&d, &sub) < 0)
@@ -160,8 +174,7 @@ tsr_monmsg_cmd_decode(const void *buf, size_t len, struct tsr_mon_cmd *c,
 	if (rc < 0) {
 		tsr_monmsg_cmd_free(c);
 		return tsr_errf(err, errlen, rc, rc == -ENOMEM ? "out of memory"
-				: "command: truncated or malformed (a word longer "
-				  "than %u bytes?)", TSR_MONMSG_MAX_ARG - 1);
+				: "command: truncated or malformed");
 	}
 	return 0;
 }

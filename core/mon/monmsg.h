@@ -68,7 +68,12 @@ struct tsr_mon_cmd {
 };
 
 TSR_API int tsr_monmsg_cmd_encode(struct tsr_enc *e, const struct tsr_mon_cmd *c);
-/* argv and its strings are malloc'd: tsr_monmsg_cmd_free. */
+/* argv and its strings are malloc'd: tsr_monmsg_cmd_free.  A word holds
+ * at most TSR_MONMSG_MAX_ARG - 1 bytes (-E2BIG names the word and the
+ * limit); senders check it first (the CLI does).  On any failure argv is
+ * freed, but client and tid keep what was read (0 when the envelope
+ * itself was bad), so that a monitor can answer the sender with the
+ * reason instead of leaving it to time out. */
 TSR_API int tsr_monmsg_cmd_decode(const void *buf, size_t len,
 				  struct tsr_mon_cmd *c, char *err,
 				  size_t errlen);

@@ -42,6 +42,7 @@ state_free(struct mon_state *s)
 
 /* ---- Words ---------------------------------------------------------------*/
 
+/* A decimal integer in [min, max], as the log holds them (see num_word). */
 static int
 parse_i64(const char *w, int64_t min, int64_t max, int64_t *v)
 {
@@ -53,6 +54,68 @@ parse_i64(const char *w, int64_t min, int64_t max, int64_t *v)
 	if (*w == '\0' || *end || errno || x < min || x > max)
 		return -EINVAL;
 	*v = x;
+	return 0;
+}
+
+/* An integer as a user writes one, and as configuration files take it
+ * (doc/configuration.md): decimal, or hexadecimal after 0x, never octal
+ * ("010" is ten); a leading '-' is the only sign; no blanks, nothing
+ * after the digits.  -EINVAL when w is not such a number, -ERANGE when it
+ * is one outside [min, max]. */
+static int
+parse_num(const char *w, int64_t min, int64_t max, int64_t *v)
+{
+	const char *p = w + (w[0] == '-');
+	uint64_t x = 0, lim = w[0] == '-' ? (uint64_t)INT64_MAX + 1 : INT64_MAX;
+	unsigned base = 10;
+	int64_t y;
+	size_t n = 0;
+
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		base = 16;
+		p += 2;
+	}
+	for (; p[n]; n++) {
+		char ch = p[n];
+		unsigned d = ch >= '0' && ch <= '9' ? (unsigned)(ch - '0')
+			   : ch >= 'a' && ch <= 'f' ? (unsigned)(ch - 'a' + 10)
+			   : ch >= 'A' && ch <= 'F' ? (unsigned)(ch - 'A' + 10) : 99;
+		if (d >= base)
+			return -EINVAL;
+		if (x > (lim - d) / base)
+			return -ERANGE;
+		x = x * base + d;
+	}
+	if (n == 0)
+		return -EINVAL;
+	y = w[0] != '-' ? (int64_t)x : x == (uint64_t)INT64_MAX + 1 ? INT64_MIN
+	    : -(int64_t)x;
+	if (y < min || y > max)
+		return -ERANGE;
+	*v = y;
+	return 0;
+}
+
+/* The integer word *w in [min, max] where a command is accepted
+ * (state_classify, canon): as parse_num reads it, and rewritten in
+ * decimal when written otherwise, so that the log holds decimal numbers
+ * only: a monitor of any version applies an entry alike (parse_i64),
+ * and entries logged before hexadecimal was accepted replay as they did.
+ * Where the log is applied (!canon): decimal only. */
+static int
+num_word(char **w, int canon, int64_t min, int64_t max, int64_t *v)
+{
+	char dec[24];
+
+	if (!canon)
+		return parse_i64(*w, min, max, v);
+	if (parse_num(*w, min, max, v) < 0)
+		return -EINVAL;
+	snprintf(dec, sizeof(dec), "%" PRId64, *v);
+	if (strcmp(dec, *w) != 0) {
+		free(*w);
+		*w = tsr_xstrdup(dec);
+	}
 	return 0;
 }
 
@@ -80,6 +143,20 @@ is(int argc, char **argv, const char *w0, const char *w1)
 	       (w1 == NULL || strcmp(argv[1], w1) == 0);
 }
 
+/* The options a command may take (struct change's opts, what parse_opts
+ * saw), in the order the table below names them. */
+enum {
+	O_HOST = 1 << 0, O_RACK = 1 << 1, O_WEIGHT = 1 << 2, O_RULE = 1 << 3,
+	O_SIZE = 1 << 4, O_MIN_SIZE = 1 << 5, O_REDUNDANCY = 1 << 6,
+	O_REDUNDANCY_OPTS = 1 << 7, O_YES = 1 << 8, O_AUTO = 1 << 9,
+	O_FAILED = 1 << 10,
+};
+static const char *const opt_names[] = {
+	"--host", "--rack", "--weight", "--rule", "--size", "--min-size",
+	"--redundancy", "--redundancy-opts", "--yes-i-really-mean-it", "--auto",
+	"--failed",
+};
+
 /* The options after the positional words: --host H, --weight W, --size N,
  * --min-size N, --yes-i-really-mean-it.  Unknown ones are errors. */
 struct cmd_opts {
@@ -89,12 +166,15 @@ struct cmd_opts {
 	int64_t size, min_size;
 	int yes, autom;
 	const char *failed;
+	unsigned seen;          /* O_* given */
 	const char *pos[4];
+	int posi[4];            /* where each is in argv */
 	int npos;
 };
 
+/* canon: integer values as num_word reads them (state_classify). */
 static int
-parse_opts(int argc, char **argv, int from, struct cmd_opts *o,
+parse_opts(int argc, char **argv, int from, int canon, struct cmd_opts *o,
 	   struct tsr_sbuf *out)
 {
 	memset(o, 0, sizeof(*o));
@@ -104,6 +184,9 @@ parse_opts(int argc, char **argv, int from, struct cmd_opts *o,
 		const char *w = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 
+		for (size_t k = 0; k < sizeof(opt_names) / sizeof(opt_names[0]); k++)
+			if (strcmp(w, opt_names[k]) == 0)
+				o->seen |= 1u << k;
 		if (strcmp(w, "--yes-i-really-mean-it") == 0) {
 			o->yes = 1;
 		} else if (strcmp(w, "--host") == 0) {
@@ -119,7 +202,8 @@ parse_opts(int argc, char **argv, int from, struct cmd_opts *o,
 			o->rack = val;
 			i++;
 		} else if (strcmp(w, "--rule") == 0) {
-			if (val == NULL || parse_i64(val, 0, MON_RULES - 1, &o->rule) < 0)
+			if (val == NULL || num_word(&argv[i + 1], canon, 0, MON_RULES - 1,
+						    &o->rule) < 0)
 				return FAIL(-EINVAL, "--rule needs a placement rule: 0 "
 					    "(one copy per host), 1 (per rack), 2 (per OSD)");
 			i++;
@@ -152,18 +236,51 @@ parse_opts(int argc, char **argv, int from, struct cmd_opts *o,
 			i++;
 		} else if (strcmp(w, "--size") == 0 || strcmp(w, "--min-size") == 0) {
 			int64_t *v = w[2] == 's' ? &o->size : &o->min_size;
-			if (val == NULL || parse_i64(val, 1, 16, v) < 0)
+			if (val == NULL || num_word(&argv[i + 1], canon, 1, 16, v) < 0)
 				return FAIL(-EINVAL, "%s needs a number in 1..16", w);
 			i++;
 		} else if (w[0] == '-' && w[1] == '-') {
 			return FAIL(-EINVAL, "unknown option '%s'", w);
 		} else if (o->npos < 4) {
+			o->posi[o->npos] = i;
 			o->pos[o->npos++] = w;
 		} else {
 			return FAIL(-EINVAL, "unexpected word '%s'", w);
 		}
 	}
 	return 0;
+}
+
+int
+state_osd_list(const char *list, int32_t *ids, size_t max, size_t *n,
+	       struct tsr_sbuf *out)
+{
+	const char *p = list;
+
+	*n = 0;
+	for (size_t k = 1;; k++) {
+		size_t len = strcspn(p, ",");
+		char w[24];
+		int64_t id = 0;
+		int bad = len == 0 || len >= sizeof(w);
+
+		if (!bad) {
+			memcpy(w, p, len);
+			w[len] = '\0';
+			bad = parse_num(w + (strncmp(w, "osd.", 4) == 0 ? 4 : 0), 0,
+					MON_MAX_OSDS - 1, &id) < 0;
+		}
+		if (bad)
+			return FAIL(-EINVAL, "--failed: element %zu ('%.*s%s') is not an "
+				    "OSD id (0..%d, or osd.N)", k, (int)(len < 32 ? len : 32),
+				    p, len > 32 ? "..." : "", MON_MAX_OSDS - 1);
+		if (*n >= max)
+			return FAIL(-EINVAL, "--failed: more than %zu OSD ids", max);
+		ids[(*n)++] = (int32_t)id;
+		if (p[len] == '\0')
+			return 0;
+		p += len + 1;
+	}
 }
 
 /* ---- Lookups -------------------------------------------------------------*/
@@ -173,6 +290,26 @@ static struct tsr_osdmap_osd *
 find_osd(const struct mon_state *s, int64_t id)
 {
 	return tsr_osdmap_osd(&s->osdmap, (int32_t)id);
+}
+
+/* An OSD id word ("3" or "osd.3"); canon as num_word (a rewritten one
+ * loses its "osd." prefix, which osd_arg takes or leaves alike). */
+static int
+osd_id_word(char **w, int canon, int64_t *id)
+{
+	const char *num = *w + (strncmp(*w, "osd.", 4) == 0 ? 4 : 0);
+	char dec[24];
+
+	if (!canon)
+		return parse_i64(num, 0, MON_MAX_OSDS - 1, id);
+	if (parse_num(num, 0, MON_MAX_OSDS - 1, id) < 0)
+		return -EINVAL;
+	snprintf(dec, sizeof(dec), "%" PRId64, *id);
+	if (strcmp(dec, num) != 0) {
+		free(*w);
+		*w = tsr_xstrdup(dec);
+	}
+	return 0;
 }
 
 static int
@@ -192,32 +329,44 @@ osd_arg(const struct mon_state *s, const char *w, struct tsr_osdmap_osd **o,
 
 /* ---- Changes -------------------------------------------------------------*/
 
+enum chg {
+	C_OSD_ADD, C_OSD_RM, C_OSD_IN, C_OSD_OUT, C_OSD_REWEIGHT, C_OSD_SET,
+	C_OSD_UNSET, C_OSD_DOWN, C_OSD_BOOT, C_POOL_CREATE, C_POOL_SET, C_POOL_RM,
+	C_MDS_BOOT, C_MDS_ASSIGN, C_MDS_ACTIVE, C_MDS_FAIL, C_FS_SET,
+};
+
 struct change {
 	const char *w0, *w1;
 	int npos;               /* positional words after w0 w1: min */
 	int maxpos;
+	unsigned opts;          /* the options it takes (O_*) */
 	const char *usage;
 };
 
 static const struct change changes[] = {
-	{ "osd", "add", 0, 1, "osd add [ID] --host HOST [--rack RACK] [--weight W]" },
-	{ "osd", "rm", 1, 1, "osd rm ID" },
-	{ "osd", "in", 1, 1, "osd in ID" },
-	{ "osd", "out", 1, 1, "osd out ID" },
-	{ "osd", "reweight", 2, 2, "osd reweight ID R (0..1)" },
-	{ "osd", "set", 1, 1, "osd set noout" },
-	{ "osd", "unset", 1, 1, "osd unset noout" },
-	{ "osd", "down", 1, 1, "osd down ID" },
-	{ "osd", "boot", 2, 2, "osd boot ID IP:PORT (an OSD starting)" },
-	{ "pool", "create", 1, 2, "pool create NAME [PG_NUM] [--size N] [--min-size N] "
-	  "[--rule ID] [--redundancy PLUGIN [--redundancy-opts K=V,...]]" },
-	{ "pool", "set", 3, 3, "pool set NAME pg_num|size|min_size|rule VALUE" },
-	{ "pool", "rm", 1, 1, "pool rm NAME --yes-i-really-mean-it" },
-	{ "mds", "boot", 3, 3, "mds boot NAME GID IP:PORT (an MDS starting)" },
-	{ "mds", "assign", 2, 2, "mds assign NAME RANK (the leader: a standby takes a rank)" },
-	{ "mds", "active", 2, 2, "mds active NAME GID (an MDS finished replaying its rank)" },
-	{ "mds", "fail", 1, 2, "mds fail NAME [GID]" },
-	{ "fs", "set", 2, 2, "fs set max_mds N" },
+	[C_OSD_ADD] = { "osd", "add", 0, 1, O_HOST | O_RACK | O_WEIGHT,
+			"osd add [ID] --host HOST [--rack RACK] [--weight W]" },
+	[C_OSD_RM] = { "osd", "rm", 1, 1, 0, "osd rm ID" },
+	[C_OSD_IN] = { "osd", "in", 1, 1, 0, "osd in ID" },
+	[C_OSD_OUT] = { "osd", "out", 1, 1, O_AUTO, "osd out ID" },
+	[C_OSD_REWEIGHT] = { "osd", "reweight", 2, 2, 0, "osd reweight ID R (0..1)" },
+	[C_OSD_SET] = { "osd", "set", 1, 1, 0, "osd set noout" },
+	[C_OSD_UNSET] = { "osd", "unset", 1, 1, 0, "osd unset noout" },
+	[C_OSD_DOWN] = { "osd", "down", 1, 1, 0, "osd down ID" },
+	[C_OSD_BOOT] = { "osd", "boot", 2, 2, 0, "osd boot ID IP:PORT (an OSD starting)" },
+	[C_POOL_CREATE] = { "pool", "create", 1, 2, O_SIZE | O_MIN_SIZE | O_RULE |
+			    O_REDUNDANCY | O_REDUNDANCY_OPTS,
+			    "pool create NAME [PG_NUM] [--size N] [--min-size N] [--rule ID] "
+			    "[--redundancy PLUGIN [--redundancy-opts K=V,...]]" },
+	[C_POOL_SET] = { "pool", "set", 3, 3, 0, "pool set NAME pg_num|size|min_size|rule VALUE" },
+	[C_POOL_RM] = { "pool", "rm", 1, 1, O_YES, "pool rm NAME --yes-i-really-mean-it" },
+	[C_MDS_BOOT] = { "mds", "boot", 3, 3, 0, "mds boot NAME GID IP:PORT (an MDS starting)" },
+	[C_MDS_ASSIGN] = { "mds", "assign", 2, 2, 0,
+			   "mds assign NAME RANK (the leader: a standby takes a rank)" },
+	[C_MDS_ACTIVE] = { "mds", "active", 2, 2, 0,
+			   "mds active NAME GID (an MDS finished replaying its rank)" },
+	[C_MDS_FAIL] = { "mds", "fail", 1, 2, 0, "mds fail NAME [GID]" },
+	[C_FS_SET] = { "fs", "set", 2, 2, 0, "fs set max_mds N" },
 };
 
 static const char *const reads[][2] = {
@@ -225,20 +374,197 @@ static const char *const reads[][2] = {
 	{ "pool", "ls" }, { "mds", "stat" }, { "mon", "stat" },
 };
 
+/* Positional word k of o as an integer (num_word) or an OSD id
+ * (osd_id_word), rewritten in decimal in argv, and o->pos[k] with it:
+ * the word it pointed to may be freed. */
+static int
+pos_num(char **argv, struct cmd_opts *o, int k, int64_t min, int64_t max,
+	int64_t *v)
+{
+	int rc = num_word(&argv[o->posi[k]], 1, min, max, v);
+
+	o->pos[k] = argv[o->posi[k]];
+	return rc;
+}
+
+static int
+pos_osd(char **argv, struct cmd_opts *o, int k, int64_t *id)
+{
+	int rc = osd_id_word(&argv[o->posi[k]], 1, id);
+
+	o->pos[k] = argv[o->posi[k]];
+	return rc;
+}
+
+/* An IP:PORT word (what boots carry). */
+static int
+addr_ok(const char *w)
+{
+	return strlen(w) < TSR_OSDMAP_NAME && strchr(w, ':') != NULL &&
+	       strpbrk(w, " \t\n\"") == NULL;
+}
+
+/* Everything about a change's words that does not depend on the maps,
+ * checked where the command is accepted, so that a wrong command is a
+ * usage error (-EINVAL) there and never goes into the log; its integers
+ * are rewritten in decimal (num_word).  What depends on the maps is
+ * checked where the log is applied (change()), with statuses other than
+ * -EINVAL. */
+static int
+check_change(enum chg k, char **argv, struct cmd_opts *o, struct tsr_sbuf *out)
+{
+	const struct change *c = &changes[k];
+	int64_t v, size, min_size;
+	double r;
+
+	for (size_t i = 0; i < sizeof(opt_names) / sizeof(opt_names[0]); i++)
+		if (o->seen & ~c->opts & (1u << i))
+			return FAIL(-EINVAL, "%s %s takes no %s (usage: %s)", c->w0,
+				    c->w1, opt_names[i], c->usage);
+	switch (k) {
+	case C_OSD_ADD:
+		if (o->host == NULL)
+			return FAIL(-EINVAL, "osd add needs --host HOST (usage: %s)",
+				    c->usage);
+		if (strcmp(o->host, "default") == 0 ||
+		    (o->rack && strcmp(o->rack, "default") == 0))
+			return FAIL(-EINVAL, "'default' names the root: a %s may "
+				    "not have that name", strcmp(o->host, "default") == 0
+				    ? "host" : "rack");
+		if (o->rack && strcmp(o->host, o->rack) == 0)
+			return FAIL(-EINVAL, "host and rack '%s' may not share a name "
+				    "(hosts, racks and the root share one namespace)",
+				    o->host);
+		if (o->npos == 1 && pos_osd(argv, o, 0, &v) < 0)
+			return FAIL(-EINVAL, "'%s' is not an OSD id (0..%d)",
+				    o->pos[0], MON_MAX_OSDS - 1);
+		return 0;
+	case C_OSD_RM: case C_OSD_IN: case C_OSD_OUT: case C_OSD_REWEIGHT:
+	case C_OSD_DOWN: case C_OSD_BOOT:
+		if (pos_osd(argv, o, 0, &v) < 0)
+			return FAIL(-EINVAL, "'%s' is not an OSD id (0..%d)",
+				    o->pos[0], MON_MAX_OSDS - 1);
+		if (k == C_OSD_REWEIGHT && parse_dbl(o->pos[1], 0, 1, &r) < 0)
+			return FAIL(-EINVAL, "reweight '%s': a number in 0..1", o->pos[1]);
+		if (k == C_OSD_BOOT && !addr_ok(o->pos[1]))
+			return FAIL(-EINVAL, "osd boot: '%s' is not IP:PORT", o->pos[1]);
+		return 0;
+	case C_OSD_SET: case C_OSD_UNSET:
+		if (strcmp(o->pos[0], "noout") != 0)
+			return FAIL(-EINVAL, "unknown flag '%s' (noout)", o->pos[0]);
+		return 0;
+	case C_POOL_CREATE:
+		if (!tsr_osdmap_name_ok(o->pos[0]))
+			return FAIL(-EINVAL, "pool name '%s': 1 to 63 of letters, "
+				    "digits, '-', '_', '.'", o->pos[0]);
+		if (o->npos == 2 &&
+		    pos_num(argv, o, 1, 1, TSR_OSDMAP_MAX_PG_NUM, &v) < 0)
+			return FAIL(-EINVAL, "PG_NUM '%s': a number in 1..%d",
+				    o->pos[1], TSR_OSDMAP_MAX_PG_NUM);
+		size = o->size > 0 ? o->size : 3;
+		min_size = o->min_size > 0 ? o->min_size : size - size / 2;
+		if (min_size > size)
+			return FAIL(-EINVAL, "min_size %" PRId64 " is above size %"
+				    PRId64, min_size, size);
+		if (o->redundancy_opts && o->redundancy_opts[0]) {
+			/* K=V,K=V: names and printable values, as the map
+			 * holds them */
+			for (const char *p = o->redundancy_opts; *p;) {
+				size_t n = strcspn(p, ","), eq = strcspn(p, "=");
+				int bad = eq == 0 || eq >= n;
+				for (size_t i = 0; i < n && !bad; i++)
+					bad = p[i] < 0x21 || p[i] > 0x7e;
+				if (bad)
+					return FAIL(-EINVAL, "--redundancy-opts '%s': "
+						    "'%.*s' is not KEY=VALUE (printable "
+						    "ASCII, no blanks)", o->redundancy_opts,
+						    (int)n, p);
+				p += n + (p[n] == ',');
+				if (p[-1] == ',' && *p == '\0')
+					return FAIL(-EINVAL, "--redundancy-opts '%s': "
+						    "ends with ','", o->redundancy_opts);
+			}
+		}
+		return 0;
+	case C_POOL_SET:
+		if (strcmp(o->pos[1], "pg_num") == 0) {
+			if (pos_num(argv, o, 2, 1, TSR_OSDMAP_MAX_PG_NUM, &v) < 0)
+				return FAIL(-EINVAL, "pg_num: a number in 1..%d",
+					    TSR_OSDMAP_MAX_PG_NUM);
+		} else if (strcmp(o->pos[1], "size") == 0 ||
+			   strcmp(o->pos[1], "min_size") == 0) {
+			if (pos_num(argv, o, 2, 1, 16, &v) < 0)
+				return FAIL(-EINVAL, "%s: a number in 1..16", o->pos[1]);
+		} else if (strcmp(o->pos[1], "rule") == 0) {
+			if (pos_num(argv, o, 2, 0, MON_RULES - 1, &v) < 0)
+				return FAIL(-EINVAL, "rule: 0 (one copy per host), 1 (per "
+					    "rack), 2 (per OSD)");
+		} else {
+			return FAIL(-EINVAL, "pool set: unknown key '%s' (pg_num, size, "
+				    "min_size, rule)", o->pos[1]);
+		}
+		return 0;
+	case C_POOL_RM:
+		if (!o->yes)
+			return FAIL(-EINVAL, "removing pool '%s' destroys its data: "
+				    "add --yes-i-really-mean-it", o->pos[0]);
+		return 0;
+	case C_MDS_BOOT: case C_MDS_ASSIGN: case C_MDS_ACTIVE: case C_MDS_FAIL:
+		if (!tsr_osdmap_name_ok(o->pos[0]))
+			return FAIL(-EINVAL, "'%s' is not an MDS name", o->pos[0]);
+		if (k == C_MDS_ASSIGN &&
+		    pos_num(argv, o, 1, 0, TSR_MDSMAP_MAX_RANKS - 1, &v) < 0)
+			return FAIL(-EINVAL, "rank '%s': a number in 0..%d", o->pos[1],
+				    TSR_MDSMAP_MAX_RANKS - 1);
+		if (k != C_MDS_ASSIGN && o->npos >= 2 &&
+		    pos_num(argv, o, 1, 1, INT64_MAX, &v) < 0)
+			return FAIL(-EINVAL, "GID '%s': a number above 0", o->pos[1]);
+		if (k == C_MDS_BOOT && !addr_ok(o->pos[2]))
+			return FAIL(-EINVAL, "mds boot: '%s' is not IP:PORT", o->pos[2]);
+		return 0;
+	case C_FS_SET:
+		if (strcmp(o->pos[0], "max_mds") != 0)
+			return FAIL(-EINVAL, "fs set: unknown key '%s' (max_mds)", o->pos[0]);
+		if (pos_num(argv, o, 1, 1, TSR_MDSMAP_MAX_RANKS, &v) < 0)
+			return FAIL(-EINVAL, "max_mds: a number in 1..%d",
+				    TSR_MDSMAP_MAX_RANKS);
+		return 0;
+	}
+	return 0;
+}
+
 int
 state_classify(int argc, char **argv, struct tsr_sbuf *out)
 {
 	struct cmd_opts o;
+	int32_t failed[MON_MAX_FAILED];
+	size_t nfailed;
 
 	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
-		if (is(argc, argv, reads[i][0], reads[i][1]))
+		if (is(argc, argv, reads[i][0], reads[i][1])) {
+			if (argc > (reads[i][1] ? 2 : 1))
+				return FAIL(-EINVAL, "unexpected word '%s' after '%s%s%s'",
+					    argv[reads[i][1] ? 2 : 1], reads[i][0],
+					    reads[i][1] ? " " : "",
+					    reads[i][1] ? reads[i][1] : "");
 			return 0;
+		}
 	if (is(argc, argv, "osd", "beacon")) {
 		int64_t id;
-		if (parse_opts(argc, argv, 2, &o, out) < 0)
+		const char *usage = "usage: osd beacon ID [--failed ID,ID...]";
+		if (parse_opts(argc, argv, 2, 1, &o, out) < 0)
 			return -EINVAL;
-		if (o.npos < 1 || parse_i64(o.pos[0], 0, MON_MAX_OSDS - 1, &id) < 0)
-			return FAIL(-EINVAL, "usage: osd beacon ID [--failed ID,ID...]");
+		if (o.seen & ~(unsigned)O_FAILED)
+			return FAIL(-EINVAL, "osd beacon takes no option but --failed (%s)",
+				    usage);
+		if (o.npos != 1)
+			return FAIL(-EINVAL, "%s", usage);
+		if (pos_osd(argv, &o, 0, &id) < 0)
+			return FAIL(-EINVAL, "'%s' is not an OSD id (0..%d) (%s)", o.pos[0],
+				    MON_MAX_OSDS - 1, usage);
+		if (o.failed && state_osd_list(o.failed, failed, MON_MAX_FAILED,
+					       &nfailed, out) < 0)
+			return -EINVAL;
 		return 2;
 	}
 	if (is(argc, argv, "mds", "beacon")) {
@@ -249,10 +575,12 @@ state_classify(int argc, char **argv, struct tsr_sbuf *out)
 		const struct change *c = &changes[i];
 		if (!is(argc, argv, c->w0, c->w1))
 			continue;
-		if (parse_opts(argc, argv, 2, &o, out) < 0)
+		if (parse_opts(argc, argv, 2, 1, &o, out) < 0)
 			return -EINVAL;
 		if (o.npos < c->npos || o.npos > c->maxpos)
 			return FAIL(-EINVAL, "usage: %s", c->usage);
+		if (check_change((enum chg)i, argv, &o, out) < 0)
+			return -EINVAL;
 		return 1;
 	}
 	tsr_sbuf_printf(out, "unknown command '");
@@ -260,6 +588,25 @@ state_classify(int argc, char **argv, struct tsr_sbuf *out)
 		tsr_sbuf_printf(out, "%s%s", i ? " " : "", argv[i]);
 	tsr_sbuf_printf(out, "'");
 	return -EINVAL;
+}
+
+int
+state_pool_redundancy(int argc, char **argv, const char **plugin, const char **opts)
+{
+	struct cmd_opts o;
+	struct tsr_sbuf none;
+	int rc;
+
+	if (!is(argc, argv, "pool", "create"))
+		return 0;
+	tsr_sbuf_init(&none);
+	rc = parse_opts(argc, argv, 2, 0, &o, &none);
+	tsr_sbuf_release(&none);
+	if (rc < 0)
+		return 0;
+	*plugin = o.redundancy ? o.redundancy : MON_DEFAULT_REDUNDANCY;
+	*opts = o.redundancy_opts ? o.redundancy_opts : "";
+	return 1;
 }
 
 static int
@@ -341,7 +688,7 @@ pool_create(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 	p->min_size = (uint32_t)min_size;
 	p->rule = o->rule >= 0 ? (uint32_t)o->rule : 0;
 	snprintf(p->redundancy, sizeof(p->redundancy), "%s",
-		 o->redundancy ? o->redundancy : "replica");
+		 o->redundancy ? o->redundancy : MON_DEFAULT_REDUNDANCY);
 	snprintf(p->redundancy_opts, sizeof(p->redundancy_opts), "%s",
 		 o->redundancy_opts ? o->redundancy_opts : "");
 	s->osdmap.epoch++;
@@ -365,17 +712,17 @@ pool_set(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 		if (parse_i64(o->pos[2], 1, 65536, &v) < 0)
 			return FAIL(-EINVAL, "pg_num: a number in 1..65536");
 		if (v < p->pg_num)
-			return FAIL(-EINVAL, "pg_num may only grow (PGs split; "
+			return FAIL(-EPERM, "pg_num may only grow (PGs split; "
 				    "merging is not supported): %u now", p->pg_num);
 		p->pg_num = (uint32_t)v;
 	} else if (strcmp(key, "size") == 0 || strcmp(key, "min_size") == 0) {
 		if (parse_i64(o->pos[2], 1, 16, &v) < 0)
 			return FAIL(-EINVAL, "%s: a number in 1..16", key);
 		if (key[0] == 's' && v < p->min_size)
-			return FAIL(-EINVAL, "size %" PRId64 " is below min_size %u",
+			return FAIL(-ERANGE, "size %" PRId64 " is below min_size %u",
 				    v, p->min_size);
 		if (key[0] == 'm' && v > p->size)
-			return FAIL(-EINVAL, "min_size %" PRId64 " is above size %u",
+			return FAIL(-ERANGE, "min_size %" PRId64 " is above size %u",
 				    v, p->size);
 		*(key[0] == 's' ? &p->size : &p->min_size) = (uint32_t)v;
 	} else if (strcmp(key, "rule") == 0) {
@@ -519,8 +866,12 @@ mds_change(struct mon_state *s, const struct cmd_opts *o, const char *verb,
 		return 0;
 	}
 	if (strcmp(verb, "assign") == 0) {
-		if (parse_i64(o->pos[1], 0, (int64_t)m->max_mds - 1, &rank) < 0)
-			return FAIL(-EINVAL, "rank '%s': 0..%u", o->pos[1], m->max_mds - 1);
+		if (parse_i64(o->pos[1], 0, TSR_MDSMAP_MAX_RANKS - 1, &rank) < 0)
+			return FAIL(-EINVAL, "rank '%s': a number in 0..%d", o->pos[1],
+				    TSR_MDSMAP_MAX_RANKS - 1);
+		if (rank >= m->max_mds)
+			return FAIL(-ERANGE, "rank %" PRId64 ": max_mds is %u", rank,
+				    m->max_mds);
 		if (d->state != TSR_MDS_STANDBY)
 			return FAIL(-EBUSY, "mds.%s holds rank %d already", d->name, d->rank);
 		if (tsr_mdsmap_rank(m, (int32_t)rank))
@@ -541,7 +892,7 @@ mds_change(struct mon_state *s, const struct cmd_opts *o, const char *verb,
 			mds_json(m, d, out);
 			return 0;
 		}
-		return FAIL(-EINVAL, "mds.%s holds no rank to be active in", d->name);
+		return FAIL(-ESTALE, "mds.%s holds no rank to be active in", d->name);
 	}
 	d->state = TSR_MDS_ACTIVE;
 	m->epoch++;
@@ -556,7 +907,7 @@ change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 	struct tsr_osdmap_osd *osd;
 	int rc;
 
-	if ((rc = parse_opts(argc, argv, 2, &o, out)) < 0)
+	if ((rc = parse_opts(argc, argv, 2, 0, &o, out)) < 0)
 		return rc;
 	if (is(argc, argv, "osd", "add"))
 		return osd_add(s, &o, out);
@@ -569,7 +920,7 @@ change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 	if (is(argc, argv, "pool", "rm")) {
 		struct tsr_osdmap_pool *p = tsr_osdmap_pool_by_name(&s->osdmap, o.pos[0]);
 		if (!o.yes)
-			return FAIL(-EPERM, "removing pool '%s' destroys its data: "
+			return FAIL(-EINVAL, "removing pool '%s' destroys its data: "
 				    "add --yes-i-really-mean-it", o.pos[0]);
 		if (p == NULL)
 			return FAIL(-ENOENT, "pool '%s' does not exist", o.pos[0]);
@@ -781,19 +1132,19 @@ placement_refresh(struct mon_state *s, struct tsr_sbuf *out)
 		if (host_rack[h] == -1)
 			host_rack[h] = r == -1 ? -2 : r;
 		else if (host_rack[h] != (r == -1 ? -2 : r))
-			rc = FAIL(-EINVAL, "host '%s' would be in two racks: osd.%d "
+			rc = FAIL(-EEXIST, "host '%s' would be in two racks: osd.%d "
 				  "says '%s'", o->host, o->id, o->rack[0] ? o->rack
 				  : "(none)");
 	}
 	/* one namespace for buckets: say so before the plugin does */
 	for (size_t h = 0; h < nh && rc == 0; h++)
 		if (index_of(racks, nr, hosts[h]) >= 0 || strcmp(hosts[h], "default") == 0)
-			rc = FAIL(-EINVAL, "host '%s' has the name of a %s; hosts, "
+			rc = FAIL(-EEXIST, "host '%s' has the name of a %s; hosts, "
 				  "racks and the root share one namespace", hosts[h],
 				  strcmp(hosts[h], "default") == 0 ? "root" : "rack");
 	for (size_t r = 0; r < nr && rc == 0; r++)
 		if (strcmp(racks[r], "default") == 0)
-			rc = FAIL(-EINVAL, "rack 'default' has the name of the root");
+			rc = FAIL(-EEXIST, "rack 'default' has the name of the root");
 	if (rc == 0) {
 		items[ni++] = (struct tsr_topo_item){ -1, 0, 3, 0, "default" };
 		for (size_t r = 0; r < nr; r++)
@@ -830,7 +1181,7 @@ placement_refresh(struct mon_state *s, struct tsr_sbuf *out)
 			m->pmap = blob;
 			m->pmap_len = len;
 		} else if (rc == -EINVAL) {
-			rc = FAIL(-EINVAL, "the placement plugin '%s' refuses the "
+			rc = FAIL(-EOPNOTSUPP, "the placement plugin '%s' refuses the "
 				  "topology: %s", m->placement, err);
 		} else {
 			s->fatal = 1;
@@ -873,7 +1224,7 @@ apply_change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 			s->mdsmap = mprev;
 			rolled_o = rolled_m = 1;
 			tsr_sbuf_reset(out);
-			rc = FAIL(-EINVAL, "refused: the map would not be valid: %s", why);
+			rc = FAIL(-EBADMSG, "refused: the map would not be valid: %s", why);
 		}
 	}
 	if (rc == 0 && (!have_o || topology_changed(&oprev, &s->osdmap))) {

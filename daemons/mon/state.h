@@ -81,10 +81,40 @@ void state_init(struct mon_state *s);
 void state_free(struct mon_state *s);
 
 /* Is argv a change (1), a read (0), an OSD's beacon (2) or an MDS's (3)
- * (the leader answers those from its own state and clock), or unknown
- * (-EINVAL, reason in out)?
- * A change's words are checked too (numbers are numbers...). */
+ * (the leader answers those from its own state and clock)?  Or are its
+ * words wrong: -EINVAL with the reason (and usage) in out.
+ *
+ * -EINVAL means a usage error, and only that: everything about a
+ * command's words that does not depend on the maps (an unknown command
+ * or option, an option the command does not take, a missing one, a
+ * malformed number, name, address or list) is checked here, where the
+ * command is accepted, so such a command never enters the log; a change
+ * refused by the maps it meets (state_apply) gets another status
+ * (-ENOENT, -EEXIST, -EPERM, -ERANGE, -EBUSY, ...).  Clients show the two
+ * apart (the CLI exits 2 and 1).
+ *
+ * Integers may be written in decimal or as 0x hexadecimal, as in
+ * configuration files; the words of a change are rewritten with its
+ * integers in decimal (argv's strings are malloc'd and may be replaced),
+ * which is what the log holds and what state_apply reads. */
 int state_classify(int argc, char **argv, struct tsr_sbuf *out);
+
+/* The redundancy plugin a pool gets when `pool create` names none. */
+#define MON_DEFAULT_REDUNDANCY "replica"
+
+/* For `pool create ...`: 1 with the redundancy plugin it names (or the
+ * default) and its options text ("" for none), pointing into argv; 0 for
+ * any other command.  The leader checks them against its plugins before
+ * it proposes the change (mon.c). */
+int state_pool_redundancy(int argc, char **argv, const char **plugin,
+			  const char **opts);
+
+/* The OSD ids of an `osd beacon ... --failed LIST`: "1,2,osd.3".  Each
+ * element must be an OSD id (decimal or 0x); the first that is not is
+ * named in out (-EINVAL), as is a list of more than max. */
+#define MON_MAX_FAILED 64
+int state_osd_list(const char *list, int32_t *ids, size_t max, size_t *n,
+		   struct tsr_sbuf *out);
 
 /* An MDS's beacon: `mds beacon NAME GID IP:PORT STATE`. */
 struct mds_beacon {

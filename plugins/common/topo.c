@@ -10,6 +10,7 @@
  * only its safety net. */
 #include "topo.h"
 
+#include <tessera/crc32c.h>
 #include <tessera/encoding.h>
 
 #include <errno.h>
@@ -877,7 +878,7 @@ topo_encode(const struct topo *t, uint8_t **buf, size_t *len)
 	*buf = NULL;
 	*len = 0;
 	tsr_enc_init(&e);
-	mark = tsr_enc_begin_struct(&e, 1, 1);
+	mark = tsr_enc_begin_struct(&e, TOPO_VERSION, TOPO_VERSION);
 	tsr_enc_u32(&e, TOPO_MAGIC);
 	tsr_enc_u32(&e, t->ntypes);
 	for (uint32_t i = 0; i < t->ntypes; i++)
@@ -911,6 +912,9 @@ topo_encode(const struct topo *t, uint8_t **buf, size_t *len)
 		tsr_enc_u32(&e, r->mode);
 	}
 	tsr_enc_end_struct(&e, mark);
+	/* the checksum of everything before it (topo.h) */
+	if (tsr_enc_error(&e) == 0)
+		tsr_enc_u32(&e, tsr_crc32c(0, e.buf, e.len));
 	rc = tsr_enc_error(&e);
 	if (rc != 0) {
 		tsr_enc_release(&e);
@@ -1072,27 +1076,64 @@ decode_body(struct tsr_dec *d, struct topo *t, char *err, size_t errlen)
 	return 0;
 }
 
+/* A little-endian u32 at p. */
+static uint32_t
+le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
 int
 topo_decode(const void *buf, size_t len, struct topo **out, char *err,
 	    size_t errlen)
 {
+	const uint8_t *b = buf;
 	struct tsr_dec d, sub;
 	struct topo *t;
+	uint32_t stored, computed;
 	uint8_t version;
 	int rc;
 
 	if (out == NULL)
 		return topo_errf(err, errlen, -EINVAL, "no output");
 	*out = NULL;
-	tsr_dec_init(&d, buf, len);
-	rc = tsr_dec_begin_struct(&d, 1, &version, &sub);
+	/* The checksum first: a damaged map is named as such whatever the
+	 * damage hit, before any field of it is believed. */
+	if (b == NULL || len < TOPO_ENVELOPE_HDR + TOPO_CRC_LEN)
+		return topo_errf(err, errlen, -EBADMSG,
+				 "truncated: %zu bytes, less than an envelope "
+				 "and its checksum", b == NULL ? 0 : len);
+	stored = le32(b + len - TOPO_CRC_LEN);
+	computed = tsr_crc32c(0, b, len - TOPO_CRC_LEN);
+	if (stored != computed) {
+		/* what version 1 wrote: the envelope alone, no checksum */
+		if (b[0] == 1 && b[1] == 1 &&
+		    le32(b + 2) == len - TOPO_ENVELOPE_HDR)
+			return topo_errf(err, errlen, -EBADMSG,
+					 "a version 1 map, which carries no "
+					 "checksum: compile it again from its "
+					 "text form");
+		return topo_errf(err, errlen, -EBADMSG,
+				 "checksum mismatch (crc32c 0x%08x stored, "
+				 "0x%08x computed over %zu bytes): the map is "
+				 "damaged or truncated", stored, computed,
+				 len - TOPO_CRC_LEN);
+	}
+	tsr_dec_init(&d, b, len - TOPO_CRC_LEN);
+	rc = tsr_dec_begin_struct(&d, TOPO_VERSION, &version, &sub);
 	if (rc == -EOPNOTSUPP)
 		return topo_errf(err, errlen, rc,
 				 "map needs a newer decoder (envelope compat "
-				 "above 1)");
+				 "above %d)", TOPO_VERSION);
 	if (rc != 0)
 		return topo_errf(err, errlen, -EBADMSG,
 				 "truncated or malformed envelope");
+	if (version < TOPO_VERSION)
+		return topo_errf(err, errlen, -EBADMSG,
+				 "envelope version %u: not a map with a "
+				 "checksum (version %d and later)", version,
+				 TOPO_VERSION);
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return topo_errf(err, errlen, -ENOMEM, "out of memory");

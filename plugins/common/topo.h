@@ -54,9 +54,9 @@
  * exactly five decimals; one tab of indent.  compile(decompile(m)) gives m
  * again, and decompile(compile(t)) is the canonical form of t.
  *
- * ---- Binary form (inside the core's versioned envelope) ------------------
+ * ---- Binary form ---------------------------------------------------------
  *
- *     envelope v1 compat 1 {
+ *     envelope v2 compat 2 {                  (the core's, encoding.h)
  *         u32 magic "TPM1" (0x314d5054)
  *         u32 ntypes;    ntypes  x { str name }
  *         u32 ndevices;  ndevices x { i32 id, str name, u32 weight, i32 parent }
@@ -64,16 +64,30 @@
  *         u32 nrules;    nrules   x { u32 id, str name, i32 root,
  *                                     u32 domain_type, u32 mode }
  *     }
+ *     u32 crc32c                              of every byte before it
+ *
+ *      0      1      2        6                           len-4    len
+ *     +------+------+--------+---------------------------+--------+
+ *     | ver  |compat| length | body (length bytes)        | crc32c |
+ *     +------+------+--------+---------------------------+--------+
  *
  * Devices are in id order, buckets in the canonical order above, rules in
  * id order; parent is a bucket id, or 0 for none.  Encoding the same model
  * always gives the same bytes, and decode() rejects records out of that
  * order, so encode(decode(b)) == b for every accepted b (up to fields a
  * newer writer appended inside the envelope, which decode() skips; bytes
- * after the envelope are an error).  decode() treats its input as
- * hostile: every count is checked against the bytes left and against the
- * TOPO_MAX_* limits before anything is allocated, and the result is
- * validated like compiled text.
+ * between the envelope and the checksum are an error).
+ *
+ * The checksum (CRC32C, tessera/crc32c.h, little-endian) is checked
+ * before anything else is read: a map damaged anywhere, a flipped bit in
+ * a name included, is refused as damaged rather than read as another
+ * valid map.  Version 1 (until the checksum came) had the envelope alone,
+ * v1 compat 1; such a map is refused with that said: its text form
+ * (decompile with the version that wrote it) compiles into version 2.
+ * Past the checksum, decode() still treats its input as hostile: every
+ * count is checked against the bytes left and against the TOPO_MAX_*
+ * limits before anything is allocated, and the result is validated like
+ * compiled text.
  *
  * ---- Validation (both paths) -------------------------------------------
  *
@@ -99,6 +113,9 @@
 #define TOPO_MAX_RULES 256
 #define TOPO_NAME_MAX 63
 #define TOPO_MAGIC 0x314d5054u /* "TPM1" little-endian */
+#define TOPO_VERSION 2           /* the envelope's version and compat */
+#define TOPO_ENVELOPE_HDR 6      /* u8 version, u8 compat, u32 length */
+#define TOPO_CRC_LEN 4           /* the u32 crc32c after the envelope */
 
 struct topo_device {
 	int32_t id;         /* >= 0 */

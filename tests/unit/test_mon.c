@@ -192,6 +192,43 @@ START_TEST(cmd_and_reply)
 }
 END_TEST
 
+/* Bug: a command word of 1024 bytes or more was dropped by the monitor,
+ * and its client waited out its timeout.  The decoder names the word and
+ * the limit, and keeps the tid so the monitor can answer with that. */
+START_TEST(long_word_answered)
+{
+	static char word[TSR_MONMSG_MAX_ARG + 1];
+	char *words[] = { "pool", "create", word, NULL };
+	struct tsr_mon_cmd c = { .client = 9, .tid = 41, .argc = 3, .argv = words }, d;
+	struct tsr_enc e;
+	size_t len;
+	uint8_t *buf;
+
+	/* the longest word there may be goes through */
+	memset(word, 'w', TSR_MONMSG_MAX_ARG - 1);
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_cmd_encode(&e, &c), 0);
+	buf = tsr_enc_take(&e, &len);
+	ck_assert_int_eq(tsr_monmsg_cmd_decode(buf, len, &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(strlen(d.argv[2]), TSR_MONMSG_MAX_ARG - 1);
+	tsr_monmsg_cmd_free(&d);
+	free(buf);
+	/* one byte more: refused, saying which word and the limit */
+	memset(word, 'w', TSR_MONMSG_MAX_ARG);
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_cmd_encode(&e, &c), 0);
+	buf = tsr_enc_take(&e, &len);
+	ck_assert_int_eq(tsr_monmsg_cmd_decode(buf, len, &d, err, sizeof(err)), -E2BIG);
+	ck_assert_str_eq(err, "command word 3 is 1024 bytes long; a word may have at "
+			 "most 1023");
+	ck_assert_uint_eq(d.tid, 41);
+	ck_assert_uint_eq(d.client, 9);
+	ck_assert_ptr_null(d.argv);
+	ck_assert_uint_eq(d.argc, 0);
+	free(buf);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -206,6 +243,7 @@ main(void)
 	tcase_add_test(tc, raft_round_trip_and_truncations);
 	tcase_add_test(tc, raft_count_bomb);
 	tcase_add_test(tc, cmd_and_reply);
+	tcase_add_test(tc, long_word_answered);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -3,6 +3,7 @@
  * message, weight printing and parsing, and hostile blobs. */
 #include "topo.h"
 
+#include <tessera/crc32c.h>
 #include <tessera/encoding.h>
 
 #include <check.h>
@@ -375,6 +376,24 @@ take_ok(struct tsr_enc *e, size_t *len)
 	return buf;
 }
 
+/* The checksum after an envelope: e holds the envelope. */
+static void
+seal(struct tsr_enc *e)
+{
+	ck_assert_int_eq(tsr_enc_error(e), 0);
+	tsr_enc_u32(e, tsr_crc32c(0, e->buf, e->len));
+}
+
+/* The same on a finished blob whose last 4 bytes are the checksum. */
+static void
+reseal(uint8_t *b, size_t len)
+{
+	uint32_t crc = tsr_crc32c(0, b, len - 4);
+
+	for (int i = 0; i < 4; i++)
+		b[len - 4 + (size_t)i] = (uint8_t)(crc >> (8 * i));
+}
+
 START_TEST(test_binary_layout)
 {
 	struct topo *t = compile_ok(hand_text);
@@ -383,16 +402,23 @@ START_TEST(test_binary_layout)
 	size_t ml, tl, mark;
 
 	tsr_enc_init(&e);
-	mark = tsr_enc_begin_struct(&e, 1, 1);
+	mark = tsr_enc_begin_struct(&e, 2, 2);
 	write_fields(&e, t);
 	tsr_enc_end_struct(&e, mark);
+	seal(&e);
 	mine = take_ok(&e, &ml);
 	theirs = encode_ok(t, &tl);
 	assert_same_blob(theirs, tl, mine, ml);
-	/* envelope v1 compat 1, then "TPM1" */
-	ck_assert_uint_eq(theirs[0], 1);
-	ck_assert_uint_eq(theirs[1], 1);
+	/* envelope v2 compat 2, then "TPM1"; the CRC32C of the rest last */
+	ck_assert_uint_eq(theirs[0], 2);
+	ck_assert_uint_eq(theirs[1], 2);
 	ck_assert_int_eq(memcmp(theirs + 6, "TPM1", 4), 0);
+	ck_assert_uint_eq(theirs[2] | theirs[3] << 8 | theirs[4] << 16 |
+			  (uint32_t)theirs[5] << 24, tl - 10);
+	{
+		uint32_t crc = tsr_crc32c(0, theirs, tl - 4);
+		ck_assert_int_eq(memcmp(theirs + tl - 4, &crc, 4), 0);
+	}
 	free(mine);
 	free(theirs);
 	topo_free(t);
@@ -1504,7 +1530,7 @@ START_TEST(test_models_agree)
 }
 END_TEST
 
-/* Raw blobs: an envelope around what body writes. */
+/* Raw blobs: an envelope around what body writes, and its checksum. */
 static uint8_t *
 raw_blob(uint8_t version, uint8_t compat,
 	 void (*body)(struct tsr_enc *, uint32_t), uint32_t arg, size_t *len)
@@ -1517,6 +1543,7 @@ raw_blob(uint8_t version, uint8_t compat,
 	if (body != NULL)
 		body(&e, arg);
 	tsr_enc_end_struct(&e, mark);
+	seal(&e);
 	return take_ok(&e, len);
 }
 
@@ -1594,7 +1621,11 @@ expect_decode_err(const uint8_t *buf, size_t len, int want_rc,
 	free(copy);
 	ck_assert_ptr_null(t);
 	ck_assert_int_eq(rc, want_rc);
-	ck_assert_str_eq(err, want);
+	if (want == NULL) /* damage: the checksum says so */
+		ck_assert_msg(strncmp(err, "checksum mismatch (crc32c 0x", 28) == 0 &&
+			      strstr(err, "the map is damaged or truncated"), "%s", err);
+	else
+		ck_assert_str_eq(err, want);
 }
 
 START_TEST(test_decode_limits)
@@ -1604,7 +1635,7 @@ START_TEST(test_decode_limits)
 	struct topo *t;
 
 	/* The minimal map (one type, nothing else) is valid. */
-	b = raw_blob(1, 1, body_magic, TOPO_MAGIC, &len);
+	b = raw_blob(2, 2, body_magic, TOPO_MAGIC, &len);
 	t = decode_ok(b, len);
 	ck_assert_uint_eq(t->ntypes, 1);
 	ck_assert_uint_eq(t->ndevices, 0);
@@ -1612,54 +1643,57 @@ START_TEST(test_decode_limits)
 	topo_free(t);
 	free(b);
 
-	b = raw_blob(1, 1, body_magic, 0x12345678u, &len);
+	b = raw_blob(2, 2, body_magic, 0x12345678u, &len);
 	expect_decode_err(b, len, -EBADMSG,
 			  "bad magic 0x12345678 (want 0x314d5054)");
 	free(b);
-	b = raw_blob(1, 1, NULL, 0, &len);
+	b = raw_blob(2, 2, NULL, 0, &len);
 	expect_decode_err(b, len, -EBADMSG, "truncated before the magic");
 	free(b);
-	b = raw_blob(1, 1, body_types, 33, &len);
+	b = raw_blob(2, 2, body_types, 33, &len);
 	expect_decode_err(b, len, -EBADMSG,
 			  "type count 33 exceeds the limit 32");
 	free(b);
-	b = raw_blob(1, 1, body_types, 4, &len);
+	b = raw_blob(2, 2, body_types, 4, &len);
 	expect_decode_err(b, len, -EBADMSG,
 			  "type count 4 exceeds the data (15 bytes left)");
 	free(b);
-	b = raw_blob(1, 1, body_devices, 0xFFFFFFFFu, &len);
+	b = raw_blob(2, 2, body_devices, 0xFFFFFFFFu, &len);
 	expect_decode_err(b, len, -EBADMSG,
 			  "device count 4294967295 exceeds the limit 1048576");
 	free(b);
-	b = raw_blob(1, 1, body_devices, TOPO_MAX_DEVICES, &len);
+	b = raw_blob(2, 2, body_devices, TOPO_MAX_DEVICES, &len);
 	expect_decode_err(b, len, -EBADMSG,
 			  "device count 1048576 exceeds the data (21 bytes "
 			  "left)");
 	free(b);
-	b = raw_blob(1, 1, body_devices, 2, &len);
+	b = raw_blob(2, 2, body_devices, 2, &len);
 	expect_decode_err(b, len, -EBADMSG,
 			  "device count 2 exceeds the data (21 bytes left)");
 	free(b);
-	b = raw_blob(1, 1, body_buckets, TOPO_MAX_BUCKETS + 1, &len);
+	b = raw_blob(2, 2, body_buckets, TOPO_MAX_BUCKETS + 1, &len);
 	expect_decode_err(b, len, -EBADMSG,
 			  "bucket count 262145 exceeds the limit 262144");
 	free(b);
-	b = raw_blob(1, 1, body_buckets, 1, &len);
+	b = raw_blob(2, 2, body_buckets, 1, &len);
 	expect_decode_err(b, len, -EBADMSG,
 			  "bucket count 1 exceeds the data (0 bytes left)");
 	free(b);
-	b = raw_blob(1, 1, body_rules, 257, &len);
+	b = raw_blob(2, 2, body_rules, 257, &len);
 	expect_decode_err(b, len, -EBADMSG,
 			  "rule count 257 exceeds the limit 256");
 	free(b);
-	b = raw_blob(1, 1, body_rules, 0, &len);
-	/* cut the rule count off */
-	expect_decode_err(b, len - 4, -EBADMSG,
-			  "truncated or malformed envelope");
+	/* no rule count */
+	b = raw_blob(2, 2, body_buckets, 0, &len);
+	expect_decode_err(b, len, -EBADMSG, "truncated before the rule count");
 	free(b);
-	expect_decode_err(NULL, 0, -EBADMSG, "truncated or malformed envelope");
-	expect_decode_err((const uint8_t *)"", 0, -EBADMSG,
-			  "truncated or malformed envelope");
+	expect_decode_err(NULL, 0, -EBADMSG, "truncated: 0 bytes, less than an "
+			  "envelope and its checksum");
+	expect_decode_err((const uint8_t *)"", 0, -EBADMSG, "truncated: 0 bytes, "
+			  "less than an envelope and its checksum");
+	expect_decode_err((const uint8_t *)"\2\2\0\0\0\0\0\0\0", 9, -EBADMSG,
+			  "truncated: 9 bytes, less than an envelope and its "
+			  "checksum");
 }
 END_TEST
 
@@ -1673,8 +1707,8 @@ START_TEST(test_envelope_versions)
 	hand_init(&h);
 	ref = encode_ok(&h.t, &rl);
 
-	/* A newer writer (v2, still compat 1) appended fields. */
-	b = raw_blob(2, 1, body_hand, 3, &len);
+	/* A newer writer (v3, still compat 2) appended fields. */
+	b = raw_blob(3, 2, body_hand, 3, &len);
 	ck_assert_uint_eq(len, rl + 12);
 	t = decode_ok(b, len);
 	again = encode_ok(t, &al);
@@ -1682,35 +1716,47 @@ START_TEST(test_envelope_versions)
 	free(again);
 	topo_free(t);
 	free(b);
-	/* ... and the same in a v1 envelope. */
-	b = raw_blob(1, 1, body_hand, 5, &len);
+	/* ... and the same in a v2 envelope. */
+	b = raw_blob(2, 2, body_hand, 5, &len);
 	t = decode_ok(b, len);
 	topo_free(t);
 	free(b);
 	/* A body shorter by even one byte of a field is not skippable. */
-	b = raw_blob(1, 1, body_hand, 0, &len);
+	b = raw_blob(2, 2, body_hand, 0, &len);
 	assert_same_blob(ref, rl, b, len);
 	free(b);
 
 	/* A compat this reader does not know. */
-	b = raw_blob(2, 2, body_hand, 0, &len);
+	b = raw_blob(3, 3, body_hand, 0, &len);
 	expect_decode_err(b, len, -EOPNOTSUPP, "map needs a newer decoder "
-			  "(envelope compat above 1)");
+			  "(envelope compat above 2)");
 	free(b);
 	/* compat above version is malformed */
-	b = raw_blob(1, 2, body_hand, 0, &len);
+	b = raw_blob(2, 3, body_hand, 0, &len);
 	expect_decode_err(b, len, -EBADMSG, "truncated or malformed envelope");
 	free(b);
+	/* a version 1 envelope, checksummed all the same: not a map any
+	 * version wrote */
+	b = raw_blob(1, 1, body_hand, 0, &len);
+	expect_decode_err(b, len, -EBADMSG, "envelope version 1: not a map with "
+			  "a checksum (version 2 and later)");
+	free(b);
 
-	/* Bytes after the envelope are an error. */
+	/* Bytes between the envelope and the checksum are an error, and so
+	 * are bytes after the checksum. */
 	longer = malloc(rl + 4);
 	ck_assert_ptr_nonnull(longer);
-	memcpy(longer, ref, rl);
-	memset(longer + rl, 0, 4);
+	memcpy(longer, ref, rl - 4);
+	memset(longer + rl - 4, 0, 4);
+	reseal(longer, rl + 1);
 	expect_decode_err(longer, rl + 1, -EBADMSG,
 			  "trailing data after the envelope (1 bytes)");
+	reseal(longer, rl + 4);
 	expect_decode_err(longer, rl + 4, -EBADMSG,
 			  "trailing data after the envelope (4 bytes)");
+	memcpy(longer, ref, rl);
+	longer[rl] = 0;
+	expect_decode_err(longer, rl + 1, -EBADMSG, NULL);
 	free(longer);
 	free(ref);
 }
@@ -1718,21 +1764,23 @@ END_TEST
 
 /* ---- Hostile blobs --------------------------------------------------------*/
 
-/* Re-wrap body[0..n) in a well-formed v1 envelope: truncation inside the
- * fields, which the envelope's own length check would otherwise hide. */
+/* Re-wrap body[0..n) in a well-formed v2 envelope with its checksum:
+ * truncation inside the fields, which the envelope's own length check
+ * (and the checksum) would otherwise hide. */
 static uint8_t *
 rewrap(const uint8_t *body, size_t n, size_t *len)
 {
-	uint8_t *b = malloc(n + 6);
+	uint8_t *b = malloc(n + 10);
 
 	ck_assert_ptr_nonnull(b);
-	b[0] = 1;
-	b[1] = 1;
+	b[0] = 2;
+	b[1] = 2;
 	for (int i = 0; i < 4; i++)
 		b[2 + i] = (uint8_t)(n >> (8 * i));
 	if (n > 0)
 		memcpy(b + 6, body, n);
-	*len = n + 6;
+	*len = n + 10;
+	reseal(b, *len);
 	return b;
 }
 
@@ -1749,9 +1797,10 @@ check_truncations(const uint8_t *blob, size_t len)
 		if (rc >= 0)
 			ck_abort_msg("prefix of %zu bytes decoded", n);
 		REQUIRE(t == NULL);
-		REQUIRE(strcmp(err, "truncated or malformed envelope") == 0);
+		REQUIRE(strncmp(err, "truncated: ", 11) == 0 ||
+			strncmp(err, "checksum mismatch", 17) == 0);
 	}
-	for (size_t n = 0; n < len - 6; n++) {
+	for (size_t n = 0; n < len - 10; n++) {
 		char err[256] = "";
 		struct topo *t = NULL;
 		size_t wl;
@@ -1822,6 +1871,9 @@ corrupt_loop(const uint8_t *blob, size_t len, uint32_t iters,
 				break;
 			}
 		}
+		/* past the checksum, to the fields (the checksum's own test
+		 * is test_unchecked_placement_map_refused) */
+		reseal(copy, len);
 		rc = topo_decode(copy, len, &t, err, sizeof(err));
 		if (rc != 0) {
 			REQUIRE(t == NULL);
@@ -1841,7 +1893,7 @@ corrupt_loop(const uint8_t *blob, size_t len, uint32_t iters,
 			 * writer's fields, skipped as they must be. */
 			again = encode_ok(t, &al);
 			REQUIRE(al <= len);
-			REQUIRE(memcmp(again + 6, copy + 6, al - 6) == 0);
+			REQUIRE(memcmp(again + 6, copy + 6, al - 10) == 0);
 			text = decompile_ok(t);
 			t2 = compile_ok(text);
 			free(text);
@@ -1852,6 +1904,49 @@ corrupt_loop(const uint8_t *blob, size_t len, uint32_t iters,
 	}
 	free(copy);
 }
+
+/* Bug: binary maps carried no checksum, so a flipped bit in a name (or a
+ * weight, an id) decoded as another valid map.  Every single-bit flip
+ * anywhere in a map is now refused as damage, and a name flipped into
+ * another valid name is among them. */
+START_TEST(test_unchecked_placement_map_refused)
+{
+	uint8_t *b, *copy;
+	size_t len, at;
+	struct topo *t;
+	char err[256];
+	const char *name = "osd.1";
+
+	b = hand_blob(&len);
+	copy = malloc(len);
+	ck_assert_ptr_nonnull(copy);
+	for (size_t i = 0; i < len; i++)
+		for (int bit = 0; bit < 8; bit++) {
+			memcpy(copy, b, len);
+			copy[i] ^= (uint8_t)(1u << bit);
+			t = NULL;
+			err[0] = '\0';
+			int rc = topo_decode(copy, len, &t, err, sizeof(err));
+			if (rc != -EBADMSG || t != NULL ||
+			    strncmp(err, "checksum mismatch", 17) != 0)
+				ck_abort_msg("bit %d of byte %zu flipped: rc %d, '%s'",
+					     bit, i, rc, err);
+		}
+	/* "osd.1" -> "osd.9", one bit: the map it would be is valid
+	 * (resealed, it decodes), so only the checksum tells */
+	for (at = 0; at + 5 <= len && memcmp(b + at, name, 5) != 0; at++)
+		;
+	ck_assert_uint_lt(at + 5, len);
+	memcpy(copy, b, len);
+	copy[at + 4] ^= 8;
+	expect_decode_err(copy, len, -EBADMSG, NULL);
+	reseal(copy, len);
+	t = decode_ok(copy, len);
+	topo_free(t);
+	free(copy);
+	free(b);
+}
+END_TEST
 
 START_TEST(test_random_corruption)
 {
@@ -2081,6 +2176,7 @@ topo_suite(void)
 	tcase_add_test(tc, test_decode_validation);
 	tcase_add_test(tc, test_models_agree);
 	tcase_add_test(tc, test_decode_limits);
+	tcase_add_test(tc, test_unchecked_placement_map_refused);
 	tcase_add_test(tc, test_envelope_versions);
 	tcase_add_test(tc, test_every_truncation_fails);
 	tcase_add_test(tc, test_random_corruption);

@@ -53,20 +53,40 @@ cli_bad_option(const char *group, const char *cmd, int c, char **argv)
 }
 
 int
+cli_unknown(const char *group, const char *check, const char *why)
+{
+	fprintf(stderr, "tessera %s: the change may or may not have been applied: "
+		"%s; check with `tessera %s`\n", group, why ? why : "no answer",
+		check);
+	return CLI_UNKNOWN;
+}
+
+int
 cli_parse_uint(const char *group, const char *cmd, const char *opt,
 	       const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	char *end = NULL;
-	unsigned long long v = 0;
+	const char *p = s;
+	unsigned base = 10;
+	uint64_t v = 0;
+	bool ok = true;
 
-	/* strtoull would take "-1" and " 1"; a count is digits only */
-	if (s[0] >= '0' && s[0] <= '9') {
-		errno = 0;
-		v = strtoull(s, &end, 10);
-		if (errno == 0 && *end == '\0' && v >= min && v <= max) {
-			*out = v;
-			return 0;
-		}
+	/* strtoull would take "-1", " 1" and "+1", and 010 as octal with
+	 * base 0: the digits are read here */
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		base = 16;
+		p += 2;
+	}
+	ok = *p != '\0';
+	for (; *p && ok; p++) {
+		unsigned d = *p >= '0' && *p <= '9' ? (unsigned)(*p - '0')
+			   : *p >= 'a' && *p <= 'f' ? (unsigned)(*p - 'a' + 10)
+			   : *p >= 'A' && *p <= 'F' ? (unsigned)(*p - 'A' + 10) : 99;
+		ok = d < base && v <= (UINT64_MAX - d) / base;
+		v = v * base + d;
+	}
+	if (ok && v >= min && v <= max) {
+		*out = v;
+		return 0;
 	}
 	cli_usage_err(group, cmd, "%s takes an integer in [%" PRIu64 ", %" PRIu64
 		      "], not '%s'", opt, min, max, s);

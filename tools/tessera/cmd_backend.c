@@ -302,9 +302,19 @@ fsck_help(FILE *f)
 	common_help(f);
 	fprintf(f,
 		"\n"
-		"Exit status: 0 when no problem is left, 1 when some are (or the store could\n"
-		"not be checked), 2 for a usage error.\n");
+		"Opening the store replays its journal.  A last record that fails its\n"
+		"checksum is dropped there, as a write a crash cut short, and reported as\n"
+		"a problem repaired (with or without --repair): if the disk damaged it\n"
+		"after it was acknowledged, that transaction is lost on this store.\n"
+		"\n"
+		"Exit status: 0 when the store was clean (no problem found), 1 when problems\n"
+		"are left (or the store could not be checked), 2 for a usage error, 3 when\n"
+		"problems were found and all of them are repaired now.\n");
 }
+
+/* fsck's own exit status, past cli.h's: every problem found is repaired
+ * (e2fsck's "errors corrected") */
+#define FSCK_REPAIRED 3
 
 struct fsck_out {
 	bool json;
@@ -406,7 +416,9 @@ fsck_run(int argc, char **argv)
 		fail(be.cmd, "%s", msg);
 		goto out;
 	}
-	rc = left == 0 ? CLI_OK : CLI_FAIL;
+	/* found and fixed is not clean: the store was changed (a journal
+	 * record dropped, orphans removed), which a script must not miss */
+	rc = left > 0 ? CLI_FAIL : fo.n > 0 ? FSCK_REPAIRED : CLI_OK;
 out:
 	tsr_sbuf_release(&fo.items);
 	be_close(&be);
@@ -982,7 +994,8 @@ bench_help(FILE *f)
 		"workloads below through the plugin's submit() and read(), unmounts it and\n"
 		"removes it, and runs the same workloads with plain system calls on a scratch\n"
 		"file DIR.raw and directory DIR.raw.d next to it.  Everything it made is\n"
-		"removed at the end, also after a failure or Ctrl-C.\n"
+		"removed at the end, also after a failure, Ctrl-C, SIGTERM, or a reader of\n"
+		"its output that went away (`| head -1`: exit status 1).\n"
 		"\n"
 		"Workloads (each stops after S seconds or its count limit):\n"
 		"  seq-write-4m       a new object of one 4 MiB WRITE per transaction, at\n"
@@ -1154,7 +1167,7 @@ bench_run(int argc, char **argv)
 	/* static: on_commit may still run after a stuck backend is given up
 	 * on, so b must outlive this function */
 	static struct bench b;
-	struct sigaction sa, old_int, old_term;
+	struct sigaction sa, old_int, old_term, old_pipe;
 	char err[2048] = "", msg[2560];
 	bool sig_set = false;
 	uint64_t n;
@@ -1281,6 +1294,12 @@ bench_run(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	/* a reader that went away (`| head -1`) must not kill us before the
+	 * cleanup: writes to it fail with EPIPE instead, the report's is
+	 * caught below, and a progress line lost on stderr costs nothing */
+	sa.sa_handler = SIG_IGN;
+	sa.sa_flags = 0;
+	sigaction(SIGPIPE, &sa, &old_pipe);
 	sig_set = true;
 
 	/* Some backends keep metadata beside DIR (blockdev: meta_path, by
@@ -1510,9 +1529,11 @@ bench_run(int argc, char **argv)
 		memset(&un, 0, sizeof(un));
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t mem = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	errno = 0;
 	bench_report(&b, &un, ncpu, mem);
-	if (fflush(stdout) != 0) {
-		fail(b.cmd, "standard output: %s", strerror(errno));
+	/* fputs may have met the error already: ferror keeps it */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fail(b.cmd, "standard output: %s", strerror(errno ? errno : EIO));
 		goto out;
 	}
 	rc = CLI_OK;
@@ -1548,6 +1569,7 @@ out:
 	if (sig_set) {
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGPIPE, &old_pipe, NULL);
 	}
 	if (interrupted)
 		rc = CLI_FAIL;
