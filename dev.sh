@@ -17,7 +17,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 # Debian packages the build, the tests and the local cluster need.
 PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
-	libconfig-dev libzstd-dev libleveldb-dev check libfuse3-dev fuse3
+	libconfig-dev libzstd-dev libsodium-dev libleveldb-dev check libfuse3-dev fuse3
 	valgrind procps clang libclang-rt-14-dev
 )
 
@@ -82,6 +82,10 @@ cmd_up() {
 	build build
 	log "$(build/tools/tessera/tessera version)"
 	mkdir -p "$DEV/run"
+	# a configuration from before keys existed is written anew
+	if [ -f "$DEV/tessera.conf" ] && ! grep -q keyring "$DEV/tessera.conf"; then
+		rm -f "$DEV/tessera.conf"
+	fi
 	if [ ! -f "$DEV/tessera.conf" ]; then
 		cat >"$DEV/tessera.conf" <<EOF
 # The local development cluster (./dev.sh up); every daemon on loopback.
@@ -91,8 +95,21 @@ global = {
   plugin_dir = "$SRC/build/lib/plugins";
   mon_members = "a=127.0.0.1:${MON_PORTS[0]}, b=127.0.0.1:${MON_PORTS[1]}, c=127.0.0.1:${MON_PORTS[2]}";
   mon_data = "$DEV/\$name";
+  keyring = "$DEV/keys/\$name.keyring";
 };
 EOF
+	fi
+	# keys: the cluster secret for each monitor, the admin's own key
+	# (doc/operations.md, "Keys")
+	local t=build/tools/tessera/tessera
+	if [ ! -f "$DEV/keys/mon-a.keyring" ]; then
+		log "making the cluster secret and keys in $DEV/keys"
+		mkdir -p -m 700 "$DEV/keys"
+		$t auth init -o "$DEV/keys/mon-a.keyring" >/dev/null
+		cp -p "$DEV/keys/mon-a.keyring" "$DEV/keys/mon-b.keyring"
+		cp -p "$DEV/keys/mon-a.keyring" "$DEV/keys/mon-c.keyring"
+		$t auth key client.admin --secret "$DEV/keys/mon-a.keyring" \
+			-o "$DEV/keys/client-admin.keyring" >/dev/null
 	fi
 	local m
 	for m in a b c; do
@@ -109,7 +126,7 @@ EOF
 	cat <<EOF
 
 Three monitors run on 127.0.0.1:${MON_PORTS[0]}-${MON_PORTS[2]}, their stores and logs in
-$DEV.  Try:
+$DEV, the keys in $DEV/keys.  Try:
   export TESSERA_CONF=$DEV/tessera.conf
   build/tools/tessera/tessera osd add --host h1
   build/tools/tessera/tessera pool create rbd 64

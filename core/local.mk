@@ -15,8 +15,10 @@ core_libtsrcore_la_SOURCES = \
 	core/config/options.c core/config/options.h \
 	core/config/config.c core/config/config.h \
 	core/plugin/registry.c core/plugin/registry.h \
+	core/plugin/elfcheck.c core/plugin/elfcheck.h \
 	core/plugin/host.c core/plugin/host.h \
 	core/event/loop.c core/event/loop.h \
+	core/auth/auth.c core/auth/auth.h core/auth/authconf.c \
 	core/msg/frame.c core/msg/frame.h \
 	core/msg/msgr.c core/msg/msgr.h \
 	core/raft/raft.c core/raft/raft.h \
@@ -34,8 +36,8 @@ core_libtsrcore_la_SOURCES = \
 	core/daemon/pidfile.c core/daemon/pidfile.h \
 	core/daemon/daemon.c core/daemon/daemon.h \
 	core/placement/objhash.c
-core_libtsrcore_la_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS) $(ZSTD_CFLAGS)
-core_libtsrcore_la_LIBADD = $(LIBCONFIG_LIBS) $(LEVELDB_LIBS) $(ZSTD_LIBS) $(PTHREAD_LIBS) $(LIBS)
+core_libtsrcore_la_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS) $(ZSTD_CFLAGS) $(SODIUM_CFLAGS)
+core_libtsrcore_la_LIBADD = $(LIBCONFIG_LIBS) $(LEVELDB_LIBS) $(ZSTD_LIBS) $(SODIUM_LIBS) $(PTHREAD_LIBS) $(LIBS)
 
 lib_LTLIBRARIES += core/libtessera-core.la
 core_libtessera_core_la_SOURCES =

@@ -5,6 +5,7 @@ CHECK_LDADD_ALL = core/libtsrcore.la $(CHECK_LIBS) $(LIBCONFIG_LIBS)
 
 unit_tests = \
 	tests/unit/test_crc32c \
+	tests/unit/test_auth \
 	tests/unit/test_encoding \
 	tests/unit/test_registry \
 	tests/unit/test_options \
@@ -21,6 +22,7 @@ unit_tests = \
 	tests/unit/test_pidfile \
 	tests/unit/test_hash \
 	tests/unit/test_topo \
+	tests/unit/test_replica \
 	tests/unit/test_placebase \
 	tests/unit/test_txn \
 	tests/unit/test_kv \
@@ -37,6 +39,9 @@ TESTS += $(unit_tests)
 tests_unit_test_crc32c_SOURCES = tests/unit/test_crc32c.c
 tests_unit_test_crc32c_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_crc32c_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_auth_SOURCES = tests/unit/test_auth.c
+tests_unit_test_auth_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_auth_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_frame_SOURCES = tests/unit/test_frame.c
 tests_unit_test_frame_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_frame_LDADD = $(CHECK_LDADD_ALL)
@@ -46,6 +51,10 @@ tests_unit_test_raft_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_mon_SOURCES = tests/unit/test_mon.c
 tests_unit_test_mon_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_mon_LDADD = $(CHECK_LDADD_ALL)
+# the redundancy-replica plugin, loaded from $PLUGIN_DIR as daemons do
+tests_unit_test_replica_SOURCES = tests/unit/test_replica.c
+tests_unit_test_replica_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_replica_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_map_SOURCES = tests/unit/test_map.c
 tests_unit_test_map_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_map_LDADD = $(CHECK_LDADD_ALL)
@@ -251,7 +260,7 @@ EXTRA_DIST += tests/testutil.h
 # are compiled in.  tests/fuzz/run.sh gives it a short run on the seed
 # corpus (and is skipped when configure found no libFuzzer).
 FUZZ_FRAME_SRC = tests/fuzz/fuzz_frame.c core/msg/frame.c core/crc/crc32c.c \
-	core/encoding/encoding.c
+	core/encoding/encoding.c core/auth/auth.c
 if HAVE_FUZZER
 check_DATA += tests/fuzz/fuzz_frame
 CLEANFILES += tests/fuzz/fuzz_frame
@@ -260,7 +269,7 @@ tests/fuzz/fuzz_frame: $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/ms
 	$(AM_V_CCLD)$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-I$(top_srcdir)/core/include -I$(top_srcdir)/core \
-		-o $@ $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) -lpthread
+		-o $@ $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) $(SODIUM_LIBS) -lpthread
 endif
 # The monitor's decoders: Raft messages, commands, replies, snapshots.
 FUZZ_MON_SRC = tests/fuzz/fuzz_mon.c core/mon/monmsg.c daemons/mon/state.c \

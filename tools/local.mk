@@ -10,7 +10,8 @@ tools_tessera_tessera_SOURCES = \
 	tools/tessera/cmd_placement.c \
 	tools/tessera/cmd_backend.c \
 	tools/tessera/cmd_msgr.c \
-	tools/tessera/cmd_cluster.c
+	tools/tessera/cmd_cluster.c \
+	tools/tessera/cmd_auth.c
 tools_tessera_tessera_LDADD = core/libtessera-core.la
 
 # The daemons.

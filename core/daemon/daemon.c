@@ -1,5 +1,6 @@
 /* daemon.c — the shared daemon life cycle. */
 #include "daemon/daemon.h"
+#include "auth/auth.h"
 #include "daemon/pidfile.h"
 #include "event/loop.h"
 #include "log/log.h"
@@ -33,6 +34,7 @@ struct tsr_daemon {
 	int sigfd;
 	int ready_fd;          /* write end of the pipe to the waiting parent */
 	uint64_t started_ns;
+	struct tsr_auth *auth;  /* TYPE.ID's key, for mon, osd and mds */
 	void *priv;
 };
 
@@ -40,6 +42,7 @@ struct tsr_loop *tsr_daemon_loop(struct tsr_daemon *d) { return d->loop; }
 struct tsr_conf *tsr_daemon_conf(struct tsr_daemon *d) { return d->conf; }
 struct tsr_registry *tsr_daemon_registry(struct tsr_daemon *d) { return d->reg; }
 struct tsr_asok *tsr_daemon_asok(struct tsr_daemon *d) { return d->asok; }
+const struct tsr_auth *tsr_daemon_auth(struct tsr_daemon *d) { return d->auth; }
 const char *tsr_daemon_name(const struct tsr_daemon *d) { return d->name; }
 const char *tsr_daemon_id(const struct tsr_daemon *d) { return d->id; }
 void tsr_daemon_set_priv(struct tsr_daemon *d, void *priv) { d->priv = priv; }
@@ -404,9 +407,23 @@ setup(struct tsr_daemon *d, bool foreground, char *err, size_t errlen)
 	return 0;
 }
 
+/* The daemon's key, from the keyring the configuration names.  Daemon
+ * types that are no cluster entity (tests' own) have none. */
+static int
+load_auth(struct tsr_daemon *d, char *err, size_t errlen)
+{
+	char name[TSR_AUTH_NAME_MAX];
+
+	snprintf(name, sizeof(name), "%s.%s", d->def->type, d->id);
+	if (!tsr_auth_name_valid(name, NULL))
+		return 0;
+	return tsr_auth_conf(d->conf, name, &d->auth, err, errlen);
+}
+
 static void
 teardown(struct tsr_daemon *d)
 {
+	tsr_auth_destroy(d->auth);
 	tsr_asok_destroy(d->asok);
 	if (d->sigfd >= 0) {
 		tsr_loop_fd_del(d->loop, d->sigfd);
@@ -497,6 +514,8 @@ tsr_daemon_main(int argc, char **argv, const struct tsr_daemon_def *def)
 	d.started_ns = tsr_mono_ns();
 	err[0] = '\0';
 	rc = setup(&d, foreground, err, sizeof(err));
+	if (rc == 0)
+		rc = load_auth(&d, err, sizeof(err));
 	bool started = rc == 0 && def->start;
 	if (started)
 		rc = def->start(&d, err, sizeof(err));

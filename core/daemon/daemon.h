@@ -50,6 +50,10 @@ TSR_API struct tsr_loop *tsr_daemon_loop(struct tsr_daemon *d);
 TSR_API struct tsr_conf *tsr_daemon_conf(struct tsr_daemon *d);
 TSR_API struct tsr_registry *tsr_daemon_registry(struct tsr_daemon *d);
 TSR_API struct tsr_asok *tsr_daemon_asok(struct tsr_daemon *d); /* may be NULL */
+/* The daemon's key (auth/auth.h), loaded from `keyring` before start for
+ * types mon, osd and mds (NULL for other types). */
+struct tsr_auth;
+TSR_API const struct tsr_auth *tsr_daemon_auth(struct tsr_daemon *d);
 TSR_API const char *tsr_daemon_name(const struct tsr_daemon *d);
 TSR_API const char *tsr_daemon_id(const struct tsr_daemon *d);
 TSR_API void tsr_daemon_set_priv(struct tsr_daemon *d, void *priv);

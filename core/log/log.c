@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -246,6 +247,39 @@ tsr_logf(int subsys, int level, const char *fmt, ...)
 {
 	va_list ap;
 
+	va_start(ap, fmt);
+	tsr_logv(subsys, level, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void
+tsr_log_rated(struct tsr_log_rate *r, int subsys, int level, const char *fmt, ...)
+{
+	uint64_t now = tsr_mono_ns(), suppressed = 0;
+	va_list ap;
+	int log;
+
+	if (!tsr_log_enabled(subsys, level))
+		return;
+	pthread_mutex_lock(&r->lock);
+	if (r->start_ns == 0 || now - r->start_ns >= r->interval_ns) {
+		r->start_ns = now;
+		r->n = 0;
+	}
+	log = r->n < r->burst;
+	if (log) {
+		r->n++;
+		suppressed = r->suppressed;
+		r->suppressed = 0;
+	} else {
+		r->suppressed++;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!log)
+		return;
+	if (suppressed)
+		tsr_logf(subsys, level, "(%" PRIu64 " similar lines suppressed)",
+			 suppressed);
 	va_start(ap, fmt);
 	tsr_logv(subsys, level, NULL, fmt, ap);
 	va_end(ap);

@@ -20,6 +20,8 @@
 #include <stdarg.h>
 #include <tessera/common.h>
 
+#include <pthread.h>
+
 #define TSR_LOG_SUBSYS_MAP(X)  \
 	X(CORE, core)          \
 	X(CONF, conf)          \
@@ -74,6 +76,24 @@ TSR_API void tsr_logf(int subsys, int level, const char *fmt, ...)
 		if (tsr_log_enabled((sub), (lvl)))              \
 			tsr_logf((sub), (lvl), __VA_ARGS__);    \
 	} while (0)
+
+/* A log line a peer can cause at will is logged at a rate: at most burst
+ * lines per interval; the rest are counted, and the first line of a later
+ * interval says how many were suppressed.  Thread-safe; a static limiter
+ * is initialized with TSR_LOG_RATE_INIT. */
+struct tsr_log_rate {
+	pthread_mutex_t lock;
+	uint64_t interval_ns;
+	unsigned burst;
+	uint64_t start_ns;         /* the current interval's start */
+	unsigned n;                /* lines logged in it */
+	uint64_t suppressed;       /* lines not logged since the last one */
+};
+#define TSR_LOG_RATE_INIT(burst_, interval_ms_)                              \
+	{ PTHREAD_MUTEX_INITIALIZER, (uint64_t)(interval_ms_) * 1000000u,    \
+	  (burst_), 0, 0, 0 }
+TSR_API void tsr_log_rated(struct tsr_log_rate *r, int subsys, int level,
+			   const char *fmt, ...) TSR_PRINTF(4, 5);
 
 #define TSR_LOG_ERR(sub, ...) tsr_log(TSR_SUB_##sub, TSR_LOG_ERROR, __VA_ARGS__)
 #define TSR_LOG_WARN(sub, ...) tsr_log(TSR_SUB_##sub, TSR_LOG_WARN, __VA_ARGS__)

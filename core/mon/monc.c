@@ -1,5 +1,6 @@
 /* monc.c — the monitor client (monc.h). */
 #include "mon/monc.h"
+#include "auth/auth.h"
 #include "config/config.h"
 #include "mon/monmsg.h"
 #include "util/sbuf.h"
@@ -26,8 +27,12 @@ struct tsr_monc {
 	struct tsr_conn *conn;      /* the current try's */
 	uint64_t want_tid;
 	int got;                    /* 1: reply below; -errno: the session failed */
+	int delivered;              /* the try's session got past the handshake:
+	                             * the command may have reached the monitor */
 	struct tsr_mon_reply reply;
 	char last[TSR_MON_MAX][160];/* what each monitor said last */
+	char denied[TSR_MON_MAX];   /* it refused our key, this command */
+	char name[TSR_AUTH_NAME_MAX]; /* whose key we use ("" none) */
 };
 
 static void
@@ -61,6 +66,9 @@ on_fault(struct tsr_conn *conn, int err, void *arg)
 
 	pthread_mutex_lock(&c->lock);
 	if (conn == c->conn && c->got == 0) {
+		/* messages wait for the handshake (msgr.h): a session that
+		 * ended before it never sent the command */
+		c->delivered = tsr_conn_peer_type(conn) != 0;
 		c->got = err < 0 ? err : -ECONNRESET;
 		pthread_cond_broadcast(&c->cond);
 	}
@@ -96,6 +104,8 @@ tsr_monc_create(const struct tsr_mon_members *members,
 		c->client = tsr_now_ns() ^ (uint64_t)getpid() << 32;
 	pthread_mutex_init(&c->lock, NULL);
 	tsr_cond_init_mono(&c->cond);
+	if (o.auth)
+		tsr_strlcpy(c->name, tsr_auth_name(o.auth), sizeof(c->name));
 	o.entity_type = TSR_ENTITY_TOOL;
 	o.entity_id = c->client >> 1;
 	o.bind = NULL;
@@ -130,16 +140,18 @@ tsr_monc_destroy(struct tsr_monc *c)
 }
 
 /* Send the command to addr and wait until deadline; 1 with c->reply, or a
- * negative errno (the session failed, or -ETIMEDOUT). */
+ * negative errno (the session failed, or -ETIMEDOUT), with *delivered
+ * saying whether the command may have reached the monitor. */
 static int
 try_one(struct tsr_monc *c, const char *addr, const struct tsr_mon_cmd *cmd,
-	uint64_t deadline)
+	uint64_t deadline, int *delivered)
 {
 	struct tsr_conn *conn;
 	struct tsr_msg *m;
 	struct tsr_enc e;
 	int rc;
 
+	*delivered = 0;
 	if (c->conn) {
 		tsr_conn_close(c->conn);
 		tsr_conn_put(c->conn);
@@ -157,6 +169,7 @@ try_one(struct tsr_monc *c, const char *addr, const struct tsr_mon_cmd *cmd,
 	c->conn = conn;
 	c->want_tid = cmd->tid;
 	c->got = 0;
+	c->delivered = 0;
 	pthread_mutex_unlock(&c->lock);
 	rc = tsr_conn_send(conn, m, 0);
 	pthread_mutex_lock(&c->lock);
@@ -166,6 +179,11 @@ try_one(struct tsr_monc *c, const char *addr, const struct tsr_mon_cmd *cmd,
 	       tsr_cond_wait_until(&c->cond, &c->lock, deadline) != ETIMEDOUT)
 		;
 	rc = c->got == 0 ? -ETIMEDOUT : c->got;
+	/* silence past the handshake: the monitor may be working on it
+	 * (a change waits for a majority) */
+	if (c->got == 0)
+		c->delivered = tsr_conn_peer_type(conn) != 0;
+	*delivered = rc == 1 || c->delivered;
 	c->got = -ECANCELED; /* late answers are dropped */
 	pthread_mutex_unlock(&c->lock);
 	return rc;
@@ -181,11 +199,14 @@ tsr_monc_command(struct tsr_monc *c, int argc, char **argv, uint64_t timeout_ms,
 	size_t next = (size_t)(c->client % c->members.n);
 	const struct tsr_mon_member *target = NULL;
 	struct tsr_sbuf why;
-	int rc = -ETIMEDOUT;
+	int rc = -ETIMEDOUT, delivered = 0, unknown = 0;
+	size_t denied = 0;  /* monitors that refused our key */
 
 	*text = NULL;
-	for (size_t i = 0; i < c->members.n; i++)
+	for (size_t i = 0; i < c->members.n; i++) {
 		c->last[i][0] = '\0';
+		c->denied[i] = 0;
+	}
 	while (tsr_mono_ns() < end) {
 		uint64_t now = tsr_mono_ns(), try_end = now + TRY_MS * 1000000ull;
 
@@ -193,7 +214,7 @@ tsr_monc_command(struct tsr_monc *c, int argc, char **argv, uint64_t timeout_ms,
 			target = &c->members.m[next++ % c->members.n];
 		if (try_end > end)
 			try_end = end;
-		rc = try_one(c, target->addr, &cmd, try_end);
+		rc = try_one(c, target->addr, &cmd, try_end, &delivered);
 		char *last = c->last[target->id - 1];
 		if (rc == 1) {
 			struct tsr_mon_reply *r = &c->reply;
@@ -201,14 +222,23 @@ tsr_monc_command(struct tsr_monc *c, int argc, char **argv, uint64_t timeout_ms,
 				r->leader[0] ? tsr_mon_members_by_addr(&c->members,
 									 r->leader) : NULL;
 
-			if (r->status == -EAGAIN && l != NULL && l != target) {
-				tsr_strlcpy(last, "not the leader", sizeof(c->last[0]));
+			/* in a log, not yet committed: sent again, it is
+			 * answered with its result once known, and applied
+			 * once; until then its outcome is unknown (a
+			 * monitor of an older version said -ETIMEDOUT) */
+			if (r->status == -EINPROGRESS || r->status == -ETIMEDOUT)
+				unknown = 1;
+			if ((r->status == -EAGAIN || r->status == -EINPROGRESS) &&
+			    l != NULL && l != target) {
+				tsr_strlcpy(last, r->status == -EAGAIN ? "not the leader"
+					    : r->text, sizeof(c->last[0]));
 				free(r->text);
 				target = l;
 				continue;
 			}
 			if (r->status != -EAGAIN && r->status != -ENOTCONN &&
-			    r->status != -ETIMEDOUT && r->status != -EBUSY) {
+			    r->status != -ETIMEDOUT && r->status != -EBUSY &&
+			    r->status != -EINPROGRESS) {
 				*text = r->text;
 				return r->status;
 			}
@@ -217,8 +247,29 @@ tsr_monc_command(struct tsr_monc *c, int argc, char **argv, uint64_t timeout_ms,
 			tsr_strlcpy(last, r->text, sizeof(c->last[0]));
 			free(r->text);
 		} else {
-			tsr_strlcpy(last, rc == -ETIMEDOUT ? "no answer" : strerror(-rc),
-				    sizeof(c->last[0]));
+			if (delivered)
+				unknown = 1;
+			snprintf(last, sizeof(c->last[0]), "%s%s",
+				 rc == -ETIMEDOUT ? "no answer" : strerror(-rc),
+				 delivered ? " (after it had the command)" : "");
+			/* every monitor refusing our key is an answer, not an
+			 * outage: waiting would not change it (and the
+			 * command was never sent: messages wait for the
+			 * handshake) */
+			if (rc == -EACCES && !c->denied[target->id - 1]) {
+				c->denied[target->id - 1] = 1;
+				if (++denied == c->members.n) {
+					tsr_sbuf_init(&why);
+					tsr_sbuf_printf(&why, "every monitor refused our key "
+							"(%s): it is not one this cluster's "
+							"secret made, or it was retired; "
+							"see doc/operations.md, \"Keys\"",
+							c->name[0] ? c->name : "no name");
+					*text = tsr_xstrdup(tsr_sbuf_str(&why));
+					tsr_sbuf_release(&why);
+					return -EACCES;
+				}
+			}
 		}
 		target = NULL;
 		/* a whole round without an answer: pause before the next */
@@ -228,13 +279,14 @@ tsr_monc_command(struct tsr_monc *c, int argc, char **argv, uint64_t timeout_ms,
 		}
 	}
 	tsr_sbuf_init(&why);
-	tsr_sbuf_printf(&why, "no monitor quorum answered within %.1f s:",
-			(double)timeout_ms / 1000);
+	tsr_sbuf_printf(&why, "no monitor quorum answered within %.1f s%s:",
+			(double)timeout_ms / 1000, unknown ? ", after a monitor "
+			"had the command" : "");
 	for (size_t i = 0; i < c->members.n; i++)
 		tsr_sbuf_printf(&why, "%s mon.%s (%s): %s", i ? ";" : "",
 				c->members.m[i].name, c->members.m[i].addr,
 				c->last[i][0] ? c->last[i] : "not tried");
 	*text = tsr_xstrdup(tsr_sbuf_str(&why));
 	tsr_sbuf_release(&why);
-	return -ETIMEDOUT;
+	return unknown ? -EINPROGRESS : -ETIMEDOUT;
 }

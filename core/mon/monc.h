@@ -30,9 +30,18 @@ TSR_API int tsr_monc_create(const struct tsr_mon_members *members,
 TSR_API void tsr_monc_destroy(struct tsr_monc *c);
 
 /* Run argv on the cluster.  Returns the command's status (0 or a negative
- * errno) with *text (malloc'd) its JSON result or its one-line error;
- * -ETIMEDOUT with *text saying what each monitor answered when no
- * monitor able to serve it answered within timeout_ms. */
+ * errno) with *text (malloc'd) its JSON result or its one-line error
+ * (-EINVAL: its words are wrong, a usage error; state.h).  When no
+ * monitor able to serve it answered within timeout_ms, *text says what
+ * each monitor answered last, and the status tells what may have become
+ * of a change:
+ *   -ETIMEDOUT    no monitor had it, or each that had it said it did not
+ *                 take it (not the leader, no quorum): it was not applied;
+ *   -EINPROGRESS  some monitor had it and did not say what became of it
+ *                 (a leader logged it and no majority confirmed it, or
+ *                 the session ended, or went silent, after the command
+ *                 was sent): it may or may not have been applied, and
+ *                 may still be.  Only the maps can tell. */
 TSR_API int tsr_monc_command(struct tsr_monc *c, int argc, char **argv,
 			     uint64_t timeout_ms, char **text);
 

@@ -1,5 +1,6 @@
 /* frame.c — encoding and checking frame headers and handshakes. */
 #include "msg/frame.h"
+#include "auth/auth.h"
 
 #include <tessera/crc32c.h>
 
@@ -136,7 +137,7 @@ tsr_frame_hdr_decode(const uint8_t in[TSR_FRAME_HDR], uint32_t max_front,
 
 /* ---- The handshake ---------------------------------------------------------*/
 
-#define HELLO_VERSION 1
+#define HELLO_VERSION 2
 
 void
 tsr_hello_encode(const struct tsr_hello *h, struct tsr_enc *e)
@@ -154,6 +155,11 @@ tsr_hello_encode(const struct tsr_hello *h, struct tsr_enc *e)
 	tsr_enc_u64(e, h->session);
 	tsr_enc_u64(e, h->in_seq);
 	tsr_enc_str(e, h->addr);
+	/* version 2 */
+	tsr_enc_str(e, h->auth_name);
+	tsr_enc_raw(e, h->auth_nonce, sizeof(h->auth_nonce));
+	tsr_enc_u8(e, h->has_proof);
+	tsr_enc_raw(e, h->auth_proof, sizeof(h->auth_proof));
 	tsr_enc_end_struct(e, m);
 }
 
@@ -182,6 +188,12 @@ tsr_hello_decode(const void *buf, size_t len, struct tsr_hello *h,
 		h->session = tsr_dec_u64(&sub);
 		h->in_seq = tsr_dec_u64(&sub);
 		tsr_dec_str(&sub, h->addr, sizeof(h->addr));
+		if (v >= 2) {
+			tsr_dec_str(&sub, h->auth_name, sizeof(h->auth_name));
+			tsr_dec_raw(&sub, h->auth_nonce, sizeof(h->auth_nonce));
+			h->has_proof = tsr_dec_u8(&sub);
+			tsr_dec_raw(&sub, h->auth_proof, sizeof(h->auth_proof));
+		}
 		if (tsr_dec_end_struct(&d, &sub) < 0)
 			w = "malformed hello";
 		else if (tsr_dec_remaining(&d) != 0)
@@ -192,6 +204,10 @@ tsr_hello_decode(const void *buf, size_t len, struct tsr_hello *h,
 			w = "empty protocol version range";
 		else if (h->lossless > 1)
 			w = "bad policy";
+		else if (h->has_proof > 1)
+			w = "bad proof flag";
+		else if (h->auth_name[0] && !tsr_auth_name_valid(h->auth_name, NULL))
+			w = "malformed entity name";
 	}
 	if (why)
 		*why = w;

@@ -44,7 +44,23 @@
  * The handshake is the first frame each way, type TSR_MSG_HELLO, whose
  * front is struct tsr_hello (encoded in a versioned envelope); the
  * accepting side answers with its own hello, or with TSR_MSG_REFUSE whose
- * front is a reason string, and closes.
+ * front is a reason string, and closes.  With authentication (auth/auth.h)
+ * a challenge and a proof come between:
+ *
+ *   connector                                  acceptor
+ *     HELLO  {..., name, Nc}            ->
+ *                                       <-     CHALLENGE {Ns}
+ *     AUTH   {proof: connector, K(name)} ->     checks it
+ *                                       <-     HELLO {..., proof: acceptor}
+ *     checks it; the session opens
+ *
+ * CHALLENGE's front is Ns (32 bytes); AUTH's is the 32-byte proof.  An
+ * acceptor that requires authentication refuses a hello without a name,
+ * an unknown name, and a wrong proof; a connector with a key refuses an
+ * acceptor that does not prove it holds the key too (it would be talking
+ * to an impostor).  Until the session opens, a frame may announce at most
+ * TSR_FRAME_HANDSHAKE_MAX bytes, so an unauthenticated peer pins no
+ * memory.
  */
 #ifndef TSR_MSG_FRAME_H
 #define TSR_MSG_FRAME_H
@@ -66,7 +82,9 @@
 	X(REFUSE, refuse, 2)       /* handshake refused: reason string */    \
 	X(ACK, ack, 3)             /* only the header's ack field */         \
 	X(KEEPALIVE, keepalive, 4) /* are you there? (front: u64 stamp) */   \
-	X(KEEPALIVE_ACK, keepalive_ack, 5) /* yes (the stamp echoed) */
+	X(KEEPALIVE_ACK, keepalive_ack, 5) /* yes (the stamp echoed) */ \
+	X(CHALLENGE, challenge, 6) /* acceptor's nonce (32 bytes) */         \
+	X(AUTH, auth, 7)           /* connector's proof (32 bytes) */
 
 enum {
 #define X(up, low, val) TSR_MSG_##up = val,
@@ -94,7 +112,16 @@ enum tsr_entity_type {
 #define TSR_PROTO_MIN 1
 #define TSR_PROTO_MAX 1
 #define TSR_FEATURE_ZSTD 0x1ull   /* may send F_ZSTD frames */
-#define TSR_FEATURES_KNOWN 0x1ull
+#define TSR_FEATURE_AUTH 0x2ull   /* the hello carries auth fields */
+/* reserved, not yet spoken: encryption on the wire after the handshake
+ * (0x4), capabilities limited to pools and paths (0x8) */
+#define TSR_FEATURE_SECURE 0x4ull
+#define TSR_FEATURE_CAPS 0x8ull
+#define TSR_FEATURES_KNOWN 0x3ull
+
+/* The most a frame may announce (front + data) before the handshake is
+ * done: a hello, a challenge, a proof or a refusal fit in far less. */
+#define TSR_FRAME_HANDSHAKE_MAX 4096u
 
 struct tsr_frame_hdr {
 	uint16_t version;
@@ -134,6 +161,12 @@ struct tsr_hello {
 	                          * acceptor: the session id it assigned */
 	uint64_t in_seq;         /* last seq received in order on the session */
 	char addr[64];           /* where the sender listens ("" if nowhere) */
+	/* version 2: authentication (auth/auth.h).  Connector: its name
+	 * ("" for none) and nonce Nc; acceptor: its proof (has_proof) */
+	char auth_name[56];
+	uint8_t auth_nonce[32];
+	uint8_t has_proof;
+	uint8_t auth_proof[32];
 };
 
 /* Encode h as a hello front. */

@@ -28,6 +28,7 @@
  * no lock held.
  */
 #include "msg/msgr.h"
+#include "auth/auth.h"
 #include "config/config.h"
 #include "event/loop.h"
 #include "log/log.h"
@@ -55,9 +56,18 @@
 
 #define RBUF_SIZE (64u << 10)  /* read staging; larger bodies go direct */
 #define CTL_MAX 512            /* pending handshake bytes */
+#define HANDSHAKE_MS 10000u     /* an accepted socket's handshake, at most */
+#define ACCEPT_PAUSE_NS (100u * 1000000u) /* out of descriptors: wait */
 #define TICK_NS (100u * 1000000u)
 #define IOV_BATCH 64
 #define MS(x) ((uint64_t)(x) * 1000000u)
+
+/* Where a connection is in authenticating (auth/auth.h, frame.h). */
+enum astate {
+	AS_NONE,       /* nothing sent or asked yet */
+	AS_CHALLENGED, /* acceptor: Ns sent, waiting for the proof */
+	AS_PROVED,     /* connector: our proof sent, waiting for theirs */
+};
 
 enum cstate {
 	C_CONNECTING,  /* connector: TCP connect in progress */
@@ -138,6 +148,18 @@ struct tsr_conn {
 	struct tsr_frame_hdr rh;
 	int have_hdr;
 	struct tsr_msg *rmsg;      /* body being read */
+	int gpaused;               /* read_paused by the messenger's budget */
+	uint64_t hs_start;         /* when the socket came (accepted ones) */
+
+	/* authentication (worker, lock held) */
+	enum astate auth_state;
+	uint8_t auth_cnonce[TSR_AUTH_NONCE_LEN]; /* Nc */
+	uint8_t auth_snonce[TSR_AUTH_NONCE_LEN]; /* Ns */
+	uint8_t auth_reply[TSR_AUTH_PROOF_LEN];  /* acceptor: its proof */
+	int has_reply;
+	struct tsr_hello hs_hello; /* acceptor: the connector's hello until
+	                            * its proof is checked */
+	char peer_auth[TSR_AUTH_NAME_MAX]; /* proved name ("" none) */
 	uint8_t rfooter[TSR_FRAME_FOOTER];
 	size_t rgot;               /* body bytes read */
 	uint8_t *rzdata;           /* compressed data being read */
@@ -186,7 +208,17 @@ struct tsr_msgr {
 	int dstop;
 
 	ZSTD_DCtx **dctx;          /* per worker */
+
+	atomic_uint_fast64_t rx_queued; /* bytes waiting for handlers, all
+	                                 * connections (o.recv_budget) */
+	int reserve_fd;            /* spent to accept-and-close when out of
+	                            * descriptors (-1 while spent) */
+	int accept_paused;         /* listening fd unwatched (worker 0) */
 };
+
+/* Lines a peer can cause at will are logged at a rate (log.h). */
+static struct tsr_log_rate peer_lines = TSR_LOG_RATE_INIT(20, 10000);
+static struct tsr_log_rate accept_lines = TSR_LOG_RATE_INIT(1, 10000);
 
 static __thread struct worker *cur_worker;
 
@@ -376,6 +408,7 @@ tsr_msgr_opts_default(struct tsr_msgr_opts *o)
 	uint8_t type = o->entity_type;
 	uint64_t id = o->entity_id;
 	const char *bind = o->bind;
+	const struct tsr_auth *auth = o->auth;
 
 	memcpy(fsid, o->fsid, 16);
 	memset(o, 0, sizeof(*o));
@@ -383,6 +416,7 @@ tsr_msgr_opts_default(struct tsr_msgr_opts *o)
 	o->entity_type = type;
 	o->entity_id = id;
 	o->bind = bind;
+	o->auth = auth;
 	o->workers = 2;
 	o->dispatchers = 2;
 	o->max_front = 1u << 20;
@@ -395,6 +429,7 @@ tsr_msgr_opts_default(struct tsr_msgr_opts *o)
 	o->reconnect_max_ms = 2000;
 	o->session_timeout_ms = 300000;
 	o->compress_level = 1;
+	o->recv_budget = 512ull << 20;
 }
 
 static int
@@ -439,6 +474,7 @@ tsr_msgr_opts_from_conf(struct tsr_conf *conf, struct tsr_msgr_opts *o,
 	o->max_data = (uint32_t)tsr_conf_int(conf, "ms_max_data");
 	o->send_queue_bytes = (uint64_t)tsr_conf_int(conf, "ms_send_queue");
 	o->recv_queue_bytes = (uint64_t)tsr_conf_int(conf, "ms_recv_queue");
+	o->recv_budget = (uint64_t)tsr_conf_int(conf, "ms_recv_budget");
 	o->keepalive_ms = (uint32_t)tsr_conf_int(conf, "ms_keepalive");
 	o->idle_timeout_ms = (uint32_t)tsr_conf_int(conf, "ms_idle_timeout");
 	o->session_timeout_ms = (uint32_t)tsr_conf_int(conf, "ms_session_timeout");
@@ -520,7 +556,9 @@ conn_name(struct tsr_conn *c, const char *remote)
 {
 	const char *t = tsr_entity_type_name(c->peer_type);
 
-	if (t)
+	if (c->peer_auth[0])
+		snprintf(c->name, sizeof(c->name), "%s %s", c->peer_auth, remote);
+	else if (t)
 		snprintf(c->name, sizeof(c->name), "%s.%" PRIu64 " %s", t,
 			 c->peer_id, remote);
 	else
@@ -550,6 +588,7 @@ conn_new(struct tsr_msgr *m, int connector, int lossless, enum cstate state,
 	c->state = state;
 	c->fd = fd;
 	c->last_rx = tsr_mono_ns();
+	c->hs_start = c->last_rx;
 	snprintf(c->addr, sizeof(c->addr), "%s", addr);
 	conn_name(c, addr);
 	c->announced = connector;
@@ -579,6 +618,7 @@ conn_free(struct tsr_conn *c)
 	}
 	for (struct tsr_msg *x = c->dq_head; x; x = n) {
 		n = x->next;
+		atomic_fetch_sub(&c->m->rx_queued, x->front_len + x->data_len);
 		tsr_msg_free(x, -ESHUTDOWN);
 	}
 	tsr_msg_free(c->rmsg, -ESHUTDOWN);
@@ -624,6 +664,12 @@ const char *
 tsr_conn_peer(const struct tsr_conn *c)
 {
 	return c->name;
+}
+
+const char *
+tsr_conn_peer_auth(const struct tsr_conn *c)
+{
+	return c->peer_auth[0] ? c->peer_auth : NULL;
 }
 
 uint8_t
@@ -804,8 +850,12 @@ conn_fault(struct tsr_conn *c, int err, const char *fmt, ...)
 	if (c->state == C_CLOSED)
 		return;
 	if (c->lossless && (c->connector || c->state != C_HELLO)) {
-		tsr_log(TSR_SUB_MSG, TSR_LOG_INFO, "%s: %s; %s", c->name, why,
-			c->connector ? "reconnecting" : "waiting for the peer");
+		if (c->connector)
+			tsr_log(TSR_SUB_MSG, TSR_LOG_INFO, "%s: %s; reconnecting",
+				c->name, why);
+		else
+			tsr_log_rated(&peer_lines, TSR_SUB_MSG, TSR_LOG_INFO,
+				      "%s: %s; waiting for the peer", c->name, why);
 		conn_drop_socket(c);
 		c->state = C_STANDBY;
 		c->standby_since = tsr_mono_ns();
@@ -824,8 +874,18 @@ conn_fault(struct tsr_conn *c, int err, const char *fmt, ...)
 		}
 		return;
 	}
-	tsr_log(TSR_SUB_MSG, c->lossless ? TSR_LOG_INFO : TSR_LOG_WARN,
-		"%s: %s; closing", c->name, why);
+	if (c->connector) {
+		tsr_log(TSR_SUB_MSG, c->lossless ? TSR_LOG_INFO : TSR_LOG_WARN,
+			"%s: %s; closing", c->name, why);
+	} else {
+		/* an accepted connection: the peer decides when this
+		 * happens, so at a rate; a client hanging up an open
+		 * session is its normal goodbye, not a warning */
+		int level = err == -ECONNRESET && c->state == C_OPEN ? TSR_LOG_DEBUG
+			    : c->lossless ? TSR_LOG_INFO : TSR_LOG_WARN;
+		tsr_log_rated(&peer_lines, TSR_SUB_MSG, level, "%s: %s; closing",
+			      c->name, why);
+	}
 	conn_end(c, err);
 }
 
@@ -1245,11 +1305,19 @@ hello_fill(struct tsr_conn *c, struct tsr_hello *h)
 	h->nonce = m->nonce;
 	h->proto_min = TSR_PROTO_MIN;
 	h->proto_max = TSR_PROTO_MAX;
-	h->features = TSR_FEATURE_ZSTD;
+	h->features = TSR_FEATURE_ZSTD | TSR_FEATURE_AUTH;
 	h->lossless = (uint8_t)c->lossless;
 	h->session = c->session;
 	h->in_seq = c->in_seq;
 	snprintf(h->addr, sizeof(h->addr), "%s", m->addr);
+	if (c->connector && m->o.auth) {
+		snprintf(h->auth_name, sizeof(h->auth_name), "%s",
+			 tsr_auth_name(m->o.auth));
+		memcpy(h->auth_nonce, c->auth_cnonce, sizeof(h->auth_nonce));
+	} else if (!c->connector && c->has_reply) {
+		h->has_proof = 1;
+		memcpy(h->auth_proof, c->auth_reply, sizeof(h->auth_proof));
+	}
 }
 
 static int
@@ -1274,7 +1342,8 @@ conn_refuse(struct tsr_conn *c, const char *why)
 {
 	struct tsr_msgr *m = c->m;
 
-	tsr_log(TSR_SUB_MSG, TSR_LOG_WARN, "%s: refused: %s", c->name, why);
+	tsr_log_rated(&peer_lines, TSR_SUB_MSG, TSR_LOG_WARN, "%s: refused: %s",
+		      c->name, why);
 	pthread_mutex_lock(&m->lock);
 	m->st.refused++;
 	pthread_mutex_unlock(&m->lock);
@@ -1338,6 +1407,24 @@ connector_hello(struct tsr_conn *c, const struct tsr_hello *h)
 		conn_fault(c, -EPROTO, "%s", why);
 		return 0;
 	}
+	if (c->m->o.auth) {
+		/* the acceptor must prove it holds our key too: anyone can
+		 * listen on an address */
+		struct tsr_auth_hs hs = { c->m->o.fsid, tsr_auth_name(c->m->o.auth),
+					  c->auth_cnonce, c->auth_snonce };
+		if (c->auth_state != AS_PROVED || !h->has_proof ||
+		    tsr_auth_check_acceptor(c->m->o.auth, &hs, h->auth_proof) < 0) {
+			tsr_log_rated(&peer_lines, TSR_SUB_MSG, TSR_LOG_ERROR,
+				      "%s: the peer did not prove it holds the key of "
+				      "%s (%s): not a monitor of this cluster, or "
+				      "another cluster's secret", c->name,
+				      tsr_auth_name(c->m->o.auth),
+				      c->auth_state != AS_PROVED ? "it asked for no proof"
+								 : "wrong proof");
+			conn_end(c, -EACCES);
+			return 0;
+		}
+	}
 	if ((c->session && h->session != c->session) ||
 	    (c->peer_nonce && h->nonce != c->peer_nonce)) {
 		tsr_log(TSR_SUB_MSG, TSR_LOG_INFO, "%s: the peer lost our "
@@ -1389,6 +1476,8 @@ acceptor_hello(struct tsr_conn *c, const struct tsr_hello *h, struct after *a)
 	pthread_mutex_lock(&m->lock);
 	c->peer_type = h->entity_type;
 	c->peer_id = h->entity_id;
+	if (h->has_proof) /* checked: see the AUTH frame in frame_done */
+		snprintf(c->peer_auth, sizeof(c->peer_auth), "%s", h->auth_name);
 	pthread_mutex_unlock(&m->lock);
 	snprintf(remote, sizeof(remote), "%s", c->addr);
 	conn_name(c, remote);
@@ -1398,8 +1487,11 @@ acceptor_hello(struct tsr_conn *c, const struct tsr_hello *h, struct after *a)
 	}
 	pthread_mutex_lock(&m->lock);
 	for (struct tsr_conn *x = m->conns; x; x = x->next) {
+		/* a session belongs to the name that proved itself: another
+		 * name claiming the same entity resumes or ends nothing */
 		if (x == c || x->connector || x->peer_type != h->entity_type ||
-		    x->peer_id != h->entity_id)
+		    x->peer_id != h->entity_id ||
+		    strcmp(x->peer_auth, h->has_proof ? h->auth_name : "") != 0)
 			continue;
 		if (x->peer_nonce == h->nonce && h->session && x->session == h->session &&
 		    x->lossless && h->lossless) {
@@ -1430,6 +1522,118 @@ acceptor_hello(struct tsr_conn *c, const struct tsr_hello *h, struct after *a)
 		return c;
 	}
 	return s;
+}
+
+/* Acceptor: the connector is who it says (or nobody asked): open or
+ * resume its session (worker, lock held). */
+static void
+acceptor_open(struct tsr_conn *c, struct tsr_hello *hello, struct after *a)
+{
+	struct tsr_conn *s = acceptor_hello(c, hello, a);
+
+	if (s != NULL && s != c) {
+		a->moved_to = s;
+		a->moved_hello = *hello;
+	} else if (s == c) {
+		snprintf(c->addr, sizeof(c->addr), "%s",
+			 hello->addr[0] ? hello->addr : c->addr);
+		c->announced = 1;
+		conn_flush(c);
+	}
+}
+
+/* Acceptor: the connector's hello, when we require authentication: it
+ * must name itself; we send our nonce and wait for its proof. */
+static void
+acceptor_challenge(struct tsr_conn *c, const struct tsr_hello *h)
+{
+	const char *why = hello_check(c->m, h);
+	char reason[160];
+
+	if (why != NULL) {
+		conn_refuse(c, why);
+		return;
+	}
+	if (h->auth_name[0] == '\0') {
+		conn_refuse(c, "authentication required: the peer presented no "
+			    "name and key (set `keyring` in its configuration)");
+		return;
+	}
+	if (tsr_auth_can_check(c->m->o.auth, h->auth_name, &why) < 0) {
+		snprintf(reason, sizeof(reason), "cannot authenticate %s: %s",
+			 h->auth_name, why);
+		conn_refuse(c, reason);
+		return;
+	}
+	c->hs_hello = *h;
+	tsr_auth_random(c->auth_snonce, sizeof(c->auth_snonce));
+	if (ctl_append(c, TSR_MSG_CHALLENGE, c->auth_snonce,
+		       sizeof(c->auth_snonce)) < 0) {
+		conn_fault(c, -ENOMEM, "cannot queue the challenge");
+		return;
+	}
+	c->auth_state = AS_CHALLENGED;
+	conn_flush(c);
+}
+
+/* Acceptor: the connector's proof (AUTH); checked, the session opens. */
+static void
+acceptor_check(struct tsr_conn *c, const struct tsr_msg *x, struct after *a)
+{
+	struct tsr_auth_hs hs = { c->m->o.fsid, c->hs_hello.auth_name,
+				  c->hs_hello.auth_nonce, c->auth_snonce };
+	char reason[128];
+
+	if (c->connector || c->state != C_HELLO || c->auth_state != AS_CHALLENGED ||
+	    x->front_len != TSR_AUTH_PROOF_LEN) {
+		conn_refuse(c, "protocol error: a proof that was not asked for");
+		return;
+	}
+	if (tsr_auth_accept(c->m->o.auth, &hs, x->front, c->auth_reply) < 0) {
+		/* one line per peer address and a rate for all of them: a
+		 * wrong key is an operator's mistake or an attack, and
+		 * either may repeat thousands of times a second */
+		snprintf(reason, sizeof(reason), "authentication failed for %s: "
+			 "wrong key", c->hs_hello.auth_name);
+		conn_refuse(c, reason);
+		return;
+	}
+	c->has_reply = 1;
+	c->auth_state = AS_NONE;
+	c->hs_hello.has_proof = 1; /* the name is proved (acceptor_hello) */
+	memcpy(c->hs_hello.auth_proof, c->auth_reply, TSR_AUTH_PROOF_LEN);
+	acceptor_open(c, &c->hs_hello, a);
+}
+
+/* Connector: the acceptor's nonce; we prove we hold our key. */
+static void
+connector_prove(struct tsr_conn *c, const struct tsr_msg *x)
+{
+	struct tsr_msgr *m = c->m;
+	uint8_t proof[TSR_AUTH_PROOF_LEN];
+
+	if (!c->connector || c->state != C_HELLO || c->auth_state != AS_NONE ||
+	    x->front_len != TSR_AUTH_NONCE_LEN) {
+		conn_fault(c, -EPROTO, "protocol error: an unexpected challenge");
+		return;
+	}
+	if (m->o.auth == NULL) {
+		tsr_log_rated(&peer_lines, TSR_SUB_MSG, TSR_LOG_ERROR,
+			      "%s: the peer requires authentication and we have "
+			      "no key (set `keyring`)", c->name);
+		conn_end(c, -EACCES);
+		return;
+	}
+	memcpy(c->auth_snonce, x->front, TSR_AUTH_NONCE_LEN);
+	struct tsr_auth_hs hs = { m->o.fsid, tsr_auth_name(m->o.auth),
+				  c->auth_cnonce, c->auth_snonce };
+	tsr_auth_connector_proof(m->o.auth, &hs, proof);
+	if (ctl_append(c, TSR_MSG_AUTH, proof, sizeof(proof)) < 0) {
+		conn_fault(c, -ENOMEM, "cannot queue our proof");
+		return;
+	}
+	c->auth_state = AS_PROVED;
+	conn_flush(c);
 }
 
 /* ---- Receiving ----------------------------------------------------------------*/
@@ -1463,6 +1667,16 @@ dispatch_queue(struct tsr_conn *c, struct tsr_msg *x)
 	c->dq_bytes += x->front_len + x->data_len;
 	if (c->dq_bytes > m->o.recv_queue_bytes && !c->read_paused) {
 		c->read_paused = 1;
+		conn_watch(c);
+	}
+	/* the messenger's budget, over all connections (Ceph's dispatch
+	 * throttle): above it this connection stops reading — TCP tells
+	 * the peer to back off — until the handlers catch up (tick_conn) */
+	if (atomic_fetch_add(&m->rx_queued, x->front_len + x->data_len) +
+		    x->front_len + x->data_len > m->o.recv_budget &&
+	    !c->read_paused) {
+		c->read_paused = 1;
+		c->gpaused = 1;
 		conn_watch(c);
 	}
 	pthread_mutex_lock(&m->dlock);
@@ -1524,7 +1738,9 @@ dispatch_main(void *arg)
 				if (c->dq_head == NULL)
 					c->dq_tail = NULL;
 				c->dq_bytes -= x->front_len + x->data_len;
-				if (c->read_paused &&
+				atomic_fetch_sub(&m->rx_queued,
+						 x->front_len + x->data_len);
+				if (c->read_paused && !c->gpaused &&
 				    c->dq_bytes <= m->o.recv_queue_bytes / 2) {
 					conn_kick(c, ACT_READ);
 					resume = 1;
@@ -1653,30 +1869,41 @@ frame_done(struct tsr_conn *c, struct after *a)
 			a->reset_ev = connector_hello(c, &hello);
 			conn_flush(c);
 		} else {
-			struct tsr_conn *s = acceptor_hello(c, &hello, a);
-			if (s != NULL && s != c) {
-				a->moved_to = s;
-				a->moved_hello = hello;
-			} else if (s == c) {
-				snprintf(c->addr, sizeof(c->addr), "%s",
-					 hello.addr[0] ? hello.addr : c->addr);
-				c->announced = 1;
-				conn_flush(c);
-			}
+			/* a connector's hello carries no proof: only ours,
+			 * once its proof is checked, sets has_proof */
+			hello.has_proof = 0;
+			if (c->m->o.auth)
+				acceptor_challenge(c, &hello);
+			else
+				acceptor_open(c, &hello, a);
 		}
 		return;
 	}
+	case TSR_MSG_CHALLENGE:
+		connector_prove(c, x);
+		tsr_msg_free(x, 0);
+		return;
+	case TSR_MSG_AUTH:
+		acceptor_check(c, x, a);
+		tsr_msg_free(x, 0);
+		return;
 	case TSR_MSG_REFUSE: {
-		char why[128];
+		/* the peer's own words, perhaps an impostor's: quoted, cut
+		 * short, printable only, and at a rate */
+		char why[97];
 		size_t n = x->front_len < sizeof(why) - 1 ? x->front_len : sizeof(why) - 1;
+		int auth = c->auth_state == AS_PROVED;
 
 		for (size_t i = 0; i < n; i++)
-			why[i] = x->front[i] >= 0x20 && x->front[i] < 0x7f ? (char)x->front[i] : '?';
+			why[i] = x->front[i] >= 0x20 && x->front[i] < 0x7f &&
+				 x->front[i] != '"' ? (char)x->front[i] : '?';
 		why[n] = '\0';
+		tsr_log_rated(&peer_lines, TSR_SUB_MSG, TSR_LOG_WARN,
+			      "%s: the peer refused us%s: \"%s%s\"", c->name,
+			      auth ? " after our proof" : "", why,
+			      x->front_len > n ? "..." : "");
 		tsr_msg_free(x, 0);
-		tsr_log(TSR_SUB_MSG, TSR_LOG_ERROR, "%s: the peer refused us: %s",
-			c->name, why);
-		conn_end(c, -ECONNREFUSED);
+		conn_end(c, auth ? -EACCES : -ECONNREFUSED);
 		return;
 	}
 	case TSR_MSG_ACK:
@@ -1827,8 +2054,12 @@ parse_staged(struct tsr_conn *c, struct after *a)
 
 			if (c->rlen - pos < TSR_FRAME_HDR)
 				break;
-			if (tsr_frame_hdr_decode(c->rbuf + pos, c->m->o.max_front,
-						 c->m->o.max_data, &c->rh, &why) < 0) {
+			/* before the session opens, only what a handshake
+			 * needs: an unknown peer pins no memory */
+			int open = c->state == C_OPEN;
+			if (tsr_frame_hdr_decode(c->rbuf + pos,
+						 open ? c->m->o.max_front : TSR_FRAME_HANDSHAKE_MAX,
+						 open ? c->m->o.max_data : 0, &c->rh, &why) < 0) {
 				pthread_mutex_lock(&c->m->lock);
 				c->m->st.bad_frames++;
 				pthread_mutex_unlock(&c->m->lock);
@@ -1946,6 +2177,9 @@ conn_connected(struct tsr_conn *c)
 		return;
 	}
 	c->state = C_HELLO;
+	c->auth_state = AS_NONE;
+	if (c->m->o.auth)
+		tsr_auth_random(c->auth_cnonce, sizeof(c->auth_cnonce));
 	if (hello_queue(c) < 0) {
 		conn_fault(c, -ENOMEM, "cannot build the hello");
 		return;
@@ -1970,6 +2204,8 @@ session_attach(struct tsr_conn *s, int fd, const struct tsr_hello *h)
 	s->fd = fd;
 	s->last_rx = tsr_mono_ns();
 	s->peer_features = h->features;
+	s->has_reply = h->has_proof;
+	memcpy(s->auth_reply, h->auth_proof, sizeof(s->auth_reply));
 	if (h->in_seq > s->out_seq) {
 		conn_fault(s, -EPROTO, "peer claims messages never sent");
 		return;
@@ -2120,7 +2356,7 @@ conn_events(struct tsr_conn *c)
 					conn_fault(c, -ENOMEM, "cannot watch the socket");
 			}
 		}
-		if ((acts & ACT_READ) && c->read_paused &&
+		if ((acts & ACT_READ) && c->read_paused && !c->gpaused &&
 		    c->dq_bytes <= c->m->o.recv_queue_bytes / 2) {
 			c->read_paused = 0;
 			conn_read(c, &a);
@@ -2158,9 +2394,21 @@ tick_conn(struct tsr_conn *c, uint64_t now)
 	case C_CONNECTING:
 	case C_HELLO:
 	case C_OPEN:
+		if (c->gpaused && atomic_load(&m->rx_queued) <= m->o.recv_budget / 2) {
+			c->gpaused = 0;
+			if (c->dq_bytes <= m->o.recv_queue_bytes / 2) {
+				c->read_paused = 0;
+				conn_read(c, &a);
+			}
+		}
 		if (now - c->last_rx > MS(m->o.idle_timeout_ms)) {
 			conn_fault(c, -ETIMEDOUT, "nothing heard for %u ms",
 				   m->o.idle_timeout_ms);
+		} else if (c->state == C_HELLO && !c->connector &&
+			   now - c->hs_start > MS(HANDSHAKE_MS)) {
+			/* a peer trickling bytes keeps last_rx fresh */
+			conn_fault(c, -ETIMEDOUT, "no handshake within %u ms",
+				   HANDSHAKE_MS);
 		} else if (c->state == C_OPEN &&
 			   now - c->last_rx > MS(m->o.keepalive_ms) &&
 			   now - c->ka_stamp > MS(m->o.keepalive_ms)) {
@@ -2212,6 +2460,57 @@ tick_cb(void *arg)
 
 /* ---- Accepting and connecting ----------------------------------------------*/
 
+static void on_listen(struct tsr_loop *loop, int lfd, uint32_t events,
+		      void *arg);
+
+/* The pause is over: watch the listening socket again (worker 0). */
+static void
+accept_resume(void *arg)
+{
+	struct tsr_msgr *m = arg;
+
+	if (m->accept_paused && m->lfd >= 0 &&
+	    tsr_loop_fd_add(m->workers[0].loop, m->lfd, TSR_EV_READ, on_listen,
+			    m) == 0)
+		m->accept_paused = 0;
+	else if (m->accept_paused)
+		tsr_loop_timer_add(m->workers[0].loop, ACCEPT_PAUSE_NS,
+				   accept_resume, m, NULL);
+}
+
+/* Out of descriptors (EMFILE, ENFILE).  The waiting connection keeps the
+ * listening socket readable, so the loop would spin on it: shed one
+ * connection with the reserve descriptor (the peer hears a close at once
+ * instead of hanging), stop watching the socket for ACCEPT_PAUSE_NS, and
+ * say so at a rate (worker 0). */
+static void
+accept_starved(struct tsr_msgr *m, struct tsr_loop *loop, int lfd, int e)
+{
+	int shed = 0;
+
+	if (m->reserve_fd >= 0) {
+		close(m->reserve_fd);
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			shed = 1;
+		}
+		m->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	tsr_log_rated(&accept_lines, TSR_SUB_MSG, TSR_LOG_ERROR,
+		      "accept on %s: %s: %s; accepting again in %u ms (raise the "
+		      "descriptor limit: ulimit -n, or LimitNOFILE in systemd)",
+		      m->addr, strerror(e),
+		      shed ? "one waiting connection closed" : "connections wait",
+		      (unsigned)(ACCEPT_PAUSE_NS / 1000000u));
+	if (!m->accept_paused && tsr_loop_fd_del(loop, lfd) == 0) {
+		m->accept_paused = 1;
+		if (tsr_loop_timer_add(loop, ACCEPT_PAUSE_NS, accept_resume, m,
+				       NULL) < 0)
+			accept_resume(m);
+	}
+}
+
 static void
 on_listen(struct tsr_loop *loop, int lfd, uint32_t events, void *arg)
 {
@@ -2229,9 +2528,12 @@ on_listen(struct tsr_loop *loop, int lfd, uint32_t events, void *arg)
 		uint64_t nth;
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				tsr_log(TSR_SUB_MSG, TSR_LOG_WARN, "accept on %s: %s",
-					m->addr, strerror(errno));
+			int e = errno;
+			if (e == EMFILE || e == ENFILE)
+				accept_starved(m, loop, lfd, e);
+			else if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR)
+				tsr_log_rated(&accept_lines, TSR_SUB_MSG, TSR_LOG_WARN,
+					      "accept on %s: %s", m->addr, strerror(e));
 			return;
 		}
 		format_addr(&ss, remote, sizeof(remote));
@@ -2321,6 +2623,9 @@ msgr_listen(struct tsr_msgr *m, char *err, size_t errlen)
 			 "numeric host", m->o.bind);
 		return -EINVAL;
 	}
+	/* a listener keeps one descriptor in reserve for when it runs out
+	 * (accept_starved) */
+	m->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	m->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (m->lfd < 0 ||
 	    setsockopt(m->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
@@ -2351,6 +2656,8 @@ tsr_msgr_create(const struct tsr_msgr_opts *opts,
 	if (ev)
 		m->ev = *ev;
 	m->lfd = -1;
+	m->reserve_fd = -1;
+	atomic_init(&m->rx_queued, 0);
 	if (m->o.workers == 0 || m->o.workers > 64 || m->o.dispatchers == 0 ||
 	    m->o.dispatchers > 256 || m->o.max_front == 0 ||
 	    tsr_entity_type_name(m->o.entity_type) == NULL) {
@@ -2480,6 +2787,8 @@ tsr_msgr_destroy(struct tsr_msgr *m)
 	m->conns = NULL;
 	if (m->lfd >= 0)
 		close(m->lfd);
+	if (m->reserve_fd >= 0)
+		close(m->reserve_fd);
 	for (unsigned i = 0; m->workers && i < m->nworkers; i++) {
 		tsr_loop_destroy(m->workers[i].loop);
 		if (m->dctx)
@@ -2540,4 +2849,5 @@ tsr_msgr_stats(struct tsr_msgr *m, struct tsr_msgr_stats *out)
 	pthread_mutex_lock(&m->lock);
 	*out = m->st;
 	pthread_mutex_unlock(&m->lock);
+	out->recv_queued = atomic_load(&m->rx_queued);
 }

@@ -47,6 +47,7 @@
 
 struct tsr_msgr;
 struct tsr_conn;
+struct tsr_auth;
 
 typedef void (*tsr_msg_release_cb)(void *arg, int result);
 
@@ -117,6 +118,14 @@ struct tsr_msgr_opts {
 	                              * frame sent, at random 1 in N */
 	uint32_t inject_delay_ms;    /* hold each received message this long */
 	uint32_t inject_refuse_every;/* refuse every Nth accepted connection */
+	/* who we are, and how peers prove who they are (auth/auth.h;
+	 * borrowed: it must outlive the messenger).  NULL: no
+	 * authentication — peers are not asked, and an acceptor that
+	 * requires it refuses us.  Only tests and benchmarks run so. */
+	const struct tsr_auth *auth;
+	uint64_t recv_budget;        /* received bytes waiting for handlers,
+	                              * all connections together; reading
+	                              * pauses above (512 MiB) */
 };
 
 /* The defaults above, for everything but fsid and entity. */
@@ -186,6 +195,10 @@ TSR_API void tsr_conn_put(struct tsr_conn *c);
 TSR_API const char *tsr_conn_peer(const struct tsr_conn *c);
 TSR_API uint8_t tsr_conn_peer_type(const struct tsr_conn *c);
 TSR_API uint64_t tsr_conn_peer_id(const struct tsr_conn *c);
+/* The name the peer proved it holds the key of (auth/auth.h: "osd.3",
+ * "client.admin"), or NULL when the session is not authenticated.  Set
+ * before the first message is handled and never changed after. */
+TSR_API const char *tsr_conn_peer_auth(const struct tsr_conn *c);
 TSR_API int tsr_conn_is_lossless(const struct tsr_conn *c);
 /* Owner's pointer, for handlers. */
 TSR_API void tsr_conn_set_priv(struct tsr_conn *c, void *priv);
@@ -196,6 +209,8 @@ struct tsr_msgr_stats {
 	uint64_t msgs_sent, msgs_received, bytes_sent, bytes_received;
 	uint64_t resent, duplicates_dropped, faults, reconnects;
 	uint64_t refused, bad_frames;
+	uint64_t recv_queued;        /* now: received bytes waiting for
+	                              * handlers, all connections */
 };
 TSR_API void tsr_msgr_stats(struct tsr_msgr *m, struct tsr_msgr_stats *out);
 

@@ -16,6 +16,7 @@
  * a leader, or a leader without a lease, says so; it never serves maps it
  * cannot prove current.
  */
+#include "auth/auth.h"
 #include "daemon/daemon.h"
 #include "log/log.h"
 #include "mon/members.h"
@@ -106,6 +107,10 @@ struct mon {
 	struct tsr_kv *kv;
 	struct tsr_raftstore rs;
 	struct tsr_raft *raft;
+	int rejoining;               /* as last logged (tsr_raft_rejoining) */
+	/* Raft messages refused, logged at a rate per sender (by member id;
+	 * the last: senders that are not members, or not known) */
+	struct tsr_log_rate raft_refused[TSR_MON_MAX + 1];
 	struct tsr_msgr *msgr;
 	struct tsr_conn *peer[TSR_MON_MAX];  /* ours, to each other monitor */
 	uint64_t tick_ns, lease_ns;
@@ -204,11 +209,28 @@ enqueue(struct mon *mon, int kind, struct tsr_conn *c, struct tsr_msg *m)
 	pthread_mutex_unlock(&mon->qlock);
 }
 
+/* Refusals a peer can cause at will, logged at a rate (log.h). */
+static struct tsr_log_rate refusal_lines = TSR_LOG_RATE_INIT(10, 10000);
+
 static void
 on_raft(struct tsr_conn *c, struct tsr_msg *m, void *arg)
 {
-	(void)c;
-	enqueue(arg, TSR_MSG_MON_RAFT, NULL, m);
+	struct mon *mon = arg;
+	const char *who = tsr_conn_peer_auth(c);
+
+	/* Raft only from monitors that proved it (auth.h): a forged vote
+	 * or append could stall the cluster.  handle_raft checks that the
+	 * message's sender is that monitor. */
+	if (!tsr_auth_may(who, TSR_CAP_MON) ||
+	    tsr_mon_members_find(&mon->mem, who + 4) == NULL) {
+		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
+			      "%s: a Raft message from %s, not an authenticated "
+			      "monitor of mon_members; dropped", tsr_conn_peer(c),
+			      who ? who : "an unauthenticated peer");
+		tsr_msg_free(m, 0);
+		return;
+	}
+	enqueue(mon, TSR_MSG_MON_RAFT, c, m);
 }
 
 static void
@@ -367,8 +389,12 @@ mon_stat(struct mon *mon, uint64_t now, struct tsr_sbuf *out)
 	tsr_sbuf_printf(out, "{\"members\": [");
 	for (size_t i = 0; i < mon->mem.n; i++) {
 		const struct tsr_mon_member *m = &mon->mem.m[i];
-		int inq = m == mon->self ||
-			  now - tsr_raft_peer_ctx(mon->raft, m->id) < mon->lease_ns;
+		/* in the quorum: it answered lately holding every entry the
+		 * leader had committed (not catching up, not rejoining) */
+		int inq = m == mon->self
+			? tsr_raft_role(mon->raft) == TSR_RAFT_LEADER ||
+			  (tsr_raft_leader(mon->raft) != 0 && !tsr_raft_rejoining(mon->raft))
+			: now - tsr_raft_peer_current(mon->raft, m->id) < mon->lease_ns;
 		tsr_sbuf_printf(out, "%s{\"name\": ", i ? ", " : "");
 		tsr_sbuf_json_str(out, m->name);
 		tsr_sbuf_printf(out, ", \"addr\": ");
@@ -571,13 +597,20 @@ handle_sub(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg)
 
 	if (tsr_monmsg_sub_decode(msg->front, msg->front_len, &rq, err,
 				  sizeof(err)) < 0) {
-		LOGW("%s: bad subscription: %s", tsr_conn_peer(c), err);
+		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
+			      "%s: bad subscription: %s", tsr_conn_peer(c), err);
 		mm.status = -EBADMSG;
 		mm.text = err;
 		send_maps_msg(c, &mm, NULL, 0, NULL);
 		return;
 	}
 	mm.tid = rq.tid;
+	if (!tsr_auth_may(tsr_conn_peer_auth(c), TSR_CAP_READ)) {
+		mm.status = -EACCES;
+		mm.text = "not authenticated";
+		send_maps_msg(c, &mm, NULL, 0, NULL);
+		return;
+	}
 	if (!in_quorum(mon)) {
 		const char *l = leader_addr(mon);
 		snprintf(err, sizeof(err), "mon.%s is not in a quorum: it has no "
@@ -674,14 +707,21 @@ handle_beacon(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_cmd *cmd
 	}
 	w->last_beacon = now;
 	for (uint32_t i = 3; i + 1 < cmd->argc; i++) {
+		int32_t failed[MON_MAX_FAILED];
+		size_t nfailed = 0;
+		struct tsr_sbuf why;
+
 		if (strcmp(cmd->argv[i], "--failed") != 0)
 			continue;
-		for (char *p = cmd->argv[i + 1]; *p;) {
-			char *end;
-			long t = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			if (t >= 0 && t < MON_MAX_OSDS && t != id) {
+		/* state_classify refused a list with a bad element */
+		tsr_sbuf_init(&why);
+		if (state_osd_list(cmd->argv[i + 1], failed, MON_MAX_FAILED, &nfailed,
+				   &why) < 0)
+			nfailed = 0;
+		tsr_sbuf_release(&why);
+		for (size_t f = 0; f < nfailed; f++) {
+			int32_t t = failed[f];
+			if (t != id) {
 				struct osd_watch *tw = &mon->watch[t];
 				size_t slot = 0;
 				for (size_t k = 0; k < 8; k++) {
@@ -695,7 +735,6 @@ handle_beacon(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_cmd *cmd
 				tw->rep[slot].who = (int32_t)id;
 				tw->rep[slot].at = now;
 			}
-			p = *end == ',' ? end + 1 : end;
 		}
 	}
 	snprintf(text, sizeof(text), "{\"osd\": %d, \"up\": %s, \"in\": %s, "
@@ -928,27 +967,142 @@ waiter_free(struct waiter *w)
 	free(w);
 }
 
+/* May who run this command (kind from state_classify)?  The rules of
+ * auth.h: a daemon's reports about itself (boot, beacon, active) come
+ * only from that daemon; reads from anyone authenticated; other changes
+ * from client.admin and the monitors.  0, or -EACCES with why. */
+static int
+cmd_allowed(int kind, const struct tsr_mon_cmd *cmd, const char *who,
+	    char *why, size_t len)
+{
+	const char *type = NULL;
+
+	if (who == NULL) {
+		snprintf(why, len, "not authenticated");
+		return -EACCES;
+	}
+	if (tsr_auth_may(who, TSR_CAP_MON))
+		return 0;
+	if (cmd->argc >= 3 && strcmp(cmd->argv[0], "osd") == 0 &&
+	    (strcmp(cmd->argv[1], "boot") == 0 || strcmp(cmd->argv[1], "beacon") == 0))
+		type = "osd";
+	else if (cmd->argc >= 3 && strcmp(cmd->argv[0], "mds") == 0 &&
+		 (strcmp(cmd->argv[1], "boot") == 0 || strcmp(cmd->argv[1], "beacon") == 0 ||
+		  strcmp(cmd->argv[1], "active") == 0))
+		type = "mds";
+	if (type) {
+		if (tsr_auth_is(who, type, cmd->argv[2]))
+			return 0;
+		snprintf(why, len, "permission denied: only %s.%.48s may send '%s "
+			 "%s' for itself (this session is %s)", type, cmd->argv[2],
+			 cmd->argv[0], cmd->argv[1], who);
+		return -EACCES;
+	}
+	if (kind == 0 ? tsr_auth_may(who, TSR_CAP_READ)
+		      : tsr_auth_may(who, TSR_CAP_CHANGE))
+		return 0;
+	snprintf(why, len, "permission denied: %s may not change the cluster "
+		 "maps (client.admin may)", who);
+	return -EACCES;
+}
+
+/* A pool's redundancy plugin must be one the monitors have, and its
+ * options ones the plugin's schema takes (tessera/plugin.h; the core's
+ * options code checks them).  Checked where the leader accepts the
+ * change, before it enters the log, so every client gets the answer:
+ * state_apply knows no plugins, and must not, to apply the log alike on
+ * every monitor.  0, or -ENOENT (no such plugin here) or -EINVAL (its
+ * options are wrong: a usage error) with the reason in out. */
+static int
+check_plugins(struct mon *mon, const struct tsr_mon_cmd *cmd, struct tsr_sbuf *out)
+{
+	const struct tsr_registry *reg = tsr_daemon_registry(mon->d);
+	const struct tsr_plugin_desc *d;
+	const struct tsr_plugin *p;
+	struct tsr_srcval srcs[TSR_OSDMAP_OPTS / 2];
+	struct tsr_optset *set = NULL;
+	const char *name, *opts;
+	char what[96], err[1024], text[TSR_OSDMAP_OPTS];
+	size_t n = 0;
+	int rc;
+
+	if (!state_pool_redundancy((int)cmd->argc, cmd->argv, &name, &opts))
+		return 0;
+	if ((p = tsr_registry_find(reg, TSR_KIND_REDUNDANCY, name)) == NULL) {
+		int any = 0;
+		tsr_sbuf_printf(out, "no redundancy plugin '%s' on the monitors (mon.%s "
+				"has in plugin_dir %s: ", name, mon->self->name,
+				tsr_conf_str(tsr_daemon_conf(mon->d), "plugin_dir"));
+		for (size_t i = 0; i < tsr_registry_count(reg); i++) {
+			d = tsr_plugin_desc(tsr_registry_at(reg, i));
+			if (d->kind == TSR_KIND_REDUNDANCY)
+				tsr_sbuf_printf(out, "%s%s", any++ ? ", " : "", d->name);
+		}
+		tsr_sbuf_printf(out, "%s)", any ? "" : "none");
+		return -ENOENT;
+	}
+	d = tsr_plugin_desc(p);
+	/* "k=v,k=v" (state_classify checked its form) as command-line
+	 * values, parsed by the schema's types */
+	tsr_strlcpy(text, opts, sizeof(text));
+	for (char *save = NULL, *kv = strtok_r(text, ",", &save);
+	     kv && n < sizeof(srcs) / sizeof(srcs[0]); kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		srcs[n++] = (struct tsr_srcval){ .name = kv, .kind = TSR_SRC_TEXT,
+						 .s = eq + 1, .where = "--redundancy-opts" };
+	}
+	snprintf(what, sizeof(what), "redundancy plugin '%s'", name);
+	rc = tsr_optset_build(d->options, srcs, n, what, &set, err, sizeof(err));
+	tsr_optset_destroy(set);
+	if (rc == -ENOMEM) {
+		tsr_sbuf_printf(out, "out of memory");
+		return -ENOMEM;
+	}
+	if (rc < 0) {
+		tsr_sbuf_printf(out, "%s", err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static void
 handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t now)
 {
 	struct waiter *w = tsr_xcalloc(1, sizeof(*w));
 	struct tsr_sbuf out;
 	char err[256];
-	int kind;
+	int kind, rc;
 
 	tsr_sbuf_init(&out);
-	if (tsr_monmsg_cmd_decode(msg->front, msg->front_len, &w->cmd, err,
-				  sizeof(err)) < 0) {
-		LOGW("%s: bad command: %s", tsr_conn_peer(c), err);
-		reply(c, 0, -EBADMSG, err, NULL);
+	if ((rc = tsr_monmsg_cmd_decode(msg->front, msg->front_len, &w->cmd, err,
+					sizeof(err))) < 0) {
+		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: bad command: %s",
+			      tsr_conn_peer(c), err);
+		/* the decoder keeps the tid it read (monmsg.h): answered
+		 * with it, the client learns why at once instead of waiting
+		 * out its timeout */
+		reply(c, w->cmd.tid, rc == -ENOMEM ? -ENOMEM : -EINVAL, err, NULL);
 		goto done;
 	}
 	if ((kind = state_classify((int)w->cmd.argc, w->cmd.argv, &out)) < 0) {
 		reply(c, w->cmd.tid, kind, tsr_sbuf_str(&out), NULL);
 		goto done;
 	}
+	if (cmd_allowed(kind, &w->cmd, tsr_conn_peer_auth(c), err, sizeof(err)) < 0) {
+		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: %s",
+			      tsr_conn_peer(c), err);
+		reply(c, w->cmd.tid, -EACCES, err, NULL);
+		goto done;
+	}
 	if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
 		redirect(mon, c, w->cmd.tid, now);
+		goto done;
+	}
+	if (kind == 1 && (rc = check_plugins(mon, &w->cmd, &out)) < 0) {
+		reply(c, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
 		goto done;
 	}
 	if (kind == 2) {
@@ -972,7 +1126,7 @@ handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t no
 	size_t len;
 	uint8_t *e = state_entry_encode(w->cmd.client, w->cmd.tid, (int)w->cmd.argc,
 					w->cmd.argv, &len);
-	int rc = e ? tsr_raft_propose(mon->raft, e, len, &w->index) : -ENOMEM;
+	rc = e ? tsr_raft_propose(mon->raft, e, len, &w->index) : -ENOMEM;
 	free(e);
 	if (rc < 0) {
 		reply(c, w->cmd.tid, rc == -EAGAIN ? -EAGAIN : rc,
@@ -1029,13 +1183,16 @@ sweep(struct mon *mon, uint64_t now)
 		if (tsr_raft_term(mon->raft) != w->term ||
 		    tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
 			/* it may still commit under the next leader: the
-			 * client sends it again, and it is applied once */
-			reply(w->conn, w->cmd.tid, -EAGAIN, "the leadership changed "
-			      "before the change committed; retry", leader_addr(mon));
+			 * client sends it again, and it is applied once.
+			 * -EINPROGRESS, not -EAGAIN: it is in a log, so its
+			 * outcome is not known yet (monc.h) */
+			reply(w->conn, w->cmd.tid, -EINPROGRESS, "the leadership "
+			      "changed before the change committed; it may "
+			      "still commit", leader_addr(mon));
 		} else if (now >= w->deadline) {
-			reply(w->conn, w->cmd.tid, -ETIMEDOUT, "the change was not "
-			      "committed within 5 s: no majority of monitors "
-			      "answers", NULL);
+			reply(w->conn, w->cmd.tid, -EINPROGRESS, "the change was "
+			      "not committed within 5 s: no majority of monitors "
+			      "answers (it may still commit when one does)", NULL);
 		} else {
 			p = &w->next;
 			continue;
@@ -1274,12 +1431,38 @@ process_ready(struct mon *mon, uint64_t now)
 	}
 	if (tsr_raft_leader(mon->raft) != 0)
 		mon->last_leader_ns = now;
+	if (mon->rejoining && !tsr_raft_rejoining(mon->raft)) {
+		mon->rejoining = 0;
+		LOGI("caught up with the leader (committed %" PRIu64 "): mon.%s votes "
+		     "again", tsr_raft_commit(mon->raft), mon->self->name);
+	}
 	return 0;
 }
 
+/* Raft refused a message (tsr_raft_step): one WARN line naming the
+ * sender and why, at a rate per sender, as any peer can send these at
+ * will (raft_refused[TSR_MON_MAX]: a sender that is not a member). */
 static void
-handle_raft(struct mon *mon, struct tsr_msg *m)
+raft_refused(struct mon *mon, const struct tsr_raft_msg *rm, const char *why)
 {
+	const struct tsr_mon_member *f = tsr_mon_members_by_id(&mon->mem, rm->from);
+	const char *type = tsr_raft_msg_name(rm->type) ? tsr_raft_msg_name(rm->type)
+						       : "message";
+
+	if (f)
+		tsr_log_rated(&mon->raft_refused[f->id - 1], TSR_SUB_MON, TSR_LOG_WARN,
+			      "raft %s from mon.%s refused: %s; dropped", type,
+			      f->name, why);
+	else
+		tsr_log_rated(&mon->raft_refused[TSR_MON_MAX], TSR_SUB_MON,
+			      TSR_LOG_WARN, "raft %s from node %" PRIu64 " refused: "
+			      "%s; dropped", type, rm->from, why);
+}
+
+static void
+handle_raft(struct mon *mon, struct tsr_conn *c, struct tsr_msg *m)
+{
+	const struct tsr_mon_member *sender;
 	struct tsr_raft_msg rm;
 	uint32_t fp;
 	char err[256];
@@ -1287,7 +1470,18 @@ handle_raft(struct mon *mon, struct tsr_msg *m)
 
 	if (tsr_monmsg_raft_decode(m->front, m->front_len, &fp, &rm, err,
 				   sizeof(err)) < 0) {
-		LOGW("bad raft message: %s", err);
+		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
+			      "%s: bad raft message: %s", tsr_conn_peer(c), err);
+		return;
+	}
+	/* on_raft let only member monitors through; one may not speak for
+	 * another */
+	sender = tsr_mon_members_find(&mon->mem, tsr_conn_peer_auth(c) + 4);
+	if (sender == NULL || sender->id != rm.from) {
+		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
+			      "%s: a Raft message claiming to come from node %"
+			      PRIu64 "; dropped", tsr_conn_peer(c), rm.from);
+		tsr_monmsg_raft_free(&rm);
 		return;
 	}
 	if (m->data_len) {
@@ -1325,13 +1519,10 @@ handle_raft(struct mon *mon, struct tsr_msg *m)
 		tsr_monmsg_raft_free(&rm);
 		return;
 	}
-	rc = tsr_raft_step(mon->raft, &rm);
-	if (rc < 0 && rc != -EINVAL)
-		LOGW("raft %s from %" PRIu64 ": %s", tsr_raft_msg_name(rm.type) ?
-		     tsr_raft_msg_name(rm.type) : "?", rm.from, strerror(-rc));
-	else if (rc == -EINVAL)
-		LOGW("raft message %u from %" PRIu64 " to %" PRIu64 " refused as "
-		     "malformed", rm.type, rm.from, rm.to);
+	/* Raft refuses, and never adopts, what a member could not have
+	 * sent: a term or index out of bounds (raft.h, "Hostile input") */
+	if ((rc = tsr_raft_step(mon->raft, &rm, err, sizeof(err))) < 0)
+		raft_refused(mon, &rm, err);
 	tsr_monmsg_raft_free(&rm);
 }
 
@@ -1373,7 +1564,7 @@ mon_main(void *arg)
 			struct item *next = it->next;
 			if (!mon->failed) {
 				if (it->kind == TSR_MSG_MON_RAFT)
-					handle_raft(mon, it->msg);
+					handle_raft(mon, it->conn, it->msg);
 				else if (it->kind == TSR_MSG_MON_CMD)
 					handle_cmd(mon, it->conn, it->msg, now);
 				else if (it->kind == TSR_MSG_MON_SUB)
@@ -1464,7 +1655,7 @@ open_store(struct mon *mon, char *err, size_t errlen)
 		return tsr_errf(err, errlen, -errno, "mon_data %s: %s", mon->data,
 				strerror(errno));
 	snprintf(path, sizeof(path), "%s/store", mon->data);
-	if ((rc = tsr_kv_open(path, 1, &mon->kv, err, errlen)) < 0)
+	if ((rc = tsr_kv_open(path, TSR_KV_CREATE, &mon->kv, err, errlen)) < 0)
 		return rc;
 	/* the member set this store was made with must be the one configured */
 	rc = tsr_kv_get(mon->kv, "mon/members", 11, &val, &vlen, err, errlen);
@@ -1517,6 +1708,11 @@ open_store(struct mon *mon, char *err, size_t errlen)
 	};
 	rc = tsr_raft_create(&c, &mon->raft);
 	tsr_raftstore_free_log(log, nlog);
+	if (rc < 0 && hs.term > TSR_RAFT_TERM_MAX)
+		return tsr_errf(err, errlen, -EIO, "%s: the stored Raft term %" PRIu64
+				" is above 2^62, the most a term may reach: the store "
+				"is damaged, or took a forged term before monitors "
+				"refused them", path, hs.term);
 	if (rc < 0)
 		return tsr_errf(err, errlen, -EIO, "%s: the stored Raft state is "
 				"inconsistent (term %" PRIu64 ", commit %" PRIu64 ", %zu "
@@ -1524,6 +1720,11 @@ open_store(struct mon *mon, char *err, size_t errlen)
 	LOGI("store %s: term %" PRIu64 ", a snapshot at %" PRIu64 ", %zu log entries "
 	     "after it, %" PRIu64 " committed", path, hs.term, mon->rs.snap_index,
 	     nlog, hs.commit);
+	if ((mon->rejoining = tsr_raft_rejoining(mon->raft)))
+		LOGI("store %s holds no Raft state (a new monitor, or one whose store "
+		     "was lost): mon.%s votes only once a leader has brought it up "
+		     "to date, as it may have voted and acknowledged entries before",
+		     path, mon->self->name);
 	return 0;
 }
 
@@ -1568,11 +1769,21 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	snprintf(mon->data, sizeof(mon->data), "%s", tsr_conf_str(conf, "mon_data"));
 	if ((rc = open_store(mon, err, errlen)) < 0)
 		return rc;
+	for (size_t i = 0; i <= TSR_MON_MAX; i++)
+		mon->raft_refused[i] = (struct tsr_log_rate)TSR_LOG_RATE_INIT(5, 10000);
 	if ((rc = tsr_msgr_opts_from_conf(conf, &o, err, errlen)) < 0)
 		return rc;
 	o.entity_type = TSR_ENTITY_MON;
 	o.entity_id = mon->self->id;
 	o.bind = mon->self->addr;
+	/* a monitor checks every entity's key, so it holds the secret */
+	o.auth = tsr_daemon_auth(d);
+	if (o.auth == NULL || !tsr_auth_has_secret(o.auth))
+		return tsr_errf(err, errlen, -ENOKEY, "the keyring %s holds no "
+				"cluster secret: a monitor needs it to check every "
+				"daemon's and client's key (tessera auth init makes "
+				"one; see doc/operations.md, \"Keys\")",
+				tsr_conf_str(conf, "keyring"));
 	ev.arg = mon;
 	if ((rc = tsr_msgr_create(&o, &ev, &mon->msgr, err, errlen)) < 0)
 		return rc;
@@ -1663,11 +1874,13 @@ mon_status(struct tsr_daemon *d, struct tsr_sbuf *out)
 	if (mon == NULL || mon->raft == NULL)
 		return;
 	pthread_mutex_lock(&mon->lock);
-	tsr_sbuf_printf(out, ",\n  \"role\": \"%s\",\n  \"lease\": %s,\n  \"mon\": ",
+	tsr_sbuf_printf(out, ",\n  \"role\": \"%s\",\n  \"lease\": %s,\n  "
+			"\"rejoining\": %s,\n  \"mon\": ",
 			tsr_raft_role(mon->raft) == TSR_RAFT_LEADER ? "leader"
 			: tsr_raft_role(mon->raft) == TSR_RAFT_CANDIDATE ? "candidate"
 									 : "follower",
-			lease_valid(mon, now) ? "true" : "false");
+			lease_valid(mon, now) ? "true" : "false",
+			tsr_raft_rejoining(mon->raft) ? "true" : "false");
 	mon_stat(mon, now, out);
 	tsr_sbuf_printf(out, ",\n  \"osdmap_epoch\": %" PRIu64 ",\n  \"applied\": %" PRIu64
 			",\n  \"applied_index\": %" PRIu64 ",\n  \"history_crc\": %u,"

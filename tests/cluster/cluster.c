@@ -1,5 +1,6 @@
 /* cluster.c — the cluster test harness (cluster.h). */
 #include "cluster.h"
+#include "auth/auth.h"
 
 #include "config/config.h"
 #include "daemon/asok.h"
@@ -131,8 +132,9 @@ tc_write_conf(struct tc_cluster *c, const char *path, const char *extra)
 		"  log_file = \"%s/log/$name.log\";\n"
 		"  plugin_dir = \"%s\";\n"
 		"  mon_data = \"%s/$name\";\n"
+		"  keyring = \"%s/keys/$name.keyring\";\n"
 		"  mon_members = \"",
-		c->dir, c->dir, plugins, c->dir);
+		c->dir, c->dir, plugins, c->dir, c->dir);
 	for (size_t i = 0; i < c->nmon; i++)
 		fprintf(f, "%s%s=%s", i ? ", " : "", c->mon[i].name, c->mon[i].addr);
 	fprintf(f, "\";\n%s\n};\n", extra ? extra : c->extra);
@@ -153,10 +155,15 @@ tc_create(struct tc_cluster *c, size_t nmon, const char *extra)
 	if (mkdtemp(c->dir) == NULL)
 		return -1;
 	snprintf(c->conf, sizeof(c->conf), "%s/tessera.conf", c->dir);
-	for (const char *d = "run\0log\0plugins\0"; *d; d += strlen(d) + 1) {
+	for (const char *d = "run\0log\0plugins\0keys\0"; *d; d += strlen(d) + 1) {
 		snprintf(sub, sizeof(sub), "%s/%s", c->dir, d);
-		mkdir(sub, 0755);
+		mkdir(sub, 0700);
 	}
+	/* keys for every daemon it starts (tc_key_write) and the CLI */
+	tsr_auth_secret_new(c->secret);
+	if (tc_key_write(c, "client", "admin") < 0 ||
+	    tsr_auth_from_secret(c->secret, "client.admin", &c->admin) < 0)
+		return -1;
 	c->nmon = nmon;
 	for (size_t i = 0; i < nmon; i++) {
 		int port = free_port();
@@ -214,11 +221,37 @@ tc_destroy(struct tc_cluster *c)
 	}
 	if (c->dir[0] && getenv("TC_KEEP") == NULL)
 		nftw(c->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tsr_auth_destroy(c->admin);
+	c->admin = NULL;
 	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
 		if (live[i] == c)
 			live[i] = NULL;
 	c->dir[0] = '\0';
 	return reports;
+}
+
+int
+tc_key_write(struct tc_cluster *c, const char *type, const char *id)
+{
+	char path[400], name[64], err[512];
+	uint8_t key[TSR_AUTH_KEY_LEN];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/keys/%s-%s.keyring", c->dir, type, id);
+	snprintf(name, sizeof(name), "%s.%s", type, id);
+	if (access(path, F_OK) == 0)
+		return 0;
+	if (strcmp(type, "mon") == 0) {
+		rc = tsr_auth_keyring_write(path, &c->secret, 1, NULL, NULL, false,
+					    err, sizeof(err));
+	} else {
+		tsr_auth_derive(c->secret, name, key);
+		rc = tsr_auth_keyring_write(path, NULL, 0, name, key, false, err,
+					    sizeof(err));
+	}
+	if (rc < 0)
+		fprintf(stderr, "cluster harness: %s\n", err);
+	return rc < 0 ? -1 : 0;
 }
 
 /* Run prog as daemon TYPE-NAME in the foreground, a child of the test. */
@@ -228,7 +261,7 @@ spawn(struct tc_cluster *c, struct tc_daemon *d, const char *prog_path,
 {
 	pid_t pid;
 
-	if (d->pid > 0)
+	if (d->pid > 0 || tc_key_write(c, type, d->name) < 0)
 		return -1;
 	pid = fork();
 	if (pid < 0)
@@ -606,6 +639,7 @@ tc_mapsub(struct tc_cluster *c, uint32_t want, uint32_t renew_ms, tsr_mapsub_cb 
 		rc = tsr_conf_resolve(conf, "client", NULL, NULL, err, sizeof(err));
 	if (rc == 0)
 		rc = tsr_monc_conf(conf, &mem, &mo, err, sizeof(err));
+	mo.auth = c->admin;
 	if (rc == 0)
 		rc = tsr_mapsub_create(&mem, &mo, want, renew_ms, cb, arg, out, err,
 				       sizeof(err));

@@ -51,6 +51,8 @@ struct tc_cluster {
 	size_t nmds;
 	struct tc_daemon mds[TC_MAX_MDSS]; /* name: "m0", "m1", ... */
 	char extra[1024];        /* more text for the global section */
+	uint8_t secret[32];      /* the cluster secret (keys/) */
+	struct tsr_auth *admin;  /* client.admin, for tc_mapsub */
 };
 
 /* A test program's scratch root: a new /tmp/tsr-test-cluster.XXXXXX,
@@ -63,6 +65,11 @@ void tc_root_remove(void);
 /* A new cluster directory with nmon monitors (a, b, c, ...) and a
  * tessera.conf whose global section holds extra (may be NULL). */
 int tc_create(struct tc_cluster *c, size_t nmon, const char *extra);
+/* The keyring of TYPE-ID (keys/TYPE-ID.keyring, the file the
+ * configuration's keyring names): a monitor's holds the cluster secret,
+ * any other the key derived for TYPE.ID.  Written before every start,
+ * if missing; tests write one themselves to make it wrong. */
+int tc_key_write(struct tc_cluster *c, const char *type, const char *id);
 /* Write tessera.conf again (after changing c->extra, or for one daemon
  * with a different file: path NULL means c->conf). */
 int tc_write_conf(struct tc_cluster *c, const char *path, const char *extra);

@@ -120,6 +120,7 @@ testmds_start(struct tsr_daemon *d, char *err, size_t errlen)
 	tsr_daemon_set_priv(d, t);
 	if ((rc = tsr_monc_conf(conf, &mem, &o, err, errlen)) < 0)
 		return rc;
+	o.auth = tsr_daemon_auth(d); /* our key, from `keyring` */
 	o.entity_type = TSR_ENTITY_MDS;
 	o.entity_id = 0;
 	o.bind = "127.0.0.1:0";

@@ -58,6 +58,7 @@ testosd_start(struct tsr_daemon *d, char *err, size_t errlen)
 				tsr_daemon_id(d));
 	if ((rc = tsr_monc_conf(conf, &mem, &o, err, errlen)) < 0)
 		return rc;
+	o.auth = tsr_daemon_auth(d); /* our key, from `keyring` */
 	o.entity_type = TSR_ENTITY_OSD;
 	o.entity_id = (uint64_t)id;
 	o.bind = "127.0.0.1:0";

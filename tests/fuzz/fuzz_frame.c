@@ -4,14 +4,19 @@
  * frames, each a 48-byte header (checked and decoded first, lengths
  * bounded before anything is sized by them), a body of front_len +
  * data_len bytes and a 4-byte CRC32C footer.  A hello body goes through
- * the handshake decoder.  Any accepted header must encode back to the
- * same bytes; nothing may read out of bounds, leak or trip UBSan.
+ * the handshake decoder; the authentication steps run as both sides of
+ * the handshake would (auth/auth.h): a CHALLENGE's nonce is answered with
+ * a connector's proof, an AUTH frame's proof is checked as an acceptor
+ * holding a fixed secret checks it — and must never pass.  Any accepted
+ * header must encode back to the same bytes; nothing may read out of
+ * bounds, leak or trip UBSan.
  *
  * Built with clang -fsanitize=fuzzer,address,undefined when configure
  * finds it (tests/local.mk); tests/fuzz/run.sh runs it briefly on the
  * seed corpus in tests/fuzz/corpus/.
  */
 #include "msg/frame.h"
+#include "auth/auth.h"
 
 #include <tessera/crc32c.h>
 
@@ -24,10 +29,16 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static const uint8_t fsid[16] = "tessera-test-fs";
+static const uint8_t secret[TSR_AUTH_KEY_LEN] = "a fixed secret for the fuzzer..";
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t pos = 0;
+	/* what the handshake carries from one frame to the next */
+	char name[TSR_AUTH_NAME_MAX] = "osd.3";
+	uint8_t cnonce[TSR_AUTH_NONCE_LEN] = { 0 }, snonce[TSR_AUTH_NONCE_LEN] = { 1 };
 
 	while (size - pos >= TSR_FRAME_HDR) {
 		struct tsr_frame_hdr h;
@@ -68,8 +79,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				struct tsr_enc e;
 				struct tsr_hello back;
 
-				if (why != NULL || memchr(hello.addr, '\0', sizeof(hello.addr)) == NULL)
+				if (why != NULL || memchr(hello.addr, '\0', sizeof(hello.addr)) == NULL ||
+				    memchr(hello.auth_name, '\0', sizeof(hello.auth_name)) == NULL ||
+				    (hello.auth_name[0] && !tsr_auth_name_valid(hello.auth_name, NULL)))
 					abort();
+				if (hello.auth_name[0]) {
+					memcpy(name, hello.auth_name, sizeof(name));
+					memcpy(cnonce, hello.auth_nonce, sizeof(cnonce));
+				}
 				tsr_enc_init(&e);
 				tsr_hello_encode(&hello, &e);
 				if (tsr_enc_error(&e) ||
@@ -81,6 +98,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			}
 			free(front);
+		}
+		if (h.type == TSR_MSG_CHALLENGE && h.front_len == TSR_AUTH_NONCE_LEN) {
+			/* the connector's side: prove over the peer's nonce */
+			struct tsr_auth *a;
+			uint8_t key[TSR_AUTH_KEY_LEN], proof[TSR_AUTH_PROOF_LEN];
+			memcpy(snonce, data + pos, sizeof(snonce));
+			tsr_auth_derive(secret, name, key);
+			if (tsr_auth_from_key(name, key, &a) == 0) {
+				struct tsr_auth_hs hs = { fsid, name, cnonce, snonce };
+				tsr_auth_connector_proof(a, &hs, proof);
+				tsr_auth_destroy(a);
+			}
+		} else if (h.type == TSR_MSG_AUTH && h.front_len == TSR_AUTH_PROOF_LEN) {
+			/* the acceptor's side: a proof from the input is wrong */
+			struct tsr_auth *a;
+			uint8_t reply[TSR_AUTH_PROOF_LEN];
+			if (tsr_auth_from_secret(secret, "mon.a", &a) == 0) {
+				struct tsr_auth_hs hs = { fsid, name, cnonce, snonce };
+				if (tsr_auth_accept(a, &hs, data + pos, reply) == 0)
+					abort(); /* a forged proof passed */
+				tsr_auth_destroy(a);
+			}
 		}
 		pos += body + TSR_FRAME_FOOTER;
 	}

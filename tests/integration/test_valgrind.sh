@@ -39,8 +39,14 @@ testd = { tick = "50ms"; partitioner = { plugin = "good"; salt = 3; }; };
 CONF
 cat > "$tmp/mon.conf" <<CONF
 global = { run_dir = "$tmp/run"; plugin_dir = "$PLUGIN_DIR"; log_file = "$tmp/\$name.log";
-           mon_members = "a=127.0.0.1:$port"; mon_data = "$tmp/\$name"; };
+           mon_members = "a=127.0.0.1:$port"; mon_data = "$tmp/\$name";
+           keyring = "$tmp/\$name.keyring"; };
 CONF
+# the monitor's secret and the admin's key, as an operator makes them
+"$TESSERA" auth init -o "$tmp/mon-a.keyring" >/dev/null ||
+	fail "tessera auth init failed"
+"$TESSERA" auth key client.admin --secret "$tmp/mon-a.keyring" \
+	-o "$tmp/client-admin.keyring" >/dev/null || fail "tessera auth key failed"
 
 # run_daemon CONF PROGRAM ARGS...: start it under valgrind in the background
 run_daemon() {

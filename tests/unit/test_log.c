@@ -316,6 +316,49 @@ START_TEST(test_line_format)
 }
 END_TEST
 
+static int
+count_of(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* A line a peer can cause at will goes out at most burst times per
+ * interval; the first line of a later interval says how many were
+ * suppressed (issue 16: 2.1 million lines in 13 s). */
+START_TEST(test_rated_lines)
+{
+	static struct tsr_log_rate r = TSR_LOG_RATE_INIT(3, 200);
+	char path[512], *text;
+
+	tmp_path(path, sizeof(path), "rated.log");
+	ck_assert_int_eq(tsr_log_open(path, NULL, 0), 0);
+	tsr_log_set_level(-1, TSR_LOG_INFO);
+	for (int i = 0; i < 1000; i++)
+		tsr_log_rated(&r, TSR_SUB_MSG, TSR_LOG_WARN, "peer %d misbehaves", i);
+	text = slurp(path, NULL);
+	ck_assert_int_eq(count_of(text, "misbehaves"), 3);
+	ck_assert_int_eq(count_of(text, "suppressed"), 0);
+	free(text);
+	usleep(250 * 1000);
+	tsr_log_rated(&r, TSR_SUB_MSG, TSR_LOG_WARN, "peer %d misbehaves", 1000);
+	text = slurp(path, NULL);
+	ck_assert_int_eq(count_of(text, "misbehaves"), 4);
+	ck_assert_int_eq(count_of(text, "(997 similar lines suppressed)"), 1);
+	free(text);
+	/* a level that is off costs nothing and counts nothing */
+	tsr_log_set_level(-1, TSR_LOG_ERROR);
+	for (int i = 0; i < 10; i++)
+		tsr_log_rated(&r, TSR_SUB_MSG, TSR_LOG_WARN, "quiet %d", i);
+	ck_assert_uint_eq(r.suppressed, 0);
+	tsr_log_close();
+	unlink(path);
+}
+END_TEST
+
 /* The ident is copied, and cut to what the logger keeps (63 bytes). */
 START_TEST(test_ident)
 {
@@ -853,6 +896,7 @@ log_suite(void)
 	tcase_add_test(out, test_reopen_failure);
 	tcase_add_test(out, test_open_failure_keeps_destination);
 	tcase_add_test(out, test_threads_never_interleave);
+	tcase_add_test(out, test_rated_lines);
 	suite_add_tcase(s, out);
 	return s;
 }

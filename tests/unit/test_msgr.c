@@ -4,6 +4,7 @@
  * one reports its failures; a restarted peer resets the session;
  * malicious peers are cut off with the right log line while a good
  * connection keeps working; two processes talk. */
+#include "auth/auth.h"
 #include "config/config.h"
 #include "log/log.h"
 #include "msg/msgr.h"
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -742,7 +744,8 @@ START_TEST(malicious_peers)
 		ck_assert_msg(src == 0 || src == -ECONNREFUSED, "send: %d", src);
 		ck_assert_int_eq(sink_wait(&xs, &xs.faults, 0, 1), 0);
 		ck_assert(log_wait("refused: peer belongs to another cluster"));
-		ck_assert(log_wait("the peer refused us: peer belongs to another cluster"));
+		ck_assert(log_wait("the peer refused us: \"peer belongs to another "
+				   "cluster (fsid differs)\""));
 		tsr_conn_put(oc);
 		tsr_msgr_destroy(other);
 		sink_fini(&xs);
@@ -775,6 +778,331 @@ START_TEST(malicious_peers)
 	tsr_msgr_destroy(srv);
 	sink_fini(&ss);
 	sink_fini(&cs);
+}
+END_TEST
+
+
+/* ---- Authentication (auth/auth.h) -----------------------------------------*/
+
+static uint8_t secret_a[32], secret_b[32];
+static struct tsr_auth *auth_srv, *auth_cli, *auth_wrong;
+
+static void with_srv_auth(struct tsr_msgr_opts *o) { o->auth = auth_srv; }
+static void with_cli_auth(struct tsr_msgr_opts *o) { o->auth = auth_cli; }
+static void with_wrong_auth(struct tsr_msgr_opts *o) { o->auth = auth_wrong; }
+
+static void
+auth_setup(void)
+{
+	uint8_t k[32];
+
+	tsr_auth_secret_new(secret_a);
+	tsr_auth_secret_new(secret_b);
+	ck_assert_int_eq(tsr_auth_from_secret(secret_a, "mon.a", &auth_srv), 0);
+	tsr_auth_derive(secret_a, "osd.3", k);
+	ck_assert_int_eq(tsr_auth_from_key("osd.3", k, &auth_cli), 0);
+	tsr_auth_derive(secret_b, "osd.3", k);  /* another cluster's secret */
+	ck_assert_int_eq(tsr_auth_from_key("osd.3", k, &auth_wrong), 0);
+}
+
+static void
+auth_teardown(void)
+{
+	tsr_auth_destroy(auth_srv);
+	tsr_auth_destroy(auth_cli);
+	tsr_auth_destroy(auth_wrong);
+}
+
+/* One client of srv with tweak: 0 when a message got through, or the
+ * fault its session ended with. */
+static int
+auth_try(const char *addr, void (*tweak)(struct tsr_msgr_opts *),
+	 struct sink *srv_sink)
+{
+	struct sink xs;
+	struct tsr_msgr *m;
+	struct tsr_conn *c;
+	uint64_t before;
+	int rc;
+
+	sink_init(&xs);
+	m = mk(TSR_ENTITY_CLIENT, 9, NULL, &xs, tweak);
+	pthread_mutex_lock(&srv_sink->mu);
+	before = srv_sink->n;
+	pthread_mutex_unlock(&srv_sink->mu);
+	ck_assert_int_eq(tsr_msgr_connect(m, addr, 0, &c), 0);
+	/* the refusal may beat the send: then the send fails with it */
+	rc = tsr_conn_send(c, seq_msg(srv_sink->next), 0);
+	for (int i = 0; rc == 0 && i < WAIT_MS / 10; i++) {
+		struct timespec ts = { 0, 10 * 1000000 };
+		pthread_mutex_lock(&xs.mu);
+		if (xs.faults)
+			rc = xs.last_fault;
+		pthread_mutex_unlock(&xs.mu);
+		pthread_mutex_lock(&srv_sink->mu);
+		if (srv_sink->n > before)
+			rc = 1;
+		pthread_mutex_unlock(&srv_sink->mu);
+		nanosleep(&ts, NULL);
+	}
+	rc = rc == 1 ? 0 : rc == 0 ? -ETIMEDOUT : rc;
+	tsr_conn_put(c);
+	tsr_msgr_destroy(m);
+	sink_fini(&xs);
+	return rc;
+}
+
+/* The handshake proves both sides: the right key gets through with its
+ * name known to the acceptor; a wrong key, no key, and an acceptor that
+ * cannot prove it holds our key are each refused, with the reason in the
+ * log, and the cluster's good sessions are not disturbed. */
+START_TEST(auth_handshake)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli, *plain;
+	struct tsr_conn *c;
+	const char *addr;
+
+	auth_setup();
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_MON, 1, "127.0.0.1:0", &ss, with_srv_auth);
+	addr = tsr_msgr_addr(srv);
+	cli = mk(TSR_ENTITY_OSD, 3, NULL, &cs, with_cli_auth);
+	ck_assert_int_eq(tsr_msgr_connect(cli, addr, 1, &c), 0);
+	ck_assert_int_eq(tsr_conn_send(c, seq_msg(0), 0), 0);
+	ck_assert_int_eq(sink_wait(&ss, &ss.next, 1, 1), 0);
+	ck_assert_int_eq(sink_wait(&ss, &ss.accepts, 0, 1), 0);
+	ck_assert_ptr_nonnull(ss.accepted);
+	ck_assert_str_eq(tsr_conn_peer_auth(ss.accepted), "osd.3");
+	ck_assert_ptr_null(tsr_conn_peer_auth(c)); /* a connector's peer: a
+						     * holder of our key */
+
+	/* a key of another secret */
+	ck_assert_int_eq(auth_try(addr, with_wrong_auth, &ss), -EACCES);
+	ck_assert(log_wait("authentication failed for osd.3: wrong key"));
+	/* no key at all */
+	ck_assert_int_eq(auth_try(addr, NULL, &ss), -ECONNREFUSED);
+	ck_assert(log_wait("authentication required"));
+	/* an acceptor that asks for no proof cannot prove it holds ours */
+	{
+		struct sink ps;
+		sink_init(&ps);
+		plain = mk(TSR_ENTITY_MON, 2, "127.0.0.1:0", &ps, NULL);
+		ck_assert_int_eq(auth_try(tsr_msgr_addr(plain), with_cli_auth, &ps),
+				 -EACCES);
+		ck_assert(log_wait("did not prove it holds the key of osd.3"));
+		ck_assert_int_eq(ps.n, 0);
+		tsr_msgr_destroy(plain);
+		sink_fini(&ps);
+	}
+	/* the good session went on */
+	ck_assert_int_eq(tsr_conn_send(c, seq_msg(1), 0), 0);
+	ck_assert_int_eq(sink_wait(&ss, &ss.next, 1, 2), 0);
+	ck_assert_int_eq(ss.bad, 0);
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&cs);
+	auth_teardown();
+}
+END_TEST
+
+/* Regression (issue 16, "memory can be pinned before the handshake"): a
+ * peer announcing a 1 MiB front and 64 MiB of data before any handshake
+ * was held for the idle timeout with the buffers allocated.  Now the
+ * frame is refused at its header, at once. */
+START_TEST(prehandshake_frame_pins_no_memory)
+{
+	struct sink ss;
+	struct tsr_msgr *srv;
+	const char *addr;
+
+	sink_init(&ss);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, NULL); /* 30 s idle */
+	addr = tsr_msgr_addr(srv);
+	for (int i = 0; i < 2; i++) {
+		int fd = raw_connect(addr);
+		struct tsr_frame_hdr h = { .version = TSR_FRAME_VERSION,
+					   .type = TSR_MSG_HELLO,
+					   .front_len = i ? 4096 : 1u << 20,
+					   .data_len = i ? 64u << 20 : 0,
+					   .data_raw_len = i ? 64u << 20 : 0 };
+		uint8_t b[TSR_FRAME_HDR];
+		uint64_t t0 = tsr_mono_ns();
+		tsr_frame_hdr_encode(&h, b);
+		ck_assert_int_eq(write(fd, b, sizeof(b)), (ssize_t)sizeof(b));
+		ck_assert(closed_by_peer(fd));
+		ck_assert_msg(tsr_mono_ns() - t0 < 5000000000ull,
+			      "closed only after %.1f s", (tsr_mono_ns() - t0) / 1e9);
+		close(fd);
+	}
+	ck_assert(log_wait("longer than the maximum"));
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+}
+END_TEST
+
+static void
+small_budget(struct tsr_msgr_opts *o)
+{
+	o->recv_budget = 1u << 20;
+}
+
+/* The messenger-wide budget: with every handler blocked, two clients
+ * streaming 64 KiB messages fill no more than the budget (and a message
+ * per connection) before reading pauses; all arrive once handlers go on. */
+START_TEST(recv_budget_pauses_reading)
+{
+	struct sink ss, c1s, c2s;
+	struct tsr_msgr *srv, *c1, *c2;
+	struct tsr_conn *a, *b;
+	struct tsr_msgr_stats st;
+	static uint8_t blob[64 << 10];
+	const int per = 40;
+
+	gate_set(0);
+	sink_init(&ss);
+	sink_init(&c1s);
+	sink_init(&c2s);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, small_budget);
+	c1 = mk(TSR_ENTITY_OSD, 2, NULL, &c1s, NULL);
+	c2 = mk(TSR_ENTITY_OSD, 3, NULL, &c2s, NULL);
+	ck_assert_int_eq(tsr_msgr_connect(c1, tsr_msgr_addr(srv), 1, &a), 0);
+	ck_assert_int_eq(tsr_msgr_connect(c2, tsr_msgr_addr(srv), 1, &b), 0);
+	for (int i = 0; i < per; i++) {
+		struct iovec iov = { blob, sizeof(blob) };
+		struct tsr_msg *m1 = tsr_msg_new(T_SLOW, NULL, 0);
+		struct tsr_msg *m2 = tsr_msg_new(T_SLOW, NULL, 0);
+		tsr_msg_set_data(m1, &iov, 1, NULL, NULL);
+		tsr_msg_set_data(m2, &iov, 1, NULL, NULL);
+		ck_assert_int_eq(tsr_conn_send(a, m1, 0), 0);
+		ck_assert_int_eq(tsr_conn_send(b, m2, 0), 0);
+	}
+	ck_assert_int_eq(gate_wait_entered(2), 0);
+	struct timespec ts = { 1, 0 };
+	nanosleep(&ts, NULL); /* let everything that may arrive, arrive */
+	tsr_msgr_stats(srv, &st);
+	ck_assert_msg(st.recv_queued <= (1u << 20) + 2 * sizeof(blob),
+		      "%llu bytes wait for handlers, budget 1 MiB",
+		      (unsigned long long)st.recv_queued);
+	ck_assert_uint_ge(st.recv_queued, 512u << 10);
+	gate_set(1);
+	ck_assert_int_eq(gate_wait_entered(2 * per), 0);
+	tsr_msgr_stats(srv, &st);
+	ck_assert_uint_eq(st.recv_queued, 0);
+	tsr_conn_put(a);
+	tsr_conn_put(b);
+	tsr_msgr_destroy(c1);
+	tsr_msgr_destroy(c2);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&c1s);
+	sink_fini(&c2s);
+}
+END_TEST
+
+static long
+count_lines(const char *needle)
+{
+	char *t = log_text();
+	long n = 0;
+
+	for (char *p = t; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(t);
+	return n;
+}
+
+/* CPU seconds pid has used (utime + stime from /proc). */
+static double
+cpu_seconds(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	if (fgets(buf, sizeof(buf), f) != NULL) {
+		char *p = strrchr(buf, ')');
+		/* after ") S": ppid pgrp session tty tpgid flags minflt
+		 * cminflt majflt cmajflt utime stime */
+		if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u "
+					"%*u %*u %*u %lu %lu", &ut, &st) != 2)
+			ut = st = 0;
+	}
+	fclose(f);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Regression (issue 16, "out of file descriptors, the monitor spins and
+ * floods its log"): under a low descriptor limit, 100 connections made a
+ * listener spend all its CPU on accept and write millions of lines.  Now
+ * it sheds one connection at a time, pauses, and logs at a rate. */
+START_TEST(out_of_descriptors_no_spin)
+{
+	int pfd[2], conns[100], nconn = 0;
+	char addr[64] = "";
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sink ss;
+		struct tsr_msgr *srv;
+		struct rlimit rl;
+		int top = 0;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(pfd[0]);
+		sink_init(&ss);
+		srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, NULL);
+		/* a few descriptors free, no more: fill the holes below the
+		 * highest open one, then set the limit just above it */
+		for (int fd = 0; fd < 4096; fd++)
+			if (fcntl(fd, F_GETFD) >= 0)
+				top = fd;
+		for (int fd = 0; fd >= 0 && fd < top;)
+			fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		getrlimit(RLIMIT_NOFILE, &rl);
+		rl.rlim_cur = (rlim_t)top + 6;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		if (write(pfd[1], tsr_msgr_addr(srv), strlen(tsr_msgr_addr(srv)) + 1) < 0)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	ck_assert_int_gt(read(pfd[0], addr, sizeof(addr) - 1), 0);
+	close(pfd[0]);
+	double cpu0 = cpu_seconds(pid);
+	ck_assert(cpu0 >= 0);
+	for (int i = 0; i < 100; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		ck_assert_int_ge(fd, 0);
+		sa.sin_port = htons((uint16_t)atoi(strrchr(addr, ':') + 1));
+		inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+		connect(fd, (struct sockaddr *)&sa, sizeof(sa)); /* in progress */
+		conns[nconn++] = fd;
+	}
+	struct timespec ts = { 2, 0 };
+	nanosleep(&ts, NULL);
+	double cpu = cpu_seconds(pid);
+	ck_assert_msg(cpu >= 0, "the listener died");
+	cpu -= cpu0;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < nconn; i++)
+		close(conns[i]);
+	ck_assert_msg(cpu < 0.5, "the listener used %.2f s of CPU in 2 s", cpu);
+	ck_assert_msg(count_lines("Too many open files") <= 3,
+		      "%ld log lines about it", count_lines("Too many open files"));
+	ck_assert_int_ge(count_lines("Too many open files"), 1);
 }
 END_TEST
 
@@ -1104,6 +1432,10 @@ main(void)
 	tcase_add_test(tc, slow_handler_isolated);
 	tcase_add_test(tc, backpressure);
 	tcase_add_test(tc, inject_refuse_and_delay);
+	tcase_add_test(tc, auth_handshake);
+	tcase_add_test(tc, prehandshake_frame_pins_no_memory);
+	tcase_add_test(tc, recv_budget_pauses_reading);
+	tcase_add_test(tc, out_of_descriptors_no_spin);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -7,10 +7,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-/* Exit codes: 0 success, 1 the operation failed, 2 usage error. */
+/* Exit codes: 0 success, 1 the operation failed, 2 usage error; 3 (the
+ * cluster commands) a change whose outcome is not known. */
 #define CLI_OK 0
 #define CLI_FAIL 1
 #define CLI_USAGE 2
+#define CLI_UNKNOWN 3
 
 struct cli_cmd {
 	const char *name;       /* "plugins list" */
@@ -27,6 +29,7 @@ extern const struct cli_cmd cli_placement_cmds[];
 extern const struct cli_cmd cli_backend_cmds[];
 extern const struct cli_cmd cli_msgr_cmds[];
 extern const struct cli_cmd cli_cluster_cmds[];
+extern const struct cli_cmd cli_auth_cmds[];
 
 /* Messages of a command "tessera GROUP CMD" (cmd NULL: "tessera GROUP",
  * for one-word commands or a name given whole), each one line on stderr:
@@ -38,8 +41,13 @@ TSR_PRINTF(3, 4) int cli_usage_err(const char *group, const char *cmd,
 TSR_PRINTF(3, 4) int cli_fail(const char *group, const char *cmd,
 			      const char *fmt, ...);
 int cli_bad_option(const char *group, const char *cmd, int c, char **argv);
-/* An integer option in [min, max], digits only: 0, or -1 after a usage
- * message. */
+/* A change sent to the monitors that none said became of (why: what each
+ * said): it may or may not have been applied; `tessera CHECK` shows which.
+ * Returns CLI_UNKNOWN. */
+int cli_unknown(const char *group, const char *check, const char *why);
+/* An integer option in [min, max], written as configuration files write
+ * integers: decimal or 0x hexadecimal, never octal, nothing else (no sign,
+ * no blanks, no trailing text).  0, or -1 after a usage message. */
 int cli_parse_uint(const char *group, const char *cmd, const char *opt,
 		   const char *s, uint64_t min, uint64_t max, uint64_t *out);
 

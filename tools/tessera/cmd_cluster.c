@@ -8,9 +8,11 @@
  * monitors' JSON with --format json; changes print what changed.
  */
 #include "cli.h"
+#include "auth/auth.h"
 #include "config/config.h"
 #include "log/log.h"
 #include "mon/monc.h"
+#include "mon/monmsg.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -23,9 +25,10 @@
 struct copts {
 	char w0[32];            /* the first word of a two-word command */
 	const char *conf;
+	const char *who;        /* --name: whose key we use (client.admin) */
 	bool json;
 	uint64_t timeout_ms;
-	char *words[64];
+	char *words[TSR_MONMSG_MAX_ARGS];
 	int nwords;
 };
 
@@ -35,6 +38,7 @@ parse(const char *name, int argc, char **argv, int nfixed, struct copts *o)
 	memset(o, 0, sizeof(*o));
 	o->conf = getenv("TESSERA_CONF") ? getenv("TESSERA_CONF") : DEFAULT_CONF;
 	o->timeout_ms = 15000;
+	o->who = getenv("TESSERA_NAME") ? getenv("TESSERA_NAME") : "client.admin";
 	/* the command's own words first ("osd" "add"), argv[0] is the last */
 	snprintf(o->w0, sizeof(o->w0), "%.*s", (int)strcspn(name, " "), name);
 	if (nfixed == 2)
@@ -51,6 +55,14 @@ parse(const char *name, int argc, char **argv, int nfixed, struct copts *o)
 			i++;
 		} else if (strncmp(a, "--conf=", 7) == 0) {
 			o->conf = a + 7;
+		} else if (strcmp(a, "--name") == 0 || strcmp(a, "-n") == 0) {
+			const char *why;
+			if (v == NULL)
+				return cli_usage_err(name, NULL, "%s needs an entity name", a);
+			if (!tsr_auth_name_valid(v, &why))
+				return cli_usage_err(name, NULL, "--name %s: %s", v, why);
+			o->who = v;
+			i++;
 		} else if (strcmp(a, "--format") == 0) {
 			if (v == NULL || cli_parse_format(v, &o->json) < 0)
 				return CLI_USAGE;
@@ -63,11 +75,21 @@ parse(const char *name, int argc, char **argv, int nfixed, struct copts *o)
 						     "in (0, 3600]");
 			o->timeout_ms = (uint64_t)(s * 1000);
 			i++;
-		} else if (o->nwords < 63) {
+		} else if (o->nwords < TSR_MONMSG_MAX_ARGS) {
 			o->words[o->nwords++] = argv[i];
 		} else {
-			return cli_usage_err(name, NULL, "too many arguments");
+			return cli_usage_err(name, NULL, "too many arguments (a command "
+					     "has at most %d words)", TSR_MONMSG_MAX_ARGS);
 		}
+	}
+	/* the monitors refuse a longer word (monmsg.h); say so here rather
+	 * than send what they cannot read */
+	for (int i = 0; i < o->nwords; i++) {
+		size_t l = strlen(o->words[i]);
+		if (l >= TSR_MONMSG_MAX_ARG)
+			return cli_usage_err(name, NULL, "'%.20s...' is %zu bytes long; "
+					     "a word may have at most %d", o->words[i],
+					     l, TSR_MONMSG_MAX_ARG - 1);
 	}
 	return 0;
 }
@@ -229,38 +251,57 @@ print_plain(const struct copts *o, const char *text)
 	printf("%s\n", text);
 }
 
+/* check: for a change, the read that shows whether it was applied; NULL
+ * for a read. */
 static int
-run_words(const char *name, int argc, char **argv, int nfixed)
+run_words(const char *name, int argc, char **argv, int nfixed, const char *check)
 {
 	struct tsr_mon_members mem;
 	struct tsr_msgr_opts mo;
 	struct tsr_conf *conf = NULL;
 	struct tsr_monc *mc = NULL;
+	struct tsr_auth *auth = NULL;
 	struct copts o;
-	char err[1024], *text = NULL;
+	char err[1024], *text = NULL, type[8], *id;
 	int rc;
 
 	if ((rc = parse(name, argc, argv, nfixed, &o)) != 0)
 		return rc;
 	/* a monitor that is down is part of the answer below, not a warning */
 	tsr_log_set_level(TSR_SUB_MSG, TSR_LOG_ERROR);
+	/* the configuration as TYPE-ID of --name sees it, so that $name in
+	 * `keyring` finds that entity's key */
+	snprintf(type, sizeof(type), "%.*s", (int)strcspn(o.who, "."), o.who);
+	id = strchr(o.who, '.') + 1;
 	if (tsr_conf_load(o.conf, &conf, err, sizeof(err)) < 0 ||
-	    tsr_conf_resolve(conf, "client", NULL, NULL, err, sizeof(err)) < 0) {
+	    tsr_conf_resolve(conf, type, id, NULL, err, sizeof(err)) < 0) {
 		tsr_conf_destroy(conf);
 		return cli_fail(name, NULL, "%s", err);
 	}
 	rc = tsr_monc_conf(conf, &mem, &mo, err, sizeof(err));
 	if (rc == 0)
+		rc = tsr_auth_conf(conf, o.who, &auth, err, sizeof(err));
+	mo.auth = auth;
+	if (rc == 0)
 		rc = tsr_monc_create(&mem, &mo, &mc, err, sizeof(err));
 	tsr_conf_destroy(conf);
-	if (rc < 0)
+	if (rc < 0) {
+		tsr_auth_destroy(auth);
 		return cli_fail(name, NULL, "%s", err);
+	}
 	rc = tsr_monc_command(mc, o.nwords, o.words, o.timeout_ms, &text);
 	tsr_monc_destroy(mc);
+	tsr_auth_destroy(auth);
 	if (rc < 0) {
-		fprintf(stderr, "tessera %s: %s\n", name, text ? text : strerror(-rc));
+		/* -EINVAL: the monitors found the words wrong (state.h) */
+		if (rc == -EINVAL)
+			rc = cli_usage_err(name, NULL, "%s", text ? text : strerror(-rc));
+		else if (rc == -EINPROGRESS && check)
+			rc = cli_unknown(name, check, text);
+		else
+			rc = cli_fail(name, NULL, "%s", text ? text : strerror(-rc));
 		free(text);
-		return CLI_FAIL;
+		return rc;
 	}
 	if (o.json)
 		printf("%s\n", text);
@@ -270,37 +311,43 @@ run_words(const char *name, int argc, char **argv, int nfixed)
 	return CLI_OK;
 }
 
-#define WORDS1(fn, name)                                                      \
-	static int fn(int argc, char **argv) { return run_words(name, argc, argv, 1); }
-#define WORDS2(fn, name)                                                      \
-	static int fn(int argc, char **argv) { return run_words(name, argc, argv, 2); }
+/* Reads (READn) and changes (CHANGE2, with the read that shows their
+ * outcome), of one word or two. */
+#define READ1(fn, name)                                                       \
+	static int fn(int argc, char **argv) { return run_words(name, argc, argv, 1, NULL); }
+#define READ2(fn, name)                                                       \
+	static int fn(int argc, char **argv) { return run_words(name, argc, argv, 2, NULL); }
+#define CHANGE2(fn, name, check)                                              \
+	static int fn(int argc, char **argv) { return run_words(name, argc, argv, 2, check); }
 
-WORDS1(c_status, "status")
-WORDS1(c_health, "health")
-WORDS2(c_osd_tree, "osd tree")
-WORDS2(c_osd_add, "osd add")
-WORDS2(c_osd_rm, "osd rm")
-WORDS2(c_osd_in, "osd in")
-WORDS2(c_osd_out, "osd out")
-WORDS2(c_osd_reweight, "osd reweight")
-WORDS2(c_osd_down, "osd down")
-WORDS2(c_osd_beacon, "osd beacon")
-WORDS2(c_osd_set, "osd set")
-WORDS2(c_osd_unset, "osd unset")
-WORDS2(c_pool_create, "pool create")
-WORDS2(c_pool_ls, "pool ls")
-WORDS2(c_pool_set, "pool set")
-WORDS2(c_pool_rm, "pool rm")
-WORDS2(c_mds_stat, "mds stat")
-WORDS2(c_mds_fail, "mds fail")
-WORDS2(c_fs_set, "fs set")
-WORDS2(c_mon_stat, "mon stat")
+READ1(c_status, "status")
+READ1(c_health, "health")
+READ2(c_osd_tree, "osd tree")
+CHANGE2(c_osd_add, "osd add", "osd tree")
+CHANGE2(c_osd_rm, "osd rm", "osd tree")
+CHANGE2(c_osd_in, "osd in", "osd tree")
+CHANGE2(c_osd_out, "osd out", "osd tree")
+CHANGE2(c_osd_reweight, "osd reweight", "osd tree")
+CHANGE2(c_osd_down, "osd down", "osd tree")
+/* a beacon is answered by the leader from its state: nothing is logged */
+READ2(c_osd_beacon, "osd beacon")
+CHANGE2(c_osd_set, "osd set", "health")
+CHANGE2(c_osd_unset, "osd unset", "health")
+CHANGE2(c_pool_create, "pool create", "pool ls")
+READ2(c_pool_ls, "pool ls")
+CHANGE2(c_pool_set, "pool set", "pool ls")
+CHANGE2(c_pool_rm, "pool rm", "pool ls")
+READ2(c_mds_stat, "mds stat")
+CHANGE2(c_mds_fail, "mds fail", "mds stat")
+CHANGE2(c_fs_set, "fs set", "mds stat")
+READ2(c_mon_stat, "mon stat")
 
 static void
 common_help(FILE *f, const char *synopsis, const char *what)
 {
 	fprintf(f,
-		"Usage: tessera %s [--conf FILE] [--format plain|json] [--timeout S]\n"
+		"Usage: tessera %s [--conf FILE] [--name NAME] [--format plain|json]\n"
+		"       [--timeout S]\n"
 		"%s\n"
 		"\n"
 		"The command goes to the monitors listed in mon_members of the cluster\n"
@@ -310,12 +357,18 @@ common_help(FILE *f, const char *synopsis, const char *what)
 		"after a failover is applied once.\n"
 		"\n"
 		"      --conf FILE     the cluster file\n"
+		"  -n, --name NAME     whose key to use (default client.admin, or\n"
+		"                      $TESSERA_NAME); the file `keyring` names, with\n"
+		"                      $name as TYPE-ID (client-admin), holds it\n"
 		"      --format F      plain (default) or json (the monitors' answer)\n"
 		"      --timeout S     give up after S seconds without a monitor quorum\n"
 		"                      (default 15), naming what each monitor said\n"
 		"\n"
 		"Exit status: 0 on success, 1 when the monitors refused or could not be\n"
-		"reached, 2 for a usage error.\n", synopsis, what);
+		"reached (a change: known not to be applied), 2 for a usage error (the\n"
+		"monitors' too), 3 when a change was sent and no monitor said what\n"
+		"became of it: it may or may not have been applied, and the message\n"
+		"names the command that shows which.\n", synopsis, what);
 }
 
 #define HELP(fn, syn, what) static void fn(FILE *f) { common_help(f, syn, what); }
@@ -339,7 +392,10 @@ HELP(h_osd_unset, "osd unset noout", "Clear a cluster flag.")
 HELP(h_pool_create, "pool create NAME [PG_NUM] [--size N] [--min-size N] [--rule ID]\n"
      "       [--redundancy PLUGIN [--redundancy-opts K=V,...]]",
      "Create a pool (32 PGs, size 3, min_size 2, placement rule 0, redundancy\n"
-     "plugin replica, by default).")
+     "plugin replica, by default).  Numbers may be decimal or 0x hexadecimal.\n"
+     "The monitors refuse a redundancy plugin they do not have in their\n"
+     "plugin_dir, and options it does not take (`tessera plugins check\n"
+     "replica.so` lists a plugin's options).")
 HELP(h_pool_ls, "pool ls", "List the pools.")
 HELP(h_pool_set, "pool set NAME pg_num|size|min_size|rule VALUE",
      "Change a pool (pg_num only grows).")

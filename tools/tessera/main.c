@@ -15,6 +15,7 @@ static const struct cli_cmd *const groups[] = {
 	cli_backend_cmds,
 	cli_msgr_cmds,
 	cli_cluster_cmds,
+	cli_auth_cmds,
 };
 
 static int
@@ -64,7 +65,9 @@ usage(FILE *f)
 		"  %-*s %-30s %s\n"
 		"\n"
 		"`tessera COMMAND --help` explains a command.  Exit status: 0 on\n"
-		"success, 1 when the operation failed, 2 for a usage error.\n",
+		"success, 1 when the operation failed, 2 for a usage error; a few\n"
+		"commands say in their help what 3 means for them (a cluster change:\n"
+		"its outcome is unknown).\n",
 		w, "version", "", "print the version and plugin ABI");
 }
 

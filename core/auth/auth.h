@@ -1,0 +1,160 @@
+/* auth.h — who a peer is: the cluster secret, entity keys, keyring files,
+ * and the proofs of the messenger's challenge-response handshake.
+ *
+ * The cryptography is libsodium's (BLAKE2b, keyed; its random source;
+ * its constant-time compare): see doc/architecture.md, "Authentication",
+ * for why that library and why this scheme.
+ *
+ * Names.  Every entity that talks to the cluster has a name TYPE.ID:
+ * mon.a, osd.3, mds.x, client.admin.  TYPE is one of mon, osd, mds,
+ * client; ID is 1 to 48 of [A-Za-z0-9_-] (an OSD's is its number).
+ *
+ * Keys.  The cluster secret S is 32 random bytes made when the cluster is
+ * created; only the monitors hold it.  Every entity's key is derived from
+ * it, so the monitors need no database of keys and an entity holds only
+ * its own:
+ *
+ *     K(name) = BLAKE2b-256(key = S, "tessera entity key v1" 0x00 name)
+ *
+ * A stolen OSD key lets its holder be that OSD, nobody else.
+ *
+ * Keyring files are text, one entry a line, '#' starts a comment:
+ *
+ *     secret <64 hex digits>            the cluster secret (monitors)
+ *     key <NAME> <64 hex digits>        the key of NAME
+ *
+ * A file readable or writable by group or others is refused, as is one
+ * longer than 64 KiB.  A keyring may hold two secrets while the secret is
+ * rotated: the first is current (it derives this side's own key), both
+ * are accepted from peers (doc/operations.md, "Keys").
+ *
+ * The handshake (msgr.c; frame.h draws it).  The connector sends its
+ * name and a random nonce Nc in its hello; the acceptor answers with a
+ * random nonce Ns (CHALLENGE); the connector proves it holds K(name)
+ * (AUTH), the acceptor checks that proof and proves the same in its
+ * hello.  With the transcript
+ *
+ *     T = "tessera auth v1" 0x00 fsid[16] len(name) name Nc[32] Ns[32]
+ *
+ * the proofs are BLAKE2b-256(key = K(name), ROLE 0x00 T) with ROLE
+ * "connector" or "acceptor": fresh nonces on both sides make a recorded
+ * proof worthless, and the role word keeps one side's proof from being
+ * reflected as the other's.
+ *
+ * Conventions: functions return 0 or a negative errno; the reason goes to
+ * err, naming the file and line.  A struct tsr_auth is immutable once
+ * made and may be shared by threads.
+ */
+#ifndef TSR_AUTH_AUTH_H
+#define TSR_AUTH_AUTH_H
+
+#include <tessera/common.h>
+
+#include <stdbool.h>
+
+#define TSR_AUTH_KEY_LEN 32
+#define TSR_AUTH_NONCE_LEN 32
+#define TSR_AUTH_PROOF_LEN 32
+#define TSR_AUTH_NAME_MAX 56        /* with the NUL */
+#define TSR_AUTH_MAX_SECRETS 2
+#define TSR_AUTH_KEYRING_MAX (64u << 10)
+
+struct tsr_auth;
+
+/* Is name a valid entity name (TYPE.ID as above)?  why (may be NULL)
+ * gets what is wrong. */
+TSR_API bool tsr_auth_name_valid(const char *name, const char **why);
+
+/* A new random cluster secret. */
+TSR_API void tsr_auth_secret_new(uint8_t out[TSR_AUTH_KEY_LEN]);
+/* K(name) from the secret (name must be valid). */
+TSR_API void tsr_auth_derive(const uint8_t secret[TSR_AUTH_KEY_LEN],
+			     const char *name, uint8_t out[TSR_AUTH_KEY_LEN]);
+
+/* Load the keyring at path as name: the key of name, or the secret(s)
+ * from which it derives.  -ENOENT (no such file), -EACCES (mode too
+ * open), -EINVAL (malformed; err names the line), -ENOKEY (neither a
+ * secret nor name's key in it). */
+TSR_API int tsr_auth_load(const char *path, const char *name,
+			  struct tsr_auth **out, char *err, size_t errlen);
+/* The same from memory (tests, tools that made the key). */
+TSR_API int tsr_auth_from_secret(const uint8_t secret[TSR_AUTH_KEY_LEN],
+				 const char *name, struct tsr_auth **out);
+TSR_API int tsr_auth_from_key(const char *name,
+			      const uint8_t key[TSR_AUTH_KEY_LEN],
+			      struct tsr_auth **out);
+TSR_API void tsr_auth_destroy(struct tsr_auth *a);
+/* Load name's keyring from the path a resolved configuration gives
+ * (`keyring`); errors also say where that path was set. */
+struct tsr_conf;
+TSR_API int tsr_auth_conf(struct tsr_conf *conf, const char *name,
+			  struct tsr_auth **out, char *err, size_t errlen);
+
+/* Who we are. */
+TSR_API const char *tsr_auth_name(const struct tsr_auth *a);
+/* Does a hold the cluster secret (can it check any entity)? */
+TSR_API bool tsr_auth_has_secret(const struct tsr_auth *a);
+
+/* The handshake's transcript inputs. */
+struct tsr_auth_hs {
+	const uint8_t *fsid;                      /* 16 bytes */
+	const char *name;                         /* the connector's */
+	const uint8_t *cnonce, *snonce;           /* 32 bytes each */
+};
+
+/* Connector: our proof of K(our name). */
+TSR_API void tsr_auth_connector_proof(const struct tsr_auth *a,
+				      const struct tsr_auth_hs *hs,
+				      uint8_t out[TSR_AUTH_PROOF_LEN]);
+/* Connector: check the acceptor's proof.  0 or -EACCES. */
+TSR_API int tsr_auth_check_acceptor(const struct tsr_auth *a,
+				    const struct tsr_auth_hs *hs,
+				    const uint8_t proof[TSR_AUTH_PROOF_LEN]);
+/* Acceptor: can a check hs->name at all (it holds the secret, or the
+ * name is its own)?  0, or -ENOKEY with why. */
+TSR_API int tsr_auth_can_check(const struct tsr_auth *a, const char *name,
+			       const char **why);
+/* Acceptor: check the connector's proof of K(hs->name) under each key a
+ * may hold for it; on success write our own proof (made with the key
+ * that matched).  0 or -EACCES. */
+TSR_API int tsr_auth_accept(const struct tsr_auth *a, const struct tsr_auth_hs *hs,
+			    const uint8_t proof[TSR_AUTH_PROOF_LEN],
+			    uint8_t reply[TSR_AUTH_PROOF_LEN]);
+
+/* Random bytes for nonces. */
+TSR_API void tsr_auth_random(void *buf, size_t len);
+
+/* The secrets a holds, current first: their number (0 to
+ * TSR_AUTH_MAX_SECRETS), copied to out. */
+TSR_API int tsr_auth_secrets(const struct tsr_auth *a,
+			     uint8_t out[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN]);
+
+/* Write a keyring file: created with mode 0600, refused if path exists
+ * (-EEXIST) unless overwrite.  nsecrets secrets (current first; may be
+ * 0), and name's key unless name is NULL. */
+TSR_API int tsr_auth_keyring_write(const char *path,
+				   const uint8_t (*secrets)[TSR_AUTH_KEY_LEN],
+				   int nsecrets, const char *name,
+				   const uint8_t *key, bool overwrite,
+				   char *err, size_t errlen);
+
+/* ---- What a name may do (the monitors' rules) -------------------------
+ *
+ * Until per-client capabilities exist, a name's type says what it may do:
+ *   mon.*         everything, and Raft between monitors
+ *   client.admin  read the maps and change them
+ *   other client  read the maps
+ *   osd.N         read the maps; boot and beacon as osd.N only
+ *   mds.X         read the maps; beacon as mds.X only
+ */
+enum tsr_auth_cap {
+	TSR_CAP_READ,        /* status, maps, subscriptions */
+	TSR_CAP_CHANGE,      /* change the maps (pool create, osd out, ...) */
+	TSR_CAP_MON,         /* Raft between monitors */
+};
+/* name (NULL: unauthenticated, allowed nothing) may do cap? */
+TSR_API bool tsr_auth_may(const char *name, enum tsr_auth_cap cap);
+/* Is name exactly TYPE.ID (e.g. "osd", "3")? */
+TSR_API bool tsr_auth_is(const char *name, const char *type, const char *id);
+
+#endif
