@@ -387,7 +387,7 @@ proof(const uint8_t key[TSR_AUTH_KEY_LEN], const char *role,
 {
 	static const char label[] = "tessera auth v1";
 	crypto_generichash_state st;
-	uint8_t nl = (uint8_t)strlen(hs->name);
+	uint8_t nl = (uint8_t)strlen(hs->name), tl = (uint8_t)strlen(hs->target);
 
 	crypto_ready();
 	crypto_generichash_init(&st, key, TSR_AUTH_KEY_LEN, TSR_AUTH_PROOF_LEN);
@@ -396,6 +396,8 @@ proof(const uint8_t key[TSR_AUTH_KEY_LEN], const char *role,
 	crypto_generichash_update(&st, hs->fsid, 16);
 	crypto_generichash_update(&st, &nl, 1);
 	crypto_generichash_update(&st, (const uint8_t *)hs->name, nl);
+	crypto_generichash_update(&st, &tl, 1);
+	crypto_generichash_update(&st, (const uint8_t *)hs->target, tl);
 	crypto_generichash_update(&st, hs->cnonce, TSR_AUTH_NONCE_LEN);
 	crypto_generichash_update(&st, hs->snonce, TSR_AUTH_NONCE_LEN);
 	crypto_generichash_final(&st, out, TSR_AUTH_PROOF_LEN);

@@ -34,12 +34,16 @@
  * (AUTH), the acceptor checks that proof and proves the same in its
  * hello.  With the transcript
  *
- *     T = "tessera auth v1" 0x00 fsid[16] len(name) name Nc[32] Ns[32]
+ *     T = "tessera auth v1" 0x00 fsid[16] len(name) name
+ *         len(target) target Nc[32] Ns[32]
  *
- * the proofs are BLAKE2b-256(key = K(name), ROLE 0x00 T) with ROLE
- * "connector" or "acceptor": fresh nonces on both sides make a recorded
- * proof worthless, and the role word keeps one side's proof from being
- * reflected as the other's.
+ * (target: the name of the entity the connector meant to reach, which
+ * the acceptor checks is its own) the proofs are BLAKE2b-256(key =
+ * K(name), ROLE 0x00 T) with ROLE "connector" or "acceptor": fresh
+ * nonces on both sides make a recorded proof worthless, the role word
+ * keeps one side's proof from being reflected as the other's, and the
+ * target keeps a proof made for one monitor from being relayed to
+ * another by whoever squats an address the connector dials.
  *
  * Conventions: functions return 0 or a negative errno; the reason goes to
  * err, naming the file and line.  A struct tsr_auth is immutable once
@@ -99,6 +103,7 @@ TSR_API bool tsr_auth_has_secret(const struct tsr_auth *a);
 struct tsr_auth_hs {
 	const uint8_t *fsid;                      /* 16 bytes */
 	const char *name;                         /* the connector's */
+	const char *target;                       /* whom it meant to reach */
 	const uint8_t *cnonce, *snonce;           /* 32 bytes each */
 };
 
@@ -141,7 +146,8 @@ TSR_API int tsr_auth_keyring_write(const char *path,
 /* ---- What a name may do (the monitors' rules) -------------------------
  *
  * Until per-client capabilities exist, a name's type says what it may do:
- *   mon.*         everything, and Raft between monitors
+ *   mon.*         everything, and Raft between monitors (the monitors
+ *                 also require the name to be one of mon_members)
  *   client.admin  read the maps and change them
  *   other client  read the maps
  *   osd.N         read the maps; boot and beacon as osd.N only

@@ -253,6 +253,15 @@ tsr_logf(int subsys, int level, const char *fmt, ...)
 }
 
 void
+tsr_log_rate_init(struct tsr_log_rate *r, unsigned burst, unsigned interval_ms)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	r->burst = burst;
+	r->interval_ns = (uint64_t)interval_ms * 1000000u;
+}
+
+void
 tsr_log_rated(struct tsr_log_rate *r, int subsys, int level, const char *fmt, ...)
 {
 	uint64_t now = tsr_mono_ns(), suppressed = 0;

@@ -92,6 +92,9 @@ struct tsr_log_rate {
 #define TSR_LOG_RATE_INIT(burst_, interval_ms_)                              \
 	{ PTHREAD_MUTEX_INITIALIZER, (uint64_t)(interval_ms_) * 1000000u,    \
 	  (burst_), 0, 0, 0 }
+/* A limiter made at run time (one per peer, say). */
+TSR_API void tsr_log_rate_init(struct tsr_log_rate *r, unsigned burst,
+			       unsigned interval_ms);
 TSR_API void tsr_log_rated(struct tsr_log_rate *r, int subsys, int level,
 			   const char *fmt, ...) TSR_PRINTF(4, 5);
 

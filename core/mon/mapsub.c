@@ -241,7 +241,9 @@ worker(void *arg)
 				t = &s->members.m[s->next++ % s->members.n];
 			s->hint[0] = '\0';
 			pthread_mutex_unlock(&s->lock);
-			rc = tsr_msgr_connect(s->msgr, t->addr, 0, &c);
+			char who[TSR_MON_NAME_MAX + 8];
+			tsr_mon_member_entity(t, who, sizeof(who));
+			rc = tsr_msgr_connect_to(s->msgr, t->addr, who, 0, &c);
 			pthread_mutex_lock(&s->lock);
 			if (rc < 0) {
 				s->failed_in_row++;

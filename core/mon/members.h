@@ -16,6 +16,8 @@
 
 #include <tessera/common.h>
 
+#include <stdio.h>
+
 #define TSR_MON_MAX 9
 #define TSR_MON_NAME_MAX 32
 #define TSR_MON_ADDR_MAX 64
@@ -39,6 +41,13 @@ struct tsr_mon_members {
 TSR_API int tsr_mon_members_parse(const char *text, const char *where,
 				  struct tsr_mon_members *out, char *err,
 				  size_t errlen);
+/* A member's entity name ("mon.a"), the name its key is for. */
+static inline void
+tsr_mon_member_entity(const struct tsr_mon_member *m, char *out, size_t len)
+{
+	snprintf(out, len, "mon.%s", m->name);
+}
+
 /* The member of that name, id or address, or NULL. */
 TSR_API const struct tsr_mon_member *
 tsr_mon_members_find(const struct tsr_mon_members *ms, const char *name);

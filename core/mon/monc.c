@@ -143,9 +143,10 @@ tsr_monc_destroy(struct tsr_monc *c)
  * negative errno (the session failed, or -ETIMEDOUT), with *delivered
  * saying whether the command may have reached the monitor. */
 static int
-try_one(struct tsr_monc *c, const char *addr, const struct tsr_mon_cmd *cmd,
-	uint64_t deadline, int *delivered)
+try_one(struct tsr_monc *c, const struct tsr_mon_member *to,
+	const struct tsr_mon_cmd *cmd, uint64_t deadline, int *delivered)
 {
+	char who[TSR_MON_NAME_MAX + 8];
 	struct tsr_conn *conn;
 	struct tsr_msg *m;
 	struct tsr_enc e;
@@ -157,7 +158,8 @@ try_one(struct tsr_monc *c, const char *addr, const struct tsr_mon_cmd *cmd,
 		tsr_conn_put(c->conn);
 		c->conn = NULL;
 	}
-	if ((rc = tsr_msgr_connect(c->msgr, addr, 0, &conn)) < 0)
+	tsr_mon_member_entity(to, who, sizeof(who));
+	if ((rc = tsr_msgr_connect_to(c->msgr, to->addr, who, 0, &conn)) < 0)
 		return rc;
 	tsr_enc_init(&e);
 	tsr_monmsg_cmd_encode(&e, cmd);
@@ -214,7 +216,7 @@ tsr_monc_command(struct tsr_monc *c, int argc, char **argv, uint64_t timeout_ms,
 			target = &c->members.m[next++ % c->members.n];
 		if (try_end > end)
 			try_end = end;
-		rc = try_one(c, target->addr, &cmd, try_end, &delivered);
+		rc = try_one(c, target, &cmd, try_end, &delivered);
 		char *last = c->last[target->id - 1];
 		if (rc == 1) {
 			struct tsr_mon_reply *r = &c->reply;
@@ -256,7 +258,7 @@ tsr_monc_command(struct tsr_monc *c, int argc, char **argv, uint64_t timeout_ms,
 			 * outage: waiting would not change it (and the
 			 * command was never sent: messages wait for the
 			 * handshake) */
-			if (rc == -EACCES && !c->denied[target->id - 1]) {
+			if (rc == -EACCES && !unknown && !c->denied[target->id - 1]) {
 				c->denied[target->id - 1] = 1;
 				if (++denied == c->members.n) {
 					tsr_sbuf_init(&why);

@@ -157,6 +157,7 @@ tsr_hello_encode(const struct tsr_hello *h, struct tsr_enc *e)
 	tsr_enc_str(e, h->addr);
 	/* version 2 */
 	tsr_enc_str(e, h->auth_name);
+	tsr_enc_str(e, h->auth_target);
 	tsr_enc_raw(e, h->auth_nonce, sizeof(h->auth_nonce));
 	tsr_enc_u8(e, h->has_proof);
 	tsr_enc_raw(e, h->auth_proof, sizeof(h->auth_proof));
@@ -190,6 +191,7 @@ tsr_hello_decode(const void *buf, size_t len, struct tsr_hello *h,
 		tsr_dec_str(&sub, h->addr, sizeof(h->addr));
 		if (v >= 2) {
 			tsr_dec_str(&sub, h->auth_name, sizeof(h->auth_name));
+			tsr_dec_str(&sub, h->auth_target, sizeof(h->auth_target));
 			tsr_dec_raw(&sub, h->auth_nonce, sizeof(h->auth_nonce));
 			h->has_proof = tsr_dec_u8(&sub);
 			tsr_dec_raw(&sub, h->auth_proof, sizeof(h->auth_proof));
@@ -206,7 +208,8 @@ tsr_hello_decode(const void *buf, size_t len, struct tsr_hello *h,
 			w = "bad policy";
 		else if (h->has_proof > 1)
 			w = "bad proof flag";
-		else if (h->auth_name[0] && !tsr_auth_name_valid(h->auth_name, NULL))
+		else if ((h->auth_name[0] && !tsr_auth_name_valid(h->auth_name, NULL)) ||
+			 (h->auth_target[0] && !tsr_auth_name_valid(h->auth_target, NULL)))
 			w = "malformed entity name";
 	}
 	if (why)

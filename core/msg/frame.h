@@ -48,7 +48,7 @@
  * a challenge and a proof come between:
  *
  *   connector                                  acceptor
- *     HELLO  {..., name, Nc}            ->
+ *     HELLO  {..., name, target, Nc}    ->
  *                                       <-     CHALLENGE {Ns}
  *     AUTH   {proof: connector, K(name)} ->     checks it
  *                                       <-     HELLO {..., proof: acceptor}
@@ -164,6 +164,7 @@ struct tsr_hello {
 	/* version 2: authentication (auth/auth.h).  Connector: its name
 	 * ("" for none) and nonce Nc; acceptor: its proof (has_proof) */
 	char auth_name[56];
+	char auth_target[56];    /* connector: whom it meant to reach */
 	uint8_t auth_nonce[32];
 	uint8_t has_proof;
 	uint8_t auth_proof[32];

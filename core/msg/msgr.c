@@ -160,6 +160,7 @@ struct tsr_conn {
 	struct tsr_hello hs_hello; /* acceptor: the connector's hello until
 	                            * its proof is checked */
 	char peer_auth[TSR_AUTH_NAME_MAX]; /* proved name ("" none) */
+	char auth_target[TSR_AUTH_NAME_MAX]; /* connector: whom we dial */
 	uint8_t rfooter[TSR_FRAME_FOOTER];
 	size_t rgot;               /* body bytes read */
 	uint8_t *rzdata;           /* compressed data being read */
@@ -219,6 +220,10 @@ struct tsr_msgr {
 /* Lines a peer can cause at will are logged at a rate (log.h). */
 static struct tsr_log_rate peer_lines = TSR_LOG_RATE_INIT(20, 10000);
 static struct tsr_log_rate accept_lines = TSR_LOG_RATE_INIT(1, 10000);
+/* Our own side's failures with a peer (a peer that cannot prove our key,
+ * one that refused us), apart, so that a flood of bad peers cannot hide
+ * them. */
+static struct tsr_log_rate own_lines = TSR_LOG_RATE_INIT(20, 10000);
 
 static __thread struct worker *cur_worker;
 
@@ -1313,6 +1318,8 @@ hello_fill(struct tsr_conn *c, struct tsr_hello *h)
 	if (c->connector && m->o.auth) {
 		snprintf(h->auth_name, sizeof(h->auth_name), "%s",
 			 tsr_auth_name(m->o.auth));
+		snprintf(h->auth_target, sizeof(h->auth_target), "%s",
+			 c->auth_target);
 		memcpy(h->auth_nonce, c->auth_cnonce, sizeof(h->auth_nonce));
 	} else if (!c->connector && c->has_reply) {
 		h->has_proof = 1;
@@ -1411,10 +1418,11 @@ connector_hello(struct tsr_conn *c, const struct tsr_hello *h)
 		/* the acceptor must prove it holds our key too: anyone can
 		 * listen on an address */
 		struct tsr_auth_hs hs = { c->m->o.fsid, tsr_auth_name(c->m->o.auth),
-					  c->auth_cnonce, c->auth_snonce };
+					  c->auth_target, c->auth_cnonce,
+					  c->auth_snonce };
 		if (c->auth_state != AS_PROVED || !h->has_proof ||
 		    tsr_auth_check_acceptor(c->m->o.auth, &hs, h->auth_proof) < 0) {
-			tsr_log_rated(&peer_lines, TSR_SUB_MSG, TSR_LOG_ERROR,
+			tsr_log_rated(&own_lines, TSR_SUB_MSG, TSR_LOG_ERROR,
 				      "%s: the peer did not prove it holds the key of "
 				      "%s (%s): not a monitor of this cluster, or "
 				      "another cluster's secret", c->name,
@@ -1559,6 +1567,14 @@ acceptor_challenge(struct tsr_conn *c, const struct tsr_hello *h)
 			    "name and key (set `keyring` in its configuration)");
 		return;
 	}
+	if (strcmp(h->auth_target, tsr_auth_name(c->m->o.auth)) != 0) {
+		/* a handshake relayed from a connection to someone else */
+		snprintf(reason, sizeof(reason), "the peer meant to reach %s, not "
+			 "%s", h->auth_target[0] ? h->auth_target : "nobody named",
+			 tsr_auth_name(c->m->o.auth));
+		conn_refuse(c, reason);
+		return;
+	}
 	if (tsr_auth_can_check(c->m->o.auth, h->auth_name, &why) < 0) {
 		snprintf(reason, sizeof(reason), "cannot authenticate %s: %s",
 			 h->auth_name, why);
@@ -1581,7 +1597,8 @@ static void
 acceptor_check(struct tsr_conn *c, const struct tsr_msg *x, struct after *a)
 {
 	struct tsr_auth_hs hs = { c->m->o.fsid, c->hs_hello.auth_name,
-				  c->hs_hello.auth_nonce, c->auth_snonce };
+				  c->hs_hello.auth_target, c->hs_hello.auth_nonce,
+				  c->auth_snonce };
 	char reason[128];
 
 	if (c->connector || c->state != C_HELLO || c->auth_state != AS_CHALLENGED ||
@@ -1590,9 +1607,9 @@ acceptor_check(struct tsr_conn *c, const struct tsr_msg *x, struct after *a)
 		return;
 	}
 	if (tsr_auth_accept(c->m->o.auth, &hs, x->front, c->auth_reply) < 0) {
-		/* one line per peer address and a rate for all of them: a
-		 * wrong key is an operator's mistake or an attack, and
-		 * either may repeat thousands of times a second */
+		/* logged at a rate (conn_refuse): a wrong key is an
+		 * operator's mistake or an attack, and either may repeat
+		 * thousands of times a second */
 		snprintf(reason, sizeof(reason), "authentication failed for %s: "
 			 "wrong key", c->hs_hello.auth_name);
 		conn_refuse(c, reason);
@@ -1618,7 +1635,7 @@ connector_prove(struct tsr_conn *c, const struct tsr_msg *x)
 		return;
 	}
 	if (m->o.auth == NULL) {
-		tsr_log_rated(&peer_lines, TSR_SUB_MSG, TSR_LOG_ERROR,
+		tsr_log_rated(&own_lines, TSR_SUB_MSG, TSR_LOG_ERROR,
 			      "%s: the peer requires authentication and we have "
 			      "no key (set `keyring`)", c->name);
 		conn_end(c, -EACCES);
@@ -1626,7 +1643,7 @@ connector_prove(struct tsr_conn *c, const struct tsr_msg *x)
 	}
 	memcpy(c->auth_snonce, x->front, TSR_AUTH_NONCE_LEN);
 	struct tsr_auth_hs hs = { m->o.fsid, tsr_auth_name(m->o.auth),
-				  c->auth_cnonce, c->auth_snonce };
+				  c->auth_target, c->auth_cnonce, c->auth_snonce };
 	tsr_auth_connector_proof(m->o.auth, &hs, proof);
 	if (ctl_append(c, TSR_MSG_AUTH, proof, sizeof(proof)) < 0) {
 		conn_fault(c, -ENOMEM, "cannot queue our proof");
@@ -1673,11 +1690,14 @@ dispatch_queue(struct tsr_conn *c, struct tsr_msg *x)
 	 * throttle): above it this connection stops reading — TCP tells
 	 * the peer to back off — until the handlers catch up (tick_conn) */
 	if (atomic_fetch_add(&m->rx_queued, x->front_len + x->data_len) +
-		    x->front_len + x->data_len > m->o.recv_budget &&
-	    !c->read_paused) {
-		c->read_paused = 1;
+		    x->front_len + x->data_len > m->o.recv_budget) {
+		/* also when its own limit paused it first: then only the
+		 * tick, which looks at the total, may resume it */
 		c->gpaused = 1;
-		conn_watch(c);
+		if (!c->read_paused) {
+			c->read_paused = 1;
+			conn_watch(c);
+		}
 	}
 	pthread_mutex_lock(&m->dlock);
 	if (!c->dq_listed && !c->dq_active) {
@@ -1898,7 +1918,7 @@ frame_done(struct tsr_conn *c, struct after *a)
 			why[i] = x->front[i] >= 0x20 && x->front[i] < 0x7f &&
 				 x->front[i] != '"' ? (char)x->front[i] : '?';
 		why[n] = '\0';
-		tsr_log_rated(&peer_lines, TSR_SUB_MSG, TSR_LOG_WARN,
+		tsr_log_rated(&own_lines, TSR_SUB_MSG, TSR_LOG_WARN,
 			      "%s: the peer refused us%s: \"%s%s\"", c->name,
 			      auth ? " after our proof" : "", why,
 			      x->front_len > n ? "..." : "");
@@ -2401,7 +2421,10 @@ tick_conn(struct tsr_conn *c, uint64_t now)
 				conn_read(c, &a);
 			}
 		}
-		if (now - c->last_rx > MS(m->o.idle_timeout_ms)) {
+		if (c->read_paused) {
+			/* we stopped reading: the peer's silence is ours */
+			c->last_rx = now;
+		} else if (now - c->last_rx > MS(m->o.idle_timeout_ms)) {
 			conn_fault(c, -ETIMEDOUT, "nothing heard for %u ms",
 				   m->o.idle_timeout_ms);
 		} else if (c->state == C_HELLO && !c->connector &&
@@ -2469,6 +2492,8 @@ accept_resume(void *arg)
 {
 	struct tsr_msgr *m = arg;
 
+	if (m->reserve_fd < 0) /* another thread took it when it was spent */
+		m->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (m->accept_paused && m->lfd >= 0 &&
 	    tsr_loop_fd_add(m->workers[0].loop, m->lfd, TSR_EV_READ, on_listen,
 			    m) == 0)
@@ -2561,8 +2586,8 @@ on_listen(struct tsr_loop *loop, int lfd, uint32_t events, void *arg)
 }
 
 int
-tsr_msgr_connect(struct tsr_msgr *m, const char *addr, int lossless,
-		 struct tsr_conn **out)
+tsr_msgr_connect_to(struct tsr_msgr *m, const char *addr, const char *target,
+		    int lossless, struct tsr_conn **out)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
@@ -2570,17 +2595,28 @@ tsr_msgr_connect(struct tsr_msgr *m, const char *addr, int lossless,
 
 	if (strlen(addr) >= sizeof(c->addr) || parse_addr(addr, &ss, &sl) < 0)
 		return -EINVAL;
+	if (m->o.auth && (target == NULL || !tsr_auth_name_valid(target, NULL)))
+		return -EINVAL;
 	/* standby with its reconnect due: the first connect is a reconnect
 	 * that has waited nothing */
 	c = conn_new(m, 1, lossless, C_STANDBY, -1, addr);
 	if (c == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(&c->lock);
+	if (target)
+		snprintf(c->auth_target, sizeof(c->auth_target), "%s", target);
 	atomic_fetch_add(&c->refs, 1); /* the caller's */
 	conn_kick(c, ACT_CONNECT);
 	pthread_mutex_unlock(&c->lock);
 	*out = c;
 	return 0;
+}
+
+int
+tsr_msgr_connect(struct tsr_msgr *m, const char *addr, int lossless,
+		 struct tsr_conn **out)
+{
+	return tsr_msgr_connect_to(m, addr, NULL, lossless, out);
 }
 
 void

@@ -179,7 +179,14 @@ TSR_API int tsr_msgr_register(struct tsr_msgr *m, uint32_t type, tsr_msg_handler
 
 /* A session with the peer at addr ("host:port").  The handle is the
  * caller's (tsr_conn_put).  Connecting happens in the background;
- * messages sent meanwhile wait. */
+ * messages sent meanwhile wait.  target names the entity we mean to
+ * reach (auth/auth.h: "mon.a"): it is bound into the handshake, and an
+ * acceptor that is someone else refuses; a messenger with a key must
+ * name it (-EINVAL otherwise), one without may pass NULL. */
+TSR_API int tsr_msgr_connect_to(struct tsr_msgr *m, const char *addr,
+				const char *target, int lossless,
+				struct tsr_conn **out);
+/* tsr_msgr_connect_to with no target (messengers without a key). */
 TSR_API int tsr_msgr_connect(struct tsr_msgr *m, const char *addr, int lossless,
 		     struct tsr_conn **out);
 

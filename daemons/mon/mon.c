@@ -286,9 +286,12 @@ send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
 		return;
 	if (copy.type == TSR_RAFT_APPEND)
 		copy.ctx = now;  /* the lease clock (raft.h) */
-	if (mon->peer[i] == NULL &&
-	    tsr_msgr_connect(mon->msgr, to->addr, 0, &mon->peer[i]) < 0)
-		return;
+	if (mon->peer[i] == NULL) {
+		char who[TSR_MON_NAME_MAX + 8];
+		tsr_mon_member_entity(to, who, sizeof(who));
+		if (tsr_msgr_connect_to(mon->msgr, to->addr, who, 0, &mon->peer[i]) < 0)
+			return;
+	}
 	tsr_enc_init(&e);
 	tsr_monmsg_raft_encode(&e, mon->mem.fp, &copy);
 	if ((m = tsr_msg_from_enc(TSR_MSG_MON_RAFT, &e)) == NULL)
@@ -972,8 +975,8 @@ waiter_free(struct waiter *w)
  * only from that daemon; reads from anyone authenticated; other changes
  * from client.admin and the monitors.  0, or -EACCES with why. */
 static int
-cmd_allowed(int kind, const struct tsr_mon_cmd *cmd, const char *who,
-	    char *why, size_t len)
+cmd_allowed(struct mon *mon, int kind, const struct tsr_mon_cmd *cmd,
+	    const char *who, char *why, size_t len)
 {
 	const char *type = NULL;
 
@@ -981,8 +984,15 @@ cmd_allowed(int kind, const struct tsr_mon_cmd *cmd, const char *who,
 		snprintf(why, len, "not authenticated");
 		return -EACCES;
 	}
-	if (tsr_auth_may(who, TSR_CAP_MON))
-		return 0;
+	/* a monitor's key is everything, but only a member's: a key made
+	 * for a monitor not yet in mon_members is no admin key */
+	if (tsr_auth_may(who, TSR_CAP_MON)) {
+		if (tsr_mon_members_find(&mon->mem, who + 4) != NULL)
+			return 0;
+		snprintf(why, len, "permission denied: %s is not a monitor of "
+			 "mon_members", who);
+		return -EACCES;
+	}
 	if (cmd->argc >= 3 && strcmp(cmd->argv[0], "osd") == 0 &&
 	    (strcmp(cmd->argv[1], "boot") == 0 || strcmp(cmd->argv[1], "beacon") == 0))
 		type = "osd";
@@ -1091,7 +1101,8 @@ handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t no
 		reply(c, w->cmd.tid, kind, tsr_sbuf_str(&out), NULL);
 		goto done;
 	}
-	if (cmd_allowed(kind, &w->cmd, tsr_conn_peer_auth(c), err, sizeof(err)) < 0) {
+	if (cmd_allowed(mon, kind, &w->cmd, tsr_conn_peer_auth(c), err,
+			sizeof(err)) < 0) {
 		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: %s",
 			      tsr_conn_peer(c), err);
 		reply(c, w->cmd.tid, -EACCES, err, NULL);
@@ -1770,7 +1781,7 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	if ((rc = open_store(mon, err, errlen)) < 0)
 		return rc;
 	for (size_t i = 0; i <= TSR_MON_MAX; i++)
-		mon->raft_refused[i] = (struct tsr_log_rate)TSR_LOG_RATE_INIT(5, 10000);
+		tsr_log_rate_init(&mon->raft_refused[i], 5, 10000);
 	if ((rc = tsr_msgr_opts_from_conf(conf, &o, err, errlen)) < 0)
 		return rc;
 	o.entity_type = TSR_ENTITY_MON;

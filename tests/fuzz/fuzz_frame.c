@@ -37,7 +37,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t pos = 0;
 	/* what the handshake carries from one frame to the next */
-	char name[TSR_AUTH_NAME_MAX] = "osd.3";
+	char name[TSR_AUTH_NAME_MAX] = "osd.3", target[TSR_AUTH_NAME_MAX] = "mon.a";
 	uint8_t cnonce[TSR_AUTH_NONCE_LEN] = { 0 }, snonce[TSR_AUTH_NONCE_LEN] = { 1 };
 
 	while (size - pos >= TSR_FRAME_HDR) {
@@ -81,10 +81,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 				if (why != NULL || memchr(hello.addr, '\0', sizeof(hello.addr)) == NULL ||
 				    memchr(hello.auth_name, '\0', sizeof(hello.auth_name)) == NULL ||
-				    (hello.auth_name[0] && !tsr_auth_name_valid(hello.auth_name, NULL)))
+				    memchr(hello.auth_target, '\0', sizeof(hello.auth_target)) == NULL ||
+				    (hello.auth_name[0] && !tsr_auth_name_valid(hello.auth_name, NULL)) ||
+				    (hello.auth_target[0] && !tsr_auth_name_valid(hello.auth_target, NULL)))
 					abort();
 				if (hello.auth_name[0]) {
 					memcpy(name, hello.auth_name, sizeof(name));
+					memcpy(target, hello.auth_target, sizeof(target));
 					memcpy(cnonce, hello.auth_nonce, sizeof(cnonce));
 				}
 				tsr_enc_init(&e);
@@ -106,7 +109,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(snonce, data + pos, sizeof(snonce));
 			tsr_auth_derive(secret, name, key);
 			if (tsr_auth_from_key(name, key, &a) == 0) {
-				struct tsr_auth_hs hs = { fsid, name, cnonce, snonce };
+				struct tsr_auth_hs hs = { fsid, name, target, cnonce, snonce };
 				tsr_auth_connector_proof(a, &hs, proof);
 				tsr_auth_destroy(a);
 			}
@@ -115,7 +118,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct tsr_auth *a;
 			uint8_t reply[TSR_AUTH_PROOF_LEN];
 			if (tsr_auth_from_secret(secret, "mon.a", &a) == 0) {
-				struct tsr_auth_hs hs = { fsid, name, cnonce, snonce };
+				struct tsr_auth_hs hs = { fsid, name, target, cnonce, snonce };
 				if (tsr_auth_accept(a, &hs, data + pos, reply) == 0)
 					abort(); /* a forged proof passed */
 				tsr_auth_destroy(a);

@@ -842,7 +842,12 @@ forge_raft(struct tc_cluster *c, size_t i, const char *name, uint64_t from,
 	o.auth = a;
 	ck_assert_int_eq(tsr_msgr_create(&o, NULL, &m, err, sizeof(err)), 0);
 	tsr_msgr_start(m);
-	ck_assert_int_eq(tsr_msgr_connect(m, c->mon[i].addr, 1, &conn), 0);
+	{
+		char target[32];
+		snprintf(target, sizeof(target), "mon.%s", c->mon[i].name);
+		ck_assert_int_eq(tsr_msgr_connect_to(m, c->mon[i].addr, target, 1,
+						     &conn), 0);
+	}
 	tsr_enc_init(&e);
 	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, mem.fp, &rm), 0);
 	ck_assert_int_eq(tsr_conn_send(conn, tsr_msg_from_enc(TSR_MSG_MON_RAFT, &e), 0), 0);
@@ -908,6 +913,11 @@ START_TEST(auth_refusals)
 	ck_assert_int_eq(tc_cli(&c, NULL, "status --name client.bob"), 0);
 	ck_assert_int_eq(tc_cli(&c, &out, "pool create bobs --name client.bob"), 1);
 	ck_assert_contains(out, "permission denied: client.bob may not change");
+	free(out);
+	/* a monitor's key for a name outside mon_members is no admin key */
+	ck_assert_int_eq(tc_key_write(&c, "mon", "d"), 0);
+	ck_assert_int_eq(tc_cli(&c, &out, "pool create mons --name mon.d"), 1);
+	ck_assert_contains(out, "mon.d is not a monitor of mon_members");
 	free(out);
 	/* an OSD reports for itself only, and the admin is no OSD */
 	ck_assert_int_eq(tc_key_write(&c, "osd", "1"), 0);

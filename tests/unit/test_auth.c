@@ -90,8 +90,8 @@ END_TEST
 /* A fixed handshake over a's and b's keys: does the acceptor take the
  * connector's proof, and the connector the acceptor's? */
 static int
-handshake(const struct tsr_auth *acc, const struct tsr_auth *con,
-	  const char *claimed)
+handshake_to(const struct tsr_auth *acc, const struct tsr_auth *con,
+	     const char *claimed, const char *target)
 {
 	static const uint8_t fsid[16] = "tessera-test-fs";
 	uint8_t cn[32], sn[32], proof[32], reply[32];
@@ -99,9 +99,13 @@ handshake(const struct tsr_auth *acc, const struct tsr_auth *con,
 
 	tsr_auth_random(cn, sizeof(cn));
 	tsr_auth_random(sn, sizeof(sn));
-	hs = (struct tsr_auth_hs){ fsid, tsr_auth_name(con), cn, sn };
+	/* the connector proves over the target it dialed; the acceptor
+	 * checks over its own name */
+	hs = (struct tsr_auth_hs){ fsid, tsr_auth_name(con),
+				   target ? target : tsr_auth_name(acc), cn, sn };
 	tsr_auth_connector_proof(con, &hs, proof);
 	hs.name = claimed ? claimed : tsr_auth_name(con);
+	hs.target = tsr_auth_name(acc);
 	if (tsr_auth_accept(acc, &hs, proof, reply) < 0)
 		return -1;
 	hs.name = tsr_auth_name(con);
@@ -110,6 +114,13 @@ handshake(const struct tsr_auth *acc, const struct tsr_auth *con,
 	/* neither proof works as the other (a reflected proof) */
 	ck_assert_int_eq(tsr_auth_check_acceptor(con, &hs, proof), -EACCES);
 	return 0;
+}
+
+static int
+handshake(const struct tsr_auth *acc, const struct tsr_auth *con,
+	  const char *claimed)
+{
+	return handshake_to(acc, con, claimed, NULL);
 }
 
 START_TEST(proofs)
@@ -134,6 +145,8 @@ START_TEST(proofs)
 	ck_assert_int_eq(handshake(other_mon, osd, NULL), -1);
 	ck_assert_int_eq(handshake(mon, osd, "osd.4"), -1); /* claims another name */
 	ck_assert_int_eq(handshake(osd, osd, NULL), 0);     /* its own name only */
+	/* a proof made for another monitor, relayed to this one */
+	ck_assert_int_eq(handshake_to(mon, osd, NULL, "mon.b"), -1);
 	{
 		const char *why;
 		ck_assert_int_eq(tsr_auth_can_check(osd, "osd.4", &why), -ENOKEY);

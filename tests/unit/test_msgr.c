@@ -816,8 +816,8 @@ auth_teardown(void)
 /* One client of srv with tweak: 0 when a message got through, or the
  * fault its session ended with. */
 static int
-auth_try(const char *addr, void (*tweak)(struct tsr_msgr_opts *),
-	 struct sink *srv_sink)
+auth_try(const char *addr, const char *target,
+	 void (*tweak)(struct tsr_msgr_opts *), struct sink *srv_sink)
 {
 	struct sink xs;
 	struct tsr_msgr *m;
@@ -830,7 +830,7 @@ auth_try(const char *addr, void (*tweak)(struct tsr_msgr_opts *),
 	pthread_mutex_lock(&srv_sink->mu);
 	before = srv_sink->n;
 	pthread_mutex_unlock(&srv_sink->mu);
-	ck_assert_int_eq(tsr_msgr_connect(m, addr, 0, &c), 0);
+	ck_assert_int_eq(tsr_msgr_connect_to(m, addr, target, 0, &c), 0);
 	/* the refusal may beat the send: then the send fails with it */
 	rc = tsr_conn_send(c, seq_msg(srv_sink->next), 0);
 	for (int i = 0; rc == 0 && i < WAIT_MS / 10; i++) {
@@ -869,7 +869,9 @@ START_TEST(auth_handshake)
 	srv = mk(TSR_ENTITY_MON, 1, "127.0.0.1:0", &ss, with_srv_auth);
 	addr = tsr_msgr_addr(srv);
 	cli = mk(TSR_ENTITY_OSD, 3, NULL, &cs, with_cli_auth);
-	ck_assert_int_eq(tsr_msgr_connect(cli, addr, 1, &c), 0);
+	/* a messenger with a key says whom it dials */
+	ck_assert_int_eq(tsr_msgr_connect(cli, addr, 1, &c), -EINVAL);
+	ck_assert_int_eq(tsr_msgr_connect_to(cli, addr, "mon.a", 1, &c), 0);
 	ck_assert_int_eq(tsr_conn_send(c, seq_msg(0), 0), 0);
 	ck_assert_int_eq(sink_wait(&ss, &ss.next, 1, 1), 0);
 	ck_assert_int_eq(sink_wait(&ss, &ss.accepts, 0, 1), 0);
@@ -879,17 +881,21 @@ START_TEST(auth_handshake)
 						     * holder of our key */
 
 	/* a key of another secret */
-	ck_assert_int_eq(auth_try(addr, with_wrong_auth, &ss), -EACCES);
+	ck_assert_int_eq(auth_try(addr, "mon.a", with_wrong_auth, &ss), -EACCES);
 	ck_assert(log_wait("authentication failed for osd.3: wrong key"));
 	/* no key at all */
-	ck_assert_int_eq(auth_try(addr, NULL, &ss), -ECONNREFUSED);
+	ck_assert_int_eq(auth_try(addr, NULL, NULL, &ss), -ECONNREFUSED);
 	ck_assert(log_wait("authentication required"));
+	/* a handshake meant for another monitor (one relayed by whoever
+	 * squats an address we dial) */
+	ck_assert_int_eq(auth_try(addr, "mon.b", with_cli_auth, &ss), -ECONNREFUSED);
+	ck_assert(log_wait("the peer meant to reach mon.b, not mon.a"));
 	/* an acceptor that asks for no proof cannot prove it holds ours */
 	{
 		struct sink ps;
 		sink_init(&ps);
 		plain = mk(TSR_ENTITY_MON, 2, "127.0.0.1:0", &ps, NULL);
-		ck_assert_int_eq(auth_try(tsr_msgr_addr(plain), with_cli_auth, &ps),
+		ck_assert_int_eq(auth_try(tsr_msgr_addr(plain), "mon.b", with_cli_auth, &ps),
 				 -EACCES);
 		ck_assert(log_wait("did not prove it holds the key of osd.3"));
 		ck_assert_int_eq(ps.n, 0);

@@ -35,6 +35,8 @@ struct copts {
 static int
 parse(const char *name, int argc, char **argv, int nfixed, struct copts *o)
 {
+	const char *why;
+
 	memset(o, 0, sizeof(*o));
 	o->conf = getenv("TESSERA_CONF") ? getenv("TESSERA_CONF") : DEFAULT_CONF;
 	o->timeout_ms = 15000;
@@ -56,11 +58,8 @@ parse(const char *name, int argc, char **argv, int nfixed, struct copts *o)
 		} else if (strncmp(a, "--conf=", 7) == 0) {
 			o->conf = a + 7;
 		} else if (strcmp(a, "--name") == 0 || strcmp(a, "-n") == 0) {
-			const char *why;
 			if (v == NULL)
 				return cli_usage_err(name, NULL, "%s needs an entity name", a);
-			if (!tsr_auth_name_valid(v, &why))
-				return cli_usage_err(name, NULL, "--name %s: %s", v, why);
 			o->who = v;
 			i++;
 		} else if (strcmp(a, "--format") == 0) {
@@ -91,6 +90,9 @@ parse(const char *name, int argc, char **argv, int nfixed, struct copts *o)
 					     "a word may have at most %d", o->words[i],
 					     l, TSR_MONMSG_MAX_ARG - 1);
 	}
+	/* from --name or $TESSERA_NAME */
+	if (!tsr_auth_name_valid(o->who, &why))
+		return cli_usage_err(name, NULL, "name '%s': %s", o->who, why);
 	return 0;
 }
 
