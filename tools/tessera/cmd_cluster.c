@@ -388,7 +388,8 @@ HELP(h_osd_down, "osd down ID", "Mark an OSD down (a running one boots again at 
 HELP(h_osd_beacon, "osd beacon ID [--failed ID,ID...]",
      "What an OSD sends every osd_beacon_interval: it is alive, and these peers\n"
      "are silent.  The answer says whether the map has it up.  For tests and\n"
-     "debugging: OSDs send it themselves.")
+     "debugging: OSDs send it themselves.  The monitors take it only from that\n"
+     "OSD's key: --name osd.ID.")
 HELP(h_osd_set, "osd set noout", "Set a cluster flag (noout: never mark OSDs out).")
 HELP(h_osd_unset, "osd unset noout", "Clear a cluster flag.")
 HELP(h_pool_create, "pool create NAME [PG_NUM] [--size N] [--min-size N] [--rule ID]\n"
