@@ -1,6 +1,7 @@
 /* daemon.c — the shared daemon life cycle. */
 #include "daemon/daemon.h"
 #include "auth/auth.h"
+#include "config/options.h"
 #include "daemon/pidfile.h"
 #include "event/loop.h"
 #include "log/log.h"
@@ -450,7 +451,7 @@ tsr_daemon_main(int argc, char **argv, const struct tsr_daemon_def *def)
 	const char *conf_path = DEFAULT_CONF, *id = NULL;
 	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	bool foreground = false;
-	char err[1024];
+	char err[1024], shown[1200];
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "c:i:fhV", longopts, NULL)) != -1) {
@@ -500,7 +501,7 @@ tsr_daemon_main(int argc, char **argv, const struct tsr_daemon_def *def)
 	if ((rc = tsr_conf_load(conf_path, &d.conf, err, sizeof(err))) < 0 ||
 	    (rc = tsr_conf_resolve(d.conf, def->type, id, def->options, err,
 				   sizeof(err))) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, err);
+		fprintf(stderr, "%s: %s\n", prog, tsr_opt_quote(err, shown, sizeof(shown)));
 		tsr_conf_destroy(d.conf);
 		return 1;
 	}
@@ -520,11 +521,13 @@ tsr_daemon_main(int argc, char **argv, const struct tsr_daemon_def *def)
 	if (started)
 		rc = def->start(&d, err, sizeof(err));
 	if (rc < 0) {
-		TSR_LOG_ERR(DAEMON, "start-up failed: %s", err);
+		/* it may quote the configuration file's bytes as they are */
+		tsr_opt_quote(err, shown, sizeof(shown));
+		TSR_LOG_ERR(DAEMON, "start-up failed: %s", shown);
 		if (started && def->stop)
 			def->stop(&d); /* undo what start managed to do */
 		if (tsr_log_path() != NULL || foreground)
-			fprintf(stderr, "%s: start-up failed: %s\n", prog, err);
+			fprintf(stderr, "%s: start-up failed: %s\n", prog, shown);
 		report_ready(&d, 1, !foreground);
 		teardown(&d);
 		tsr_log_close();
