@@ -10,6 +10,8 @@ PLACEMENT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
 noinst_LTLIBRARIES += plugins/common/libplacebase.la
 plugins_common_libplacebase_la_SOURCES = \
 	plugins/common/topo.c plugins/common/topo.h \
+	plugins/common/topo_bin.c plugins/common/topo_text.c \
+	plugins/common/topo_int.h \
 	plugins/common/placebase.c plugins/common/placebase.h \
 	plugins/common/topn.h
 plugins_common_libplacebase_la_CPPFLAGS = $(PLACEMENT_CPPFLAGS)

@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d /tmp/tsr-cross-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-SRC=(tests/cross/placement_digest.c plugins/common/topo.c plugins/common/placebase.c
+SRC=(tests/cross/placement_digest.c plugins/common/topo.c plugins/common/topo_bin.c
+	plugins/common/topo_text.c plugins/common/placebase.c
 	core/encoding/encoding.c "$tmp/crush.c" "$tmp/hrw.c")
 # each plugin's descriptor under its own name, so both link into one program
 sed 's/\btessera_plugin\b/crush_desc/' plugins/placement-crush/crush.c > "$tmp/crush.c"
