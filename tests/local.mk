@@ -166,13 +166,15 @@ tests_unit_test_kv_LDADD = $(CHECK_LDADD_ALL)
 # backend-blockdev's pieces, tested on their own
 tests_unit_test_bd_super_SOURCES = tests/unit/test_bd_super.c \
 	plugins/backend-blockdev/super.c plugins/backend-blockdev/super.h
-tests_unit_test_bd_super_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev
+tests_unit_test_bd_super_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev \
+	-I$(top_srcdir)/plugins/common
 tests_unit_test_bd_super_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_bd_super_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_bd_mkfs_SOURCES = tests/unit/test_bd_mkfs.c \
 	plugins/backend-blockdev/mkfs.c plugins/backend-blockdev/mkfs.h \
 	plugins/backend-blockdev/super.c plugins/backend-blockdev/super.h
-tests_unit_test_bd_mkfs_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev
+tests_unit_test_bd_mkfs_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev \
+	-I$(top_srcdir)/plugins/common
 tests_unit_test_bd_mkfs_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_bd_mkfs_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_bd_alloc_SOURCES = tests/unit/test_bd_alloc.c \

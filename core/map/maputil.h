@@ -1,13 +1,10 @@
-/* maputil.h — helpers the map modules share (not exported): error text,
- * copies, and counts read from hostile input. */
+/* maputil.h — helpers the map modules share (not exported): copies and
+ * counts read from hostile input (error text: tsr_errf in util/util.h). */
 #ifndef TSR_MAP_MAPUTIL_H
 #define TSR_MAP_MAPUTIL_H
 
 #include <tessera/encoding.h>
 
-/* Write the reason to err[errlen] (when given) and return rc. */
-int tsr_map_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 /* A malloc'd copy of p[n] (at least one byte is allocated, so NULL always
  * means out of memory). */
 void *tsr_map_dup(const void *p, size_t n);

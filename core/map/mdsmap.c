@@ -1,6 +1,7 @@
 /* mdsmap.c — the MDS map, its encoding and its incrementals (mdsmap.h). */
 #include "map/mdsmap.h"
 #include "map/maputil.h"
+#include "util/util.h"
 #include "map/osdmap.h"
 
 #include <errno.h>
@@ -55,38 +56,38 @@ int
 tsr_mdsmap_check(const struct tsr_mdsmap *m, char *err, size_t errlen)
 {
 	if (m->epoch == 0)
-		return tsr_map_fail(err, errlen, -EINVAL, "MDS map: epoch 0");
+		return tsr_errf(err, errlen, -EINVAL, "MDS map: epoch 0");
 	if (!tsr_osdmap_name_ok(m->fs_name))
-		return tsr_map_fail(err, errlen, -EINVAL, "MDS map: bad file "
+		return tsr_errf(err, errlen, -EINVAL, "MDS map: bad file "
 				    "system name");
 	if (m->max_mds < 1 || m->max_mds > TSR_MDSMAP_MAX_RANKS)
-		return tsr_map_fail(err, errlen, -EINVAL, "MDS map: max_mds %u "
+		return tsr_errf(err, errlen, -EINVAL, "MDS map: max_mds %u "
 				    "out of range 1..%d", m->max_mds,
 				    TSR_MDSMAP_MAX_RANKS);
 	if (m->nmds > TSR_MDSMAP_MAX_MDS)
-		return tsr_map_fail(err, errlen, -EINVAL, "MDS map: %zu MDSs "
+		return tsr_errf(err, errlen, -EINVAL, "MDS map: %zu MDSs "
 				    "(at most %d)", m->nmds, TSR_MDSMAP_MAX_MDS);
 	for (size_t i = 0; i < m->nmds; i++) {
 		const struct tsr_mdsmap_mds *d = &m->mds[i];
 
 		if (!tsr_osdmap_name_ok(d->name) ||
 		    (i && strcmp(d->name, m->mds[i - 1].name) <= 0))
-			return tsr_map_fail(err, errlen, -EINVAL, "MDS map: names "
+			return tsr_errf(err, errlen, -EINVAL, "MDS map: names "
 					    "invalid or out of order at '%.63s'",
 					    d->name);
 		if (!tsr_map_word_ok(d->addr, sizeof(d->addr)) ||
 		    d->state >= TSR_MDS_STATE_COUNT)
-			return tsr_map_fail(err, errlen, -EINVAL, "MDS map: mds.%s: "
+			return tsr_errf(err, errlen, -EINVAL, "MDS map: mds.%s: "
 					    "bad address or state", d->name);
 		if (states[d->state].holds_rank
 			    ? d->rank < 0 || (uint32_t)d->rank >= m->max_mds
 			    : d->rank != -1)
-			return tsr_map_fail(err, errlen, -EINVAL, "MDS map: mds.%s: "
+			return tsr_errf(err, errlen, -EINVAL, "MDS map: mds.%s: "
 					    "rank %" PRId32 " in state %s", d->name,
 					    d->rank, states[d->state].name);
 		for (size_t j = 0; j < i && d->rank >= 0; j++)
 			if (m->mds[j].rank == d->rank)
-				return tsr_map_fail(err, errlen, -EINVAL, "MDS map: "
+				return tsr_errf(err, errlen, -EINVAL, "MDS map: "
 						    "rank %" PRId32 " held by mds.%s "
 						    "and mds.%s", d->rank,
 						    m->mds[j].name, d->name);
@@ -171,7 +172,7 @@ tsr_mdsmap_decode(const void *buf, size_t len, struct tsr_mdsmap *out, char *err
 	memset(&m, 0, sizeof(m));
 	tsr_dec_init(&d, buf, len);
 	if (tsr_dec_begin_struct(&d, 1, &v, &s) < 0)
-		return tsr_map_fail(err, errlen, tsr_dec_error(&d), "MDS map: bad "
+		return tsr_errf(err, errlen, tsr_dec_error(&d), "MDS map: bad "
 				    "envelope");
 	m.epoch = tsr_dec_u64(&s);
 	tsr_dec_str(&s, m.fs_name, sizeof(m.fs_name));
@@ -183,7 +184,7 @@ tsr_mdsmap_decode(const void *buf, size_t len, struct tsr_mdsmap *out, char *err
 		mds_decode(&s, &m.mds[i]);
 	if ((rc = tsr_dec_end_struct(&d, &s)) < 0 || tsr_dec_remaining(&d)) {
 		tsr_mdsmap_free(&m);
-		return tsr_map_fail(err, errlen, rc < 0 ? rc : -EBADMSG, "MDS map: %s",
+		return tsr_errf(err, errlen, rc < 0 ? rc : -EBADMSG, "MDS map: %s",
 				    rc < 0 ? "truncated or malformed" :
 				    "bytes after the map");
 	}
@@ -252,15 +253,15 @@ tsr_mdsmap_apply(struct tsr_mdsmap *m, const struct tsr_mdsmap_inc *inc,
 	int rc;
 
 	if (inc->epoch != m->epoch + 1)
-		return tsr_map_fail(err, errlen, -ESTALE, "MDS map incremental for "
+		return tsr_errf(err, errlen, -ESTALE, "MDS map incremental for "
 				    "epoch %" PRIu64 " does not follow epoch %"
 				    PRIu64, inc->epoch, m->epoch);
 	if (inc->nmds > TSR_MDSMAP_MAX_MDS || inc->nrm > TSR_MDSMAP_MAX_MDS)
-		return tsr_map_fail(err, errlen, -EINVAL, "MDS map incremental "
+		return tsr_errf(err, errlen, -EINVAL, "MDS map incremental "
 				    "too large");
 	for (size_t k = 0; k < inc->nrm; k++)
 		if (tsr_mdsmap_find(m, inc->rm[k]) == NULL)
-			return tsr_map_fail(err, errlen, -EINVAL, "MDS map "
+			return tsr_errf(err, errlen, -EINVAL, "MDS map "
 					    "incremental %" PRIu64 " removes mds.%.63s, "
 					    "which the map lacks", inc->epoch,
 					    inc->rm[k]);
@@ -321,7 +322,7 @@ tsr_mdsmap_inc_decode(const void *buf, size_t len, struct tsr_mdsmap_inc *out,
 	memset(&inc, 0, sizeof(inc));
 	tsr_dec_init(&d, buf, len);
 	if (tsr_dec_begin_struct(&d, 1, &v, &s) < 0)
-		return tsr_map_fail(err, errlen, tsr_dec_error(&d), "MDS map "
+		return tsr_errf(err, errlen, tsr_dec_error(&d), "MDS map "
 				    "incremental: bad envelope");
 	inc.epoch = tsr_dec_u64(&s);
 	tsr_dec_str(&s, inc.fs_name, sizeof(inc.fs_name));
@@ -338,7 +339,7 @@ tsr_mdsmap_inc_decode(const void *buf, size_t len, struct tsr_mdsmap_inc *out,
 		tsr_dec_str(&s, inc.rm[i], sizeof(inc.rm[i]));
 	if ((rc = tsr_dec_end_struct(&d, &s)) < 0 || tsr_dec_remaining(&d)) {
 		tsr_mdsmap_inc_free(&inc);
-		return tsr_map_fail(err, errlen, rc < 0 ? rc : -EBADMSG, "MDS map "
+		return tsr_errf(err, errlen, rc < 0 ? rc : -EBADMSG, "MDS map "
 				    "incremental: %s", rc < 0 ? "truncated or "
 				    "malformed" : "bytes after it");
 	}

@@ -1,6 +1,7 @@
 /* osdmap.c — the OSD map, its encoding and its incrementals (osdmap.h). */
 #include "map/osdmap.h"
 #include "map/maputil.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -63,68 +64,68 @@ tsr_osdmap_check(const struct tsr_osdmap *m, char *err, size_t errlen)
 	int64_t maxpool = 0;
 
 	if (m->epoch == 0)
-		return tsr_map_fail(err, errlen, -EINVAL, "epoch 0");
+		return tsr_errf(err, errlen, -EINVAL, "epoch 0");
 	if (m->flags & ~TSR_OSDMAP_FLAGS_KNOWN)
-		return tsr_map_fail(err, errlen, -EINVAL, "unknown flags 0x%x",
+		return tsr_errf(err, errlen, -EINVAL, "unknown flags 0x%x",
 			    m->flags & ~TSR_OSDMAP_FLAGS_KNOWN);
 	if (m->nosds > TSR_OSDMAP_MAX_OSDS || m->npools > TSR_OSDMAP_MAX_POOLS)
-		return tsr_map_fail(err, errlen, -EINVAL, "%zu OSDs and %zu pools (at most "
+		return tsr_errf(err, errlen, -EINVAL, "%zu OSDs and %zu pools (at most "
 			    "%d and %d)", m->nosds, m->npools, TSR_OSDMAP_MAX_OSDS,
 			    TSR_OSDMAP_MAX_POOLS);
 	if (m->pmap_len > TSR_OSDMAP_MAX_PMAP || (m->pmap_len && m->pmap == NULL))
-		return tsr_map_fail(err, errlen, -EINVAL, "placement map of %zu bytes",
+		return tsr_errf(err, errlen, -EINVAL, "placement map of %zu bytes",
 			    m->pmap_len);
 	if (m->placement[0] && !tsr_osdmap_name_ok(m->placement))
-		return tsr_map_fail(err, errlen, -EINVAL, "placement plugin name is not a name");
+		return tsr_errf(err, errlen, -EINVAL, "placement plugin name is not a name");
 	for (size_t i = 0; i < m->nosds; i++) {
 		const struct tsr_osdmap_osd *o = &m->osds[i];
 
 		if (o->id < 0 || o->id >= TSR_OSDMAP_MAX_OSDS)
-			return tsr_map_fail(err, errlen, -EINVAL, "OSD id %" PRId32 " out of "
+			return tsr_errf(err, errlen, -EINVAL, "OSD id %" PRId32 " out of "
 				    "range 0..%d", o->id, TSR_OSDMAP_MAX_OSDS - 1);
 		if (i && o->id <= m->osds[i - 1].id)
-			return tsr_map_fail(err, errlen, -EINVAL, "OSD ids out of order at "
+			return tsr_errf(err, errlen, -EINVAL, "OSD ids out of order at "
 				    "osd.%" PRId32, o->id);
 		if (!tsr_osdmap_name_ok(o->host) ||
 		    (o->rack[0] && !tsr_osdmap_name_ok(o->rack)) ||
 		    !tsr_map_word_ok(o->addr, sizeof(o->addr)))
-			return tsr_map_fail(err, errlen, -EINVAL, "osd.%" PRId32 ": bad host, "
+			return tsr_errf(err, errlen, -EINVAL, "osd.%" PRId32 ": bad host, "
 				    "rack or address", o->id);
 		if (!isfinite(o->weight) || o->weight <= 0 || o->weight > 65535 ||
 		    !isfinite(o->reweight) || o->reweight < 0 || o->reweight > 1)
-			return tsr_map_fail(err, errlen, -EINVAL, "osd.%" PRId32 ": weight %g or "
+			return tsr_errf(err, errlen, -EINVAL, "osd.%" PRId32 ": weight %g or "
 				    "reweight %g out of range", o->id, o->weight,
 				    o->reweight);
 		if (o->in > 1 || o->up > 1 || o->auto_out > 1 || o->up_from > m->epoch)
-			return tsr_map_fail(err, errlen, -EINVAL, "osd.%" PRId32 ": bad state",
+			return tsr_errf(err, errlen, -EINVAL, "osd.%" PRId32 ": bad state",
 				    o->id);
 	}
 	for (size_t i = 0; i < m->npools; i++) {
 		const struct tsr_osdmap_pool *p = &m->pools[i];
 
 		if (p->id <= 0 || (i && p->id <= m->pools[i - 1].id))
-			return tsr_map_fail(err, errlen, -EINVAL, "pool id %" PRId64 " out of "
+			return tsr_errf(err, errlen, -EINVAL, "pool id %" PRId64 " out of "
 				    "order or not positive", p->id);
 		if (!tsr_osdmap_name_ok(p->name))
-			return tsr_map_fail(err, errlen, -EINVAL, "pool %" PRId64 ": bad name", p->id);
+			return tsr_errf(err, errlen, -EINVAL, "pool %" PRId64 ": bad name", p->id);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(m->pools[j].name, p->name) == 0)
-				return tsr_map_fail(err, errlen, -EINVAL, "pool name '%s' "
+				return tsr_errf(err, errlen, -EINVAL, "pool name '%s' "
 					    "given twice", p->name);
 		if (p->pg_num < 1 || p->pg_num > TSR_OSDMAP_MAX_PG_NUM ||
 		    p->size < 1 || p->size > TSR_OSDMAP_MAX_SIZE ||
 		    p->min_size < 1 || p->min_size > p->size)
-			return tsr_map_fail(err, errlen, -EINVAL, "pool '%s': pg_num %u, size "
+			return tsr_errf(err, errlen, -EINVAL, "pool '%s': pg_num %u, size "
 				    "%u, min_size %u out of range", p->name,
 				    p->pg_num, p->size, p->min_size);
 		if (!tsr_osdmap_name_ok(p->redundancy) ||
 		    !tsr_map_word_ok(p->redundancy_opts, sizeof(p->redundancy_opts)))
-			return tsr_map_fail(err, errlen, -EINVAL, "pool '%s': bad redundancy "
+			return tsr_errf(err, errlen, -EINVAL, "pool '%s': bad redundancy "
 				    "plugin or options", p->name);
 		maxpool = p->id;
 	}
 	if (m->next_pool_id <= maxpool)
-		return tsr_map_fail(err, errlen, -EINVAL, "next pool id %" PRId64 " not above "
+		return tsr_errf(err, errlen, -EINVAL, "next pool id %" PRId64 " not above "
 			    "pool %" PRId64, m->next_pool_id, maxpool);
 	return 0;
 }
@@ -309,7 +310,7 @@ tsr_osdmap_decode(const void *buf, size_t len, struct tsr_osdmap *out, char *err
 	tsr_osdmap_init(&m);
 	tsr_dec_init(&d, buf, len);
 	if (tsr_dec_begin_struct(&d, 1, &v, &s) < 0)
-		return tsr_map_fail(err, errlen, tsr_dec_error(&d), "OSD map: bad envelope");
+		return tsr_errf(err, errlen, tsr_dec_error(&d), "OSD map: bad envelope");
 	m.epoch = tsr_dec_u64(&s);
 	m.flags = tsr_dec_u32(&s);
 	m.next_pool_id = tsr_dec_i64(&s);
@@ -327,7 +328,7 @@ tsr_osdmap_decode(const void *buf, size_t len, struct tsr_osdmap *out, char *err
 		pool_decode(&s, &m.pools[i]);
 	if ((rc = tsr_dec_end_struct(&d, &s)) < 0 || tsr_dec_remaining(&d)) {
 		tsr_osdmap_free(&m);
-		return tsr_map_fail(err, errlen, rc < 0 ? rc : -EBADMSG,
+		return tsr_errf(err, errlen, rc < 0 ? rc : -EBADMSG,
 			    "OSD map: %s", rc < 0 ? "truncated or malformed" :
 			    "bytes after the map");
 	}
@@ -452,11 +453,11 @@ tsr_osdmap_apply(struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc,
 	int rc;
 
 	if (inc->epoch != m->epoch + 1)
-		return tsr_map_fail(err, errlen, -ESTALE, "incremental for epoch %" PRIu64
+		return tsr_errf(err, errlen, -ESTALE, "incremental for epoch %" PRIu64
 			    " does not follow epoch %" PRIu64, inc->epoch, m->epoch);
 	if (m->nosds + inc->nosds > 2 * TSR_OSDMAP_MAX_OSDS ||
 	    m->npools + inc->npools > 2 * TSR_OSDMAP_MAX_POOLS)
-		return tsr_map_fail(err, errlen, -EINVAL, "incremental too large");
+		return tsr_errf(err, errlen, -EINVAL, "incremental too large");
 	memset(&n, 0, sizeof(n));
 	n.epoch = inc->epoch;
 	n.flags = inc->flags;
@@ -479,14 +480,14 @@ tsr_osdmap_apply(struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc,
 	for (size_t i = 0; i < inc->nosd_rm; i++)
 		if (tsr_osdmap_osd(m, inc->osd_rm[i]) == NULL) {
 			tsr_osdmap_free(&n);
-			return tsr_map_fail(err, errlen, -EINVAL, "incremental %" PRIu64
+			return tsr_errf(err, errlen, -EINVAL, "incremental %" PRIu64
 				    " removes osd.%" PRId32 ", which the map lacks",
 				    inc->epoch, inc->osd_rm[i]);
 		}
 	for (size_t i = 0; i < inc->npool_rm; i++)
 		if (tsr_osdmap_pool(m, inc->pool_rm[i]) == NULL) {
 			tsr_osdmap_free(&n);
-			return tsr_map_fail(err, errlen, -EINVAL, "incremental %" PRIu64
+			return tsr_errf(err, errlen, -EINVAL, "incremental %" PRIu64
 				    " removes pool %" PRId64 ", which the map lacks",
 				    inc->epoch, inc->pool_rm[i]);
 		}
@@ -570,7 +571,7 @@ tsr_osdmap_inc_decode(const void *buf, size_t len, struct tsr_osdmap_inc *out,
 	memset(&inc, 0, sizeof(inc));
 	tsr_dec_init(&d, buf, len);
 	if (tsr_dec_begin_struct(&d, 1, &v, &s) < 0)
-		return tsr_map_fail(err, errlen, tsr_dec_error(&d), "OSD map incremental: "
+		return tsr_errf(err, errlen, tsr_dec_error(&d), "OSD map incremental: "
 			    "bad envelope");
 	inc.epoch = tsr_dec_u64(&s);
 	inc.flags = tsr_dec_u32(&s);
@@ -605,7 +606,7 @@ tsr_osdmap_inc_decode(const void *buf, size_t len, struct tsr_osdmap_inc *out,
 		inc.pool_rm[i] = tsr_dec_i64(&s);
 	if ((rc = tsr_dec_end_struct(&d, &s)) < 0 || tsr_dec_remaining(&d)) {
 		tsr_osdmap_inc_free(&inc);
-		return tsr_map_fail(err, errlen, rc < 0 ? rc : -EBADMSG, "OSD map incremental: "
+		return tsr_errf(err, errlen, rc < 0 ? rc : -EBADMSG, "OSD map incremental: "
 			    "%s", rc < 0 ? "truncated or malformed" :
 			    "bytes after it");
 	}

@@ -1,11 +1,11 @@
 /* super.c — reading, checking and writing the backend-blockdev superblock. */
 #include "super.h"
+#include "errf.h"
 
 #include <tessera/crc32c.h>
 #include <tessera/encoding.h>
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -15,24 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int
-errf(char *err, size_t errlen, int rc, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static int
-errf(char *err, size_t errlen, int rc, const char *path, const char *fmt, ...)
-{
-	va_list ap;
-	int n = snprintf(err, errlen, "%s: ", path);
-
-	if (n >= 0 && (size_t)n < errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 int
 bd_device_size(int fd, const char *path, uint64_t *bytes, char *err,
 	       size_t errlen)
@@ -40,19 +22,19 @@ bd_device_size(int fd, const char *path, uint64_t *bytes, char *err,
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
-		return errf(err, errlen, -errno, path, "cannot stat: %s", strerror(errno));
+		return errf(err, errlen, -errno, "%s: cannot stat: %s", path, strerror(errno));
 	if (S_ISREG(st.st_mode)) {
 		*bytes = (uint64_t)st.st_size;
 		return 0;
 	}
 	if (S_ISBLK(st.st_mode)) {
 		if (ioctl(fd, BLKGETSIZE64, bytes) < 0)
-			return errf(err, errlen, -errno, path,
-				    "cannot read the device's size: %s", strerror(errno));
+			return errf(err, errlen, -errno,
+				    "%s: cannot read the device's size: %s", path, strerror(errno));
 		return 0;
 	}
-	return errf(err, errlen, -EINVAL, path,
-		    "neither a block device nor a regular (image) file");
+	return errf(err, errlen, -EINVAL,
+		    "%s: neither a block device nor a regular (image) file", path);
 }
 
 static bool
@@ -74,8 +56,8 @@ bd_super_write(int fd, const char *path, const struct bd_super *sb, char *err,
 	size_t len;
 
 	if (!valid_fields(sb))
-		return errf(err, errlen, -EINVAL, path,
-			    "refusing to write a superblock with block size %u, data offset %llu, size %llu",
+		return errf(err, errlen, -EINVAL,
+			    "%s: refusing to write a superblock with block size %u, data offset %llu, size %llu", path,
 			    sb->block_size, (unsigned long long)sb->data_offset,
 			    (unsigned long long)sb->device_bytes);
 	tsr_enc_init(&e);
@@ -91,17 +73,17 @@ bd_super_write(int fd, const char *path, const struct bd_super *sb, char *err,
 	tsr_enc_u32(&e, crc);
 	if (tsr_enc_error(&e) < 0) {
 		tsr_enc_release(&e);
-		return errf(err, errlen, -ENOMEM, path, "out of memory");
+		return errf(err, errlen, -ENOMEM, "%s: out of memory", path);
 	}
 	uint8_t *buf = tsr_enc_take(&e, &len);
 	memset(block, 0, sizeof(block));
 	memcpy(block, buf, len);
 	free(buf);
 	if (pwrite(fd, block, sizeof(block), 0) != (ssize_t)sizeof(block))
-		return errf(err, errlen, errno ? -errno : -EIO, path,
-			    "cannot write the superblock: %s", strerror(errno ? errno : EIO));
+		return errf(err, errlen, errno ? -errno : -EIO,
+			    "%s: cannot write the superblock: %s", path, strerror(errno ? errno : EIO));
 	if (fdatasync(fd) < 0)
-		return errf(err, errlen, -errno, path, "cannot sync the superblock: %s",
+		return errf(err, errlen, -errno, "%s: cannot sync the superblock: %s", path,
 			    strerror(errno));
 	return 0;
 }
@@ -169,12 +151,12 @@ bd_super_read(int fd, const char *path, struct bd_super *sb, char *err,
 	if ((rc = bd_device_size(fd, path, &size, err, errlen)) < 0)
 		return rc;
 	if (size < BD_SUPER_SIZE)
-		return errf(err, errlen, -EINVAL, path,
-			    "%llu bytes: too small to hold a superblock (%u bytes)",
+		return errf(err, errlen, -EINVAL,
+			    "%s: %llu bytes: too small to hold a superblock (%u bytes)", path,
 			    (unsigned long long)size, BD_SUPER_SIZE);
 	ssize_t got = pread(fd, block, sizeof(block), 0);
 	if (got != (ssize_t)sizeof(block))
-		return errf(err, errlen, -EIO, path, "cannot read the superblock: %s",
+		return errf(err, errlen, -EIO, "%s: cannot read the superblock: %s", path,
 			    got < 0 ? strerror(errno) : "short read");
 	/* the magic sits right after the 6-byte envelope header: check it
 	 * first so a foreign device is called foreign, not corrupt; but one
@@ -184,30 +166,30 @@ bd_super_read(int fd, const char *path, struct bd_super *sb, char *err,
 	if (magic != BD_MAGIC) {
 		char why[128];
 		if (damaged_not_foreign(block, magic, why, sizeof(why)))
-			return errf(err, errlen, -EIO, path,
-				    "superblock is damaged: its magic is %016llx, not "
+			return errf(err, errlen, -EIO,
+				    "%s: superblock is damaged: its magic is %016llx, not "
 				    "%016llx, but %s: a damaged Tessera block device, "
 				    "not a foreign one (mkfs would erase the objects it "
-				    "holds)", (unsigned long long)magic,
+				    "holds)", path, (unsigned long long)magic,
 				    (unsigned long long)BD_MAGIC, why);
-		return errf(err, errlen, -EINVAL, path,
-			    "not a Tessera block device (magic %016llx, expected %016llx); run mkfs first",
+		return errf(err, errlen, -EINVAL,
+			    "%s: not a Tessera block device (magic %016llx, expected %016llx); run mkfs first", path,
 			    (unsigned long long)magic, (unsigned long long)BD_MAGIC);
 	}
 	tsr_dec_init(&d, block, sizeof(block));
 	rc = tsr_dec_begin_struct(&d, 1, &version, &sub);
 	if (rc == -EOPNOTSUPP)
-		return errf(err, errlen, rc, path,
-			    "superblock written by a newer Tessera (format version %u)",
+		return errf(err, errlen, rc,
+			    "%s: superblock written by a newer Tessera (format version %u)", path,
 			    block[0]);
 	if (rc < 0)
-		return errf(err, errlen, -EIO, path, "superblock is damaged (bad envelope)");
+		return errf(err, errlen, -EIO, "%s: superblock is damaged (bad envelope)", path);
 	size_t body = (size_t)(d.p - block);
 	uint32_t want = tsr_crc32c(0, block, body);
 	uint32_t have = tsr_dec_u32(&d);
 	if (tsr_dec_error(&d) != 0 || want != have)
-		return errf(err, errlen, -EIO, path,
-			    "superblock checksum mismatch (stored %08x, computed %08x): damaged",
+		return errf(err, errlen, -EIO,
+			    "%s: superblock checksum mismatch (stored %08x, computed %08x): damaged", path,
 			    have, want);
 	(void)tsr_dec_u64(&sub); /* the magic, checked above */
 	tsr_dec_raw(&sub, sb->uuid, sizeof(sb->uuid));
@@ -216,13 +198,13 @@ bd_super_read(int fd, const char *path, struct bd_super *sb, char *err,
 	sb->data_offset = tsr_dec_u64(&sub);
 	sb->created_ns = tsr_dec_u64(&sub);
 	if (tsr_dec_end_struct(&d, &sub) < 0 || !valid_fields(sb))
-		return errf(err, errlen, -EINVAL, path,
-			    "superblock fields out of range (block size %u, data offset %llu, size %llu)",
+		return errf(err, errlen, -EINVAL,
+			    "%s: superblock fields out of range (block size %u, data offset %llu, size %llu)", path,
 			    sb->block_size, (unsigned long long)sb->data_offset,
 			    (unsigned long long)sb->device_bytes);
 	if (size < sb->device_bytes)
-		return errf(err, errlen, -ENOSPC, path,
-			    "the device is %llu bytes, smaller than the %llu it was formatted with",
+		return errf(err, errlen, -ENOSPC,
+			    "%s: the device is %llu bytes, smaller than the %llu it was formatted with", path,
 			    (unsigned long long)size, (unsigned long long)sb->device_bytes);
 	return 0;
 }

@@ -6,27 +6,45 @@
 #include <string.h>
 #include <unistd.h>
 
-int
-os_pread_full(int fd, void *buf, size_t n, uint64_t off)
+/* The one pread loop: 0 with all n bytes read, -ENODATA at the end of the
+ * file with *done bytes read, or -errno. */
+static int
+pread_loop(int fd, uint8_t *b, size_t n, uint64_t off, size_t *done)
 {
-	uint8_t *b = buf;
-
-	while (n > 0) {
-		ssize_t r = pread(fd, b, n, (off_t)off);
+	*done = 0;
+	while (*done < n) {
+		ssize_t r = pread(fd, b + *done, n - *done, (off_t)(off + *done));
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		if (r == 0) { /* past the end of the file: a hole */
-			memset(b, 0, n);
-			return 0;
-		}
-		b += r;
-		n -= (size_t)r;
-		off += (uint64_t)r;
+		if (r == 0)
+			return -ENODATA;
+		*done += (size_t)r;
 	}
 	return 0;
+}
+
+int
+os_pread_full(int fd, void *buf, size_t n, uint64_t off)
+{
+	size_t done;
+	int rc = pread_loop(fd, buf, n, off, &done);
+
+	if (rc == -ENODATA) { /* past the end of the file: a hole */
+		memset((uint8_t *)buf + done, 0, n - done);
+		return 0;
+	}
+	return rc;
+}
+
+int
+os_pread_exact(int fd, void *buf, size_t n, uint64_t off)
+{
+	size_t done;
+
+	return pread_loop(fd, buf, n, off, &done);
 }
 
 int

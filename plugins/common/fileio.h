@@ -9,6 +9,8 @@
 
 /* Reads past the end of the file read as zeros (a hole). */
 int os_pread_full(int fd, void *buf, size_t n, uint64_t off);
+/* A read that reaches the end of the file fails with -ENODATA. */
+int os_pread_exact(int fd, void *buf, size_t n, uint64_t off);
 int os_pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
 /* Consumes iov (advances it over what was written). */
 int os_pwritev_full(int fd, struct iovec *iov, int n, uint64_t off);

@@ -48,28 +48,6 @@ struct jr_header {
 	uint64_t nonce;
 };
 
-/* 0, or -ENODATA at end of file, or -errno. */
-static int
-full_pread(int fd, void *p, size_t n, uint64_t off)
-{
-	uint8_t *b = p;
-
-	while (n > 0) {
-		ssize_t r = pread(fd, b, n, (off_t)off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			return -ENODATA;
-		b += r;
-		n -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return 0;
-}
-
 static void
 header_encode(const struct jr_header *h, uint8_t slot[JR_SLOT])
 {
@@ -228,7 +206,7 @@ jr_open(const char *path, const uint8_t uuid[16], struct jr **out, char *err,
 		rc = errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
-	rc = full_pread(j->fd, slot, sizeof(slot), 0);
+	rc = os_pread_exact(j->fd, slot, sizeof(slot), 0);
 	if (rc < 0) {
 		rc = errf(err, errlen, rc == -ENODATA ? -EBADMSG : rc,
 			  "%s: cannot read the journal header: %s", path,
@@ -357,7 +335,7 @@ read_payload(struct jr *j, uint64_t off, uint32_t len, uint8_t **buf,
 		*buf = nb;
 		*cap = len;
 	}
-	rc = full_pread(j->fd, *buf, len, off + JR_REC_HEADER);
+	rc = os_pread_exact(j->fd, *buf, len, off + JR_REC_HEADER);
 	if (rc < 0)
 		return rc == -ENODATA ? 0 : rc;
 	return 1;
@@ -379,7 +357,7 @@ read_record(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
 	*hint = 0;
 	if (off + JR_REC_HEADER > j->size)
 		return 0;
-	rc = full_pread(j->fd, hdr, JR_REC_HEADER, off);
+	rc = os_pread_exact(j->fd, hdr, JR_REC_HEADER, off);
 	if (rc < 0)
 		return rc == -ENODATA ? 0 : rc;
 	tsr_dec_init(&d, hdr, JR_REC_HEADER);
@@ -431,7 +409,7 @@ damaged_record_at(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
 
 	if (off % JR_ALIGN != 0 || off + JR_REC_HEADER > j->size)
 		return 0;
-	rc = full_pread(j->fd, hdr, JR_REC_HEADER, off);
+	rc = os_pread_exact(j->fd, hdr, JR_REC_HEADER, off);
 	if (rc < 0)
 		return rc == -ENODATA ? 0 : rc;
 	tsr_dec_init(&d, hdr, JR_REC_HEADER);
