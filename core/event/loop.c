@@ -20,9 +20,24 @@ struct fd_slot {
 };
 
 struct timer {
-	uint64_t id;
 	uint64_t deadline; /* monotonic ns */
 	void (*cb)(void *arg);
+	void *arg;
+	uint32_t slot;     /* index in tslots */
+};
+
+/* A timer id is (gen << 32 | slot + 1): cancel finds the slot directly, the
+ * slot knows the timer's heap index (kept current on every heap move), and
+ * gen tells a live timer from an earlier one that used the same slot. */
+struct tslot {
+	uint32_t gen;  /* bumped each time the slot is taken */
+	uint32_t pos;  /* heap index while live, else next free slot + 1 */
+	bool live;
+};
+
+struct post {
+	struct post *next;
+	void (*fn)(void *arg);
 	void *arg;
 };
 
@@ -36,17 +51,29 @@ struct tsr_loop {
 	pthread_mutex_t tlock; /* timers may be added from any thread */
 	struct timer *heap;
 	size_t nheap, capheap;
-	uint64_t next_id;
+	struct tslot *tslots;
+	size_t ntslots;
+	uint32_t free_slot; /* first free slot + 1, 0 if none */
+
+	pthread_mutex_t plock; /* posts come from any thread */
+	struct post *phead, **ptail;
 };
 
 /* ---- Timer heap (caller holds tlock) --------------------------------------*/
 
 static void
+heap_set(struct tsr_loop *l, size_t i, struct timer t)
+{
+	l->heap[i] = t;
+	l->tslots[t.slot].pos = (uint32_t)i;
+}
+
+static void
 heap_swap(struct tsr_loop *l, size_t a, size_t b)
 {
 	struct timer t = l->heap[a];
-	l->heap[a] = l->heap[b];
-	l->heap[b] = t;
+	heap_set(l, a, l->heap[b]);
+	heap_set(l, b, t);
 }
 
 static void
@@ -77,11 +104,18 @@ heap_down(struct tsr_loop *l, size_t i)
 	}
 }
 
+/* Removes heap[i] and frees its slot. */
 static void
 heap_remove(struct tsr_loop *l, size_t i)
 {
-	l->heap[i] = l->heap[--l->nheap];
+	uint32_t slot = l->heap[i].slot;
+
+	l->tslots[slot].live = false;
+	l->tslots[slot].pos = l->free_slot;
+	l->free_slot = slot + 1;
+	--l->nheap;
 	if (i < l->nheap) {
+		heap_set(l, i, l->heap[l->nheap]);
 		heap_down(l, i);
 		heap_up(l, i);
 	}
@@ -117,9 +151,35 @@ tsr_loop_create(struct tsr_loop **out)
 		return e;
 	}
 	pthread_mutex_init(&l->tlock, NULL);
-	l->next_id = 1;
+	pthread_mutex_init(&l->plock, NULL);
+	l->ptail = &l->phead;
 	*out = l;
 	return 0;
+}
+
+/* Runs the posts queued so far, in order.  Those they post run on the next
+ * pass (so a self-re-posting callback cannot starve fds and timers), or, with
+ * drain (destroy), before this returns. */
+static void
+run_posts(struct tsr_loop *l, bool drain)
+{
+	for (;;) {
+		pthread_mutex_lock(&l->plock);
+		struct post *p = l->phead;
+		l->phead = NULL;
+		l->ptail = &l->phead;
+		pthread_mutex_unlock(&l->plock);
+		if (p == NULL)
+			return;
+		while (p != NULL) {
+			struct post *next = p->next;
+			p->fn(p->arg);
+			free(p);
+			p = next;
+		}
+		if (!drain)
+			return;
+	}
 }
 
 void
@@ -127,11 +187,16 @@ tsr_loop_destroy(struct tsr_loop *l)
 {
 	if (l == NULL)
 		return;
+	/* Pending posts run here, in order, so each post runs exactly once;
+	 * posts they make run too. */
+	run_posts(l, true);
 	close(l->epfd);
 	close(l->wakefd);
 	pthread_mutex_destroy(&l->tlock);
+	pthread_mutex_destroy(&l->plock);
 	free(l->fds);
 	free(l->heap);
+	free(l->tslots);
 	free(l);
 }
 
@@ -223,13 +288,39 @@ tsr_loop_timer_add(struct tsr_loop *l, uint64_t delay_ns, void (*cb)(void *),
 		l->heap = h;
 		l->capheap = n;
 	}
-	struct timer *t = &l->heap[l->nheap];
-	t->id = l->next_id++;
-	t->deadline = tsr_mono_ns() + delay_ns;
-	t->cb = cb;
-	t->arg = arg;
+	if (l->free_slot == 0) {
+		size_t n = l->ntslots ? l->ntslots * 2 : 16;
+		struct tslot *s;
+		if (n > UINT32_MAX - 1 ||
+		    (s = realloc(l->tslots, n * sizeof(*s))) == NULL) {
+			pthread_mutex_unlock(&l->tlock);
+			return -ENOMEM;
+		}
+		/* chain the new slots into the free list, lowest first */
+		for (size_t i = l->ntslots; i < n; i++) {
+			s[i].gen = 0;
+			s[i].live = false;
+			s[i].pos = i + 1 < n ? (uint32_t)(i + 2) : 0;
+		}
+		l->free_slot = (uint32_t)l->ntslots + 1;
+		l->tslots = s;
+		l->ntslots = n;
+	}
+	uint32_t slot = l->free_slot - 1;
+	struct tslot *ts = &l->tslots[slot];
+	l->free_slot = ts->pos;
+	if (++ts->gen == 0)
+		ts->gen = 1;
+	ts->live = true;
+	struct timer t = {
+		.deadline = tsr_mono_ns() + delay_ns,
+		.cb = cb,
+		.arg = arg,
+		.slot = slot,
+	};
 	if (id)
-		*id = t->id;
+		*id = (uint64_t)ts->gen << 32 | ((uint64_t)slot + 1);
+	heap_set(l, l->nheap, t);
 	heap_up(l, l->nheap++);
 	pthread_mutex_unlock(&l->tlock);
 	wake(l);
@@ -240,17 +331,39 @@ int
 tsr_loop_timer_cancel(struct tsr_loop *l, uint64_t id)
 {
 	int rc = -ENOENT;
+	uint64_t low = id & UINT32_MAX;
 
 	pthread_mutex_lock(&l->tlock);
-	for (size_t i = 0; i < l->nheap; i++) {
-		if (l->heap[i].id == id) {
-			heap_remove(l, i);
+	if (low != 0 && low <= l->ntslots) {
+		struct tslot *ts = &l->tslots[low - 1];
+		if (ts->live && ts->gen == (uint32_t)(id >> 32)) {
+			heap_remove(l, ts->pos);
 			rc = 0;
-			break;
 		}
 	}
 	pthread_mutex_unlock(&l->tlock);
 	return rc;
+}
+
+int
+tsr_loop_post(struct tsr_loop *l, void (*fn)(void *arg), void *arg)
+{
+	struct post *p;
+
+	if (fn == NULL)
+		return -EINVAL;
+	p = malloc(sizeof(*p));
+	if (p == NULL)
+		return -ENOMEM;
+	p->next = NULL;
+	p->fn = fn;
+	p->arg = arg;
+	pthread_mutex_lock(&l->plock);
+	*l->ptail = p;
+	l->ptail = &p->next;
+	pthread_mutex_unlock(&l->plock);
+	wake(l);
+	return 0;
 }
 
 void
@@ -298,6 +411,9 @@ tsr_loop_run(struct tsr_loop *l)
 	struct epoll_event evs[64];
 
 	while (!atomic_load(&l->stop)) {
+		run_posts(l, false);
+		if (atomic_load(&l->stop))
+			break;
 		int timeout = run_timers(l);
 		if (atomic_load(&l->stop))
 			break;

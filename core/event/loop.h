@@ -1,13 +1,26 @@
 /* loop.h — a small epoll event loop: file descriptors, timers, wake-ups.
  *
  * One thread runs tsr_loop_run(); callbacks run on that thread, one at a
- * time.  tsr_loop_stop() and the timer functions may be called from any
- * thread (and stop from a signal handler): they wake the loop through an
- * eventfd.  fd registration is for the loop thread (or before run()).
+ * time.  tsr_loop_stop(), tsr_loop_post() and the timer functions may be
+ * called from any thread (and stop from a signal handler): they wake the
+ * loop through an eventfd.  fd registration is for the loop thread (or
+ * before run()).
  *
  * Timers are one-shot and kept in a binary heap ordered by deadline on the
  * monotonic clock; a cancelled timer never fires, even when it was already
- * due in the same iteration.
+ * due in the same iteration.  Adding and cancelling are O(log n) in the
+ * number of pending timers: an id names the timer's slot, which knows the
+ * timer's place in the heap.  Ids are never 0 and are not reused while the
+ * loop lives (a slot would have to be reused 2^32 times).
+ *
+ * tsr_loop_post() queues fn(arg) to run on the loop thread; posts run in the
+ * order they were queued (so per posting thread, in that thread's order),
+ * each exactly once, at the top of a loop pass, before timers and fds.  A
+ * post made by a post callback runs on the next pass.  Each post costs one
+ * small allocation, freed once fn has run.  Posts still pending when
+ * tsr_loop_destroy() is called are RUN by destroy, on the destroying thread,
+ * in order (with any they post), so an arg that owns memory is always handed
+ * back; no thread may post once destroy has begun.
  */
 #ifndef TSR_LOOP_H
 #define TSR_LOOP_H
@@ -24,7 +37,8 @@ typedef void (*tsr_fd_cb)(struct tsr_loop *loop, int fd, uint32_t events,
 			  void *arg);
 
 TSR_API int tsr_loop_create(struct tsr_loop **out);
-/* Does not close registered fds. */
+/* Does not close registered fds.  Runs the posts still pending (see above);
+ * pending timers are dropped without running. */
 TSR_API void tsr_loop_destroy(struct tsr_loop *loop);
 
 TSR_API int tsr_loop_fd_add(struct tsr_loop *loop, int fd, uint32_t events,
@@ -36,8 +50,15 @@ TSR_API int tsr_loop_fd_del(struct tsr_loop *loop, int fd);
 TSR_API int tsr_loop_timer_add(struct tsr_loop *loop, uint64_t delay_ns,
 			       void (*cb)(void *arg), void *arg,
 			       uint64_t *id);
-/* -ENOENT if the timer already fired or was cancelled. */
+/* -ENOENT if the timer already fired or was cancelled (or id is 0 or
+ * unknown).  O(log n). */
 TSR_API int tsr_loop_timer_cancel(struct tsr_loop *loop, uint64_t id);
+
+/* Any thread: run fn(arg) on the loop thread, after earlier posts.  0, or
+ * -EINVAL (fn is NULL), -ENOMEM (the queue node could not be allocated; fn
+ * will not run). */
+TSR_API int tsr_loop_post(struct tsr_loop *loop, void (*fn)(void *arg),
+			  void *arg);
 
 /* Run until tsr_loop_stop(); returns 0, or a negative errno if epoll
  * fails. */

@@ -850,6 +850,339 @@ START_TEST(test_fd_errors)
 }
 END_TEST
 
+/* ---- O(log n) cancel (issue 17) ----------------------------------------- */
+
+/* 100,000 timers, every other one cancelled: the rest fire once each, in
+ * deadline order.  With the old scanning cancel this took seconds.  Check
+ * marks every passing ck_assert with a write, so the hot loops count
+ * mismatches in `bad` and assert once. */
+#define BIG 100000
+
+static struct many big[BIG];
+static uint64_t big_ids[BIG];
+static int bad;
+
+static void
+big_cb(void *arg)
+{
+	struct many *m = arg;
+
+	bad += m->cancelled || m->hi < max_lo;
+	if (m->lo > max_lo)
+		max_lo = m->lo;
+	m->fired++;
+	many_fired++;
+}
+
+START_TEST(test_cancel_many_timers)
+{
+	struct tsr_loop *loop;
+	uint64_t seed = 0x2545F4914F6CDD1Dull;
+	int want = 0;
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	memset(big, 0, sizeof(big));
+	max_lo = 0;
+	many_fired = 0;
+	bad = 0;
+	for (int i = 0; i < BIG; i++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		uint64_t delay = (seed % 50) * MS;
+		big[i].lo = tsr_mono_ns() + delay;
+		bad += tsr_loop_timer_add(loop, delay, big_cb, &big[i],
+					  &big_ids[i]) != 0;
+		big[i].hi = tsr_mono_ns() + delay;
+		bad += big_ids[i] == 0;
+	}
+	ck_assert_int_eq(bad, 0);
+	for (int i = 0; i < BIG; i += 2) {
+		big[i].cancelled = true;
+		bad += tsr_loop_timer_cancel(loop, big_ids[i]) != 0;
+	}
+	ck_assert_int_eq(bad, 0);
+	/* a second cancel of the same id, and of ids never issued */
+	for (int i = 0; i < BIG; i += 2)
+		bad += tsr_loop_timer_cancel(loop, big_ids[i]) != -ENOENT;
+	ck_assert_int_eq(bad, 0);
+	ck_assert_int_eq(tsr_loop_timer_cancel(loop, 0), -ENOENT);
+	ck_assert_int_eq(tsr_loop_timer_cancel(loop, UINT64_MAX), -ENOENT);
+	for (int i = 0; i < BIG; i++)
+		want += !big[i].cancelled;
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 60 * MS, stop_cb, loop, NULL), 0);
+	run_bounded(loop);
+	ck_assert_int_eq(bad, 0);
+	ck_assert_int_eq(many_fired, want);
+	for (int i = 0; i < BIG; i++)
+		bad += big[i].fired != (big[i].cancelled ? 0 : 1);
+	ck_assert_int_eq(bad, 0);
+	/* fired timers cannot be cancelled */
+	for (int i = 1; i < BIG; i += 2)
+		bad += tsr_loop_timer_cancel(loop, big_ids[i]) != -ENOENT;
+	ck_assert_int_eq(bad, 0);
+	tsr_loop_destroy(loop);
+}
+END_TEST
+
+/* 10,000 random adds and cancels (of live, cancelled, fired and forged ids),
+ * with loop passes in between, checked against a plain array model: cancel
+ * returns 0 exactly for live timers, a cancelled timer never fires, every
+ * live timer fires once, in deadline order.  Slots are reused, so this pins
+ * the heap-index bookkeeping that makes cancel O(log n). */
+#define MODEL_OPS 10000
+
+enum mstate { M_LIVE, M_CANCELLED, M_FIRED };
+
+struct mtimer {
+	enum mstate st;
+	uint64_t id, lo, hi;
+};
+
+static struct mtimer model[MODEL_OPS];
+static int model_bad;
+
+static void
+model_cb(void *arg)
+{
+	struct mtimer *m = arg;
+
+	if (m->st != M_LIVE || m->hi < max_lo)
+		model_bad++;
+	if (m->lo > max_lo)
+		max_lo = m->lo;
+	m->st = M_FIRED;
+}
+
+START_TEST(test_cancel_random_model)
+{
+	struct tsr_loop *loop;
+	uint64_t seed = 0x9E3779B97F4A7C15ull;
+	int n = 0, cancels = 0, live_cancels = 0;
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	memset(model, 0, sizeof(model));
+	model_bad = 0;
+	max_lo = 0;
+	for (int op = 0; op < MODEL_OPS; op++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		unsigned r = (unsigned)(seed % 100);
+		if (r < 50 || n == 0) {
+			struct mtimer *m = &model[n++];
+			uint64_t delay = ((seed >> 8) % 8) * 250000; /* < 2 ms */
+			m->lo = tsr_mono_ns() + delay;
+			model_bad += tsr_loop_timer_add(loop, delay, model_cb, m,
+							&m->id) != 0;
+			m->hi = tsr_mono_ns() + delay;
+			m->st = M_LIVE;
+			for (int j = 0; j < n - 1; j++)
+				model_bad += model[j].id == m->id;
+		} else if (r < 95) {
+			struct mtimer *m = &model[(seed >> 8) % (uint64_t)n];
+			int want = m->st == M_LIVE ? 0 : -ENOENT;
+			model_bad += tsr_loop_timer_cancel(loop, m->id) != want;
+			cancels++;
+			live_cancels += want == 0;
+			if (m->st == M_LIVE)
+				m->st = M_CANCELLED;
+		} else if (r < 97) {
+			/* forged: an issued id's slot with a generation that slot
+			 * has not reached (gens here stay far below 2^31) */
+			uint64_t id = model[(seed >> 8) % (uint64_t)n].id;
+			model_bad += tsr_loop_timer_cancel(loop,
+							   id ^ 0xFFFFFFFF00000000ull) !=
+				     -ENOENT;
+		} else if (r == 97) {
+			/* one loop pass: whatever is due fires */
+			ck_assert_int_eq(tsr_loop_timer_add(loop, 1 * MS, stop_cb, loop,
+							    NULL), 0);
+			run_bounded(loop);
+			max_lo = 0; /* the order check is per pass */
+		}
+	}
+	ck_assert_int_eq(model_bad, 0);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 10 * MS, stop_cb, loop, NULL), 0);
+	max_lo = 0;
+	run_bounded(loop);
+	ck_assert_int_eq(model_bad, 0);
+	for (int j = 0; j < n; j++)
+		model_bad += model[j].st == M_LIVE;
+	ck_assert_int_eq(model_bad, 0);
+	/* the model really exercised both paths */
+	ck_assert_int_gt(live_cancels, 100);
+	ck_assert_int_gt(cancels - live_cancels, 100);
+	tsr_loop_destroy(loop);
+}
+END_TEST
+
+/* ---- tsr_loop_post (issue 17) ------------------------------------------- */
+
+#define POSTERS 4
+#define POSTS_EACH 5000
+
+struct post_rec {
+	pthread_t loop_thread;
+	atomic_int last[POSTERS]; /* last seq run, per poster */
+	atomic_int ran;
+	atomic_int bad;           /* wrong thread or out of order */
+};
+
+struct post_item {
+	struct post_rec *rec;
+	int poster, seq;
+};
+
+static struct post_item post_items[POSTERS][POSTS_EACH];
+
+static void
+post_cb(void *arg)
+{
+	struct post_item *it = arg;
+	struct post_rec *rec = it->rec;
+
+	if (!pthread_equal(pthread_self(), rec->loop_thread) ||
+	    atomic_load(&rec->last[it->poster]) != it->seq - 1)
+		atomic_fetch_add(&rec->bad, 1);
+	atomic_store(&rec->last[it->poster], it->seq);
+	atomic_fetch_add(&rec->ran, 1);
+}
+
+struct poster {
+	struct tsr_loop *loop;
+	int idx;
+	atomic_int failed;
+};
+
+static void *
+poster_main(void *arg)
+{
+	struct poster *p = arg;
+
+	for (int i = 0; i < POSTS_EACH; i++)
+		if (tsr_loop_post(p->loop, post_cb, &post_items[p->idx][i]) != 0)
+			atomic_fetch_add(&p->failed, 1);
+	return NULL;
+}
+
+/* Several threads post at once: each post runs exactly once, on the loop
+ * thread, in its poster's order. */
+START_TEST(test_post_from_threads)
+{
+	struct tsr_loop *loop;
+	struct runner r;
+	struct post_rec rec;
+	struct poster p[POSTERS];
+	pthread_t th[POSTERS];
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	atomic_store(&rec.ran, 0);
+	atomic_store(&rec.bad, 0);
+	for (int t = 0; t < POSTERS; t++) {
+		atomic_store(&rec.last[t], -1);
+		for (int i = 0; i < POSTS_EACH; i++)
+			post_items[t][i] = (struct post_item){ &rec, t, i };
+	}
+	runner_start(&r, loop);
+	rec.loop_thread = r.th;
+	sleep_ms(20); /* let it fall asleep: the posts must wake it */
+	for (int t = 0; t < POSTERS; t++) {
+		p[t].loop = loop;
+		p[t].idx = t;
+		atomic_store(&p[t].failed, 0);
+		ck_assert_int_eq(pthread_create(&th[t], NULL, poster_main, &p[t]), 0);
+	}
+	for (int t = 0; t < POSTERS; t++)
+		pthread_join(th[t], NULL);
+	/* FIFO: the stop runs after every earlier post */
+	ck_assert_int_eq(tsr_loop_post(loop, stop_cb, loop), 0);
+	bool stopped = runner_join(&r, 5000);
+	ck_assert_msg(stopped, "loop did not stop");
+	ck_assert_int_eq(atomic_load(&r.rc), 0);
+	for (int t = 0; t < POSTERS; t++) {
+		ck_assert_int_eq(atomic_load(&p[t].failed), 0);
+		ck_assert_int_eq(atomic_load(&rec.last[t]), POSTS_EACH - 1);
+	}
+	ck_assert_int_eq(atomic_load(&rec.ran), POSTERS * POSTS_EACH);
+	ck_assert_int_eq(atomic_load(&rec.bad), 0);
+	ck_assert_int_eq(tsr_loop_post(loop, NULL, NULL), -EINVAL);
+	tsr_loop_destroy(loop);
+}
+END_TEST
+
+/* Posts still pending at destroy are run by destroy, in order, together
+ * with what they post; their heap-allocated args are freed (ASan checks). */
+struct owned {
+	int *log, *n;
+	int v;
+	struct tsr_loop *loop;
+};
+
+static void
+owned_cb(void *arg)
+{
+	struct owned *o = arg;
+
+	o->log[(*o->n)++] = o->v;
+	if (o->v == 3) {
+		/* a post made while destroy drains also runs */
+		struct owned *more = malloc(sizeof(*more));
+		ck_assert_ptr_nonnull(more);
+		*more = *o;
+		more->v = 100;
+		ck_assert_int_eq(tsr_loop_post(o->loop, owned_cb, more), 0);
+	}
+	free(o);
+}
+
+START_TEST(test_post_pending_at_destroy)
+{
+	struct tsr_loop *loop;
+	int log[16], n = 0;
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	for (int i = 0; i < 10; i++) {
+		struct owned *o = malloc(sizeof(*o));
+		ck_assert_ptr_nonnull(o);
+		*o = (struct owned){ log, &n, i, loop };
+		ck_assert_int_eq(tsr_loop_post(loop, owned_cb, o), 0);
+	}
+	tsr_loop_destroy(loop);
+	ck_assert_int_eq(n, 11);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(log[i], i);
+	ck_assert_int_eq(log[10], 100);
+}
+END_TEST
+
+/* A post that re-posts itself runs once per pass: timers still fire. */
+static atomic_int repost_n;
+
+static void
+repost_cb(void *arg)
+{
+	if (atomic_fetch_add(&repost_n, 1) < 1000000)
+		tsr_loop_post(arg, repost_cb, arg);
+}
+
+START_TEST(test_post_repost_does_not_starve)
+{
+	struct tsr_loop *loop;
+
+	atomic_store(&repost_n, 0);
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_int_eq(tsr_loop_post(loop, repost_cb, loop), 0);
+	ck_assert_int_eq(tsr_loop_timer_add(loop, 5 * MS, stop_cb, loop, NULL), 0);
+	run_bounded(loop);
+	ck_assert_int_lt(atomic_load(&repost_n), 1000000);
+	/* destroy drains the one still pending; it re-posts until the cap */
+	atomic_store(&repost_n, 1000000);
+	tsr_loop_destroy(loop);
+	ck_assert_int_eq(atomic_load(&repost_n), 1000001);
+}
+END_TEST
+
 static Suite *
 loop_suite(void)
 {
@@ -864,11 +1197,16 @@ loop_suite(void)
 	tcase_add_test(tm, test_timer_added_from_callback);
 	tcase_add_test(tm, test_timer_heap);
 	tcase_add_test(tm, test_destroy_with_pending);
+	tcase_add_test(tm, test_cancel_many_timers);
+	tcase_add_test(tm, test_cancel_random_model);
+	tcase_add_test(tm, test_post_pending_at_destroy);
+	tcase_add_test(tm, test_post_repost_does_not_starve);
 	suite_add_tcase(s, tm);
 
 	tcase_add_test(th, test_timer_add_wakes_loop);
 	tcase_add_test(th, test_earlier_timer_from_thread);
 	tcase_add_test(th, test_stop_from_thread);
+	tcase_add_test(th, test_post_from_threads);
 	suite_add_tcase(s, th);
 
 	tcase_add_test(fd, test_fd_read);
