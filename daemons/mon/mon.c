@@ -212,6 +212,17 @@ enqueue(struct mon *mon, int kind, struct tsr_conn *c, struct tsr_msg *m)
 /* Refusals a peer can cause at will, logged at a rate (log.h). */
 static struct tsr_log_rate refusal_lines = TSR_LOG_RATE_INIT(10, 10000);
 
+/* The member of mon_members that the session proved it is (a monitor's
+ * name, auth.h), or NULL: any other peer, or a monitor's key for a name
+ * outside mon_members. */
+static const struct tsr_mon_member *
+peer_member(const struct mon *mon, const char *who)
+{
+	if (!tsr_auth_may(who, TSR_CAP_MON))
+		return NULL;
+	return tsr_mon_members_find(&mon->mem, who + strlen("mon."));
+}
+
 static void
 on_raft(struct tsr_conn *c, struct tsr_msg *m, void *arg)
 {
@@ -221,8 +232,7 @@ on_raft(struct tsr_conn *c, struct tsr_msg *m, void *arg)
 	/* Raft only from monitors that proved it (auth.h): a forged vote
 	 * or append could stall the cluster.  handle_raft checks that the
 	 * message's sender is that monitor. */
-	if (!tsr_auth_may(who, TSR_CAP_MON) ||
-	    tsr_mon_members_find(&mon->mem, who + 4) == NULL) {
+	if (peer_member(mon, who) == NULL) {
 		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
 			      "%s: a Raft message from %s, not an authenticated "
 			      "monitor of mon_members; dropped", tsr_conn_peer(c),
@@ -987,7 +997,7 @@ cmd_allowed(struct mon *mon, int kind, const struct tsr_mon_cmd *cmd,
 	/* a monitor's key is everything, but only a member's: a key made
 	 * for a monitor not yet in mon_members is no admin key */
 	if (tsr_auth_may(who, TSR_CAP_MON)) {
-		if (tsr_mon_members_find(&mon->mem, who + 4) != NULL)
+		if (peer_member(mon, who) != NULL)
 			return 0;
 		snprintf(why, len, "permission denied: %s is not a monitor of "
 			 "mon_members", who);
@@ -1487,7 +1497,7 @@ handle_raft(struct mon *mon, struct tsr_conn *c, struct tsr_msg *m)
 	}
 	/* on_raft let only member monitors through; one may not speak for
 	 * another */
-	sender = tsr_mon_members_find(&mon->mem, tsr_conn_peer_auth(c) + 4);
+	sender = peer_member(mon, tsr_conn_peer_auth(c));
 	if (sender == NULL || sender->id != rm.from) {
 		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
 			      "%s: a Raft message claiming to come from node %"

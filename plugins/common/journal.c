@@ -341,6 +341,34 @@ read_payload(struct jr *j, uint64_t off, uint32_t len, uint8_t **buf,
 	return 1;
 }
 
+/* A record's header as it lies on disk. */
+struct rec_head {
+	uint8_t raw[JR_REC_HEADER];
+	uint32_t magic, len, crc;
+	uint64_t seq;
+};
+
+/* The header at off: 1, 0 when the journal or the file ends before it,
+ * or -errno. */
+static int
+read_head(struct jr *j, uint64_t off, struct rec_head *h)
+{
+	struct tsr_dec d;
+	int rc;
+
+	if (off + JR_REC_HEADER > j->size)
+		return 0;
+	rc = os_pread_exact(j->fd, h->raw, JR_REC_HEADER, off);
+	if (rc < 0)
+		return rc == -ENODATA ? 0 : rc;
+	tsr_dec_init(&d, h->raw, JR_REC_HEADER);
+	h->magic = tsr_dec_u32(&d);
+	h->len = tsr_dec_u32(&d);
+	h->seq = tsr_dec_u64(&d);
+	h->crc = tsr_dec_u32(&d);
+	return 1;
+}
+
 /* Read the record with sequence number seq at off into *buf: 1 if it is
  * intact, 0 if there is none (never written, stale or torn: the end of the
  * records), or -errno.  *hint gets where the record after it would start
@@ -349,32 +377,23 @@ static int
 read_record(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
 	    size_t *cap, size_t *lenp, uint64_t *hint)
 {
-	uint8_t hdr[JR_REC_HEADER];
-	struct tsr_dec d;
-	uint32_t magic, len, crc;
+	struct rec_head h;
 	int rc;
 
 	*hint = 0;
-	if (off + JR_REC_HEADER > j->size)
+	if ((rc = read_head(j, off, &h)) <= 0)
+		return rc;
+	if (h.magic != JR_REC_MAGIC || h.seq != seq ||
+	    rec_span(h.len) > j->size - off)
 		return 0;
-	rc = os_pread_exact(j->fd, hdr, JR_REC_HEADER, off);
-	if (rc < 0)
-		return rc == -ENODATA ? 0 : rc;
-	tsr_dec_init(&d, hdr, JR_REC_HEADER);
-	magic = tsr_dec_u32(&d);
-	len = tsr_dec_u32(&d);
-	if (magic != JR_REC_MAGIC || tsr_dec_u64(&d) != seq ||
-	    rec_span(len) > j->size - off)
-		return 0;
-	crc = tsr_dec_u32(&d);
-	*hint = off + rec_span(len);
-	rc = read_payload(j, off, len, buf, cap);
+	*hint = off + rec_span(h.len);
+	rc = read_payload(j, off, h.len, buf, cap);
 	if (rc <= 0)
 		return rc;
-	put_le32(hdr + 16, 0);
-	if (rec_crc(j, hdr, *buf, len) != crc)
+	put_le32(h.raw + 16, 0);
+	if (rec_crc(j, h.raw, *buf, h.len) != h.crc)
 		return 0; /* torn: the crash interrupted this append */
-	*lenp = len;
+	*lenp = h.len;
 	return 1;
 }
 
@@ -401,22 +420,18 @@ static int
 damaged_record_at(struct jr *j, uint64_t off, uint64_t seq, uint8_t **buf,
 		  size_t *cap, char *why, size_t whylen)
 {
-	uint8_t hdr[JR_REC_HEADER], fixed[JR_REC_HEADER];
-	struct tsr_dec d;
+	uint8_t fixed[JR_REC_HEADER];
+	struct rec_head h;
 	uint32_t magic, len, crc;
 	uint64_t rseq;
 	int rc;
 
-	if (off % JR_ALIGN != 0 || off + JR_REC_HEADER > j->size)
-		return 0;
-	rc = os_pread_exact(j->fd, hdr, JR_REC_HEADER, off);
-	if (rc < 0)
-		return rc == -ENODATA ? 0 : rc;
-	tsr_dec_init(&d, hdr, JR_REC_HEADER);
-	magic = tsr_dec_u32(&d);
-	len = tsr_dec_u32(&d);
-	rseq = tsr_dec_u64(&d);
-	crc = tsr_dec_u32(&d);
+	if (off % JR_ALIGN != 0 || (rc = read_head(j, off, &h)) <= 0)
+		return off % JR_ALIGN != 0 ? 0 : rc;
+	magic = h.magic;
+	len = h.len;
+	rseq = h.seq;
+	crc = h.crc;
 	if (magic != JR_REC_MAGIC && rseq != seq)
 		return 0; /* not ours, or two things wrong: the end */
 	if (magic != JR_REC_MAGIC || rseq != seq) {
