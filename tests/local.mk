@@ -16,7 +16,7 @@ unit_tests = \
 	tests/unit/test_frame \
 	tests/unit/test_msgr \
 	tests/unit/test_raft \
-	tests/unit/test_mon \
+	tests/unit/test_mon tests/unit/test_monstate \
 	tests/unit/test_map \
 	tests/unit/test_asok \
 	tests/unit/test_pidfile \
@@ -51,6 +51,10 @@ tests_unit_test_raft_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_mon_SOURCES = tests/unit/test_mon.c
 tests_unit_test_mon_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_mon_LDADD = $(CHECK_LDADD_ALL)
+# the monitor's replicated state, built from the daemon's source
+tests_unit_test_monstate_SOURCES = tests/unit/test_monstate.c daemons/mon/state.c
+tests_unit_test_monstate_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/daemons/mon
+tests_unit_test_monstate_LDADD = $(CHECK_LDADD_ALL)
 # the redundancy-replica plugin, loaded from $PLUGIN_DIR as daemons do
 tests_unit_test_replica_SOURCES = tests/unit/test_replica.c
 tests_unit_test_replica_CFLAGS = $(CHECK_CFLAGS_ALL)
@@ -124,6 +128,12 @@ tests_plugins_bad_name_la_SOURCES = tests/plugins/testplug.c
 tests_plugins_bad_name_la_CPPFLAGS = $(AM_CPPFLAGS) -DTP_BAD_NAME
 tests_plugins_bad_name_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
 TEST_PLUGIN_DIR = $(abs_top_builddir)/tests/plugins/.libs
+# A placement plugin named "crush" that builds other maps, alone in its
+# directory: the plugin_dir of one monitor in test_mon's mixed_builds.
+check_LTLIBRARIES += tests/plugins/alt/crush.la
+tests_plugins_alt_crush_la_SOURCES = tests/plugins/altcrush.c
+tests_plugins_alt_crush_la_LDFLAGS = $(TESTPLUG_LDFLAGS)
+ALT_PLUGIN_DIR = $(abs_top_builddir)/tests/plugins/alt/.libs
 
 tests_unit_test_options_SOURCES = tests/unit/test_options.c
 tests_unit_test_options_CFLAGS = $(CHECK_CFLAGS_ALL)
@@ -219,6 +229,7 @@ AM_TESTS_ENVIRONMENT = \
 	TESSERA='$(abs_top_builddir)/tools/tessera/tessera'; \
 	TESTD='$(abs_top_builddir)/tests/daemon/tsr-testd'; \
 	TEST_PLUGIN_DIR='$(TEST_PLUGIN_DIR)'; \
+	ALT_PLUGIN_DIR='$(ALT_PLUGIN_DIR)'; \
 	LIBTOOL='$(abs_top_builddir)/libtool'; \
 	SANITIZERS='$(enable_sanitizers)'; \
 	TOP_SRCDIR='$(abs_top_srcdir)'; \
@@ -232,7 +243,7 @@ AM_TESTS_ENVIRONMENT = \
 	TESSERA_MON='$(abs_top_builddir)/daemons/mon/tessera-mon'; \
 	TESTOSD='$(abs_top_builddir)/tests/daemon/tsr-testosd'; \
 	TESTMDS='$(abs_top_builddir)/tests/daemon/tsr-testmds'; \
-	export TESSERA_MON TESTOSD TESTMDS TESSERA TESTD TEST_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
+	export TESSERA_MON TESTOSD TESTMDS TESSERA TESTD TEST_PLUGIN_DIR ALT_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
 		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_BLOCKDEV_PLUGIN \
 		BACKEND_PLUGINS BACKEND_OPTIONS_file \
 		BACKEND_OPTIONS_blockdev;

@@ -7,9 +7,10 @@
 #include <string.h>
 
 int
-tsr_monmsg_raft_encode(struct tsr_enc *e, uint32_t fp, const struct tsr_raft_msg *m)
+tsr_monmsg_raft_encode(struct tsr_enc *e, uint32_t fp, uint64_t features,
+		       const struct tsr_raft_msg *m)
 {
-	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+	size_t mark = tsr_enc_begin_struct(e, 2, 1);
 
 	tsr_enc_u32(e, fp);
 	tsr_enc_u32(e, m->type);
@@ -28,13 +29,15 @@ tsr_monmsg_raft_encode(struct tsr_enc *e, uint32_t fp, const struct tsr_raft_msg
 		tsr_enc_u64(e, m->entries[i].index);
 		tsr_enc_bytes(e, m->entries[i].data, m->entries[i].len);
 	}
+	tsr_enc_u64(e, features);
 	tsr_enc_end_struct(e, mark);
 	return tsr_enc_error(e);
 }
 
 int
 tsr_monmsg_raft_decode(const void *buf, size_t len, uint32_t *fp,
-		       struct tsr_raft_msg *m, char *err, size_t errlen)
+		       uint64_t *features, struct tsr_raft_msg *m, char *err,
+		       size_t errlen)
 {
 	struct tsr_dec d, sub;
 	struct tsr_raft_entry *ents = NULL;
@@ -42,8 +45,10 @@ tsr_monmsg_raft_decode(const void *buf, size_t len, uint32_t *fp,
 	uint32_t n;
 
 	memset(m, 0, sizeof(*m));
+	if (features)
+		*features = 0;
 	tsr_dec_init(&d, buf, len);
-	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+	if (tsr_dec_begin_struct(&d, 2, &ver, &sub) < 0)
 		return tsr_errf(err, errlen, -EBADMSG, "raft message: bad envelope");
 	*fp = tsr_dec_u32(&sub);
 	m->type = tsr_dec_u32(&sub);
@@ -78,6 +83,7 @@ tsr_monmsg_raft_decode(const void *buf, size_t len, uint32_t *fp,
 		ents[i].data = (uint8_t *)p;
 		ents[i].len = l;
 	}
+	uint64_t feat = ver >= 2 ? tsr_dec_u64(&sub) : 0;
 	if (tsr_dec_end_struct(&d, &sub) < 0) {
 		free(ents);
 		return tsr_errf(err, errlen, -EBADMSG, "raft message: truncated or "
@@ -85,6 +91,8 @@ tsr_monmsg_raft_decode(const void *buf, size_t len, uint32_t *fp,
 	}
 	m->entries = ents;
 	m->nentries = n;
+	if (features)
+		*features = feat;
 	return 0;
 }
 

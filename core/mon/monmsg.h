@@ -1,9 +1,14 @@
 /* monmsg.h — messages to and between monitors, and their encodings.
  *
  *   MON_RAFT       monitor -> monitor: one Raft message
- *       envelope v1 { u32 members_fp, u32 type, u64 from, to, term,
+ *       envelope v2, compat 1 {
+ *                     u32 members_fp, u32 type, u64 from, to, term,
  *                     log_term, index, commit, u8 reject, u64 match, ctx,
- *                     u32 n, n x { u64 term, u64 index, bytes data } }
+ *                     u32 n, n x { u64 term, u64 index, bytes data },
+ *                     u64 features }              TSR_MON_FEAT_*; v2 on
+ *       A monitor that sends features announces what its log entries
+ *       may hold (a leader proposes decisions only once every member
+ *       has shown it applies them: the rolling upgrade, mon.c).
  *   MON_CMD        anyone -> a monitor: a command, as words
  *       envelope v1 { u64 client, u64 tid, u32 argc, argc x string }
  *   MON_CMD_REPLY  the monitor's answer
@@ -46,6 +51,11 @@ enum {
 	TSR_MSG_MON_MAPS = TSR_MSG_USER + 4,
 };
 
+/* What a monitor can do (MON_RAFT features). */
+#define TSR_MON_FEAT_DECISIONS 0x1ull  /* applies version 2 log entries
+                                         * (decisions, daemons/mon/state.h) */
+#define TSR_MON_FEATURES TSR_MON_FEAT_DECISIONS
+
 #define TSR_MONMSG_MAX_ENTRIES 4096
 #define TSR_MONMSG_MAX_ENTRY (1u << 20)
 #define TSR_MONMSG_MAX_ARGS 64
@@ -55,10 +65,11 @@ enum {
 /* Raft messages.  Decoded entries borrow from the input buffer; the array
  * is malloc'd (tsr_monmsg_raft_free). */
 TSR_API int tsr_monmsg_raft_encode(struct tsr_enc *e, uint32_t fp,
-				   const struct tsr_raft_msg *m);
+				   uint64_t features, const struct tsr_raft_msg *m);
+/* features: 0 from a monitor that sends none (version 1); may be NULL. */
 TSR_API int tsr_monmsg_raft_decode(const void *buf, size_t len, uint32_t *fp,
-				   struct tsr_raft_msg *m, char *err,
-				   size_t errlen);
+				   uint64_t *features, struct tsr_raft_msg *m,
+				   char *err, size_t errlen);
 TSR_API void tsr_monmsg_raft_free(struct tsr_raft_msg *m);
 
 struct tsr_mon_cmd {

@@ -127,7 +127,15 @@ struct mon {
 
 	pthread_mutex_t lock;        /* everything below, and raft (status reads) */
 	struct mon_state st;
+	/* The leader's projected state: st with every change it proposed
+	 * since applied, what the next change is decided against (state.h).
+	 * Made once the leader has applied its whole log in this term. */
+	struct mon_state proj;
+	int proj_valid;
+	uint64_t proj_term;
+	uint64_t features[TSR_MON_MAX]; /* each member's, from its Raft messages */
 	struct waiter *changes, *reads;
+	struct waiter *held;         /* changes waiting for the projected state */
 	struct sub *subs;
 	size_t nsubs;
 	uint64_t last_leader_ns;     /* when we last had a leader (or were one) */
@@ -303,7 +311,7 @@ send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
 			return;
 	}
 	tsr_enc_init(&e);
-	tsr_monmsg_raft_encode(&e, mon->mem.fp, &copy);
+	tsr_monmsg_raft_encode(&e, mon->mem.fp, TSR_MON_FEATURES, &copy);
 	if ((m = tsr_msg_from_enc(TSR_MSG_MON_RAFT, &e)) == NULL)
 		return;
 	if (copy.type == TSR_RAFT_SNAPSHOT && copy.snap_len) {
@@ -420,6 +428,37 @@ mon_stat(struct mon *mon, uint64_t now, struct tsr_sbuf *out)
 			tsr_raft_term(mon->raft), tsr_raft_commit(mon->raft));
 }
 
+/* The monitors' own health checks (state.h). */
+static void
+mon_health(struct mon *mon, uint64_t now, struct mon_health *h)
+{
+	struct tsr_sbuf d;
+	size_t n = 0;
+
+	tsr_sbuf_init(&d);
+	for (size_t i = 0; i < mon->mem.n; i++) {
+		const struct tsr_mon_member *m = &mon->mem.m[i];
+		char line[160];
+		if (m == mon->self ||
+		    now - tsr_raft_peer_current(mon->raft, m->id) < mon->lease_ns)
+			continue;
+		uint64_t at = tsr_raft_peer_current(mon->raft, m->id);
+		if (at)
+			snprintf(line, sizeof(line), "mon.%s (%s) has not answered the "
+				 "leader with the committed log for %.1f s", m->name,
+				 m->addr, (double)(now - at) / 1e9);
+		else
+			snprintf(line, sizeof(line), "mon.%s (%s) has not answered this "
+				 "leader with the committed log", m->name, m->addr);
+		tsr_sbuf_printf(&d, "%s", n++ ? ", " : "");
+		tsr_sbuf_json_str(&d, line);
+	}
+	if (n)
+		state_health_raise(h, MON_HEALTH_MON_DOWN, tsr_sbuf_str(&d),
+				   "%zu of %zu monitors out of the quorum", n, mon->mem.n);
+	tsr_sbuf_release(&d);
+}
+
 static int
 serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
 	   struct tsr_sbuf *out)
@@ -432,16 +471,16 @@ serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
 		return 0;
 	}
 	if (strcmp(argv[0], "health") == 0 || strcmp(argv[0], "status") == 0) {
-		struct tsr_sbuf reasons;
+		struct mon_health h;
 		size_t nin = 0, nup = 0;
-		int h;
 
-		tsr_sbuf_init(&reasons);
-		h = state_health(&mon->st, &reasons);
-		tsr_sbuf_printf(out, "{\"health\": \"%s\", \"reasons\": [%s]",
-				h == 0 ? "HEALTH_OK" : h == 1 ? "HEALTH_WARN" : "HEALTH_ERR",
-				tsr_sbuf_str(&reasons));
-		tsr_sbuf_release(&reasons);
+		state_health_init(&h);
+		mon_health(mon, now, &h);
+		state_health(&mon->st, &h);
+		tsr_sbuf_printf(out, "{\"health\": \"%s\", \"checks\": [%s], "
+				"\"reasons\": [%s]", state_health_name(h.level),
+				tsr_sbuf_str(&h.checks), tsr_sbuf_str(&h.reasons));
+		state_health_release(&h);
 		if (argv[0][0] == 'h') {
 			tsr_sbuf_printf(out, "}");
 			return 0;
@@ -690,16 +729,102 @@ push_subs(struct mon *mon)
  * again (core/mon/osdbeacon.c).  The marks are changes like any other,
  * proposed by the leader under its own client id. */
 
+/* ---- Decisions (the leader) -------------------------------------------------
+ *
+ * The log carries decisions (state.h): the leader decides each change
+ * against its projected state and proposes the incrementals.  Until
+ * every member has shown, in its Raft messages, that it applies them
+ * (TSR_MON_FEAT_DECISIONS), the leader proposes commands instead, which
+ * every monitor decides itself: in a rolling upgrade the monitors of the
+ * older version keep applying the log until the last one is upgraded. */
+
+static int
+decisions(const struct mon *mon)
+{
+	for (size_t i = 0; i < mon->mem.n; i++)
+		if (&mon->mem.m[i] != mon->self &&
+		    !(mon->features[mon->mem.m[i].id - 1] & TSR_MON_FEAT_DECISIONS))
+			return 0;
+	return 1;
+}
+
+static void
+proj_drop(struct mon *mon)
+{
+	if (mon->proj_valid)
+		state_free(&mon->proj);
+	mon->proj_valid = 0;
+}
+
+static void propose_change(struct mon *mon, struct waiter *w);
+
+/* Keep the projected state: dropped when we stop leading (or the term
+ * moves, or a member shows it cannot apply decisions); made anew when we
+ * lead and have applied every entry of our log, so that nothing proposed
+ * before is missing from it.  Changes held meanwhile go out then. */
+static void
+proj_update(struct mon *mon)
+{
+	int leader = tsr_raft_role(mon->raft) == TSR_RAFT_LEADER && !mon->failed;
+
+	if (mon->proj_valid && (!leader || tsr_raft_term(mon->raft) != mon->proj_term ||
+				!decisions(mon)))
+		proj_drop(mon);
+	if (mon->proj_valid || !leader || !decisions(mon) ||
+	    mon->hist_index != tsr_raft_last_index(mon->raft))
+		return;
+	if (state_copy(&mon->proj, &mon->st) < 0) {
+		LOGW("no memory for the projected state; changes wait");
+		return;
+	}
+	mon->proj_valid = 1;
+	mon->proj_term = tsr_raft_term(mon->raft);
+	while (mon->held) {
+		struct waiter *w = mon->held;
+		mon->held = w->next;
+		propose_change(mon, w);
+	}
+}
+
+/* Propose a change: a decision on the projected state, or (before every
+ * member applies decisions) the command.  0, or a negative errno. */
+static int
+propose(struct mon *mon, uint64_t client, uint64_t tid, int argc, char **argv,
+	uint64_t *index)
+{
+	struct tsr_sbuf out;
+	size_t len;
+	uint8_t *e;
+	int rc, status;
+
+	if (!mon->proj_valid) {
+		e = state_entry_encode(client, tid, argc, argv, &len);
+	} else {
+		tsr_sbuf_init(&out);
+		e = state_decide(&mon->proj, client, tid, argc, argv, &status, &out, &len);
+		LOGD("decided %s %s: %d %s", argv[0], argc > 1 ? argv[1] : "", status,
+		     tsr_sbuf_str(&out));
+		tsr_sbuf_release(&out);
+	}
+	rc = e ? tsr_raft_propose(mon->raft, e, len, index) : -ENOMEM;
+	free(e);
+	if (rc < 0 && mon->proj_valid) {
+		/* the projected state has a change the log will not: made
+		 * anew once the log is applied */
+		proj_drop(mon);
+	}
+	return rc;
+}
+
 static void
 propose_internal(struct mon *mon, int argc, char **argv)
 {
 	uint64_t client = 1ull << 63 | tsr_raft_term(mon->raft) << 8 | mon->self->id;
-	size_t len;
-	uint8_t *e = state_entry_encode(client, ++mon->internal_tid, argc, argv, &len);
 
-	if (e == NULL || tsr_raft_propose(mon->raft, e, len, NULL) < 0)
+	if (decisions(mon) && !mon->proj_valid)
+		return; /* the next check proposes it */
+	if (propose(mon, client, ++mon->internal_tid, argc, argv, NULL) < 0)
 		LOGW("could not propose %s %s %s", argv[0], argv[1], argc > 2 ? argv[2] : "");
-	free(e);
 }
 
 static void
@@ -898,9 +1023,43 @@ check_mds(struct mon *mon, uint64_t now)
 	}
 }
 
+/* The marks of one check, proposed together: one change, one epoch, for
+ * many OSDs at once (decisions only: a monitor of the version before
+ * takes one OSD per mark). */
+struct marks {
+	char list[MON_MAX_MARKS * 8];
+	size_t n, len;
+};
+
+static void
+marks_flush(struct mon *mon, struct marks *k, const char *verb)
+{
+	char *argv[4] = { "osd", (char *)verb, k->list, "--auto" };
+
+	if (k->n)
+		propose_internal(mon, verb[0] == 'o' ? 4 : 3, argv);
+	k->n = k->len = 0;
+	k->list[0] = '\0';
+}
+
+/* Mark OSD id (down or out): at once, or batched with the check's others. */
+static void
+mark(struct mon *mon, struct marks *k, const char *verb, int32_t id)
+{
+	if (!decisions(mon) || k->n == MON_MAX_MARKS)
+		marks_flush(mon, k, verb);
+	k->len += (size_t)snprintf(k->list + k->len, sizeof(k->list) - k->len, "%s%d",
+				   k->n ? "," : "", id);
+	k->n++;
+	if (!decisions(mon))
+		marks_flush(mon, k, verb);
+}
+
 static void
 check_failures(struct mon *mon, uint64_t now)
 {
+	struct marks downs = { .n = 0 }, outs = { .n = 0 };
+
 	if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER || !lease_valid(mon, now))
 		return;
 	if (mon->lead_term != tsr_raft_term(mon->raft)) {
@@ -914,9 +1073,7 @@ check_failures(struct mon *mon, uint64_t now)
 	for (size_t i = 0; i < mon->st.osdmap.nosds; i++) {
 		const struct tsr_osdmap_osd *o = &mon->st.osdmap.osds[i];
 		struct osd_watch *w = &mon->watch[o->id];
-		char idw[16], *argv[4] = { "osd", NULL, idw, NULL };
 
-		snprintf(idw, sizeof(idw), "%d", o->id);
 		if (now - w->proposed_at < 1000000000ull && w->proposed_at)
 			continue; /* the last proposal is on its way */
 		if (o->up) {
@@ -950,8 +1107,7 @@ check_failures(struct mon *mon, uint64_t now)
 				LOGW("osd.%d: no beacon for %.1f s (grace %.1f s): marking "
 				     "it down", o->id, (double)(now - last) / 1e9,
 				     (double)grace / 1e9);
-			argv[1] = "down";
-			propose_internal(mon, 3, argv);
+			mark(mon, &downs, "down", o->id);
 			w->proposed_at = now;
 			w->flaps++;
 			w->last_flap = now;
@@ -964,11 +1120,11 @@ check_failures(struct mon *mon, uint64_t now)
 			continue;
 		LOGW("osd.%d: down for %.1f s: marking it out (its data moves)", o->id,
 		     (double)(now - w->down_seen) / 1e9);
-		argv[1] = "out";
-		argv[3] = "--auto";
-		propose_internal(mon, 4, argv);
+		mark(mon, &outs, "out", o->id);
 		w->proposed_at = now;
 	}
+	marks_flush(mon, &downs, "down");
+	marks_flush(mon, &outs, "out");
 }
 
 static void
@@ -1144,26 +1300,37 @@ handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t no
 		w = NULL;
 		goto done;
 	}
-	size_t len;
-	uint8_t *e = state_entry_encode(w->cmd.client, w->cmd.tid, (int)w->cmd.argc,
-					w->cmd.argv, &len);
-	rc = e ? tsr_raft_propose(mon->raft, e, len, &w->index) : -ENOMEM;
-	free(e);
-	if (rc < 0) {
-		reply(c, w->cmd.tid, rc == -EAGAIN ? -EAGAIN : rc,
-		      rc == -EAGAIN ? "the leadership is changing; retry" : strerror(-rc),
-		      NULL);
-		goto done;
-	}
-	w->term = tsr_raft_term(mon->raft);
 	w->deadline = now + PROPOSE_TIMEOUT_NS;
-	w->next = mon->changes;
-	mon->changes = w;
+	if (decisions(mon) && !mon->proj_valid) {
+		/* a new leader applying its log: proposed once it has */
+		w->next = mon->held;
+		mon->held = w;
+	} else {
+		propose_change(mon, w);
+	}
 	w = NULL;
 done:
 	if (w)
 		waiter_free(w);
 	tsr_sbuf_release(&out);
+}
+
+static void
+propose_change(struct mon *mon, struct waiter *w)
+{
+	int rc = propose(mon, w->cmd.client, w->cmd.tid, (int)w->cmd.argc, w->cmd.argv,
+			 &w->index);
+
+	if (rc < 0) {
+		reply(w->conn, w->cmd.tid, rc == -EAGAIN ? -EAGAIN : rc,
+		      rc == -EAGAIN ? "the leadership is changing; retry" : strerror(-rc),
+		      NULL);
+		waiter_free(w);
+		return;
+	}
+	w->term = tsr_raft_term(mon->raft);
+	w->next = mon->changes;
+	mon->changes = w;
 }
 
 /* Reads whose lease came; changes that timed out or whose leader went. */
@@ -1191,6 +1358,21 @@ sweep(struct mon *mon, uint64_t now)
 				 "that may be stale", mon->self->name,
 				 (double)(now - w->deadline + 2 * mon->lease_ns) / 1e9);
 			reply(w->conn, w->cmd.tid, -ETIMEDOUT, text, NULL);
+		} else {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		waiter_free(w);
+	}
+	for (struct waiter **p = &mon->held; *p;) {
+		struct waiter *w = *p;
+
+		if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
+			redirect(mon, w->conn, w->cmd.tid, now);
+		} else if (now >= w->deadline) {
+			reply(w->conn, w->cmd.tid, -EAGAIN, "the leader has not "
+			      "applied its log within 5 s; not proposed, retry", NULL);
 		} else {
 			p = &w->next;
 			continue;
@@ -1273,7 +1455,7 @@ place_encode(void *arg, const char *plugin, const struct tsr_topology *t,
 static void
 apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 {
-	struct tsr_mon_cmd cmd;
+	struct mon_entry me;
 	struct tsr_sbuf out;
 	int rc;
 
@@ -1289,28 +1471,20 @@ apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 	if (en->len == 0 || mon->failed)
 		return; /* a leader's no-op; or stopping */
 	tsr_sbuf_init(&out);
-	if (state_entry_decode(en->data, en->len, &cmd) < 0) {
-		/* it passed the same decoder when proposed: a damaged store
-		 * would have failed its checksum; this is a bug */
-		LOGE("log entry %" PRIu64 " does not decode; skipped", en->index);
-		tsr_sbuf_release(&out);
-		return;
-	}
-	rc = state_apply(&mon->st, cmd.client, cmd.tid, (int)cmd.argc, cmd.argv, &out);
-	if (mon->st.fatal && !mon->failed) {
-		LOGE("log entry %" PRIu64 " (%s %s): %s; stopping: applying the log "
-		     "on would give this monitor other maps than the rest", en->index,
-		     cmd.argv[0], cmd.argc > 1 ? cmd.argv[1] : "", tsr_sbuf_str(&out));
+	rc = state_apply_entry(&mon->st, en->data, en->len, &me, &out);
+	if ((rc == -EBADMSG || mon->st.fatal) && !mon->failed) {
+		LOGE("log entry %" PRIu64 " (%s): %s; stopping: applying the log on "
+		     "would give this monitor other maps than the rest", en->index,
+		     me.what[0] ? me.what : "?", tsr_sbuf_str(&out));
 		mon->failed = 1;
 		tsr_daemon_request_stop(mon->d);
 	}
-	LOGD("applied %" PRIu64 ": %s %s: %d", en->index, cmd.argv[0],
-	     cmd.argc > 1 ? cmd.argv[1] : "", rc);
+	LOGD("applied %" PRIu64 " (v%d): %s: %d", en->index, me.version, me.what, rc);
 	for (struct waiter **p = &mon->changes; *p; p = &(*p)->next) {
 		struct waiter *w = *p;
 		if (w->index != en->index)
 			continue;
-		if (w->cmd.client == cmd.client && w->cmd.tid == cmd.tid)
+		if (w->cmd.client == me.client && w->cmd.tid == me.tid)
 			reply(w->conn, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
 		else
 			reply(w->conn, w->cmd.tid, -EAGAIN, "the leadership changed "
@@ -1319,7 +1493,6 @@ apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 		waiter_free(w);
 		break;
 	}
-	tsr_monmsg_cmd_free(&cmd);
 	tsr_sbuf_release(&out);
 }
 
@@ -1457,6 +1630,7 @@ process_ready(struct mon *mon, uint64_t now)
 		LOGI("caught up with the leader (committed %" PRIu64 "): mon.%s votes "
 		     "again", tsr_raft_commit(mon->raft), mon->self->name);
 	}
+	proj_update(mon);
 	return 0;
 }
 
@@ -1486,10 +1660,11 @@ handle_raft(struct mon *mon, struct tsr_conn *c, struct tsr_msg *m)
 	const struct tsr_mon_member *sender;
 	struct tsr_raft_msg rm;
 	uint32_t fp;
+	uint64_t features;
 	char err[256];
 	int rc;
 
-	if (tsr_monmsg_raft_decode(m->front, m->front_len, &fp, &rm, err,
+	if (tsr_monmsg_raft_decode(m->front, m->front_len, &fp, &features, &rm, err,
 				   sizeof(err)) < 0) {
 		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
 			      "%s: bad raft message: %s", tsr_conn_peer(c), err);
@@ -1505,6 +1680,7 @@ handle_raft(struct mon *mon, struct tsr_conn *c, struct tsr_msg *m)
 		tsr_monmsg_raft_free(&rm);
 		return;
 	}
+	mon->features[sender->id - 1] = features;
 	if (m->data_len) {
 		/* only a snapshot carries data, and it must decode before Raft
 		 * takes it as the state up to its index */
@@ -1857,6 +2033,8 @@ mon_stop(struct tsr_daemon *d)
 		}
 	free_waiters(mon->changes);
 	free_waiters(mon->reads);
+	free_waiters(mon->held);
+	proj_drop(mon);
 	while (mon->subs) {
 		struct sub *n = mon->subs->next;
 		sub_free(mon->subs);
@@ -1886,6 +2064,23 @@ mon_stop(struct tsr_daemon *d)
 	tsr_daemon_set_priv(d, NULL);
 }
 
+/* CRC32C of both maps' encodings: equal on monitors whose maps are the
+ * same, byte for byte (0: out of memory). */
+static uint32_t
+maps_crc(const struct mon_state *st)
+{
+	struct tsr_enc e;
+	uint32_t crc = 0;
+
+	tsr_enc_init(&e);
+	tsr_osdmap_encode(&e, &st->osdmap);
+	tsr_mdsmap_encode(&e, &st->mdsmap);
+	if (!tsr_enc_error(&e))
+		crc = tsr_crc32c(0, e.buf, e.len);
+	tsr_enc_release(&e);
+	return crc;
+}
+
 static void
 mon_status(struct tsr_daemon *d, struct tsr_sbuf *out)
 {
@@ -1903,10 +2098,13 @@ mon_status(struct tsr_daemon *d, struct tsr_sbuf *out)
 			lease_valid(mon, now) ? "true" : "false",
 			tsr_raft_rejoining(mon->raft) ? "true" : "false");
 	mon_stat(mon, now, out);
-	tsr_sbuf_printf(out, ",\n  \"osdmap_epoch\": %" PRIu64 ",\n  \"applied\": %" PRIu64
+	tsr_sbuf_printf(out, ",\n  \"osdmap_epoch\": %" PRIu64 ",\n  \"mdsmap_epoch\": %"
+			PRIu64 ",\n  \"maps_crc\": %u,\n  \"applied\": %" PRIu64
 			",\n  \"applied_index\": %" PRIu64 ",\n  \"history_crc\": %u,"
-			"\n  \"isolated\": %u", mon->st.osdmap.epoch, mon->st.applied,
-			mon->hist_index, mon->hist_crc, mon->isolated);
+			"\n  \"decisions\": %s,\n  \"isolated\": %u", mon->st.osdmap.epoch,
+			mon->st.mdsmap.epoch, maps_crc(&mon->st), mon->st.applied,
+			mon->hist_index, mon->hist_crc, decisions(mon) ? "true" : "false",
+			mon->isolated);
 	pthread_mutex_unlock(&mon->lock);
 }
 

@@ -5,6 +5,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@ state_init(struct mon_state *s)
 	memset(s, 0, sizeof(*s));
 	tsr_osdmap_init(&s->osdmap);
 	tsr_mdsmap_init(&s->mdsmap);
+	s->keep_incs = 1;
 	snprintf(s->osdmap.placement, sizeof(s->osdmap.placement), "crush");
 }
 
@@ -285,13 +287,6 @@ state_osd_list(const char *list, int32_t *ids, size_t max, size_t *n,
 
 /* ---- Lookups -------------------------------------------------------------*/
 
-/* Ids come here parsed within 0 .. MON_MAX_OSDS - 1. */
-static struct tsr_osdmap_osd *
-find_osd(const struct mon_state *s, int64_t id)
-{
-	return tsr_osdmap_osd(&s->osdmap, (int32_t)id);
-}
-
 /* An OSD id word ("3" or "osd.3"); canon as num_word (a rewritten one
  * loses its "osd." prefix, which osd_arg takes or leaves alike). */
 static int
@@ -309,21 +304,6 @@ osd_id_word(char **w, int canon, int64_t *id)
 		free(*w);
 		*w = tsr_xstrdup(dec);
 	}
-	return 0;
-}
-
-static int
-osd_arg(const struct mon_state *s, const char *w, struct tsr_osdmap_osd **o,
-	struct tsr_sbuf *out)
-{
-	int64_t id;
-
-	if (strncmp(w, "osd.", 4) == 0)
-		w += 4;
-	if (parse_i64(w, 0, MON_MAX_OSDS - 1, &id) < 0)
-		return FAIL(-EINVAL, "'%s' is not an OSD id (0..%d)", w, MON_MAX_OSDS - 1);
-	if ((*o = find_osd(s, id)) == NULL)
-		return FAIL(-ENOENT, "osd.%" PRId64 " does not exist", id);
 	return 0;
 }
 
@@ -348,11 +328,11 @@ static const struct change changes[] = {
 			"osd add [ID] --host HOST [--rack RACK] [--weight W]" },
 	[C_OSD_RM] = { "osd", "rm", 1, 1, 0, "osd rm ID" },
 	[C_OSD_IN] = { "osd", "in", 1, 1, 0, "osd in ID" },
-	[C_OSD_OUT] = { "osd", "out", 1, 1, O_AUTO, "osd out ID" },
+	[C_OSD_OUT] = { "osd", "out", 1, 1, O_AUTO, "osd out ID[,ID...]" },
 	[C_OSD_REWEIGHT] = { "osd", "reweight", 2, 2, 0, "osd reweight ID R (0..1)" },
 	[C_OSD_SET] = { "osd", "set", 1, 1, 0, "osd set noout" },
 	[C_OSD_UNSET] = { "osd", "unset", 1, 1, 0, "osd unset noout" },
-	[C_OSD_DOWN] = { "osd", "down", 1, 1, 0, "osd down ID" },
+	[C_OSD_DOWN] = { "osd", "down", 1, 1, 0, "osd down ID[,ID...]" },
 	[C_OSD_BOOT] = { "osd", "boot", 2, 2, 0, "osd boot ID IP:PORT (an OSD starting)" },
 	[C_POOL_CREATE] = { "pool", "create", 1, 2, O_SIZE | O_MIN_SIZE | O_RULE |
 			    O_REDUNDANCY | O_REDUNDANCY_OPTS,
@@ -369,9 +349,10 @@ static const struct change changes[] = {
 	[C_FS_SET] = { "fs", "set", 2, 2, 0, "fs set max_mds N" },
 };
 
+/* (a longer form before its prefix: the first that matches is taken) */
 static const char *const reads[][2] = {
-	{ "status", NULL }, { "health", NULL }, { "osd", "tree" }, { "osd", "dump" },
-	{ "pool", "ls" }, { "mds", "stat" }, { "mon", "stat" },
+	{ "status", NULL }, { "health", "detail" }, { "health", NULL }, { "osd", "tree" },
+	{ "osd", "dump" }, { "pool", "ls" }, { "mds", "stat" }, { "mon", "stat" },
 };
 
 /* Positional word k of o as an integer (num_word) or an OSD id
@@ -441,6 +422,11 @@ check_change(enum chg k, char **argv, struct cmd_opts *o, struct tsr_sbuf *out)
 		return 0;
 	case C_OSD_RM: case C_OSD_IN: case C_OSD_OUT: case C_OSD_REWEIGHT:
 	case C_OSD_DOWN: case C_OSD_BOOT:
+		if ((k == C_OSD_DOWN || k == C_OSD_OUT) && strchr(o->pos[0], ',')) {
+			int32_t ids[MON_MAX_MARKS];
+			size_t n;
+			return state_osd_list(o->pos[0], ids, MON_MAX_MARKS, &n, out);
+		}
 		if (pos_osd(argv, o, 0, &v) < 0)
 			return FAIL(-EINVAL, "'%s' is not an OSD id (0..%d)",
 				    o->pos[0], MON_MAX_OSDS - 1);
@@ -609,11 +595,173 @@ state_pool_redundancy(int argc, char **argv, const char **plugin, const char **o
 	return 1;
 }
 
-static int
-osd_add(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
+/* ---- Drafts ---------------------------------------------------------------
+ *
+ * A change is decided against the state it meets without touching it:
+ * what it would change goes into a draft.  For the OSD map that is the
+ * incremental itself (records new or changed, whole; ids removed), so a
+ * change costs what it changes.  For the MDS map it is a changed copy
+ * (the map holds at most TSR_MDSMAP_MAX_MDS small records), diffed into
+ * an incremental when the draft is sealed.  draft_seal() adds the
+ * placement map when the topology moved, checks the incrementals the
+ * way every holder of the maps checks them, and applies them; their
+ * encodings are what the log carries (state.h). */
+struct draft {
+	const struct tsr_osdmap *om;    /* the maps the change meets */
+	const struct tsr_mdsmap *mm;
+	struct tsr_osdmap_inc inc;      /* inc.epoch 0: no OSD map change */
+	struct tsr_mdsmap mds;          /* the changed MDS map, when mds_copied */
+	int mds_copied;
+};
+
+static void
+draft_init(struct draft *d, const struct mon_state *s)
 {
+	memset(d, 0, sizeof(*d));
+	d->om = &s->osdmap;
+	d->mm = &s->mdsmap;
+	d->inc.flags = s->osdmap.flags;
+	d->inc.next_pool_id = s->osdmap.next_pool_id;
+}
+
+static void
+draft_free(struct draft *d)
+{
+	tsr_osdmap_inc_free(&d->inc);
+	if (d->mds_copied)
+		tsr_mdsmap_free(&d->mds);
+	d->mds_copied = 0;
+}
+
+/* The OSD map changes: the epoch it changes to. */
+static uint64_t
+draft_osd_epoch(struct draft *d)
+{
+	d->inc.epoch = d->om->epoch + 1;
+	return d->inc.epoch;
+}
+
+static int
+draft_removes_osd(const struct draft *d, int32_t id)
+{
+	for (size_t i = 0; i < d->inc.nosd_rm; i++)
+		if (d->inc.osd_rm[i] == id)
+			return 1;
+	return 0;
+}
+
+/* OSD id as the draft leaves it, or NULL. */
+static const struct tsr_osdmap_osd *
+draft_find_osd(const struct draft *d, int64_t id)
+{
+	for (size_t i = 0; i < d->inc.nosds; i++)
+		if (d->inc.osds[i].id == id)
+			return &d->inc.osds[i];
+	if (draft_removes_osd(d, (int32_t)id))
+		return NULL;
+	return tsr_osdmap_osd(d->om, (int32_t)id);
+}
+
+/* A record of OSD id to change, held by the draft: a copy of the one the
+ * map has, or (fresh) a new zeroed one.  Valid until the next call. */
+static struct tsr_osdmap_osd *
+draft_osd(struct draft *d, int32_t id, int fresh)
+{
+	const struct tsr_osdmap_osd *cur = fresh ? NULL : draft_find_osd(d, id);
+	struct tsr_osdmap_osd *v;
+
+	for (size_t i = 0; i < d->inc.nosds; i++)
+		if (d->inc.osds[i].id == id)
+			return &d->inc.osds[i];
+	if ((v = realloc(d->inc.osds, (d->inc.nosds + 1) * sizeof(*v))) == NULL)
+		return NULL;
+	d->inc.osds = v;
+	v = &d->inc.osds[d->inc.nosds++];
+	if (cur)
+		*v = *cur;
+	else
+		memset(v, 0, sizeof(*v));
+	v->id = id;
+	draft_osd_epoch(d);
+	return v;
+}
+
+static int
+draft_rm_osd(struct draft *d, int32_t id)
+{
+	int32_t *v = realloc(d->inc.osd_rm, (d->inc.nosd_rm + 1) * sizeof(*v));
+
+	if (v == NULL)
+		return -ENOMEM;
+	d->inc.osd_rm = v;
+	v[d->inc.nosd_rm++] = id;
+	draft_osd_epoch(d);
+	return 0;
+}
+
+static const struct tsr_osdmap_pool *
+draft_find_pool(const struct draft *d, const char *name)
+{
+	for (size_t i = 0; i < d->inc.npools; i++)
+		if (strcmp(d->inc.pools[i].name, name) == 0)
+			return &d->inc.pools[i];
+	const struct tsr_osdmap_pool *p = tsr_osdmap_pool_by_name(d->om, name);
+	for (size_t i = 0; p && i < d->inc.npool_rm; i++)
+		if (d->inc.pool_rm[i] == p->id)
+			return NULL;
+	return p;
+}
+
+/* A pool record to change (a copy of cur, or a new zeroed one). */
+static struct tsr_osdmap_pool *
+draft_pool(struct draft *d, const struct tsr_osdmap_pool *cur)
+{
+	struct tsr_osdmap_pool *v;
+
+	if (cur >= d->inc.pools && cur < d->inc.pools + d->inc.npools)
+		return (struct tsr_osdmap_pool *)cur;
+	if ((v = realloc(d->inc.pools, (d->inc.npools + 1) * sizeof(*v))) == NULL)
+		return NULL;
+	d->inc.pools = v;
+	v = &d->inc.pools[d->inc.npools++];
+	if (cur)
+		*v = *cur;
+	else
+		memset(v, 0, sizeof(*v));
+	draft_osd_epoch(d);
+	return v;
+}
+
+static int
+draft_rm_pool(struct draft *d, int64_t id)
+{
+	int64_t *v = realloc(d->inc.pool_rm, (d->inc.npool_rm + 1) * sizeof(*v));
+
+	if (v == NULL)
+		return -ENOMEM;
+	d->inc.pool_rm = v;
+	v[d->inc.npool_rm++] = id;
+	draft_osd_epoch(d);
+	return 0;
+}
+
+/* The MDS map to change (copied on first use); NULL on no memory. */
+static struct tsr_mdsmap *
+draft_mds(struct draft *d)
+{
+	if (!d->mds_copied) {
+		if (tsr_mdsmap_copy(&d->mds, d->mm) < 0)
+			return NULL;
+		d->mds_copied = 1;
+	}
+	return &d->mds;
+}
+
+static int
+osd_add(struct draft *d, const struct cmd_opts *o, struct tsr_sbuf *out)
+{
+	struct tsr_osdmap_osd *v;
 	int64_t id = -1;
-	size_t at;
 
 	if (o->host == NULL)
 		return FAIL(-EINVAL, "osd add needs --host HOST");
@@ -624,43 +772,38 @@ osd_add(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 		if (parse_i64(w, 0, MON_MAX_OSDS - 1, &id) < 0)
 			return FAIL(-EINVAL, "'%s' is not an OSD id (0..%d)", o->pos[0],
 				    MON_MAX_OSDS - 1);
-		if (find_osd(s, id))
+		if (draft_find_osd(d, id))
 			return FAIL(-EEXIST, "osd.%" PRId64 " exists already", id);
 	} else {
-		for (id = 0; id < MON_MAX_OSDS && find_osd(s, id); id++)
-			;
+		/* the lowest free id: the map's ids are sorted */
+		id = 0;
+		for (size_t i = 0; i < d->om->nosds && d->om->osds[i].id == id; i++)
+			id++;
+		while (id < MON_MAX_OSDS && draft_find_osd(d, id))
+			id++;
 	}
-	if (s->osdmap.nosds >= MON_MAX_OSDS)
+	if (d->om->nosds >= MON_MAX_OSDS || id >= MON_MAX_OSDS)
 		return FAIL(-ENOSPC, "the cluster has %d OSDs, the most it may", MON_MAX_OSDS);
-	struct tsr_osdmap_osd *v = realloc(s->osdmap.osds, (s->osdmap.nosds + 1) * sizeof(*v));
-	if (v == NULL)
+	if ((v = draft_osd(d, (int32_t)id, 1)) == NULL)
 		return FAIL(-ENOMEM, "out of memory");
-	s->osdmap.osds = v;
-	for (at = 0; at < s->osdmap.nosds && s->osdmap.osds[at].id < id; at++)
-		;
-	memmove(&s->osdmap.osds[at + 1], &s->osdmap.osds[at], (s->osdmap.nosds - at) * sizeof(*v));
-	memset(&s->osdmap.osds[at], 0, sizeof(*v));
-	s->osdmap.osds[at].id = (int32_t)id;
-	snprintf(s->osdmap.osds[at].host, sizeof(s->osdmap.osds[at].host), "%s", o->host);
+	snprintf(v->host, sizeof(v->host), "%s", o->host);
 	if (o->rack)
-		snprintf(s->osdmap.osds[at].rack, sizeof(s->osdmap.osds[at].rack), "%s",
-			 o->rack);
-	s->osdmap.osds[at].weight = o->weight > 0 ? o->weight : 1.0;
-	s->osdmap.osds[at].reweight = 1.0;
-	s->osdmap.osds[at].in = 1;
-	s->osdmap.nosds++;
-	s->osdmap.epoch++;
+		snprintf(v->rack, sizeof(v->rack), "%s", o->rack);
+	v->weight = o->weight > 0 ? o->weight : 1.0;
+	v->reweight = 1.0;
+	v->in = 1;
 	tsr_sbuf_printf(out, "{\"osd\": %" PRId64 ", \"osdmap_epoch\": %" PRIu64 "}",
-			id, s->osdmap.epoch);
+			id, d->inc.epoch);
 	return 0;
 }
 
 static int
-pool_create(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
+pool_create(struct draft *d, const struct cmd_opts *o, struct tsr_sbuf *out)
 {
 	int64_t pg_num = 32;
 	int64_t size = o->size > 0 ? o->size : 3;
 	int64_t min_size = o->min_size > 0 ? o->min_size : size - size / 2;
+	struct tsr_osdmap_pool *p;
 
 	if (!tsr_osdmap_name_ok(o->pos[0]))
 		return FAIL(-EINVAL, "pool name '%s': 1 to 63 of letters, digits, "
@@ -670,18 +813,14 @@ pool_create(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 	if (min_size > size)
 		return FAIL(-EINVAL, "min_size %" PRId64 " is above size %" PRId64,
 			    min_size, size);
-	if (tsr_osdmap_pool_by_name(&s->osdmap, o->pos[0]))
+	if (draft_find_pool(d, o->pos[0]))
 		return FAIL(-EEXIST, "pool '%s' exists already", o->pos[0]);
-	if (s->osdmap.npools >= TSR_OSDMAP_MAX_POOLS)
+	if (d->om->npools >= TSR_OSDMAP_MAX_POOLS)
 		return FAIL(-ENOSPC, "the cluster has %d pools, the most it may",
 			    TSR_OSDMAP_MAX_POOLS);
-	struct tsr_osdmap_pool *v = realloc(s->osdmap.pools, (s->osdmap.npools + 1) * sizeof(*v));
-	if (v == NULL)
+	if ((p = draft_pool(d, NULL)) == NULL)
 		return FAIL(-ENOMEM, "out of memory");
-	s->osdmap.pools = v;
-	struct tsr_osdmap_pool *p = &s->osdmap.pools[s->osdmap.npools++];
-	memset(p, 0, sizeof(*p));
-	p->id = s->osdmap.next_pool_id++;
+	p->id = d->inc.next_pool_id++;
 	snprintf(p->name, sizeof(p->name), "%s", o->pos[0]);
 	p->pg_num = (uint32_t)pg_num;
 	p->size = (uint32_t)size;
@@ -691,54 +830,58 @@ pool_create(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
 		 o->redundancy ? o->redundancy : MON_DEFAULT_REDUNDANCY);
 	snprintf(p->redundancy_opts, sizeof(p->redundancy_opts), "%s",
 		 o->redundancy_opts ? o->redundancy_opts : "");
-	s->osdmap.epoch++;
 	tsr_sbuf_printf(out, "{\"pool\": ");
 	tsr_sbuf_json_str(out, p->name);
 	tsr_sbuf_printf(out, ", \"id\": %" PRId64 ", \"osdmap_epoch\": %" PRIu64 "}",
-			p->id, s->osdmap.epoch);
+			p->id, d->inc.epoch);
 	return 0;
 }
 
 static int
-pool_set(struct mon_state *s, const struct cmd_opts *o, struct tsr_sbuf *out)
+pool_set(struct draft *d, const struct cmd_opts *o, struct tsr_sbuf *out)
 {
-	struct tsr_osdmap_pool *p = tsr_osdmap_pool_by_name(&s->osdmap, o->pos[0]);
+	const struct tsr_osdmap_pool *cur = draft_find_pool(d, o->pos[0]);
 	const char *key = o->pos[1];
+	struct tsr_osdmap_pool *p;
 	int64_t v;
 
-	if (p == NULL)
+	if (cur == NULL)
 		return FAIL(-ENOENT, "pool '%s' does not exist", o->pos[0]);
 	if (strcmp(key, "pg_num") == 0) {
 		if (parse_i64(o->pos[2], 1, 65536, &v) < 0)
 			return FAIL(-EINVAL, "pg_num: a number in 1..65536");
-		if (v < p->pg_num)
+		if (v < cur->pg_num)
 			return FAIL(-EPERM, "pg_num may only grow (PGs split; "
-				    "merging is not supported): %u now", p->pg_num);
-		p->pg_num = (uint32_t)v;
+				    "merging is not supported): %u now", cur->pg_num);
 	} else if (strcmp(key, "size") == 0 || strcmp(key, "min_size") == 0) {
 		if (parse_i64(o->pos[2], 1, 16, &v) < 0)
 			return FAIL(-EINVAL, "%s: a number in 1..16", key);
-		if (key[0] == 's' && v < p->min_size)
+		if (key[0] == 's' && v < cur->min_size)
 			return FAIL(-ERANGE, "size %" PRId64 " is below min_size %u",
-				    v, p->min_size);
-		if (key[0] == 'm' && v > p->size)
+				    v, cur->min_size);
+		if (key[0] == 'm' && v > cur->size)
 			return FAIL(-ERANGE, "min_size %" PRId64 " is above size %u",
-				    v, p->size);
-		*(key[0] == 's' ? &p->size : &p->min_size) = (uint32_t)v;
+				    v, cur->size);
 	} else if (strcmp(key, "rule") == 0) {
 		if (parse_i64(o->pos[2], 0, MON_RULES - 1, &v) < 0)
 			return FAIL(-EINVAL, "rule: 0 (one copy per host), 1 (per "
 				    "rack), 2 (per OSD)");
-		p->rule = (uint32_t)v;
 	} else {
 		return FAIL(-EINVAL, "pool set: unknown key '%s' (pg_num, size, "
 			    "min_size, rule)", key);
 	}
-	s->osdmap.epoch++;
+	if ((p = draft_pool(d, cur)) == NULL)
+		return FAIL(-ENOMEM, "out of memory");
+	if (key[0] == 'p')
+		p->pg_num = (uint32_t)v;
+	else if (key[0] == 'r')
+		p->rule = (uint32_t)v;
+	else
+		*(key[0] == 's' ? &p->size : &p->min_size) = (uint32_t)v;
 	tsr_sbuf_printf(out, "{\"pool\": ");
 	tsr_sbuf_json_str(out, p->name);
 	tsr_sbuf_printf(out, ", \"%s\": %" PRId64 ", \"osdmap_epoch\": %" PRIu64 "}",
-			key, v, s->osdmap.epoch);
+			key, v, d->inc.epoch);
 	return 0;
 }
 
@@ -790,12 +933,15 @@ mds_json(const struct tsr_mdsmap *m, const struct tsr_mdsmap_mds *d,
  * Fail: NAME (that GID, when given: a stale report about an older
  * incarnation is ignored) leaves the map; its rank is vacant. */
 static int
-mds_change(struct mon_state *s, const struct cmd_opts *o, const char *verb,
+mds_change(struct draft *dr, const struct cmd_opts *o, const char *verb,
 	   struct tsr_sbuf *out)
 {
-	struct tsr_mdsmap *m = &s->mdsmap;
+	struct tsr_mdsmap *m = draft_mds(dr);
 	struct tsr_mdsmap_mds *d;
 	int64_t gid = 0, rank;
+
+	if (m == NULL)
+		return FAIL(-ENOMEM, "out of memory");
 
 	if (strcmp(verb, "set") == 0) { /* fs set max_mds N */
 		if (strcmp(o->pos[0], "max_mds") != 0)
@@ -900,73 +1046,127 @@ mds_change(struct mon_state *s, const struct cmd_opts *o, const char *verb,
 	return 0;
 }
 
+/* The OSDs a mark names: one id word, or (osd down / osd out, which the
+ * leader batches) a list "1,2,osd.3". */
 static int
-change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
+mark_ids(const char *w, int32_t *ids, size_t *n, struct tsr_sbuf *out)
+{
+	return state_osd_list(w, ids, MON_MAX_MARKS, n, out);
+}
+
+static int
+change(struct mon_state *s, struct draft *d, int argc, char **argv,
+       struct tsr_sbuf *out)
 {
 	struct cmd_opts o;
+	const struct tsr_osdmap_osd *cur;
 	struct tsr_osdmap_osd *osd;
 	int rc;
 
+	(void)s;
 	if ((rc = parse_opts(argc, argv, 2, 0, &o, out)) < 0)
 		return rc;
 	if (is(argc, argv, "osd", "add"))
-		return osd_add(s, &o, out);
+		return osd_add(d, &o, out);
 	if (is(argc, argv, "pool", "create"))
-		return pool_create(s, &o, out);
+		return pool_create(d, &o, out);
 	if (is(argc, argv, "pool", "set"))
-		return pool_set(s, &o, out);
+		return pool_set(d, &o, out);
 	if (strcmp(argv[0], "mds") == 0 || strcmp(argv[0], "fs") == 0)
-		return mds_change(s, &o, argv[1], out);
+		return mds_change(d, &o, argv[1], out);
 	if (is(argc, argv, "pool", "rm")) {
-		struct tsr_osdmap_pool *p = tsr_osdmap_pool_by_name(&s->osdmap, o.pos[0]);
+		const struct tsr_osdmap_pool *p = draft_find_pool(d, o.pos[0]);
 		if (!o.yes)
 			return FAIL(-EINVAL, "removing pool '%s' destroys its data: "
 				    "add --yes-i-really-mean-it", o.pos[0]);
 		if (p == NULL)
 			return FAIL(-ENOENT, "pool '%s' does not exist", o.pos[0]);
-		size_t at = (size_t)(p - s->osdmap.pools);
-		memmove(p, p + 1, (s->osdmap.npools - at - 1) * sizeof(*p));
-		s->osdmap.npools--;
-		s->osdmap.epoch++;
+		if (draft_rm_pool(d, p->id) < 0)
+			return FAIL(-ENOMEM, "out of memory");
 		tsr_sbuf_printf(out, "{\"removed\": ");
 		tsr_sbuf_json_str(out, o.pos[0]);
-		tsr_sbuf_printf(out, ", \"osdmap_epoch\": %" PRIu64 "}", s->osdmap.epoch);
+		tsr_sbuf_printf(out, ", \"osdmap_epoch\": %" PRIu64 "}", d->inc.epoch);
 		return 0;
 	}
 	if (is(argc, argv, "osd", "set") || is(argc, argv, "osd", "unset")) {
 		if (strcmp(o.pos[0], "noout") != 0)
 			return FAIL(-EINVAL, "unknown flag '%s' (noout)", o.pos[0]);
 		if (argv[1][0] == 's')
-			s->osdmap.flags |= TSR_OSDMAP_NOOUT;
+			d->inc.flags |= TSR_OSDMAP_NOOUT;
 		else
-			s->osdmap.flags &= ~TSR_OSDMAP_NOOUT;
-		s->osdmap.epoch++;
+			d->inc.flags &= ~TSR_OSDMAP_NOOUT;
+		if (d->inc.flags != d->om->flags)
+			draft_osd_epoch(d);
 		tsr_sbuf_printf(out, "{\"noout\": %s, \"osdmap_epoch\": %" PRIu64 "}",
-				s->osdmap.flags & TSR_OSDMAP_NOOUT ? "true" : "false", s->osdmap.epoch);
+				d->inc.flags & TSR_OSDMAP_NOOUT ? "true" : "false",
+				d->inc.epoch ? d->inc.epoch : d->om->epoch);
 		return 0;
 	}
-	if ((rc = osd_arg(s, o.pos[0], &osd, out)) < 0)
-		return rc;
+	if (is(argc, argv, "osd", "down") ||
+	    (is(argc, argv, "osd", "out") && strchr(o.pos[0], ','))) {
+		/* a list: every OSD named must exist; the ones already so
+		 * are left as they are */
+		int32_t ids[MON_MAX_MARKS];
+		size_t n = 0, changed = 0;
+		int down = argv[1][0] == 'd';
+
+		if (mark_ids(o.pos[0], ids, &n, out) < 0)
+			return -EINVAL;
+		for (size_t i = 0; i < n; i++)
+			if (draft_find_osd(d, ids[i]) == NULL)
+				return FAIL(-ENOENT, "osd.%d does not exist", ids[i]);
+		for (size_t i = 0; i < n; i++) {
+			cur = draft_find_osd(d, ids[i]);
+			if (down ? !cur->up : !cur->in)
+				continue;
+			if ((osd = draft_osd(d, ids[i], 0)) == NULL)
+				return FAIL(-ENOMEM, "out of memory");
+			if (down) {
+				osd->up = 0;
+			} else {
+				osd->in = 0;
+				osd->auto_out = o.autom;
+			}
+			changed++;
+		}
+		uint64_t e = d->inc.epoch ? d->inc.epoch : d->om->epoch;
+		if (n == 1)
+			tsr_sbuf_printf(out, "{\"osd\": %d, \"%s\": false, "
+					"\"osdmap_epoch\": %" PRIu64 "}", ids[0],
+					down ? "up" : "in", e);
+		else
+			tsr_sbuf_printf(out, "{\"osds\": %zu, \"marked_%s\": %zu, "
+					"\"osdmap_epoch\": %" PRIu64 "}", n,
+					down ? "down" : "out", changed, e);
+		return 0;
+	}
+	if (strncmp(o.pos[0], "osd.", 4) == 0)
+		o.pos[0] += 4;
+	int64_t id;
+	if (parse_i64(o.pos[0], 0, MON_MAX_OSDS - 1, &id) < 0)
+		return FAIL(-EINVAL, "'%s' is not an OSD id (0..%d)", o.pos[0],
+			    MON_MAX_OSDS - 1);
+	if ((cur = draft_find_osd(d, id)) == NULL)
+		return FAIL(-ENOENT, "osd.%" PRId64 " does not exist", id);
 	if (is(argc, argv, "osd", "rm")) {
-		if (osd->up)
-			return FAIL(-EBUSY, "osd.%d is up: stop it first", osd->id);
-		int32_t id = osd->id;
-		size_t at = (size_t)(osd - s->osdmap.osds);
-		memmove(osd, osd + 1, (s->osdmap.nosds - at - 1) * sizeof(*osd));
-		s->osdmap.nosds--;
-		s->osdmap.epoch++;
-		tsr_sbuf_printf(out, "{\"removed\": %d, \"osdmap_epoch\": %" PRIu64 "}",
-				id, s->osdmap.epoch);
+		if (cur->up)
+			return FAIL(-EBUSY, "osd.%d is up: stop it first", cur->id);
+		if (draft_rm_osd(d, cur->id) < 0)
+			return FAIL(-ENOMEM, "out of memory");
+		tsr_sbuf_printf(out, "{\"removed\": %" PRId64 ", \"osdmap_epoch\": %"
+				PRIu64 "}", id, d->inc.epoch);
 		return 0;
 	}
 	if (is(argc, argv, "osd", "boot")) {
-		if (strlen(o.pos[1]) >= sizeof(osd->addr) || strchr(o.pos[1], ':') == NULL)
+		if (strlen(o.pos[1]) >= sizeof(cur->addr) || strchr(o.pos[1], ':') == NULL)
 			return FAIL(-EINVAL, "osd boot: '%s' is not IP:PORT", o.pos[1]);
-		if (osd->up && strcmp(osd->addr, o.pos[1]) == 0) {
+		if (cur->up && strcmp(cur->addr, o.pos[1]) == 0) {
 			tsr_sbuf_printf(out, "{\"osd\": %d, \"up\": true, \"osdmap_epoch\": %"
-					PRIu64 "}", osd->id, s->osdmap.epoch);
+					PRIu64 "}", cur->id, d->om->epoch);
 			return 0;
 		}
+		if ((osd = draft_osd(d, (int32_t)id, 0)) == NULL)
+			return FAIL(-ENOMEM, "out of memory");
 		osd->up = 1;
 		snprintf(osd->addr, sizeof(osd->addr), "%s", o.pos[1]);
 		if (osd->auto_out) {
@@ -974,51 +1174,26 @@ change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 			osd->in = 1;
 			osd->auto_out = 0;
 		}
-		osd->up_from = ++s->osdmap.epoch;
+		osd->up_from = d->inc.epoch;
 		tsr_sbuf_printf(out, "{\"osd\": %d, \"up\": true, \"osdmap_epoch\": %"
-				PRIu64 "}", osd->id, s->osdmap.epoch);
+				PRIu64 "}", osd->id, d->inc.epoch);
 		return 0;
 	}
-	if (is(argc, argv, "osd", "down")) {
-		if (osd->up) {
-			osd->up = 0;
-			s->osdmap.epoch++;
-		}
-		tsr_sbuf_printf(out, "{\"osd\": %d, \"up\": false, \"osdmap_epoch\": %"
-				PRIu64 "}", osd->id, s->osdmap.epoch);
-		return 0;
-	}
+	double r = cur->reweight;
+	if (is(argc, argv, "osd", "reweight") && parse_dbl(o.pos[1], 0, 1, &r) < 0)
+		return FAIL(-EINVAL, "reweight '%s': a number in 0..1", o.pos[1]);
+	if ((osd = draft_osd(d, (int32_t)id, 0)) == NULL)
+		return FAIL(-ENOMEM, "out of memory");
 	if (is(argc, argv, "osd", "in") || is(argc, argv, "osd", "out")) {
 		osd->in = argv[1][0] == 'i';
 		osd->auto_out = !osd->in && o.autom;
-	} else { /* reweight */
-		double r;
-		if (parse_dbl(o.pos[1], 0, 1, &r) < 0)
-			return FAIL(-EINVAL, "reweight '%s': a number in 0..1", o.pos[1]);
+	} else {
 		osd->reweight = r;
 	}
-	s->osdmap.epoch++;
 	tsr_sbuf_printf(out, "{\"osd\": %d, \"in\": %s, \"reweight\": %g, "
 			"\"osdmap_epoch\": %" PRIu64 "}", osd->id,
-			osd->in ? "true" : "false", osd->reweight, s->osdmap.epoch);
+			osd->in ? "true" : "false", osd->reweight, d->inc.epoch);
 	return 0;
-}
-
-/* Keep the encoded incremental that made epoch e. */
-static void
-incs_put(struct mon_incs *r, uint64_t e, struct tsr_enc *enc)
-{
-	size_t at = e % MON_INC_KEEP;
-
-	free(r->data[at]);
-	r->data[at] = NULL;
-	r->epoch[at] = 0;
-	if (tsr_enc_error(enc)) {
-		tsr_enc_release(enc);
-		return; /* out of memory: subscribers get the full map */
-	}
-	r->data[at] = tsr_enc_take(enc, &r->len[at]);
-	r->epoch[at] = e;
 }
 
 const uint8_t *
@@ -1080,26 +1255,14 @@ index_of(const char **v, size_t n, const char *x)
 	return p ? (int32_t)(p - v) : -1;
 }
 
-/* Did the OSDs' ids, hosts, racks or weights change from a to b? */
+/* The placement map of the OSDs in m (s->placer's plugin): 0 with the
+ * blob (malloc'd; NULL, 0 for no OSDs), or a negative errno with the
+ * reason in out. */
 static int
-topology_changed(const struct tsr_osdmap *a, const struct tsr_osdmap *b)
-{
-	if (a->nosds != b->nosds || strcmp(a->placement, b->placement) != 0)
-		return 1;
-	for (size_t i = 0; i < a->nosds; i++)
-		if (a->osds[i].id != b->osds[i].id ||
-		    strcmp(a->osds[i].host, b->osds[i].host) != 0 ||
-		    strcmp(a->osds[i].rack, b->osds[i].rack) != 0 ||
-		    a->osds[i].weight != b->osds[i].weight)
-			return 1;
-	return 0;
-}
-
-static int
-placement_refresh(struct mon_state *s, struct tsr_sbuf *out)
+placement_refresh(struct mon_state *s, const struct tsr_osdmap *m, void **blob_out,
+		  size_t *len_out, struct tsr_sbuf *out)
 {
 	static const char *const types[] = { "osd", "host", "rack", "root" };
-	struct tsr_osdmap *m = &s->osdmap;
 	size_t nr, nh, ni = 0, nrules = 0;
 	const char **racks, **hosts;
 	struct tsr_topo_item *items;
@@ -1109,14 +1272,10 @@ placement_refresh(struct mon_state *s, struct tsr_sbuf *out)
 	char err[512] = "";
 	int rc = 0;
 
-	if (s->placer.encode == NULL)
+	*blob_out = NULL;
+	*len_out = 0;
+	if (m->nosds == 0)
 		return 0;
-	if (m->nosds == 0) {
-		free(m->pmap);
-		m->pmap = NULL;
-		m->pmap_len = 0;
-		return 0;
-	}
 	racks = distinct(m, 1, &nr);
 	hosts = distinct(m, 0, &nh);
 	items = tsr_xcalloc(1 + nr + nh + m->nosds, sizeof(*items));
@@ -1177,9 +1336,8 @@ placement_refresh(struct mon_state *s, struct tsr_sbuf *out)
 		rc = s->placer.encode(s->placer.arg, m->placement, &t, &blob, &len, err,
 				      sizeof(err));
 		if (rc == 0) {
-			free(m->pmap);
-			m->pmap = blob;
-			m->pmap_len = len;
+			*blob_out = blob;
+			*len_out = len;
 		} else if (rc == -EINVAL) {
 			rc = FAIL(-EOPNOTSUPP, "the placement plugin '%s' refuses the "
 				  "topology: %s", m->placement, err);
@@ -1197,105 +1355,241 @@ placement_refresh(struct mon_state *s, struct tsr_sbuf *out)
 	return rc;
 }
 
-/* Run a change and keep what it changed as the incremental of each map
- * whose epoch it moved.  A change moves an epoch by one at most. */
+/* Did the draft change the topology: OSDs added or removed, or an OSD's
+ * host, rack or weight? */
 static int
-apply_change(struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
+draft_topology(const struct draft *d)
 {
-	struct tsr_osdmap oprev;
-	struct tsr_mdsmap mprev;
-	int rc, have_o, have_m, rolled_o = 0, rolled_m = 0;
-
-	have_o = tsr_osdmap_copy(&oprev, &s->osdmap) == 0;
-	have_m = tsr_mdsmap_copy(&mprev, &s->mdsmap) == 0;
-	rc = change(s, argc, argv, out);
-	if (rc == 0 && have_o && have_m) {
-		/* Whatever a command let through, the maps it leaves must be
-		 * ones every holder accepts (an address with a blank, an
-		 * option with a control byte would make every subscriber
-		 * refuse every map from here on): the same check on every
-		 * monitor, so a refusal is the log's outcome everywhere. */
-		char why[256];
-		if (tsr_osdmap_check(&s->osdmap, why, sizeof(why)) < 0 ||
-		    tsr_mdsmap_check(&s->mdsmap, why, sizeof(why)) < 0) {
-			tsr_osdmap_free(&s->osdmap);
-			tsr_mdsmap_free(&s->mdsmap);
-			s->osdmap = oprev;
-			s->mdsmap = mprev;
-			rolled_o = rolled_m = 1;
-			tsr_sbuf_reset(out);
-			rc = FAIL(-EBADMSG, "refused: the map would not be valid: %s", why);
-		}
+	if (d->inc.nosd_rm)
+		return 1;
+	for (size_t i = 0; i < d->inc.nosds; i++) {
+		const struct tsr_osdmap_osd *n = &d->inc.osds[i];
+		const struct tsr_osdmap_osd *was = tsr_osdmap_osd(d->om, n->id);
+		if (was == NULL || strcmp(was->host, n->host) != 0 ||
+		    strcmp(was->rack, n->rack) != 0 || was->weight != n->weight)
+			return 1;
 	}
-	if (rc == 0 && (!have_o || topology_changed(&oprev, &s->osdmap))) {
-		struct tsr_sbuf why;
-		tsr_sbuf_init(&why);
-		if ((rc = placement_refresh(s, &why)) < 0 && have_o) {
-			/* the change cannot be placed: it never happened */
-			tsr_osdmap_free(&s->osdmap);
-			s->osdmap = oprev;
-			rolled_o = 1;
-			tsr_sbuf_reset(out);
-			tsr_sbuf_printf(out, "%s", tsr_sbuf_str(&why));
-		} else if (rc < 0) {
-			s->fatal = 1; /* out of memory: cannot undo it */
-		}
-		tsr_sbuf_release(&why);
-	}
-	/* without the copy (out of memory) the incremental is lost, not
-	 * wrong: a subscriber gets the full map instead */
-	if (!rolled_o && (!have_o || s->osdmap.epoch != oprev.epoch)) {
-		struct tsr_osdmap_inc inc;
-		struct tsr_enc e;
+	return 0;
+}
 
-		tsr_enc_init(&e);
-		if (have_o && tsr_osdmap_diff(&oprev, &s->osdmap, &inc) == 0) {
-			tsr_osdmap_inc_encode(&e, &inc);
-			tsr_osdmap_inc_free(&inc);
+static int
+cmp_osd_id(const void *a, const void *b)
+{
+	int32_t x = ((const struct tsr_osdmap_osd *)a)->id;
+	int32_t y = ((const struct tsr_osdmap_osd *)b)->id;
+
+	return (x > y) - (x < y);
+}
+
+/* The OSDs as the draft leaves them, sorted by id (malloc'd; NULL on no
+ * memory). */
+static struct tsr_osdmap_osd *
+draft_osds(struct draft *d, size_t *n)
+{
+	const struct tsr_osdmap *m = d->om;
+	struct tsr_osdmap_osd *v = malloc((m->nosds + d->inc.nosds + 1) * sizeof(*v));
+	size_t i = 0, j = 0, k = 0;
+
+	if (v == NULL)
+		return NULL;
+	qsort(d->inc.osds, d->inc.nosds, sizeof(*d->inc.osds), cmp_osd_id);
+	while (i < m->nosds || j < d->inc.nosds) {
+		if (j == d->inc.nosds || (i < m->nosds && m->osds[i].id < d->inc.osds[j].id)) {
+			if (!draft_removes_osd(d, m->osds[i].id))
+				v[k++] = m->osds[i];
+			i++;
 		} else {
-			e.err = -ENOMEM;
+			if (i < m->nosds && m->osds[i].id == d->inc.osds[j].id)
+				i++;
+			v[k++] = d->inc.osds[j++];
 		}
-		incs_put(&s->osd_incs, s->osdmap.epoch, &e);
 	}
-	if (!rolled_m && (!have_m || s->mdsmap.epoch != mprev.epoch)) {
-		struct tsr_mdsmap_inc inc;
-		struct tsr_enc e;
+	*n = k;
+	return v;
+}
 
-		tsr_enc_init(&e);
-		if (have_m && tsr_mdsmap_diff(&mprev, &s->mdsmap, &inc) == 0) {
-			tsr_mdsmap_inc_encode(&e, &inc);
-			tsr_mdsmap_inc_free(&inc);
-		} else {
-			e.err = -ENOMEM;
-		}
-		incs_put(&s->mds_incs, s->mdsmap.epoch, &e);
+/* Keep the encoded incremental that made epoch e of map which. */
+static void
+keep_inc(struct mon_state *s, int which, uint64_t e, const void *p, size_t len)
+{
+	struct mon_incs *r = which ? &s->mds_incs : &s->osd_incs;
+	size_t at = e % MON_INC_KEEP;
+
+	if (!s->keep_incs)
+		return;
+	free(r->data[at]);
+	r->epoch[at] = 0;
+	/* out of memory: subscribers that far behind get the full map */
+	if ((r->data[at] = malloc(len ? len : 1)) == NULL)
+		return;
+	memcpy(r->data[at], p, len);
+	r->len[at] = len;
+	r->epoch[at] = e;
+}
+
+/* Encoded incrementals (malloc'd; NULL, 0 for a map not changed). */
+struct sealed {
+	uint8_t *inc[TSR_MON_NMAPS];
+	size_t len[TSR_MON_NMAPS];
+};
+
+static void
+sealed_free(struct sealed *z)
+{
+	for (int w = 0; w < TSR_MON_NMAPS; w++)
+		free(z->inc[w]);
+	memset(z, 0, sizeof(*z));
+}
+
+static uint8_t *
+take_enc(struct tsr_enc *e, size_t *len)
+{
+	if (tsr_enc_error(e)) {
+		tsr_enc_release(e);
+		return NULL;
 	}
-	if (have_o && !rolled_o)
-		tsr_osdmap_free(&oprev);
-	if (have_m && !rolled_m)
-		tsr_mdsmap_free(&mprev);
+	return tsr_enc_take(e, len);
+}
+
+/* Apply encoded incrementals to s, as every monitor applies a decision's:
+ * both decoded first, each checked by its map's apply (s unchanged on
+ * error, but for an MDS map refused after the OSD map took its part:
+ * then s->fatal, which no change makes as both maps are never changed
+ * by one). */
+static int
+apply_incs(struct mon_state *s, const struct sealed *z, char *why, size_t whylen)
+{
+	struct tsr_osdmap_inc oi;
+	struct tsr_mdsmap_inc mi;
+	int rc = 0;
+
+	memset(&oi, 0, sizeof(oi));
+	memset(&mi, 0, sizeof(mi));
+	if (z->inc[0] && (rc = tsr_osdmap_inc_decode(z->inc[0], z->len[0], &oi, why,
+						     whylen)) < 0)
+		return rc;
+	if (z->inc[1] && (rc = tsr_mdsmap_inc_decode(z->inc[1], z->len[1], &mi, why,
+						     whylen)) < 0)
+		goto out;
+	if (z->inc[0]) {
+		if ((rc = tsr_osdmap_apply(&s->osdmap, &oi, why, whylen)) < 0)
+			goto out;
+		keep_inc(s, 0, oi.epoch, z->inc[0], z->len[0]);
+	}
+	if (z->inc[1]) {
+		if ((rc = tsr_mdsmap_apply(&s->mdsmap, &mi, why, whylen)) < 0) {
+			s->fatal |= z->inc[0] != NULL;
+			goto out;
+		}
+		keep_inc(s, 1, mi.epoch, z->inc[1], z->len[1]);
+	}
+out:
+	if (z->inc[0])
+		tsr_osdmap_inc_free(&oi);
+	if (z->inc[1])
+		tsr_mdsmap_inc_free(&mi);
 	return rc;
 }
 
-int
-state_apply(struct mon_state *s, uint64_t client, uint64_t tid, int argc,
-	    char **argv, struct tsr_sbuf *out)
+/* Finish the draft: the placement map when the topology moved, then the
+ * check every holder makes (tsr_osdmap_apply, tsr_mdsmap_apply), made
+ * here by applying the incrementals to s.  0 with s changed and the
+ * encodings in z; a negative errno with the reason in out and s as it
+ * was (s->fatal set when this monitor cannot compute what others can). */
+static int
+draft_seal(struct mon_state *s, struct draft *d, struct sealed *z,
+	   struct tsr_sbuf *out)
 {
-	struct mon_session *ses = NULL;
+	struct tsr_mdsmap_inc minc;
+	char why[256];
+	struct tsr_enc e;
 	int rc;
 
-	s->applied++;
+	memset(z, 0, sizeof(*z));
+	if (d->inc.epoch && s->placer.encode && draft_topology(d)) {
+		struct tsr_osdmap view = *d->om;
+		void *blob = NULL;
+		size_t len = 0;
+
+		if ((view.osds = draft_osds(d, &view.nosds)) == NULL)
+			return FAIL(-ENOMEM, "out of memory");
+		rc = placement_refresh(s, &view, &blob, &len, out);
+		free(view.osds);
+		if (rc < 0)
+			return rc;
+		free(d->inc.pmap);
+		d->inc.has_pmap = 1;
+		memcpy(d->inc.placement, d->om->placement, sizeof(d->inc.placement));
+		d->inc.pmap = blob;
+		d->inc.pmap_len = len;
+	}
+	if (d->inc.epoch) {
+		tsr_enc_init(&e);
+		tsr_osdmap_inc_encode(&e, &d->inc);
+		if ((z->inc[0] = take_enc(&e, &z->len[0])) == NULL)
+			return FAIL(-ENOMEM, "out of memory");
+	}
+	if (d->mds_copied && d->mds.epoch != d->mm->epoch) {
+		if (tsr_mdsmap_diff(d->mm, &d->mds, &minc) < 0) {
+			sealed_free(z);
+			return FAIL(-ENOMEM, "out of memory");
+		}
+		tsr_enc_init(&e);
+		tsr_mdsmap_inc_encode(&e, &minc);
+		tsr_mdsmap_inc_free(&minc);
+		if ((z->inc[1] = take_enc(&e, &z->len[1])) == NULL) {
+			sealed_free(z);
+			return FAIL(-ENOMEM, "out of memory");
+		}
+	}
+	/* Whatever a command let through, the maps it leaves must be ones
+	 * every holder accepts (an address with a blank, an option with a
+	 * control byte would make every subscriber refuse every map from
+	 * here on): applied here as every holder will apply them. */
+	rc = apply_incs(s, z, why, sizeof(why));
+	if (rc < 0) {
+		sealed_free(z);
+		return FAIL(rc == -ENOMEM ? -ENOMEM : -EBADMSG, "refused: the map "
+			    "would not be valid: %s", why);
+	}
+	return 0;
+}
+
+
+/* The session (latest change) of client, or NULL. */
+static struct mon_session *
+session_of(struct mon_state *s, uint64_t client)
+{
 	for (size_t i = 0; i < s->nsessions; i++)
 		if (s->sessions[i].client == client)
-			ses = &s->sessions[i];
-	if (ses && tid <= ses->tid) {
-		if (tid < ses->tid)
-			return FAIL(-ESTALE, "an older request of this client, "
-				    "superseded");
-		tsr_sbuf_printf(out, "%s", ses->text ? ses->text : "");
-		return ses->status;
-	}
-	rc = apply_change(s, argc, argv, out);
+			return &s->sessions[i];
+	return NULL;
+}
+
+/* A change (client, tid) seen before: 1 with its first result in out and
+ * *status (or -ESTALE for an older one); 0 for a new one. */
+static int
+session_seen(struct mon_state *s, uint64_t client, uint64_t tid, int *status,
+	     struct tsr_sbuf *out)
+{
+	struct mon_session *ses = session_of(s, client);
+
+	if (ses == NULL || tid > ses->tid)
+		return 0;
+	if (tid < ses->tid)
+		*status = FAIL(-ESTALE, "an older request of this client, superseded");
+	else
+		*status = (tsr_sbuf_printf(out, "%s", ses->text ? ses->text : ""),
+			   ses->status);
+	return 1;
+}
+
+static void
+session_put(struct mon_state *s, uint64_t client, uint64_t tid, int status,
+	    const char *text)
+{
+	struct mon_session *ses = session_of(s, client);
+
 	if (ses == NULL) {
 		/* the oldest session gives way: a client silent for 1024
 		 * other clients' changes gets no dedup any more */
@@ -1307,54 +1601,355 @@ state_apply(struct mon_state *s, uint64_t client, uint64_t tid, int argc,
 	free(ses->text);
 	ses->client = client;
 	ses->tid = tid;
-	ses->status = rc;
-	ses->text = strdup(tsr_sbuf_str(out));
+	ses->status = status;
+	ses->text = strdup(text);
+}
+
+/* Decide argv against s and apply what it changes: 0 or the change's
+ * status, with the result or the reason in out; z gets the encoded
+ * incrementals (none when it failed or changed nothing). */
+static int
+decide(struct mon_state *s, int argc, char **argv, struct sealed *z,
+       struct tsr_sbuf *out)
+{
+	struct draft d;
+	int rc;
+
+	memset(z, 0, sizeof(*z));
+	draft_init(&d, s);
+	rc = change(s, &d, argc, argv, out);
+	if (rc == 0) {
+		struct tsr_sbuf why;
+		tsr_sbuf_init(&why);
+		if ((rc = draft_seal(s, &d, z, &why)) < 0) {
+			/* it cannot be: it never happened */
+			tsr_sbuf_reset(out);
+			tsr_sbuf_printf(out, "%s", tsr_sbuf_str(&why));
+		}
+		tsr_sbuf_release(&why);
+	}
+	draft_free(&d);
 	return rc;
+}
+
+int
+state_apply(struct mon_state *s, uint64_t client, uint64_t tid, int argc,
+	    char **argv, struct tsr_sbuf *out)
+{
+	struct sealed z;
+	int rc;
+
+	s->applied++;
+	if (session_seen(s, client, tid, &rc, out))
+		return rc;
+	/* the words passed this check where the command was accepted; a log
+	 * entry is checked again, as the change code takes them as checked */
+	if ((rc = state_classify(argc, argv, out)) != 1) {
+		tsr_sbuf_reset(out);
+		return FAIL(-EINVAL, "not a change: '%s%s%s'", argc ? argv[0] : "",
+			    argc > 1 ? " " : "", argc > 1 ? argv[1] : "");
+	}
+	rc = decide(s, argc, argv, &z, out);
+	sealed_free(&z);
+	session_put(s, client, tid, rc, tsr_sbuf_str(out));
+	return rc;
+}
+
+/* ---- Log entries ----------------------------------------------------------
+ *
+ *   v1 (a command: monmsg.h MON_CMD's encoding)
+ *       envelope v1 { u64 client, u64 tid, u32 argc, argc x string }
+ *   v2 (a decision)
+ *       envelope v2, compat 2 {
+ *         u64 client, u64 tid, string what,  the change, for logs
+ *         i32 status, string text,           its result
+ *         bytes osd_inc, bytes mds_inc       the incrementals ("": none)
+ *       }
+ */
+
+#define WHAT_MAX 96
+
+static void
+what_of(int argc, char **argv, char *what, size_t len)
+{
+	size_t at = 0;
+
+	what[0] = '\0';
+	for (int i = 0; i < argc && i < 4 && at + 1 < len; i++)
+		at += (size_t)snprintf(what + at, len - at, "%s%.40s", i ? " " : "",
+				       argv[i]);
+}
+
+uint8_t *
+state_decide(struct mon_state *s, uint64_t client, uint64_t tid, int argc,
+	     char **argv, int *status, struct tsr_sbuf *out, size_t *len)
+{
+	struct sealed z;
+	char what[WHAT_MAX];
+	struct tsr_enc e;
+	size_t m;
+	int rc;
+
+	memset(&z, 0, sizeof(z));
+	s->applied++;
+	if (!session_seen(s, client, tid, &rc, out)) {
+		/* the caller checked the words (state_classify) */
+		rc = decide(s, argc, argv, &z, out);
+		session_put(s, client, tid, rc, tsr_sbuf_str(out));
+	}
+	*status = rc;
+	what_of(argc, argv, what, sizeof(what));
+	tsr_enc_init(&e);
+	m = tsr_enc_begin_struct(&e, 2, 2);
+	tsr_enc_u64(&e, client);
+	tsr_enc_u64(&e, tid);
+	tsr_enc_str(&e, what);
+	tsr_enc_i32(&e, rc);
+	tsr_enc_str(&e, tsr_sbuf_str(out));
+	tsr_enc_bytes(&e, z.inc[0], z.len[0]);
+	tsr_enc_bytes(&e, z.inc[1], z.len[1]);
+	tsr_enc_end_struct(&e, m);
+	sealed_free(&z);
+	return take_enc(&e, len);
+}
+
+int
+state_apply_entry(struct mon_state *s, const void *p, size_t len,
+		  struct mon_entry *en, struct tsr_sbuf *out)
+{
+	struct tsr_dec d, sub;
+	struct sealed z;
+	const void *b;
+	size_t bl;
+	uint8_t ver;
+	char why[256];
+	int rc;
+
+	memset(en, 0, sizeof(*en));
+	tsr_dec_init(&d, p, len);
+	if (tsr_dec_begin_struct(&d, 2, &ver, &sub) < 0)
+		return FAIL(-EBADMSG, "a log entry that does not decode");
+	if (ver == 1) {
+		struct tsr_mon_cmd cmd;
+		if (state_entry_decode(p, len, &cmd) < 0)
+			return FAIL(-EBADMSG, "a log entry (a command) that does "
+				    "not decode");
+		en->client = cmd.client;
+		en->tid = cmd.tid;
+		en->version = 1;
+		what_of((int)cmd.argc, cmd.argv, en->what, sizeof(en->what));
+		rc = state_apply(s, cmd.client, cmd.tid, (int)cmd.argc, cmd.argv, out);
+		tsr_monmsg_cmd_free(&cmd);
+		return rc;
+	}
+	en->version = 2;
+	en->client = tsr_dec_u64(&sub);
+	en->tid = tsr_dec_u64(&sub);
+	tsr_dec_str(&sub, en->what, sizeof(en->what));
+	en->status = tsr_dec_i32(&sub);
+	tsr_dec_bytes(&sub, &b, &bl, TSR_MONMSG_MAX_TEXT);
+	en->text = b;
+	en->text_len = bl;
+	memset(&z, 0, sizeof(z));
+	for (int w = 0; w < TSR_MON_NMAPS; w++)
+		tsr_dec_bytes(&sub, (const void **)&z.inc[w], &z.len[w], TSR_MONMSG_MAX_ENTRY);
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d))
+		return FAIL(-EBADMSG, "a log entry (a decision) that does not decode");
+	for (int w = 0; w < TSR_MON_NMAPS; w++)
+		if (z.len[w] == 0)
+			z.inc[w] = NULL;
+	s->applied++;
+	if (session_seen(s, en->client, en->tid, &rc, out))
+		return rc;
+	if ((rc = apply_incs(s, &z, why, sizeof(why))) < 0) {
+		/* the leader applied these very bytes before proposing them:
+		 * this monitor's maps are not the leader's */
+		s->fatal = 1;
+		return FAIL(-EIO, "the change's incrementals do not apply here: %s", why);
+	}
+	tsr_sbuf_printf(out, "%.*s", (int)bl, (const char *)b);
+	session_put(s, en->client, en->tid, en->status, tsr_sbuf_str(out));
+	return en->status;
+}
+
+int
+state_copy(struct mon_state *dst, const struct mon_state *src)
+{
+	struct mon_state s;
+
+	memset(&s, 0, sizeof(s));
+	if (tsr_osdmap_copy(&s.osdmap, &src->osdmap) < 0)
+		return -ENOMEM;
+	if (tsr_mdsmap_copy(&s.mdsmap, &src->mdsmap) < 0) {
+		tsr_osdmap_free(&s.osdmap);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < src->nsessions; i++) {
+		s.sessions[i] = src->sessions[i];
+		s.sessions[i].text = src->sessions[i].text ? strdup(src->sessions[i].text)
+							   : NULL;
+		s.nsessions = i + 1;
+		if (src->sessions[i].text && s.sessions[i].text == NULL) {
+			state_free(&s);
+			return -ENOMEM;
+		}
+	}
+	s.next_session = src->next_session;
+	s.applied = src->applied;
+	s.placer = src->placer;
+	s.keep_incs = 0;
+	*dst = s;
+	return 0;
 }
 
 /* ---- Reads ---------------------------------------------------------------*/
 
-int
-state_health(const struct mon_state *s, struct tsr_sbuf *out)
-{
-	size_t down = 0, out_n = 0, in = 0;
-	int level = 0, first = 1;
+static const struct {
+	const char *code;
+	int level;
+	const char *meaning;
+} health_checks[] = {
+#define MON_HEALTH_ROW(code, sev, meaning) { #code, HEALTH_##sev, meaning },
+#define HEALTH_WARN 1
+#define HEALTH_ERR 2
+	MON_HEALTH_CHECKS(MON_HEALTH_ROW)
+#undef HEALTH_WARN
+#undef HEALTH_ERR
+#undef MON_HEALTH_ROW
+};
 
-	for (size_t i = 0; i < s->osdmap.nosds; i++) {
-		down += !s->osdmap.osds[i].up;
-		out_n += !s->osdmap.osds[i].in;
-		in += s->osdmap.osds[i].in;
+const char *
+state_health_name(int level)
+{
+	return level == 0 ? "HEALTH_OK" : level == 1 ? "HEALTH_WARN" : "HEALTH_ERR";
+}
+
+const char *
+state_health_code(int code)
+{
+	return code >= 0 && code < MON_HEALTH_COUNT ? health_checks[code].code : NULL;
+}
+
+void
+state_health_init(struct mon_health *h)
+{
+	h->level = 0;
+	tsr_sbuf_init(&h->checks);
+	tsr_sbuf_init(&h->reasons);
+}
+
+void
+state_health_release(struct mon_health *h)
+{
+	tsr_sbuf_release(&h->checks);
+	tsr_sbuf_release(&h->reasons);
+}
+
+void
+state_health_raise(struct mon_health *h, enum mon_health_code code, const char *detail,
+		   const char *fmt, ...)
+{
+	char summary[200];
+	va_list ap;
+	int first = h->checks.len == 0;
+
+	va_start(ap, fmt);
+	vsnprintf(summary, sizeof(summary), fmt, ap);
+	va_end(ap);
+	if (health_checks[code].level > h->level)
+		h->level = health_checks[code].level;
+	tsr_sbuf_printf(&h->checks, "%s{\"code\": \"%s\", \"severity\": \"%s\", "
+			"\"summary\": ", first ? "" : ", ", health_checks[code].code,
+			state_health_name(health_checks[code].level));
+	tsr_sbuf_json_str(&h->checks, summary);
+	tsr_sbuf_printf(&h->checks, ", \"meaning\": ");
+	tsr_sbuf_json_str(&h->checks, health_checks[code].meaning);
+	tsr_sbuf_printf(&h->checks, ", \"detail\": [%s]}", detail ? detail : "");
+	tsr_sbuf_printf(&h->reasons, "%s", first ? "" : ", ");
+	tsr_sbuf_json_str(&h->reasons, summary);
+}
+
+/* A detail line per OSD for which pick() holds, at most 32 then a count. */
+static void
+osd_detail(const struct tsr_osdmap *m, int (*pick)(const struct tsr_osdmap_osd *),
+	   const char *what, struct tsr_sbuf *out)
+{
+	size_t n = 0;
+	char line[160];
+
+	for (size_t i = 0; i < m->nosds; i++) {
+		const struct tsr_osdmap_osd *o = &m->osds[i];
+		if (!pick(o))
+			continue;
+		if (n < 32) {
+			snprintf(line, sizeof(line), "osd.%d (host %s) is %s", o->id,
+				 o->host, what);
+			tsr_sbuf_printf(out, "%s", n ? ", " : "");
+			tsr_sbuf_json_str(out, line);
+		}
+		n++;
 	}
-#define REASON(lvl, ...)                                                       \
-	do {                                                                   \
-		char r_[160];                                                  \
-		snprintf(r_, sizeof(r_), __VA_ARGS__);                         \
-		tsr_sbuf_printf(out, "%s", first ? "" : ", ");                 \
-		tsr_sbuf_json_str(out, r_);                                    \
-		first = 0;                                                     \
-		if ((lvl) > level)                                             \
-			level = (lvl);                                         \
-	} while (0)
-	if (s->osdmap.nosds == 0)
-		REASON(1, "no OSDs in the cluster");
-	if (down)
-		REASON(1, "%zu of %zu OSDs down", down, s->osdmap.nosds);
-	if (out_n)
-		REASON(1, "%zu of %zu OSDs out", out_n, s->osdmap.nosds);
-	if (s->osdmap.flags & TSR_OSDMAP_NOOUT)
-		REASON(1, "noout flag set");
+	if (n > 32) {
+		snprintf(line, sizeof(line), "and %zu more", n - 32);
+		tsr_sbuf_printf(out, ", ");
+		tsr_sbuf_json_str(out, line);
+	}
+}
+
+static int
+osd_is_down(const struct tsr_osdmap_osd *o)
+{
+	return !o->up;
+}
+
+static int
+osd_is_out(const struct tsr_osdmap_osd *o)
+{
+	return !o->in;
+}
+
+void
+state_health(const struct mon_state *s, struct mon_health *h)
+{
+	const struct tsr_osdmap *m = &s->osdmap;
+	size_t down = 0, out_n = 0, in = 0;
+	struct tsr_sbuf d;
+
+	for (size_t i = 0; i < m->nosds; i++) {
+		down += !m->osds[i].up;
+		out_n += !m->osds[i].in;
+		in += m->osds[i].in;
+	}
+	tsr_sbuf_init(&d);
+	if (m->nosds == 0)
+		state_health_raise(h, MON_HEALTH_OSD_NONE, "", "no OSDs in the cluster");
+	if (down) {
+		osd_detail(m, osd_is_down, "down", &d);
+		state_health_raise(h, MON_HEALTH_OSD_DOWN, tsr_sbuf_str(&d),
+				   "%zu of %zu OSDs down", down, m->nosds);
+		tsr_sbuf_reset(&d);
+	}
+	if (out_n) {
+		osd_detail(m, osd_is_out, "out", &d);
+		state_health_raise(h, MON_HEALTH_OSD_OUT, tsr_sbuf_str(&d),
+				   "%zu of %zu OSDs out", out_n, m->nosds);
+		tsr_sbuf_reset(&d);
+	}
+	if (m->flags & TSR_OSDMAP_NOOUT)
+		state_health_raise(h, MON_HEALTH_OSDMAP_NOOUT, "", "noout flag set");
 	/* ranks without an MDS, once MDSs exist: that share of the
 	 * namespace does not answer */
 	for (uint32_t r = 0; s->mdsmap.nmds && r < s->mdsmap.max_mds; r++)
 		if (tsr_mdsmap_rank(&s->mdsmap, (int32_t)r) == NULL)
-			REASON(1, "rank %u of file system '%s' has no MDS", r,
-			       s->mdsmap.fs_name);
-	for (size_t i = 0; i < s->osdmap.npools; i++)
-		if (s->osdmap.nosds && s->osdmap.pools[i].min_size > in)
-			REASON(2, "pool '%s' needs %u OSDs in (min_size), %zu are",
-			       s->osdmap.pools[i].name, s->osdmap.pools[i].min_size, in);
-#undef REASON
-	return level;
+			state_health_raise(h, MON_HEALTH_MDS_RANK_VACANT, "",
+					   "rank %u of file system '%s' has no MDS", r,
+					   s->mdsmap.fs_name);
+	for (size_t i = 0; i < m->npools; i++)
+		if (m->nosds && m->pools[i].min_size > in)
+			state_health_raise(h, MON_HEALTH_POOL_MIN_SIZE, "",
+					   "pool '%s' needs %u OSDs in (min_size), %zu are",
+					   m->pools[i].name, m->pools[i].min_size, in);
+	tsr_sbuf_release(&d);
 }
 
 static void
@@ -1588,6 +2183,7 @@ state_decode(struct mon_state *out, const void *p, size_t len)
 	    s.next_session >= MON_SESSIONS)
 		goto bad;
 	s.placer = out->placer;
+	s.keep_incs = out->keep_incs;
 	state_free(out);
 	*out = s;
 	return 0;

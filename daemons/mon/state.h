@@ -1,18 +1,34 @@
 /* state.h — the monitors' replicated state: the cluster maps, and what
  * changes them.
  *
- * Every change is a command (words, as `tessera` sends them) that went
- * through the Raft log; state_apply() runs it against the state, the same
- * way on every monitor, so every monitor's maps are the same at the same
- * log index.  A command that is wrong for the state it meets (an OSD that
- * does not exist, a pool name taken) fails there, deterministically: its
- * result is part of the log's outcome, not of where it was first checked.
+ * The Raft log carries decisions, not commands.  The leader decides each
+ * change (words, as `tessera` sends them, or the leader's own marks)
+ * against its projected state — the committed maps with every change it
+ * has proposed since applied (state_decide) — and proposes the map
+ * incrementals the change makes, with its result.  Every monitor applies
+ * those incrementals (state_apply_entry) and never decides again: a
+ * monitor with another build, or another placement plugin, holds the
+ * same maps as the leader, byte for byte.  The leader checks the
+ * incrementals before it proposes them by applying them to its projected
+ * state, with the same code every holder of the maps runs; an entry whose
+ * incrementals do not apply on a follower means its maps are not the
+ * leader's, and that monitor stops (fatal) rather than serve them.
  *
- * Each change bumps the epoch of the map it changes by one, and the
- * difference between the two epochs is kept as the incremental that
- * subscribers are sent (state_inc).  The result of each
- * client's latest change is kept (by client id), so a change sent again
+ * A change costs what it changes: it is decided on a draft (the OSD map's
+ * incremental itself; a copy of the small MDS map), and the placement map
+ * is rebuilt only when the topology (OSDs, hosts, racks, weights) moved.
+ *
+ * Log entries of version 1 are commands: logs written by monitors before
+ * decisions, and by a leader while some member has not shown that it
+ * applies decisions (a rolling upgrade, mon.c).  They are applied as
+ * before: decided on each monitor (state_apply).
+ *
+ * A change that is wrong for the state it meets (an OSD that does not
+ * exist, a pool name taken) fails, and its result is logged too: a
+ * client's (client, tid) and its result are kept, so a change sent again
  * after a failover is answered with its first result and applied once.
+ * Each change that moves a map's epoch moves it by one, and the
+ * incremental is kept for subscribers a few epochs behind (state_inc).
  */
 #ifndef TSR_MON_STATE_H
 #define TSR_MON_STATE_H
@@ -75,6 +91,8 @@ struct mon_state {
 	struct mon_incs osd_incs, mds_incs;
 	struct mon_placer placer;  /* kept across state_decode */
 	int fatal;                 /* this monitor cannot apply the log on */
+	int keep_incs;             /* keep incrementals for subscribers (not
+	                            * in a leader's projected state) */
 };
 
 void state_init(struct mon_state *s);
@@ -113,6 +131,9 @@ int state_pool_redundancy(int argc, char **argv, const char **plugin,
  * element must be an OSD id (decimal or 0x); the first that is not is
  * named in out (-EINVAL), as is a list of more than max. */
 #define MON_MAX_FAILED 64
+/* OSDs one `osd down LIST` or `osd out LIST` may mark (the leader batches
+ * the marks of one check into one change) */
+#define MON_MAX_MARKS 256
 int state_osd_list(const char *list, int32_t *ids, size_t max, size_t *n,
 		   struct tsr_sbuf *out);
 
@@ -127,12 +148,38 @@ struct mds_beacon {
 int state_mds_beacon(int argc, char **argv, struct mds_beacon *b,
 		     struct tsr_sbuf *out);
 
-/* Apply the change (client, tid, argv) from log entry data; its status,
- * with the JSON result or the error line in out.  A (client, tid) seen
- * before gets its first result again. */
+/* Decide and apply the change (client, tid, argv) on s (a version 1
+ * log entry; tools and tests): its status, with the JSON result or the
+ * error line in out.  A (client, tid) seen before gets its first result
+ * again. */
 int state_apply(struct mon_state *s, uint64_t client, uint64_t tid, int argc,
 		char **argv, struct tsr_sbuf *out);
 
+/* The leader: decide the change (client, tid, argv) against its
+ * projected state s and apply it there.  Returns the log entry to propose
+ * (malloc'd; NULL on no memory) — a version 2 entry with the change's
+ * status (*status) and result (out) and the incrementals it makes — which
+ * every monitor applies with state_apply_entry. */
+uint8_t *state_decide(struct mon_state *s, uint64_t client, uint64_t tid, int argc,
+		      char **argv, int *status, struct tsr_sbuf *out, size_t *len);
+/* What a log entry was. */
+struct mon_entry {
+	uint64_t client, tid;
+	int version;               /* 1: a command, 2: a decision */
+	char what[96];             /* its first words, for logs */
+	int status;                /* a decision's, as the leader decided */
+	const char *text;          /* its result (borrowed from the entry) */
+	size_t text_len;
+};
+/* Apply a committed log entry: its status, with the result or the error
+ * line in out.  -EBADMSG: it does not decode; -EIO with s->fatal: a
+ * decision's incrementals do not apply to s (its maps are not the
+ * leader's).  Either way this monitor must not apply the log on. */
+int state_apply_entry(struct mon_state *s, const void *p, size_t len,
+		      struct mon_entry *en, struct tsr_sbuf *out);
+/* A copy of the maps and sessions (the leader's projected state):
+ * -ENOMEM, or 0 with dst overwritten (not freed). */
+int state_copy(struct mon_state *dst, const struct mon_state *src);
 /* Serve a read; its status, with the JSON result or the error in out. */
 int state_read(const struct mon_state *s, int argc, char **argv,
 	       struct tsr_sbuf *out);
@@ -142,10 +189,51 @@ int state_read(const struct mon_state *s, int argc, char **argv,
 const uint8_t *state_inc(const struct mon_state *s, int which, uint64_t e,
 			 size_t *len);
 
-/* The health: 0 OK, 1 WARN, 2 ERR, with the reasons as a JSON array of
- * strings appended to out. */
-int state_health(const struct mon_state *s, struct tsr_sbuf *out);
+/* Health checks.  Each has a stable code, which scripts match, a
+ * severity, and a sentence saying what it means, which people read (as
+ * `ceph health detail` gives them); doc/operations.md lists them.  One
+ * table: MON_HEALTH_CHECKS(X) calls X(CODE, SEVERITY, MEANING). */
+#define MON_HEALTH_CHECKS(X)                                                   \
+	X(MON_DOWN, WARN, "monitors are out of the quorum; a majority must "   \
+	  "stay in it for the maps to change")                                 \
+	X(OSD_NONE, WARN, "the cluster has no OSDs: nothing can be stored")    \
+	X(OSD_DOWN, WARN, "OSDs are down: their placement groups run with "    \
+	  "fewer copies until they return or are marked out")                  \
+	X(OSD_OUT, WARN, "OSDs are out: their data moves to the other OSDs")   \
+	X(OSDMAP_NOOUT, WARN, "the noout flag is set: down OSDs are not "       \
+	  "marked out, so their data is not re-replicated")                    \
+	X(MDS_RANK_VACANT, WARN, "a rank of the file system has no MDS: its "   \
+	  "share of the namespace does not answer")                            \
+	X(POOL_MIN_SIZE, ERR, "a pool needs more OSDs in than there are "       \
+	  "(min_size): writes to it stop")
 
+enum mon_health_code {
+#define MON_HEALTH_ENUM(code, sev, meaning) MON_HEALTH_##code,
+	MON_HEALTH_CHECKS(MON_HEALTH_ENUM)
+#undef MON_HEALTH_ENUM
+	MON_HEALTH_COUNT
+};
+
+/* The checks raised: level 0 OK, 1 WARN, 2 ERR; checks holds JSON
+ * objects {"code", "severity", "summary", "meaning", "detail": [...]}
+ * and reasons the summaries as JSON strings, both comma-separated. */
+struct mon_health {
+	int level;
+	struct tsr_sbuf checks, reasons;
+};
+void state_health_init(struct mon_health *h);
+void state_health_release(struct mon_health *h);
+/* Raise check code: its summary (printf), with detail (JSON strings,
+ * comma-separated; "" for none). */
+void state_health_raise(struct mon_health *h, enum mon_health_code code,
+			const char *detail, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The maps' checks. */
+void state_health(const struct mon_state *s, struct mon_health *h);
+/* HEALTH_OK, HEALTH_WARN, HEALTH_ERR */
+const char *state_health_name(int level);
+/* The code's name ("OSD_DOWN"), or NULL. */
+const char *state_health_code(int code);
 /* A snapshot of the whole state (malloc'd), and back: out is replaced
  * only when p decodes whole and sane (-EBADMSG otherwise). */
 uint8_t *state_encode(const struct mon_state *s, size_t *len);

@@ -324,6 +324,12 @@ tc_mds_start(struct tc_cluster *c, size_t i)
 }
 
 int
+tc_start_prog(struct tc_cluster *c, size_t i, const char *prog_path)
+{
+	return spawn(c, &c->mon[i], prog_path, "mon", c->conf);
+}
+
+int
 tc_start(struct tc_cluster *c, size_t i)
 {
 	return tc_start_conf(c, i, c->conf);
@@ -537,6 +543,7 @@ tc_view(struct tc_cluster *c, size_t i, struct tc_mon_view *v)
 	v->applied_index = tc_json_u64(out, "applied_index", 0);
 	v->history_crc = (uint32_t)tc_json_u64(out, "history_crc", 0);
 	v->osdmap_epoch = tc_json_u64(out, "osdmap_epoch", 0);
+	v->maps_crc = (uint32_t)tc_json_u64(out, "maps_crc", 0);
 	free(out);
 	return 0;
 }
@@ -597,7 +604,8 @@ tc_wait_converged(struct tc_cluster *c, int timeout_ms)
 				first = v;
 				have = 1;
 			} else if (v.applied_index != first.applied_index ||
-				   v.history_crc != first.history_crc) {
+				   v.history_crc != first.history_crc ||
+				   v.maps_crc != first.maps_crc) {
 				same = 0;
 			}
 		}
@@ -614,9 +622,10 @@ tc_wait_converged(struct tc_cluster *c, int timeout_ms)
 				"admin socket\n", c->mon[i].name, (int)c->mon[i].pid);
 		else
 			fprintf(stderr, "cluster: mon.%s: %s, term %llu, applied %llu, "
-				"history %08x\n", c->mon[i].name, v.role,
+				"history %08x, maps %08x\n", c->mon[i].name, v.role,
 				(unsigned long long)v.term,
-				(unsigned long long)v.applied_index, v.history_crc);
+				(unsigned long long)v.applied_index, v.history_crc,
+				v.maps_crc);
 	}
 	return -1;
 }

@@ -82,6 +82,8 @@ int tc_destroy(struct tc_cluster *c);
  * tc_start_conf runs it with another configuration file. */
 int tc_start(struct tc_cluster *c, size_t i);
 int tc_start_conf(struct tc_cluster *c, size_t i, const char *conf);
+/* ... running program prog_path (another build's tessera-mon). */
+int tc_start_prog(struct tc_cluster *c, size_t i, const char *prog_path);
 int tc_start_all(struct tc_cluster *c);
 /* Send sig to monitor i: SIGKILL and SIGTERM wait (bounded) for it to
  * exit and return its wait status; SIGSTOP / SIGCONT pause and resume. */
@@ -117,13 +119,14 @@ struct tc_mon_view {
 	uint64_t term, applied_index;
 	uint32_t history_crc;
 	uint64_t osdmap_epoch;
+	uint32_t maps_crc;         /* CRC32C of both maps' encodings */
 };
 int tc_view(struct tc_cluster *c, size_t i, struct tc_mon_view *v);
 /* Wait until exactly one running monitor calls itself leader and the
  * CLI's `mon stat` names it; its index, or -1 after timeout_ms. */
 int tc_wait_leader(struct tc_cluster *c, int timeout_ms);
-/* Wait until every running monitor has applied the same history;
- * 0, or -1 after timeout_ms. */
+/* Wait until every running monitor has applied the same history and
+ * holds the same maps, byte for byte; 0, or -1 after timeout_ms. */
 int tc_wait_converged(struct tc_cluster *c, int timeout_ms);
 
 /* A map subscriber (core/mon/mapsub.h) in the test process, set up from

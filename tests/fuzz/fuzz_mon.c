@@ -2,9 +2,10 @@
  * peers and clients: Raft messages, commands, replies, snapshots of the
  * maps (which a leader sends a lagging monitor); and what every map
  * holder decodes from a monitor: OSD and MDS maps and incrementals, and
- * the subscription messages.
+ * the subscription messages; and the log entries every monitor applies
+ * (commands and decisions, daemons/mon/state.h).
  *
- * The first input byte picks the decoder (modulo 10), the rest is the
+ * The first input byte picks the decoder (modulo 11), the rest is the
  * input.  Whatever decodes must encode again and decode to the same
  * thing; nothing may read out of bounds, leak or trip UBSan.  Seeds in
  * tests/fuzz/corpus/mon/ hold one valid input of each kind.
@@ -26,14 +27,17 @@ raft(const uint8_t *p, size_t n)
 	struct tsr_raft_msg m, m2;
 	struct tsr_enc e;
 	uint32_t fp, fp2;
+	uint64_t feat, feat2;
 	char err[256];
 
-	if (tsr_monmsg_raft_decode(p, n, &fp, &m, err, sizeof(err)) < 0)
+	if (tsr_monmsg_raft_decode(p, n, &fp, &feat, &m, err, sizeof(err)) < 0)
 		return;
 	tsr_enc_init(&e);
-	if (tsr_monmsg_raft_encode(&e, fp, &m) == 0) {
-		if (tsr_monmsg_raft_decode(e.buf, e.len, &fp2, &m2, err, sizeof(err)) != 0 ||
-		    fp2 != fp || m2.nentries != m.nentries || m2.term != m.term)
+	if (tsr_monmsg_raft_encode(&e, fp, feat, &m) == 0) {
+		if (tsr_monmsg_raft_decode(e.buf, e.len, &fp2, &feat2, &m2, err,
+					   sizeof(err)) != 0 ||
+		    fp2 != fp || feat2 != feat || m2.nentries != m.nentries ||
+		    m2.term != m.term)
 			abort();
 		for (size_t i = 0; i < m.nentries; i++)
 			if (m2.entries[i].len != m.entries[i].len ||
@@ -111,7 +115,10 @@ snapshot(const uint8_t *p, size_t n)
 	state_read(&s2, 2, ls, &out);
 	char *mds[] = { "mds", "stat", NULL };
 	state_read(&s2, 2, mds, &out);
-	state_health(&s2, &out);
+	struct mon_health h;
+	state_health_init(&h);
+	state_health(&s2, &h);
+	state_health_release(&h);
 	tsr_sbuf_release(&out);
 	free(b);
 	state_free(&s);
@@ -272,12 +279,40 @@ mdsmap(const uint8_t *p, size_t n, int inc)
 	tsr_enc_release(&e);
 }
 
+/* A log entry applied to a state holding an OSD: refused or applied,
+ * never a crash, and the state it leaves still encodes and decodes. */
+static void
+entry(const uint8_t *p, size_t n)
+{
+	char *add[] = { "osd", "add", "0", "--host", "h0", NULL };
+	struct mon_state s, s2;
+	struct mon_entry en;
+	struct tsr_sbuf out;
+	size_t len;
+	uint8_t *b;
+
+	state_init(&s);
+	tsr_sbuf_init(&out);
+	if (state_apply(&s, 1, 1, 5, add, &out) != 0)
+		abort();
+	tsr_sbuf_reset(&out);
+	(void)state_apply_entry(&s, p, n, &en, &out);
+	tsr_sbuf_release(&out);
+	b = state_encode(&s, &len);
+	state_init(&s2);
+	if (b == NULL || state_decode(&s2, b, len) != 0)
+		abort();
+	free(b);
+	state_free(&s);
+	state_free(&s2);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0)
 		return 0;
-	switch (data[0] % 10) {
+	switch (data[0] % 11) {
 	case 0: raft(data + 1, size - 1); break;
 	case 1: cmd(data + 1, size - 1); break;
 	case 2: reply(data + 1, size - 1); break;
@@ -287,7 +322,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 6: mdsmap(data + 1, size - 1, 0); break;
 	case 7: mdsmap(data + 1, size - 1, 1); break;
 	case 8: sub_and_maps(data + 1, size - 1, 0); break;
-	default: sub_and_maps(data + 1, size - 1, 1);
+	case 9: sub_and_maps(data + 1, size - 1, 1); break;
+	default: entry(data + 1, size - 1);
 	}
 	return 0;
 }

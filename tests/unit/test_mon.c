@@ -83,7 +83,7 @@ raft_msg_bytes(size_t *len)
 	struct tsr_enc e;
 
 	tsr_enc_init(&e);
-	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, 0xabcdef01u, &m), 0);
+	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, 0xabcdef01u, 0, &m), 0);
 	return tsr_enc_take(&e, len);
 }
 
@@ -94,7 +94,7 @@ START_TEST(raft_round_trip_and_truncations)
 	size_t len;
 	uint8_t *buf = raft_msg_bytes(&len);
 
-	ck_assert_int_eq(tsr_monmsg_raft_decode(buf, len, &fp, &m, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_monmsg_raft_decode(buf, len, &fp, NULL, &m, err, sizeof(err)), 0);
 	ck_assert_uint_eq(fp, 0xabcdef01u);
 	ck_assert_uint_eq(m.type, TSR_RAFT_APPEND);
 	ck_assert_uint_eq(m.ctx, 123456789);
@@ -107,7 +107,7 @@ START_TEST(raft_round_trip_and_truncations)
 	for (size_t n = 0; n < len; n++) {
 		uint8_t *cut = malloc(n ? n : 1);
 		memcpy(cut, buf, n);
-		ck_assert_int_lt(tsr_monmsg_raft_decode(cut, n, &fp, &m, err, sizeof(err)), 0);
+		ck_assert_int_lt(tsr_monmsg_raft_decode(cut, n, &fp, NULL, &m, err, sizeof(err)), 0);
 		ck_assert_ptr_null(m.entries);
 		free(cut);
 	}
@@ -125,14 +125,14 @@ START_TEST(raft_count_bomb)
 	uint8_t *buf;
 
 	tsr_enc_init(&e);
-	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, 1, &m), 0);
+	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, 1, 0, &m), 0);
 	buf = tsr_enc_take(&e, &len);
-	/* the count is the last u32 of the body */
-	buf[len - 4] = 0x00;
-	buf[len - 3] = 0x10;
-	buf[len - 2] = 0x00;
-	buf[len - 1] = 0x00;
-	ck_assert_int_eq(tsr_monmsg_raft_decode(buf, len, &fp, &m, err, sizeof(err)),
+	/* the count is the last u32 of the body before the u64 features */
+	buf[len - 12] = 0x00;
+	buf[len - 11] = 0x10;
+	buf[len - 10] = 0x00;
+	buf[len - 9] = 0x00;
+	ck_assert_int_eq(tsr_monmsg_raft_decode(buf, len, &fp, NULL, &m, err, sizeof(err)),
 			 -EBADMSG);
 	ck_assert_msg(strstr(err, "more than") != NULL, "%s", err);
 	free(buf);

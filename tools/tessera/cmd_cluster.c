@@ -130,6 +130,52 @@ jprint(const char *label, const char *json, const char *key)
 	printf("%s%.*s", label, (int)n, v);
 }
 
+/* A JSON string at p (after its opening quote) printed as text; the end
+ * of the string.  The monitors escape only quotes, backslashes and
+ * control bytes (\uXXXX), which print as they were. */
+static const char *
+print_jstr(const char *p)
+{
+	for (; *p && *p != '"'; p++) {
+		if (*p == '\\' && p[1] == 'u' && strlen(p) >= 6) {
+			putchar((int)strtol((char[]){ p[4], p[5], 0 }, NULL, 16));
+			p += 5;
+		} else if (*p == '\\' && p[1]) {
+			putchar(*++p);
+		} else {
+			putchar(*p);
+		}
+	}
+	return p;
+}
+
+/* The health checks of a `health` or `status` answer: "  CODE: summary",
+ * and with detail each detail line under it. */
+static void
+print_checks(const char *text, int detail)
+{
+	const char *c = jfind(text, "checks"), *end;
+
+	if (c == NULL)
+		return;
+	end = jfind(text, "reasons");
+	while ((c = strstr(c, "{\"code\": \"")) != NULL && (!end || c < end)) {
+		const char *s = jfind(c, "summary"), *d = jfind(c, "detail");
+		printf("  %.*s: ", (int)strcspn(c + 10, "\""), c + 10);
+		if (s && *s == '"')
+			print_jstr(s + 1);
+		printf("\n");
+		for (const char *p = d ? d + 1 : NULL; detail && p && *p == '"';) {
+			printf("      ");
+			p = print_jstr(p + 1);
+			printf("\n");
+			p += *p == '"';
+			p += strspn(p, ", ");
+		}
+		c += 10;
+	}
+}
+
 static void
 print_plain(const struct copts *o, const char *text)
 {
@@ -137,12 +183,8 @@ print_plain(const struct copts *o, const char *text)
 
 	if (strcmp(w0, "status") == 0 || strcmp(w0, "health") == 0) {
 		jprint("health: ", text, "health");
-		const char *r = jfind(text, "reasons");
-		if (r && r[1] != ']') {
-			size_t n = strcspn(r, "]");
-			printf(" (%.*s)", (int)(n - 1), r + 1);
-		}
 		printf("\n");
+		print_checks(text, w0[0] == 'h' && strcmp(w1, "detail") == 0);
 		if (w0[0] == 'h')
 			return;
 		jprint("monitors: leader ", text, "leader");
@@ -324,6 +366,7 @@ run_words(const char *name, int argc, char **argv, int nfixed, const char *check
 
 READ1(c_status, "status")
 READ1(c_health, "health")
+READ2(c_health_detail, "health detail")
 READ2(c_osd_tree, "osd tree")
 CHANGE2(c_osd_add, "osd add", "osd tree")
 CHANGE2(c_osd_rm, "osd rm", "osd tree")
@@ -375,7 +418,11 @@ common_help(FILE *f, const char *synopsis, const char *what)
 
 #define HELP(fn, syn, what) static void fn(FILE *f) { common_help(f, syn, what); }
 HELP(h_status, "status", "The cluster's health, monitors, and map epochs and counts.")
-HELP(h_health, "health", "HEALTH_OK, HEALTH_WARN or HEALTH_ERR, with the reasons.")
+HELP(h_health, "health", "HEALTH_OK, HEALTH_WARN or HEALTH_ERR, with each check raised:\n"
+     "its code (OSD_DOWN, MDS_RANK_VACANT, ...; doc/operations.md lists them),\n"
+     "which scripts match, and a summary.")
+HELP(h_health_detail, "health detail", "The health checks raised, each with what it means and\n"
+     "its detail: which OSDs, monitors, ranks or pools.")
 HELP(h_osd_tree, "osd tree", "The OSDs by host, with weights and up/in state.")
 HELP(h_osd_add, "osd add [ID] --host HOST [--rack RACK] [--weight W]",
      "Add an OSD to the map (the lowest free id unless ID is given), in; on\n"
@@ -416,6 +463,8 @@ HELP(h_mon_stat, "mon stat", "The monitors, the leader, the term, the commit ind
 const struct cli_cmd cli_cluster_cmds[] = {
 	{ "status", "", "cluster health, monitors, map epochs", c_status, h_status },
 	{ "health", "", "HEALTH_OK / WARN / ERR and why", c_health, h_health },
+	{ "health detail", "", "each health check with its detail", c_health_detail,
+	  h_health_detail },
 	{ "osd tree", "", "OSDs by host", c_osd_tree, h_osd_tree },
 	{ "osd add", "[ID] --host H", "add an OSD to the map", c_osd_add, h_osd_add },
 	{ "osd rm", "ID", "remove an OSD from the map", c_osd_rm, h_osd_rm },

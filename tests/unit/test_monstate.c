@@ -1,0 +1,316 @@
+/* test_monstate.c — the monitors' replicated state (daemons/mon/state.c):
+ * decisions on a projected state, applied elsewhere, give the same maps. */
+#include "state.h"
+#include "mon/monmsg.h"
+#include "crc/crc32c_impl.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tessera/crc32c.h>
+
+/* CRC32C of both maps' encodings. */
+static uint32_t
+maps_crc(const struct mon_state *s)
+{
+	struct tsr_enc e;
+	uint32_t crc;
+
+	tsr_enc_init(&e);
+	tsr_osdmap_encode(&e, &s->osdmap);
+	tsr_mdsmap_encode(&e, &s->mdsmap);
+	ck_assert_int_eq(tsr_enc_error(&e), 0);
+	crc = tsr_crc32c(0, e.buf, e.len);
+	tsr_enc_release(&e);
+	return crc;
+}
+
+/* Words (malloc'd, as a decoded command's are: state_classify may
+ * rewrite them). */
+static int
+words(const char *line, char **argv, int max)
+{
+	char *copy = strdup(line), *save = NULL;
+	int n = 0;
+
+	for (char *w = strtok_r(copy, " ", &save); w && n < max; w = strtok_r(NULL, " ", &save))
+		argv[n++] = strdup(w);
+	argv[n] = NULL;
+	free(copy);
+	return n;
+}
+
+static void
+free_words(char **argv, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(argv[i]);
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+/* A random change, right or wrong for the maps it meets. */
+static void
+random_change(char *buf, size_t len)
+{
+	int id = (int)rnd(12);
+
+	switch (rnd(12)) {
+	case 0: case 1:
+		snprintf(buf, len, "osd add %d --host h%d", id, id % 4);
+		break;
+	case 2: snprintf(buf, len, "osd rm %d", id); break;
+	case 3: snprintf(buf, len, "osd boot %d 127.0.0.1:%d", id, 7000 + (int)rnd(3)); break;
+	case 4: snprintf(buf, len, "osd down %d,%d", id, (int)rnd(12)); break;
+	case 5: snprintf(buf, len, "osd out %d", id); break;
+	case 6: snprintf(buf, len, "osd in %d", id); break;
+	case 7: snprintf(buf, len, "osd reweight %d 0.%d", id, (int)rnd(10)); break;
+	case 8: snprintf(buf, len, "pool create p%d %d", (int)rnd(5), 1 + (int)rnd(64)); break;
+	case 9: snprintf(buf, len, "pool set p%d size %d", (int)rnd(5), 1 + (int)rnd(4)); break;
+	case 10: snprintf(buf, len, "pool rm p%d --yes-i-really-mean-it", (int)rnd(5)); break;
+	default:
+		snprintf(buf, len, "mds boot m%d %d 127.0.0.1:%d", (int)rnd(3),
+			 1 + (int)rnd(5), 8000 + (int)rnd(3));
+	}
+}
+
+/* 600 random changes three ways: decided on a projected state (the
+ * leader) and applied as log entries to another (a follower); and, as a
+ * version 1 log entry, decided on a third (the way before decisions).
+ * The three hold the same maps after every change, and a change sent
+ * again is answered with its first result. */
+START_TEST(decisions_match_commands)
+{
+	struct mon_state lead, fol, old;
+	int changed = 0;
+
+	state_init(&lead);
+	state_init(&fol);
+	state_init(&old);
+	lead.keep_incs = 0;
+	for (uint64_t tid = 1; tid <= 600; tid++) {
+		char line[128], *argv[16];
+		struct tsr_sbuf out, out2, out3;
+		struct mon_entry en;
+		size_t len;
+		int n, st, rc;
+		uint8_t *e;
+
+		random_change(line, sizeof(line));
+		n = words(line, argv, 15);
+		tsr_sbuf_init(&out);
+		tsr_sbuf_init(&out2);
+		tsr_sbuf_init(&out3);
+		ck_assert_int_eq(state_classify(n, argv, &out), 1);
+		tsr_sbuf_reset(&out);
+		uint64_t before = lead.osdmap.epoch + lead.mdsmap.epoch;
+		e = state_decide(&lead, 5, tid, n, argv, &st, &out, &len);
+		ck_assert_ptr_nonnull(e);
+		changed += lead.osdmap.epoch + lead.mdsmap.epoch != before;
+		rc = state_apply_entry(&fol, e, len, &en, &out2);
+		ck_assert_msg(rc == st && strcmp(tsr_sbuf_str(&out), tsr_sbuf_str(&out2)) == 0,
+			      "%s: leader %d '%s', follower %d '%s'", line, st,
+			      tsr_sbuf_str(&out), rc, tsr_sbuf_str(&out2));
+		ck_assert_int_eq(en.version, 2);
+		ck_assert_uint_eq(en.tid, tid);
+		ck_assert_int_eq(fol.fatal, 0);
+		rc = state_apply(&old, 5, tid, n, argv, &out3);
+		ck_assert_msg(rc == st && strcmp(tsr_sbuf_str(&out), tsr_sbuf_str(&out3)) == 0,
+			      "%s: decided %d '%s', as a command %d '%s'", line, st,
+			      tsr_sbuf_str(&out), rc, tsr_sbuf_str(&out3));
+		ck_assert_uint_eq(maps_crc(&lead), maps_crc(&fol));
+		ck_assert_uint_eq(maps_crc(&lead), maps_crc(&old));
+		/* sent again: the first answer, nothing applied twice */
+		tsr_sbuf_reset(&out2);
+		ck_assert_int_eq(state_apply_entry(&fol, e, len, &en, &out2), st);
+		ck_assert_str_eq(tsr_sbuf_str(&out2), tsr_sbuf_str(&out));
+		ck_assert_uint_eq(maps_crc(&lead), maps_crc(&fol));
+		free(e);
+		free_words(argv, n);
+		tsr_sbuf_release(&out);
+		tsr_sbuf_release(&out2);
+		tsr_sbuf_release(&out3);
+	}
+	/* the follower keeps the incrementals for its subscribers; the
+	 * projected state does not */
+	size_t l;
+	ck_assert_ptr_nonnull(state_inc(&fol, 0, fol.osdmap.epoch, &l));
+	ck_assert_ptr_null(state_inc(&lead, 0, lead.osdmap.epoch, &l));
+	ck_assert_int_gt(changed, 200);
+	state_free(&lead);
+	state_free(&fol);
+	state_free(&old);
+}
+END_TEST
+
+static uint8_t *
+decide(struct mon_state *s, uint64_t tid, const char *line, int *st, size_t *len)
+{
+	char *argv[16];
+	struct tsr_sbuf out;
+	int n = words(line, argv, 15);
+	uint8_t *e;
+
+	tsr_sbuf_init(&out);
+	ck_assert_int_eq(state_classify(n, argv, &out), 1);
+	tsr_sbuf_reset(&out);
+	e = state_decide(s, 9, tid, n, argv, st, &out, len);
+	ck_assert_ptr_nonnull(e);
+	free_words(argv, n);
+	tsr_sbuf_release(&out);
+	return e;
+}
+
+/* A follower whose maps are not the leader's (it missed an epoch, or
+ * holds other bytes) finds the decision's incrementals do not apply: it
+ * says so, sets fatal, and its maps are as they were. */
+START_TEST(decision_that_does_not_apply_is_fatal)
+{
+	struct mon_state lead, fol;
+	struct mon_entry en;
+	struct tsr_sbuf out;
+	uint8_t *e1, *e2;
+	size_t l1, l2;
+	int st;
+
+	state_init(&lead);
+	state_init(&fol);
+	e1 = decide(&lead, 1, "osd add 0 --host h0", &st, &l1);
+	ck_assert_int_eq(st, 0);
+	e2 = decide(&lead, 2, "osd add 1 --host h1", &st, &l2);
+	ck_assert_int_eq(st, 0);
+	uint32_t before = maps_crc(&fol);
+	tsr_sbuf_init(&out);
+	/* the second without the first: its epoch does not follow */
+	ck_assert_int_eq(state_apply_entry(&fol, e2, l2, &en, &out), -EIO);
+	ck_assert_int_eq(fol.fatal, 1);
+	ck_assert_msg(strstr(tsr_sbuf_str(&out), "do not apply here") != NULL, "%s",
+		      tsr_sbuf_str(&out));
+	ck_assert_uint_eq(maps_crc(&fol), before);
+	/* a cut entry does not decode */
+	tsr_sbuf_reset(&out);
+	ck_assert_int_eq(state_apply_entry(&fol, e1, l1 - 3, &en, &out), -EBADMSG);
+	free(e1);
+	free(e2);
+	tsr_sbuf_release(&out);
+	state_free(&lead);
+	state_free(&fol);
+}
+END_TEST
+
+/* The leader's marks of one check: one change, one epoch, many OSDs;
+ * those already down are left as they are. */
+START_TEST(marks_batched_in_one_epoch)
+{
+	struct mon_state s;
+	struct mon_entry en;
+	struct tsr_sbuf out;
+	uint8_t *e;
+	size_t len;
+	int st;
+
+	state_init(&s);
+	for (int i = 0; i < 6; i++) {
+		char line[64];
+		snprintf(line, sizeof(line), "osd add %d --host h%d", i, i);
+		free(decide(&s, 2 * (uint64_t)i + 1, line, &st, &len));
+		ck_assert_int_eq(st, 0);
+		snprintf(line, sizeof(line), "osd boot %d 127.0.0.1:%d", i, 7000 + i);
+		free(decide(&s, 2 * (uint64_t)i + 2, line, &st, &len));
+		ck_assert_int_eq(st, 0);
+	}
+	free(decide(&s, 200, "osd down 5", &st, &len));
+	uint64_t epoch = s.osdmap.epoch;
+	e = decide(&s, 201, "osd down 1,3,osd.5,0", &st, &len);
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_eq(s.osdmap.epoch, epoch + 1);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(tsr_osdmap_osd(&s.osdmap, i)->up, i == 2 || i == 4);
+	free(e);
+	/* an OSD that does not exist fails the whole change */
+	tsr_sbuf_init(&out);
+	e = decide(&s, 202, "osd out 1,9", &st, &len);
+	ck_assert_int_eq(st, -ENOENT);
+	ck_assert_uint_eq(s.osdmap.epoch, epoch + 1);
+	(void)en;
+	free(e);
+	tsr_sbuf_release(&out);
+	state_free(&s);
+}
+END_TEST
+
+/* Health: one table of stable codes; the checks raised name them. */
+START_TEST(health_codes)
+{
+	struct mon_state s;
+	struct mon_health h;
+	uint8_t *e;
+	size_t len;
+	int st;
+
+	for (int i = 0; i < MON_HEALTH_COUNT; i++) {
+		const char *c = state_health_code(i);
+		ck_assert_ptr_nonnull(c);
+		ck_assert_uint_eq(strspn(c, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_"), strlen(c));
+		for (int j = 0; j < i; j++)
+			ck_assert_str_ne(c, state_health_code(j));
+	}
+	ck_assert_ptr_null(state_health_code(MON_HEALTH_COUNT));
+	state_init(&s);
+	state_health_init(&h);
+	state_health(&s, &h);
+	ck_assert_int_eq(h.level, 1);
+	ck_assert_msg(strstr(tsr_sbuf_str(&h.checks), "\"code\": \"OSD_NONE\"") != NULL,
+		      "%s", tsr_sbuf_str(&h.checks));
+	state_health_release(&h);
+	free(decide(&s, 1, "osd add 0 --host h0", &st, &len));
+	free(decide(&s, 2, "pool create p 8 --size 2", &st, &len));
+	e = decide(&s, 3, "osd out 0", &st, &len);
+	free(e);
+	state_health_init(&h);
+	state_health(&s, &h);
+	ck_assert_int_eq(h.level, 2);
+	const char *c = tsr_sbuf_str(&h.checks);
+	ck_assert_msg(strstr(c, "{\"code\": \"OSD_DOWN\", \"severity\": \"HEALTH_WARN\", "
+			     "\"summary\": \"1 of 1 OSDs down\"") != NULL, "%s", c);
+	ck_assert_msg(strstr(c, "\"osd.0 (host h0) is out\"") != NULL, "%s", c);
+	ck_assert_msg(strstr(c, "{\"code\": \"POOL_MIN_SIZE\", \"severity\": \"HEALTH_ERR\"")
+		      != NULL, "%s", c);
+	ck_assert_msg(strstr(tsr_sbuf_str(&h.reasons), "\"1 of 1 OSDs out\"") != NULL,
+		      "%s", tsr_sbuf_str(&h.reasons));
+	state_health_release(&h);
+	state_free(&s);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("monstate");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, decisions_match_commands);
+	tcase_add_test(tc, decision_that_does_not_apply_is_fatal);
+	tcase_add_test(tc, marks_batched_in_one_epoch);
+	tcase_add_test(tc, health_codes);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
