@@ -16,7 +16,8 @@ tools_tessera_tessera_LDADD = core/libtessera-core.la
 
 # The daemons.
 bin_PROGRAMS += daemons/mon/tessera-mon
-daemons_mon_tessera_mon_SOURCES = daemons/mon/mon.c daemons/mon/state.c \
-	daemons/mon/state.h
+daemons_mon_tessera_mon_SOURCES = daemons/mon/mon.c daemons/mon/mon.h \
+	daemons/mon/propose.c daemons/mon/subs.c daemons/mon/watch.c \
+	daemons/mon/state.c daemons/mon/state.h
 daemons_mon_tessera_mon_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 daemons_mon_tessera_mon_LDADD = core/libtessera-core.la $(PTHREAD_LIBS) -lm

@@ -1,5 +1,7 @@
 /* monmsg.c — encodings of the monitor messages (monmsg.h). */
 #include "mon/monmsg.h"
+#include "map/mdsmap.h"
+#include "map/osdmap.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -7,8 +9,8 @@
 #include <string.h>
 
 int
-tsr_monmsg_raft_encode(struct tsr_enc *e, uint32_t fp, uint64_t features,
-		       const struct tsr_raft_msg *m)
+tsr_monmsg_raft_encode(struct tsr_enc *e, uint32_t fp,
+		       const struct tsr_mon_peer_info *info, const struct tsr_raft_msg *m)
 {
 	size_t mark = tsr_enc_begin_struct(e, 2, 1);
 
@@ -29,24 +31,28 @@ tsr_monmsg_raft_encode(struct tsr_enc *e, uint32_t fp, uint64_t features,
 		tsr_enc_u64(e, m->entries[i].index);
 		tsr_enc_bytes(e, m->entries[i].data, m->entries[i].len);
 	}
-	tsr_enc_u64(e, features);
+	tsr_enc_u64(e, info ? info->features : 0);
+	tsr_enc_str(e, info ? info->version : "");
 	tsr_enc_end_struct(e, mark);
 	return tsr_enc_error(e);
 }
 
 int
 tsr_monmsg_raft_decode(const void *buf, size_t len, uint32_t *fp,
-		       uint64_t *features, struct tsr_raft_msg *m, char *err,
-		       size_t errlen)
+		       struct tsr_mon_peer_info *info, struct tsr_raft_msg *m,
+		       char *err, size_t errlen)
 {
 	struct tsr_dec d, sub;
 	struct tsr_raft_entry *ents = NULL;
 	uint8_t ver;
 	uint32_t n;
 
+	struct tsr_mon_peer_info pi;
+
 	memset(m, 0, sizeof(*m));
-	if (features)
-		*features = 0;
+	memset(&pi, 0, sizeof(pi));
+	if (info)
+		*info = pi;
 	tsr_dec_init(&d, buf, len);
 	if (tsr_dec_begin_struct(&d, 2, &ver, &sub) < 0)
 		return tsr_errf(err, errlen, -EBADMSG, "raft message: bad envelope");
@@ -83,7 +89,10 @@ tsr_monmsg_raft_decode(const void *buf, size_t len, uint32_t *fp,
 		ents[i].data = (uint8_t *)p;
 		ents[i].len = l;
 	}
-	uint64_t feat = ver >= 2 ? tsr_dec_u64(&sub) : 0;
+	if (ver >= 2) {
+		pi.features = tsr_dec_u64(&sub);
+		tsr_dec_str(&sub, pi.version, sizeof(pi.version));
+	}
 	if (tsr_dec_end_struct(&d, &sub) < 0) {
 		free(ents);
 		return tsr_errf(err, errlen, -EBADMSG, "raft message: truncated or "
@@ -91,8 +100,8 @@ tsr_monmsg_raft_decode(const void *buf, size_t len, uint32_t *fp,
 	}
 	m->entries = ents;
 	m->nentries = n;
-	if (features)
-		*features = feat;
+	if (info)
+		*info = pi;
 	return 0;
 }
 
@@ -337,4 +346,367 @@ tsr_monmsg_maps_decode(const void *buf, size_t len, size_t data_len,
 				(unsigned long long)sum, data_len);
 	}
 	return 0;
+}
+
+/* ---- The daemons' messages ---------------------------------------------- */
+
+/* Printable bytes without blanks (an address, a version); an address
+ * also has a ':'. */
+static int
+word_ok(const char *w, int addr)
+{
+	for (const char *p = w; *p; p++)
+		if (*p < 0x21 || *p > 0x7e)
+			return 0;
+	return !addr || strchr(w, ':') != NULL;
+}
+
+int
+tsr_monmsg_osd_boot_encode(struct tsr_enc *e, const struct tsr_mon_osd_boot *b)
+{
+	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+
+	tsr_enc_u64(e, b->client);
+	tsr_enc_u64(e, b->tid);
+	tsr_enc_i32(e, b->osd);
+	tsr_enc_str(e, b->addr);
+	tsr_enc_str(e, b->version);
+	tsr_enc_u64(e, b->features);
+	tsr_enc_end_struct(e, mark);
+	return tsr_enc_error(e);
+}
+
+int
+tsr_monmsg_osd_boot_decode(const void *buf, size_t len, struct tsr_mon_osd_boot *b,
+			   char *err, size_t errlen)
+{
+	struct tsr_dec d, sub;
+	uint8_t ver;
+
+	memset(b, 0, sizeof(*b));
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return tsr_errf(err, errlen, -EBADMSG, "osd boot: bad envelope");
+	b->client = tsr_dec_u64(&sub);
+	b->tid = tsr_dec_u64(&sub);
+	b->osd = tsr_dec_i32(&sub);
+	tsr_dec_str(&sub, b->addr, sizeof(b->addr));
+	tsr_dec_str(&sub, b->version, sizeof(b->version));
+	b->features = tsr_dec_u64(&sub);
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d))
+		return tsr_errf(err, errlen, -EBADMSG, "osd boot: truncated or malformed");
+	if (b->osd < 0 || b->osd >= TSR_OSDMAP_MAX_OSDS)
+		return tsr_errf(err, errlen, -EINVAL, "osd boot: OSD id %d is not in "
+				"0..%d", b->osd, TSR_OSDMAP_MAX_OSDS - 1);
+	if (!word_ok(b->addr, 1))
+		return tsr_errf(err, errlen, -EINVAL, "osd boot: the address is not "
+				"IP:PORT");
+	if (!word_ok(b->version, 0))
+		return tsr_errf(err, errlen, -EINVAL, "osd boot: the version is not "
+				"printable without blanks");
+	return 0;
+}
+
+int
+tsr_monmsg_osd_beacon_encode(struct tsr_enc *e, const struct tsr_mon_osd_beacon *b)
+{
+	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+
+	tsr_enc_u64(e, b->client);
+	tsr_enc_u64(e, b->tid);
+	tsr_enc_i32(e, b->osd);
+	tsr_enc_u64(e, b->osdmap_epoch);
+	tsr_enc_u32(e, b->nfailed);
+	for (uint32_t i = 0; i < b->nfailed && i < TSR_MONMSG_MAX_FAILED; i++)
+		tsr_enc_i32(e, b->failed[i]);
+	tsr_enc_str(e, b->version);
+	tsr_enc_end_struct(e, mark);
+	if (b->nfailed > TSR_MONMSG_MAX_FAILED)
+		return -EINVAL;
+	return tsr_enc_error(e);
+}
+
+int
+tsr_monmsg_osd_beacon_decode(const void *buf, size_t len, struct tsr_mon_osd_beacon *b,
+			     char *err, size_t errlen)
+{
+	struct tsr_dec d, sub;
+	uint8_t ver;
+
+	memset(b, 0, sizeof(*b));
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return tsr_errf(err, errlen, -EBADMSG, "osd beacon: bad envelope");
+	b->client = tsr_dec_u64(&sub);
+	b->tid = tsr_dec_u64(&sub);
+	b->osd = tsr_dec_i32(&sub);
+	b->osdmap_epoch = tsr_dec_u64(&sub);
+	b->nfailed = tsr_dec_u32(&sub);
+	if (tsr_dec_error(&sub) == 0 && b->nfailed > TSR_MONMSG_MAX_FAILED) {
+		uint32_t n = b->nfailed;
+		b->nfailed = 0;
+		return tsr_errf(err, errlen, -EINVAL, "osd beacon: %u silent peers, "
+				"more than %d", n, TSR_MONMSG_MAX_FAILED);
+	}
+	for (uint32_t i = 0; i < b->nfailed; i++)
+		b->failed[i] = tsr_dec_i32(&sub);
+	tsr_dec_str(&sub, b->version, sizeof(b->version));
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d))
+		return tsr_errf(err, errlen, -EBADMSG, "osd beacon: truncated or "
+				"malformed");
+	if (b->osd < 0 || b->osd >= TSR_OSDMAP_MAX_OSDS)
+		return tsr_errf(err, errlen, -EINVAL, "osd beacon: OSD id %d is not "
+				"in 0..%d", b->osd, TSR_OSDMAP_MAX_OSDS - 1);
+	for (uint32_t i = 0; i < b->nfailed; i++)
+		if (b->failed[i] < 0 || b->failed[i] >= TSR_OSDMAP_MAX_OSDS)
+			return tsr_errf(err, errlen, -EINVAL, "osd beacon: silent "
+					"peer %u is %d, not an OSD id", i, b->failed[i]);
+	if (!word_ok(b->version, 0))
+		return tsr_errf(err, errlen, -EINVAL, "osd beacon: the version is "
+				"not printable without blanks");
+	return 0;
+}
+
+int
+tsr_monmsg_mds_beacon_encode(struct tsr_enc *e, const struct tsr_mon_mds_beacon *b)
+{
+	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+
+	tsr_enc_u64(e, b->client);
+	tsr_enc_u64(e, b->tid);
+	tsr_enc_str(e, b->name);
+	tsr_enc_u64(e, b->gid);
+	tsr_enc_str(e, b->addr);
+	tsr_enc_u32(e, b->state);
+	tsr_enc_str(e, b->version);
+	tsr_enc_end_struct(e, mark);
+	return tsr_enc_error(e);
+}
+
+int
+tsr_monmsg_mds_beacon_decode(const void *buf, size_t len, struct tsr_mon_mds_beacon *b,
+			     char *err, size_t errlen)
+{
+	struct tsr_dec d, sub;
+	uint8_t ver;
+
+	memset(b, 0, sizeof(*b));
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return tsr_errf(err, errlen, -EBADMSG, "mds beacon: bad envelope");
+	b->client = tsr_dec_u64(&sub);
+	b->tid = tsr_dec_u64(&sub);
+	tsr_dec_str(&sub, b->name, sizeof(b->name));
+	b->gid = tsr_dec_u64(&sub);
+	tsr_dec_str(&sub, b->addr, sizeof(b->addr));
+	b->state = tsr_dec_u32(&sub);
+	tsr_dec_str(&sub, b->version, sizeof(b->version));
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d))
+		return tsr_errf(err, errlen, -EBADMSG, "mds beacon: truncated or "
+				"malformed");
+	if (!tsr_osdmap_name_ok(b->name))
+		return tsr_errf(err, errlen, -EINVAL, "mds beacon: the name is not "
+				"1 to 63 of letters, digits, '-', '_', '.'");
+	if (b->gid == 0 || b->gid > INT64_MAX)
+		return tsr_errf(err, errlen, -EINVAL, "mds beacon: gid %llu is not in "
+				"1..2^63-1", (unsigned long long)b->gid);
+	if (!word_ok(b->addr, 1))
+		return tsr_errf(err, errlen, -EINVAL, "mds beacon: the address is "
+				"not IP:PORT");
+	if (b->state >= TSR_MDS_STATE_COUNT)
+		return tsr_errf(err, errlen, -EINVAL, "mds beacon: unknown state %u",
+				b->state);
+	if (!word_ok(b->version, 0))
+		return tsr_errf(err, errlen, -EINVAL, "mds beacon: the version is "
+				"not printable without blanks");
+	return 0;
+}
+
+/* ---- The registry ----------------------------------------------------------
+ *
+ * Each check decodes, encodes what it decoded and decodes that again:
+ * the same values, or -EPROTO (monmsg.h). */
+
+#define ROUND_TRIP(what)                                                       \
+	do {                                                                   \
+		if (tsr_enc_error(&e) || (rc = (what)) != 0) {                 \
+			tsr_enc_release(&e);                                   \
+			return tsr_errf(err, errlen, -EPROTO, "%s: its "       \
+					"encoding does not decode (%d)",      \
+					__func__, rc);                         \
+		}                                                              \
+		tsr_enc_release(&e);                                           \
+	} while (0)
+
+static int
+check_raft(const void *p, size_t n, size_t data_len, char *err, size_t errlen)
+{
+	struct tsr_raft_msg m, m2;
+	struct tsr_mon_peer_info i, i2;
+	struct tsr_enc e;
+	uint32_t fp, fp2;
+	int rc, same;
+
+	(void)data_len;
+	if ((rc = tsr_monmsg_raft_decode(p, n, &fp, &i, &m, err, errlen)) < 0)
+		return rc;
+	tsr_enc_init(&e);
+	tsr_monmsg_raft_encode(&e, fp, &i, &m);
+	if (tsr_enc_error(&e) ||
+	    tsr_monmsg_raft_decode(e.buf, e.len, &fp2, &i2, &m2, err, errlen) != 0) {
+		tsr_enc_release(&e);
+		tsr_monmsg_raft_free(&m);
+		return tsr_errf(err, errlen, -EPROTO, "raft: its encoding does not "
+				"decode");
+	}
+	same = fp2 == fp && memcmp(&i, &i2, sizeof(i)) == 0 &&
+	       m2.nentries == m.nentries && m2.term == m.term && m2.type == m.type;
+	for (size_t k = 0; same && k < m.nentries; k++)
+		same = m2.entries[k].len == m.entries[k].len &&
+		       (m.entries[k].len == 0 ||
+			memcmp(m2.entries[k].data, m.entries[k].data, m.entries[k].len) == 0);
+	tsr_monmsg_raft_free(&m2);
+	tsr_monmsg_raft_free(&m);
+	tsr_enc_release(&e);
+	return same ? 0 : tsr_errf(err, errlen, -EPROTO, "raft: the round trip differs");
+}
+
+static int
+check_cmd(const void *p, size_t n, size_t data_len, char *err, size_t errlen)
+{
+	struct tsr_mon_cmd c, c2;
+	struct tsr_enc e;
+	int rc, same;
+
+	(void)data_len;
+	if ((rc = tsr_monmsg_cmd_decode(p, n, &c, err, errlen)) < 0)
+		return rc;
+	tsr_enc_init(&e);
+	tsr_monmsg_cmd_encode(&e, &c);
+	rc = tsr_enc_error(&e) ? tsr_enc_error(&e)
+			       : tsr_monmsg_cmd_decode(e.buf, e.len, &c2, err, errlen);
+	tsr_enc_release(&e);
+	if (rc != 0) {
+		tsr_monmsg_cmd_free(&c);
+		return tsr_errf(err, errlen, -EPROTO, "command: its encoding does not "
+				"decode");
+	}
+	same = c2.argc == c.argc && c2.client == c.client && c2.tid == c.tid;
+	for (uint32_t k = 0; same && k < c.argc; k++)
+		same = strcmp(c.argv[k], c2.argv[k]) == 0;
+	tsr_monmsg_cmd_free(&c);
+	tsr_monmsg_cmd_free(&c2);
+	return same ? 0 : tsr_errf(err, errlen, -EPROTO, "command: the round trip "
+				   "differs");
+}
+
+static int
+check_reply(const void *p, size_t n, size_t data_len, char *err, size_t errlen)
+{
+	struct tsr_mon_reply r, r2;
+	struct tsr_enc e;
+	int rc, same;
+
+	(void)data_len;
+	if ((rc = tsr_monmsg_reply_decode(p, n, &r, err, errlen)) < 0) {
+		free(r.text);
+		return rc;
+	}
+	tsr_enc_init(&e);
+	tsr_monmsg_reply_encode(&e, &r);
+	rc = tsr_enc_error(&e) ? tsr_enc_error(&e)
+			       : tsr_monmsg_reply_decode(e.buf, e.len, &r2, err, errlen);
+	tsr_enc_release(&e);
+	same = rc == 0 && r2.tid == r.tid && r2.status == r.status &&
+	       strcmp(r2.text, r.text) == 0 && strcmp(r2.leader, r.leader) == 0;
+	free(r.text);
+	free(r2.text);
+	return same ? 0 : tsr_errf(err, errlen, -EPROTO, "reply: the round trip differs");
+}
+
+static int
+check_sub(const void *p, size_t n, size_t data_len, char *err, size_t errlen)
+{
+	struct tsr_mon_sub s, s2;
+	struct tsr_enc e;
+	int rc;
+
+	(void)data_len;
+	if ((rc = tsr_monmsg_sub_decode(p, n, &s, err, errlen)) < 0)
+		return rc;
+	tsr_enc_init(&e);
+	tsr_monmsg_sub_encode(&e, &s);
+	ROUND_TRIP(tsr_monmsg_sub_decode(e.buf, e.len, &s2, err, errlen) ||
+		   memcmp(&s, &s2, sizeof(s)) != 0);
+	return 0;
+}
+
+static int
+check_maps(const void *p, size_t n, size_t data_len, char *err, size_t errlen)
+{
+	struct tsr_mon_maps m, m2;
+	struct tsr_enc e;
+	int rc, same;
+
+	if ((rc = tsr_monmsg_maps_decode(p, n, data_len, &m, err, errlen)) < 0)
+		return rc;
+	tsr_enc_init(&e);
+	tsr_monmsg_maps_encode(&e, &m);
+	rc = tsr_enc_error(&e) ? tsr_enc_error(&e)
+			       : tsr_monmsg_maps_decode(e.buf, e.len, data_len, &m2, err,
+							errlen);
+	tsr_enc_release(&e);
+	same = rc == 0 && m2.n == m.n && m2.epoch == m.epoch && m2.which == m.which &&
+	       strcmp(m2.text, m.text) == 0 &&
+	       memcmp(m2.len, m.len, m.n * sizeof(*m.len)) == 0;
+	tsr_monmsg_maps_free(&m);
+	if (rc == 0)
+		tsr_monmsg_maps_free(&m2);
+	return same ? 0 : tsr_errf(err, errlen, -EPROTO, "maps: the round trip differs");
+}
+
+/* The daemons' messages are flat structs, zeroed before decoding: a round
+ * trip gives the same bytes. */
+#define CHECK_FLAT(fn, type)                                                   \
+	static int                                                             \
+	check_##fn(const void *p, size_t n, size_t data_len, char *err,        \
+		   size_t errlen)                                              \
+	{                                                                      \
+		struct type a, b;                                              \
+		struct tsr_enc e;                                              \
+		int rc;                                                        \
+									       \
+		(void)data_len;                                                \
+		if ((rc = tsr_monmsg_##fn##_decode(p, n, &a, err, errlen)) < 0) \
+			return rc;                                             \
+		tsr_enc_init(&e);                                              \
+		tsr_monmsg_##fn##_encode(&e, &a);                              \
+		ROUND_TRIP(tsr_monmsg_##fn##_decode(e.buf, e.len, &b, err,     \
+						    errlen) ||                 \
+			   memcmp(&a, &b, sizeof(a)) != 0);                    \
+		return 0;                                                      \
+	}
+CHECK_FLAT(osd_boot, tsr_mon_osd_boot)
+CHECK_FLAT(osd_beacon, tsr_mon_osd_beacon)
+CHECK_FLAT(mds_beacon, tsr_mon_mds_beacon)
+
+static const struct tsr_monmsg_type types[] = {
+#define TSR_MON_MSG_ROW(name, n, label, fn) { TSR_MSG_MON_##name, label, check_##fn },
+	TSR_MON_MESSAGES(TSR_MON_MSG_ROW)
+#undef TSR_MON_MSG_ROW
+};
+
+const struct tsr_monmsg_type *
+tsr_monmsg_type_at(size_t i)
+{
+	return i < sizeof(types) / sizeof(types[0]) ? &types[i] : NULL;
+}
+
+const struct tsr_monmsg_type *
+tsr_monmsg_type(uint32_t type)
+{
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].type == type)
+			return &types[i];
+	return NULL;
 }

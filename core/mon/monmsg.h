@@ -5,7 +5,8 @@
  *                     u32 members_fp, u32 type, u64 from, to, term,
  *                     log_term, index, commit, u8 reject, u64 match, ctx,
  *                     u32 n, n x { u64 term, u64 index, bytes data },
- *                     u64 features }              TSR_MON_FEAT_*; v2 on
+ *                     u64 features, string version }   v2 on:
+ *                     TSR_MON_FEAT_*, and the monitor's software
  *       A monitor that sends features announces what its log entries
  *       may hold (a leader proposes decisions only once every member
  *       has shown it applies them: the rolling upgrade, mon.c).
@@ -24,6 +25,18 @@
  *                            u32 n, n x u32 len }
  *       data:  n encodings back to back (osdmap.h, mdsmap.h): one full map
  *              of epoch `epoch`, or the incrementals have+1 .. epoch
+ *   MON_OSD_BOOT   osd.N -> the leader: it starts serving at addr
+ *       envelope v1 { u64 client, u64 tid, i32 osd, string addr,
+ *                     string version, u64 features }
+ *   MON_OSD_BEACON osd.N -> the leader: alive, with the map epoch it holds
+ *                  and the peers it found silent
+ *       envelope v1 { u64 client, u64 tid, i32 osd, u64 osdmap_epoch,
+ *                     u32 n, n x i32 failed, string version }
+ *   MON_MDS_BEACON mds.NAME -> the leader: alive, as incarnation gid
+ *       envelope v1 { u64 client, u64 tid, string name, u64 gid,
+ *                     string addr, u32 state, string version }
+ *                  Each is answered with MON_CMD_REPLY (the same tid).
+ *                  version is the daemon's software (TSR_VERSION).
  *
  * A command's (client, tid) names it across retries: a client that sends
  * the same change again (its monitor died, or lost the leadership before
@@ -43,13 +56,42 @@
 
 #include <tessera/encoding.h>
 
+/* Every message to and from the monitors, in one table:
+ * X(NAME, number, label, fn) — its type is TSR_MSG_MON_NAME, that is
+ * TSR_MSG_USER + number (on the wire: a number is never reused), its
+ * encoding is documented above, and tsr_monmsg_types[] holds its check
+ * (monmsg.c, check_fn), which the fuzz target runs on every type. */
+#define TSR_MON_MESSAGES(X)                                                    \
+	X(RAFT, 0, "raft", raft)                                               \
+	X(CMD, 1, "command", cmd)                                              \
+	X(CMD_REPLY, 2, "reply", reply)                                        \
+	X(SUB, 3, "subscription", sub)                                         \
+	X(MAPS, 4, "maps", maps)                                               \
+	X(OSD_BOOT, 5, "osd boot", osd_boot)                                   \
+	X(OSD_BEACON, 6, "osd beacon", osd_beacon)                             \
+	X(MDS_BEACON, 7, "mds beacon", mds_beacon)
+
 enum {
-	TSR_MSG_MON_RAFT = TSR_MSG_USER + 0,
-	TSR_MSG_MON_CMD = TSR_MSG_USER + 1,
-	TSR_MSG_MON_CMD_REPLY = TSR_MSG_USER + 2,
-	TSR_MSG_MON_SUB = TSR_MSG_USER + 3,
-	TSR_MSG_MON_MAPS = TSR_MSG_USER + 4,
+#define TSR_MON_MSG_ENUM(name, n, label, fn) TSR_MSG_MON_##name = TSR_MSG_USER + (n),
+	TSR_MON_MESSAGES(TSR_MON_MSG_ENUM)
+#undef TSR_MON_MSG_ENUM
 };
+
+/* The registry: each type's name, and a check that decodes a message
+ * (front[0..len), with data_len bytes of data), encodes what it decoded,
+ * and decodes that again to the same thing.  The check returns 0, the
+ * decoder's error with the reason in err (the input is not such a
+ * message), or -EPROTO when the round trip differs (a bug). */
+struct tsr_monmsg_type {
+	uint32_t type;
+	const char *name;
+	int (*check)(const void *front, size_t len, size_t data_len, char *err,
+		     size_t errlen);
+};
+/* The i-th type (registry order), or NULL past the last. */
+TSR_API const struct tsr_monmsg_type *tsr_monmsg_type_at(size_t i);
+/* The type's entry, or NULL when it is not a monitor message. */
+TSR_API const struct tsr_monmsg_type *tsr_monmsg_type(uint32_t type);
 
 /* What a monitor can do (MON_RAFT features). */
 #define TSR_MON_FEAT_DECISIONS 0x1ull  /* applies version 2 log entries
@@ -61,15 +103,24 @@ enum {
 #define TSR_MONMSG_MAX_ARGS 64
 #define TSR_MONMSG_MAX_ARG 1024
 #define TSR_MONMSG_MAX_TEXT (1u << 20)
+#define TSR_MONMSG_VERSION_MAX 64     /* a software version, with its NUL */
+#define TSR_MONMSG_ADDR_MAX 64        /* IP:PORT, with its NUL */
+#define TSR_MONMSG_MAX_FAILED 64      /* peers one OSD beacon reports */
 
 /* Raft messages.  Decoded entries borrow from the input buffer; the array
  * is malloc'd (tsr_monmsg_raft_free). */
+/* What a sender says of itself beside a Raft message. */
+struct tsr_mon_peer_info {
+	uint64_t features;       /* 0 from a monitor that sends none (v1) */
+	char version[TSR_MONMSG_VERSION_MAX]; /* "" when not sent */
+};
 TSR_API int tsr_monmsg_raft_encode(struct tsr_enc *e, uint32_t fp,
-				   uint64_t features, const struct tsr_raft_msg *m);
-/* features: 0 from a monitor that sends none (version 1); may be NULL. */
+				   const struct tsr_mon_peer_info *info,
+				   const struct tsr_raft_msg *m);
+/* info may be NULL. */
 TSR_API int tsr_monmsg_raft_decode(const void *buf, size_t len, uint32_t *fp,
-				   uint64_t *features, struct tsr_raft_msg *m,
-				   char *err, size_t errlen);
+				   struct tsr_mon_peer_info *info,
+				   struct tsr_raft_msg *m, char *err, size_t errlen);
 TSR_API void tsr_monmsg_raft_free(struct tsr_raft_msg *m);
 
 struct tsr_mon_cmd {
@@ -137,5 +188,50 @@ TSR_API int tsr_monmsg_maps_encode(struct tsr_enc *e, const struct tsr_mon_maps 
 TSR_API int tsr_monmsg_maps_decode(const void *buf, size_t len, size_t data_len,
 				   struct tsr_mon_maps *m, char *err, size_t errlen);
 TSR_API void tsr_monmsg_maps_free(struct tsr_mon_maps *m);
+
+/* The daemons' messages.  Decoders check what every field may hold: an
+ * OSD id in 0 .. TSR_OSDMAP_MAX_OSDS - 1, an address IP:PORT of
+ * printable bytes without blanks, a version of printable bytes, a name
+ * as the maps take it, a known MDS state, at most TSR_MONMSG_MAX_FAILED
+ * peers; -EBADMSG or -EINVAL naming the field otherwise. */
+struct tsr_mon_osd_boot {
+	uint64_t client, tid;
+	int32_t osd;
+	char addr[TSR_MONMSG_ADDR_MAX];
+	char version[TSR_MONMSG_VERSION_MAX];
+	uint64_t features;
+};
+TSR_API int tsr_monmsg_osd_boot_encode(struct tsr_enc *e, const struct tsr_mon_osd_boot *b);
+TSR_API int tsr_monmsg_osd_boot_decode(const void *buf, size_t len,
+				       struct tsr_mon_osd_boot *b, char *err,
+				       size_t errlen);
+
+struct tsr_mon_osd_beacon {
+	uint64_t client, tid;
+	int32_t osd;
+	uint64_t osdmap_epoch;       /* the map epoch the OSD holds */
+	uint32_t nfailed;
+	int32_t failed[TSR_MONMSG_MAX_FAILED];
+	char version[TSR_MONMSG_VERSION_MAX];
+};
+TSR_API int tsr_monmsg_osd_beacon_encode(struct tsr_enc *e,
+					 const struct tsr_mon_osd_beacon *b);
+TSR_API int tsr_monmsg_osd_beacon_decode(const void *buf, size_t len,
+					 struct tsr_mon_osd_beacon *b, char *err,
+					 size_t errlen);
+
+struct tsr_mon_mds_beacon {
+	uint64_t client, tid;
+	char name[TSR_MONMSG_ADDR_MAX];
+	uint64_t gid;                /* > 0 */
+	char addr[TSR_MONMSG_ADDR_MAX];
+	uint32_t state;              /* enum tsr_mds_state */
+	char version[TSR_MONMSG_VERSION_MAX];
+};
+TSR_API int tsr_monmsg_mds_beacon_encode(struct tsr_enc *e,
+					 const struct tsr_mon_mds_beacon *b);
+TSR_API int tsr_monmsg_mds_beacon_decode(const void *buf, size_t len,
+					 struct tsr_mon_mds_beacon *b, char *err,
+					 size_t errlen);
 
 #endif

@@ -15,19 +15,14 @@
  * other leader can exist and its maps are the latest.  A monitor without
  * a leader, or a leader without a lease, says so; it never serves maps it
  * cannot prove current.
+ *
+ * The parts: this file (the queue, sending, commands and reads, Raft, the
+ * daemon's life), propose.c (decisions on the leader's projected state),
+ * subs.c (map subscriptions), watch.c (OSD and MDS beacons, failure
+ * detection, MDS ranks), state.c (the replicated maps); mon.h ties them.
  */
+#include "mon.h"
 #include "auth/auth.h"
-#include "daemon/daemon.h"
-#include "log/log.h"
-#include "mon/members.h"
-#include "mon/monmsg.h"
-#include "plugin/host.h"
-#include "plugin/registry.h"
-#include "msg/msgr.h"
-#include "raft/raft.h"
-#include "raft/raftstore.h"
-#include "state.h"
-#include "util/sbuf.h"
 #include "util/util.h"
 
 #include <tessera/crc32c.h>
@@ -42,131 +37,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define LOGE(...) TSR_LOG_ERR(MON, __VA_ARGS__)
-#define LOGW(...) TSR_LOG_WARN(MON, __VA_ARGS__)
-#define LOGI(...) TSR_LOG_INFO(MON, __VA_ARGS__)
-#define LOGD(...) TSR_LOG_DEBUG(MON, __VA_ARGS__)
-
-#define PROPOSE_TIMEOUT_NS (5ull * 1000000000u) /* a change not committed by then fails */
-#define QUEUE_MAX 4096 /* items waiting for the monitor thread; above, new ones are refused */
-
-/* Something an I/O thread queued for the monitor thread. */
-struct item {
-	struct item *next;
-	int kind;                    /* TSR_MSG_MON_RAFT, _CMD, _SUB; -1: a fault */
-	struct tsr_conn *conn;       /* held (commands) */
-	struct tsr_msg *msg;
-};
-
-/* What the leader knows of an OSD beyond the map (soft state: a new
- * leader starts afresh, giving every OSD a full grace). */
-struct osd_watch {
-	uint64_t last_beacon;        /* mono ns; 0: none since we lead */
-	uint64_t down_seen;          /* when we first saw it down */
-	uint64_t proposed_at;        /* our last down/out proposal for it */
-	uint64_t last_flap;          /* when we last marked it down */
-	uint64_t up_from;            /* the boot epoch the above belong to */
-	unsigned flaps;              /* recent downs: each doubles the grace */
-	struct { int32_t who; uint64_t at; } rep[8]; /* peers reporting it silent */
-};
-
-/* What the leader knows of an MDS beyond the map (soft state, like
- * osd_watch): by name, its incarnation's last beacon. */
-struct mds_watch {
-	char name[TSR_MDSMAP_NAME];
-	uint64_t gid;
-	uint64_t last_beacon;        /* mono ns */
-	uint64_t proposed_at;        /* our last proposal about it */
-};
-
-/* A session subscribed to map epochs (MON_SUB with TSR_MON_SUB_KEEP). */
-struct sub {
-	struct sub *next;
-	struct tsr_conn *conn;       /* held */
-	uint32_t want;
-	uint64_t have[TSR_MON_NMAPS];/* what it was last sent */
-};
-
-#define MAX_SUBS 4096
-#define MAX_INC_BYTES (8u << 20) /* incrementals in one answer, at most */
-
-/* A change proposed and not yet answered, or a read waiting for a lease. */
-struct waiter {
-	struct waiter *next;
-	struct tsr_conn *conn;
-	struct tsr_mon_cmd cmd;
-	uint64_t index, term;        /* changes: where it went in the log */
-	uint64_t deadline;
-};
-
-struct mon {
-	struct tsr_daemon *d;
-	struct tsr_mon_members mem;
-	const struct tsr_mon_member *self;
-	char data[512];
-	struct tsr_kv *kv;
-	struct tsr_raftstore rs;
-	struct tsr_raft *raft;
-	int rejoining;               /* as last logged (tsr_raft_rejoining) */
-	/* Raft messages refused, logged at a rate per sender (by member id;
-	 * the last: senders that are not members, or not known) */
-	struct tsr_log_rate raft_refused[TSR_MON_MAX + 1];
-	struct tsr_msgr *msgr;
-	struct tsr_conn *peer[TSR_MON_MAX];  /* ours, to each other monitor */
-	uint64_t tick_ns, lease_ns;
-	unsigned e_ticks;
-
-	pthread_t thread;
-	int thread_started;
-	pthread_mutex_t qlock;       /* the queue and stop */
-	pthread_cond_t qcond;
-	struct item *head, **tail;
-	size_t queued;
-	uint64_t refused;            /* items refused on a full queue */
-	int stop;
-
-	pthread_mutex_t lock;        /* everything below, and raft (status reads) */
-	struct mon_state st;
-	/* The leader's projected state: st with every change it proposed
-	 * since applied, what the next change is decided against (state.h).
-	 * Made once the leader has applied its whole log in this term. */
-	struct mon_state proj;
-	int proj_valid;
-	uint64_t proj_term;
-	uint64_t features[TSR_MON_MAX]; /* each member's, from its Raft messages */
-	struct waiter *changes, *reads;
-	struct waiter *held;         /* changes waiting for the projected state */
-	struct sub *subs;
-	size_t nsubs;
-	uint64_t last_leader_ns;     /* when we last had a leader (or were one) */
-	uint64_t snap_every, snap_index; /* compaction: every N entries; the last */
-	uint64_t hist_term;          /* the last applied entry's term */
-	uint64_t hist_index;         /* the last log entry applied, and a CRC32C */
-	uint32_t hist_crc;           /* of every entry applied: equal on monitors
-	                              * whose histories are the same */
-	/* failure detection (leader only) */
-	uint64_t grace_ns, down_out_ns;
-	unsigned min_reporters;
-	struct osd_watch *watch;     /* by OSD id */
-	uint64_t mds_grace_ns;
-	struct mds_watch mwatch[TSR_MDSMAP_MAX_MDS];
-	size_t nmwatch;
-	uint64_t lead_term, lead_since;
-	uint64_t internal_tid;
-	uint32_t isolated;           /* fault injection: members (bit = id - 1)
-	                              * whose Raft messages we drop both ways */
-	int failed;                  /* the store failed: stop serving */
-	/* the placement plugin that makes the OSD map's placement map
-	 * (state.h, mon_placer): one instance, for the map's plugin name */
-	struct tsr_core_host pl_host;
-	struct tsr_instance *pl_inst;
-	char pl_name[TSR_OSDMAP_NAME];
-};
-
 /* ---- Queue (I/O threads) ---------------------------------------------------*/
-
-static void reply(struct tsr_conn *c, uint64_t tid, int status, const char *text,
-		  const char *leader);
 
 static void
 enqueue(struct mon *mon, int kind, struct tsr_conn *c, struct tsr_msg *m)
@@ -187,7 +58,7 @@ enqueue(struct mon *mon, int kind, struct tsr_conn *c, struct tsr_msg *m)
 			char err[64];
 			if (tsr_monmsg_cmd_decode(m->front, m->front_len, &cmd, err,
 						  sizeof(err)) == 0) {
-				reply(c, cmd.tid, -EBUSY, "the monitor is overloaded; retry",
+				mon_reply(c, cmd.tid, -EBUSY, "the monitor is overloaded; retry",
 				      NULL);
 				tsr_monmsg_cmd_free(&cmd);
 			}
@@ -218,7 +89,12 @@ enqueue(struct mon *mon, int kind, struct tsr_conn *c, struct tsr_msg *m)
 }
 
 /* Refusals a peer can cause at will, logged at a rate (log.h). */
-static struct tsr_log_rate refusal_lines = TSR_LOG_RATE_INIT(10, 10000);
+struct tsr_log_rate mon_refusal_lines = TSR_LOG_RATE_INIT(10, 10000);
+
+/* What this monitor says of itself in its Raft messages. */
+static const struct tsr_mon_peer_info mon_self_info = {
+	.features = TSR_MON_FEATURES, .version = TSR_VERSION,
+};
 
 /* The member of mon_members that the session proved it is (a monitor's
  * name, auth.h), or NULL: any other peer, or a monitor's key for a name
@@ -241,7 +117,7 @@ on_raft(struct tsr_conn *c, struct tsr_msg *m, void *arg)
 	 * or append could stall the cluster.  handle_raft checks that the
 	 * message's sender is that monitor. */
 	if (peer_member(mon, who) == NULL) {
-		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
+		tsr_log_rated(&mon_refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
 			      "%s: a Raft message from %s, not an authenticated "
 			      "monitor of mon_members; dropped", tsr_conn_peer(c),
 			      who ? who : "an unauthenticated peer");
@@ -263,10 +139,17 @@ on_sub(struct tsr_conn *c, struct tsr_msg *m, void *arg)
 	enqueue(arg, TSR_MSG_MON_SUB, c, m);
 }
 
+/* MON_OSD_BOOT, MON_OSD_BEACON, MON_MDS_BEACON */
+static void
+on_daemon(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	enqueue(arg, (int)m->type, c, m);
+}
+
 /* ---- Sending ------------------------------------------------------------------*/
 
-static void
-reply(struct tsr_conn *c, uint64_t tid, int status, const char *text,
+void
+mon_reply(struct tsr_conn *c, uint64_t tid, int status, const char *text,
       const char *leader)
 {
 	struct tsr_mon_reply r = { .tid = tid, .status = status, .text = (char *)text };
@@ -281,8 +164,8 @@ reply(struct tsr_conn *c, uint64_t tid, int status, const char *text,
 		tsr_conn_send(c, m, TSR_SEND_NOWAIT);
 }
 
-static void
-free_data(void *arg, int result)
+void
+mon_free_data(void *arg, int result)
 {
 	(void)result;
 	free(arg);
@@ -311,7 +194,7 @@ send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
 			return;
 	}
 	tsr_enc_init(&e);
-	tsr_monmsg_raft_encode(&e, mon->mem.fp, TSR_MON_FEATURES, &copy);
+	tsr_monmsg_raft_encode(&e, mon->mem.fp, &mon_self_info, &copy);
 	if ((m = tsr_msg_from_enc(TSR_MSG_MON_RAFT, &e)) == NULL)
 		return;
 	if (copy.type == TSR_RAFT_SNAPSHOT && copy.snap_len) {
@@ -323,7 +206,7 @@ send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
 			return;
 		}
 		memcpy(iov.iov_base, copy.snap, copy.snap_len);
-		tsr_msg_set_data(m, &iov, 1, free_data, iov.iov_base);
+		tsr_msg_set_data(m, &iov, 1, mon_free_data, iov.iov_base);
 	}
 	/* Raft copes with loss: a full queue drops the message.  A session
 	 * that already failed (its fault event may have come before we held
@@ -362,8 +245,8 @@ on_fault(struct tsr_conn *c, int err, void *arg)
 
 /* ---- Commands ------------------------------------------------------------------*/
 
-static const char *
-leader_addr(const struct mon *mon)
+const char *
+mon_leader_addr(const struct mon *mon)
 {
 	const struct tsr_mon_member *l =
 		tsr_mon_members_by_id(&mon->mem, tsr_raft_leader(mon->raft));
@@ -372,29 +255,29 @@ leader_addr(const struct mon *mon)
 }
 
 /* Not the leader: point the client at it, or say there is none. */
-static void
-redirect(struct mon *mon, struct tsr_conn *c, uint64_t tid, uint64_t now)
+void
+mon_redirect(struct mon *mon, struct tsr_conn *c, uint64_t tid, uint64_t now)
 {
 	char text[256];
-	const char *l = leader_addr(mon);
+	const char *l = mon_leader_addr(mon);
 
 	if (l) {
 		snprintf(text, sizeof(text), "mon.%s is not the leader; ask %s",
 			 mon->self->name, l);
-		reply(c, tid, -EAGAIN, text, l);
+		mon_reply(c, tid, -EAGAIN, text, l);
 		return;
 	}
 	snprintf(text, sizeof(text), "mon.%s is not in a quorum: no leader for "
 		 "%.1f s (are a majority of the %zu monitors up and reachable?)",
 		 mon->self->name, (double)(now - mon->last_leader_ns) / 1e9, mon->mem.n);
-	reply(c, tid, -ENOTCONN, text, NULL);
+	mon_reply(c, tid, -ENOTCONN, text, NULL);
 }
 
 /* Does the leader hold its lease (raft.h)?  process_ready() has applied
  * everything committed before anything is served, so its maps are the
  * latest. */
-static int
-lease_valid(struct mon *mon, uint64_t now)
+int
+mon_lease_valid(struct mon *mon, uint64_t now)
 {
 	uint64_t since = tsr_raft_lease_since(mon->raft, now);
 
@@ -456,6 +339,13 @@ mon_health(struct mon *mon, uint64_t now, struct mon_health *h)
 	if (n)
 		state_health_raise(h, MON_HEALTH_MON_DOWN, tsr_sbuf_str(&d),
 				   "%zu of %zu monitors out of the quorum", n, mon->mem.n);
+	tsr_sbuf_reset(&d);
+	n = watch_versions(mon, now, NULL, &d);
+	if (mon->versions_differ_since &&
+	    now - mon->versions_differ_since >= mon->versions_grace_ns)
+		state_health_raise(h, MON_HEALTH_VERSIONS_DIFFER, tsr_sbuf_str(&d),
+				   "%zu software versions have run for %.0f s", n,
+				   (double)(now - mon->versions_differ_since) / 1e9);
 	tsr_sbuf_release(&d);
 }
 
@@ -468,6 +358,12 @@ serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
 
 	if (strcmp(argv[0], "mon") == 0) {
 		mon_stat(mon, now, out);
+		return 0;
+	}
+	if (strcmp(argv[0], "versions") == 0) {
+		tsr_sbuf_printf(out, "{");
+		watch_versions(mon, now, out, NULL);
+		tsr_sbuf_printf(out, "}");
 		return 0;
 	}
 	if (strcmp(argv[0], "health") == 0 || strcmp(argv[0], "status") == 0) {
@@ -507,628 +403,8 @@ serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
 	return state_read(&mon->st, argc, argv, out);
 }
 
-/* ---- Map subscriptions ---------------------------------------------------------
- *
- * Anyone may ask for the maps (MON_SUB): a monitor in the quorum — the
- * leader, or a follower that knows its leader — answers from the state it
- * has applied, which is committed, so an answer is never a map that could
- * be undone; a follower may be a few entries behind the leader, and the
- * subscriber then gets those epochs a moment later.  The answer is the
- * incrementals from the subscriber's epoch when this monitor still has
- * them all (state_inc), else the full map.  A subscription stays for the
- * session's life and is pushed every new epoch as it is applied.  A
- * monitor that leaves the quorum closes its subscribers' sessions, so
- * they go to one in it instead of waiting on maps that no longer come. */
-
-static int
-in_quorum(struct mon *mon)
-{
-	uint64_t l = tsr_raft_leader(mon->raft);
-
-	return l != 0 && (l != mon->self->id ||
-			  tsr_raft_role(mon->raft) == TSR_RAFT_LEADER);
-}
-
-static uint64_t
-map_epoch(const struct mon *mon, int which)
-{
-	return which == TSR_MON_MAP_OSD ? mon->st.osdmap.epoch : mon->st.mdsmap.epoch;
-}
-
-static void
-send_maps_msg(struct tsr_conn *c, const struct tsr_mon_maps *mm,
-	      const struct iovec *iov, int iovcnt, void *owner)
-{
-	struct tsr_msg *m;
-	struct tsr_enc e;
-
-	tsr_enc_init(&e);
-	tsr_monmsg_maps_encode(&e, mm);
-	if ((m = tsr_msg_from_enc(TSR_MSG_MON_MAPS, &e)) == NULL) {
-		free(owner);
-		return;
-	}
-	if (iovcnt && tsr_msg_set_data(m, iov, iovcnt, free_data, owner) < 0) {
-		free(owner);
-		tsr_msg_free(m, 0);
-		return;
-	}
-	if (!iovcnt)
-		free(owner);
-	tsr_conn_send(c, m, TSR_SEND_NOWAIT);
-}
-
-/* Bring a subscriber from epoch have to ours: nothing when it is current
- * (unless it asked, tid != 0), the incrementals when we have them all,
- * else the full map.  The bytes are copied into one buffer the message
- * owns. */
-static void
-send_maps(struct mon *mon, struct tsr_conn *c, uint64_t tid, int which,
-	  uint64_t have)
-{
-	uint64_t cur = map_epoch(mon, which);
-	struct tsr_mon_maps mm = { .tid = tid, .which = (uint8_t)which, .epoch = cur };
-	uint32_t lens[TSR_MONMSG_MAX_INCS];
-	uint8_t *buf = NULL;
-	size_t total = 0;
-
-	if (have >= cur) {
-		if (tid)
-			send_maps_msg(c, &mm, NULL, 0, NULL);
-		return;
-	}
-	mm.len = lens;
-	if (have != 0 && cur - have <= MON_INC_KEEP && cur - have <= TSR_MONMSG_MAX_INCS) {
-		size_t len;
-		uint64_t e;
-		for (e = have + 1; e <= cur && state_inc(&mon->st, which, e, &len); e++)
-			total += len;
-		/* many incrementals that each carry a placement map can outgrow
-		 * what a message may carry: then the full map, which is smaller */
-		if (e > cur && total <= MAX_INC_BYTES &&
-		    (buf = malloc(total ? total : 1)) != NULL) {
-			size_t at = 0;
-			for (e = have + 1; e <= cur; e++) {
-				const uint8_t *p = state_inc(&mon->st, which, e, &len);
-				memcpy(buf + at, p, len);
-				at += len;
-				lens[mm.n++] = (uint32_t)len;
-			}
-		}
-	}
-	if (buf == NULL) {
-		struct tsr_enc e;
-		tsr_enc_init(&e);
-		if (which == TSR_MON_MAP_OSD)
-			tsr_osdmap_encode(&e, &mon->st.osdmap);
-		else
-			tsr_mdsmap_encode(&e, &mon->st.mdsmap);
-		if ((buf = tsr_enc_take(&e, &total)) == NULL)
-			return;
-		mm.full = 1;
-		mm.n = 1;
-		lens[0] = (uint32_t)total;
-	}
-	struct iovec iov = { buf, total };
-	send_maps_msg(c, &mm, &iov, 1, buf);
-}
-
-static void
-sub_free(struct sub *s)
-{
-	tsr_conn_put(s->conn);
-	free(s);
-}
-
-/* Drop every subscription of c (its session ended), or all (c NULL: we
- * left the quorum; their sessions are closed so they look elsewhere). */
-static void
-drop_subs(struct mon *mon, struct tsr_conn *c)
-{
-	for (struct sub **p = &mon->subs; *p;) {
-		struct sub *s = *p;
-		if (c != NULL && s->conn != c) {
-			p = &s->next;
-			continue;
-		}
-		if (c == NULL)
-			tsr_conn_close(s->conn);
-		*p = s->next;
-		mon->nsubs--;
-		sub_free(s);
-	}
-}
-
-static void
-handle_sub(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg)
-{
-	struct tsr_mon_sub rq;
-	struct tsr_mon_maps mm = { 0 };
-	char err[256];
-	struct sub *s;
-
-	if (tsr_monmsg_sub_decode(msg->front, msg->front_len, &rq, err,
-				  sizeof(err)) < 0) {
-		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
-			      "%s: bad subscription: %s", tsr_conn_peer(c), err);
-		mm.status = -EBADMSG;
-		mm.text = err;
-		send_maps_msg(c, &mm, NULL, 0, NULL);
-		return;
-	}
-	mm.tid = rq.tid;
-	if (!tsr_auth_may(tsr_conn_peer_auth(c), TSR_CAP_READ)) {
-		mm.status = -EACCES;
-		mm.text = "not authenticated";
-		send_maps_msg(c, &mm, NULL, 0, NULL);
-		return;
-	}
-	if (!in_quorum(mon)) {
-		const char *l = leader_addr(mon);
-		snprintf(err, sizeof(err), "mon.%s is not in a quorum: it has no "
-			 "leader", mon->self->name);
-		mm.status = -ENOTCONN;
-		mm.text = err;
-		if (l)
-			snprintf(mm.leader, sizeof(mm.leader), "%s", l);
-		send_maps_msg(c, &mm, NULL, 0, NULL);
-		return;
-	}
-	for (s = mon->subs; s && s->conn != c; s = s->next)
-		;
-	if ((rq.want & TSR_MON_SUB_KEEP) && s == NULL && mon->nsubs < MAX_SUBS) {
-		s = tsr_xcalloc(1, sizeof(*s));
-		s->conn = c;
-		tsr_conn_get(c);
-		s->next = mon->subs;
-		mon->subs = s;
-		mon->nsubs++;
-	}
-	if (!(rq.want & TSR_MON_SUB_KEEP))
-		s = NULL; /* a one-shot ask: a subscription stays as it was */
-	for (int w = 0; w < TSR_MON_NMAPS; w++) {
-		if (!(rq.want & (1u << w)))
-			continue;
-		send_maps(mon, c, rq.tid, w, rq.have[w]);
-		if (s) {
-			s->want |= 1u << w;
-			s->have[w] = map_epoch(mon, w);
-		}
-	}
-}
-
-/* After applying: every subscriber gets the epochs it lacks.  Out of the
- * quorum: they are sent away. */
-static void
-push_subs(struct mon *mon)
-{
-	if (mon->subs == NULL)
-		return;
-	if (!in_quorum(mon)) {
-		LOGI("not in a quorum: closing %zu map subscriptions", mon->nsubs);
-		drop_subs(mon, NULL);
-		return;
-	}
-	for (struct sub *s = mon->subs; s; s = s->next)
-		for (int w = 0; w < TSR_MON_NMAPS; w++)
-			if ((s->want & (1u << w)) && s->have[w] < map_epoch(mon, w)) {
-				send_maps(mon, s->conn, 0, w, s->have[w]);
-				s->have[w] = map_epoch(mon, w);
-			}
-}
-
-/* ---- Failure detection (the leader) -----------------------------------------
- *
- * OSDs send `osd beacon ID [--failed PEERS]` every osd_beacon_interval;
- * the leader notes the time and the peers reported silent.  An up OSD is
- * marked down when its beacons stop for the grace (doubled for each
- * recent flap, up to 8x), or when mon_osd_min_down_reporters other up
- * OSDs reported it within the grace; a down OSD is marked out after
- * mon_osd_down_out_interval unless noout is set.  The answer to a beacon
- * says whether the map has the OSD up: one marked down while alive boots
- * again (core/mon/osdbeacon.c).  The marks are changes like any other,
- * proposed by the leader under its own client id. */
-
-/* ---- Decisions (the leader) -------------------------------------------------
- *
- * The log carries decisions (state.h): the leader decides each change
- * against its projected state and proposes the incrementals.  Until
- * every member has shown, in its Raft messages, that it applies them
- * (TSR_MON_FEAT_DECISIONS), the leader proposes commands instead, which
- * every monitor decides itself: in a rolling upgrade the monitors of the
- * older version keep applying the log until the last one is upgraded. */
-
-static int
-decisions(const struct mon *mon)
-{
-	for (size_t i = 0; i < mon->mem.n; i++)
-		if (&mon->mem.m[i] != mon->self &&
-		    !(mon->features[mon->mem.m[i].id - 1] & TSR_MON_FEAT_DECISIONS))
-			return 0;
-	return 1;
-}
-
-static void
-proj_drop(struct mon *mon)
-{
-	if (mon->proj_valid)
-		state_free(&mon->proj);
-	mon->proj_valid = 0;
-}
-
-static void propose_change(struct mon *mon, struct waiter *w);
-
-/* Keep the projected state: dropped when we stop leading (or the term
- * moves, or a member shows it cannot apply decisions); made anew when we
- * lead and have applied every entry of our log, so that nothing proposed
- * before is missing from it.  Changes held meanwhile go out then. */
-static void
-proj_update(struct mon *mon)
-{
-	int leader = tsr_raft_role(mon->raft) == TSR_RAFT_LEADER && !mon->failed;
-
-	if (mon->proj_valid && (!leader || tsr_raft_term(mon->raft) != mon->proj_term ||
-				!decisions(mon)))
-		proj_drop(mon);
-	if (mon->proj_valid || !leader || !decisions(mon) ||
-	    mon->hist_index != tsr_raft_last_index(mon->raft))
-		return;
-	if (state_copy(&mon->proj, &mon->st) < 0) {
-		LOGW("no memory for the projected state; changes wait");
-		return;
-	}
-	mon->proj_valid = 1;
-	mon->proj_term = tsr_raft_term(mon->raft);
-	while (mon->held) {
-		struct waiter *w = mon->held;
-		mon->held = w->next;
-		propose_change(mon, w);
-	}
-}
-
-/* Propose a change: a decision on the projected state, or (before every
- * member applies decisions) the command.  0, or a negative errno. */
-static int
-propose(struct mon *mon, uint64_t client, uint64_t tid, int argc, char **argv,
-	uint64_t *index)
-{
-	struct tsr_sbuf out;
-	size_t len;
-	uint8_t *e;
-	int rc, status;
-
-	if (!mon->proj_valid) {
-		e = state_entry_encode(client, tid, argc, argv, &len);
-	} else {
-		tsr_sbuf_init(&out);
-		e = state_decide(&mon->proj, client, tid, argc, argv, &status, &out, &len);
-		LOGD("decided %s %s: %d %s", argv[0], argc > 1 ? argv[1] : "", status,
-		     tsr_sbuf_str(&out));
-		tsr_sbuf_release(&out);
-	}
-	rc = e ? tsr_raft_propose(mon->raft, e, len, index) : -ENOMEM;
-	free(e);
-	if (rc < 0 && mon->proj_valid) {
-		/* the projected state has a change the log will not: made
-		 * anew once the log is applied */
-		proj_drop(mon);
-	}
-	return rc;
-}
-
-static void
-propose_internal(struct mon *mon, int argc, char **argv)
-{
-	uint64_t client = 1ull << 63 | tsr_raft_term(mon->raft) << 8 | mon->self->id;
-
-	if (decisions(mon) && !mon->proj_valid)
-		return; /* the next check proposes it */
-	if (propose(mon, client, ++mon->internal_tid, argc, argv, NULL) < 0)
-		LOGW("could not propose %s %s %s", argv[0], argv[1], argc > 2 ? argv[2] : "");
-}
-
-static void
-handle_beacon(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_cmd *cmd,
-	      uint64_t now)
-{
-	int64_t id = strtoll(cmd->argv[2], NULL, 10); /* checked by classify */
-	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(&mon->st.osdmap, (int32_t)id);
-	struct osd_watch *w = &mon->watch[id];
-	char text[160];
-
-	if (o == NULL) {
-		snprintf(text, sizeof(text), "osd.%lld is not in the map: add it "
-			 "first (tessera osd add %lld --host HOST)", (long long)id,
-			 (long long)id);
-		reply(c, cmd->tid, -ENOENT, text, NULL);
-		return;
-	}
-	w->last_beacon = now;
-	for (uint32_t i = 3; i + 1 < cmd->argc; i++) {
-		int32_t failed[MON_MAX_FAILED];
-		size_t nfailed = 0;
-		struct tsr_sbuf why;
-
-		if (strcmp(cmd->argv[i], "--failed") != 0)
-			continue;
-		/* state_classify refused a list with a bad element */
-		tsr_sbuf_init(&why);
-		if (state_osd_list(cmd->argv[i + 1], failed, MON_MAX_FAILED, &nfailed,
-				   &why) < 0)
-			nfailed = 0;
-		tsr_sbuf_release(&why);
-		for (size_t f = 0; f < nfailed; f++) {
-			int32_t t = failed[f];
-			if (t != id) {
-				struct osd_watch *tw = &mon->watch[t];
-				size_t slot = 0;
-				for (size_t k = 0; k < 8; k++) {
-					if (tw->rep[k].at && tw->rep[k].who == (int32_t)id) {
-						slot = k;
-						break;
-					}
-					if (tw->rep[k].at < tw->rep[slot].at)
-						slot = k;
-				}
-				tw->rep[slot].who = (int32_t)id;
-				tw->rep[slot].at = now;
-			}
-		}
-	}
-	snprintf(text, sizeof(text), "{\"osd\": %d, \"up\": %s, \"in\": %s, "
-		 "\"osdmap_epoch\": %" PRIu64 "}", o->id, o->up ? "true" : "false",
-		 o->in ? "true" : "false", mon->st.osdmap.epoch);
-	reply(c, cmd->tid, 0, text, NULL);
-}
-
-/* ---- MDSs (the leader) ---------------------------------------------------------
- *
- * An MDS sends `mds beacon NAME GID ADDR STATE` every mds_beacon_interval
- * (GID: a number new at each start).  The leader boots an incarnation it
- * has not seen into the map as a standby (replacing an older one of that
- * name, whose rank is then vacant), gives a vacant rank to a standby (it
- * replays the rank's journal), records `active` when the holder says it
- * finished, and fails an MDS whose beacons stopped for
- * mon_mds_beacon_grace, so its rank goes to a standby.  Only a beacon
- * that says `standby` boots an incarnation: one failed while it held a
- * rank (paused past the grace) and still saying `active` is not let back
- * in.  The MDS learns its rank and state from the MDS map it subscribes
- * to. */
-
-static struct mds_watch *
-mds_watch(struct mon *mon, const char *name)
-{
-	for (size_t i = 0; i < mon->nmwatch; i++)
-		if (strcmp(mon->mwatch[i].name, name) == 0)
-			return &mon->mwatch[i];
-	struct mds_watch *w = NULL;
-	if (mon->nmwatch < TSR_MDSMAP_MAX_MDS) {
-		w = &mon->mwatch[mon->nmwatch++];
-	} else {
-		/* full: reuse the entry of a name the map does not hold that
-		 * has been silent longer than the grace */
-		uint64_t now = tsr_mono_ns();
-		for (size_t i = 0; i < mon->nmwatch && w == NULL; i++)
-			if (tsr_mdsmap_find(&mon->st.mdsmap, mon->mwatch[i].name) == NULL &&
-			    now - mon->mwatch[i].last_beacon > mon->mds_grace_ns)
-				w = &mon->mwatch[i];
-		if (w == NULL)
-			return NULL;
-	}
-	memset(w, 0, sizeof(*w));
-	tsr_strlcpy(w->name, name, sizeof(w->name));
-	return w;
-}
-
-static void
-handle_mds_beacon(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_cmd *cmd,
-		  uint64_t now)
-{
-	struct mds_beacon b;
-	struct mds_watch *w;
-	const struct tsr_mdsmap_mds *d;
-	struct tsr_sbuf out;
-	char gidw[24];
-
-	tsr_sbuf_init(&out);
-	state_mds_beacon((int)cmd->argc, cmd->argv, &b, &out); /* classify checked it */
-	if ((w = mds_watch(mon, b.name)) == NULL) {
-		reply(c, cmd->tid, -ENOSPC, "too many MDSs", NULL);
-		tsr_sbuf_release(&out);
-		return;
-	}
-	if (w->gid != b.gid) {
-		w->gid = b.gid;
-		w->proposed_at = 0;
-	}
-	w->last_beacon = now;
-	d = tsr_mdsmap_find(&mon->st.mdsmap, b.name);
-	snprintf(gidw, sizeof(gidw), "%" PRIu64, b.gid);
-	if (now - w->proposed_at >= 1000000000ull || w->proposed_at == 0) {
-		if ((d == NULL || d->gid != b.gid) && b.state != TSR_MDS_STANDBY) {
-			/* an incarnation that believes it holds a rank the map
-			 * no longer gives it (failed while paused): never back
-			 * in; it will see the map and stand by as a new one */
-			LOGD("mds.%s: incarnation %s says %s but is not in the map; "
-			     "not booting it", b.name, gidw, tsr_mds_state_name(b.state));
-		} else if (d == NULL || d->gid != b.gid) {
-			char *argv[] = { "mds", "boot", b.name, gidw, b.addr };
-			LOGI("mds.%s (gid %s) at %s boots%s", b.name, gidw, b.addr,
-			     d ? ", replacing its last incarnation" : "");
-			propose_internal(mon, 5, argv);
-			w->proposed_at = now;
-		} else if (d->state == TSR_MDS_REPLAY && b.state == TSR_MDS_ACTIVE) {
-			char *argv[] = { "mds", "active", b.name, gidw };
-			propose_internal(mon, 4, argv);
-			w->proposed_at = now;
-		}
-	}
-	tsr_sbuf_printf(&out, "{\"mds\": ");
-	tsr_sbuf_json_str(&out, b.name);
-	tsr_sbuf_printf(&out, ", \"in_map\": %s, \"mdsmap_epoch\": %" PRIu64 "}",
-			d && d->gid == b.gid ? "true" : "false", mon->st.mdsmap.epoch);
-	reply(c, cmd->tid, 0, tsr_sbuf_str(&out), NULL);
-	tsr_sbuf_release(&out);
-}
-
-static void
-check_mds(struct mon *mon, uint64_t now)
-{
-	const struct tsr_mdsmap *m = &mon->st.mdsmap;
-
-	if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER || !lease_valid(mon, now))
-		return;
-	if (mon->lead_term != tsr_raft_term(mon->raft))
-		return; /* check_failures starts the term's soft state */
-	for (size_t i = 0; i < m->nmds; i++) {
-		const struct tsr_mdsmap_mds *d = &m->mds[i];
-		struct mds_watch *w = mds_watch(mon, d->name);
-		uint64_t last;
-		char gidw[24], *argv[] = { "mds", "fail", (char *)d->name, gidw };
-
-		if (w == NULL || (w->proposed_at && now - w->proposed_at < 1000000000ull))
-			continue;
-		/* beacons of another incarnation (a new one booting) do not
-		 * keep this one alive */
-		last = w->gid == d->gid && w->last_beacon > mon->lead_since ? w->last_beacon
-									   : mon->lead_since;
-		if (now - last <= mon->mds_grace_ns)
-			continue;
-		snprintf(gidw, sizeof(gidw), "%" PRIu64, d->gid);
-		LOGW("mds.%s: no beacon for %.1f s (grace %.1f s): failing it%s", d->name,
-		     (double)(now - last) / 1e9, (double)mon->mds_grace_ns / 1e9,
-		     d->rank >= 0 ? "; its rank goes to a standby" : "");
-		propose_internal(mon, 4, argv);
-		w->proposed_at = now;
-		return; /* one change at a time: the next check sees its result */
-	}
-	/* vacant ranks to standbys, in name order */
-	for (uint32_t r = 0; r < m->max_mds; r++) {
-		if (tsr_mdsmap_rank(m, (int32_t)r))
-			continue;
-		for (size_t i = 0; i < m->nmds; i++) {
-			const struct tsr_mdsmap_mds *d = &m->mds[i];
-			struct mds_watch *w = mds_watch(mon, d->name);
-			char rw[16], *argv[] = { "mds", "assign", (char *)d->name, rw };
-
-			if (d->state != TSR_MDS_STANDBY || w == NULL || w->gid != d->gid ||
-			    (w->proposed_at && now - w->proposed_at < 1000000000ull))
-				continue;
-			snprintf(rw, sizeof(rw), "%u", r);
-			LOGI("rank %u: vacant; mds.%s takes it", r, d->name);
-			propose_internal(mon, 4, argv);
-			w->proposed_at = now;
-			return;
-		}
-	}
-}
-
-/* The marks of one check, proposed together: one change, one epoch, for
- * many OSDs at once (decisions only: a monitor of the version before
- * takes one OSD per mark). */
-struct marks {
-	char list[MON_MAX_MARKS * 8];
-	size_t n, len;
-};
-
-static void
-marks_flush(struct mon *mon, struct marks *k, const char *verb)
-{
-	char *argv[4] = { "osd", (char *)verb, k->list, "--auto" };
-
-	if (k->n)
-		propose_internal(mon, verb[0] == 'o' ? 4 : 3, argv);
-	k->n = k->len = 0;
-	k->list[0] = '\0';
-}
-
-/* Mark OSD id (down or out): at once, or batched with the check's others. */
-static void
-mark(struct mon *mon, struct marks *k, const char *verb, int32_t id)
-{
-	if (!decisions(mon) || k->n == MON_MAX_MARKS)
-		marks_flush(mon, k, verb);
-	k->len += (size_t)snprintf(k->list + k->len, sizeof(k->list) - k->len, "%s%d",
-				   k->n ? "," : "", id);
-	k->n++;
-	if (!decisions(mon))
-		marks_flush(mon, k, verb);
-}
-
-static void
-check_failures(struct mon *mon, uint64_t now)
-{
-	struct marks downs = { .n = 0 }, outs = { .n = 0 };
-
-	if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER || !lease_valid(mon, now))
-		return;
-	if (mon->lead_term != tsr_raft_term(mon->raft)) {
-		/* we lead anew: what another leader knew is gone, so every OSD
-		 * gets a full grace from now */
-		mon->lead_term = tsr_raft_term(mon->raft);
-		mon->lead_since = now;
-		memset(mon->watch, 0, MON_MAX_OSDS * sizeof(*mon->watch));
-		mon->nmwatch = 0;
-	}
-	for (size_t i = 0; i < mon->st.osdmap.nosds; i++) {
-		const struct tsr_osdmap_osd *o = &mon->st.osdmap.osds[i];
-		struct osd_watch *w = &mon->watch[o->id];
-
-		if (now - w->proposed_at < 1000000000ull && w->proposed_at)
-			continue; /* the last proposal is on its way */
-		if (o->up) {
-			uint64_t last = w->last_beacon > mon->lead_since ? w->last_beacon
-									 : mon->lead_since;
-			uint64_t grace;
-			unsigned reporters = 0;
-
-			w->down_seen = 0;
-			if (w->up_from != o->up_from) {
-				/* it booted: old reports are about its old life */
-				w->up_from = o->up_from;
-				memset(w->rep, 0, sizeof(w->rep));
-				if (last < now)
-					w->last_beacon = last = now;
-			}
-			if (w->last_flap && now - w->last_flap > 10 * mon->grace_ns)
-				w->flaps = 0;
-			grace = mon->grace_ns << (w->flaps < 3 ? w->flaps : 3);
-			for (size_t k = 0; k < 8; k++) {
-				const struct tsr_osdmap_osd *r = tsr_osdmap_osd(&mon->st.osdmap, w->rep[k].who);
-				reporters += w->rep[k].at && now - w->rep[k].at < grace &&
-					     r != NULL && r->up;
-			}
-			if (now - last <= grace && reporters < mon->min_reporters)
-				continue;
-			if (reporters >= mon->min_reporters)
-				LOGW("osd.%d: %u OSDs report it silent: marking it down",
-				     o->id, reporters);
-			else
-				LOGW("osd.%d: no beacon for %.1f s (grace %.1f s): marking "
-				     "it down", o->id, (double)(now - last) / 1e9,
-				     (double)grace / 1e9);
-			mark(mon, &downs, "down", o->id);
-			w->proposed_at = now;
-			w->flaps++;
-			w->last_flap = now;
-			continue;
-		}
-		if (w->down_seen == 0)
-			w->down_seen = now;
-		if (!o->in || (mon->st.osdmap.flags & TSR_OSDMAP_NOOUT) ||
-		    now - w->down_seen < mon->down_out_ns)
-			continue;
-		LOGW("osd.%d: down for %.1f s: marking it out (its data moves)", o->id,
-		     (double)(now - w->down_seen) / 1e9);
-		mark(mon, &outs, "out", o->id);
-		w->proposed_at = now;
-	}
-	marks_flush(mon, &downs, "down");
-	marks_flush(mon, &outs, "out");
-}
-
-static void
-waiter_free(struct waiter *w)
+void
+mon_waiter_free(struct waiter *w)
 {
 	tsr_monmsg_cmd_free(&w->cmd);
 	if (w->conn)
@@ -1157,6 +433,12 @@ cmd_allowed(struct mon *mon, int kind, const struct tsr_mon_cmd *cmd,
 			return 0;
 		snprintf(why, len, "permission denied: %s is not a monitor of "
 			 "mon_members", who);
+		return -EACCES;
+	}
+	if (cmd->argc >= 2 && strcmp(cmd->argv[0], "osd") == 0 &&
+	    strcmp(cmd->argv[1], "boots") == 0) {
+		snprintf(why, len, "permission denied: 'osd boots' is the leader's own "
+			 "change (an OSD boots itself)");
 		return -EACCES;
 	}
 	if (cmd->argc >= 3 && strcmp(cmd->argv[0], "osd") == 0 &&
@@ -1244,6 +526,144 @@ check_plugins(struct mon *mon, const struct tsr_mon_cmd *cmd, struct tsr_sbuf *o
 	return 0;
 }
 
+/* A change the leader accepted (w holds its session): proposed now, or
+ * once a new leader has applied its log. */
+static void
+accept_change(struct mon *mon, struct waiter *w, uint64_t now)
+{
+	w->deadline = now + PROPOSE_TIMEOUT_NS;
+	if (mon_decisions(mon) && !mon->proj_valid) {
+		w->next = mon->held;
+		mon->held = w;
+	} else {
+		propose_change(mon, w);
+	}
+}
+
+/* The word forms of the beacons, `osd beacon ID [--failed LIST]` and
+ * `mds beacon NAME GID ADDR STATE`, from daemons of the version before
+ * typed messages (state_classify checked them): as the typed ones. */
+static void
+beacon_words(struct mon *mon, struct tsr_conn *c, int kind, const struct tsr_mon_cmd *cmd,
+	     uint64_t now)
+{
+	struct tsr_sbuf why;
+
+	tsr_sbuf_init(&why);
+	if (kind == 2) {
+		struct tsr_mon_osd_beacon b = { .client = cmd->client, .tid = cmd->tid };
+		const char *w = cmd->argv[2];
+		size_t n = 0;
+		b.osd = (int32_t)strtol(w + (strncmp(w, "osd.", 4) == 0 ? 4 : 0), NULL, 10);
+		for (uint32_t i = 3; i + 1 < cmd->argc; i++)
+			if (strcmp(cmd->argv[i], "--failed") == 0 &&
+			    state_osd_list(cmd->argv[i + 1], b.failed, TSR_MONMSG_MAX_FAILED,
+					   &n, &why) == 0)
+				b.nfailed = (uint32_t)n;
+		watch_osd_beacon(mon, c, &b, now);
+	} else {
+		struct tsr_mon_mds_beacon b = { .client = cmd->client, .tid = cmd->tid };
+		struct mds_beacon mb;
+		if (state_mds_beacon((int)cmd->argc, cmd->argv, &mb, &why) == 0) {
+			tsr_strlcpy(b.name, mb.name, sizeof(b.name));
+			tsr_strlcpy(b.addr, mb.addr, sizeof(b.addr));
+			b.gid = mb.gid;
+			b.state = (uint32_t)mb.state;
+			watch_mds_beacon(mon, c, &b, now);
+		}
+	}
+	tsr_sbuf_release(&why);
+}
+
+/* A daemon's typed message: its boot or its beacon, about itself only. */
+static void
+handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t now)
+{
+	const char *who = tsr_conn_peer_auth(c), *type = "osd", *id = NULL;
+	union {
+		struct tsr_mon_osd_boot boot;
+		struct tsr_mon_osd_beacon ob;
+		struct tsr_mon_mds_beacon mb;
+	} u;
+	char err[256], idw[16];
+	uint64_t tid = 0;
+	int rc;
+
+	switch (msg->type) {
+	case TSR_MSG_MON_OSD_BOOT:
+		rc = tsr_monmsg_osd_boot_decode(msg->front, msg->front_len, &u.boot, err,
+						sizeof(err));
+		tid = u.boot.tid;
+		snprintf(idw, sizeof(idw), "%d", u.boot.osd);
+		id = idw;
+		break;
+	case TSR_MSG_MON_OSD_BEACON:
+		rc = tsr_monmsg_osd_beacon_decode(msg->front, msg->front_len, &u.ob, err,
+						  sizeof(err));
+		tid = u.ob.tid;
+		snprintf(idw, sizeof(idw), "%d", u.ob.osd);
+		id = idw;
+		break;
+	case TSR_MSG_MON_MDS_BEACON:
+		rc = tsr_monmsg_mds_beacon_decode(msg->front, msg->front_len, &u.mb, err,
+						  sizeof(err));
+		tid = u.mb.tid;
+		type = "mds";
+		id = u.mb.name;
+		break;
+	default:
+		return;
+	}
+	if (rc < 0) {
+		tsr_log_rated(&mon_refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: bad %s: %s",
+			      tsr_conn_peer(c), tsr_monmsg_type(msg->type)->name, err);
+		mon_reply(c, tid, rc == -ENOMEM ? -ENOMEM : -EINVAL, err, NULL);
+		return;
+	}
+	if (who == NULL || !tsr_auth_is(who, type, id)) {
+		snprintf(err, sizeof(err), "permission denied: only %s.%.48s may send its "
+			 "%s (this session is %s)", type, id,
+			 tsr_monmsg_type(msg->type)->name, who ? who : "not authenticated");
+		tsr_log_rated(&mon_refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: %s",
+			      tsr_conn_peer(c), err);
+		mon_reply(c, tid, -EACCES, err, NULL);
+		return;
+	}
+	if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
+		mon_redirect(mon, c, tid, now);
+		return;
+	}
+	if (msg->type == TSR_MSG_MON_OSD_BEACON) {
+		watch_osd_beacon(mon, c, &u.ob, now);
+	} else if (msg->type == TSR_MSG_MON_MDS_BEACON) {
+		watch_mds_beacon(mon, c, &u.mb, now);
+	} else {
+		/* a boot is a change: `osd boot ID ADDR`, answered once applied */
+		struct waiter *w = tsr_xcalloc(1, sizeof(*w));
+		w->cmd.client = u.boot.client;
+		w->cmd.tid = u.boot.tid;
+		w->cmd.argc = 4;
+		w->cmd.argv = tsr_xcalloc(5, sizeof(char *));
+		w->cmd.argv[0] = tsr_xstrdup("osd");
+		w->cmd.argv[1] = tsr_xstrdup("boot");
+		w->cmd.argv[2] = tsr_xstrdup(idw);
+		w->cmd.argv[3] = tsr_xstrdup(u.boot.addr);
+		if (u.boot.version[0])
+			tsr_strlcpy(mon->watch[u.boot.osd].version, u.boot.version,
+				    sizeof(mon->watch[0].version));
+		w->conn = c;
+		tsr_conn_get(c);
+		if (mon_decisions(mon)) {
+			/* boots come in storms (a cluster starting): one change
+			 * for the boots of an interval, one epoch */
+			w->deadline = now + PROPOSE_TIMEOUT_NS;
+			propose_boot(mon, w);
+		} else {
+			accept_change(mon, w, now);
+		}
+	}
+}
+
 static void
 handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t now)
 {
@@ -1255,39 +675,35 @@ handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t no
 	tsr_sbuf_init(&out);
 	if ((rc = tsr_monmsg_cmd_decode(msg->front, msg->front_len, &w->cmd, err,
 					sizeof(err))) < 0) {
-		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: bad command: %s",
+		tsr_log_rated(&mon_refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: bad command: %s",
 			      tsr_conn_peer(c), err);
 		/* the decoder keeps the tid it read (monmsg.h): answered
 		 * with it, the client learns why at once instead of waiting
 		 * out its timeout */
-		reply(c, w->cmd.tid, rc == -ENOMEM ? -ENOMEM : -EINVAL, err, NULL);
+		mon_reply(c, w->cmd.tid, rc == -ENOMEM ? -ENOMEM : -EINVAL, err, NULL);
 		goto done;
 	}
 	if ((kind = state_classify((int)w->cmd.argc, w->cmd.argv, &out)) < 0) {
-		reply(c, w->cmd.tid, kind, tsr_sbuf_str(&out), NULL);
+		mon_reply(c, w->cmd.tid, kind, tsr_sbuf_str(&out), NULL);
 		goto done;
 	}
 	if (cmd_allowed(mon, kind, &w->cmd, tsr_conn_peer_auth(c), err,
 			sizeof(err)) < 0) {
-		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: %s",
+		tsr_log_rated(&mon_refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: %s",
 			      tsr_conn_peer(c), err);
-		reply(c, w->cmd.tid, -EACCES, err, NULL);
+		mon_reply(c, w->cmd.tid, -EACCES, err, NULL);
 		goto done;
 	}
 	if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
-		redirect(mon, c, w->cmd.tid, now);
+		mon_redirect(mon, c, w->cmd.tid, now);
 		goto done;
 	}
 	if (kind == 1 && (rc = check_plugins(mon, &w->cmd, &out)) < 0) {
-		reply(c, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
+		mon_reply(c, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
 		goto done;
 	}
-	if (kind == 2) {
-		handle_beacon(mon, c, &w->cmd, now);
-		goto done;
-	}
-	if (kind == 3) {
-		handle_mds_beacon(mon, c, &w->cmd, now);
+	if (kind == 2 || kind == 3) {
+		beacon_words(mon, c, kind, &w->cmd, now);
 		goto done;
 	}
 	w->conn = c;
@@ -1300,44 +716,19 @@ handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t no
 		w = NULL;
 		goto done;
 	}
-	w->deadline = now + PROPOSE_TIMEOUT_NS;
-	if (decisions(mon) && !mon->proj_valid) {
-		/* a new leader applying its log: proposed once it has */
-		w->next = mon->held;
-		mon->held = w;
-	} else {
-		propose_change(mon, w);
-	}
+	accept_change(mon, w, now);
 	w = NULL;
 done:
 	if (w)
-		waiter_free(w);
+		mon_waiter_free(w);
 	tsr_sbuf_release(&out);
-}
-
-static void
-propose_change(struct mon *mon, struct waiter *w)
-{
-	int rc = propose(mon, w->cmd.client, w->cmd.tid, (int)w->cmd.argc, w->cmd.argv,
-			 &w->index);
-
-	if (rc < 0) {
-		reply(w->conn, w->cmd.tid, rc == -EAGAIN ? -EAGAIN : rc,
-		      rc == -EAGAIN ? "the leadership is changing; retry" : strerror(-rc),
-		      NULL);
-		waiter_free(w);
-		return;
-	}
-	w->term = tsr_raft_term(mon->raft);
-	w->next = mon->changes;
-	mon->changes = w;
 }
 
 /* Reads whose lease came; changes that timed out or whose leader went. */
 static void
 sweep(struct mon *mon, uint64_t now)
 {
-	int lease = tsr_raft_role(mon->raft) == TSR_RAFT_LEADER && lease_valid(mon, now);
+	int lease = tsr_raft_role(mon->raft) == TSR_RAFT_LEADER && mon_lease_valid(mon, now);
 
 	for (struct waiter **p = &mon->reads; *p;) {
 		struct waiter *w = *p;
@@ -1345,11 +736,11 @@ sweep(struct mon *mon, uint64_t now)
 		int rc;
 
 		if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
-			redirect(mon, w->conn, w->cmd.tid, now);
+			mon_redirect(mon, w->conn, w->cmd.tid, now);
 		} else if (lease) {
 			tsr_sbuf_init(&out);
 			rc = serve_read(mon, &w->cmd, now, &out);
-			reply(w->conn, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
+			mon_reply(w->conn, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
 			tsr_sbuf_release(&out);
 		} else if (now >= w->deadline) {
 			char text[200];
@@ -1357,28 +748,47 @@ sweep(struct mon *mon, uint64_t now)
 				 "not confirmed it for %.1f s: not serving maps "
 				 "that may be stale", mon->self->name,
 				 (double)(now - w->deadline + 2 * mon->lease_ns) / 1e9);
-			reply(w->conn, w->cmd.tid, -ETIMEDOUT, text, NULL);
+			mon_reply(w->conn, w->cmd.tid, -ETIMEDOUT, text, NULL);
 		} else {
 			p = &w->next;
 			continue;
 		}
 		*p = w->next;
-		waiter_free(w);
+		mon_waiter_free(w);
 	}
+	for (struct waiter **p = &mon->boots; *p;) {
+		struct waiter *w = *p;
+
+		if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
+			mon_redirect(mon, w->conn, w->cmd.tid, now);
+		} else if (now >= w->deadline) {
+			mon_reply(w->conn, w->cmd.tid, -EAGAIN, "the leader has not "
+				  "applied its log within 5 s; not proposed, retry", NULL);
+		} else {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		mon->nboots--;
+		mon_waiter_free(w);
+	}
+	mon->boots_tail = &mon->boots;
+	for (struct waiter *w = mon->boots; w; w = w->next)
+		mon->boots_tail = &w->next;
 	for (struct waiter **p = &mon->held; *p;) {
 		struct waiter *w = *p;
 
 		if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
-			redirect(mon, w->conn, w->cmd.tid, now);
+			mon_redirect(mon, w->conn, w->cmd.tid, now);
 		} else if (now >= w->deadline) {
-			reply(w->conn, w->cmd.tid, -EAGAIN, "the leader has not "
+			mon_reply(w->conn, w->cmd.tid, -EAGAIN, "the leader has not "
 			      "applied its log within 5 s; not proposed, retry", NULL);
 		} else {
 			p = &w->next;
 			continue;
 		}
 		*p = w->next;
-		waiter_free(w);
+		mon_waiter_free(w);
 	}
 	for (struct waiter **p = &mon->changes; *p;) {
 		struct waiter *w = *p;
@@ -1389,11 +799,11 @@ sweep(struct mon *mon, uint64_t now)
 			 * client sends it again, and it is applied once.
 			 * -EINPROGRESS, not -EAGAIN: it is in a log, so its
 			 * outcome is not known yet (monc.h) */
-			reply(w->conn, w->cmd.tid, -EINPROGRESS, "the leadership "
+			mon_reply(w->conn, w->cmd.tid, -EINPROGRESS, "the leadership "
 			      "changed before the change committed; it may "
-			      "still commit", leader_addr(mon));
+			      "still commit", mon_leader_addr(mon));
 		} else if (now >= w->deadline) {
-			reply(w->conn, w->cmd.tid, -EINPROGRESS, "the change was "
+			mon_reply(w->conn, w->cmd.tid, -EINPROGRESS, "the change was "
 			      "not committed within 5 s: no majority of monitors "
 			      "answers (it may still commit when one does)", NULL);
 		} else {
@@ -1401,7 +811,7 @@ sweep(struct mon *mon, uint64_t now)
 			continue;
 		}
 		*p = w->next;
-		waiter_free(w);
+		mon_waiter_free(w);
 	}
 }
 
@@ -1452,6 +862,28 @@ place_encode(void *arg, const char *plugin, const struct tsr_topology *t,
 	return *blob ? 0 : -ENOMEM;
 }
 
+/* A boot that went in a batch: answered from the map the batch made. */
+static void
+answer_boot(struct mon *mon, struct waiter *w)
+{
+	int32_t id = (int32_t)strtol(w->cmd.argv[2], NULL, 10);
+	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(&mon->st.osdmap, id);
+	char text[160];
+
+	if (o == NULL) {
+		snprintf(text, sizeof(text), "osd.%d is not in the map: add it first "
+			 "(tessera osd add %d --host HOST)", id, id);
+		mon_reply(w->conn, w->cmd.tid, -ENOENT, text, NULL);
+	} else if (!o->up || strcmp(o->addr, w->cmd.argv[3]) != 0) {
+		mon_reply(w->conn, w->cmd.tid, -EAGAIN, "another change came first; "
+			  "boot again", NULL);
+	} else {
+		snprintf(text, sizeof(text), "{\"osd\": %d, \"up\": true, "
+			 "\"osdmap_epoch\": %" PRIu64 "}", id, mon->st.osdmap.epoch);
+		mon_reply(w->conn, w->cmd.tid, 0, text, NULL);
+	}
+}
+
 static void
 apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 {
@@ -1471,7 +903,16 @@ apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 	if (en->len == 0 || mon->failed)
 		return; /* a leader's no-op; or stopping */
 	tsr_sbuf_init(&out);
+	uint64_t t0 = tsr_mono_ns();
 	rc = state_apply_entry(&mon->st, en->data, en->len, &me, &out);
+	uint64_t t1 = tsr_mono_ns();
+	mon->perf.applied++;
+	mon->perf.apply_ns += t1 - t0;
+	if (mon->perf.prop_index[en->index % MON_PERF_RING] == en->index) {
+		mon->perf.committed++;
+		mon->perf.commit_ns += t1 - mon->perf.prop_ns[en->index % MON_PERF_RING];
+		mon->perf.prop_index[en->index % MON_PERF_RING] = 0;
+	}
 	if ((rc == -EBADMSG || mon->st.fatal) && !mon->failed) {
 		LOGE("log entry %" PRIu64 " (%s): %s; stopping: applying the log on "
 		     "would give this monitor other maps than the rest", en->index,
@@ -1480,18 +921,21 @@ apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 		tsr_daemon_request_stop(mon->d);
 	}
 	LOGD("applied %" PRIu64 " (v%d): %s: %d", en->index, me.version, me.what, rc);
-	for (struct waiter **p = &mon->changes; *p; p = &(*p)->next) {
+	for (struct waiter **p = &mon->changes; *p;) {
 		struct waiter *w = *p;
-		if (w->index != en->index)
+		if (w->index != en->index) {
+			p = &w->next;
 			continue;
-		if (w->cmd.client == me.client && w->cmd.tid == me.tid)
-			reply(w->conn, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
+		}
+		if (w->batched && me.client >> 63)
+			answer_boot(mon, w);
+		else if (w->cmd.client == me.client && w->cmd.tid == me.tid)
+			mon_reply(w->conn, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
 		else
-			reply(w->conn, w->cmd.tid, -EAGAIN, "the leadership changed "
-			      "before the change committed; retry", leader_addr(mon));
+			mon_reply(w->conn, w->cmd.tid, -EAGAIN, "the leadership changed "
+			      "before the change committed; retry", mon_leader_addr(mon));
 		*p = w->next;
-		waiter_free(w);
-		break;
+		mon_waiter_free(w);
 	}
 	tsr_sbuf_release(&out);
 }
@@ -1660,13 +1104,13 @@ handle_raft(struct mon *mon, struct tsr_conn *c, struct tsr_msg *m)
 	const struct tsr_mon_member *sender;
 	struct tsr_raft_msg rm;
 	uint32_t fp;
-	uint64_t features;
+	struct tsr_mon_peer_info info;
 	char err[256];
 	int rc;
 
-	if (tsr_monmsg_raft_decode(m->front, m->front_len, &fp, &features, &rm, err,
+	if (tsr_monmsg_raft_decode(m->front, m->front_len, &fp, &info, &rm, err,
 				   sizeof(err)) < 0) {
-		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
+		tsr_log_rated(&mon_refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
 			      "%s: bad raft message: %s", tsr_conn_peer(c), err);
 		return;
 	}
@@ -1674,13 +1118,13 @@ handle_raft(struct mon *mon, struct tsr_conn *c, struct tsr_msg *m)
 	 * another */
 	sender = peer_member(mon, tsr_conn_peer_auth(c));
 	if (sender == NULL || sender->id != rm.from) {
-		tsr_log_rated(&refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
+		tsr_log_rated(&mon_refusal_lines, TSR_SUB_MON, TSR_LOG_WARN,
 			      "%s: a Raft message claiming to come from node %"
 			      PRIu64 "; dropped", tsr_conn_peer(c), rm.from);
 		tsr_monmsg_raft_free(&rm);
 		return;
 	}
-	mon->features[sender->id - 1] = features;
+	mon->peers[sender->id - 1] = info;
 	if (m->data_len) {
 		/* only a snapshot carries data, and it must decode before Raft
 		 * takes it as the state up to its index */
@@ -1765,11 +1209,13 @@ mon_main(void *arg)
 				else if (it->kind == TSR_MSG_MON_CMD)
 					handle_cmd(mon, it->conn, it->msg, now);
 				else if (it->kind == TSR_MSG_MON_SUB)
-					handle_sub(mon, it->conn, it->msg);
+					subs_handle(mon, it->conn, it->msg);
+				else if (it->kind > 0)
+					handle_daemon(mon, it->conn, it->msg, now);
 				process_ready(mon, now); /* on failure: stopping */
 			}
 			if (it->kind == -1)
-				drop_subs(mon, it->conn);
+				subs_drop(mon, it->conn);
 			if (it->kind == -1)
 				for (size_t i = 0; i < mon->mem.n; i++)
 					if (mon->peer[i] == it->conn) {
@@ -1786,10 +1232,13 @@ mon_main(void *arg)
 		if (!mon->failed) {
 			process_ready(mon, now);
 			sweep(mon, now);
-			check_failures(mon, now);
-			check_mds(mon, now);
+			watch_osds(mon, now);
+			watch_mds(mon, now);
+			if (tsr_raft_role(mon->raft) == TSR_RAFT_LEADER)
+				watch_versions(mon, now, NULL, NULL);
+			propose_boots(mon);
 			process_ready(mon, now);
-			push_subs(mon);
+			subs_push(mon);
 		}
 		pthread_mutex_unlock(&mon->lock);
 		pthread_mutex_lock(&mon->qlock);
@@ -1961,6 +1410,7 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	mon->grace_ns = (uint64_t)tsr_conf_int(conf, "mon_osd_beacon_grace") * 1000000u;
 	mon->mds_grace_ns = (uint64_t)tsr_conf_int(conf, "mon_mds_beacon_grace") * 1000000u;
 	mon->down_out_ns = (uint64_t)tsr_conf_int(conf, "mon_osd_down_out_interval") * 1000000u;
+	mon->versions_grace_ns = (uint64_t)tsr_conf_int(conf, "mon_warn_versions_differ") * 1000000u;
 	mon->min_reporters = (unsigned)tsr_conf_int(conf, "mon_osd_min_down_reporters");
 	mon->watch = tsr_xcalloc(MON_MAX_OSDS, sizeof(*mon->watch));
 	snprintf(mon->data, sizeof(mon->data), "%s", tsr_conf_str(conf, "mon_data"));
@@ -1987,6 +1437,9 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_RAFT, on_raft, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_CMD, on_cmd, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_SUB, on_sub, mon, TSR_MSGR_INLINE);
+	tsr_msgr_register(mon->msgr, TSR_MSG_MON_OSD_BOOT, on_daemon, mon, TSR_MSGR_INLINE);
+	tsr_msgr_register(mon->msgr, TSR_MSG_MON_OSD_BEACON, on_daemon, mon, TSR_MSGR_INLINE);
+	tsr_msgr_register(mon->msgr, TSR_MSG_MON_MDS_BEACON, on_daemon, mon, TSR_MSGR_INLINE);
 	mon->last_leader_ns = tsr_mono_ns();
 	if ((rc = pthread_create(&mon->thread, NULL, mon_main, mon)) != 0)
 		return tsr_errf(err, errlen, -rc, "starting the monitor thread: %s",
@@ -2007,7 +1460,7 @@ free_waiters(struct waiter *w)
 {
 	while (w) {
 		struct waiter *n = w->next;
-		waiter_free(w);
+		mon_waiter_free(w);
 		w = n;
 	}
 }
@@ -2034,12 +1487,9 @@ mon_stop(struct tsr_daemon *d)
 	free_waiters(mon->changes);
 	free_waiters(mon->reads);
 	free_waiters(mon->held);
+	free_waiters(mon->boots);
 	proj_drop(mon);
-	while (mon->subs) {
-		struct sub *n = mon->subs->next;
-		sub_free(mon->subs);
-		mon->subs = n;
-	}
+	subs_drop(mon, NULL);
 	tsr_msgr_destroy(mon->msgr);
 	for (struct item *it = mon->head, *n; it; it = n) {
 		n = it->next;
@@ -2062,6 +1512,20 @@ mon_stop(struct tsr_daemon *d)
 	pthread_cond_destroy(&mon->qcond);
 	free(mon);
 	tsr_daemon_set_priv(d, NULL);
+}
+
+/* The OSD map's encoded size (0: out of memory). */
+static size_t
+osdmap_bytes(const struct tsr_osdmap *m)
+{
+	struct tsr_enc e;
+	size_t n;
+
+	tsr_enc_init(&e);
+	tsr_osdmap_encode(&e, m);
+	n = tsr_enc_error(&e) ? 0 : e.len;
+	tsr_enc_release(&e);
+	return n;
 }
 
 /* CRC32C of both maps' encodings: equal on monitors whose maps are the
@@ -2095,7 +1559,7 @@ mon_status(struct tsr_daemon *d, struct tsr_sbuf *out)
 			tsr_raft_role(mon->raft) == TSR_RAFT_LEADER ? "leader"
 			: tsr_raft_role(mon->raft) == TSR_RAFT_CANDIDATE ? "candidate"
 									 : "follower",
-			lease_valid(mon, now) ? "true" : "false",
+			mon_lease_valid(mon, now) ? "true" : "false",
 			tsr_raft_rejoining(mon->raft) ? "true" : "false");
 	mon_stat(mon, now, out);
 	tsr_sbuf_printf(out, ",\n  \"osdmap_epoch\": %" PRIu64 ",\n  \"mdsmap_epoch\": %"
@@ -2103,8 +1567,17 @@ mon_status(struct tsr_daemon *d, struct tsr_sbuf *out)
 			",\n  \"applied_index\": %" PRIu64 ",\n  \"history_crc\": %u,"
 			"\n  \"decisions\": %s,\n  \"isolated\": %u", mon->st.osdmap.epoch,
 			mon->st.mdsmap.epoch, maps_crc(&mon->st), mon->st.applied,
-			mon->hist_index, mon->hist_crc, decisions(mon) ? "true" : "false",
+			mon->hist_index, mon->hist_crc, mon_decisions(mon) ? "true" : "false",
 			mon->isolated);
+	const struct mon_perf *p = &mon->perf;
+	tsr_sbuf_printf(out, ",\n  \"perf\": {\"decided\": %" PRIu64 ", \"decide_us\": %.1f, "
+			"\"committed\": %" PRIu64 ", \"commit_ms\": %.2f, \"applied\": %" PRIu64
+			", \"apply_us\": %.1f, \"osdmap_bytes\": %zu}",
+			p->decided, p->decided ? (double)p->decide_ns / (double)p->decided / 1e3 : 0,
+			p->committed,
+			p->committed ? (double)p->commit_ns / (double)p->committed / 1e6 : 0,
+			p->applied, p->applied ? (double)p->apply_ns / (double)p->applied / 1e3 : 0,
+			osdmap_bytes(&mon->st.osdmap));
 	pthread_mutex_unlock(&mon->lock);
 }
 

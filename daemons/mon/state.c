@@ -309,10 +309,45 @@ osd_id_word(char **w, int canon, int64_t *id)
 
 /* ---- Changes -------------------------------------------------------------*/
 
+/* The boots of `osd boots ID@IP:PORT,...`, the leader's batch of the OSDs
+ * that booted since its last one: 0, or -EINVAL naming the item. */
+struct boot_item {
+	int32_t id;
+	char addr[TSR_OSDMAP_NAME];
+};
+
+static int addr_ok(const char *w);
+
+static int
+boot_items(const char *list, struct boot_item *items, size_t *n, struct tsr_sbuf *out)
+{
+	*n = 0;
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ","), at = strcspn(p, "@");
+		char id[16];
+		int64_t v;
+
+		if (*n == MON_MAX_MARKS)
+			return FAIL(-EINVAL, "osd boots: more than %d", MON_MAX_MARKS);
+		if (at >= len || at >= sizeof(id) || len - at - 1 >= TSR_OSDMAP_NAME)
+			return FAIL(-EINVAL, "osd boots: '%.*s' is not ID@IP:PORT", (int)len, p);
+		memcpy(id, p, at);
+		id[at] = '\0';
+		memcpy(items[*n].addr, p + at + 1, len - at - 1);
+		items[*n].addr[len - at - 1] = '\0';
+		if (parse_i64(id, 0, MON_MAX_OSDS - 1, &v) < 0 || !addr_ok(items[*n].addr))
+			return FAIL(-EINVAL, "osd boots: '%.*s' is not ID@IP:PORT", (int)len, p);
+		items[(*n)++].id = (int32_t)v;
+		p += len + (p[len] == ',');
+	}
+	return *n ? 0 : FAIL(-EINVAL, "osd boots: no OSD");
+}
+
+
 enum chg {
 	C_OSD_ADD, C_OSD_RM, C_OSD_IN, C_OSD_OUT, C_OSD_REWEIGHT, C_OSD_SET,
 	C_OSD_UNSET, C_OSD_DOWN, C_OSD_BOOT, C_POOL_CREATE, C_POOL_SET, C_POOL_RM,
-	C_MDS_BOOT, C_MDS_ASSIGN, C_MDS_ACTIVE, C_MDS_FAIL, C_FS_SET,
+	C_MDS_BOOT, C_MDS_ASSIGN, C_MDS_ACTIVE, C_MDS_FAIL, C_FS_SET, C_OSD_BOOTS,
 };
 
 struct change {
@@ -347,12 +382,15 @@ static const struct change changes[] = {
 			   "mds active NAME GID (an MDS finished replaying its rank)" },
 	[C_MDS_FAIL] = { "mds", "fail", 1, 2, 0, "mds fail NAME [GID]" },
 	[C_FS_SET] = { "fs", "set", 2, 2, 0, "fs set max_mds N" },
+	[C_OSD_BOOTS] = { "osd", "boots", 1, 1, 0,
+			  "osd boots ID@IP:PORT[,...] (the leader: OSDs that booted)" },
 };
 
 /* (a longer form before its prefix: the first that matches is taken) */
 static const char *const reads[][2] = {
 	{ "status", NULL }, { "health", "detail" }, { "health", NULL }, { "osd", "tree" },
 	{ "osd", "dump" }, { "pool", "ls" }, { "mds", "stat" }, { "mon", "stat" },
+	{ "versions", NULL },
 };
 
 /* Positional word k of o as an integer (num_word) or an OSD id
@@ -508,6 +546,11 @@ check_change(enum chg k, char **argv, struct cmd_opts *o, struct tsr_sbuf *out)
 		if (k == C_MDS_BOOT && !addr_ok(o->pos[2]))
 			return FAIL(-EINVAL, "mds boot: '%s' is not IP:PORT", o->pos[2]);
 		return 0;
+	case C_OSD_BOOTS: {
+		struct boot_item items[MON_MAX_MARKS];
+		size_t n;
+		return boot_items(o->pos[0], items, &n, out);
+	}
 	case C_FS_SET:
 		if (strcmp(o->pos[0], "max_mds") != 0)
 			return FAIL(-EINVAL, "fs set: unknown key '%s' (max_mds)", o->pos[0]);
@@ -755,6 +798,28 @@ draft_mds(struct draft *d)
 		d->mds_copied = 1;
 	}
 	return &d->mds;
+}
+
+/* Mark an OSD up at addr (it booted); 1 if that changed the draft. */
+static int
+boot_one(struct draft *d, int32_t id, const char *addr)
+{
+	const struct tsr_osdmap_osd *cur = draft_find_osd(d, id);
+	struct tsr_osdmap_osd *osd;
+
+	if (cur == NULL || (cur->up && strcmp(cur->addr, addr) == 0))
+		return 0;
+	if ((osd = draft_osd(d, id, 0)) == NULL)
+		return -ENOMEM;
+	osd->up = 1;
+	snprintf(osd->addr, sizeof(osd->addr), "%s", addr);
+	if (osd->auto_out) {
+		/* the monitors took it out; back it comes */
+		osd->in = 1;
+		osd->auto_out = 0;
+	}
+	osd->up_from = d->inc.epoch;
+	return 1;
 }
 
 static int
@@ -1102,6 +1167,23 @@ change(struct mon_state *s, struct draft *d, int argc, char **argv,
 				d->inc.epoch ? d->inc.epoch : d->om->epoch);
 		return 0;
 	}
+	if (is(argc, argv, "osd", "boots")) {
+		/* OSDs gone from the map meanwhile are left out; the leader
+		 * answers each from the map this makes */
+		struct boot_item items[MON_MAX_MARKS];
+		size_t n, booted = 0;
+		if (boot_items(o.pos[0], items, &n, out) < 0)
+			return -EINVAL;
+		for (size_t i = 0; i < n; i++) {
+			int r = boot_one(d, items[i].id, items[i].addr);
+			if (r < 0)
+				return FAIL(-ENOMEM, "out of memory");
+			booted += (size_t)r;
+		}
+		tsr_sbuf_printf(out, "{\"osds\": %zu, \"booted\": %zu, \"osdmap_epoch\": %"
+				PRIu64 "}", n, booted, d->inc.epoch ? d->inc.epoch : d->om->epoch);
+		return 0;
+	}
 	if (is(argc, argv, "osd", "down") ||
 	    (is(argc, argv, "osd", "out") && strchr(o.pos[0], ','))) {
 		/* a list: every OSD named must exist; the ones already so
@@ -1165,18 +1247,10 @@ change(struct mon_state *s, struct draft *d, int argc, char **argv,
 					PRIu64 "}", cur->id, d->om->epoch);
 			return 0;
 		}
-		if ((osd = draft_osd(d, (int32_t)id, 0)) == NULL)
+		if (boot_one(d, (int32_t)id, o.pos[1]) < 0)
 			return FAIL(-ENOMEM, "out of memory");
-		osd->up = 1;
-		snprintf(osd->addr, sizeof(osd->addr), "%s", o.pos[1]);
-		if (osd->auto_out) {
-			/* the monitors took it out; back it comes */
-			osd->in = 1;
-			osd->auto_out = 0;
-		}
-		osd->up_from = d->inc.epoch;
 		tsr_sbuf_printf(out, "{\"osd\": %d, \"up\": true, \"osdmap_epoch\": %"
-				PRIu64 "}", osd->id, d->inc.epoch);
+				PRIu64 "}", cur->id, d->inc.epoch);
 		return 0;
 	}
 	double r = cur->reweight;
@@ -1381,6 +1455,64 @@ cmp_osd_id(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static int
+cmp_i32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int
+cmp_pool_id(const void *a, const void *b)
+{
+	int64_t x = ((const struct tsr_osdmap_pool *)a)->id;
+	int64_t y = ((const struct tsr_osdmap_pool *)b)->id;
+
+	return (x > y) - (x < y);
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The incremental's lists as every holder takes them (osdmap.h): each
+ * sorted by id, no id twice (a draft never holds one twice: draft_osd
+ * and draft_pool reuse a record), and a record changed then removed only
+ * removed. */
+static void
+draft_sort(struct draft *d)
+{
+	struct tsr_osdmap_inc *i = &d->inc;
+	size_t k = 0;
+
+	for (size_t j = 0; j < i->nosds; j++)
+		if (!draft_removes_osd(d, i->osds[j].id))
+			i->osds[k++] = i->osds[j];
+	i->nosds = k;
+	k = 0;
+	for (size_t j = 0; j < i->npools; j++) {
+		int gone = 0;
+		for (size_t r = 0; r < i->npool_rm && !gone; r++)
+			gone = i->pool_rm[r] == i->pools[j].id;
+		if (!gone)
+			i->pools[k++] = i->pools[j];
+	}
+	i->npools = k;
+	if (i->nosds)
+		qsort(i->osds, i->nosds, sizeof(*i->osds), cmp_osd_id);
+	if (i->nosd_rm)
+		qsort(i->osd_rm, i->nosd_rm, sizeof(*i->osd_rm), cmp_i32);
+	if (i->npools)
+		qsort(i->pools, i->npools, sizeof(*i->pools), cmp_pool_id);
+	if (i->npool_rm)
+		qsort(i->pool_rm, i->npool_rm, sizeof(*i->pool_rm), cmp_i64);
+}
+
 /* The OSDs as the draft leaves them, sorted by id (malloc'd; NULL on no
  * memory). */
 static struct tsr_osdmap_osd *
@@ -1392,7 +1524,7 @@ draft_osds(struct draft *d, size_t *n)
 
 	if (v == NULL)
 		return NULL;
-	qsort(d->inc.osds, d->inc.nosds, sizeof(*d->inc.osds), cmp_osd_id);
+	draft_sort(d);
 	while (i < m->nosds || j < d->inc.nosds) {
 		if (j == d->inc.nosds || (i < m->nosds && m->osds[i].id < d->inc.osds[j].id)) {
 			if (!draft_removes_osd(d, m->osds[i].id))
@@ -1524,6 +1656,7 @@ draft_seal(struct mon_state *s, struct draft *d, struct sealed *z,
 		d->inc.pmap_len = len;
 	}
 	if (d->inc.epoch) {
+		draft_sort(d);
 		tsr_enc_init(&e);
 		tsr_osdmap_inc_encode(&e, &d->inc);
 		if ((z->inc[0] = take_enc(&e, &z->len[0])) == NULL)

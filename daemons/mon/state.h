@@ -35,6 +35,7 @@
 
 #include "map/mdsmap.h"
 #include "map/osdmap.h"
+#include "mon/monmsg.h"
 #include "util/sbuf.h"
 
 #include <tessera/placement.h>
@@ -130,7 +131,7 @@ int state_pool_redundancy(int argc, char **argv, const char **plugin,
 /* The OSD ids of an `osd beacon ... --failed LIST`: "1,2,osd.3".  Each
  * element must be an OSD id (decimal or 0x); the first that is not is
  * named in out (-EINVAL), as is a list of more than max. */
-#define MON_MAX_FAILED 64
+#define MON_MAX_FAILED TSR_MONMSG_MAX_FAILED
 /* OSDs one `osd down LIST` or `osd out LIST` may mark (the leader batches
  * the marks of one check into one change) */
 #define MON_MAX_MARKS 256
@@ -205,7 +206,10 @@ const uint8_t *state_inc(const struct mon_state *s, int which, uint64_t e,
 	X(MDS_RANK_VACANT, WARN, "a rank of the file system has no MDS: its "   \
 	  "share of the namespace does not answer")                            \
 	X(POOL_MIN_SIZE, ERR, "a pool needs more OSDs in than there are "       \
-	  "(min_size): writes to it stop")
+	  "(min_size): writes to it stop")                                     \
+	X(VERSIONS_DIFFER, WARN, "the daemons have run different software "     \
+	  "versions for longer than an upgrade takes "                         \
+	  "(mon_warn_versions_differ)")
 
 enum mon_health_code {
 #define MON_HEALTH_ENUM(code, sev, meaning) MON_HEALTH_##code,

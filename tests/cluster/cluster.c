@@ -544,6 +544,9 @@ tc_view(struct tc_cluster *c, size_t i, struct tc_mon_view *v)
 	v->history_crc = (uint32_t)tc_json_u64(out, "history_crc", 0);
 	v->osdmap_epoch = tc_json_u64(out, "osdmap_epoch", 0);
 	v->maps_crc = (uint32_t)tc_json_u64(out, "maps_crc", 0);
+	r = strstr(out, "\"version\": \"");
+	if (r)
+		sscanf(r + 12, "%63[^\"]", v->version);
 	free(out);
 	return 0;
 }
@@ -605,7 +608,8 @@ tc_wait_converged(struct tc_cluster *c, int timeout_ms)
 				have = 1;
 			} else if (v.applied_index != first.applied_index ||
 				   v.history_crc != first.history_crc ||
-				   v.maps_crc != first.maps_crc) {
+				   (v.maps_crc != first.maps_crc &&
+				    strcmp(v.version, first.version) == 0)) {
 				same = 0;
 			}
 		}

@@ -120,13 +120,16 @@ struct tc_mon_view {
 	uint32_t history_crc;
 	uint64_t osdmap_epoch;
 	uint32_t maps_crc;         /* CRC32C of both maps' encodings */
+	char version[64];          /* the monitor's software */
 };
 int tc_view(struct tc_cluster *c, size_t i, struct tc_mon_view *v);
 /* Wait until exactly one running monitor calls itself leader and the
  * CLI's `mon stat` names it; its index, or -1 after timeout_ms. */
 int tc_wait_leader(struct tc_cluster *c, int timeout_ms);
 /* Wait until every running monitor has applied the same history and
- * holds the same maps, byte for byte; 0, or -1 after timeout_ms. */
+ * holds the same maps, byte for byte (when they run one software version:
+ * another may encode the same maps otherwise); 0, or -1 after
+ * timeout_ms. */
 int tc_wait_converged(struct tc_cluster *c, int timeout_ms);
 
 /* A map subscriber (core/mon/mapsub.h) in the test process, set up from

@@ -856,7 +856,8 @@ forge_raft(struct tc_cluster *c, size_t i, const char *name, uint64_t from,
 						     &conn), 0);
 	}
 	tsr_enc_init(&e);
-	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, mem.fp, TSR_MON_FEATURES, &rm), 0);
+	struct tsr_mon_peer_info info = { .features = TSR_MON_FEATURES, .version = "forged" };
+	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, mem.fp, &info, &rm), 0);
 	ck_assert_int_eq(tsr_conn_send(conn, tsr_msg_from_enc(TSR_MSG_MON_RAFT, &e), 0), 0);
 	tc_sleep_ms(500);
 	tsr_conn_close(conn);
@@ -1894,6 +1895,171 @@ START_TEST(rolling_restart)
 }
 END_TEST
 
+/* ---- typed daemon messages ----------------------------------------------------*/
+
+/* Replies caught by a raw messenger (the test plays a daemon). */
+struct replies {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct tsr_mon_reply r[16];
+	size_t n;
+};
+
+static void
+on_typed_reply(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	struct replies *rs = arg;
+	struct tsr_mon_reply r;
+	char err[128];
+
+	(void)c;
+	if (tsr_monmsg_reply_decode(m->front, m->front_len, &r, err, sizeof(err)) == 0) {
+		pthread_mutex_lock(&rs->lock);
+		if (rs->n < 16)
+			rs->r[rs->n++] = r;
+		else
+			free(r.text);
+		pthread_cond_broadcast(&rs->cond);
+		pthread_mutex_unlock(&rs->lock);
+	}
+	tsr_msg_free(m, 0);
+}
+
+/* Send e (of type) on conn and wait for the reply to tid: its status,
+ * with its text in text (the test frees). */
+static int
+typed_call(struct tsr_conn *conn, struct replies *rs, uint32_t type, struct tsr_enc *e,
+	   uint64_t tid, char **text)
+{
+	uint64_t end = tc_now_ms() + 10000;
+	int status = 1;
+
+	ck_assert_int_eq(tsr_conn_send(conn, tsr_msg_from_enc(type, e), 0), 0);
+	pthread_mutex_lock(&rs->lock);
+	while (status > 0 && tc_now_ms() < end) {
+		for (size_t i = 0; i < rs->n; i++)
+			if (rs->r[i].tid == tid) {
+				status = rs->r[i].status;
+				*text = rs->r[i].text;
+				rs->r[i] = rs->r[--rs->n];
+				break;
+			}
+		if (status > 0) {
+			pthread_mutex_unlock(&rs->lock);
+			tc_sleep_ms(20);
+			pthread_mutex_lock(&rs->lock);
+		}
+	}
+	pthread_mutex_unlock(&rs->lock);
+	ck_assert_msg(status <= 0, "no reply to tid %llu within 10 s", (unsigned long long)tid);
+	return status;
+}
+
+/* Issue 17: daemons booted and sent beacons as command words, which the
+ * monitor parsed.  They send typed messages (monmsg.h): an OSD's boot is
+ * a change applied once, its beacon is answered with what the map says,
+ * an MDS's beacon boots it as a standby; each only for the daemon whose
+ * key the session proved; a malformed one is answered with the reason.
+ * The versions they carry are what `tessera versions` counts, and health
+ * warns (VERSIONS_DIFFER) once they have differed for
+ * mon_warn_versions_differ. */
+START_TEST(typed_daemon_messages)
+{
+	struct tc_cluster c;
+	struct replies rs = { .n = 0 };
+	struct tsr_msgr_opts o;
+	struct tsr_msgr *m;
+	struct tsr_conn *conn;
+	struct tsr_auth *a;
+	struct tsr_enc e;
+	uint8_t key[32];
+	char err[256], *text = NULL, *out = NULL;
+	uint64_t t0;
+
+	ck_assert_int_eq(tc_create(&c, 1, "mon_warn_versions_differ = \"1s\";"), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd add 0 --host h0"), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd add 1 --host h1"), 0);
+	pthread_mutex_init(&rs.lock, NULL);
+	pthread_cond_init(&rs.cond, NULL);
+	tsr_auth_derive(c.secret, "osd.0", key);
+	ck_assert_int_eq(tsr_auth_from_key("osd.0", key, &a), 0);
+	tsr_msgr_opts_default(&o);
+	memset(o.fsid, 0, sizeof(o.fsid));
+	o.entity_type = TSR_ENTITY_OSD;
+	o.entity_id = 0;
+	o.auth = a;
+	ck_assert_int_eq(tsr_msgr_create(&o, NULL, &m, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_msgr_register(m, TSR_MSG_MON_CMD_REPLY, on_typed_reply, &rs,
+					   TSR_MSGR_INLINE), 0);
+	tsr_msgr_start(m);
+	ck_assert_int_eq(tsr_msgr_connect_to(m, c.mon[0].addr, "mon.a", 0, &conn), 0);
+
+	/* boot: a change, answered once applied */
+	struct tsr_mon_osd_boot boot = { .client = 77, .tid = 1, .osd = 0,
+					 .addr = "127.0.0.1:7000", .version = "0.0.9-test" };
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_osd_boot_encode(&e, &boot), 0);
+	ck_assert_int_eq(typed_call(conn, &rs, TSR_MSG_MON_OSD_BOOT, &e, 1, &text), 0);
+	ck_assert_contains(text, "\"up\": true");
+	free(text);
+	ck_assert_int_eq(tc_cli(&c, &out, "osd tree --format json"), 0);
+	ck_assert_contains(out, "\"addr\": \"127.0.0.1:7000\"");
+	free(out);
+	/* a beacon: what the map says of it */
+	struct tsr_mon_osd_beacon b = { .client = 77, .tid = 2, .osd = 0, .nfailed = 1,
+					.failed = { 1 }, .version = "0.0.9-test" };
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_osd_beacon_encode(&e, &b), 0);
+	ck_assert_int_eq(typed_call(conn, &rs, TSR_MSG_MON_OSD_BEACON, &e, 2, &text), 0);
+	ck_assert_contains(text, "{\"osd\": 0, \"up\": true");
+	free(text);
+	/* only for itself */
+	boot.osd = 1;
+	boot.tid = 3;
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_osd_boot_encode(&e, &boot), 0);
+	ck_assert_int_eq(typed_call(conn, &rs, TSR_MSG_MON_OSD_BOOT, &e, 3, &text), -EACCES);
+	ck_assert_contains(text, "only osd.1 may send its osd boot (this session is osd.0)");
+	free(text);
+	/* malformed: the reason, at once */
+	b.tid = 4;
+	b.osd = 70000;
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_osd_beacon_encode(&e, &b), 0);
+	ck_assert_int_eq(typed_call(conn, &rs, TSR_MSG_MON_OSD_BEACON, &e, 4, &text), -EINVAL);
+	ck_assert_contains(text, "OSD id 70000 is not in 0..");
+	free(text);
+	/* the versions it said */
+	ck_assert_int_eq(tc_cli(&c, &out, "versions --format json"), 0);
+	ck_assert_contains(out, "\"osd\": {\"0.0.9-test\": 1}");
+	ck_assert_contains(out, "\"mon\": {\"" TSR_VERSION "\": 1}");
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, &out, "versions"), 0);
+	ck_assert_contains(out, "osd      \"0.0.9-test\": 1");
+	free(out);
+	t0 = tc_now_ms();
+	for (;;) {
+		ck_assert_int_eq(tc_cli(&c, &out, "health detail"), 0);
+		if (strstr(out, "VERSIONS_DIFFER") || tc_now_ms() - t0 > 10000)
+			break;
+		free(out);
+		tc_sleep_ms(300);
+	}
+	ck_assert_contains(out, "VERSIONS_DIFFER: 2 software versions have run for");
+	ck_assert_contains(out, "0.0.9-test: osd.0");
+	free(out);
+	tsr_conn_close(conn);
+	tsr_conn_put(conn);
+	tsr_msgr_destroy(m);
+	tsr_auth_destroy(a);
+	for (size_t i = 0; i < rs.n; i++)
+		free(rs.r[i].text);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1918,6 +2084,7 @@ main(void)
 		{ "auth_refusals", auth_refusals },
 		{ "mixed_builds", mixed_builds },
 		{ "rolling_restart", rolling_restart },
+		{ "typed_daemon_messages", typed_daemon_messages },
 	};
 	Suite *s = suite_create("mon");
 	SRunner *sr;

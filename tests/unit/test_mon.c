@@ -2,6 +2,7 @@
  * member list (members.h) and the monitor messages (monmsg.h), decoded
  * as hostile input. */
 #include "mon/members.h"
+#include "map/mdsmap.h"
 #include "mon/monmsg.h"
 
 #include <check.h>
@@ -83,7 +84,7 @@ raft_msg_bytes(size_t *len)
 	struct tsr_enc e;
 
 	tsr_enc_init(&e);
-	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, 0xabcdef01u, 0, &m), 0);
+	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, 0xabcdef01u, NULL, &m), 0);
 	return tsr_enc_take(&e, len);
 }
 
@@ -125,13 +126,14 @@ START_TEST(raft_count_bomb)
 	uint8_t *buf;
 
 	tsr_enc_init(&e);
-	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, 1, 0, &m), 0);
+	ck_assert_int_eq(tsr_monmsg_raft_encode(&e, 1, NULL, &m), 0);
 	buf = tsr_enc_take(&e, &len);
-	/* the count is the last u32 of the body before the u64 features */
-	buf[len - 12] = 0x00;
-	buf[len - 11] = 0x10;
-	buf[len - 10] = 0x00;
-	buf[len - 9] = 0x00;
+	/* the count is the last u32 of the body before the u64 features and
+	 * the version (an empty string: a u32 length) */
+	buf[len - 16] = 0x00;
+	buf[len - 15] = 0x10;
+	buf[len - 14] = 0x00;
+	buf[len - 13] = 0x00;
 	ck_assert_int_eq(tsr_monmsg_raft_decode(buf, len, &fp, NULL, &m, err, sizeof(err)),
 			 -EBADMSG);
 	ck_assert_msg(strstr(err, "more than") != NULL, "%s", err);
@@ -229,6 +231,126 @@ START_TEST(long_word_answered)
 }
 END_TEST
 
+/* One registry of the monitors' message types: each has a name and a
+ * check, and a number of its own. */
+START_TEST(registry_complete)
+{
+	size_t n = 0;
+
+	for (const struct tsr_monmsg_type *t; (t = tsr_monmsg_type_at(n)) != NULL; n++) {
+		ck_assert_ptr_nonnull(t->check);
+		ck_assert_uint_gt(strlen(t->name), 0);
+		ck_assert_ptr_eq(tsr_monmsg_type(t->type), t);
+		for (size_t k = 0; k < n; k++)
+			ck_assert_uint_ne(tsr_monmsg_type_at(k)->type, t->type);
+	}
+	ck_assert_uint_eq(n, 8);
+	ck_assert_ptr_nonnull(tsr_monmsg_type(TSR_MSG_MON_OSD_BEACON));
+	ck_assert_ptr_null(tsr_monmsg_type(TSR_MSG_USER + 999));
+}
+END_TEST
+
+/* The daemons' typed messages: each encodes, passes its registry check
+ * (a round trip to the same values), and every cut of it is refused. */
+START_TEST(daemon_messages_round_trip)
+{
+	struct tsr_mon_osd_boot boot = { .client = 1, .tid = 2, .osd = 7,
+					 .addr = "10.0.0.1:6800", .version = "0.1.0",
+					 .features = 3 };
+	struct tsr_mon_osd_beacon ob = { .client = 1, .tid = 3, .osd = 7, .osdmap_epoch = 42,
+					 .nfailed = 2, .failed = { 1, 9 }, .version = "0.1.0" };
+	struct tsr_mon_mds_beacon mb = { .client = 1, .tid = 4, .name = "a", .gid = 99,
+					 .addr = "10.0.0.2:6801", .state = TSR_MDS_ACTIVE,
+					 .version = "0.1.0" };
+	struct { uint32_t type; struct tsr_enc e; } m[3];
+
+	for (int i = 0; i < 3; i++) {
+		tsr_enc_init(&m[i].e);
+		m[i].type = i == 0 ? TSR_MSG_MON_OSD_BOOT : i == 1 ? TSR_MSG_MON_OSD_BEACON
+								  : TSR_MSG_MON_MDS_BEACON;
+	}
+	ck_assert_int_eq(tsr_monmsg_osd_boot_encode(&m[0].e, &boot), 0);
+	ck_assert_int_eq(tsr_monmsg_osd_beacon_encode(&m[1].e, &ob), 0);
+	ck_assert_int_eq(tsr_monmsg_mds_beacon_encode(&m[2].e, &mb), 0);
+	for (int i = 0; i < 3; i++) {
+		const struct tsr_monmsg_type *t = tsr_monmsg_type(m[i].type);
+		ck_assert_msg(t->check(m[i].e.buf, m[i].e.len, 0, err, sizeof(err)) == 0,
+			      "%s: %s", t->name, err);
+		for (size_t cut = 0; cut < m[i].e.len; cut++)
+			ck_assert_int_lt(t->check(m[i].e.buf, cut, 0, err, sizeof(err)), 0);
+		tsr_enc_release(&m[i].e);
+	}
+	struct tsr_mon_osd_beacon ob2;
+	struct tsr_enc e;
+	tsr_enc_init(&e);
+	tsr_monmsg_osd_beacon_encode(&e, &ob);
+	ck_assert_int_eq(tsr_monmsg_osd_beacon_decode(e.buf, e.len, &ob2, err, sizeof(err)), 0);
+	ck_assert_int_eq(ob2.osd, 7);
+	ck_assert_uint_eq(ob2.osdmap_epoch, 42);
+	ck_assert_uint_eq(ob2.nfailed, 2);
+	ck_assert_int_eq(ob2.failed[1], 9);
+	ck_assert_str_eq(ob2.version, "0.1.0");
+	tsr_enc_release(&e);
+}
+END_TEST
+
+/* What a daemon's message may not hold is refused, naming the field. */
+START_TEST(daemon_messages_refused)
+{
+	static const struct {
+		int kind;        /* 0 boot, 1 osd beacon, 2 mds beacon */
+		const char *what;
+	} cases[] = {
+		{ 0, "the address is not IP:PORT" }, { 0, "OSD id 70000 is not in" },
+		{ 0, "the version is not printable" }, { 1, "silent peer 0 is -1" },
+		{ 1, "silent peers, more than 64" }, { 2, "unknown state 9" },
+		{ 2, "gid 0 is not in" }, { 2, "the name is not" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tsr_mon_osd_boot boot = { .osd = 1, .addr = "1.2.3.4:5",
+						 .version = "v" };
+		struct tsr_mon_osd_beacon ob = { .osd = 1, .version = "v" };
+		struct tsr_mon_mds_beacon mb = { .name = "a", .gid = 1, .addr = "1.2.3.4:5",
+						 .version = "v" };
+		struct tsr_enc e;
+		int rc;
+
+		switch (i) {
+		case 0: strcpy(boot.addr, "1.2.3.4 5"); break;
+		case 1: boot.osd = 70000; break;
+		case 2: strcpy(boot.version, "0.1 beta"); break;
+		case 3: ob.nfailed = 1; ob.failed[0] = -1; break;
+		case 5: mb.state = 9; break;
+		case 6: mb.gid = 0; break;
+		case 7: strcpy(mb.name, "a b"); break;
+		default: break;
+		}
+		tsr_enc_init(&e);
+		if (cases[i].kind == 0) {
+			tsr_monmsg_osd_boot_encode(&e, &boot);
+			rc = tsr_monmsg_osd_boot_decode(e.buf, e.len, &boot, err, sizeof(err));
+		} else if (cases[i].kind == 1) {
+			ob.nfailed = i == 4 ? 64 : ob.nfailed;
+			tsr_monmsg_osd_beacon_encode(&e, &ob);
+			if (i == 4) {
+				/* the count says 65: patch it where it is (after the
+				 * envelope, client, tid, osd and epoch) */
+				e.buf[6 + 8 + 8 + 4 + 8] = 65;
+			}
+			rc = tsr_monmsg_osd_beacon_decode(e.buf, e.len, &ob, err, sizeof(err));
+		} else {
+			tsr_monmsg_mds_beacon_encode(&e, &mb);
+			rc = tsr_monmsg_mds_beacon_decode(e.buf, e.len, &mb, err, sizeof(err));
+		}
+		ck_assert_msg(rc < 0, "case %zu (%s) accepted", i, cases[i].what);
+		ck_assert_msg(strstr(err, cases[i].what) != NULL, "case %zu: '%s' lacks '%s'", i,
+			      err, cases[i].what);
+		tsr_enc_release(&e);
+	}
+}
+END_TEST
+
 int
 main(void)
 {
@@ -244,6 +366,9 @@ main(void)
 	tcase_add_test(tc, raft_count_bomb);
 	tcase_add_test(tc, cmd_and_reply);
 	tcase_add_test(tc, long_word_answered);
+	tcase_add_test(tc, registry_complete);
+	tcase_add_test(tc, daemon_messages_round_trip);
+	tcase_add_test(tc, daemon_messages_refused);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

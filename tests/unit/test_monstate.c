@@ -250,6 +250,43 @@ START_TEST(marks_batched_in_one_epoch)
 }
 END_TEST
 
+/* The leader's batch of boots: one change, one epoch; OSDs not in the map
+ * are left out, one already up at its address is left as it is. */
+START_TEST(boots_batched_in_one_epoch)
+{
+	struct mon_state s;
+	size_t len;
+	int st;
+
+	state_init(&s);
+	for (int i = 0; i < 4; i++) {
+		char line[64];
+		snprintf(line, sizeof(line), "osd add %d --host h%d", i, i);
+		free(decide(&s, (uint64_t)i + 1, line, &st, &len));
+		ck_assert_int_eq(st, 0);
+	}
+	free(decide(&s, 10, "osd boot 3 127.0.0.1:7003", &st, &len));
+	uint64_t epoch = s.osdmap.epoch;
+	free(decide(&s, 11, "osd boots 0@127.0.0.1:7000,1@127.0.0.1:7001,9@127.0.0.1:7009,"
+		    "3@127.0.0.1:7003", &st, &len));
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_eq(s.osdmap.epoch, epoch + 1);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(tsr_osdmap_osd(&s.osdmap, i)->up, i != 2);
+	ck_assert_str_eq(tsr_osdmap_osd(&s.osdmap, 1)->addr, "127.0.0.1:7001");
+	ck_assert_uint_eq(tsr_osdmap_osd(&s.osdmap, 0)->up_from, epoch + 1);
+	/* a malformed batch never gets this far: classify refuses it */
+	char *bad[] = { "osd", "boots", "1@nowhere", NULL };
+	struct tsr_sbuf out;
+	tsr_sbuf_init(&out);
+	ck_assert_int_eq(state_classify(3, bad, &out), -EINVAL);
+	ck_assert_msg(strstr(tsr_sbuf_str(&out), "'1@nowhere' is not ID@IP:PORT") != NULL,
+		      "%s", tsr_sbuf_str(&out));
+	tsr_sbuf_release(&out);
+	state_free(&s);
+}
+END_TEST
+
 /* Health: one table of stable codes; the checks raised name them. */
 START_TEST(health_codes)
 {
@@ -306,6 +343,7 @@ main(void)
 	tcase_add_test(tc, decisions_match_commands);
 	tcase_add_test(tc, decision_that_does_not_apply_is_fatal);
 	tcase_add_test(tc, marks_batched_in_one_epoch);
+	tcase_add_test(tc, boots_batched_in_one_epoch);
 	tcase_add_test(tc, health_codes);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -291,6 +291,15 @@ print_plain(const struct copts *o, const char *text)
 		}
 		return;
 	}
+	if (strcmp(w0, "versions") == 0) {
+		static const char *const kinds[] = { "mon", "osd", "mds", "overall" };
+		for (size_t k = 0; k < 4; k++) {
+			const char *v = jfind(text, kinds[k]);
+			if (v && *v == '{')
+				printf("%-8s %.*s\n", kinds[k], (int)strcspn(v + 1, "}"), v + 1);
+		}
+		return;
+	}
 	/* changes and the rest: the result as it is */
 	printf("%s\n", text);
 }
@@ -367,6 +376,7 @@ run_words(const char *name, int argc, char **argv, int nfixed, const char *check
 READ1(c_status, "status")
 READ1(c_health, "health")
 READ2(c_health_detail, "health detail")
+READ1(c_versions, "versions")
 READ2(c_osd_tree, "osd tree")
 CHANGE2(c_osd_add, "osd add", "osd tree")
 CHANGE2(c_osd_rm, "osd rm", "osd tree")
@@ -421,6 +431,12 @@ HELP(h_status, "status", "The cluster's health, monitors, and map epochs and cou
 HELP(h_health, "health", "HEALTH_OK, HEALTH_WARN or HEALTH_ERR, with each check raised:\n"
      "its code (OSD_DOWN, MDS_RANK_VACANT, ...; doc/operations.md lists them),\n"
      "which scripts match, and a summary.")
+HELP(h_versions, "versions", "How many daemons run each software version, by type (mon, osd,\n"
+     "mds) and overall, as far as the leader has heard: monitors say it in\n"
+     "their Raft messages, OSDs and MDSs in their beacons (\"unknown\": not\n"
+     "heard since this leader was elected, or a daemon too old to say).\n"
+     "Health warns (VERSIONS_DIFFER) when versions have differed for\n"
+     "mon_warn_versions_differ.")
 HELP(h_health_detail, "health detail", "The health checks raised, each with what it means and\n"
      "its detail: which OSDs, monitors, ranks or pools.")
 HELP(h_osd_tree, "osd tree", "The OSDs by host, with weights and up/in state.")
@@ -465,6 +481,7 @@ const struct cli_cmd cli_cluster_cmds[] = {
 	{ "health", "", "HEALTH_OK / WARN / ERR and why", c_health, h_health },
 	{ "health detail", "", "each health check with its detail", c_health_detail,
 	  h_health_detail },
+	{ "versions", "", "the software each daemon runs", c_versions, h_versions },
 	{ "osd tree", "", "OSDs by host", c_osd_tree, h_osd_tree },
 	{ "osd add", "[ID] --host H", "add an OSD to the map", c_osd_add, h_osd_add },
 	{ "osd rm", "ID", "remove an OSD from the map", c_osd_rm, h_osd_rm },
