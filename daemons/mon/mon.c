@@ -698,6 +698,13 @@ handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t no
 		mon_redirect(mon, c, w->cmd.tid, now);
 		goto done;
 	}
+	if (kind == 1 && !mon_decisions(mon) &&
+	    state_needs_decisions((int)w->cmd.argc, w->cmd.argv)) {
+		mon_reply(c, w->cmd.tid, -EOPNOTSUPP, "not while a monitor of an older "
+			  "version is in the cluster (it would not know this form; see "
+			  "`tessera versions`)", NULL);
+		goto done;
+	}
 	if (kind == 1 && (rc = check_plugins(mon, &w->cmd, &out)) < 0) {
 		mon_reply(c, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
 		goto done;

@@ -151,12 +151,12 @@ enum {
 	O_HOST = 1 << 0, O_RACK = 1 << 1, O_WEIGHT = 1 << 2, O_RULE = 1 << 3,
 	O_SIZE = 1 << 4, O_MIN_SIZE = 1 << 5, O_REDUNDANCY = 1 << 6,
 	O_REDUNDANCY_OPTS = 1 << 7, O_YES = 1 << 8, O_AUTO = 1 << 9,
-	O_FAILED = 1 << 10,
+	O_FAILED = 1 << 10, O_PER_HOST = 1 << 11,
 };
 static const char *const opt_names[] = {
 	"--host", "--rack", "--weight", "--rule", "--size", "--min-size",
 	"--redundancy", "--redundancy-opts", "--yes-i-really-mean-it", "--auto",
-	"--failed",
+	"--failed", "--per-host",
 };
 
 /* The options after the positional words: --host H, --weight W, --size N,
@@ -166,6 +166,7 @@ struct cmd_opts {
 	int64_t rule;
 	double weight;
 	int64_t size, min_size;
+	int64_t per_host;       /* osd add FIRST-LAST: OSDs per host (0: all on one) */
 	int yes, autom;
 	const char *failed;
 	unsigned seen;          /* O_* given */
@@ -228,6 +229,12 @@ parse_opts(int argc, char **argv, int from, int canon, struct cmd_opts *o,
 			    o->weight < 1.0 / 65536)
 				return FAIL(-EINVAL, "--weight needs a number in "
 					    "0.00002..65535");
+			i++;
+		} else if (strcmp(w, "--per-host") == 0) {
+			if (val == NULL || num_word(&argv[i + 1], canon, 1, MON_MAX_ADD,
+						    &o->per_host) < 0)
+				return FAIL(-EINVAL, "--per-host needs a number in 1..%d",
+					    MON_MAX_ADD);
 			i++;
 		} else if (strcmp(w, "--auto") == 0) {
 			o->autom = 1;
@@ -309,6 +316,30 @@ osd_id_word(char **w, int canon, int64_t *id)
 
 /* ---- Changes -------------------------------------------------------------*/
 
+/* FIRST-LAST: OSD ids, first <= last, at most MON_MAX_ADD of them. */
+static int
+osd_range(const char *w, int32_t *first, int32_t *last, struct tsr_sbuf *out)
+{
+	const char *dash = strchr(w, '-');
+	char a[16];
+	int64_t f, l;
+
+	if (dash == NULL || (size_t)(dash - w) >= sizeof(a))
+		return FAIL(-EINVAL, "'%s' is not FIRST-LAST", w);
+	memcpy(a, w, (size_t)(dash - w));
+	a[dash - w] = '\0';
+	if (parse_i64(a, 0, MON_MAX_OSDS - 1, &f) < 0 ||
+	    parse_i64(dash + 1, 0, MON_MAX_OSDS - 1, &l) < 0 || l < f)
+		return FAIL(-EINVAL, "'%s' is not FIRST-LAST, OSD ids in 0..%d", w,
+			    MON_MAX_OSDS - 1);
+	if (l - f + 1 > MON_MAX_ADD)
+		return FAIL(-EINVAL, "'%s' adds %lld OSDs, more than %d in one change",
+			    w, (long long)(l - f + 1), MON_MAX_ADD);
+	*first = (int32_t)f;
+	*last = (int32_t)l;
+	return 0;
+}
+
 /* The boots of `osd boots ID@IP:PORT,...`, the leader's batch of the OSDs
  * that booted since its last one: 0, or -EINVAL naming the item. */
 struct boot_item {
@@ -359,8 +390,9 @@ struct change {
 };
 
 static const struct change changes[] = {
-	[C_OSD_ADD] = { "osd", "add", 0, 1, O_HOST | O_RACK | O_WEIGHT,
-			"osd add [ID] --host HOST [--rack RACK] [--weight W]" },
+	[C_OSD_ADD] = { "osd", "add", 0, 1, O_HOST | O_RACK | O_WEIGHT | O_PER_HOST,
+			"osd add [ID | FIRST-LAST [--per-host N]] --host HOST [--rack RACK] "
+			"[--weight W]" },
 	[C_OSD_RM] = { "osd", "rm", 1, 1, 0, "osd rm ID" },
 	[C_OSD_IN] = { "osd", "in", 1, 1, 0, "osd in ID" },
 	[C_OSD_OUT] = { "osd", "out", 1, 1, O_AUTO, "osd out ID[,ID...]" },
@@ -454,6 +486,15 @@ check_change(enum chg k, char **argv, struct cmd_opts *o, struct tsr_sbuf *out)
 			return FAIL(-EINVAL, "host and rack '%s' may not share a name "
 				    "(hosts, racks and the root share one namespace)",
 				    o->host);
+		if (o->npos == 1 && strchr(o->pos[0], '-')) {
+			int32_t first, last;
+			if (osd_range(o->pos[0], &first, &last, out) < 0)
+				return -EINVAL;
+			return 0;
+		}
+		if (o->seen & O_PER_HOST)
+			return FAIL(-EINVAL, "--per-host goes with a range of OSDs "
+				    "(osd add FIRST-LAST --host H --per-host N)");
 		if (o->npos == 1 && pos_osd(argv, o, 0, &v) < 0)
 			return FAIL(-EINVAL, "'%s' is not an OSD id (0..%d)",
 				    o->pos[0], MON_MAX_OSDS - 1);
@@ -617,6 +658,20 @@ state_classify(int argc, char **argv, struct tsr_sbuf *out)
 		tsr_sbuf_printf(out, "%s%s", i ? " " : "", argv[i]);
 	tsr_sbuf_printf(out, "'");
 	return -EINVAL;
+}
+
+int
+state_needs_decisions(int argc, char **argv)
+{
+	if (is(argc, argv, "osd", "boots"))
+		return 1;
+	if (argc < 3 || strcmp(argv[0], "osd") != 0)
+		return 0;
+	if (strcmp(argv[1], "add") == 0)
+		return strchr(argv[2], '-') != NULL && argv[2][0] != '-';
+	if (strcmp(argv[1], "down") == 0 || strcmp(argv[1], "out") == 0)
+		return strchr(argv[2], ',') != NULL;
+	return 0;
 }
 
 int
@@ -822,6 +877,9 @@ boot_one(struct draft *d, int32_t id, const char *addr)
 	return 1;
 }
 
+static int osd_add_range(struct draft *d, const struct cmd_opts *o,
+			 struct tsr_sbuf *out);
+
 static int
 osd_add(struct draft *d, const struct cmd_opts *o, struct tsr_sbuf *out)
 {
@@ -830,6 +888,8 @@ osd_add(struct draft *d, const struct cmd_opts *o, struct tsr_sbuf *out)
 
 	if (o->host == NULL)
 		return FAIL(-EINVAL, "osd add needs --host HOST");
+	if (o->npos == 1 && strchr(o->pos[0], '-'))
+		return osd_add_range(d, o, out);
 	if (o->npos == 1) {
 		const char *w = o->pos[0];
 		if (strncmp(w, "osd.", 4) == 0)
@@ -859,6 +919,43 @@ osd_add(struct draft *d, const struct cmd_opts *o, struct tsr_sbuf *out)
 	v->in = 1;
 	tsr_sbuf_printf(out, "{\"osd\": %" PRId64 ", \"osdmap_epoch\": %" PRIu64 "}",
 			id, d->inc.epoch);
+	return 0;
+}
+
+/* osd add FIRST-LAST --host H [--per-host N]: new OSDs, all on H or N to
+ * a host named H-0, H-1, ...; none of them may exist. */
+static int
+osd_add_range(struct draft *d, const struct cmd_opts *o, struct tsr_sbuf *out)
+{
+	int32_t first, last;
+
+	if (osd_range(o->pos[0], &first, &last, out) < 0)
+		return -EINVAL;
+	for (int32_t id = first; id <= last; id++)
+		if (draft_find_osd(d, id))
+			return FAIL(-EEXIST, "osd.%d exists already", id);
+	if (d->om->nosds + (size_t)(last - first + 1) > MON_MAX_OSDS)
+		return FAIL(-ENOSPC, "the cluster may have %d OSDs", MON_MAX_OSDS);
+	for (int32_t id = first; id <= last; id++) {
+		struct tsr_osdmap_osd *v = draft_osd(d, id, 1);
+		if (v == NULL)
+			return FAIL(-ENOMEM, "out of memory");
+		if (o->per_host > 0) {
+			int n = snprintf(v->host, sizeof(v->host), "%s-%lld", o->host,
+					 (long long)((id - first) / o->per_host));
+			if (n < 0 || (size_t)n >= sizeof(v->host))
+				return FAIL(-EINVAL, "host '%s-N' is too long", o->host);
+		} else {
+			snprintf(v->host, sizeof(v->host), "%s", o->host);
+		}
+		if (o->rack)
+			snprintf(v->rack, sizeof(v->rack), "%s", o->rack);
+		v->weight = o->weight > 0 ? o->weight : 1.0;
+		v->reweight = 1.0;
+		v->in = 1;
+	}
+	tsr_sbuf_printf(out, "{\"osds\": \"%d-%d\", \"added\": %d, \"osdmap_epoch\": %"
+			PRIu64 "}", first, last, last - first + 1, d->inc.epoch);
 	return 0;
 }
 

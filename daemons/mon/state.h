@@ -135,6 +135,14 @@ int state_pool_redundancy(int argc, char **argv, const char **plugin,
 /* OSDs one `osd down LIST` or `osd out LIST` may mark (the leader batches
  * the marks of one check into one change) */
 #define MON_MAX_MARKS 256
+/* OSDs one `osd add FIRST-LAST` may add (its incremental stays well
+ * inside a log entry's 1 MiB) */
+#define MON_MAX_ADD 2000
+/* Does this change use a form monitors of the version before decisions
+ * do not know (`osd add FIRST-LAST`, `osd down LIST`, `osd out LIST`,
+ * `osd boots`)?  A leader logging commands for them (a rolling upgrade)
+ * must refuse it: they would refuse it where it is applied. */
+int state_needs_decisions(int argc, char **argv);
 int state_osd_list(const char *list, int32_t *ids, size_t max, size_t *n,
 		   struct tsr_sbuf *out);
 

@@ -287,6 +287,44 @@ START_TEST(boots_batched_in_one_epoch)
 }
 END_TEST
 
+/* osd add FIRST-LAST: many OSDs in one change, spread over hosts. */
+START_TEST(osd_add_range)
+{
+	struct mon_state s;
+	size_t len;
+	int st;
+
+	state_init(&s);
+	free(decide(&s, 1, "osd add 10-14 --host h --per-host 2 --rack r1", &st, &len));
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_eq(s.osdmap.epoch, 2);
+	ck_assert_uint_eq(s.osdmap.nosds, 5);
+	ck_assert_str_eq(tsr_osdmap_osd(&s.osdmap, 10)->host, "h-0");
+	ck_assert_str_eq(tsr_osdmap_osd(&s.osdmap, 13)->host, "h-1");
+	ck_assert_str_eq(tsr_osdmap_osd(&s.osdmap, 14)->host, "h-2");
+	ck_assert_str_eq(tsr_osdmap_osd(&s.osdmap, 14)->rack, "r1");
+	/* one of them exists: none is added */
+	free(decide(&s, 2, "osd add 14-20 --host g", &st, &len));
+	ck_assert_int_eq(st, -EEXIST);
+	ck_assert_uint_eq(s.osdmap.nosds, 5);
+	/* the words: a range the right way round, and not too many */
+	struct tsr_sbuf out;
+	char *w1[] = { "osd", "add", "9-3", "--host", "h", NULL };
+	char *w2[] = { "osd", "add", "0-2000", "--host", "h", NULL };
+	char *w3[] = { "osd", "add", "5", "--host", "h", "--per-host", "2", NULL };
+	tsr_sbuf_init(&out);
+	ck_assert_int_eq(state_classify(5, w1, &out), -EINVAL);
+	ck_assert_int_eq(state_classify(5, w2, &out), -EINVAL);
+	ck_assert_msg(strstr(tsr_sbuf_str(&out), "adds 2001 OSDs, more than 2000") != NULL,
+		      "%s", tsr_sbuf_str(&out));
+	ck_assert_int_eq(state_classify(7, w3, &out), -EINVAL);
+	ck_assert_int_eq(state_needs_decisions(5, w1), 1);
+	ck_assert_int_eq(state_needs_decisions(5, w3), 0);
+	tsr_sbuf_release(&out);
+	state_free(&s);
+}
+END_TEST
+
 /* Health: one table of stable codes; the checks raised name them. */
 START_TEST(health_codes)
 {
@@ -344,6 +382,7 @@ main(void)
 	tcase_add_test(tc, decision_that_does_not_apply_is_fatal);
 	tcase_add_test(tc, marks_batched_in_one_epoch);
 	tcase_add_test(tc, boots_batched_in_one_epoch);
+	tcase_add_test(tc, osd_add_range);
 	tcase_add_test(tc, health_codes);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

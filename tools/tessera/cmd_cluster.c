@@ -440,14 +440,18 @@ HELP(h_versions, "versions", "How many daemons run each software version, by typ
 HELP(h_health_detail, "health detail", "The health checks raised, each with what it means and\n"
      "its detail: which OSDs, monitors, ranks or pools.")
 HELP(h_osd_tree, "osd tree", "The OSDs by host, with weights and up/in state.")
-HELP(h_osd_add, "osd add [ID] --host HOST [--rack RACK] [--weight W]",
+HELP(h_osd_add, "osd add [ID | FIRST-LAST [--per-host N]] --host HOST [--rack RACK] [--weight W]",
      "Add an OSD to the map (the lowest free id unless ID is given), in; on\n"
-     "host HOST, in rack RACK if given; weight W (default 1).")
+     "host HOST, in rack RACK if given; weight W (default 1).  FIRST-LAST\n"
+     "adds those OSDs in one change (at most 2000; none may exist), all on\n"
+     "HOST, or N to a host named HOST-0, HOST-1, ... with --per-host N.")
 HELP(h_osd_rm, "osd rm ID", "Remove an OSD that is down from the map.")
 HELP(h_osd_in, "osd in ID", "Mark an OSD in: it receives data.")
-HELP(h_osd_out, "osd out ID", "Mark an OSD out: its data moves elsewhere.")
+HELP(h_osd_out, "osd out ID[,ID...]", "Mark OSDs out: their data moves elsewhere (a list: one\n"
+     "change, one epoch).")
 HELP(h_osd_reweight, "osd reweight ID R", "Set an OSD's reweight (0..1).")
-HELP(h_osd_down, "osd down ID", "Mark an OSD down (a running one boots again at its next beacon).")
+HELP(h_osd_down, "osd down ID[,ID...]", "Mark OSDs down (a running one boots again at its next\n"
+     "beacon; a list: one change, one epoch).")
 HELP(h_osd_beacon, "osd beacon ID [--failed ID,ID...]",
      "What an OSD sends every osd_beacon_interval: it is alive, and these peers\n"
      "are silent.  The answer says whether the map has it up.  For tests and\n"
@@ -488,7 +492,7 @@ const struct cli_cmd cli_cluster_cmds[] = {
 	{ "osd in", "ID", "mark an OSD in", c_osd_in, h_osd_in },
 	{ "osd out", "ID", "mark an OSD out", c_osd_out, h_osd_out },
 	{ "osd reweight", "ID R", "set an OSD's reweight", c_osd_reweight, h_osd_reweight },
-	{ "osd down", "ID", "mark an OSD down", c_osd_down, h_osd_down },
+	{ "osd down", "ID[,ID...]", "mark OSDs down", c_osd_down, h_osd_down },
 	{ "osd beacon", "ID [--failed IDS]", "an OSD's beacon (tests)", c_osd_beacon, h_osd_beacon },
 	{ "osd set", "noout", "set a cluster flag", c_osd_set, h_osd_set },
 	{ "osd unset", "noout", "clear a cluster flag", c_osd_unset, h_osd_unset },
