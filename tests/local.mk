@@ -17,7 +17,9 @@ unit_tests = \
 	tests/unit/test_msgr \
 	tests/unit/test_raft \
 	tests/unit/test_mon tests/unit/test_monstate \
+	tests/unit/test_monc \
 	tests/unit/test_map \
+	tests/unit/test_osdmap_epoch \
 	tests/unit/test_asok \
 	tests/unit/test_pidfile \
 	tests/unit/test_hash \
@@ -51,6 +53,9 @@ tests_unit_test_raft_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_mon_SOURCES = tests/unit/test_mon.c
 tests_unit_test_mon_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_mon_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_monc_SOURCES = tests/unit/test_monc.c
+tests_unit_test_monc_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_monc_LDADD = $(CHECK_LDADD_ALL)
 # the monitor's replicated state, built from the daemon's source
 tests_unit_test_monstate_SOURCES = tests/unit/test_monstate.c daemons/mon/state.c
 tests_unit_test_monstate_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/daemons/mon
@@ -62,6 +67,10 @@ tests_unit_test_replica_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_map_SOURCES = tests/unit/test_map.c
 tests_unit_test_map_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_map_LDADD = $(CHECK_LDADD_ALL)
+# PG placement under map epochs, with the crush plugin from $PLUGIN_DIR
+tests_unit_test_osdmap_epoch_SOURCES = tests/unit/test_osdmap_epoch.c
+tests_unit_test_osdmap_epoch_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_osdmap_epoch_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_msgr_SOURCES = tests/unit/test_msgr.c
 tests_unit_test_msgr_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_msgr_LDADD = $(CHECK_LDADD_ALL)
@@ -71,22 +80,30 @@ tests_unit_test_encoding_LDADD = $(CHECK_LDADD_ALL)
 
 # The object-store journal and overlay are tested as modules, compiled in.
 tests_unit_test_bf_journal_SOURCES = tests/unit/test_bf_journal.c \
-	plugins/common/journal.c plugins/common/fileio.c
-tests_unit_test_bf_journal_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
+	plugins/ostore/journal.c plugins/ostore/fileio.c
+tests_unit_test_bf_journal_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins
 tests_unit_test_bf_journal_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_bf_journal_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_bf_kvov_SOURCES = tests/unit/test_bf_kvov.c \
-	plugins/common/kvov.c
-tests_unit_test_bf_kvov_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
+	plugins/ostore/kvov.c
+tests_unit_test_bf_kvov_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins
 tests_unit_test_bf_kvov_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_bf_kvov_LDADD = $(CHECK_LDADD_ALL)
-# The file backend's own failure cases, through the built plugin.
+# Each backend's own failure cases, through the built plugin, and the
+# cases they share (damaged LevelDB, commit order) from the harness in
+# tests/backend, a test library linked into both.
+check_LTLIBRARIES += tests/backend/libbackendtest.la
+tests_backend_libbackendtest_la_SOURCES = tests/backend/harness.c \
+	tests/backend/harness.h
+tests_backend_libbackendtest_la_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_backend_file_SOURCES = tests/unit/test_backend_file.c
 tests_unit_test_backend_file_CFLAGS = $(CHECK_CFLAGS_ALL)
-tests_unit_test_backend_file_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_backend_file_LDADD = tests/backend/libbackendtest.la \
+	$(CHECK_LDADD_ALL)
 tests_unit_test_backend_blockdev_SOURCES = tests/unit/test_backend_blockdev.c
 tests_unit_test_backend_blockdev_CFLAGS = $(CHECK_CFLAGS_ALL)
-tests_unit_test_backend_blockdev_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_backend_blockdev_LDADD = tests/backend/libbackendtest.la \
+	$(CHECK_LDADD_ALL)
 
 # Test plugins: one source, one variant per refusal reason (see the comment
 # at the top of testplug.c).  -rpath makes libtool build real shared objects
@@ -160,13 +177,13 @@ tests_unit_test_hash_SOURCES = tests/unit/test_hash.c
 tests_unit_test_hash_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_hash_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_topo_SOURCES = tests/unit/test_topo.c
-tests_unit_test_topo_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
+tests_unit_test_topo_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins
 tests_unit_test_topo_CFLAGS = $(CHECK_CFLAGS_ALL)
-tests_unit_test_topo_LDADD = plugins/common/libplacebase.la $(CHECK_LDADD_ALL)
+tests_unit_test_topo_LDADD = plugins/placebase/libplacebase.la $(CHECK_LDADD_ALL)
 tests_unit_test_placebase_SOURCES = tests/unit/test_placebase.c
-tests_unit_test_placebase_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/common
+tests_unit_test_placebase_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins
 tests_unit_test_placebase_CFLAGS = $(CHECK_CFLAGS_ALL)
-tests_unit_test_placebase_LDADD = plugins/common/libplacebase.la $(CHECK_LDADD_ALL)
+tests_unit_test_placebase_LDADD = plugins/placebase/libplacebase.la $(CHECK_LDADD_ALL)
 tests_unit_test_txn_SOURCES = tests/unit/test_txn.c
 tests_unit_test_txn_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_txn_LDADD = $(CHECK_LDADD_ALL)
@@ -177,14 +194,14 @@ tests_unit_test_kv_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_bd_super_SOURCES = tests/unit/test_bd_super.c \
 	plugins/backend-blockdev/super.c plugins/backend-blockdev/super.h
 tests_unit_test_bd_super_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev \
-	-I$(top_srcdir)/plugins/common
+	-I$(top_srcdir)/plugins
 tests_unit_test_bd_super_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_bd_super_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_bd_mkfs_SOURCES = tests/unit/test_bd_mkfs.c \
 	plugins/backend-blockdev/mkfs.c plugins/backend-blockdev/mkfs.h \
 	plugins/backend-blockdev/super.c plugins/backend-blockdev/super.h
 tests_unit_test_bd_mkfs_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/backend-blockdev \
-	-I$(top_srcdir)/plugins/common
+	-I$(top_srcdir)/plugins
 tests_unit_test_bd_mkfs_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_bd_mkfs_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_bd_alloc_SOURCES = tests/unit/test_bd_alloc.c \
@@ -197,20 +214,23 @@ tests_unit_test_registry_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_PLUGIN_DIR=\"$(TEST_PL
 tests_unit_test_registry_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_registry_LDADD = $(CHECK_LDADD_ALL)
 
-# The test daemon links the shared library, as real daemons do: if it
-# builds, the exported API is enough for a daemon.
-check_PROGRAMS += tests/daemon/tsr-testosd
+# The test daemons link the core as real daemons do: statically, from the
+# convenience library (libtessera-core.so exports the public API only).
+check_PROGRAMS += tests/daemon/tsr-testosd tests/daemon/tsr-osdswarm
+tests_daemon_tsr_osdswarm_SOURCES = tests/daemon/osdswarm.c
+tests_daemon_tsr_osdswarm_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
+tests_daemon_tsr_osdswarm_LDADD = core/libtsrcore.la $(PTHREAD_LIBS)
 tests_daemon_tsr_testosd_SOURCES = tests/daemon/testosd.c
 tests_daemon_tsr_testosd_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
-tests_daemon_tsr_testosd_LDADD = core/libtessera-core.la $(PTHREAD_LIBS)
+tests_daemon_tsr_testosd_LDADD = core/libtsrcore.la $(PTHREAD_LIBS)
 check_PROGRAMS += tests/daemon/tsr-testmds
 tests_daemon_tsr_testmds_SOURCES = tests/daemon/testmds.c
 tests_daemon_tsr_testmds_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
-tests_daemon_tsr_testmds_LDADD = core/libtessera-core.la $(PTHREAD_LIBS)
+tests_daemon_tsr_testmds_LDADD = core/libtsrcore.la $(PTHREAD_LIBS)
 check_PROGRAMS += tests/daemon/tsr-testd
 tests_daemon_tsr_testd_SOURCES = tests/daemon/testd.c
 tests_daemon_tsr_testd_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
-tests_daemon_tsr_testd_LDADD = core/libtessera-core.la
+tests_daemon_tsr_testd_LDADD = core/libtsrcore.la
 
 integration_tests = tests/integration/test_daemon
 check_PROGRAMS += $(integration_tests)
@@ -242,8 +262,9 @@ AM_TESTS_ENVIRONMENT = \
 	BACKEND_OPTIONS_blockdev='size=256M'; \
 	TESSERA_MON='$(abs_top_builddir)/daemons/mon/tessera-mon'; \
 	TESTOSD='$(abs_top_builddir)/tests/daemon/tsr-testosd'; \
+	OSDSWARM='$(abs_top_builddir)/tests/daemon/tsr-osdswarm'; \
 	TESTMDS='$(abs_top_builddir)/tests/daemon/tsr-testmds'; \
-	export TESSERA_MON TESTOSD TESTMDS TESSERA TESTD TEST_PLUGIN_DIR ALT_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
+	export TESSERA_MON TESTOSD OSDSWARM TESTMDS TESSERA TESTD TEST_PLUGIN_DIR ALT_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
 		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_BLOCKDEV_PLUGIN \
 		BACKEND_PLUGINS BACKEND_OPTIONS_file \
 		BACKEND_OPTIONS_blockdev;
@@ -252,17 +273,42 @@ TESTS += tests/cli/test_cli.sh tests/cli/test_placement_cli.sh \
 EXTRA_DIST += tests/cli/test_cli.sh tests/cli/test_placement_cli.sh \
 	tests/integration/test_valgrind.sh
 
-# Conformance: every placement plugin built here passes the same suite.
+# libtessera-core.so exports the public API and nothing else (also run
+# on the installed library by `make installcheck`).
+TESTS += tests/abi/test_exports.sh
+EXTRA_DIST += tests/abi/test_exports.sh
+
+# Conformance: every backend and placement plugin passes its kind's suite.
+# The suites are compiled once, into a convenience library linked by the
+# suite's own programs (plugins from the environment: make check) and by
+# the installed tessera-conformance (one plugin from its command line, for
+# plugins built outside this tree).
+noinst_LTLIBRARIES += tests/conformance/libconformance.la
+tests_conformance_libconformance_la_SOURCES = tests/conformance/conformance.h \
+	tests/conformance/runner.c tests/conformance/runner.h \
+	tests/conformance/test_backend.c tests/conformance/test_placement.c
+tests_conformance_libconformance_la_CFLAGS = $(CHECK_CFLAGS_ALL)
+CONFORMANCE_LDADD = tests/conformance/libconformance.la $(CHECK_LDADD_ALL) -lm
+
 conformance_tests = tests/conformance/test_placement \
 	tests/conformance/test_backend
 check_PROGRAMS += $(conformance_tests)
 TESTS += $(conformance_tests)
-tests_conformance_test_placement_SOURCES = tests/conformance/test_placement.c
+tests_conformance_test_placement_SOURCES = tests/conformance/main_placement.c
 tests_conformance_test_placement_CFLAGS = $(CHECK_CFLAGS_ALL)
-tests_conformance_test_placement_LDADD = $(CHECK_LDADD_ALL) -lm
-tests_conformance_test_backend_SOURCES = tests/conformance/test_backend.c
+tests_conformance_test_placement_LDADD = $(CONFORMANCE_LDADD)
+tests_conformance_test_backend_SOURCES = tests/conformance/main_backend.c
 tests_conformance_test_backend_CFLAGS = $(CHECK_CFLAGS_ALL)
-tests_conformance_test_backend_LDADD = $(CHECK_LDADD_ALL) -lm
+tests_conformance_test_backend_LDADD = $(CONFORMANCE_LDADD)
+
+bin_PROGRAMS += tests/conformance/tessera-conformance
+tests_conformance_tessera_conformance_SOURCES = \
+	tests/conformance/tessera-conformance.c
+tests_conformance_tessera_conformance_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_conformance_tessera_conformance_LDADD = $(CONFORMANCE_LDADD)
+# the program as a plugin author runs it: usage, --list, both kinds
+TESTS += tests/conformance/test_tool.sh
+EXTRA_DIST += tests/conformance/test_tool.sh
 
 # Run by hand, not by make check (needs a cross compiler and qemu-user).
 EXTRA_DIST += tests/cross/check-arch.sh tests/cross/placement_digest.c

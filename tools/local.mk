@@ -8,11 +8,14 @@ tools_tessera_tessera_SOURCES = \
 	tools/tessera/cli_plugin.c \
 	tools/tessera/cli_util.c \
 	tools/tessera/cmd_placement.c \
-	tools/tessera/cmd_backend.c \
+	tools/tessera/cmd_backend.c tools/tessera/cmd_backend.h \
+	tools/tessera/cmd_backend_bench.c \
 	tools/tessera/cmd_msgr.c \
 	tools/tessera/cmd_cluster.c \
 	tools/tessera/cmd_auth.c
-tools_tessera_tessera_LDADD = core/libtessera-core.la
+# The core's internal API (config, registry, messenger, maps) is not in
+# libtessera-core.so: programs of this tree link the core statically.
+tools_tessera_tessera_LDADD = core/libtsrcore.la
 
 # The daemons.
 bin_PROGRAMS += daemons/mon/tessera-mon
@@ -20,4 +23,4 @@ daemons_mon_tessera_mon_SOURCES = daemons/mon/mon.c daemons/mon/mon.h \
 	daemons/mon/propose.c daemons/mon/subs.c daemons/mon/watch.c \
 	daemons/mon/state.c daemons/mon/state.h
 daemons_mon_tessera_mon_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
-daemons_mon_tessera_mon_LDADD = core/libtessera-core.la $(PTHREAD_LIBS) -lm
+daemons_mon_tessera_mon_LDADD = core/libtsrcore.la $(PTHREAD_LIBS) -lm

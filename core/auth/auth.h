@@ -28,9 +28,9 @@
  * rotated: the first is current (it derives this side's own key), both
  * are accepted from peers (doc/operations.md, "Keys").
  *
- * The handshake (msgr.c; frame.h draws it).  The connector sends its
- * name and a random nonce Nc in its hello; the acceptor answers with a
- * random nonce Ns (CHALLENGE); the connector proves it holds K(name)
+ * The handshake (core/msg/handshake.c; frame.h draws it).  The connector
+ * sends its name and a random nonce Nc in its hello; the acceptor answers
+ * with a random nonce Ns (CHALLENGE); the connector proves it holds K(name)
  * (AUTH), the acceptor checks that proof and proves the same in its
  * hello.  With the transcript
  *

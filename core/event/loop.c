@@ -59,6 +59,9 @@ struct tsr_loop {
 	struct post *phead, **ptail;
 };
 
+/* The loop whose callbacks this thread runs (tsr_loop_current). */
+static __thread struct tsr_loop *cur_loop;
+
 /* ---- Timer heap (caller holds tlock) --------------------------------------*/
 
 static void
@@ -188,8 +191,12 @@ tsr_loop_destroy(struct tsr_loop *l)
 	if (l == NULL)
 		return;
 	/* Pending posts run here, in order, so each post runs exactly once;
-	 * posts they make run too. */
+	 * posts they make run too.  The destroying thread is the loop's
+	 * thread meanwhile (tsr_loop_current). */
+	struct tsr_loop *prev = cur_loop;
+	cur_loop = l;
 	run_posts(l, true);
+	cur_loop = prev;
 	close(l->epfd);
 	close(l->wakefd);
 	pthread_mutex_destroy(&l->tlock);
@@ -409,7 +416,10 @@ int
 tsr_loop_run(struct tsr_loop *l)
 {
 	struct epoll_event evs[64];
+	struct tsr_loop *prev = cur_loop;
+	int rc = 0;
 
+	cur_loop = l;
 	while (!atomic_load(&l->stop)) {
 		run_posts(l, false);
 		if (atomic_load(&l->stop))
@@ -421,7 +431,8 @@ tsr_loop_run(struct tsr_loop *l)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			rc = -errno;
+			break;
 		}
 		for (int i = 0; i < n; i++) {
 			uint64_t d = evs[i].data.u64;
@@ -446,6 +457,64 @@ tsr_loop_run(struct tsr_loop *l)
 			l->fds[fd].cb(l, fd, ev, l->fds[fd].arg);
 		}
 	}
+	cur_loop = prev;
+	if (rc < 0)
+		return rc;
 	atomic_store(&l->stop, false);
 	return 0;
+}
+
+struct tsr_loop *
+tsr_loop_current(void)
+{
+	return cur_loop;
+}
+
+/* ---- A loop on a thread of its own ----------------------------------------*/
+
+struct tsr_loop_thread {
+	struct tsr_loop *loop;
+	pthread_t thr;
+};
+
+static void *
+loop_thread_main(void *arg)
+{
+	struct tsr_loop_thread *t = arg;
+	int rc;
+
+	pthread_setname_np(pthread_self(), "tsr-loop");
+	rc = tsr_loop_run(t->loop);
+
+	if (rc < 0)
+		tsr_log(TSR_SUB_EVENT, TSR_LOG_ERROR, "event loop thread: %s",
+			strerror(-rc));
+	return NULL;
+}
+
+int
+tsr_loop_thread_start(struct tsr_loop *loop, struct tsr_loop_thread **out)
+{
+	struct tsr_loop_thread *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (t == NULL)
+		return -ENOMEM;
+	t->loop = loop;
+	if ((rc = pthread_create(&t->thr, NULL, loop_thread_main, t)) != 0) {
+		free(t);
+		return -rc;
+	}
+	*out = t;
+	return 0;
+}
+
+void
+tsr_loop_thread_stop(struct tsr_loop_thread *t)
+{
+	if (t == NULL)
+		return;
+	tsr_loop_stop(t->loop);
+	pthread_join(t->thr, NULL);
+	free(t);
 }

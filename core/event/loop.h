@@ -65,4 +65,19 @@ TSR_API int tsr_loop_post(struct tsr_loop *loop, void (*fn)(void *arg),
 TSR_API int tsr_loop_run(struct tsr_loop *loop);
 TSR_API void tsr_loop_stop(struct tsr_loop *loop);
 
+/* The loop whose tsr_loop_run() (or tsr_loop_destroy(), while it runs the
+ * pending posts) the calling thread is in, or NULL.  Modules built on a
+ * loop use it to refuse a blocking call from the thread that would have to
+ * answer it, and the messenger to never wait on a loop's thread. */
+TSR_API struct tsr_loop *tsr_loop_current(void);
+
+/* A loop run by a thread of its own, for programs that block on what the
+ * loop does (the CLI, tests); daemons run theirs on the main thread.
+ * stop stops the loop and joins the thread (not from that thread); the
+ * loop is the caller's to destroy after. */
+struct tsr_loop_thread;
+TSR_API int tsr_loop_thread_start(struct tsr_loop *loop,
+				  struct tsr_loop_thread **out);
+TSR_API void tsr_loop_thread_stop(struct tsr_loop_thread *t);
+
 #endif

@@ -1,5 +1,14 @@
-/* mapsub.c — the map subscriber (mapsub.h). */
+/* mapsub.c — the map subscriber (mapsub.h).
+ *
+ * The session lives on the loop's thread: step() does what is due (drop a
+ * failed or silent session, hunt for a monitor, renew) and arms the one
+ * timer for what comes next; every event (a MON_MAPS, a fault, the timer)
+ * ends in it.  The messenger's threads only post (on_msg, on_fault).  The
+ * maps change on the loop too, under the lock, for readers elsewhere.
+ */
 #include "mon/mapsub.h"
+#include "event/loop.h"
+#include "log/log.h"
 #include "mon/monmsg.h"
 #include "util/util.h"
 
@@ -14,27 +23,33 @@
 #define TRY_NS (3000ull * 1000000u)  /* a monitor's time to answer */
 #define PAUSE_NS (200ull * 1000000u) /* between rounds of monitors that failed */
 
+struct listener {
+	tsr_mapsub_cb cb;
+	void *arg;
+};
+
 struct tsr_mapsub {
 	struct tsr_mon_members members;
 	struct tsr_msgr *msgr;
+	struct tsr_loop *loop;
 	uint32_t want;
 	uint64_t renew_ns;
-	tsr_mapsub_cb cb;
-	void *arg;
+	struct listener ls[TSR_MAPSUB_LISTENERS];
 
-	pthread_t thread;
-	int started;
-	pthread_mutex_t lock;        /* everything below */
-	pthread_cond_t cond;
-	int stop;
-	struct tsr_conn *conn;       /* the session to the monitor, held */
+	/* the session: the loop's thread only */
+	struct tsr_conn *conn;       /* to the monitor, held */
 	int bad;                     /* it failed or refused: find another */
 	char hint[64];               /* a refusal's leader address */
 	size_t next;                 /* the next member to try */
 	size_t failed_in_row;
 	uint64_t tid, awaiting;      /* the request not answered yet (0: none) */
-	uint64_t asked_at, renewed_at;
+	uint64_t asked_at, renewed_at, pause_until;
 	int need_full[TSR_MON_NMAPS];
+	uint64_t timer;
+	int dead;                    /* destroyed: posts only give back */
+
+	pthread_mutex_t lock;        /* below: written on the loop, read anywhere */
+	pthread_cond_t cond;
 	int have[TSR_MON_NMAPS];
 	struct tsr_osdmap osd;
 	struct tsr_mdsmap mds;
@@ -102,10 +117,10 @@ take(struct tsr_mapsub *s, int which, int full, const void *p, size_t n)
 	return 1;
 }
 
+/* A MON_MAPS on our session (loop thread). */
 static void
-on_maps(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
+handle_maps(struct tsr_mapsub *s, struct tsr_msg *m)
 {
-	struct tsr_mapsub *s = arg;
 	struct tsr_mon_maps mm;
 	char err[256];
 	static const uint8_t none[1];
@@ -113,20 +128,14 @@ on_maps(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 	int moved = 0, full = 0, which;
 	uint64_t epoch = 0;
 
-	if (tsr_monmsg_maps_decode(m->front, m->front_len, m->data_len, &mm, err,
-				   sizeof(err)) < 0) {
-		/* a broken message counts as none: the renewal times out */
-		tsr_msg_free(m, 0);
+	/* a broken message counts as none: the renewal times out */
+	if (m->type != TSR_MSG_MON_MAPS ||
+	    tsr_monmsg_maps_decode(m->front, m->front_len, m->data_len, &mm, err,
+				   sizeof(err)) < 0)
 		return;
-	}
 	if (m->data_len && m->data_iovcnt != 1)
 		goto out;
 	which = mm.which;
-	pthread_mutex_lock(&s->lock);
-	if (conn != s->conn) {
-		pthread_mutex_unlock(&s->lock);
-		goto out;
-	}
 	if (mm.tid && mm.tid == s->awaiting) {
 		s->awaiting = 0;
 		s->renewed_at = tsr_mono_ns();
@@ -137,10 +146,9 @@ on_maps(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 		/* out of the quorum: go where it points, or anywhere else */
 		s->bad = 1;
 		tsr_strlcpy(s->hint, mm.leader, sizeof(s->hint));
-		pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
 		goto out;
 	}
+	pthread_mutex_lock(&s->lock);
 	if (s->want & (1u << which)) {
 		size_t at = 0;
 		for (uint32_t i = 0; i < mm.n; i++) {
@@ -162,153 +170,223 @@ on_maps(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 	}
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
-	if (moved && s->cb)
-		s->cb(s->arg, which, epoch, full);
+	/* by index: a listener may unlisten itself or another */
+	for (size_t i = 0; moved && i < TSR_MAPSUB_LISTENERS; i++)
+		if (s->ls[i].cb)
+			s->ls[i].cb(s->ls[i].arg, which, epoch, full);
 out:
 	tsr_monmsg_maps_free(&mm);
-	tsr_msg_free(m, 0);
+}
+
+static void step(struct tsr_mapsub *s);
+
+/* ---- Events from the messenger's threads --------------------------------*/
+
+struct mev {
+	struct tsr_mapsub *s;
+	struct tsr_conn *conn;       /* held */
+	struct tsr_msg *m;           /* a message, or NULL: a fault */
+};
+
+static void
+run_ev(void *arg)
+{
+	struct mev *e = arg;
+	struct tsr_mapsub *s = e->s;
+
+	/* from a session given up already: old news */
+	if (!s->dead && e->conn == s->conn) {
+		if (e->m)
+			handle_maps(s, e->m);
+		else
+			s->bad = 1;
+		step(s);
+	}
+	tsr_msg_free(e->m, 0);
+	tsr_conn_put(e->conn);
+	free(e);
+}
+
+/* An I/O thread: hand the event to the loop.  Lost (no memory), it is as
+ * if the monitor had not answered: the renewal times out. */
+static void
+post_ev(struct tsr_mapsub *s, struct tsr_conn *conn, struct tsr_msg *m)
+{
+	struct mev *e = malloc(sizeof(*e));
+
+	if (e == NULL) {
+		tsr_msg_free(m, 0);
+		return;
+	}
+	*e = (struct mev){ s, conn, m };
+	tsr_conn_get(conn);
+	if (tsr_loop_post(s->loop, run_ev, e) < 0) {
+		tsr_conn_put(conn);
+		tsr_msg_free(m, 0);
+		free(e);
+	}
+}
+
+static void
+on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
+{
+	post_ev(arg, conn, m);
 }
 
 static void
 on_fault(struct tsr_conn *conn, int err, void *arg)
 {
-	struct tsr_mapsub *s = arg;
-
 	(void)err;
-	pthread_mutex_lock(&s->lock);
-	if (conn == s->conn) {
-		s->bad = 1;
-		pthread_cond_broadcast(&s->cond);
-	}
-	pthread_mutex_unlock(&s->lock);
+	post_ev(arg, conn, NULL);
 }
 
-/* The subscription request for the maps held (lock held). */
-static struct tsr_msg *
-sub_msg(struct tsr_mapsub *s)
+/* ---- The session (loop thread) --------------------------------------------*/
+
+/* Ask for the maps held (a failed send marks the session bad). */
+static void
+send_sub(struct tsr_mapsub *s)
 {
 	struct tsr_mon_sub rq = { .tid = ++s->tid, .want = s->want | TSR_MON_SUB_KEEP };
+	struct tsr_msg *m;
 	struct tsr_enc e;
 
 	for (int w = 0; w < TSR_MON_NMAPS; w++) {
-		rq.have[w] = s->need_full[w] ? 0 : epoch_of(s, w);
+		rq.have[w] = s->need_full[w] ? 0 : tsr_mapsub_epoch(s, w);
 		s->need_full[w] = 0;
 	}
 	s->awaiting = rq.tid;
 	s->asked_at = tsr_mono_ns();
 	tsr_enc_init(&e);
 	tsr_monmsg_sub_encode(&e, &rq);
-	return tsr_msg_from_enc(TSR_MSG_MON_SUB, &e);
+	m = tsr_msg_from_enc(TSR_MSG_MON_SUB, &e);
+	/* a full queue to a monitor: as good as dead */
+	if (m == NULL || tsr_conn_send(s->conn, m, TSR_SEND_NOWAIT) < 0)
+		s->bad = 1;
 }
 
-/* The worker: keep one session subscribed, renew it, move on when it
- * fails. */
-static void *
-worker(void *arg)
+static void
+timer_cb(void *arg)
 {
 	struct tsr_mapsub *s = arg;
 
-	pthread_mutex_lock(&s->lock);
-	while (!s->stop) {
-		uint64_t now = tsr_mono_ns();
-		struct tsr_conn *send_on = NULL;
-		struct tsr_msg *m = NULL;
+	s->timer = 0;
+	step(s);
+}
 
-		if (s->conn && (s->bad || (s->awaiting && now - s->asked_at > TRY_NS))) {
-			struct tsr_conn *c = s->conn;
-			s->conn = NULL;
-			s->st.mon[0] = '\0';
-			s->failed_in_row++;
-			pthread_mutex_unlock(&s->lock);
-			tsr_conn_close(c);
-			tsr_conn_put(c);
-			pthread_mutex_lock(&s->lock);
+static void
+arm(struct tsr_mapsub *s, uint64_t at)
+{
+	uint64_t now = tsr_mono_ns();
+
+	if (s->timer)
+		tsr_loop_timer_cancel(s->loop, s->timer);
+	s->timer = 0;
+	if (tsr_loop_timer_add(s->loop, at > now ? at - now : 0, timer_cb, s,
+			       &s->timer) < 0)
+		tsr_log(TSR_SUB_MON, TSR_LOG_ERROR, "map subscriber: out of memory "
+			"for a timer: the maps may stop coming");
+}
+
+static void
+drop_session(struct tsr_mapsub *s)
+{
+	struct tsr_conn *c = s->conn;
+
+	s->conn = NULL;
+	s->awaiting = 0;
+	s->failed_in_row++;
+	pthread_mutex_lock(&s->lock);
+	s->st.mon[0] = '\0';
+	pthread_mutex_unlock(&s->lock);
+	tsr_conn_close(c);
+	tsr_conn_put(c);
+}
+
+/* Do what is due, then wait (a timer) for what comes next.  Each pass
+ * acts or returns: a round of failed connects ends in the pause. */
+static void
+step(struct tsr_mapsub *s)
+{
+	const struct tsr_conn_events ev = { .fault = on_fault, .msg = on_msg,
+					    .flags = TSR_MSGR_INLINE, .arg = s };
+
+	for (;;) {
+		uint64_t now = tsr_mono_ns();
+
+		if (s->conn && (s->bad || (s->awaiting && now - s->asked_at >= TRY_NS))) {
+			drop_session(s);
 			continue;
 		}
 		if (s->conn == NULL) {
 			const struct tsr_mon_member *t =
 				tsr_mon_members_by_addr(&s->members, s->hint);
-			struct tsr_conn *c;
-			int rc;
+			char who[TSR_MON_NAME_MAX + 8];
 
 			if (s->failed_in_row >= s->members.n) {
 				/* a round of failures: a pause before the next */
+				if (s->pause_until == 0)
+					s->pause_until = now + PAUSE_NS;
+				if (now < s->pause_until) {
+					arm(s, s->pause_until);
+					return;
+				}
+				s->pause_until = 0;
 				s->failed_in_row = 0;
-				tsr_cond_wait_until(&s->cond, &s->lock, now + PAUSE_NS);
-				continue;
 			}
 			if (t == NULL)
 				t = &s->members.m[s->next++ % s->members.n];
 			s->hint[0] = '\0';
-			pthread_mutex_unlock(&s->lock);
-			char who[TSR_MON_NAME_MAX + 8];
 			tsr_mon_member_entity(t, who, sizeof(who));
-			rc = tsr_msgr_connect_to(s->msgr, t->addr, who, 0, &c);
-			pthread_mutex_lock(&s->lock);
-			if (rc < 0) {
+			if (tsr_msgr_connect_ev(s->msgr, t->addr, who, 0, &ev, &s->conn) < 0) {
+				s->conn = NULL;
 				s->failed_in_row++;
 				continue;
 			}
-			s->conn = c;
 			s->bad = 0;
+			pthread_mutex_lock(&s->lock);
 			s->st.hunts++;
 			tsr_strlcpy(s->st.mon, t->addr, sizeof(s->st.mon));
-			m = sub_msg(s);
-		} else if (!s->awaiting &&
-			   (s->need_full[0] || s->need_full[1] ||
-			    now - s->renewed_at >= s->renew_ns)) {
-			s->st.renewals++;
-			m = sub_msg(s);
-		}
-		if (m) {
-			send_on = s->conn;
-			tsr_conn_get(send_on);
 			pthread_mutex_unlock(&s->lock);
-			if (tsr_conn_send(send_on, m, TSR_SEND_NOWAIT) < 0) {
-				pthread_mutex_lock(&s->lock);
-				if (s->conn == send_on)
-					s->bad = 1;
-				pthread_mutex_unlock(&s->lock);
-			}
-			tsr_conn_put(send_on);
-			pthread_mutex_lock(&s->lock);
+			send_sub(s);
 			continue;
 		}
-		uint64_t until = s->awaiting ? s->asked_at + TRY_NS
-					     : s->renewed_at + s->renew_ns;
-		if (until > now + s->renew_ns)
-			until = now + s->renew_ns;
+		if (!s->awaiting && (s->need_full[0] || s->need_full[1] ||
+				     now - s->renewed_at >= s->renew_ns)) {
+			pthread_mutex_lock(&s->lock);
+			s->st.renewals++;
+			pthread_mutex_unlock(&s->lock);
+			send_sub(s);
+			continue;
+		}
 		/* a full map wanted is asked for once the request in flight
 		 * is answered: until then, wait like any other time */
-		if (!s->bad && !s->stop &&
-		    (s->awaiting || (!s->need_full[0] && !s->need_full[1])))
-			tsr_cond_wait_until(&s->cond, &s->lock, until);
+		arm(s, s->awaiting ? s->asked_at + TRY_NS : s->renewed_at + s->renew_ns);
+		return;
 	}
-	pthread_mutex_unlock(&s->lock);
-	return NULL;
 }
 
+/* ---- The subscriber --------------------------------------------------------*/
+
 int
-tsr_mapsub_create(const struct tsr_mon_members *members,
-		  const struct tsr_msgr_opts *opts, uint32_t want, uint32_t renew_ms,
-		  tsr_mapsub_cb cb, void *arg, struct tsr_mapsub **out, char *err,
-		  size_t errlen)
+tsr_mapsub_create(struct tsr_msgr *msgr, struct tsr_loop *loop,
+		  const struct tsr_mon_members *members, uint32_t want,
+		  uint32_t renew_ms, tsr_mapsub_cb cb, void *arg,
+		  struct tsr_mapsub **out, char *err, size_t errlen)
 {
-	struct tsr_msgr_events ev = { .fault = on_fault };
-	struct tsr_msgr_opts o = *opts;
 	struct tsr_mapsub *s;
 	uint64_t id;
-	int rc;
 
-	if (members->n == 0 || (want & ~(TSR_MON_SUB_OSD | TSR_MON_SUB_MDS)) || !want)
-		return tsr_errf(err, errlen, -EINVAL, "map subscriber: no monitors, "
-				"or no map wanted");
+	if (msgr == NULL || loop == NULL || members->n == 0 ||
+	    (want & ~(TSR_MON_SUB_OSD | TSR_MON_SUB_MDS)) || !want)
+		return tsr_errf(err, errlen, -EINVAL, "map subscriber: no messenger, "
+				"loop or monitors, or no map wanted");
 	s = tsr_xcalloc(1, sizeof(*s));
 	s->members = *members;
+	s->msgr = msgr;
+	s->loop = loop;
 	s->want = want;
 	s->renew_ns = (renew_ms ? renew_ms : 2000) * 1000000ull;
-	s->cb = cb;
-	s->arg = arg;
+	s->ls[0] = (struct listener){ cb, arg };
 	tsr_osdmap_init(&s->osd);
 	tsr_mdsmap_init(&s->mds);
 	pthread_mutex_init(&s->lock, NULL);
@@ -316,31 +394,28 @@ tsr_mapsub_create(const struct tsr_mon_members *members,
 	if (getrandom(&id, sizeof(id), 0) != sizeof(id))
 		id = tsr_now_ns() ^ (uint64_t)getpid() << 32;
 	s->next = (size_t)(id % members->n);
-	o.entity_type = TSR_ENTITY_TOOL;
-	o.entity_id = id >> 1;
-	o.bind = NULL;
-	o.workers = 1;
-	o.dispatchers = 1;
-	ev.arg = s;
-	rc = tsr_msgr_create(&o, &ev, &s->msgr, err, errlen);
-	if (rc == 0)
-		rc = tsr_msgr_register(s->msgr, TSR_MSG_MON_MAPS, on_maps, s, 0);
-	if (rc == 0) {
-		/* the caller's handle is set before any map can arrive: a
-		 * callback may use it */
-		*out = s;
-		tsr_msgr_start(s->msgr);
-		if ((rc = -pthread_create(&s->thread, NULL, worker, s)) < 0)
-			tsr_errf(err, errlen, rc, "map subscriber: starting its "
-				 "thread: %s", strerror(-rc));
-		s->started = rc == 0;
-	}
-	if (rc < 0) {
+	/* the caller's handle is set before any map can arrive: a listener
+	 * may use it */
+	*out = s;
+	arm(s, 0); /* the first hunt, on the loop */
+	if (s->timer == 0) {
 		*out = NULL;
 		tsr_mapsub_destroy(s);
-		return rc;
+		return tsr_errf(err, errlen, -ENOMEM, "map subscriber: out of memory");
 	}
 	return 0;
+}
+
+static void
+free_cb(void *arg)
+{
+	struct tsr_mapsub *s = arg;
+
+	tsr_osdmap_free(&s->osd);
+	tsr_mdsmap_free(&s->mds);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	free(s);
 }
 
 void
@@ -348,24 +423,50 @@ tsr_mapsub_destroy(struct tsr_mapsub *s)
 {
 	if (s == NULL)
 		return;
-	if (s->started) {
-		pthread_mutex_lock(&s->lock);
-		s->stop = 1;
-		pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
-		pthread_join(s->thread, NULL);
-	}
+	s->dead = 1;
+	if (s->timer)
+		tsr_loop_timer_cancel(s->loop, s->timer);
+	s->timer = 0;
+	/* close waits for callbacks running on the messenger's threads:
+	 * after it, only what they posted refers to s, and runs before
+	 * free_cb */
 	if (s->conn) {
 		tsr_conn_close(s->conn);
 		tsr_conn_put(s->conn);
 		s->conn = NULL;
 	}
-	tsr_msgr_destroy(s->msgr);
-	tsr_osdmap_free(&s->osd);
-	tsr_mdsmap_free(&s->mds);
-	pthread_mutex_destroy(&s->lock);
-	pthread_cond_destroy(&s->cond);
-	free(s);
+	if (tsr_loop_post(s->loop, free_cb, s) < 0)
+		tsr_log(TSR_SUB_MON, TSR_LOG_WARN, "map subscriber: out of memory: "
+			"its maps are left behind");
+}
+
+int
+tsr_mapsub_listen(struct tsr_mapsub *s, tsr_mapsub_cb cb, void *arg)
+{
+	if (cb == NULL)
+		return -EINVAL;
+	for (size_t i = 0; i < TSR_MAPSUB_LISTENERS; i++)
+		if (s->ls[i].cb == NULL) {
+			s->ls[i] = (struct listener){ cb, arg };
+			return 0;
+		}
+	return -ENOSPC;
+}
+
+void
+tsr_mapsub_unlisten(struct tsr_mapsub *s, tsr_mapsub_cb cb, void *arg)
+{
+	for (size_t i = 0; i < TSR_MAPSUB_LISTENERS; i++)
+		if (s->ls[i].cb == cb && s->ls[i].arg == arg) {
+			s->ls[i] = (struct listener){ NULL, NULL };
+			return;
+		}
+}
+
+uint32_t
+tsr_mapsub_want(const struct tsr_mapsub *s)
+{
+	return s->want;
 }
 
 uint64_t
@@ -387,6 +488,8 @@ tsr_mapsub_wait(struct tsr_mapsub *s, int which, uint64_t epoch, uint64_t timeou
 
 	if (which < 0 || which >= TSR_MON_NMAPS)
 		return -EINVAL;
+	if (tsr_loop_current() == s->loop)
+		return -EDEADLK;
 	pthread_mutex_lock(&s->lock);
 	while (epoch_of(s, which) < epoch) {
 		if (tsr_mono_ns() >= end) {

@@ -1,5 +1,6 @@
 /* mapsub.h — a map subscriber: holds the latest OSD and/or MDS map and
- * keeps it current from the monitors.
+ * keeps it current from the monitors; a module on a messenger and an event
+ * loop its caller gives (a daemon's one runtime).
  *
  * Every daemon and client that places data or finds an MDS holds one.  It
  * subscribes at one monitor (MON_SUB with TSR_MON_SUB_KEEP, monmsg.h): that
@@ -8,14 +9,17 @@
  * subscription is renewed every renew interval; a monitor that does not
  * answer a renewal within a try (3 s), says it is out of the quorum, or
  * whose session ends, is left for another (the leader it names, or the
- * next in the member list).  So the maps keep coming while a majority of
- * monitors is up and reachable, and epochs only move forward.
+ * next in the member list), with a pause (200 ms) after a round of
+ * failures.  So the maps keep coming while a majority of monitors is up
+ * and reachable, and epochs only move forward.
  *
- * Threads.  One worker thread of its own keeps the session; map messages
- * are applied on the messenger's dispatch thread, under the subscriber's
- * lock.  The callback runs on that thread after each new epoch, without
- * the lock held (it may call tsr_mapsub_osdmap() and friends); it must not
- * call tsr_mapsub_destroy().
+ * Threads.  The session, its timers and the maps' updates run on the
+ * loop's thread: create and destroy the subscriber there (or while the
+ * loop does not run); the messenger's threads only post what arrives.
+ * Listeners (the create callback, tsr_mapsub_listen) run on the loop after
+ * each new epoch; they may read the maps, not destroy the subscriber.  The
+ * maps and counters are read from any thread (under the subscriber's
+ * lock); tsr_mapsub_wait() blocks, so not on the loop's thread.
  */
 #ifndef TSR_MON_MAPSUB_H
 #define TSR_MON_MAPSUB_H
@@ -41,18 +45,30 @@ struct tsr_mapsub_stats {
 	char mon[64];               /* the monitor subscribed at, or "" */
 };
 
-/* want: TSR_MON_SUB_OSD and/or TSR_MON_SUB_MDS.  opts: fsid and ms_*
- * settings (entity and bind are set here).  renew_ms: 0 for 2000.  *out
- * is set before the first callback can run. */
-TSR_API int tsr_mapsub_create(const struct tsr_mon_members *members,
-			      const struct tsr_msgr_opts *opts, uint32_t want,
+/* want: TSR_MON_SUB_OSD and/or TSR_MON_SUB_MDS.  msgr and loop are
+ * borrowed (they outlive it).  renew_ms: 0 for 2000.  cb (may be NULL) is
+ * the first listener.  *out is set before the first callback can run. */
+struct tsr_loop;
+TSR_API int tsr_mapsub_create(struct tsr_msgr *msgr, struct tsr_loop *loop,
+			      const struct tsr_mon_members *members, uint32_t want,
 			      uint32_t renew_ms, tsr_mapsub_cb cb, void *arg,
 			      struct tsr_mapsub **out, char *err, size_t errlen);
+/* What the messenger still has to hand over is released on the loop
+ * (memory goes once the loop has run its posts, or at tsr_loop_destroy). */
 TSR_API void tsr_mapsub_destroy(struct tsr_mapsub *s);
+
+/* More listeners (on the loop's thread), up to TSR_MAPSUB_LISTENERS in
+ * all: -ENOSPC beyond.  unlisten removes the one with that cb and arg. */
+#define TSR_MAPSUB_LISTENERS 8
+TSR_API int tsr_mapsub_listen(struct tsr_mapsub *s, tsr_mapsub_cb cb, void *arg);
+TSR_API void tsr_mapsub_unlisten(struct tsr_mapsub *s, tsr_mapsub_cb cb, void *arg);
+/* The maps this subscriber keeps (TSR_MON_SUB_* bits). */
+TSR_API uint32_t tsr_mapsub_want(const struct tsr_mapsub *s);
 
 /* The epoch held of a map (0: none yet). */
 TSR_API uint64_t tsr_mapsub_epoch(struct tsr_mapsub *s, int which);
-/* Wait until the epoch held of which is at least epoch: 0, or -ETIMEDOUT. */
+/* Wait until the epoch held of which is at least epoch: 0, or -ETIMEDOUT
+ * (-EDEADLK on the loop's thread, which would have to bring it). */
 TSR_API int tsr_mapsub_wait(struct tsr_mapsub *s, int which, uint64_t epoch,
 			    uint64_t timeout_ms);
 /* Copies of the maps held (the caller frees them); -ENOENT before the

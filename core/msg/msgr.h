@@ -27,6 +27,14 @@
  *   its data released with the error.  A message's data iovecs are
  *   borrowed (zero copy) until the release callback says the messenger is
  *   done with them: once written (lossy) or acknowledged (lossless).
+ *   Send back-pressure: each connection queues at most send_queue_bytes
+ *   (unsent + unacknowledged).  When a message does not fit, the send is
+ *   refused with -EAGAIN at once on the messenger's own threads (I/O and
+ *   dispatch), on any thread running an event loop (event/loop.h: a
+ *   daemon's main thread, a module's loop) and with TSR_SEND_NOWAIT: a
+ *   handler never waits for a slow peer, which would stall every other
+ *   connection it serves.  Only a program's own threads (the CLI, tests,
+ *   benchmark clients) wait for room.
  *
  *   Received messages go to the handler registered for their type, on a
  *   dispatch thread; messages of one connection are handled one at a time
@@ -34,6 +42,13 @@
  *   holds up only its own connection.  A handler registered with
  *   TSR_MSGR_INLINE runs on the I/O thread and must not block.  The
  *   handler owns the message (tsr_msg_free).
+ *
+ *   Several modules share a daemon's one messenger (the monitor client,
+ *   the map subscription, the beacons...).  A module opens its
+ *   connections with events of its own (tsr_msgr_connect_ev): their
+ *   faults, resets and every message they carry go to the module alone,
+ *   whatever the message's type, and tsr_conn_close() stops them — after
+ *   it returns none runs, so the module may go away.
  *
  *   Functions return 0 or a negative errno; the reason for a refused peer
  *   or a broken frame goes to the log, naming the peer.
@@ -76,6 +91,9 @@ struct tsr_msg {
 	uint8_t hdr[TSR_FRAME_HDR];
 	uint8_t footer[TSR_FRAME_FOOTER];
 	uint64_t enq_ns;          /* for inject_delay_ms */
+	size_t queued_len;        /* what it counts in its connection's
+	                           * out_bytes (its length when queued,
+	                           * before any compression) */
 };
 
 /* A message of the given type whose front is a copy of front[0..len), or
@@ -84,7 +102,9 @@ struct tsr_msg {
 TSR_API struct tsr_msg *tsr_msg_new(uint32_t type, const void *front, size_t len);
 TSR_API struct tsr_msg *tsr_msg_from_enc(uint32_t type, struct tsr_enc *e);
 /* Attach data (borrowed until release(arg, result) is called: 0 once the
- * messenger is done with it, a negative errno when the message failed). */
+ * messenger is done with it, a negative errno when the message failed),
+ * in at most TSR_MSG_MAX_IOV pieces (-E2BIG). */
+#define TSR_MSG_MAX_IOV 60
 TSR_API int tsr_msg_set_data(struct tsr_msg *m, const struct iovec *iov, int iovcnt,
 		     tsr_msg_release_cb release, void *arg);
 /* Free a message (releasing borrowed data with result). */
@@ -155,6 +175,21 @@ typedef void (*tsr_msg_handler)(struct tsr_conn *c, struct tsr_msg *m,
 				void *arg);
 #define TSR_MSGR_INLINE 0x1u
 
+/* The events of one connection, for the module that opened it
+ * (tsr_msgr_connect_ev): they replace the messenger's events and handler
+ * table for that connection.  fault and reset are called on an I/O thread
+ * (must not block); msg gets every message of the connection, on a
+ * dispatch thread, or on the I/O thread with flags TSR_MSGR_INLINE (then
+ * it must not block: a module typically posts it to its loop).  Any may
+ * be NULL (a message without msg is dropped). */
+struct tsr_conn_events {
+	void (*fault)(struct tsr_conn *c, int err, void *arg);
+	void (*reset)(struct tsr_conn *c, void *arg);
+	tsr_msg_handler msg;
+	unsigned flags;              /* TSR_MSGR_INLINE: msg on the I/O thread */
+	void *arg;
+};
+
 /* Create (and bind, when opts->bind is set) and start the threads; a
  * listening messenger accepts only after tsr_msgr_start(), so that its
  * handlers are registered before the first message can arrive.  err
@@ -170,6 +205,8 @@ TSR_API void tsr_msgr_destroy(struct tsr_msgr *m);
 TSR_API void tsr_msgr_start(struct tsr_msgr *m);
 /* The address we listen on ("127.0.0.1:41234"), "" if none. */
 TSR_API const char *tsr_msgr_addr(const struct tsr_msgr *m);
+/* The name of the key we prove ("osd.3"), NULL without one. */
+TSR_API const char *tsr_msgr_auth_name(const struct tsr_msgr *m);
 TSR_API uint64_t tsr_msgr_nonce(const struct tsr_msgr *m);
 /* Register a handler before tsr_msgr_start() (or, for a messenger that
  * only connects, before sending what will be answered); messages of a
@@ -189,12 +226,36 @@ TSR_API int tsr_msgr_connect_to(struct tsr_msgr *m, const char *addr,
 /* tsr_msgr_connect_to with no target (messengers without a key). */
 TSR_API int tsr_msgr_connect(struct tsr_msgr *m, const char *addr, int lossless,
 		     struct tsr_conn **out);
+/* tsr_msgr_connect_to whose events go to ev (copied; ev->arg must live
+ * until tsr_conn_close() has returned, or the messenger is destroyed);
+ * ev NULL: the messenger's. */
+TSR_API int tsr_msgr_connect_ev(struct tsr_msgr *m, const char *addr,
+				const char *target, int lossless,
+				const struct tsr_conn_events *ev,
+				struct tsr_conn **out);
+/* A lossy session that proves auth's name instead of the messenger's
+ * (borrowed: it must outlive the connection) — a tool that speaks for
+ * many entities, such as the tests' swarm of OSDs (tests/daemon/
+ * osdswarm.c).  Its messages go to the messenger's handlers. */
+TSR_API int tsr_msgr_connect_as(struct tsr_msgr *m, const char *addr,
+				const char *target, const struct tsr_auth *auth,
+				struct tsr_conn **out);
 
 #define TSR_SEND_NOWAIT 0x1u   /* -EAGAIN instead of waiting for room */
-/* Queue msg on c (ownership passes, also on error).  Waits while c's
- * send queue is full, unless NOWAIT or on an I/O thread (-EAGAIN). */
+/* Queue msg on c (ownership passes, also on error).  When c's send queue
+ * is full: -EAGAIN at once with NOWAIT, and always on a messenger thread
+ * or a thread running an event loop; other threads wait for room (see
+ * "Send back-pressure" above).  -EAGAIN is no fault: the session goes on,
+ * and the caller decides (a control session that cannot take a small
+ * message is as good as dead; a data path waits for acks). */
 TSR_API int tsr_conn_send(struct tsr_conn *c, struct tsr_msg *msg, unsigned flags);
-/* Close the session: pending messages fail with -ECONNABORTED. */
+/* Close the session: pending messages fail with -ECONNABORTED.  For a
+ * connection with its own events (tsr_msgr_connect_ev), none of them
+ * reaches its owner any more, and one running on another thread has
+ * returned when close returns — unless close is called on a messenger
+ * thread (from a callback), which cannot wait.  (The messenger's events
+ * get no fault for a session its owner closed; messages received before
+ * may still reach the type's handler.) */
 TSR_API void tsr_conn_close(struct tsr_conn *c);
 TSR_API void tsr_conn_get(struct tsr_conn *c);
 TSR_API void tsr_conn_put(struct tsr_conn *c);
@@ -220,5 +281,8 @@ struct tsr_msgr_stats {
 	                              * handlers, all connections */
 };
 TSR_API void tsr_msgr_stats(struct tsr_msgr *m, struct tsr_msgr_stats *out);
+/* Messengers alive in this process (a daemon runs one: its `status`
+ * may say so). */
+TSR_API unsigned tsr_msgr_live(void);
 
 #endif

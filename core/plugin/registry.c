@@ -73,20 +73,32 @@ struct kind_info {
 	size_t ops_size_1_0;
 	const struct op_slot *slots;
 	size_t nslots;
+	/* A provisional kind (tessera/plugin.h): the version of its ops table
+	 * this core speaks and where a plugin states its own; 0 for the
+	 * frozen kinds. */
+	uint32_t abi_version;
+	size_t abi_off;
 };
 
 /* The 1.0 size of an ops table is fixed forever at the end of its last 1.0
  * member, not sizeof(): when a member is appended, plugins built before it
- * must still load. */
+ * must still load.  (For a provisional kind it is the size of the current
+ * version's table, which abi_version pins.) */
 #define SIZE_TO(type, last) (offsetof(struct type, last) + sizeof(((struct type *)0)->last))
-#define KIND(k, type, last, slots) { k, NULL, SIZE_TO(type, last), slots, TSR_ARRAY_SIZE(slots) }
+#define KIND(k, type, last, slots) { k, NULL, SIZE_TO(type, last), slots, TSR_ARRAY_SIZE(slots), 0, 0 }
+#define PROVISIONAL(k, type, last, slots, version) \
+	{ k, NULL, SIZE_TO(type, last), slots, TSR_ARRAY_SIZE(slots), version, \
+	  offsetof(struct type, abi_version) }
 
 static const struct kind_info kinds[] = {
 	KIND(TSR_KIND_BACKEND, tsr_backend_ops, fsck, backend_slots),
 	KIND(TSR_KIND_PLACEMENT, tsr_placement_ops, rule_width, placement_slots),
-	KIND(TSR_KIND_REDUNDANCY, tsr_redundancy_ops, minimum_to_read, redundancy_slots),
-	KIND(TSR_KIND_PARTITIONER, tsr_partitioner_ops, fragment, partitioner_slots),
-	KIND(TSR_KIND_MOUNT, tsr_mount_ops, stop, mount_slots),
+	PROVISIONAL(TSR_KIND_REDUNDANCY, tsr_redundancy_ops, minimum_to_read,
+		    redundancy_slots, TSR_REDUNDANCY_ABI_VERSION),
+	PROVISIONAL(TSR_KIND_PARTITIONER, tsr_partitioner_ops, fragment,
+		    partitioner_slots, TSR_PARTITIONER_ABI_VERSION),
+	PROVISIONAL(TSR_KIND_MOUNT, tsr_mount_ops, stop, mount_slots,
+		    TSR_MOUNT_ABI_VERSION),
 };
 
 const char *
@@ -118,6 +130,14 @@ kind_info(uint32_t kind)
 	return NULL;
 }
 
+uint32_t
+tsr_plugin_kind_provisional(uint32_t kind)
+{
+	const struct kind_info *ki = kind_info(kind);
+
+	return ki ? ki->abi_version : 0;
+}
+
 static bool
 plugin_name_ok(const char *s)
 {
@@ -143,6 +163,23 @@ check_ops(const struct tsr_plugin_desc *d, char *err, size_t errlen)
 				"%s plugin '%s' has no operations table (ops is NULL)",
 				tsr_plugin_kind_name(d->kind), d->name);
 	memcpy(&size, d->ops, sizeof(size));
+	/* A provisional kind's version first, before the size (which another
+	 * version may change) and before any slot is read (another version
+	 * may hold other functions there, or the same with other
+	 * arguments). */
+	if (ki->abi_version != 0 && size >= ki->abi_off + sizeof(uint32_t) &&
+	    size <= OPS_SIZE_LIMIT) {
+		uint32_t v;
+
+		memcpy(&v, (const char *)d->ops + ki->abi_off, sizeof(v));
+		if (v != ki->abi_version)
+			return tsr_errf(err, errlen, -EPROTO,
+					"%s plugin '%s': built for %s ABI version %u, this core speaks %u (%s is a provisional kind: its ABI changes until a daemon uses it; rebuild the plugin against this Tessera's headers)",
+					tsr_plugin_kind_name(d->kind), d->name,
+					tsr_plugin_kind_name(d->kind), v,
+					ki->abi_version,
+					tsr_plugin_kind_name(d->kind));
+	}
 	if (size < ki->ops_size_1_0 || size > OPS_SIZE_LIMIT)
 		return tsr_errf(err, errlen, -EINVAL,
 				"%s plugin '%s': operations table size %u is wrong (ABI 1.0 needs at least %zu bytes; is its first member the size?)",

@@ -59,6 +59,10 @@ TSR_API const char *tsr_plugin_path(const struct tsr_plugin *p);
  * unknown name. */
 TSR_API const char *tsr_plugin_kind_name(uint32_t kind);
 TSR_API uint32_t tsr_plugin_kind_parse(const char *name);
+/* The ops-table version this core speaks for a provisional kind
+ * (redundancy, partitioner, mount: tessera/plugin.h), 0 for a frozen or
+ * unknown kind. */
+TSR_API uint32_t tsr_plugin_kind_provisional(uint32_t kind);
 
 /* Everything the loader checks about a descriptor, without loading. */
 TSR_API int tsr_plugin_desc_check(const struct tsr_plugin_desc *d, char *err,

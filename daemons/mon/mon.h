@@ -27,7 +27,9 @@
 #define LOGD(...) TSR_LOG_DEBUG(MON, __VA_ARGS__)
 
 #define PROPOSE_TIMEOUT_NS (5ull * 1000000000u) /* a change not committed by then fails */
-#define QUEUE_MAX 4096 /* items waiting for the monitor thread; above, new ones are refused */
+/* items waiting for the monitor thread; above, new ones are refused (a
+ * beacon every interval from each of 10,000 OSDs comes in bursts) */
+#define QUEUE_MAX 65536
 
 /* Something an I/O thread queued for the monitor thread. */
 struct item {

@@ -20,6 +20,11 @@
  *                 LevelDB, unsynced, under the write lock
  *     free     -> the old maps' blocks wait for the next checkpoint
  *
+ * The first two are the engine's stage (bd_stage), which commit threads
+ * run side by side for batches of different collections: the allocator is
+ * shared under amu.  The rest is the seal (bd_seal), one at a time: one
+ * record for every batch staged meanwhile.
+ *
  * A checkpoint (journal full, mount, umount) syncs the device and LevelDB,
  * starts the journal afresh, and only then frees, discards and reuses the
  * blocks freed since the previous one.  So within the records replay may
@@ -34,9 +39,9 @@
  */
 #include "errf.h"
 #include "alloc.h"
-#include "journal.h"
+#include "ostore/journal.h"
 #include "mkfs.h"
-#include "ostore.h"
+#include "ostore/ostore.h"
 #include "super.h"
 
 #include <tessera/backend.h>
@@ -100,17 +105,17 @@ struct bdev {
 	int no_discard;        /* the device refused a discard once */
 	struct bd_super dsb;
 	uint64_t nblocks;
-	struct bd_alloc *alloc;
+	struct bd_alloc *alloc;  /* under amu: commit threads take from it */
+	pthread_mutex_t amu;
 	uint64_t journal_size;
-	struct jr *jr;
-	int failed_apply;      /* see bd_commit */
-	/* freed since the last checkpoint: reused only after the next */
+	struct jr *jr;           /* the seal's (one at a time) */
+	/* freed since the last checkpoint: reused only after the next (the
+	 * seal's, or an os_exclusive caller's) */
 	struct bd_extent *quar;
 	size_t nquar, qcap;
 	uint64_t nquar_blocks;
-	/* free blocks, quarantine included, as readers may see them: set
-	 * under the write lock (the allocator itself is the commit
-	 * thread's) */
+	/* free blocks, quarantine included, as readers and the ENOSPC check
+	 * may see them: stored (atomically) under the write lock */
 	uint64_t space_free;
 };
 
@@ -139,9 +144,10 @@ struct bwrite {
 	uint32_t nblk;
 };
 
+/* What blockdev keeps of an overlay from stage to unstage (os_prep.be). */
 struct bcommit {
 	struct bdev *bd;
-	struct tsr_enc k;          /* the record's key/value operations */
+	struct tsr_enc k;          /* its key/value operations for the record */
 	uint32_t nk;
 	struct bd_extent *taken;   /* allocated here: given back on failure */
 	size_t ntaken, tcap;
@@ -151,6 +157,7 @@ struct bcommit {
 	size_t nw, wcap;
 	uint8_t **owned;           /* aligned copies of compressed chunks */
 	size_t nowned, ocap;
+	int deferred;              /* its data rides in the record */
 	int rc;
 	char err[512];
 };
@@ -199,8 +206,11 @@ static int
 take(struct bcommit *bc, uint64_t n, struct bd_extent *ext, uint32_t max,
      uint32_t *next)
 {
-	int rc = bd_alloc_take(bc->bd->alloc, n, ext, max, next);
+	int rc;
 
+	pthread_mutex_lock(&bc->bd->amu);
+	rc = bd_alloc_take(bc->bd->alloc, n, ext, max, next);
+	pthread_mutex_unlock(&bc->bd->amu);
 	if (rc < 0)
 		return rc;
 	for (uint32_t i = 0; i < *next; i++) {
@@ -486,8 +496,12 @@ apply_plan(struct bdev *bd, const void *buf, size_t len, char *err,
 static void
 publish_space(struct bdev *bd)
 {
-	bd->space_free = (bd->alloc ? bd_alloc_free_blocks(bd->alloc) : 0) +
-			 bd->nquar_blocks;
+	uint64_t nfree;
+
+	pthread_mutex_lock(&bd->amu);
+	nfree = (bd->alloc ? bd_alloc_free_blocks(bd->alloc) : 0) + bd->nquar_blocks;
+	pthread_mutex_unlock(&bd->amu);
+	__atomic_store_n(&bd->space_free, nfree, __ATOMIC_RELAXED);
 }
 
 /* Everything applied becomes durable without the journal; then the
@@ -505,8 +519,14 @@ checkpoint(struct bdev *bd, char *err, size_t errlen)
 		return rc;
 	pthread_rwlock_wrlock(&bd->os.lock);
 	for (size_t i = 0; i < bd->nquar; i++) {
-		if (bd->alloc != NULL &&
-		    bd_alloc_release(bd->alloc, bd->quar[i].start, bd->quar[i].count) < 0)
+		int rc2 = 0;
+
+		pthread_mutex_lock(&bd->amu);
+		if (bd->alloc != NULL)
+			rc2 = bd_alloc_release(bd->alloc, bd->quar[i].start,
+					       bd->quar[i].count);
+		pthread_mutex_unlock(&bd->amu);
+		if (rc2 < 0)
 			os_log(&bd->os, LOG_ERR, "%s: freeing blocks %" PRIu64 "+%"
 			       PRIu64 " twice (run fsck)", bd->dev_path,
 			       bd->quar[i].start, bd->quar[i].count);
@@ -519,121 +539,236 @@ checkpoint(struct bdev *bd, char *err, size_t errlen)
 	return 0;
 }
 
+/* Allocate and place the overlay's data, writing it in place when it is
+ * more than its record should carry. */
 static int
-commit_once(struct os *os, struct os_prep *p)
+stage_once(struct os_prep *p, struct bcommit *bc)
 {
-	struct bdev *bd = B(os);
-	struct bcommit bc;
-	struct tsr_enc e;
-	uint64_t bytes = 0, seq;
-	uint8_t *rec = NULL;
-	size_t rlen = 0, mark;
-	int rc = 0, deferred;
+	uint64_t bytes = 0;
+	int rc;
 
-	memset(&bc, 0, sizeof(bc));
-	bc.bd = bd;
-	tsr_enc_init(&bc.k);
-	tsr_enc_init(&e);
 	/* key/value changes in order: ranges, then the chunk maps, then the
 	 * overlay's entries (kvov.h) */
-	os_emit_ranges(p, batch_emit, &bc);
-	rc = bc.rc;
+	os_emit_ranges(p, batch_emit, bc);
+	rc = bc->rc;
 	for (size_t i = 0; i < p->nfiles && rc == 0; i++)
 		for (size_t j = 0; j < p->files[i]->nchunks && rc == 0; j++)
 			if (p->files[i]->chunks[j]->dirty)
-				rc = store_chunk(p, &bc, p->files[i], p->files[i]->chunks[j]);
-	if (rc == 0 && (rc = os_emit_entries(p, batch_emit, &bc)) == 0)
-		rc = bc.rc;
-	if (rc == 0 && bc.nw > 1)
-		qsort(bc.w, bc.nw, sizeof(*bc.w), cmp_write);
-	for (size_t i = 0; i < bc.nw; i++)
-		bytes += (uint64_t)bc.w[i].nblk * OS_BLOCK;
-	/* small batches carry their data in the record: one synced write;
+				rc = store_chunk(p, bc, p->files[i], p->files[i]->chunks[j]);
+	if (rc == 0 && (rc = os_emit_entries(p, batch_emit, bc)) == 0)
+		rc = bc->rc;
+	if (rc == 0 && bc->nw > 1)
+		qsort(bc->w, bc->nw, sizeof(*bc->w), cmp_write);
+	for (size_t i = 0; i < bc->nw; i++)
+		bytes += (uint64_t)bc->w[i].nblk * OS_BLOCK;
+	/* small overlays carry their data in the record: one synced write;
 	 * large ones write it in place first and sync the device */
-	deferred = bytes <= DEFERRED_MAX;
-	if (rc == 0 && !deferred)
-		rc = write_all(&bc);
-	if (rc == 0) {
-		mark = tsr_enc_begin_struct(&e, 1, 1);
-		tsr_enc_u32(&e, deferred ? (uint32_t)bc.nw : 0);
-		for (size_t i = 0; deferred && i < bc.nw; i++) {
-			tsr_enc_u64(&e, bc.w[i].blk);
-			tsr_enc_bytes(&e, bc.w[i].p, (size_t)bc.w[i].nblk * OS_BLOCK);
-		}
-		tsr_enc_u32(&e, bc.nk);
-		tsr_enc_raw(&e, bc.k.buf, bc.k.len);
-		tsr_enc_end_struct(&e, mark);
-		rc = tsr_enc_error(&bc.k) ? tsr_enc_error(&bc.k) : tsr_enc_error(&e);
-		if (rc == 0 && (rec = tsr_enc_take(&e, &rlen)) == NULL)
-			rc = -ENOMEM;
+	bc->deferred = bytes <= DEFERRED_MAX;
+	if (rc == 0 && !bc->deferred)
+		rc = write_all(bc);
+	if (rc == 0)
+		rc = tsr_enc_error(&bc->k);
+	p->rec_bytes = bc->k.len + (bc->deferred ? bytes : 0);
+	return rc;
+}
+
+/* Give back what stage_once took and forget what it did. */
+static void
+bcommit_reset(struct bcommit *bc)
+{
+	struct bdev *bd = bc->bd;
+
+	pthread_mutex_lock(&bd->amu);
+	for (size_t i = 0; i < bc->ntaken; i++) /* not committed: still free */
+		bd_alloc_release(bd->alloc, bc->taken[i].start, bc->taken[i].count);
+	pthread_mutex_unlock(&bd->amu);
+	for (size_t i = 0; i < bc->nowned; i++)
+		free(bc->owned[i]);
+	tsr_enc_release(&bc->k);
+	free(bc->owned);
+	free(bc->taken);
+	free(bc->freed);
+	free(bc->w);
+	*bc = (struct bcommit){ .bd = bd };
+	tsr_enc_init(&bc->k);
+}
+
+/* A checkpoint when blocks wait in quarantine (os_exclusive: no seal
+ * runs); 1 when it freed some, 0 when there were none. */
+static int
+checkpoint_for_space(struct os *os, void *arg)
+{
+	struct bdev *bd = B(os);
+	char err[512];
+
+	(void)arg;
+	if (bd->nquar == 0)
+		return 0;
+	if (checkpoint(bd, err, sizeof(err)) < 0) {
+		os_log(os, LOG_ERR, "%s", err);
+		return -EIO;
 	}
+	return 1;
+}
+
+/* The engine's stage hook. */
+static int
+bd_stage(struct os *os, struct os_prep *p)
+{
+	struct bdev *bd = B(os);
+	struct bcommit *bc = calloc(1, sizeof(*bc));
+	int rc;
+
+	if (bc == NULL)
+		return -ENOMEM;
+	bc->bd = bd;
+	tsr_enc_init(&bc->k);
+	p->be = bc;
+	rc = stage_once(p, bc);
+	/* blocks freed since the last checkpoint count as free space (see
+	 * bd_space): when they are what is missing, a checkpoint frees them */
+	if (rc == -ENOSPC) {
+		bcommit_reset(bc);
+		rc = os_exclusive(os, checkpoint_for_space, NULL);
+		if (rc == 1)
+			rc = stage_once(p, bc);
+		else if (rc == 0)
+			rc = -ENOSPC;
+	}
+	if (rc < 0 && rc != -ENOSPC && rc != -EFBIG && bc->err[0])
+		os_log(os, LOG_ERR, "%s", bc->err);
+	return rc == -ENOSPC || rc == -ENOMEM || rc == -EFBIG ? rc : rc < 0 ? -EIO : 0;
+}
+
+/* Journal and apply the staged overlays ps[0..n) as one record: 0 or a
+ * negative errno for all of them. */
+static int
+seal_group(struct os *os, struct os_prep *const *ps, size_t n)
+{
+	struct bdev *bd = B(os);
+	struct os_super sb;
+	int with_sb = os_seal_super(os, ps, n, &sb);
+	struct tsr_enc e, sk;
+	uint32_t nw = 0, nk = 0, nsk = 0;
+	uint64_t seq;
+	uint8_t *rec = NULL;
+	size_t rlen = 0, mark;
+	char err[512] = "";
+	int rc = 0;
+
+	tsr_enc_init(&sk);
+	if (with_sb) {
+		size_t sl;
+		uint8_t *sv = os_super_encode(&sb, os->hooks->magic, &sl);
+		if (sv == NULL)
+			return -ENOMEM;
+		os_rec_kv(&sk, &nsk, OS_KV_PUT, "S", 1, sv, sl);
+		free(sv);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct bcommit *bc = ps[i]->be;
+		if (bc->deferred)
+			nw += (uint32_t)bc->nw;
+		nk += bc->nk;
+	}
+	tsr_enc_init(&e);
+	mark = tsr_enc_begin_struct(&e, 1, 1);
+	tsr_enc_u32(&e, nw);
+	for (size_t i = 0; i < n; i++) {
+		struct bcommit *bc = ps[i]->be;
+		for (size_t j = 0; bc->deferred && j < bc->nw; j++) {
+			tsr_enc_u64(&e, bc->w[j].blk);
+			tsr_enc_bytes(&e, bc->w[j].p, (size_t)bc->w[j].nblk * OS_BLOCK);
+		}
+	}
+	tsr_enc_u32(&e, nk + nsk);
+	for (size_t i = 0; i < n; i++) {
+		struct bcommit *bc = ps[i]->be;
+		tsr_enc_raw(&e, bc->k.buf, bc->k.len);
+	}
+	tsr_enc_raw(&e, sk.buf, sk.len);
+	tsr_enc_end_struct(&e, mark);
+	rc = tsr_enc_error(&sk) ? tsr_enc_error(&sk) : tsr_enc_error(&e);
+	tsr_enc_release(&sk);
+	if (rc == 0 && (rec = tsr_enc_take(&e, &rlen)) == NULL)
+		rc = -ENOMEM;
+	tsr_enc_release(&e);
 	if (rc == 0) {
-		rc = jr_append(bd->jr, rec, rlen, &seq, bc.err, sizeof(bc.err));
-		if (rc == -ENOSPC && (rc = checkpoint(bd, bc.err, sizeof(bc.err))) == 0)
-			rc = jr_append(bd->jr, rec, rlen, &seq, bc.err, sizeof(bc.err));
+		rc = jr_append(bd->jr, rec, rlen, &seq, err, sizeof(err));
+		if (rc == -ENOSPC && (rc = checkpoint(bd, err, sizeof(err))) == 0)
+			rc = jr_append(bd->jr, rec, rlen, &seq, err, sizeof(err));
 		if (rc == -E2BIG)
 			rc = -EFBIG;
 	}
-	if (rc == 0) {
-		/* committed; the old blocks wait for the next checkpoint */
-		pthread_rwlock_wrlock(&os->lock);
-		rc = apply_plan(bd, rec, rlen, bc.err, sizeof(bc.err));
-		if (rc == 0)
-			os->sb = p->sb;
-		bc.ntaken = 0; /* the record holds them now */
-		for (size_t i = 0; i < bc.nfreed; i++) {
+	if (rc < 0) {
+		if (rc != -ENOSPC && rc != -EFBIG && err[0])
+			os_log(os, LOG_ERR, "%s", err);
+		free(rec);
+		return rc == -ENOSPC || rc == -ENOMEM || rc == -EFBIG ? rc : -EIO;
+	}
+	/* committed; the old blocks wait for the next checkpoint */
+	pthread_rwlock_wrlock(&os->lock);
+	rc = apply_plan(bd, rec, rlen, err, sizeof(err));
+	if (rc == 0)
+		os->sb = sb;
+	for (size_t i = 0; i < n; i++) {
+		struct bcommit *bc = ps[i]->be;
+
+		bc->ntaken = 0; /* the record holds them now */
+		for (size_t j = 0; j < bc->nfreed; j++) {
 			if (grow((void **)&bd->quar, &bd->qcap, bd->nquar,
 				 sizeof(*bd->quar)) < 0) {
 				/* not freed until the next mount: a leak, not a loss */
 				break;
 			}
-			bd->quar[bd->nquar++] = bc.freed[i];
-			bd->nquar_blocks += bc.freed[i].count;
-		}
-		publish_space(bd);
-		pthread_rwlock_unlock(&os->lock);
-		if (rc < 0) {
-			os->failed = 1;
-			os_log(os, LOG_ERR, "%s: applying committed journal record %"
-			       PRIu64 " failed (%s); the store is now read-only and the "
-			       "record will be replayed at the next mount", bd->dev_path,
-			       seq, bc.err);
-			rc = -EIO;
+			bd->quar[bd->nquar++] = bc->freed[j];
+			bd->nquar_blocks += bc->freed[j].count;
 		}
 	}
-	if (rc < 0 && rc != -ENOSPC && rc != -EFBIG && bc.err[0])
-		os_log(os, LOG_ERR, "%s", bc.err);
-	for (size_t i = 0; i < bc.ntaken; i++) /* not committed: still free */
-		bd_alloc_release(bd->alloc, bc.taken[i].start, bc.taken[i].count);
-	for (size_t i = 0; i < bc.nowned; i++)
-		free(bc.owned[i]);
+	publish_space(bd);
+	pthread_rwlock_unlock(&os->lock);
 	free(rec);
-	tsr_enc_release(&e);
-	tsr_enc_release(&bc.k);
-	free(bc.owned);
-	free(bc.taken);
-	free(bc.freed);
-	free(bc.w);
-	return rc == -ENOSPC || rc == -ENOMEM || rc == -EFBIG ? rc : rc < 0 ? -EIO : 0;
+	if (rc < 0) {
+		os->failed = 1;
+		os_log(os, LOG_ERR, "%s: applying committed journal record %"
+		       PRIu64 " failed (%s); the store is now read-only and the "
+		       "record will be replayed at the next mount", bd->dev_path,
+		       seq, err);
+		return -EIO;
+	}
+	return 0;
 }
 
-static int
-bd_commit(struct os *os, struct os_prep *p)
+/* The engine's seal hook: one record for all, unless together they are
+ * more than a record holds; then one each. */
+static void
+bd_seal(struct os *os, struct os_prep **ps, size_t n, int *rcs)
 {
-	struct bdev *bd = B(os);
-	char err[512];
-	int rc = commit_once(os, p);
+	int rc = seal_group(os, ps, n);
 
-	/* blocks freed since the last checkpoint count as free space (see
-	 * bd_space): when they are what is missing, a checkpoint frees them */
-	if (rc == -ENOSPC && bd->nquar > 0) {
-		if ((rc = checkpoint(bd, err, sizeof(err))) < 0) {
-			os_log(os, LOG_ERR, "%s", err);
-			return -EIO;
-		}
-		rc = commit_once(os, p);
+	if (rc == -EFBIG && n > 1) {
+		for (size_t i = 0; i < n; i++)
+			rcs[i] = seal_group(os, &ps[i], 1);
+		return;
 	}
-	return rc;
+	for (size_t i = 0; i < n; i++)
+		rcs[i] = rc;
+}
+
+/* The engine's unstage hook: what the overlay took goes back unless its
+ * record holds it (seal_group cleared it then). */
+static void
+bd_unstage(struct os *os, struct os_prep *p, int committed)
+{
+	struct bcommit *bc = p->be;
+
+	(void)os;
+	(void)committed;
+	if (bc == NULL)
+		return;
+	bcommit_reset(bc);
+	free(bc);
+	p->be = NULL;
 }
 
 /* ---- The engine's other hooks ---------------------------------------------*/
@@ -667,7 +802,7 @@ bd_space(struct os *os, uint64_t *total, uint64_t *avail)
 	struct bdev *bd = B(os);
 
 	*total = bd->nblocks * OS_BLOCK;
-	*avail = bd->space_free * OS_BLOCK;
+	*avail = __atomic_load_n(&bd->space_free, __ATOMIC_RELAXED) * OS_BLOCK;
 	return 0;
 }
 
@@ -995,7 +1130,9 @@ bd_fsck(void *inst, int repair, tsr_fsck_cb cb, void *arg)
 
 static const struct os_hooks bd_hooks = {
 	.magic = "TSRBDEV1",
-	.commit = bd_commit,
+	.stage = bd_stage,
+	.seal = bd_seal,
+	.unstage = bd_unstage,
 	.data_fd = bd_data_fd,
 	.data_fd_done = bd_data_fd_done,
 	.stored_off = bd_stored_off,
@@ -1032,6 +1169,7 @@ bd_create(const struct tsr_host *host, const struct tsr_opts *opts,
 	bd->zero_fill = (int)v[OPT_ZERO].i;
 	bd->journal_size = (uint64_t)v[OPT_JOURNAL].i;
 	bd->fd = bd->dio = -1;
+	pthread_mutex_init(&bd->amu, NULL);
 	*instance = bd;
 	return 0;
 }
@@ -1043,6 +1181,7 @@ bd_destroy(void *inst)
 
 	if (bd->os.mounted)
 		bd_umount(bd);
+	pthread_mutex_destroy(&bd->amu);
 	os_fini(&bd->os);
 	free(bd);
 }

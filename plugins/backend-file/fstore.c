@@ -29,6 +29,11 @@
  *     apply    -> files and LevelDB updated without syncing, under the
  *                 write lock so readers never see half of it
  *
+ * The plan and the direct writes below are the engine's stage (fs_stage),
+ * which commit threads run side by side for batches of different
+ * collections; journal and apply are the seal (fs_seal), one at a time,
+ * with the plans of every batch staged meanwhile in one record.
+ *
  * A checkpoint (when the journal fills, and at mount and umount) syncs
  * LevelDB and the file system, then moves the journal's start past every
  * record.  Mount replays the records after the last checkpoint.  Before
@@ -47,8 +52,8 @@
  * was never acknowledged.
  */
 #include "errf.h"
-#include "journal.h"
-#include "ostore.h"
+#include "ostore/journal.h"
+#include "ostore/ostore.h"
 
 #include <tessera/backend.h>
 #include <tessera/crc32c.h>
@@ -97,7 +102,9 @@ static const struct tsr_opt_def fs_options[] = {
 
 struct fdent {
 	uint64_t objid;
-	int fd;
+	int fd;                /* 0: a free slot */
+	int refs;              /* commit threads using it now */
+	int dead;              /* close when the last lets go */
 	uint64_t used;         /* LRU stamp */
 };
 
@@ -161,13 +168,16 @@ struct ffs {
 	struct os os;
 	uint64_t journal_size;
 	int dirfd, datafd;
-	struct jr *jr;
-	/* commit thread only */
+	struct jr *jr;          /* the seal's (one at a time) */
+	/* under setlock: stages read them, seals and checkpoints change them */
+	pthread_mutex_t setlock;
 	struct idset journaled; /* ids with file ops journaled since the
 				 * last checkpoint (see write_direct) */
 	int direct_off;         /* journal everything until the next one */
 	int one_flush;          /* records of direct data go out unsynced
 				 * (jr_write; see the top of this file) */
+	/* read-write descriptors of the commit threads, under fdlock */
+	pthread_mutex_t fdlock;
 	struct fdent fds[FD_CACHE];
 	uint64_t fdclock;
 	/* the precreator (see precreate_main), under plock */
@@ -204,10 +214,12 @@ obj_relpath(char *buf, size_t n, uint64_t objid)
 }
 
 /* Open an object's file under data/: read-only for readers, read-write for
- * the commit thread, creating it and its directories with create.
+ * the commit threads, creating it and its directories with create.
  * -ENOENT when it does not exist and !create.  *made (may be NULL) gets
  * MADE_* bits for what had to be created, so a caller that needs the new
- * names durable knows which directories to sync. */
+ * names durable knows which directories to sync; fresh says the object
+ * is new (no committed transaction made it), so its file, when it exists,
+ * is a precreated one whose name may not be durable yet. */
 /* Is objid's file one the precreator made and synced? */
 static int
 precreated(struct os *os, uint64_t objid)
@@ -225,7 +237,7 @@ precreated(struct os *os, uint64_t objid)
 #define MADE_TOP 4    /* data/XX */
 
 static int
-obj_open(struct os *os, uint64_t objid, int rw, int create, int *made)
+obj_open(struct os *os, uint64_t objid, int rw, int create, int fresh, int *made)
 {
 	char rel[64];
 	int fd, flags = 0;
@@ -234,8 +246,7 @@ obj_open(struct os *os, uint64_t objid, int rw, int create, int *made)
 		*made = 0;
 	obj_relpath(rel, sizeof(rel), objid);
 	fd = openat(F(os)->datafd, rel, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-	if (fd >= 0 && create && made && objid >= os->sb.next_objid &&
-	    !precreated(os, objid))
+	if (fd >= 0 && create && made && fresh && !precreated(os, objid))
 		/* a new object's: it may be the precreator's, its name not yet
 		 * durable (a committed object's file is never "made") */
 		*made = MADE_FILE | MADE_LEAF | MADE_TOP;
@@ -290,55 +301,126 @@ sync_parents(struct os *os, char *rel, int made)
 	return 0;
 }
 
-/* The commit thread's cached read-write descriptor for an object's file. */
+/* The commit threads' cached read-write descriptors of objects' files.
+ * fd_get hands one out (opening it, with create making the file, when it
+ * is not cached), fd_put takes it back.  An entry in use is never closed
+ * under its user: eviction skips it, and uncaching it closes it when its
+ * last user lets go.  When every entry is in use the descriptor is not
+ * cached, and fd_put closes it. */
 static int
-cached_fd(struct os *os, uint64_t objid, int create, int *made)
+fd_get(struct os *os, uint64_t objid, int create)
 {
-	struct fdent *victim = &F(os)->fds[0];
+	struct ffs *f = F(os);
+	struct fdent *victim = NULL;
+	int fd;
 
-	if (made)
-		*made = 0;
+	pthread_mutex_lock(&f->fdlock);
 	for (int i = 0; i < FD_CACHE; i++) {
-		struct fdent *e = &F(os)->fds[i];
-		if (e->fd > 0 && e->objid == objid) {
-			e->used = ++F(os)->fdclock;
+		struct fdent *e = &f->fds[i];
+		if (e->fd > 0 && e->objid == objid && !e->dead) {
+			e->used = ++f->fdclock;
+			e->refs++;
+			pthread_mutex_unlock(&f->fdlock);
 			return e->fd;
 		}
-		if (e->fd <= 0 || e->used < victim->used)
-			victim = e;
 	}
-	int fd = obj_open(os, objid, 1, create, made);
+	pthread_mutex_unlock(&f->fdlock);
+	/* one thread per object (its collection's): nobody else opens it */
+	fd = obj_open(os, objid, 1, create, 0, NULL);
 	if (fd < 0)
 		return fd;
-	if (victim->fd > 0)
-		close(victim->fd);
-	victim->objid = objid;
-	victim->fd = fd;
-	victim->used = ++F(os)->fdclock;
+	pthread_mutex_lock(&f->fdlock);
+	for (int i = 0; i < FD_CACHE; i++) {
+		struct fdent *e = &f->fds[i];
+		if (e->fd <= 0) {
+			victim = e;
+			break;
+		}
+		if (e->refs == 0 && (victim == NULL || e->used < victim->used))
+			victim = e;
+	}
+	if (victim != NULL) {
+		if (victim->fd > 0)
+			close(victim->fd);
+		*victim = (struct fdent){ .objid = objid, .fd = fd, .refs = 1,
+					  .used = ++f->fdclock };
+	}
+	pthread_mutex_unlock(&f->fdlock);
 	return fd;
+}
+
+static void
+fd_put(struct os *os, int fd)
+{
+	struct ffs *f = F(os);
+
+	pthread_mutex_lock(&f->fdlock);
+	for (int i = 0; i < FD_CACHE; i++) {
+		struct fdent *e = &f->fds[i];
+		if (e->fd == fd) {
+			if (--e->refs == 0 && e->dead) {
+				close(e->fd);
+				e->fd = 0;
+				e->dead = 0;
+			}
+			pthread_mutex_unlock(&f->fdlock);
+			return;
+		}
+	}
+	pthread_mutex_unlock(&f->fdlock);
+	close(fd); /* it was not cached */
 }
 
 static void
 uncache_fd(struct os *os, uint64_t objid)
 {
-	for (int i = 0; i < FD_CACHE; i++)
-		if (F(os)->fds[i].fd > 0 && F(os)->fds[i].objid == objid) {
-			close(F(os)->fds[i].fd);
-			F(os)->fds[i].fd = 0;
+	struct ffs *f = F(os);
+
+	pthread_mutex_lock(&f->fdlock);
+	for (int i = 0; i < FD_CACHE; i++) {
+		struct fdent *e = &f->fds[i];
+		if (e->fd > 0 && e->objid == objid && !e->dead) {
+			if (e->refs > 0) {
+				e->dead = 1;
+			} else {
+				close(e->fd);
+				e->fd = 0;
+			}
 		}
+	}
+	pthread_mutex_unlock(&f->fdlock);
 }
 
+/* With no commit thread running. */
 static void
 uncache_all(struct os *os)
 {
 	for (int i = 0; i < FD_CACHE; i++)
 		if (F(os)->fds[i].fd > 0) {
 			close(F(os)->fds[i].fd);
-			F(os)->fds[i].fd = 0;
+			F(os)->fds[i] = (struct fdent){ 0 };
 		}
 }
 
-/* ---- The plan --------------------------------------------------------------*/
+/* ---- The plan --------------------------------------------------------------
+ *
+ *     envelope v1 {
+ *         u32 nfile;  nfile x { u8 op, u64 objid, u64 off, u64 len,
+ *                               bytes data (P_WRITE only) }
+ *         u32 nkv;    nkv x   { u8 op, bytes key, bytes val_or_end }
+ *     }
+ *
+ * Every operation reads nothing and may be applied any number of times.
+ * A journal record is one plan: that of the overlays a seal commits
+ * together, one after the other (they touch different objects), and the
+ * superblock last. */
+
+enum { P_WRITE = 1, P_PUNCH, P_TRUNC, P_UNLINK };
+
+struct plan {
+	struct tsr_enc f, k;
+	uint32_t nf, nk;
+};
 
 /* A write waiting for sync_direct; p points into a chunk buffer, which
  * lives until the overlay is released, or into owned. */
@@ -358,12 +440,15 @@ struct direct {
 	size_t nw, wcap;
 };
 
-/* What one commit of the file backend keeps while it runs (os_prep.be). */
+/* What the file backend keeps of an overlay from stage to unstage
+ * (os_prep.be). */
 struct fcommit {
+	struct plan pl;         /* its plan, for the seal's record */
 	struct direct *direct;  /* files written before the journal record */
 	size_t ndirect, dcap;
 	uint64_t *jids;         /* files the record has operations for */
 	size_t njids, jcap;
+	int keep;               /* its record may be on disk: drop nothing */
 };
 
 static struct fcommit *
@@ -371,23 +456,6 @@ FC(struct os_prep *p)
 {
 	return p->be;
 }
-
-/* ---- The plan --------------------------------------------------------------
- *
- *     envelope v1 {
- *         u32 nfile;  nfile x { u8 op, u64 objid, u64 off, u64 len,
- *                               bytes data (P_WRITE only) }
- *         u32 nkv;    nkv x   { u8 op, bytes key, bytes val_or_end }
- *     }
- *
- * Every operation reads nothing and may be applied any number of times. */
-
-enum { P_WRITE = 1, P_PUNCH, P_TRUNC, P_UNLINK };
-
-struct plan {
-	struct tsr_enc f, k;
-	uint32_t nf, nk;
-};
 
 static void
 plan_file(struct plan *pl, uint8_t op, uint64_t objid, uint64_t off,
@@ -434,7 +502,8 @@ direct_write(struct os_prep *p, uint64_t objid, uint64_t off, const void *data,
 		d = &FC(p)->direct[FC(p)->ndirect];
 		memset(d, 0, sizeof(*d));
 		d->objid = objid;
-		d->fd = obj_open(p->os, objid, 1, 1, &d->made);
+		d->fd = obj_open(p->os, objid, 1, 1, os_prep_is_new(p, objid),
+				 &d->made);
 		if (d->fd < 0)
 			return errf(p->err, sizeof(p->err), d->fd,
 				    "%s: data file %016" PRIx64 ": %s", p->os->path,
@@ -559,13 +628,21 @@ finalize_chunk(struct os_prep *p, struct plan *pl, struct os_file *f,
 static int
 write_direct(struct os_prep *p, const struct os_file *f)
 {
-	if (f->unlink || f->trunc_to != UINT64_MAX || f->npunches ||
-	    F(p->os)->direct_off || idset_has(&F(p->os)->journaled, f->objid))
+	struct ffs *fs = F(p->os);
+	int journaled;
+
+	if (f->unlink || f->trunc_to != UINT64_MAX || f->npunches)
 		return 0;
 	for (size_t j = 0; j < f->nchunks; j++)
 		if (f->chunks[j]->dirty && f->chunks[j]->base.present)
 			return 0;
-	return 1;
+	/* No record of another commit thread can touch f meanwhile: the
+	 * object is in this overlay's collection, which is ours until it
+	 * is sealed.  A checkpoint in between only clears the set. */
+	pthread_mutex_lock(&fs->setlock);
+	journaled = fs->direct_off || idset_has(&fs->journaled, f->objid);
+	pthread_mutex_unlock(&fs->setlock);
+	return !journaled;
 }
 
 static int
@@ -664,59 +741,85 @@ plan_emit(void *arg, int op, const void *k, size_t kl, const void *v, size_t vl)
 	plan_kv(arg, op, k, kl, v, vl);
 }
 
-/* Turn the overlay into the encoded plan (*out, malloc'd). */
+/* Turn the overlay into its plan (FC(p)->pl, without the envelope: a
+ * seal puts the plans of the overlays it commits into one record). */
 static int
-finalize(struct os_prep *p, uint8_t **out, size_t *outlen)
+finalize(struct os_prep *p)
 {
-	struct plan pl;
-	struct tsr_enc e;
-	size_t m;
+	struct plan *pl = &FC(p)->pl;
 	int rc = 0;
 
-	memset(&pl, 0, sizeof(pl));
-	tsr_enc_init(&pl.f);
-	tsr_enc_init(&pl.k);
 	/* Range deletions first: a chunk dropped (truncate, zero) and written
 	 * again in the same overlay gets its new map below, after the range
 	 * that removes the old one. */
-	os_emit_ranges(p, plan_emit, &pl);
+	os_emit_ranges(p, plan_emit, pl);
 	for (size_t i = 0; i < p->nfiles && rc == 0; i++) {
 		struct os_file *f = p->files[i];
 		int direct = write_direct(p, f);
-		uint32_t before = pl.nf;
+		uint32_t before = pl->nf;
 
 		if (f->unlink) {
-			plan_file(&pl, P_UNLINK, f->objid, 0, 0, NULL);
+			plan_file(pl, P_UNLINK, f->objid, 0, 0, NULL);
 		} else {
 			if (f->trunc_to != UINT64_MAX)
-				plan_file(&pl, P_TRUNC, f->objid, f->trunc_to, 0, NULL);
+				plan_file(pl, P_TRUNC, f->objid, f->trunc_to, 0, NULL);
 			for (size_t j = 0; j < f->npunches; j++)
-				plan_file(&pl, P_PUNCH, f->objid, f->punches[j].off,
+				plan_file(pl, P_PUNCH, f->objid, f->punches[j].off,
 					  f->punches[j].len, NULL);
 			for (size_t j = 0; j < f->nchunks && rc == 0; j++)
 				if (f->chunks[j]->dirty)
-					rc = finalize_chunk(p, &pl, f, f->chunks[j],
+					rc = finalize_chunk(p, pl, f, f->chunks[j],
 							    direct);
 		}
-		if (rc == 0 && pl.nf != before)
+		if (rc == 0 && pl->nf != before)
 			rc = add_jid(p, f->objid);
 	}
 	/* the overlay's entries come after its ranges (see kvov.h) */
 	if (rc == 0)
-		rc = os_emit_entries(p, plan_emit, &pl);
+		rc = os_emit_entries(p, plan_emit, pl);
+	if (rc == 0)
+		rc = tsr_enc_error(&pl->f) ? tsr_enc_error(&pl->f)
+					   : tsr_enc_error(&pl->k);
+	return rc;
+}
+
+/* One journal record of the plans of ps[0..n), and the superblock sb
+ * when with_sb (*out, malloc'd). */
+static int
+record_encode(struct os *os, struct os_prep *const *ps, size_t n,
+	      const struct os_super *sb, int with_sb, uint8_t **out,
+	      size_t *outlen)
+{
+	struct tsr_enc e, sk;
+	uint32_t nf = 0, nk = 0, nsk = 0;
+	size_t m;
+	int rc;
+
+	tsr_enc_init(&sk);
+	if (with_sb) {
+		size_t sl;
+		uint8_t *sv = os_super_encode(sb, os->hooks->magic, &sl);
+		if (sv == NULL)
+			return -ENOMEM;
+		os_rec_kv(&sk, &nsk, OS_KV_PUT, "S", 1, sv, sl);
+		free(sv);
+	}
+	for (size_t i = 0; i < n; i++) {
+		nf += FC(ps[i])->pl.nf;
+		nk += FC(ps[i])->pl.nk;
+	}
 	tsr_enc_init(&e);
 	m = tsr_enc_begin_struct(&e, 1, 1);
-	tsr_enc_u32(&e, pl.nf);
-	tsr_enc_raw(&e, pl.f.buf, pl.f.len);
-	tsr_enc_u32(&e, pl.nk);
-	tsr_enc_raw(&e, pl.k.buf, pl.k.len);
+	tsr_enc_u32(&e, nf);
+	for (size_t i = 0; i < n; i++)
+		tsr_enc_raw(&e, FC(ps[i])->pl.f.buf, FC(ps[i])->pl.f.len);
+	tsr_enc_u32(&e, nk + nsk);
+	for (size_t i = 0; i < n; i++)
+		tsr_enc_raw(&e, FC(ps[i])->pl.k.buf, FC(ps[i])->pl.k.len);
+	tsr_enc_raw(&e, sk.buf, sk.len);
 	tsr_enc_end_struct(&e, m);
-	if (rc == 0)
-		rc = tsr_enc_error(&pl.f) ? tsr_enc_error(&pl.f)
-		     : tsr_enc_error(&pl.k) ? tsr_enc_error(&pl.k)
-					    : tsr_enc_error(&e);
-	tsr_enc_release(&pl.f);
-	tsr_enc_release(&pl.k);
+	rc = tsr_enc_error(&sk) ? tsr_enc_error(&sk) : tsr_enc_error(&e);
+	tsr_enc_release(&sk);
 	if (rc < 0) {
 		tsr_enc_release(&e);
 		return rc;
@@ -776,12 +879,14 @@ apply_plan(struct os *os, const void *buf, size_t len, char *err, size_t errlen)
 			break;
 		switch (o.op) {
 		case P_WRITE:
-			fd = cached_fd(os, o.objid, 1, NULL);
+			fd = fd_get(os, o.objid, 1);
 			rc = fd < 0 ? fd : os_pwrite_full(fd, o.data, (size_t)o.len, o.off);
+			if (fd >= 0)
+				fd_put(os, fd);
 			break;
 		case P_PUNCH:
 		case P_TRUNC:
-			fd = cached_fd(os, o.objid, 0, NULL);
+			fd = fd_get(os, o.objid, 0);
 			if (fd == -ENOENT)
 				break; /* nothing there to cut */
 			if (fd < 0)
@@ -792,6 +897,8 @@ apply_plan(struct os *os, const void *buf, size_t len, char *err, size_t errlen)
 					   (off_t)o.off, (off_t)o.len) < 0 &&
 				 errno != EOPNOTSUPP)
 				rc = -errno; /* punching only frees space */
+			if (fd >= 0)
+				fd_put(os, fd);
 			break;
 		case P_UNLINK:
 			uncache_fd(os, o.objid);
@@ -838,8 +945,10 @@ checkpoint(struct os *os, char *err, size_t errlen)
 	if ((rc = jr_checkpoint(F(os)->jr, err, errlen)) < 0)
 		return rc;
 	/* no record is left to replay over anything */
+	pthread_mutex_lock(&F(os)->setlock);
 	idset_clear(&F(os)->journaled);
 	F(os)->direct_off = 0;
+	pthread_mutex_unlock(&F(os)->setlock);
 	return 0;
 }
 
@@ -866,7 +975,7 @@ precreate_range(struct os *os, uint64_t from, uint64_t to, char *err,
 			from = id;
 			made_dirs = 0;
 		}
-		fd = obj_open(os, id, 1, 1, &made);
+		fd = obj_open(os, id, 1, 1, 1, &made);
 		if (fd < 0) {
 			rc = fd;
 			break;
@@ -968,8 +1077,8 @@ precreate_stop(struct os *os)
 	f->pnext = f->pdurable = 0;
 }
 
-/* The transaction did not commit: remove the files its direct writes
- * created and empty the spares they filled (nothing refers to them).
+/* The overlay did not commit: remove the files its direct writes made,
+ * and those of its new objects (their ids are never handed out again).
  * Data written into files of existing objects lies in chunks without
  * maps, which nothing reads. */
 static void
@@ -979,107 +1088,157 @@ drop_direct(struct os_prep *p)
 		const struct direct *d = &FC(p)->direct[i];
 		char rel[64];
 
-		if (d->made & MADE_FILE) {
+		if ((d->made & MADE_FILE) || os_prep_is_new(p, d->objid)) {
 			obj_relpath(rel, sizeof(rel), d->objid);
 			uncache_fd(p->os, d->objid);
-			unlinkat(F(p->os)->datafd, rel, 0);
-		} else if (d->objid >= p->os->sb.next_objid &&
-			   ftruncate(d->fd, 0) < 0) {
-			os_log(p->os, LOG_WARN, "%s: emptying the spare data file "
-			       "%016" PRIx64 ": %s", p->os->path, d->objid,
-			       strerror(errno));
+			if (unlinkat(F(p->os)->datafd, rel, 0) < 0 && errno != ENOENT)
+				os_log(p->os, LOG_WARN, "%s: removing data/%s of a "
+				       "transaction that failed: %s", p->os->path,
+				       rel, strerror(errno));
 		}
 	}
 }
 
-/* Journal and apply a prepared overlay.  Returns the result for every
- * transaction in it. */
+/* The engine's stage hook: the plan, and the new data of files that skip
+ * the journal written in place (synced now only where one flush cannot
+ * cover the data and the record: one_flush off). */
 static int
-commit_journaled(struct os *os, struct os_prep *p)
+fs_stage(struct os *os, struct os_prep *p)
 {
-	uint8_t *plan = NULL;
-	size_t plen = 0;
-	char err[512] = "";
-	uint64_t seq = 0;
+	struct fcommit *fc = calloc(1, sizeof(*fc));
 	int rc;
 
-	if ((rc = finalize(p, &plan, &plen)) < 0 || (rc = write_direct_data(p)) < 0) {
+	if (fc == NULL)
+		return -ENOMEM;
+	tsr_enc_init(&fc->pl.f);
+	tsr_enc_init(&fc->pl.k);
+	p->be = fc;
+	if ((rc = finalize(p)) < 0 || (rc = write_direct_data(p)) < 0) {
 		if (p->err[0])
 			os_log(os, LOG_ERR, "%s", p->err);
-		free(plan);
-		drop_direct(p);
 		return rc == -ENOSPC ? rc : rc == -ENOMEM ? rc : -EIO;
 	}
-	/* With direct data, the record is written before the data is synced
-	 * and one flush makes both durable (jr_write); replay drops the last
-	 * record if its data did not make it (replay_record). */
-	int direct = FC(p)->ndirect > 0 && F(os)->one_flush;
-	if (FC(p)->ndirect > 0 && !direct && (rc = sync_direct(p)) < 0) {
-		/* where one flush may not cover both (one_flush off),
-		 * the data is synced before the record: not committed */
+	if (fc->ndirect > 0 && !F(os)->one_flush && (rc = sync_direct(p)) < 0) {
+		/* the data is synced before the record: not committed */
 		os_log(os, LOG_ERR, "%s", p->err);
-		free(plan);
-		drop_direct(p);
 		return -EIO;
 	}
+	p->rec_bytes = fc->pl.f.len + fc->pl.k.len;
+	return 0;
+}
+
+/* Journal and apply the plans of ps[0..n) as one record: 0 or a negative
+ * errno for all of them. */
+static int
+seal_group(struct os *os, struct os_prep *const *ps, size_t n)
+{
+	struct os_super sb;
+	int with_sb = os_seal_super(os, ps, n, &sb), direct = 0, rc;
+	uint8_t *rec = NULL;
+	size_t rlen = 0;
+	char err[512] = "";
+	uint64_t seq = 0;
+
+	for (size_t i = 0; i < n; i++)
+		direct |= FC(ps[i])->ndirect > 0;
+	/* With direct data, the record is written before the data is synced
+	 * and one flush makes both durable (jr_write); replay drops the last
+	 * record if its data did not make it (replay_record).  The record is
+	 * the seal's only one until that flush: so the last. */
+	direct = direct && F(os)->one_flush;
+	if ((rc = record_encode(os, ps, n, &sb, with_sb, &rec, &rlen)) < 0)
+		return rc;
 	int (*put)(struct jr *, const void *, size_t, uint64_t *, char *,
 		   size_t) = direct ? jr_write : jr_append;
-	rc = put(F(os)->jr, plan, plen, &seq, err, sizeof(err));
+	rc = put(F(os)->jr, rec, rlen, &seq, err, sizeof(err));
 	if (rc == -ENOSPC) {
+		/* every record before is applied: a seal applies its own */
 		pthread_rwlock_wrlock(&os->lock);
 		rc = checkpoint(os, err, sizeof(err));
 		pthread_rwlock_unlock(&os->lock);
 		if (rc == 0)
-			rc = put(F(os)->jr, plan, plen, &seq, err, sizeof(err));
+			rc = put(F(os)->jr, rec, rlen, &seq, err, sizeof(err));
 	}
 	if (rc < 0) {
 		if (rc != -E2BIG)
 			os_log(os, LOG_ERR, "%s", err);
-		free(plan);
-		drop_direct(p);
+		free(rec);
 		return rc == -E2BIG ? -EFBIG /* more than the journal holds */ : rc;
 	}
-	if (direct && (rc = sync_direct(p)) < 0) {
-		/* The record is written and may be durable; whether the data
-		 * is cannot be known.  The next mount decides (replay drops
-		 * the record if its data is not all there); until then
-		 * nothing more may be committed after it. */
-		os->failed = 1;
-		os_log(os, LOG_ERR, "%s; the store is now read-only, and the next "
-		       "mount completes or drops journal record %" PRIu64,
-		       p->err, seq);
-		free(plan);
+	for (size_t i = 0; direct && i < n && rc == 0; i++)
+		if (FC(ps[i])->ndirect > 0 && (rc = sync_direct(ps[i])) < 0) {
+			/* The record is written and may be durable; whether
+			 * the data is cannot be known.  The next mount decides
+			 * (replay drops the record if its data is not all
+			 * there); until then nothing more may be committed
+			 * after it. */
+			os->failed = 1;
+			os_log(os, LOG_ERR, "%s; the store is now read-only, and the "
+			       "next mount completes or drops journal record %"
+			       PRIu64, ps[i]->err, seq);
+		}
+	if (rc < 0) {
+		for (size_t i = 0; i < n; i++)
+			FC(ps[i])->keep = 1;
+		free(rec);
 		return -EIO;
 	}
 	/* Committed: only a failure of the file system can stop it now, and
 	 * replay at the next mount will finish it. */
-	for (size_t i = 0; i < FC(p)->njids; i++)
-		if (idset_add(&F(os)->journaled, FC(p)->jids[i]) < 0) {
-			/* cannot track it: make every file journal-only
-			 * until the next checkpoint */
-			F(os)->direct_off = 1;
-		}
+	pthread_mutex_lock(&F(os)->setlock);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < FC(ps[i])->njids; j++)
+			if (idset_add(&F(os)->journaled, FC(ps[i])->jids[j]) < 0) {
+				/* cannot track it: make every file
+				 * journal-only until the next checkpoint */
+				F(os)->direct_off = 1;
+			}
+	pthread_mutex_unlock(&F(os)->setlock);
 	pthread_rwlock_wrlock(&os->lock);
-	rc = apply_plan(os, plan, plen, err, sizeof(err));
+	rc = apply_plan(os, rec, rlen, err, sizeof(err));
 	if (rc == 0)
-		os->sb = p->sb;
+		os->sb = sb;
 	pthread_rwlock_unlock(&os->lock);
-	free(plan);
-	if (rc == 0)
-		precreate_kick(os, p->sb.next_objid);
+	free(rec);
 	if (rc < 0) {
 		os->failed = 1;
+		for (size_t i = 0; i < n; i++)
+			FC(ps[i])->keep = 1;
 		os_log(os, LOG_ERR, "%s: applying committed journal record %" PRIu64
 		       " failed (%s); the store is now read-only and the record "
 		       "will be replayed at the next mount", os->path, seq, err);
 		return -EIO;
 	}
+	precreate_kick(os, sb.next_objid);
 	return 0;
 }
 
+/* The engine's seal hook: one record for all, unless together they are
+ * more than a record holds; then one each. */
 static void
-fcommit_release(struct fcommit *fc)
+fs_seal(struct os *os, struct os_prep **ps, size_t n, int *rcs)
 {
+	int rc = seal_group(os, ps, n);
+
+	if (rc == -EFBIG && n > 1) {
+		for (size_t i = 0; i < n; i++)
+			rcs[i] = seal_group(os, &ps[i], 1);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		rcs[i] = rc;
+}
+
+static void
+fs_unstage(struct os *os, struct os_prep *p, int committed)
+{
+	struct fcommit *fc = p->be;
+
+	(void)os;
+	if (fc == NULL)
+		return;
+	if (!committed && !fc->keep)
+		drop_direct(p);
 	for (size_t i = 0; i < fc->ndirect; i++) {
 		struct direct *d = &fc->direct[i];
 		close(d->fd);
@@ -1091,21 +1250,10 @@ fcommit_release(struct fcommit *fc)
 	}
 	free(fc->direct);
 	free(fc->jids);
-}
-
-/* The engine's commit hook. */
-static int
-fs_commit(struct os *os, struct os_prep *p)
-{
-	struct fcommit fc;
-	int rc;
-
-	memset(&fc, 0, sizeof(fc));
-	p->be = &fc;
-	rc = commit_journaled(os, p);
+	tsr_enc_release(&fc->pl.f);
+	tsr_enc_release(&fc->pl.k);
+	free(fc);
 	p->be = NULL;
-	fcommit_release(&fc);
-	return rc;
 }
 
 /* ---- mkfs, mount, umount --------------------------------------------------*/
@@ -1212,7 +1360,7 @@ record_data_present(struct os *os, const void *buf, size_t len, uint64_t *bad)
 			if (fd >= 0)
 				close(fd);
 			fd_obj = objid;
-			fd = obj_open(os, objid, 0, 0, NULL);
+			fd = obj_open(os, objid, 0, 0, 0, NULL);
 		}
 		/* no file: its name never reached the disk */
 		rc = fd == -ENOENT ? 0 : fd < 0 ? fd : os_chunk_stored_ok(os, fd, cno, &m);
@@ -1389,14 +1537,16 @@ fs_umount(void *inst)
 /* ---- fsck -------------------------------------------------------------------*/
 
 /* A file the precreator made ahead of the ids handed out: empty, and of
- * an id no object has had yet. */
+ * an id no object holds.  Usually one above the superblock's next id; but
+ * commit threads hand ids out side by side, and one whose transaction did
+ * not commit (it failed, or a crash came first) is never handed out
+ * again, so its file may stay empty below it. */
 static int
-spare_file(struct os *os, DIR *d, const char *name, uint64_t id)
+spare_file(DIR *d, const char *name)
 {
 	struct stat st;
 
-	return id >= os->sb.next_objid &&
-	       fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	return fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	       S_ISREG(st.st_mode) && st.st_size == 0;
 }
 
@@ -1426,7 +1576,7 @@ fsck_files(struct os_fsck *c)
 					continue;
 				id = strtoull(de->d_name, &end, 16);
 				if (*end == '\0' && strlen(de->d_name) == 16 &&
-				    (os_fsck_live(c, id) || spare_file(c->os, d, de->d_name, id)))
+				    (os_fsck_live(c, id) || spare_file(d, de->d_name)))
 					continue;
 				os_fsck_report(c, 1, "data/%s/%s: file of no object", rel,
 					    de->d_name);
@@ -1464,15 +1614,16 @@ fs_fsck(void *inst, int repair, tsr_fsck_cb cb, void *arg)
 static int
 fs_data_fd(struct os *os, uint64_t objid, int reader)
 {
-	return reader ? obj_open(os, objid, 0, 0, NULL) : cached_fd(os, objid, 0, NULL);
+	return reader ? obj_open(os, objid, 0, 0, 0, NULL) : fd_get(os, objid, 0);
 }
 
 static void
 fs_data_fd_done(struct os *os, int fd, int reader)
 {
-	(void)os;
 	if (reader)
-		close(fd); /* the commit thread's stay cached */
+		close(fd);
+	else
+		fd_put(os, fd); /* the commit threads' stay cached */
 }
 
 static uint64_t
@@ -1497,7 +1648,9 @@ fs_space(struct os *os, uint64_t *total, uint64_t *avail)
 
 static const struct os_hooks fs_hooks = {
 	.magic = "TSRFILE1",
-	.commit = fs_commit,
+	.stage = fs_stage,
+	.seal = fs_seal,
+	.unstage = fs_unstage,
 	.data_fd = fs_data_fd,
 	.data_fd_done = fs_data_fd_done,
 	.stored_off = fs_stored_off,
@@ -1521,6 +1674,8 @@ fs_create(const struct tsr_host *host, const struct tsr_opts *opts,
 	os_init_opts(&f->os, host, &fs_hooks, v[OPT_PATH].s, &v[OPT_COMMON]);
 	f->journal_size = (uint64_t)v[OPT_JOURNAL_SIZE].i;
 	f->dirfd = f->datafd = -1;
+	pthread_mutex_init(&f->setlock, NULL);
+	pthread_mutex_init(&f->fdlock, NULL);
 	pthread_mutex_init(&f->plock, NULL);
 	pthread_cond_init(&f->pcond, NULL);
 	*instance = f;
@@ -1534,6 +1689,8 @@ fs_destroy(void *inst)
 
 	if (os->mounted)
 		fs_umount(os);
+	pthread_mutex_destroy(&F(os)->setlock);
+	pthread_mutex_destroy(&F(os)->fdlock);
 	pthread_mutex_destroy(&F(os)->plock);
 	pthread_cond_destroy(&F(os)->pcond);
 	os_fini(os);

@@ -25,8 +25,8 @@
  * construction, and out, down or reweighted-away devices simply do not
  * take part.
  */
-#include "placebase.h"
-#include "topn.h"
+#include "placebase/placebase.h"
+#include "placebase/topn.h"
 
 #include <tessera/placement.h>
 

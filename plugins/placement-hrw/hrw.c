@@ -11,8 +11,8 @@
  * weight also moves inputs between whole domains.  It is the baseline the
  * "crush" plugin is measured against.
  */
-#include "placebase.h"
-#include "topn.h"
+#include "placebase/placebase.h"
+#include "placebase/topn.h"
 
 #include <tessera/placement.h>
 

@@ -8,6 +8,8 @@
  */
 #include <tessera/redundancy.h>
 
+#include "errf.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,11 +83,13 @@ lowest(tsr_shard_set set)
 
 static int
 replica_encode(void *inst, uint64_t off, const void *data, size_t len,
-	       struct tsr_shard_buf *shards)
+	       struct tsr_shard_buf *shards, char *err, size_t errlen)
 {
 	struct replica *r = inst;
 
 	(void)off;
+	(void)err; /* cannot fail: nothing is copied */
+	(void)errlen;
 	/* TSR_REDUNDANCY_SHARES_INPUT: every shard is the input itself */
 	for (uint32_t i = 0; i < r->copies; i++) {
 		shards[i].data = (void *)data;
@@ -96,16 +100,22 @@ replica_encode(void *inst, uint64_t off, const void *data, size_t len,
 
 static int
 replica_decode(void *inst, uint64_t off, tsr_shard_set have,
-	       const struct tsr_shard_buf *shards, void *out, size_t len)
+	       const struct tsr_shard_buf *shards, void *out, size_t len,
+	       char *err, size_t errlen)
 {
 	struct replica *r = inst;
 	int from = lowest(have & all_shards(r));
 
 	(void)off;
 	if (from < 0)
-		return -EIO;
+		return errf(err, errlen, -EIO, "no copy to read: none of the "
+			    "shards given (0x%llx) is one of the %u copies",
+			    (unsigned long long)have, r->copies);
 	if (shards[from].len < len || (len && shards[from].data == NULL))
-		return -EINVAL;
+		return errf(err, errlen, -EINVAL, "cannot read %zu bytes from "
+			    "copy %d: it holds %zu%s", len, from,
+			    shards[from].len,
+			    shards[from].data == NULL ? " and has no buffer" : "");
 	if (len)
 		memcpy(out, shards[from].data, len);
 	return 0;
@@ -113,23 +123,34 @@ replica_decode(void *inst, uint64_t off, tsr_shard_set have,
 
 static int
 replica_repair(void *inst, tsr_shard_set have, tsr_shard_set want,
-	       struct tsr_shard_buf *shards)
+	       struct tsr_shard_buf *shards, char *err, size_t errlen)
 {
 	struct replica *r = inst;
 	int from = lowest(have & all_shards(r));
 
 	if (want & ~all_shards(r))
-		return -EINVAL;
+		return errf(err, errlen, -EINVAL, "shard %d wanted, but there "
+			    "are %u copies (0 to %u)", lowest(want & ~all_shards(r)),
+			    r->copies, r->copies - 1);
 	if (from < 0)
-		return -EIO;
+		return errf(err, errlen, -EIO, "no copy to repair from: none "
+			    "of the shards given (0x%llx) is one of the %u "
+			    "copies", (unsigned long long)have, r->copies);
 	for (tsr_shard_set w = want & ~have; w; w &= w - 1) {
 		int to = lowest(w);
 
 		/* the caller's buffer must hold a whole copy */
+		if (shards[from].len && shards[from].data == NULL)
+			return errf(err, errlen, -EINVAL, "cannot repair from "
+				    "copy %d: %zu bytes long but no buffer",
+				    from, shards[from].len);
 		if (shards[to].len < shards[from].len ||
-		    (shards[from].len && (shards[to].data == NULL ||
-					  shards[from].data == NULL)))
-			return -EINVAL;
+		    (shards[from].len && shards[to].data == NULL))
+			return errf(err, errlen, -EINVAL, "cannot repair copy "
+				    "%d: its buffer %s %zu bytes, copy %d holds "
+				    "%zu", to, shards[to].data ? "holds" :
+				    "is missing, length", shards[to].len, from,
+				    shards[from].len);
 		if (shards[from].len)
 			memcpy(shards[to].data, shards[from].data, shards[from].len);
 		shards[to].len = shards[from].len;
@@ -159,6 +180,7 @@ replica_minimum_to_read(void *inst, tsr_shard_set want, tsr_shard_set available,
 
 static const struct tsr_redundancy_ops replica_ops = {
 	.size = sizeof(struct tsr_redundancy_ops),
+	.abi_version = TSR_REDUNDANCY_ABI_VERSION,
 	.info = replica_info,
 	.shard_size = replica_shard_size,
 	.encode = replica_encode,

@@ -29,6 +29,9 @@ expect() {
 P=$TEST_PLUGIN_DIR
 expect check-good 0 "valid partitioner plugin 'good' version 1.0.0 (plugin ABI 1.0)" \
 	"$TESSERA" plugins check "$P/good.so"
+# a provisional kind says so, with the version of its ops table
+expect check-provisional 0 "partitioner ABI version 1: provisional, it changes until a daemon uses the partitioner kind" \
+	"$TESSERA" plugins check "$P/good.so"
 expect check-good-json 0 '"valid": true, "kind": "partitioner", "name": "good"' \
 	"$TESSERA" plugins check --format json "$P/good.so"
 expect check-bad-abi 1 "invalid plugin: $P/bad_abi.so: built for plugin ABI 2.0, this core speaks 1.0" \

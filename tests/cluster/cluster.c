@@ -4,6 +4,7 @@
 
 #include "config/config.h"
 #include "daemon/asok.h"
+#include "event/loop.h"
 #include "log/log.h"
 #include "mon/monc.h"
 #include "util/sbuf.h"
@@ -635,33 +636,69 @@ tc_wait_converged(struct tc_cluster *c, int timeout_ms)
 }
 
 int
-tc_mapsub(struct tc_cluster *c, uint32_t want, uint32_t renew_ms, tsr_mapsub_cb cb,
-	  void *arg, struct tsr_mapsub **out)
+tc_client_open(struct tc_cluster *c, uint32_t want, uint32_t renew_ms,
+	       tsr_mapsub_cb cb, void *arg, struct tc_client **out)
 {
+	static uint64_t n;
+	struct tc_client *k = calloc(1, sizeof(*k));
 	struct tsr_mon_members mem;
 	struct tsr_msgr_opts mo;
 	struct tsr_conf *conf = NULL;
-	char err[1024];
-	int rc;
+	char err[1024] = "out of memory";
+	int rc = k ? 0 : -ENOMEM;
 
 	*out = NULL;
 	/* sessions ending is what the tests do to it, not news */
 	tsr_log_set_level(TSR_SUB_MSG, TSR_LOG_ERROR);
-	rc = tsr_conf_load(c->conf, &conf, err, sizeof(err));
+	if (rc == 0)
+		rc = tsr_conf_load(c->conf, &conf, err, sizeof(err));
 	if (rc == 0)
 		rc = tsr_conf_resolve(conf, "client", NULL, NULL, err, sizeof(err));
 	if (rc == 0)
 		rc = tsr_monc_conf(conf, &mem, &mo, err, sizeof(err));
-	mo.auth = c->admin;
-	if (rc == 0)
-		rc = tsr_mapsub_create(&mem, &mo, want, renew_ms, cb, arg, out, err,
-				       sizeof(err));
 	tsr_conf_destroy(conf);
+	if (rc == 0) {
+		mo.auth = c->admin;
+		mo.entity_type = TSR_ENTITY_CLIENT;
+		mo.entity_id = ((uint64_t)getpid() << 16) + ++n;
+		mo.bind = NULL;
+		mo.workers = 1;
+		mo.dispatchers = 1;
+		rc = tsr_msgr_create(&mo, NULL, &k->msgr, err, sizeof(err));
+	}
+	if (rc == 0 && (rc = tsr_loop_create(&k->loop)) < 0)
+		snprintf(err, sizeof(err), "event loop: %s", strerror(-rc));
+	/* the modules before the loop runs (their rule: on its thread, or
+	 * while it does not run) */
+	if (rc == 0)
+		rc = tsr_monc_create(k->msgr, k->loop, &mem, &k->monc, err, sizeof(err));
+	if (rc == 0 && want)
+		rc = tsr_mapsub_create(k->msgr, k->loop, &mem, want, renew_ms, cb, arg,
+				       &k->sub, err, sizeof(err));
+	if (rc == 0 && (rc = tsr_loop_thread_start(k->loop, &k->thr)) < 0)
+		snprintf(err, sizeof(err), "starting a thread: %s", strerror(-rc));
 	if (rc < 0) {
-		fprintf(stderr, "cluster harness: map subscriber: %s\n", err);
+		fprintf(stderr, "cluster harness: client: %s\n", err);
+		tc_client_close(k);
 		return -1;
 	}
+	*out = k;
 	return 0;
+}
+
+void
+tc_client_close(struct tc_client *k)
+{
+	if (k == NULL)
+		return;
+	/* the loop stopped first: the modules go while it does not run */
+	tsr_loop_thread_stop(k->thr);
+	tsr_mapsub_destroy(k->sub);
+	tsr_monc_destroy(k->monc);
+	tsr_msgr_destroy(k->msgr);
+	if (k->loop)
+		tsr_loop_destroy(k->loop);
+	free(k);
 }
 
 int

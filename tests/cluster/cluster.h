@@ -24,6 +24,7 @@
 #define TSR_TEST_CLUSTER_H
 
 #include "mon/mapsub.h"
+#include "mon/monc.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -52,7 +53,7 @@ struct tc_cluster {
 	struct tc_daemon mds[TC_MAX_MDSS]; /* name: "m0", "m1", ... */
 	char extra[1024];        /* more text for the global section */
 	uint8_t secret[32];      /* the cluster secret (keys/) */
-	struct tsr_auth *admin;  /* client.admin, for tc_mapsub */
+	struct tsr_auth *admin;  /* client.admin, for tc_client_open */
 };
 
 /* A test program's scratch root: a new /tmp/tsr-test-cluster.XXXXXX,
@@ -132,11 +133,23 @@ int tc_wait_leader(struct tc_cluster *c, int timeout_ms);
  * timeout_ms. */
 int tc_wait_converged(struct tc_cluster *c, int timeout_ms);
 
-/* A map subscriber (core/mon/mapsub.h) in the test process, set up from
- * the cluster's tessera.conf as a client would be; renewing every
- * renew_ms.  0, or -1 with the reason printed. */
-int tc_mapsub(struct tc_cluster *c, uint32_t want, uint32_t renew_ms,
-	      tsr_mapsub_cb cb, void *arg, struct tsr_mapsub **out);
+/* A client in the test process, set up from the cluster's tessera.conf as
+ * a client would be (client.admin's key), with a client's runtime: one
+ * messenger, an event loop on a thread of its own, and on them the
+ * monitor client (core/mon/monc.h: tsr_monc_command from the test's
+ * thread) and, when want is not 0, a map subscriber renewing every
+ * renew_ms (core/mon/mapsub.h; cb runs on the loop's thread).  0, or -1
+ * with the reason printed.  tc_client_close stops and frees it all. */
+struct tc_client {
+	struct tsr_msgr *msgr;
+	struct tsr_loop *loop;
+	struct tsr_loop_thread *thr;
+	struct tsr_monc *monc;
+	struct tsr_mapsub *sub;  /* NULL when want is 0 */
+};
+int tc_client_open(struct tc_cluster *c, uint32_t want, uint32_t renew_ms,
+		   tsr_mapsub_cb cb, void *arg, struct tc_client **out);
+void tc_client_close(struct tc_client *k);
 /* The index of the monitor listening on addr, or -1. */
 int tc_mon_by_addr(struct tc_cluster *c, const char *addr);
 

@@ -1,13 +1,16 @@
 /* test_backend.c — the conformance suite every backend plugin must pass.
  *
  * The plugins to test come from BACKEND_PLUGINS, a colon-separated list of
- * shared objects; every one of them runs the same tests, in a Check test
- * case named after the plugin.  With none given the suite fails: a
- * conformance run that tested nothing must not look like a pass.
+ * shared objects (make check, through main_backend.c), or from the command
+ * line of the installed tessera-conformance program (conformance.h);
+ * every one of them runs the same tests, in a Check test case named after
+ * the plugin.  With none given the suite fails: a conformance run that
+ * tested nothing must not look like a pass.
  *
- * Every store lives under a scratch directory (/tmp/tsr-test-backend.*,
- * removed at the end), at a path that does not exist yet: mkfs creates it.
- * Options beyond "path" come from BACKEND_OPTIONS_<name> ("k=v;k=v", e.g.
+ * Every store lives under a scratch directory ($TMPDIR/tsr-test-backend.*,
+ * or --dir's; removed at the end), at a path that does not exist yet: mkfs
+ * creates it.  Options beyond "path" come from tessera-conformance's -o,
+ * or from BACKEND_OPTIONS_<name> ("k=v;k=v", e.g.
  * BACKEND_OPTIONS_file="journal_size=8M").
  *
  * What a backend promises (tessera/backend.h) and where it is checked:
@@ -36,6 +39,8 @@
  *   checksum         a bit flipped behind the backend's back reads -EIO;
  *   random_ops       the crash test's random transactions without crashes,
  *                    the store compared with an in-memory model as it goes;
+ *   threads          the thread rules: reads from four threads while two
+ *                    others submit and flush, every answer right;
  *   crash            the same transactions, the child submitting them
  *                    killed with SIGKILL at random points: after each kill
  *                    the store is the model after j transactions with
@@ -46,6 +51,7 @@
  * REQUIRE rather than ck_assert: Check's passing assertions record their
  * location through a file on every call.
  */
+#include "runner.h"
 #include "plugin/host.h"
 #include "plugin/registry.h"
 #include "testutil.h"
@@ -92,13 +98,17 @@ struct plugin_entry {
 	char label[64];                    /* test case name */
 	const struct tsr_plugin *plugin;   /* NULL: refused, see err */
 	char err[1024];
+	char opts[4096];                   /* "k=v;k=v" beyond path */
+	char opts_from[128];               /* where opts came from */
+	int no_raw_scan;
 };
 
 static struct plugin_entry plugins[MAX_PLUGINS];
 static size_t nplugins;
 static struct tsr_registry *registry;
 static struct tsr_core_host core_host;
-static char scratch[64] = "/tmp/tsr-test-backend.XXXXXX";
+static char scratch[PATH_MAX - 512];
+static unsigned long crash_rounds_n;    /* the crash test's rounds */
 
 static uint64_t
 mono_ns(void)
@@ -138,7 +148,8 @@ struct be {
 	int mounted;
 };
 
-/* BACKEND_OPTIONS_<name> split into srcvals; text points into buf. */
+/* A plugin's options (plugins[idx].opts) split into srcvals; text points
+ * into buf. */
 struct opts_text {
 	char buf[4096];
 	struct tsr_srcval src[MAX_OPTS];
@@ -146,27 +157,15 @@ struct opts_text {
 };
 
 static void
-opts_parse(const char *name, const char *path, struct opts_text *o)
+opts_parse(int idx, const char *path, struct opts_text *o)
 {
-	char var[128], *s, *save = NULL;
-	const char *text;
+	const char *var = plugins[idx].opts_from;
+	char *s, *save = NULL;
 
-	snprintf(var, sizeof(var), "BACKEND_OPTIONS_%s", name);
-	text = getenv(var);
-	if (text == NULL) {
-		/* a plugin name may hold '-', an environment name may not */
-		for (char *p = var; *p; p++)
-			if (*p == '-')
-				*p = '_';
-		text = getenv(var);
-	}
 	o->n = 0;
 	o->src[o->n++] = (struct tsr_srcval){ "path", TSR_SRC_TEXT, 0, 0, path,
 					      "test" };
-	if (text == NULL)
-		return;
-	ck_assert_msg(strlen(text) < sizeof(o->buf), "%s is too long", var);
-	snprintf(o->buf, sizeof(o->buf), "%s", text);
+	snprintf(o->buf, sizeof(o->buf), "%s", plugins[idx].opts);
 	for (s = strtok_r(o->buf, ";", &save); s != NULL;
 	     s = strtok_r(NULL, ";", &save)) {
 		char *eq = strchr(s, '=');
@@ -178,7 +177,7 @@ opts_parse(const char *name, const char *path, struct opts_text *o)
 			      MAX_OPTS - 1);
 		*eq = '\0';
 		o->src[o->n++] = (struct tsr_srcval){ s, TSR_SRC_TEXT, 0, 0,
-						      eq + 1, "test" };
+						      eq + 1, var };
 	}
 }
 
@@ -190,7 +189,7 @@ be_create(struct be *b)
 	char err[1024] = "";
 	int rc;
 
-	opts_parse(b->name, b->path, &o);
+	opts_parse(b->idx, b->path, &o);
 	rc = tsr_instance_create(plugins[b->idx].plugin, &core_host.host, o.src,
 				 o.n, &b->inst, err, sizeof(err));
 	ck_assert_msg(rc == 0, "%s: instance for %s: %s (%d)", b->name,
@@ -3548,15 +3547,16 @@ START_TEST(checksum)
 	ck_assert_msg(scan.failed == 0, "%s: scanning the store: %s: %s",
 		      b.name, scan.where, strerror(scan.failed));
 	snprintf(var, sizeof(var), "BACKEND_NO_RAW_SCAN_%s", b.name);
-	if (scan.found == 0 && getenv(var) != NULL) {
-		fprintf(stderr, "[%s] checksum: not checked (%s is set)\n",
-			b.name, var);
+	if (scan.found == 0 && plugins[_i].no_raw_scan) {
+		fprintf(stderr, "[%s] checksum: not checked (%s or "
+			"--no-raw-scan)\n", b.name, var);
 		goto out;
 	}
 	ck_assert_msg(scan.found > 0, "%s: the first 4 KiB of object victim's "
 		      "data appear nowhere in the files under %s, so no bit "
 		      "could be flipped.  A backend that stores data only "
-		      "transformed (compressed, encrypted) sets %s=1", b.name,
+		      "transformed (compressed, encrypted) sets %s=1 (or runs "
+		      "tessera-conformance with --no-raw-scan)", b.name,
 		      b.path, var);
 	fprintf(stderr, "[%s] checksum: flipped a bit in %d copies, first %s\n",
 		b.name, scan.found, scan.where);
@@ -3704,11 +3704,16 @@ gen_txn(struct model *m, uint64_t seed, uint64_t idx, struct gtxn *g,
 		if (gen_apply(m, g, idx, why, whylen) < 0)
 			return -EINVAL;
 	}
-	nops = idx == 0 ? 0 : 1 + (uint32_t)rnd(&s, CR_MAXOPS);
+	/* (one slot left for the op that names the other collection, below) */
+	nops = idx == 0 ? 0 : 1 + (uint32_t)rnd(&s, CR_MAXOPS - 1);
+	int named[2] = { 0, 0 };
 	for (uint32_t k = 0; k < nops; k++) {
 		struct tsr_txn_op *op = &g->ops[g->n];
-		struct tsr_coll_id cid = cr_coll[rnd(&s, 2)];
+		int ci = (int)rnd(&s, 2);
+		struct tsr_coll_id cid = cr_coll[ci];
 		struct mcoll *c = model_coll(m, &cid, NULL);
+
+		named[ci] = 1;
 		size_t oi = (size_t)rnd(&s, CR_NOBJ);
 		struct bytes oid = cr_obj[oi];
 		struct mobj *o = c ? mobj_get(c, oid.p, oid.n, 0) : NULL;
@@ -3796,6 +3801,19 @@ gen_txn(struct model *m, uint64_t seed, uint64_t idx, struct gtxn *g,
 		if (gen_apply(m, g, idx, why, whylen) < 0)
 			return -EINVAL;
 	}
+	/* Every transaction names both collections.  Commit order is per
+	 * collection (tessera/backend.h): transactions that share one are
+	 * ordered, so these are in one order, and what survives a crash is
+	 * a prefix of them — which the crash test checks.  Transactions on
+	 * collections of their own may commit in any order (the backend
+	 * tests' order_* cases check that side). */
+	for (int ci = 0; idx > 0 && ci < 2; ci++)
+		if (!named[ci]) {
+			g->ops[g->n] = op_touch(cr_coll[ci], cr_obj[0]);
+			g->buf[g->n++] = NULL;
+			if (gen_apply(m, g, idx, why, whylen) < 0)
+				return -EINVAL;
+		}
 	return 0;
 }
 
@@ -3883,7 +3901,7 @@ crash_child(int idx, const char *path, struct model *m, uint64_t start,
 	pthread_cond_init(&cc.cv, NULL);
 	cc.inflight = 0;
 	cc.next_ack = start;
-	opts_parse(cc.name, path, &o);
+	opts_parse(idx, path, &o);
 	rc = tsr_instance_create(plugins[idx].plugin, &core_host.host, o.src,
 				 o.n, &inst, err, sizeof(err));
 	if (rc != 0)
@@ -4054,25 +4072,9 @@ START_TEST(random_ops)
 }
 END_TEST
 
-static unsigned long
-crash_rounds(void)
-{
-	const char *v = getenv("BACKEND_CRASH_ROUNDS");
-	char *end;
-	unsigned long n;
-
-	if (v == NULL || *v == '\0')
-		return 200;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	ck_assert_msg(errno == 0 && *end == '\0' && n <= 1000000,
-		      "BACKEND_CRASH_ROUNDS=%s: not a number of rounds", v);
-	return n;
-}
-
 START_TEST(crash)
 {
-	unsigned long rounds = crash_rounds();
+	unsigned long rounds = crash_rounds_n;
 	struct model m = { NULL, 0, 0 }, got = { NULL, 0, 0 };
 	uint64_t rs = CR_SEED ^ 0x6b696c6cull, j = 0, maxlag = 0;
 	uint64_t t0 = mono_ns(), acked_total = 0;
@@ -4185,12 +4187,305 @@ START_TEST(crash)
 }
 END_TEST
 
+/* ---- 8. Threads ---------------------------------------------------------
+ *
+ * backend.h's thread rules: while a store is mounted, submit() and flush()
+ * may come from several threads at once, and every read alongside them and
+ * alongside commits.  TH_READERS threads read TH_STABLE objects of C1
+ * (data, stat, an attribute, an omap value, a listing page) over and over
+ * while TH_WRITERS threads each pipeline TH_TXNS transactions to objects
+ * of their own in C2, flushing now and then.  Every read must be right,
+ * every transaction committed exactly once and without error, and the
+ * writers' objects hold their last writes.  Threads record the first
+ * failure; the test thread asserts (Check's assertions belong to it).
+ */
+#define TH_STABLE 16
+#define TH_READERS 4
+#define TH_WRITERS 2
+#define TH_TXNS 96
+#define TH_NAMES 8          /* objects per writer, rewritten in turn */
+#define TH_LEN (16 * KiB)
+#define TH_MAX_S 120        /* readers give up after this, reporting it */
+#define TH_MAX_READS 4000   /* rounds per reader at most: no spinning on */
+
+struct th_run {
+	struct be *b;
+	const uint8_t *p;        /* data of every write: p + TH_LEN * k */
+	pthread_mutex_t mu;
+	int writers_left;
+	char failure[512];       /* the first one; "" while none */
+	unsigned long reads;
+};
+
+struct th_writer;
+
+/* What on_commit gets: a writer's transaction. */
+struct th_slot {
+	struct th_writer *w;
+	int i;
+};
+
+struct th_writer {
+	struct th_run *r;
+	int t;
+	pthread_t tid;
+	pthread_mutex_t mu;
+	int calls[TH_TXNS];      /* on_commit calls per transaction */
+	int rcs[TH_TXNS];
+	struct th_slot slot[TH_TXNS];
+};
+
+static void TSR_PRINTF(2, 3)
+th_fail(struct th_run *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&r->mu);
+	if (r->failure[0] == '\0') {
+		va_start(ap, fmt);
+		vsnprintf(r->failure, sizeof(r->failure), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void
+th_commit_cb(void *arg, int rc)
+{
+	struct th_slot *sl = arg;
+	struct th_writer *w = sl->w;
+
+	pthread_mutex_lock(&w->mu);
+	w->calls[sl->i]++;
+	w->rcs[sl->i] = rc;
+	pthread_mutex_unlock(&w->mu);
+}
+
+static int
+th_name(char *buf, size_t n, const char *what, int a, int b)
+{
+	return snprintf(buf, n, "%s-%d-%d", what, a, b);
+}
+
+static void *
+th_write_main(void *arg)
+{
+	struct th_writer *w = arg;
+	struct be *b = w->r->b;
+	char name[32];
+	int rc;
+
+	for (int i = 0; i < TH_TXNS; i++) {
+		int k = w->t * TH_TXNS + i, nl;
+		struct tsr_txn_op ops[2];
+		struct tsr_txn txn = { 2, ops };
+
+		nl = th_name(name, sizeof(name), "w", w->t, i % TH_NAMES);
+		ops[0] = op_write(C2, ((struct bytes){ name, (size_t)nl }), 0,
+				  TH_LEN, w->r->p + (size_t)k * TH_LEN);
+		ops[1] = op_omap_set(C2, ((struct bytes){ name, (size_t)nl }),
+				     B("i"), ((struct bytes){ &k, sizeof(k) }));
+		w->slot[i].w = w;
+		w->slot[i].i = i;
+		rc = b->ops->submit(b->h, &txn, th_commit_cb, &w->slot[i]);
+		if (rc != 0) {
+			th_fail(w->r, "writer %d: submit of transaction %d: %d",
+				w->t, i, rc);
+			break;
+		}
+		if (i % 16 == 15 && (rc = b->ops->flush(b->h)) != 0) {
+			th_fail(w->r, "writer %d: flush: %d", w->t, rc);
+			break;
+		}
+	}
+	if ((rc = b->ops->flush(b->h)) != 0)
+		th_fail(w->r, "writer %d: last flush: %d", w->t, rc);
+	pthread_mutex_lock(&w->r->mu);
+	w->r->writers_left--;
+	pthread_mutex_unlock(&w->r->mu);
+	return NULL;
+}
+
+static int
+th_cursor_cb(void *arg, const void *oid, size_t oid_len)
+{
+	(void)oid;
+	(void)oid_len;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* One round of reads of stable object j; 0, or -1 with the failure
+ * recorded. */
+static int
+th_read_one(struct th_run *r, int j, uint8_t *buf)
+{
+	struct be *b = r->b;
+	struct tsr_obj_stat st;
+	struct tsr_cursor cur;
+	char name[32], val[8];
+	size_t nl = (size_t)th_name(name, sizeof(name), "s", j, 0), vl = 0;
+	uint64_t got = 0;
+	int rc, listed = 0;
+
+	rc = b->ops->read(b->h, &C1, name, nl, 0, TH_LEN, buf, &got);
+	if (rc != 0 || got != TH_LEN ||
+	    memcmp(buf, r->p + (size_t)(TH_WRITERS * TH_TXNS + j) * TH_LEN,
+		   TH_LEN) != 0)
+		goto bad_read;
+	rc = b->ops->stat(b->h, &C1, name, nl, &st);
+	if (rc != 0 || st.size != TH_LEN) {
+		th_fail(r, "stat of %s: %d, size %" PRIu64 " (expected %u)",
+			name, rc, st.size, TH_LEN);
+		return -1;
+	}
+	rc = b->ops->getattr(b->h, &C1, name, nl, "a", 1, val, sizeof(val),
+			     &vl);
+	if (rc != 0 || vl != 1 || val[0] != 'A' + j) {
+		th_fail(r, "getattr a of %s: %d, %zu bytes", name, rc, vl);
+		return -1;
+	}
+	rc = b->ops->omap_get(b->h, &C1, name, nl, "o", 1, val, sizeof(val),
+			      &vl);
+	if (rc != 0 || vl != 1 || val[0] != 'a' + j) {
+		th_fail(r, "omap_get o of %s: %d, %zu bytes", name, rc, vl);
+		return -1;
+	}
+	cur.len = 0;
+	rc = b->ops->list_objects(b->h, &C1, &cur, 8, th_cursor_cb, &listed);
+	if (rc != 0 || listed != 8) {
+		th_fail(r, "list_objects of C1, 8 from the start: %d, %d "
+			"listed", rc, listed);
+		return -1;
+	}
+	return 0;
+bad_read:
+	th_fail(r, "read of %s: %d, %" PRIu64 " bytes%s", name, rc, got,
+		rc == 0 && got == TH_LEN ? ", not the bytes written" : "");
+	return -1;
+}
+
+static void *
+th_read_main(void *arg)
+{
+	struct th_run *r = arg;
+	uint8_t *buf = malloc(TH_LEN);
+	uint64_t s = (uint64_t)(uintptr_t)&buf, t0 = mono_ns();
+	unsigned long n = 0;
+
+	if (buf == NULL) {
+		th_fail(r, "out of memory");
+		return NULL;
+	}
+	for (;;) {
+		int left;
+
+		pthread_mutex_lock(&r->mu);
+		left = r->writers_left;
+		pthread_mutex_unlock(&r->mu);
+		/* at least 50 rounds each, and on while the writers write
+		 * (up to TH_MAX_READS: a shared machine has other work) */
+		if ((left == 0 && n >= 50) || n >= TH_MAX_READS)
+			break;
+		if (mono_ns() - t0 > TH_MAX_S * 1000000000ull) {
+			th_fail(r, "a reader still running after %d s (%lu "
+				"rounds; writers not done: %d)", TH_MAX_S, n,
+				left);
+			break;
+		}
+		if (th_read_one(r, (int)(rng_next(&s) % TH_STABLE), buf) < 0)
+			break;
+		n++;
+	}
+	pthread_mutex_lock(&r->mu);
+	r->reads += n;
+	pthread_mutex_unlock(&r->mu);
+	free(buf);
+	return NULL;
+}
+
+START_TEST(threads)
+{
+	static struct th_writer w[TH_WRITERS];
+	struct th_run r;
+	pthread_t rt[TH_READERS];
+	size_t total = (size_t)(TH_WRITERS * TH_TXNS + TH_STABLE);
+	uint8_t *p = pattern(21, total * TH_LEN);
+	struct be b;
+	char name[32];
+
+	be_new(&b, _i, "threads");
+	TXN_OK(&b, op_mkcoll(C1), op_mkcoll(C2));
+	for (int j = 0; j < TH_STABLE; j++) {
+		size_t nl = (size_t)th_name(name, sizeof(name), "s", j, 0);
+		char a = (char)('A' + j), o = (char)('a' + j);
+		struct bytes oid = { name, nl };
+
+		TXN_OK(&b, op_write(C1, oid, 0, TH_LEN,
+				    p + (size_t)(TH_WRITERS * TH_TXNS + j) * TH_LEN),
+		       op_setattr(C1, oid, B("a"), ((struct bytes){ &a, 1 })),
+		       op_omap_set(C1, oid, B("o"), ((struct bytes){ &o, 1 })));
+	}
+
+	memset(&r, 0, sizeof(r));
+	r.b = &b;
+	r.p = p;
+	r.writers_left = TH_WRITERS;
+	pthread_mutex_init(&r.mu, NULL);
+	for (int t = 0; t < TH_READERS; t++)
+		ck_assert_int_eq(pthread_create(&rt[t], NULL, th_read_main, &r),
+				 0);
+	for (int t = 0; t < TH_WRITERS; t++) {
+		memset(&w[t], 0, sizeof(w[t]));
+		w[t].r = &r;
+		w[t].t = t;
+		pthread_mutex_init(&w[t].mu, NULL);
+		ck_assert_int_eq(pthread_create(&w[t].tid, NULL, th_write_main,
+						&w[t]), 0);
+	}
+	for (int t = 0; t < TH_WRITERS; t++)
+		ck_assert_int_eq(pthread_join(w[t].tid, NULL), 0);
+	for (int t = 0; t < TH_READERS; t++)
+		ck_assert_int_eq(pthread_join(rt[t], NULL), 0);
+	ck_assert_msg(r.failure[0] == '\0', "%s: with %d readers and %d "
+		      "writers at once: %s", b.name, TH_READERS, TH_WRITERS,
+		      r.failure);
+	for (int t = 0; t < TH_WRITERS; t++)
+		for (int i = 0; i < TH_TXNS; i++)
+			ck_assert_msg(w[t].calls[i] == 1 && w[t].rcs[i] == 0,
+				      "%s: writer %d, transaction %d: on_commit "
+				      "called %d times, last with %d", b.name,
+				      t, i, w[t].calls[i], w[t].rcs[i]);
+	/* each writer object holds its last write */
+	for (int t = 0; t < TH_WRITERS; t++)
+		for (int j = 0; j < TH_NAMES; j++) {
+			int last = TH_TXNS - TH_NAMES + j, k = t * TH_TXNS + last;
+			size_t nl = (size_t)th_name(name, sizeof(name), "w", t, j);
+
+			expect_data(&b, C2, ((struct bytes){ name, nl }),
+				    p + (size_t)k * TH_LEN, TH_LEN);
+			expect_omap(&b, C2, ((struct bytes){ name, nl }), B("i"),
+				    ((struct bytes){ &k, sizeof(k) }));
+		}
+	fprintf(stderr, "[%s] threads: %lu reads by %d threads during %d "
+		"transactions from %d threads\n", b.name, r.reads, TH_READERS,
+		TH_WRITERS * TH_TXNS, TH_WRITERS);
+	be_close(&b);
+	for (int t = 0; t < TH_WRITERS; t++)
+		pthread_mutex_destroy(&w[t].mu);
+	pthread_mutex_destroy(&r.mu);
+	free(p);
+}
+END_TEST
+
 /* ---- Runner -------------------------------------------------------------*/
+
+static const char *plugins_from = "BACKEND_PLUGINS";
 
 START_TEST(no_plugins)
 {
-	ck_abort_msg("BACKEND_PLUGINS names no plugin: set it to a "
-		     "colon-separated list of backend plugin .so files");
+	ck_abort_msg("%s names no plugin: set it to a colon-separated list "
+		     "of backend plugin .so files", plugins_from);
 }
 END_TEST
 
@@ -4200,69 +4495,154 @@ START_TEST(plugin_loads)
 }
 END_TEST
 
+/* In the order they run; the runner checks these names against the
+ * tests' own (cf_select). */
+const struct cf_test_info cf_backend_tests[] = {
+	{ "plugin_loads", "the file loads and is a backend plugin" },
+	{ "lifecycle", "mkfs, mount, umount, mount again; mkfs over a store "
+	  "or other data and mount of nothing refused, naming the path" },
+	{ "ops_colls", "MKCOLL, RMCOLL; every operation and read in a "
+	  "missing collection" },
+	{ "ops_write", "WRITE: holes, extension, overwrite" },
+	{ "ops_write_held", "WRITE with TSR_TXN_F_DATA_HELD" },
+	{ "ops_zero", "ZERO" },
+	{ "ops_truncate", "TRUNCATE" },
+	{ "ops_remove", "REMOVE" },
+	{ "ops_clone", "CLONE" },
+	{ "ops_clone_range", "CLONE_RANGE" },
+	{ "ops_attrs", "SETATTR, RMATTR, getattr, getattrs" },
+	{ "ops_omap", "OMAP_SET, OMAP_RM, OMAP_CLEAR, OMAP_RMRANGE, omap_get, "
+	  "omap_iter" },
+	{ "ops_reads", "reads at, past and across the end; stat" },
+	{ "ops_refused", "what tsr_txn_validate refuses, submit() refuses "
+	  "up front" },
+	{ "ops_names", "names holding NUL, '/', 0xff, of 4096 bytes" },
+	{ "atomicity", "a failing operation leaves nothing of its transaction" },
+	{ "enumeration", "list_colls, list_objects: order, paging, cursors" },
+	{ "enumeration_changes", "a walk resumed across creates and removes" },
+	{ "persistence", "umount and mount, destroy and create; pipelined "
+	  "submits commit in order; flush" },
+	{ "checksum", "a bit flipped in the store reads -EIO" },
+	{ "random_ops", "random transactions against an in-memory model" },
+	{ "threads", "reads from four threads while two submit and flush "
+	  "(backend.h's thread rules)" },
+	{ "crash", "the writer SIGKILLed at random moments: the store holds "
+	  "what was acknowledged, and whole transactions only" },
+	{ NULL, NULL },
+};
+
+/* Fill plugins[nplugins] from p. */
 static void
-load_plugins(const char *list)
+load_plugin(const struct cf_plugin *p)
 {
-	const char *s = list;
+	struct plugin_entry *e = &plugins[nplugins++];
+	const char *name, *text = p->options;
+	char var[128];
 
-	while (s != NULL && *s != '\0') {
-		const char *colon = strchr(s, ':');
-		size_t n = colon ? (size_t)(colon - s) : strlen(s);
-		struct plugin_entry *e = &plugins[nplugins];
-
-		if (n > 0 && nplugins == MAX_PLUGINS) {
-			/* a plugin that is named must be tested */
-			fprintf(stderr, "BACKEND_PLUGINS names more than %d "
-				"plugins\n", MAX_PLUGINS);
-			exit(EXIT_FAILURE);
+	memset(e, 0, sizeof(*e));
+	snprintf(e->path, sizeof(e->path), "%s", p->path);
+	cf_load(registry, p->path, TSR_KIND_BACKEND, &e->plugin, e->err,
+		sizeof(e->err), e->label, sizeof(e->label));
+	if (e->plugin == NULL)
+		return;
+	name = tsr_plugin_desc(e->plugin)->name;
+	snprintf(var, sizeof(var), "BACKEND_NO_RAW_SCAN_%s", name);
+	e->no_raw_scan = p->no_raw_scan || getenv(var) != NULL;
+	if (text != NULL) {
+		snprintf(e->opts_from, sizeof(e->opts_from), "-o");
+	} else {
+		snprintf(var, sizeof(var), "BACKEND_OPTIONS_%s", name);
+		text = getenv(var);
+		if (text == NULL) {
+			/* a plugin name may hold '-', an environment name
+			 * may not */
+			for (char *c = var; *c; c++)
+				if (*c == '-')
+					*c = '_';
+			text = getenv(var);
 		}
-		if (n > 0) {
-			const char *base;
-
-			snprintf(e->path, sizeof(e->path), "%.*s", (int)n, s);
-			if (n >= sizeof(e->path)) {
-				snprintf(e->err, sizeof(e->err), "%.900s...: "
-					 "path too long", s);
-				e->plugin = NULL;
-			} else if (tsr_registry_load_file(registry, e->path,
-							  &e->plugin, e->err,
-							  sizeof(e->err)) < 0) {
-				e->plugin = NULL;
-			} else if (tsr_plugin_desc(e->plugin)->kind !=
-				   TSR_KIND_BACKEND) {
-				const char *kind = tsr_plugin_kind_name(
-					tsr_plugin_desc(e->plugin)->kind);
-				char why[sizeof(e->err)];
-
-				snprintf(why, sizeof(why), "%.900s: a %s plugin, "
-					 "not a backend plugin", e->path, kind);
-				memcpy(e->err, why, sizeof(why));
-				e->plugin = NULL;
-			}
-			base = strrchr(e->path, '/');
-			snprintf(e->label, sizeof(e->label), "%.63s",
-				 e->plugin ? tsr_plugin_desc(e->plugin)->name
-					   : base ? base + 1 : e->path);
-			nplugins++;
-		}
-		s = colon ? colon + 1 : NULL;
+		snprintf(e->opts_from, sizeof(e->opts_from), "%s", var);
 	}
+	if (text != NULL && strlen(text) >= sizeof(e->opts)) {
+		snprintf(e->err, sizeof(e->err), "%.800s: the options (%s) are "
+			 "longer than %zu bytes", p->path,
+			 p->options ? "-o" : var, sizeof(e->opts) - 1);
+		e->plugin = NULL;
+		return;
+	}
+	snprintf(e->opts, sizeof(e->opts), "%s", text ? text : "");
+}
+
+/* The crash test's rounds: run's, else BACKEND_CRASH_ROUNDS, else 200.
+ * 0, or -1 when the variable is not a number. */
+static int
+set_crash_rounds(const struct cf_run *run)
+{
+	const char *v = getenv("BACKEND_CRASH_ROUNDS");
+	char *end;
+
+	crash_rounds_n = run->crash_rounds;
+	if (crash_rounds_n != 0)
+		return 0;
+	crash_rounds_n = 200;
+	if (v == NULL || *v == '\0')
+		return 0;
+	errno = 0;
+	crash_rounds_n = strtoul(v, &end, 10);
+	if (errno != 0 || *end != '\0' || crash_rounds_n > 1000000) {
+		fprintf(stderr, "BACKEND_CRASH_ROUNDS=%s: not a number of "
+			"rounds (0 to 1000000)\n", v);
+		return -1;
+	}
+	return 0;
 }
 
 int
-main(void)
+cf_backend_run(const struct cf_run *run)
 {
-	Suite *s = suite_create("backend-conformance");
+	const TTest *const tests[] = {
+		plugin_loads, lifecycle, ops_colls, ops_write, ops_write_held,
+		ops_zero, ops_truncate, ops_remove, ops_clone, ops_clone_range,
+		ops_attrs, ops_omap, ops_reads, ops_refused, ops_names,
+		atomicity, enumeration, enumeration_changes, persistence,
+		checksum, random_ops, threads, crash,
+	};
+	enum { NTESTS = sizeof(tests) / sizeof(tests[0]) };
+	const char *tmp = run->tmpdir;
+	int selected[NTESTS];
+	Suite *s;
 	SRunner *sr;
 	int failed;
 
+	if (cf_select(cf_backend_tests, tests, NTESTS, run, selected) < 0 ||
+	    set_crash_rounds(run) < 0)
+		return -1;
+	if (run->nplugins > MAX_PLUGINS) {
+		fprintf(stderr, "%s names %zu plugins, more than %d\n",
+			run->envvar, run->nplugins, MAX_PLUGINS);
+		return -1;
+	}
+	if (tmp == NULL || *tmp == '\0')
+		tmp = getenv("TMPDIR");
+	if (tmp == NULL || *tmp == '\0')
+		tmp = "/tmp";
+	if (strlen(tmp) > sizeof(scratch) - 32) {
+		fprintf(stderr, "%s: too long for a scratch directory\n", tmp);
+		return -1;
+	}
+	snprintf(scratch, sizeof(scratch), "%s/tsr-test-backend.XXXXXX", tmp);
 	if (mkdtemp(scratch) == NULL) {
 		fprintf(stderr, "mkdtemp %s: %s\n", scratch, strerror(errno));
-		return EXIT_FAILURE;
+		return -1;
 	}
+	if (run->envvar != NULL)
+		plugins_from = run->envvar;
+	s = suite_create("backend-conformance");
 	tsr_core_host_init(&core_host, "conformance/backend", NULL, NULL);
 	registry = tsr_registry_create();
-	load_plugins(getenv("BACKEND_PLUGINS"));
+	nplugins = 0;
+	for (size_t i = 0; i < run->nplugins; i++)
+		load_plugin(&run->plugins[i]);
 	if (nplugins == 0) {
 		TCase *tc = tcase_create("no-plugins");
 
@@ -4276,36 +4656,18 @@ main(void)
 		/* the crash loop is sized for well under two minutes; slow
 		 * disks and sanitizers get plenty of margin */
 		tcase_set_timeout(tc, 600);
-		tcase_add_loop_test(tc, plugin_loads, a, b);
-		tcase_add_loop_test(tc, lifecycle, a, b);
-		tcase_add_loop_test(tc, ops_colls, a, b);
-		tcase_add_loop_test(tc, ops_write, a, b);
-		tcase_add_loop_test(tc, ops_write_held, a, b);
-		tcase_add_loop_test(tc, ops_zero, a, b);
-		tcase_add_loop_test(tc, ops_truncate, a, b);
-		tcase_add_loop_test(tc, ops_remove, a, b);
-		tcase_add_loop_test(tc, ops_clone, a, b);
-		tcase_add_loop_test(tc, ops_clone_range, a, b);
-		tcase_add_loop_test(tc, ops_attrs, a, b);
-		tcase_add_loop_test(tc, ops_omap, a, b);
-		tcase_add_loop_test(tc, ops_reads, a, b);
-		tcase_add_loop_test(tc, ops_refused, a, b);
-		tcase_add_loop_test(tc, ops_names, a, b);
-		tcase_add_loop_test(tc, atomicity, a, b);
-		tcase_add_loop_test(tc, enumeration, a, b);
-		tcase_add_loop_test(tc, enumeration_changes, a, b);
-		tcase_add_loop_test(tc, persistence, a, b);
-		tcase_add_loop_test(tc, checksum, a, b);
-		tcase_add_loop_test(tc, random_ops, a, b);
-		tcase_add_loop_test(tc, crash, a, b);
+		for (size_t t = 0; t < NTESTS; t++)
+			if (selected[t] || t == 0) /* plugin_loads: always */
+				tcase_add_loop_test(tc, tests[t], a, b);
 		suite_add_tcase(s, tc);
 	}
 
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
+	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	tsr_registry_destroy(registry);
+	registry = NULL;
 	tu_rm_rf(scratch);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return failed;
 }

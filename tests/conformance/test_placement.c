@@ -1,9 +1,11 @@
 /* test_placement.c — the conformance suite every placement plugin must pass.
  *
  * The plugins to test come from PLACEMENT_PLUGINS, a colon-separated list of
- * shared objects; every one of them runs the same tests, in a Check test case
- * named after the plugin.  With none given the suite fails: a conformance
- * run that tested nothing must not look like a pass.
+ * shared objects (make check, through main_placement.c), or from the command
+ * line of the installed tessera-conformance program (conformance.h); every
+ * one of them runs the same tests, in a Check test case named after the
+ * plugin.  With none given the suite fails: a conformance run that tested
+ * nothing must not look like a pass.
  *
  * What a placement plugin promises (tessera/placement.h) and where it is
  * checked:
@@ -33,6 +35,7 @@
  * passing assertions record their location through a file on every call,
  * which costs more than the placement itself.
  */
+#include "runner.h"
 #include "plugin/host.h"
 #include "plugin/registry.h"
 
@@ -87,6 +90,9 @@ struct plugin_entry {
 	char label[64];                    /* test case name */
 	const struct tsr_plugin *plugin;   /* NULL: refused, see err */
 	char err[1024];
+	int has_digest;                    /* the run gave the golden digest */
+	uint64_t digest;
+	int out_of_tree;                   /* named by tessera-conformance */
 };
 
 static struct plugin_entry plugins[MAX_PLUGINS];
@@ -592,6 +598,13 @@ START_TEST(determinism)
 	}
 
 	fprintf(stderr, "[%s] golden digest %016" PRIx64 "\n", a.name, da);
+	if (plugins[_i].has_digest) {
+		ck_assert_msg(plugins[_i].digest == da,
+			      "%s: placement changed: digest %016" PRIx64
+			      ", golden %016" PRIx64 " (--digest)", a.name, da,
+			      plugins[_i].digest);
+		goto out;
+	}
 	for (size_t g = 0; golden[g].name != NULL; g++) {
 		if (strcmp(golden[g].name, a.name) != 0)
 			continue;
@@ -601,6 +614,10 @@ START_TEST(determinism)
 			      golden[g].digest);
 		goto out;
 	}
+	if (plugins[_i].out_of_tree)
+		ck_abort_msg("%s: no golden digest to compare with; if this "
+			     "placement is final, run with --digest %016" PRIx64
+			     " from now on", a.name, da);
 	ck_abort_msg("%s: no golden digest; if this placement is final, add "
 		     "{ \"%s\", 0x%016" PRIx64 " } to golden[] in %s", a.name,
 		     a.name, da, __FILE__);
@@ -1761,10 +1778,12 @@ END_TEST
 
 /* ---- Runner -------------------------------------------------------------*/
 
+static const char *plugins_from = "PLACEMENT_PLUGINS";
+
 START_TEST(no_plugins)
 {
-	ck_abort_msg("PLACEMENT_PLUGINS names no plugin: set it to a "
-		     "colon-separated list of placement plugin .so files");
+	ck_abort_msg("%s names no plugin: set it to a colon-separated list "
+		     "of placement plugin .so files", plugins_from);
 }
 END_TEST
 
@@ -1774,64 +1793,74 @@ START_TEST(plugin_loads)
 }
 END_TEST
 
-static void
-load_plugins(const char *list)
-{
-	const char *s = list;
-
-	while (s != NULL && *s != '\0') {
-		const char *colon = strchr(s, ':');
-		size_t n = colon ? (size_t)(colon - s) : strlen(s);
-		struct plugin_entry *e = &plugins[nplugins];
-
-		if (n > 0 && nplugins == MAX_PLUGINS) {
-			/* a plugin that is named must be tested */
-			fprintf(stderr, "PLACEMENT_PLUGINS names more than %d "
-				"plugins\n", MAX_PLUGINS);
-			exit(EXIT_FAILURE);
-		}
-		if (n > 0) {
-			const char *base;
-
-			snprintf(e->path, sizeof(e->path), "%.*s", (int)n, s);
-			if (n >= sizeof(e->path)) {
-				snprintf(e->err, sizeof(e->err), "%.900s...: "
-					 "path too long", s);
-				e->plugin = NULL;
-			} else if (tsr_registry_load_file(registry, e->path, &e->plugin,
-						   e->err, sizeof(e->err)) < 0) {
-				e->plugin = NULL;
-			} else if (tsr_plugin_desc(e->plugin)->kind !=
-				   TSR_KIND_PLACEMENT) {
-				const char *kind = tsr_plugin_kind_name(
-					tsr_plugin_desc(e->plugin)->kind);
-				char why[sizeof(e->err)];
-
-				snprintf(why, sizeof(why), "%.900s: a %s plugin, "
-					 "not a placement plugin", e->path, kind);
-				memcpy(e->err, why, sizeof(why));
-				e->plugin = NULL;
-			}
-			base = strrchr(e->path, '/');
-			snprintf(e->label, sizeof(e->label), "%.63s",
-				 e->plugin ? tsr_plugin_desc(e->plugin)->name
-					   : base ? base + 1 : e->path);
-			nplugins++;
-		}
-		s = colon ? colon + 1 : NULL;
-	}
-}
+/* In the order they run; the runner checks these names against the
+ * tests' own (cf_select). */
+const struct cf_test_info cf_placement_tests[] = {
+	{ "plugin_loads", "the file loads and is a placement plugin" },
+	{ "determinism", "the same placement in two instances, another "
+	  "process, four threads at once, and equal to the golden digest" },
+	{ "distinct_domains", "N distinct devices, N distinct failure "
+	  "domains with chooseleaf" },
+	{ "distinct_width", "positions filled when the domains exist, "
+	  "TSR_PLACEMENT_NONE in the tail when not; rule_width" },
+	{ "runtime_weights_out", "out devices never chosen; devices past "
+	  "nweights count as 0" },
+	{ "runtime_weights_half", "a half-weight device gets about half its "
+	  "share" },
+	{ "utilization_equal", "equal devices get equal counts" },
+	{ "utilization_weighted", "counts proportional to capacity weight" },
+	{ "movement", "a map change moves few placements more than it must" },
+	{ "positions_stable", "a failed device moves no other device of the "
+	  "result" },
+	{ "errors", "the errno contract, rule_width, max_devices" },
+	{ "hostile_maps", "truncated, corrupted, garbage maps refused with a "
+	  "message" },
+	{ "hostile_text", "malformed map text refused with a message" },
+	{ "hostile_topology", "malformed generic topologies refused" },
+	{ "text_round_trip", "compile(decompile(b)) == b byte for byte" },
+	{ NULL, NULL },
+};
 
 int
-main(void)
+cf_placement_run(const struct cf_run *run)
 {
-	Suite *s = suite_create("placement-conformance");
+	const TTest *const tests[] = {
+		plugin_loads, determinism, distinct_domains, distinct_width,
+		runtime_weights_out, runtime_weights_half, utilization_equal,
+		utilization_weighted, movement, positions_stable, errors,
+		hostile_maps, hostile_text, hostile_topology, text_round_trip,
+	};
+	enum { NTESTS = sizeof(tests) / sizeof(tests[0]) };
+	int selected[NTESTS];
+	Suite *s;
 	SRunner *sr;
 	int failed;
 
+	if (cf_select(cf_placement_tests, tests, NTESTS, run, selected) < 0)
+		return -1;
+	if (run->nplugins > MAX_PLUGINS) {
+		fprintf(stderr, "%s names %zu plugins, more than %d\n",
+			run->envvar, run->nplugins, MAX_PLUGINS);
+		return -1;
+	}
+	if (run->envvar != NULL)
+		plugins_from = run->envvar;
+	s = suite_create("placement-conformance");
 	tsr_core_host_init(&core_host, "conformance/placement", NULL, NULL);
 	registry = tsr_registry_create();
-	load_plugins(getenv("PLACEMENT_PLUGINS"));
+	nplugins = 0;
+	for (size_t i = 0; i < run->nplugins; i++) {
+		struct plugin_entry *e = &plugins[nplugins++];
+
+		memset(e, 0, sizeof(*e));
+		snprintf(e->path, sizeof(e->path), "%s", run->plugins[i].path);
+		cf_load(registry, run->plugins[i].path, TSR_KIND_PLACEMENT,
+			&e->plugin, e->err, sizeof(e->err), e->label,
+			sizeof(e->label));
+		e->has_digest = run->plugins[i].has_digest;
+		e->digest = run->plugins[i].digest;
+		e->out_of_tree = strcmp(plugins_from, "PLACEMENT_PLUGINS") != 0;
+	}
 	if (nplugins == 0) {
 		TCase *tc = tcase_create("no-plugins");
 
@@ -1845,28 +1874,17 @@ main(void)
 		/* sized for a few seconds a test; sanitizers and slow hosts
 		 * get plenty of margin */
 		tcase_set_timeout(tc, 300);
-		tcase_add_loop_test(tc, plugin_loads, a, b);
-		tcase_add_loop_test(tc, determinism, a, b);
-		tcase_add_loop_test(tc, distinct_domains, a, b);
-		tcase_add_loop_test(tc, distinct_width, a, b);
-		tcase_add_loop_test(tc, runtime_weights_out, a, b);
-		tcase_add_loop_test(tc, runtime_weights_half, a, b);
-		tcase_add_loop_test(tc, utilization_equal, a, b);
-		tcase_add_loop_test(tc, utilization_weighted, a, b);
-		tcase_add_loop_test(tc, movement, a, b);
-		tcase_add_loop_test(tc, positions_stable, a, b);
-		tcase_add_loop_test(tc, errors, a, b);
-		tcase_add_loop_test(tc, hostile_maps, a, b);
-		tcase_add_loop_test(tc, hostile_text, a, b);
-		tcase_add_loop_test(tc, hostile_topology, a, b);
-		tcase_add_loop_test(tc, text_round_trip, a, b);
+		for (size_t t = 0; t < NTESTS; t++)
+			if (selected[t] || t == 0) /* plugin_loads: always */
+				tcase_add_loop_test(tc, tests[t], a, b);
 		suite_add_tcase(s, tc);
 	}
 
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
+	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	tsr_registry_destroy(registry);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	registry = NULL;
+	return failed;
 }

@@ -9,13 +9,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d /tmp/tsr-cross-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-SRC=(tests/cross/placement_digest.c plugins/common/topo.c plugins/common/topo_bin.c
-	plugins/common/topo_text.c plugins/common/placebase.c
+SRC=(tests/cross/placement_digest.c plugins/placebase/topo.c plugins/placebase/topo_bin.c
+	plugins/placebase/topo_text.c plugins/placebase/placebase.c
 	core/encoding/encoding.c "$tmp/crush.c" "$tmp/hrw.c")
 # each plugin's descriptor under its own name, so both link into one program
 sed 's/\btessera_plugin\b/crush_desc/' plugins/placement-crush/crush.c > "$tmp/crush.c"
 sed 's/\btessera_plugin\b/hrw_desc/' plugins/placement-hrw/hrw.c > "$tmp/hrw.c"
-FLAGS=(-std=c11 -D_GNU_SOURCE -ffp-contract=off -Icore/include -Icore -Iplugins/common)
+FLAGS=(-std=c11 -D_GNU_SOURCE -ffp-contract=off -Icore/include -Icore -Iplugins)
 build_run() { # name compiler [runner] -- flags
 	local name=$1 cc=$2 runner=$3
 	shift 3

@@ -2,7 +2,7 @@
  * map, compiled straight from the plugin sources (no dlopen), so the same
  * program can be built for another architecture and its answer compared:
  * placement must be byte-identical on every host.  See check-arch.sh. */
-#include "placebase.h"
+#include "placebase/placebase.h"
 
 #include <stdio.h>
 #include <stdlib.h>

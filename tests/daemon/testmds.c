@@ -1,41 +1,45 @@
 /* testmds.c — tsr-testmds, the monitor side of an MDS and nothing else: it
  * listens on a loopback port (the address an MDS announces), sends
- * beacons and follows the MDS map through core/mon/mdsbeacon.c — the code
- * the MDS daemon will use — and "replays" a rank it is given by waiting
- * TSR_TESTMDS_REPLAY_MS (default 300), so failover can be tested with
- * processes that are paused, killed and restarted before the MDS daemon
- * exists.  It serves no metadata.
+ * beacons and follows the MDS map through core/beacon/mdsbeacon.c — the
+ * code the MDS daemon will use — and "replays" a rank it is given by
+ * waiting TSR_TESTMDS_REPLAY_MS (default 300, a timer), so failover can be
+ * tested with processes that are paused, killed and restarted before the
+ * MDS daemon exists.  It serves no metadata.
+ *
+ * Its runtime is the MDS's: one messenger and the daemon's loop, with the
+ * monitor client, the MDS map subscription and the beacon as modules.
  *
  *     tsr-testmds --conf FILE --id NAME      (sections mds, mds-NAME)
  *
  * Admin commands beyond the shared ones: `role` — {"gid": .., "rank": ..,
  * "state": "..", "mdsmap_epoch": .., "incarnations": .., "beacons": ..}.
+ * `status` adds "messengers": the messengers alive in the process.
  */
+#include "beacon/mdsbeacon.h"
 #include "daemon/daemon.h"
+#include "event/loop.h"
 #include "log/log.h"
-#include "mon/mdsbeacon.h"
+#include "mon/mapsub.h"
 #include "mon/monc.h"
 #include "msg/msgr.h"
 #include "util/util.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Everything on the daemon's loop. */
 struct testmds {
+	struct tsr_loop *loop;
 	struct tsr_msgr *msgr;
+	struct tsr_monc *monc;
+	struct tsr_mapsub *sub;
 	struct tsr_mds_beacon *beacon;
 	uint32_t replay_ms;
-	pthread_t replayer;
-	int replayer_started;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	uint64_t replay_gid;         /* the incarnation to replay for; 0: none */
+	uint64_t replay_timer;       /* the replay in progress; 0: none */
 	int32_t replay_rank;
-	int stop;
 };
 
 static int
@@ -55,7 +59,18 @@ cmd_role(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 	return 0;
 }
 
-/* The map gave us a rank to replay: do it (wait) on the replayer thread. */
+static void
+replayed(void *arg)
+{
+	struct testmds *t = arg;
+
+	t->replay_timer = 0;
+	tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "rank %d replayed: active", t->replay_rank);
+	tsr_mds_beacon_active(t->beacon);
+}
+
+/* The map gave us a rank to replay: "replay" it (a timer); any other
+ * change ends a replay in progress. */
 static void
 on_role(void *arg, const struct tsr_mds_role *r)
 {
@@ -64,44 +79,16 @@ on_role(void *arg, const struct tsr_mds_role *r)
 	tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "incarnation %" PRIu64 ": rank %d, %s "
 		"(MDS map epoch %" PRIu64 ")", r->gid, r->rank,
 		r->rank < 0 ? "standby" : tsr_mds_state_name(r->state), r->epoch);
-	pthread_mutex_lock(&t->lock);
+	if (t->replay_timer)
+		tsr_loop_timer_cancel(t->loop, t->replay_timer);
+	t->replay_timer = 0;
 	if (r->rank >= 0 && r->state == TSR_MDS_REPLAY) {
-		t->replay_gid = r->gid;
 		t->replay_rank = r->rank;
-		pthread_cond_broadcast(&t->cond);
-	} else {
-		t->replay_gid = 0;
+		if (tsr_loop_timer_add(t->loop, (uint64_t)t->replay_ms * 1000000u,
+				       replayed, t, &t->replay_timer) < 0)
+			tsr_log(TSR_SUB_MDS, TSR_LOG_ERROR, "rank %d: out of memory "
+				"for the replay's timer", r->rank);
 	}
-	pthread_mutex_unlock(&t->lock);
-}
-
-static void *
-replayer(void *arg)
-{
-	struct testmds *t = arg;
-
-	pthread_mutex_lock(&t->lock);
-	while (!t->stop) {
-		if (t->replay_gid == 0) {
-			pthread_cond_wait(&t->cond, &t->lock);
-			continue;
-		}
-		uint64_t gid = t->replay_gid;
-		uint64_t until = tsr_mono_ns() + (uint64_t)t->replay_ms * 1000000u;
-		while (!t->stop && t->replay_gid == gid &&
-		       tsr_cond_wait_until(&t->cond, &t->lock, until) != ETIMEDOUT)
-			;
-		if (t->stop || t->replay_gid != gid)
-			continue;
-		tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "rank %d replayed: active",
-			t->replay_rank);
-		t->replay_gid = 0;
-		pthread_mutex_unlock(&t->lock);
-		tsr_mds_beacon_active(t->beacon);
-		pthread_mutex_lock(&t->lock);
-	}
-	pthread_mutex_unlock(&t->lock);
-	return NULL;
 }
 
 static int
@@ -114,8 +101,7 @@ testmds_start(struct tsr_daemon *d, char *err, size_t errlen)
 	struct tsr_msgr_opts o;
 	int rc;
 
-	pthread_mutex_init(&t->lock, NULL);
-	tsr_cond_init_mono(&t->cond);
+	t->loop = tsr_daemon_loop(d);
 	t->replay_ms = env ? (uint32_t)strtoul(env, NULL, 10) : 300;
 	tsr_daemon_set_priv(d, t);
 	if ((rc = tsr_monc_conf(conf, &mem, &o, err, errlen)) < 0)
@@ -127,11 +113,12 @@ testmds_start(struct tsr_daemon *d, char *err, size_t errlen)
 	if ((rc = tsr_msgr_create(&o, NULL, &t->msgr, err, errlen)) < 0)
 		return rc;
 	tsr_msgr_start(t->msgr);
-	if ((rc = pthread_create(&t->replayer, NULL, replayer, t)) != 0)
-		return tsr_errf(err, errlen, -rc, "starting a thread: %s", strerror(rc));
-	t->replayer_started = 1;
-	o.bind = NULL;
-	rc = tsr_mds_beacon_start(&mem, &o, tsr_daemon_id(d), tsr_msgr_addr(t->msgr),
+	if ((rc = tsr_monc_create(t->msgr, t->loop, &mem, &t->monc, err, errlen)) < 0 ||
+	    (rc = tsr_mapsub_create(t->msgr, t->loop, &mem, TSR_MON_SUB_MDS, 0, NULL,
+				    NULL, &t->sub, err, errlen)) < 0)
+		return rc;
+	rc = tsr_mds_beacon_start(t->loop, t->monc, t->sub, tsr_daemon_id(d),
+				  tsr_msgr_addr(t->msgr),
 				  (uint32_t)tsr_conf_int(conf, "mds_beacon_interval"),
 				  on_role, t, &t->beacon, err, errlen);
 	if (rc < 0)
@@ -149,19 +136,21 @@ testmds_stop(struct tsr_daemon *d)
 
 	if (t == NULL)
 		return;
-	if (t->replayer_started) {
-		pthread_mutex_lock(&t->lock);
-		t->stop = 1;
-		pthread_cond_broadcast(&t->cond);
-		pthread_mutex_unlock(&t->lock);
-		pthread_join(t->replayer, NULL);
-	}
+	if (t->replay_timer)
+		tsr_loop_timer_cancel(t->loop, t->replay_timer);
 	tsr_mds_beacon_stop(t->beacon);
+	tsr_mapsub_destroy(t->sub);
+	tsr_monc_destroy(t->monc);
 	tsr_msgr_destroy(t->msgr);
-	pthread_mutex_destroy(&t->lock);
-	pthread_cond_destroy(&t->cond);
 	free(t);
 	tsr_daemon_set_priv(d, NULL);
+}
+
+static void
+testmds_status(struct tsr_daemon *d, struct tsr_sbuf *out)
+{
+	(void)d;
+	tsr_sbuf_printf(out, ",\n  \"messengers\": %u", tsr_msgr_live());
 }
 
 static const struct tsr_daemon_def testmds_def = {
@@ -169,6 +158,7 @@ static const struct tsr_daemon_def testmds_def = {
 	.summary = "Tessera test MDS: beacons, follows the MDS map, takes ranks; serves nothing.",
 	.start = testmds_start,
 	.stop = testmds_stop,
+	.status = testmds_status,
 };
 
 int

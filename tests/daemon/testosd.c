@@ -1,17 +1,26 @@
 /* testosd.c — tsr-testosd, the monitor side of an OSD and nothing else:
  * it listens on a loopback port (the address an OSD announces), boots
- * and sends beacons through core/mon/osdbeacon.c — the code the OSD
+ * and sends beacons through core/beacon/osdbeacon.c — the code the OSD
  * daemon uses — so the monitors' failure detection can be tested with
  * processes that are paused, killed and restarted before the OSD daemon
  * exists.  It stores nothing.
  *
+ * Its runtime is the OSD's: one messenger (bound, the OSD's identity and
+ * key) and the daemon's loop, with the monitor client, the OSD map
+ * subscription and the beacon as modules on them.  Its threads: the main
+ * thread (the loop: timers, admin socket, the modules), ms_workers I/O
+ * threads and ms_dispatchers dispatch threads — nothing else.
+ *
  *     tsr-testosd --conf FILE --id N      (section osd, osd-N)
  *
  * Admin commands beyond the shared ones: `beacon` — {"up": ..,
- * "osdmap_epoch": .., "boots": .., "beacons": ..}.
+ * "osdmap_epoch": .., "boots": .., "beacons": ..}.  `status` adds
+ * "messengers": the messengers alive in the process.
  */
+#include "beacon/osdbeacon.h"
 #include "daemon/daemon.h"
-#include "mon/osdbeacon.h"
+#include "mon/mapsub.h"
+#include "mon/monc.h"
 #include "msg/msgr.h"
 #include "util/util.h"
 
@@ -23,6 +32,8 @@
 
 struct testosd {
 	struct tsr_msgr *msgr;
+	struct tsr_monc *monc;
+	struct tsr_mapsub *sub;
 	struct tsr_osd_beacon *beacon;
 };
 
@@ -65,8 +76,13 @@ testosd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	if ((rc = tsr_msgr_create(&o, NULL, &t->msgr, err, errlen)) < 0)
 		return rc;
 	tsr_msgr_start(t->msgr);
-	o.bind = NULL;
-	rc = tsr_osd_beacon_start(&mem, &o, (int32_t)id, tsr_msgr_addr(t->msgr),
+	if ((rc = tsr_monc_create(t->msgr, tsr_daemon_loop(d), &mem, &t->monc, err,
+				  errlen)) < 0 ||
+	    (rc = tsr_mapsub_create(t->msgr, tsr_daemon_loop(d), &mem, TSR_MON_SUB_OSD,
+				    0, NULL, NULL, &t->sub, err, errlen)) < 0)
+		return rc;
+	rc = tsr_osd_beacon_start(tsr_daemon_loop(d), t->monc, t->sub, (int32_t)id,
+				  tsr_msgr_addr(t->msgr),
 				  (uint32_t)tsr_conf_int(conf, "osd_beacon_interval"),
 				  NULL, NULL, &t->beacon, err, errlen);
 	if (rc < 0)
@@ -84,10 +100,21 @@ testosd_stop(struct tsr_daemon *d)
 
 	if (t == NULL)
 		return;
+	/* the modules first (the loop has stopped: none of their timers or
+	 * posts runs meanwhile), then the messenger they used */
 	tsr_osd_beacon_stop(t->beacon);
+	tsr_mapsub_destroy(t->sub);
+	tsr_monc_destroy(t->monc);
 	tsr_msgr_destroy(t->msgr);
 	free(t);
 	tsr_daemon_set_priv(d, NULL);
+}
+
+static void
+testosd_status(struct tsr_daemon *d, struct tsr_sbuf *out)
+{
+	(void)d;
+	tsr_sbuf_printf(out, ",\n  \"messengers\": %u", tsr_msgr_live());
 }
 
 static const struct tsr_daemon_def testosd_def = {
@@ -95,6 +122,7 @@ static const struct tsr_daemon_def testosd_def = {
 	.summary = "Tessera test OSD: boots and sends beacons to the monitors, stores nothing.",
 	.start = testosd_start,
 	.stop = testosd_stop,
+	.status = testosd_status,
 };
 
 int

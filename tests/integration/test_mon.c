@@ -27,6 +27,9 @@
  *                    ends byte for byte where a fresh one (full map) does;
  *                    its monitor killed, then cut off: it moves to another
  *                    and catches up;
+ *   one_runtime_threads  a test OSD and a test MDS each run one messenger
+ *                    and one loop: their threads, counted by name, are the
+ *                    main thread and the messenger's, nothing else;
  *   mds_failover     MDSs (tsr-testmds) boot as standbys and take ranks;
  *                    the active one killed: a standby takes its rank;
  *                    max_mds raised: a second rank; one paused past the
@@ -55,6 +58,7 @@
 #include "cluster/cluster.h"
 #include "config/config.h"
 #include "log/log.h"
+#include "map/osdmap_epoch.h"
 #include "mon/monc.h"
 #include "mon/monmsg.h"
 #include "msg/msgr.h"
@@ -64,6 +68,7 @@
 #include <tessera/placement.h>
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -598,6 +603,11 @@ START_TEST(failure_detection)
 	free(out);
 	ck_assert_int_eq(tc_cli(&c, &out, "health"), 0);
 	ck_assert_contains(out, "HEALTH_OK");
+	free(out);
+	/* the OSDs booted and beacon with typed messages, which say their
+	 * software version */
+	ck_assert_int_eq(tc_cli(&c, &out, "versions --format json"), 0);
+	ck_assert_contains(out, "\"osd\": {\"" TSR_VERSION "\": 4}");
 	free(out);
 
 	/* silent: down after the grace, out after the interval */
@@ -1166,33 +1176,24 @@ one_mon(struct tc_cluster *c)
 START_TEST(long_word_answered)
 {
 	struct tc_cluster c;
-	struct tsr_mon_members mem;
-	struct tsr_msgr_opts mo;
-	struct tsr_conf *conf = NULL;
-	struct tsr_monc *mc = NULL;
+	struct tc_client *k = NULL;
 	static char word[1100];
-	char *argv[] = { "pool", "create", word, NULL }, err[1024], *text = NULL;
+	char *argv[] = { "pool", "create", word, NULL }, *text = NULL;
 	uint64_t t0, took;
 	int rc;
 
 	one_mon(&c);
 	memset(word, 'x', sizeof(word) - 1);
-	tsr_log_set_level(TSR_SUB_MSG, TSR_LOG_ERROR);
-	ck_assert_int_eq(tsr_conf_load(c.conf, &conf, err, sizeof(err)), 0);
-	ck_assert_int_eq(tsr_conf_resolve(conf, "client", NULL, NULL, err, sizeof(err)), 0);
-	ck_assert_msg(tsr_monc_conf(conf, &mem, &mo, err, sizeof(err)) == 0, "%s", err);
-	mo.auth = c.admin;
-	ck_assert_msg(tsr_monc_create(&mem, &mo, &mc, err, sizeof(err)) == 0, "%s", err);
-	tsr_conf_destroy(conf);
+	ck_assert_int_eq(tc_client_open(&c, 0, 0, NULL, NULL, &k), 0);
 	t0 = tc_now_ms();
-	rc = tsr_monc_command(mc, 3, argv, 20000, &text);
+	rc = tsr_monc_command(k->monc, 3, argv, 20000, &text);
 	took = tc_now_ms() - t0;
 	ck_assert_msg(rc == -EINVAL, "a 1099-byte word: %d %s", rc, text);
 	ck_assert_contains(text, "command word 3 is 1099 bytes long; a word may have "
 			   "at most 1023");
 	ck_assert_msg(took < 5000, "the answer took %.1f s", (double)took / 1000);
 	free(text);
-	tsr_monc_destroy(mc);
+	tc_client_close(k);
 	/* and it serves on */
 	ck_assert_int_eq(tc_cli(&c, NULL, "pool ls"), 0);
 	ck_assert_int_eq(tc_destroy(&c), 0);
@@ -1393,14 +1394,16 @@ cli_epoch(struct tc_cluster *c)
 static void
 assert_same_as_fresh(struct tc_cluster *c, struct tsr_mapsub *sub, uint64_t epoch)
 {
+	struct tc_client *k;
 	struct tsr_mapsub *fresh;
 	struct tsr_osdmap a, b;
 	struct tsr_mdsmap ma, mb;
 	struct tsr_enc ea, eb;
 	struct tsr_mapsub_stats st;
 
-	ck_assert_int_eq(tc_mapsub(c, TSR_MON_SUB_OSD | TSR_MON_SUB_MDS, 0, NULL, NULL,
-				   &fresh), 0);
+	ck_assert_int_eq(tc_client_open(c, TSR_MON_SUB_OSD | TSR_MON_SUB_MDS, 0, NULL,
+				       NULL, &k), 0);
+	fresh = k->sub;
 	ck_assert_int_eq(tsr_mapsub_wait(fresh, TSR_MON_MAP_OSD, epoch, 15000), 0);
 	ck_assert_int_eq(tsr_mapsub_wait(fresh, TSR_MON_MAP_MDS, 1, 15000), 0);
 	ck_assert_int_eq(tsr_mapsub_wait(sub, TSR_MON_MAP_OSD, epoch, 15000), 0);
@@ -1426,61 +1429,74 @@ assert_same_as_fresh(struct tc_cluster *c, struct tsr_mapsub *sub, uint64_t epoc
 	tsr_osdmap_free(&b);
 	tsr_mdsmap_free(&ma);
 	tsr_mdsmap_free(&mb);
-	tsr_mapsub_destroy(fresh);
+	tc_client_close(k);
 }
 
-/* The OSD map's placement map works: loaded into the plugin it names
- * (from $PLUGIN_DIR), rule 0 puts copies on distinct hosts and rule 1 in
- * distinct racks. */
+/* The OSD map's placement map works, as every holder computes placement
+ * (tsr_osdmap_epoch_map_pg, with the plugin it names from $PLUGIN_DIR):
+ * rule 0 puts copies on distinct hosts and rule 1 in distinct racks, on
+ * OSDs that are up and in.  No OSD daemon runs here, so the OSDs are
+ * marked up in a copy; and two pools of two copies, one per rule, are
+ * added to it. */
 static void
 assert_placement(const struct tsr_osdmap *m)
 {
 	const char *dir = getenv("PLUGIN_DIR");
 	char path[512], err[512];
-	const struct tsr_plugin *p;
 	struct tsr_registry *reg = tsr_registry_create();
 	struct tsr_core_host host;
-	struct tsr_instance *inst;
-	uint32_t w[64] = { 0 };
+	struct tsr_osdmap c;
+	struct tsr_osdmap_epoch *ep;
 
 	ck_assert_ptr_nonnull(dir);
 	ck_assert_str_eq(m->placement, "crush");
 	ck_assert_uint_gt(m->pmap_len, 0);
 	snprintf(path, sizeof(path), "%s/%s.so", dir, m->placement);
-	ck_assert_msg(tsr_registry_load_file(reg, path, &p, err, sizeof(err)) == 0,
+	ck_assert_msg(tsr_registry_load_file(reg, path, NULL, err, sizeof(err)) == 0,
 		      "%s", err);
 	tsr_core_host_init(&host, "test", NULL, NULL);
-	ck_assert_int_eq(tsr_instance_create(p, &host.host, NULL, 0, &inst, err,
-					     sizeof(err)), 0);
-	const struct tsr_placement_ops *ops = tsr_instance_ops(inst);
-	void *h = tsr_instance_handle(inst);
-	ck_assert_msg(ops->load(h, m->pmap, m->pmap_len, err, sizeof(err)) == 0,
-		      "%s", err);
-	for (size_t i = 0; i < m->nosds; i++)
-		if (m->osds[i].id < 64 && m->osds[i].in)
-			w[m->osds[i].id] = TSR_WEIGHT_ONE;
-	for (uint32_t x = 0; x < 200; x++) {
-		int32_t out[2];
-		for (uint32_t rule = 0; rule < 2; rule++) {
-			ck_assert_int_eq(ops->map(h, rule, x, 2, w, 64, out), 2);
-			const struct tsr_osdmap_osd *a = tsr_osdmap_osd(m, out[0]),
-						    *b = tsr_osdmap_osd(m, out[1]);
+	ck_assert_int_eq(tsr_osdmap_copy(&c, m), 0);
+	for (size_t i = 0; i < c.nosds; i++)
+		c.osds[i].up = 1;
+	c.pools = realloc(c.pools, (c.npools + 2) * sizeof(*c.pools));
+	for (uint32_t rule = 0; rule < 2; rule++) {
+		struct tsr_osdmap_pool *p = &c.pools[c.npools++];
+		memset(p, 0, sizeof(*p));
+		snprintf(p->redundancy, sizeof(p->redundancy), "replica");
+		p->id = c.next_pool_id++;
+		snprintf(p->name, sizeof(p->name), "by-rule-%u", rule);
+		p->pg_num = 200;
+		p->size = p->min_size = 2;
+		p->rule = rule;
+	}
+	ck_assert_msg(tsr_osdmap_epoch_create(&c, reg, &host.host, &ep, err,
+					      sizeof(err)) == 0, "%s", err);
+	m = tsr_osdmap_epoch_map(ep);
+	for (uint32_t rule = 0; rule < 2; rule++)
+		for (uint32_t pg = 0; pg < 200; pg++) {
+			struct tsr_pg_mapping pm;
+			ck_assert_msg(tsr_osdmap_epoch_map_pg(ep, m->pools[m->npools - 2 + rule].id,
+							      pg, &pm, err, sizeof(err)) == 0,
+				      "%s", err);
+			ck_assert_uint_eq(pm.nup, 2);
+			const struct tsr_osdmap_osd *a = tsr_osdmap_osd(m, pm.up[0]),
+						    *b = tsr_osdmap_osd(m, pm.up[1]);
 			ck_assert_ptr_nonnull(a);
 			ck_assert_ptr_nonnull(b);
-			ck_assert(a->in && b->in);
+			ck_assert(a->in && b->in && a->up && b->up);
 			if (rule == 0)
 				ck_assert_str_ne(a->host, b->host);
 			else
 				ck_assert_str_ne(a->rack, b->rack);
 		}
-	}
-	tsr_instance_destroy(inst);
+	tsr_osdmap_epoch_put(ep);
 	tsr_registry_destroy(reg);
 }
 
 START_TEST(maps)
 {
 	struct tc_cluster c;
+	struct tc_client *k;
 	struct tsr_mapsub *sub;
 	struct tsr_mapsub_stats st;
 	struct seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -1492,8 +1508,9 @@ START_TEST(maps)
 	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
 	/* renewing only every minute: every epoch below must come as a
 	 * push, and a move to another monitor from the session's end */
-	ck_assert_int_eq(tc_mapsub(&c, TSR_MON_SUB_OSD | TSR_MON_SUB_MDS, 60000, on_epoch,
-				   &seen, &sub), 0);
+	ck_assert_int_eq(tc_client_open(&c, TSR_MON_SUB_OSD | TSR_MON_SUB_MDS, 60000,
+				       on_epoch, &seen, &k), 0);
+	sub = k->sub;
 	ck_assert_int_eq(tsr_mapsub_wait(sub, TSR_MON_MAP_OSD, 1, 15000), 0);
 
 	/* a run of changes of every kind: each arrives as an incremental */
@@ -1586,7 +1603,7 @@ START_TEST(maps)
 	ck_assert_uint_eq(seen.backwards, 0);
 	ck_assert_uint_gt(seen.calls, 10);
 	pthread_mutex_unlock(&seen.lock);
-	tsr_mapsub_destroy(sub);
+	tc_client_close(k);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -1717,6 +1734,107 @@ START_TEST(mds_failover)
 			      st, (unsigned long long)incs);
 	}
 	ck_assert_int_eq(mds_role(&c, 0, st, sizeof(st), NULL), 1);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* ---- one runtime per daemon -------------------------------------------------*/
+
+/* The threads of process pid (/proc/PID/task): how many in all, how many
+ * of them named name (their comm), and whether the main one (TID = PID)
+ * is among them. */
+static int
+threads_of(pid_t pid, const char *name, int *named, int *has_main)
+{
+	char path[300], comm[32];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	*named = *has_main = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		FILE *f;
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		if (atoi(e->d_name) == (int)pid)
+			*has_main = 1;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = '\0';
+			*named += strcmp(comm, name) == 0;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* A daemon's threads are its one runtime's, and nothing else: the main
+ * thread (the daemon's loop: admin socket, and the monitor client, the
+ * map subscription and the beacon on its timers), the messenger's
+ * ms_workers I/O threads ("tsr-ms-io") and its ms_dispatchers dispatch
+ * threads ("tsr-ms-dispatch") — counted several times while it boots,
+ * beacons and follows the maps. */
+static void
+assert_one_runtime(struct tc_cluster *c, pid_t pid, int (*asok)(struct tc_cluster *,
+		   size_t, const char *, char **), const char *what, int workers,
+		   int dispatchers)
+{
+	char *out = NULL;
+
+	for (int round = 0; round < 5; round++) {
+		int io, disp, main_thr, total;
+		total = threads_of(pid, "tsr-ms-io", &io, &main_thr);
+		threads_of(pid, "tsr-ms-dispatch", &disp, &main_thr);
+		ck_assert_msg(total == 1 + workers + dispatchers && main_thr &&
+			      io == workers && disp == dispatchers,
+			      "%s: %d threads (%d I/O, %d dispatch%s); want %d: the main "
+			      "thread, %d I/O, %d dispatch", what, total, io, disp,
+			      main_thr ? "" : ", no main thread", 1 + workers + dispatchers,
+			      workers, dispatchers);
+		tc_sleep_ms(200);
+	}
+	ck_assert_int_eq(asok(c, 0, "status", &out), 0);
+	ck_assert_msg(tc_json_u64(out, "messengers", 0) == 1, "%s: %s", what, out);
+	free(out);
+}
+
+/* Issue 17 (Threads): a test OSD ran three messengers — its own, the
+ * monitor client's and the map subscriber's, each with its I/O and
+ * dispatch threads — and a thread each for the beacon and the map
+ * renewal: 1 + (2 + 3) + 2 + 2 + 1 + 1 = 12 threads with the settings
+ * below (11 with the defaults); the test MDS one more, for its replay.
+ * Now each daemon has one messenger and one loop, with the monitor
+ * client, the subscription and the beacon as modules on them: 1 + 2 + 3. */
+START_TEST(one_runtime_threads)
+{
+	struct tc_cluster c;
+	char *out = NULL;
+
+	ck_assert_int_eq(tc_create(&c, 1, "ms_workers = 2; ms_dispatchers = 3; "
+				   "osd_beacon_interval = \"200ms\"; "
+				   "mds_beacon_interval = \"250ms\";"), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd add 0 --host h0"), 0);
+	ck_assert_int_eq(tc_osd_start(&c, 0), 0);
+	ck_assert_int_eq(tc_mds_start(&c, 0), 0);
+	/* both at work: the OSD up and beaconing, the MDS active on rank 0 */
+	ck_assert_msg(await_osd(&c, 0, 1, 1, 15000) >= 0, "osd.0 never came up");
+	ck_assert_int_ge(wait_role(&c, 0, 0, "active", 15000), 0);
+	tc_sleep_ms(600);
+	ck_assert_int_eq(tc_osd_asok(&c, 0, "beacon", &out), 0);
+	ck_assert_msg(tc_json_u64(out, "beacons", 0) >= 2, "osd.0: %s", out);
+	free(out);
+
+	assert_one_runtime(&c, c.osd[0].pid, tc_osd_asok, "tsr-testosd", 2, 3);
+	assert_one_runtime(&c, c.mds[0].pid, tc_mds_asok, "tsr-testmds", 2, 3);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -2060,6 +2178,66 @@ START_TEST(typed_daemon_messages)
 }
 END_TEST
 
+/* ---- scale --------------------------------------------------------------------*/
+
+/* Issue 17: the monitors with many OSDs, all booting at once (a cluster
+ * starting), then a tenth of them going silent.  tsr-osdswarm plays the
+ * OSDs from one process, each session proving its OSD's key.  Boots are
+ * batched (a few epochs, not one per OSD), the silent ones are marked
+ * down together, the others stay up, and the three monitors end with the
+ * same maps.  The suite runs SCALE_OSDS (default 300); bench/mon-scale.sh
+ * runs 1,000 and 10,000 and records the figures. */
+START_TEST(scale)
+{
+	struct tc_cluster c;
+	const char *swarm = getenv("OSDSWARM");
+	int n = getenv("SCALE_OSDS") ? atoi(getenv("SCALE_OSDS")) : 300;
+	int k = n / 10, l;
+	char cmd[1200], line[512] = "", *st = NULL;
+	FILE *p;
+
+	ck_assert_msg(swarm != NULL, "OSDSWARM is not set (make check sets it)");
+	/* beacons as often as the grace allows (real OSDs: every 2 s, 20 s
+	 * grace); with many OSDs, a longer interval */
+	int interval = n > 2000 ? 2000 : 500;
+	char extra[160];
+	snprintf(extra, sizeof(extra), "mon_osd_beacon_grace = \"%ds\"; "
+		 "mon_snapshot_every = 200;", n > 2000 ? 12 : 3);
+	ck_assert_int_eq(tc_create(&c, 3, extra), 0);
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(l = tc_wait_leader(&c, 15000), 0);
+	for (int a = 0; a < n; a += 2000)
+		ck_assert_int_eq(tc_cli(&c, NULL, "osd add %d-%d --host h%d --per-host 10",
+					a, (a + 2000 < n ? a + 2000 : n) - 1, a / 2000), 0);
+	snprintf(cmd, sizeof(cmd), "%s --conf %s --secret %s/keys/mon-a.keyring --osds %d "
+		 "--silent %d --interval %d --timeout 120", swarm, c.conf, c.dir, n, k,
+		 interval);
+	ck_assert_ptr_nonnull(p = popen(cmd, "r"));
+	if (fgets(line, sizeof(line), p) == NULL)
+		line[0] = '\0';
+	int status = pclose(p);
+	ck_assert_msg(status == 0, "tsr-osdswarm failed (%d): %s", status, line);
+	fprintf(stderr, "scale: %s", line);
+	/* batches, not one epoch per boot (a batch goes as soon as the one
+	 * before is applied: the faster the commits, the smaller the
+	 * batches); the marks of one check together: the silent OSDs' last
+	 * beacons are spread over an interval, and the leader checks every
+	 * tick (100 ms), so about one epoch a tick while they fall due */
+	ck_assert_msg(tc_json_u64(line, "up_epochs", 999999) <= (uint64_t)n / 10 + 20,
+		      "%s", line);
+	ck_assert_msg(tc_json_u64(line, "down_epochs", 999999) <=
+		      (uint64_t)interval / 100 * 2 + 2, "%s", line);
+	ck_assert_int_ge(l = tc_wait_leader(&c, 15000), 0);
+	ck_assert_int_eq(tc_asok(&c, (size_t)l, "status", &st), 0);
+	const char *perf = strstr(st, "\"perf\"");
+	fprintf(stderr, "scale: leader %.*s\n", perf ? (int)strcspn(perf, "}") + 1 : 0,
+		perf ? perf : "");
+	free(st);
+	ck_assert_int_eq(tc_wait_converged(&c, 30000), 0);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -2082,9 +2260,11 @@ main(void)
 		{ "usage_errors_exit_2", usage_errors_exit_2 },
 		{ "change_outcome_unknown", change_outcome_unknown },
 		{ "auth_refusals", auth_refusals },
+		{ "one_runtime_threads", one_runtime_threads },
 		{ "mixed_builds", mixed_builds },
 		{ "rolling_restart", rolling_restart },
 		{ "typed_daemon_messages", typed_daemon_messages },
+		{ "scale", scale },
 	};
 	Suite *s = suite_create("mon");
 	SRunner *sr;

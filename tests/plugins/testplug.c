@@ -194,6 +194,7 @@ part_fragment(void *instance, const struct tsr_part_fragstat *st, int *action)
 
 static const struct tsr_partitioner_ops ops = {
 	.size = sizeof(struct tsr_partitioner_ops),
+	.abi_version = TSR_PARTITIONER_ABI_VERSION,
 	.where = part_where,
 #ifndef TP_BAD_OPS
 	.balance = part_balance,

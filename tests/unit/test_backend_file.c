@@ -1,7 +1,9 @@
 /* test_backend_file.c — backend-file against bad input, and its fsck:
- * directories that hold no store, damaged LevelDB, damaged, truncated and
- * foreign journals, torn journal records, a full file system, flipped bits
- * in object data (raw and zstd), the object size limit and option errors.
+ * directories that hold no store, damaged, truncated and foreign journals,
+ * torn journal records, a full file system, flipped bits in object data
+ * (raw and zstd), the object size limit and option errors; and the cases
+ * every backend shares (tests/backend/harness.c: damaged LevelDB, the
+ * commit order, ...).
  *
  * The plugin comes from BACKEND_FILE_PLUGIN (the path of file.so) and is
  * instantiated through the core registry, as the daemons do; without it
@@ -30,8 +32,7 @@
  * after its record reached the disk but before its data did (the record
  * goes out first, unsynced, and one flush makes both durable: jr_write).
  */
-#include "plugin/host.h"
-#include "plugin/registry.h"
+#include "backend/harness.h"
 
 #include <tessera/backend.h>
 #include <tessera/crc32c.h>
@@ -43,8 +44,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,233 +52,26 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "testutil.h"
-
-static char root[] = "/tmp/tsr-test-bfile.XXXXXX";
-static char tdir[128];                 /* this test's directory */
-static const char *plugin_path;
-static char plugin_err[1024];
-static struct tsr_registry *registry;
-static const struct tsr_plugin *plugin;
-static struct tsr_core_host core_host;
-static struct tsr_host host;           /* core_host.host, log captured */
-
-static const struct tsr_coll_id cid = { 1, 7, TSR_SHARD_NONE };
-
-/* ---- Captured log ----------------------------------------------------------
+/* ---- The store's layout ------------------------------------------------
  *
- * The backend reports what only a log can carry (which object, which
- * offset) through host->logv; the tests keep the last lines to check them.
- * BFILE_VERBOSE=1 also passes them on to the core logger. */
+ * A store is the directory tdir/NAME: its metadata in meta/, its journal
+ * in journal.  Every instance gets journal_size=4M (the default, 1G, is
+ * written full of zeros at mkfs); a 4M journal also fills, and
+ * checkpoints, within a test. */
 
-#define LOG_LINES 256
-
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	int level;
-	char text[480];
-} log_ring[LOG_LINES];
-static unsigned log_n;
-static int log_verbose;
-
-static void
-cap_logv(void *ctx, int level, const char *fmt, va_list ap)
-{
-	va_list ap2;
-
-	va_copy(ap2, ap);
-	pthread_mutex_lock(&log_mu);
-	log_ring[log_n % LOG_LINES].level = level;
-	vsnprintf(log_ring[log_n % LOG_LINES].text,
-		  sizeof(log_ring[0].text), fmt, ap);
-	log_n++;
-	pthread_mutex_unlock(&log_mu);
-	if (log_verbose)
-		core_host.host.logv(ctx, level, fmt, ap2);
-	va_end(ap2);
-}
-
-static void
-log_clear(void)
-{
-	pthread_mutex_lock(&log_mu);
-	log_n = 0;
-	pthread_mutex_unlock(&log_mu);
-}
-
-/* The first kept line containing every one of the NULL-terminated
- * strings: its index, or -1; *level gets its level. */
 static int
-log_find(int *level, ...)
+fs_layout(struct store *s, const char *name)
 {
-	int found = -1;
-
-	pthread_mutex_lock(&log_mu);
-	for (unsigned i = log_n > LOG_LINES ? log_n - LOG_LINES : 0;
-	     i < log_n && found < 0; i++) {
-		const char *t = log_ring[i % LOG_LINES].text;
-		const char *s;
-		int all = 1;
-		va_list ap;
-
-		va_start(ap, level);
-		while ((s = va_arg(ap, const char *)) != NULL)
-			if (strstr(t, s) == NULL)
-				all = 0;
-		va_end(ap);
-		if (all) {
-			found = (int)i;
-			if (level)
-				*level = log_ring[i % LOG_LINES].level;
-		}
-	}
-	pthread_mutex_unlock(&log_mu);
-	return found;
+	snprintf(s->dir, sizeof(s->dir), "%s/%s", tdir, name);
+	snprintf(s->path, sizeof(s->path), "%s", s->dir);
+	snprintf(s->jpath, sizeof(s->jpath), "%s/journal", s->path);
+	snprintf(s->mpath, sizeof(s->mpath), "%s/meta", s->path);
+	return 0;
 }
 
-/* Print the kept lines at level or more severe (for the report). */
-static void
-log_dump(int level)
-{
-	pthread_mutex_lock(&log_mu);
-	for (unsigned i = log_n > LOG_LINES ? log_n - LOG_LINES : 0; i < log_n; i++)
-		if (log_ring[i % LOG_LINES].level <= level)
-			fprintf(stderr, "    [%d] %s\n", log_ring[i % LOG_LINES].level,
-				log_ring[i % LOG_LINES].text);
-	pthread_mutex_unlock(&log_mu);
-}
+static const struct tsr_srcval fs_defaults[] = { OPT("journal_size", "4M") };
 
 /* ---- Files ----------------------------------------------------------------*/
-
-static void
-path_join(char *out, size_t n, const char *a, const char *b)
-{
-	int w = snprintf(out, n, "%s/%s", a, b);
-
-	ck_assert_msg(w > 0 && (size_t)w < n, "path too long: %s/%s", a, b);
-}
-
-static off_t
-file_size(const char *path)
-{
-	struct stat st;
-
-	ck_assert_msg(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
-	return st.st_size;
-}
-
-static void
-file_pwrite(const char *path, uint64_t off, const void *p, size_t n)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-
-	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
-	ck_assert_msg(pwrite(fd, p, n, (off_t)off) == (ssize_t)n, "%s: write: %s",
-		      path, strerror(errno));
-	close(fd);
-}
-
-static void
-file_pread(const char *path, uint64_t off, void *p, size_t n)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
-	ck_assert_msg(pread(fd, p, n, (off_t)off) == (ssize_t)n, "%s: read: %s",
-		      path, strerror(errno));
-	close(fd);
-}
-
-/* Invert n bytes at off: damage that is certain to change every byte. */
-static void
-file_garble(const char *path, uint64_t off, size_t n)
-{
-	uint8_t buf[4096];
-
-	ck_assert(n <= sizeof(buf));
-	file_pread(path, off, buf, n);
-	for (size_t i = 0; i < n; i++)
-		buf[i] ^= 0xff;
-	file_pwrite(path, off, buf, n);
-}
-
-static void
-file_truncate(const char *path, off_t size)
-{
-	ck_assert_msg(truncate(path, size) == 0, "%s: %s", path, strerror(errno));
-}
-
-static void
-file_put(const char *path, const void *p, size_t n)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
-	ck_assert_msg(write(fd, p, n) == (ssize_t)n, "%s: %s", path, strerror(errno));
-	close(fd);
-}
-
-/* Copy a regular file; returns 0 or -errno (no assertion: the writer
- * child uses it too). */
-static int
-file_copy(const char *from, const char *to)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY | O_CLOEXEC), out, rc = 0;
-	ssize_t r;
-
-	if (in < 0)
-		return -errno;
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0) {
-		rc = -errno;
-		close(in);
-		return rc;
-	}
-	while ((r = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)r) != r) {
-			rc = -EIO;
-			break;
-		}
-	if (r < 0)
-		rc = -errno;
-	close(in);
-	close(out);
-	return rc;
-}
-
-/* cp -r from to (regular files and directories). */
-static int
-tree_copy(const char *from, const char *to)
-{
-	DIR *d = opendir(from);
-	struct dirent *de;
-	int rc = 0;
-
-	if (d == NULL)
-		return -errno;
-	if (mkdir(to, 0700) < 0 && errno != EEXIST) {
-		closedir(d);
-		return -errno;
-	}
-	while (rc == 0 && (de = readdir(d)) != NULL) {
-		char a[PATH_MAX], b[PATH_MAX];
-		struct stat st;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(a, sizeof(a), "%s/%s", from, de->d_name);
-		snprintf(b, sizeof(b), "%s/%s", to, de->d_name);
-		if (lstat(a, &st) < 0)
-			rc = -errno;
-		else if (S_ISDIR(st.st_mode))
-			rc = tree_copy(a, b);
-		else if (S_ISREG(st.st_mode))
-			rc = file_copy(a, b);
-	}
-	closedir(d);
-	return rc;
-}
 
 /* Copy the files below from that are missing or empty below to (making
  * directories as needed): the files of new objects, made at the time or
@@ -317,59 +109,6 @@ tree_copy_new(const char *from, const char *to)
 	return rc;
 }
 
-/* Entries of a directory other than . and .., or -1 if it cannot be read. */
-static int
-dir_count(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			n++;
-	closedir(d);
-	return n;
-}
-
-/* Every regular file below dir but the empty ones (the spares the
- * backend makes ahead of new objects), and the bytes they occupy on disk. */
-#define FLIST_MAX 64
-struct flist {
-	size_t n;
-	uint64_t disk;
-	char path[FLIST_MAX][PATH_MAX];
-};
-
-static void
-walk_files(const char *dir, struct flist *l)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	ck_assert_msg(d != NULL, "%s: %s", dir, strerror(errno));
-	while ((de = readdir(d)) != NULL) {
-		char p[PATH_MAX];
-		struct stat st;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		path_join(p, sizeof(p), dir, de->d_name);
-		ck_assert_msg(lstat(p, &st) == 0, "%s: %s", p, strerror(errno));
-		if (S_ISDIR(st.st_mode)) {
-			walk_files(p, l);
-		} else if (S_ISREG(st.st_mode) && st.st_size > 0) {
-			ck_assert_msg(l->n < FLIST_MAX, "more than %d files under %s",
-				      FLIST_MAX, dir);
-			snprintf(l->path[l->n++], PATH_MAX, "%s", p);
-			l->disk += (uint64_t)st.st_blocks * 512;
-		}
-	}
-	closedir(d);
-}
-
 /* The data file under store/data holding want[0..n) at off. */
 static void
 find_data_file(const char *store, uint64_t off, const void *want, size_t n,
@@ -399,490 +138,6 @@ find_data_file(const char *store, uint64_t off, const void *want, size_t n,
 	free(buf);
 	free(l);
 }
-
-/* ---- Stores ---------------------------------------------------------------*/
-
-struct store {
-	struct tsr_instance *inst;
-	void *h;
-	const struct tsr_backend_ops *ops;
-	char path[200];
-	char jpath[216];        /* path/journal */
-	char mpath[216];        /* path/meta */
-	char err[1024];
-};
-
-#define OPT(n, v) { .name = (n), .kind = TSR_SRC_TEXT, .s = (v), .where = "test" }
-
-/* An instance for tdir/name with journal_size=4M and then opts (which
- * override).  create's rc, with its reason in s->err.  Does not assert:
- * the writer child uses it. */
-static int
-st_try(struct store *s, const char *name, const struct tsr_srcval *opts,
-       size_t nopts)
-{
-	struct tsr_srcval src[8];
-	int rc;
-
-	memset(s, 0, sizeof(*s));
-	snprintf(s->path, sizeof(s->path), "%s/%s", tdir, name);
-	snprintf(s->jpath, sizeof(s->jpath), "%s/journal", s->path);
-	snprintf(s->mpath, sizeof(s->mpath), "%s/meta", s->path);
-	src[0] = (struct tsr_srcval)OPT("path", s->path);
-	src[1] = (struct tsr_srcval)OPT("journal_size", "4M");
-	if (nopts > 6)
-		return -E2BIG;
-	for (size_t i = 0; i < nopts; i++)
-		src[2 + i] = opts[i];
-	rc = tsr_instance_create(plugin, &host, src, 2 + nopts, &s->inst, s->err,
-				 sizeof(s->err));
-	if (rc == 0) {
-		s->h = tsr_instance_handle(s->inst);
-		s->ops = tsr_instance_ops(s->inst);
-	}
-	return rc;
-}
-
-static void
-st_new(struct store *s, const char *name, const struct tsr_srcval *opts,
-       size_t nopts)
-{
-	int rc = st_try(s, name, opts, nopts);
-
-	ck_assert_msg(rc == 0, "instance for %s: %s", name, s->err);
-}
-
-static void
-st_free(struct store *s)
-{
-	tsr_instance_destroy(s->inst);
-	s->inst = NULL;
-	s->h = NULL;
-	s->ops = NULL;
-}
-
-static int
-st_mkfs(struct store *s)
-{
-	s->err[0] = '\0';
-	return s->ops->mkfs(s->h, s->err, sizeof(s->err));
-}
-
-static int
-st_mount(struct store *s)
-{
-	s->err[0] = '\0';
-	return s->ops->mount(s->h, s->err, sizeof(s->err));
-}
-
-static void
-st_mount_ok(struct store *s)
-{
-	int rc = st_mount(s);
-
-	ck_assert_msg(rc == 0, "mount %s: %s: %s", s->path, strerror(-rc), s->err);
-}
-
-static void
-st_umount_ok(struct store *s)
-{
-	int rc = s->ops->umount(s->h);
-
-	ck_assert_msg(rc == 0, "umount %s: %s", s->path, strerror(-rc));
-}
-
-/* Every mount failure names the store or the part of it that failed,
- * and says what is wrong. */
-static void
-expect_mount_fails(struct store *s, int want, const char *names,
-		   const char *says)
-{
-	int rc = st_mount(s);
-
-	ck_assert_msg(rc == want, "mount %s: %d (%s), want %d (%s): %s", s->path,
-		      rc, strerror(-rc), want, strerror(-want), s->err);
-	ck_assert_contains(s->err, names);
-	if (says)
-		ck_assert_contains(s->err, says);
-}
-
-/* ---- Transactions ---------------------------------------------------------*/
-
-struct waiter {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int calls, rc;
-};
-
-static void
-on_commit(void *arg, int rc)
-{
-	struct waiter *w = arg;
-
-	pthread_mutex_lock(&w->mu);
-	w->calls++;
-	w->rc = rc;
-	pthread_cond_broadcast(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-}
-
-/* Submit ops as one transaction and wait for its on_commit, at most 30 s:
- * submit's refusal, on_commit's result, or -ETIMEDOUT.  Does not assert
- * (the writer child uses it).  A waiter that timed out is leaked: a late
- * callback must still find it. */
-static int
-txn_try(struct store *s, const struct tsr_txn_op *ops, uint32_t n)
-{
-	struct tsr_txn t = { n, ops };
-	struct waiter *w = calloc(1, sizeof(*w));
-	struct timespec dl;
-	int rc;
-
-	if (w == NULL)
-		return -ENOMEM;
-	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->cv, NULL);
-	rc = s->ops->submit(s->h, &t, on_commit, w);
-	if (rc < 0) {
-		free(w); /* refused: the callback is never called */
-		return rc;
-	}
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += 30;
-	pthread_mutex_lock(&w->mu);
-	while (w->calls == 0)
-		if (pthread_cond_timedwait(&w->cv, &w->mu, &dl) == ETIMEDOUT)
-			break;
-	rc = w->calls ? w->rc : -ETIMEDOUT;
-	pthread_mutex_unlock(&w->mu);
-	if (rc != -ETIMEDOUT) {
-		pthread_mutex_destroy(&w->mu);
-		pthread_cond_destroy(&w->cv);
-		free(w);
-	}
-	return rc;
-}
-
-static void
-txn_ok(struct store *s, const struct tsr_txn_op *ops, uint32_t n)
-{
-	int rc = txn_try(s, ops, n);
-
-	ck_assert_msg(rc == 0, "%s: transaction: %s", s->path, strerror(-rc));
-}
-
-static struct tsr_txn_op
-op_new(uint32_t type, const char *oid)
-{
-	struct tsr_txn_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.type = type;
-	op.cid = cid;
-	if (oid != NULL) {
-		op.oid = oid;
-		op.oid_len = strlen(oid);
-	}
-	return op;
-}
-
-static struct tsr_txn_op
-op_write(const char *oid, uint64_t off, const void *data, uint64_t len)
-{
-	struct tsr_txn_op op = op_new(TSR_TXN_WRITE, oid);
-
-	op.off = off;
-	op.len = len;
-	op.data = data;
-	return op;
-}
-
-static struct tsr_txn_op
-op_kv(uint32_t type, const char *oid, const char *key, const char *val)
-{
-	struct tsr_txn_op op = op_new(type, oid);
-
-	op.key = key;
-	op.key_len = strlen(key);
-	op.val = val;
-	op.val_len = val ? strlen(val) : 0;
-	return op;
-}
-
-static void
-st_mkcoll(struct store *s)
-{
-	struct tsr_txn_op op = op_new(TSR_TXN_MKCOLL, NULL);
-
-	txn_ok(s, &op, 1);
-}
-
-/* A new instance for tdir/name: mkfs, mount, make the collection. */
-static void
-st_fresh(struct store *s, const char *name, const struct tsr_srcval *opts,
-	 size_t nopts)
-{
-	int rc;
-
-	st_new(s, name, opts, nopts);
-	rc = st_mkfs(s);
-	ck_assert_msg(rc == 0, "mkfs %s: %s", s->path, s->err);
-	st_mount_ok(s);
-	st_mkcoll(s);
-}
-
-/* ---- Reads ----------------------------------------------------------------*/
-
-static int
-obj_read(struct store *s, const char *oid, uint64_t off, uint64_t len,
-	 void *buf, uint64_t *got)
-{
-	*got = 0;
-	return s->ops->read(s->h, &cid, oid, strlen(oid), off, len, buf, got);
-}
-
-static int
-obj_stat(struct store *s, const char *oid, struct tsr_obj_stat *st)
-{
-	return s->ops->stat(s->h, &cid, oid, strlen(oid), st);
-}
-
-/* oid holds exactly data[0..len). */
-static void
-expect_data(struct store *s, const char *oid, const void *data, size_t len)
-{
-	uint8_t *buf = malloc(len + 4096);
-	uint64_t got;
-	int rc;
-
-	ck_assert_ptr_nonnull(buf);
-	rc = obj_read(s, oid, 0, len + 4096, buf, &got);
-	ck_assert_msg(rc == 0, "%s: read %s: %s", s->path, oid, strerror(-rc));
-	ck_assert_msg(got == len, "%s: %s: %" PRIu64 " bytes, want %zu", s->path,
-		      oid, got, len);
-	ck_assert_msg(memcmp(buf, data, len) == 0, "%s: %s: wrong data", s->path,
-		      oid);
-	free(buf);
-}
-
-/* data[0..len) of oid at off, read alone. */
-static void
-expect_range(struct store *s, const char *oid, uint64_t off, const void *data,
-	     size_t len)
-{
-	uint8_t *buf = malloc(len);
-	uint64_t got;
-	int rc;
-
-	ck_assert_ptr_nonnull(buf);
-	rc = obj_read(s, oid, off, len, buf, &got);
-	ck_assert_msg(rc == 0, "%s: read %s at %" PRIu64 ": %s", s->path, oid, off,
-		      strerror(-rc));
-	ck_assert_msg(got == len && memcmp(buf, data, len) == 0,
-		      "%s: %s at %" PRIu64 ": wrong data", s->path, oid, off);
-	free(buf);
-}
-
-static void
-expect_absent(struct store *s, const char *oid)
-{
-	struct tsr_obj_stat st;
-	int rc = obj_stat(s, oid, &st);
-
-	ck_assert_msg(rc == -ENOENT, "%s: %s: stat %d (%s), want ENOENT", s->path,
-		      oid, rc, strerror(-rc));
-}
-
-static int
-attr_get(struct store *s, const char *oid, const char *key, char *buf,
-	 size_t buflen)
-{
-	size_t vl = 0;
-	int rc = s->ops->getattr(s->h, &cid, oid, strlen(oid), key, strlen(key),
-				 buf, buflen - 1, &vl);
-
-	buf[rc == 0 && vl < buflen ? vl : 0] = '\0';
-	return rc;
-}
-
-static void
-expect_attr(struct store *s, const char *oid, const char *key, const char *val)
-{
-	char buf[256];
-	int rc = attr_get(s, oid, key, buf, sizeof(buf));
-
-	if (val == NULL) {
-		ck_assert_msg(rc == -ENODATA, "%s: %s attr %s: %d, want ENODATA",
-			      s->path, oid, key, rc);
-		return;
-	}
-	ck_assert_msg(rc == 0, "%s: %s attr %s: %s", s->path, oid, key,
-		      strerror(-rc));
-	ck_assert_str_eq(buf, val);
-}
-
-static int
-count_one(void *arg, const void *oid, size_t oid_len)
-{
-	(void)oid;
-	(void)oid_len;
-	(*(int *)arg)++;
-	return 0;
-}
-
-/* Objects in the collection, or a negative errno. */
-static int
-count_objects(struct store *s)
-{
-	struct tsr_cursor *cur = calloc(1, sizeof(*cur));
-	int n = 0, rc;
-
-	ck_assert_ptr_nonnull(cur);
-	do {
-		rc = s->ops->list_objects(s->h, &cid, cur, 100, count_one, &n);
-	} while (rc == 0 && cur->len > 0);
-	free(cur);
-	return rc < 0 ? rc : n;
-}
-
-/* Deterministic bytes for seed. */
-static void
-fill(void *buf, size_t n, uint32_t seed)
-{
-	uint8_t *p = buf;
-	uint64_t x = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 0x1234567ull;
-
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (uint8_t)(x >> 29);
-	}
-}
-
-/* ---- fsck -----------------------------------------------------------------*/
-
-struct fsck_log {
-	int calls, repaired;
-	char all[8192];  /* every problem, one a line */
-};
-
-static void
-fsck_cb(void *arg, const char *problem, int repaired)
-{
-	struct fsck_log *l = arg;
-	size_t n = strlen(l->all);
-
-	l->calls++;
-	l->repaired += repaired != 0;
-	snprintf(l->all + n, sizeof(l->all) - n, "%s%s\n", problem,
-		 repaired ? " [repaired]" : "");
-}
-
-static int
-st_fsck(struct store *s, int repair, struct fsck_log *l)
-{
-	memset(l, 0, sizeof(*l));
-	return s->ops->fsck(s->h, repair, fsck_cb, l);
-}
-
-/* ---- A populated store ---------------------------------------------------
- *
- * pop-0 .. pop-(n-1): sizes 5000 + 3000 i, data from seed i, an attribute
- * and an omap key each; written over two mounts, so that LevelDB holds
- * both a table (.ldb, from recovering the first log) and a log. */
-
-#define POP_N 6
-
-static size_t
-pop_size(unsigned i)
-{
-	return 5000 + 3000 * (size_t)i;
-}
-
-static void
-pop_name(char *buf, size_t n, unsigned i)
-{
-	snprintf(buf, n, "pop-%u", i);
-}
-
-static void
-pop_write(struct store *s, unsigned from, unsigned to)
-{
-	for (unsigned i = from; i < to; i++) {
-		char name[32], val[32];
-		uint8_t *data = malloc(pop_size(i));
-		struct tsr_txn_op ops[3];
-
-		ck_assert_ptr_nonnull(data);
-		pop_name(name, sizeof(name), i);
-		snprintf(val, sizeof(val), "value-%u", i);
-		fill(data, pop_size(i), i);
-		ops[0] = op_write(name, 0, data, pop_size(i));
-		ops[1] = op_kv(TSR_TXN_SETATTR, name, "a", val);
-		ops[2] = op_kv(TSR_TXN_OMAP_SET, name, "k", val);
-		txn_ok(s, ops, 3);
-		free(data);
-	}
-}
-
-/* mkfs tdir/name and fill it; left unmounted. */
-static void
-pop_store(struct store *s, const char *name)
-{
-	st_fresh(s, name, NULL, 0);
-	pop_write(s, 0, POP_N / 2);
-	st_umount_ok(s);
-	st_mount_ok(s);
-	pop_write(s, POP_N / 2, POP_N);
-	st_umount_ok(s);
-}
-
-static void
-pop_verify(struct store *s)
-{
-	for (unsigned i = 0; i < POP_N; i++) {
-		char name[32], val[32];
-		uint8_t *data = malloc(pop_size(i));
-
-		ck_assert_ptr_nonnull(data);
-		pop_name(name, sizeof(name), i);
-		snprintf(val, sizeof(val), "value-%u", i);
-		fill(data, pop_size(i), i);
-		expect_data(s, name, data, pop_size(i));
-		expect_attr(s, name, "a", val);
-		free(data);
-	}
-}
-
-/* ---- Fixture --------------------------------------------------------------*/
-
-static void
-setup(void)
-{
-	ck_assert_msg(plugin != NULL, "%s", plugin_err);
-	snprintf(tdir, sizeof(tdir), "%s/t-XXXXXX", root);
-	ck_assert_ptr_nonnull(mkdtemp(tdir));
-	log_clear();
-}
-
-static void
-teardown(void)
-{
-	if (getenv("BFILE_KEEP") == NULL)
-		tu_rm_rf(tdir);
-}
-
-START_TEST(plugin_loads)
-{
-	const struct tsr_plugin_desc *d;
-
-	ck_assert_msg(plugin != NULL, "%s", plugin_err);
-	d = tsr_plugin_desc(plugin);
-	ck_assert_int_eq(d->kind, TSR_KIND_BACKEND);
-	ck_assert_str_eq(d->name, "file");
-}
-END_TEST
 
 /* ---- Not a store ----------------------------------------------------------*/
 
@@ -1034,162 +289,6 @@ START_TEST(mkfs_refuses)
 	st_mount_ok(&s);
 	pop_verify(&s);
 	st_umount_ok(&s);
-	st_free(&s);
-}
-END_TEST
-
-/* Calls out of order: refused with an errno, nothing else happens. */
-START_TEST(wrong_state)
-{
-	struct store s;
-	struct fsck_log fl;
-	uint8_t buf[16];
-	uint64_t got;
-	struct tsr_txn_op op = op_write("x", 0, "abc", 3);
-	struct tsr_txn t = { 1, &op };
-	struct tsr_statfs sf;
-	int rc;
-
-	pop_store(&s, "store");
-	/* unmounted */
-	ck_assert_int_eq(obj_read(&s, "pop-0", 0, 16, buf, &got), -EINVAL);
-	ck_assert_int_eq(s.ops->submit(s.h, &t, on_commit, NULL), -EINVAL);
-	ck_assert_int_eq(s.ops->statfs(s.h, &sf), -EINVAL);
-	ck_assert_int_eq(s.ops->umount(s.h), -EINVAL);
-	/* mounted */
-	st_mount_ok(&s);
-	rc = st_mount(&s);
-	ck_assert_int_eq(rc, -EBUSY);
-	ck_assert_contains(s.err, s.path);
-	ck_assert_int_eq(st_fsck(&s, 0, &fl), -EBUSY);
-	pop_verify(&s);
-	st_umount_ok(&s);
-	st_free(&s);
-}
-END_TEST
-
-/* ---- Damaged LevelDB ----------------------------------------------------
- *
- * Every variant either fails the mount (a negative errno naming PATH/meta)
- * or, where LevelDB still opens, every read returns the right data or
- * -EIO: never wrong data, never a missing object, never a crash. */
-
-enum { LDB_TABLES, LDB_LOGS, LDB_CURRENT_EMPTY, LDB_CURRENT_GONE,
-       LDB_MANIFEST, LDB_MANIFEST_EMPTY, LDB_ALL, LDB_NVARIANTS };
-static const char *const ldb_variant[] = {
-	"garbage mid *.ldb", "garbage mid *.log", "CURRENT truncated to 0",
-	"CURRENT removed", "garbage mid MANIFEST-*", "MANIFEST-* truncated to 0",
-	"garbage mid every file",
-};
-
-static int
-ends_with(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-
-	return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-/* Damage the files of meta/ as variant says; returns how many it hit. */
-static int
-ldb_damage(const char *meta, int v)
-{
-	DIR *d = opendir(meta);
-	struct dirent *de;
-	int hit = 0;
-
-	ck_assert_msg(d != NULL, "%s: %s", meta, strerror(errno));
-	while ((de = readdir(d)) != NULL) {
-		const char *n = de->d_name;
-		int table = ends_with(n, ".ldb") || ends_with(n, ".sst");
-		int log = ends_with(n, ".log");
-		int current = strcmp(n, "CURRENT") == 0;
-		int manifest = strncmp(n, "MANIFEST-", 9) == 0;
-		char p[PATH_MAX];
-		off_t size;
-
-		path_join(p, sizeof(p), meta, n);
-		if (!(table || log || current || manifest))
-			continue;
-		size = file_size(p);
-		if ((v == LDB_TABLES && table) || (v == LDB_LOGS && log) ||
-		    (v == LDB_MANIFEST && manifest) ||
-		    (v == LDB_ALL && size > 1)) {
-			size_t n_bad = size / 4 > 32 ? 32 : (size_t)(size / 4) + 1;
-			if (size == 0)
-				continue;
-			file_garble(p, (uint64_t)size / 2, n_bad);
-			hit++;
-		} else if ((v == LDB_CURRENT_EMPTY && current) ||
-			   (v == LDB_MANIFEST_EMPTY && manifest)) {
-			file_truncate(p, 0);
-			hit++;
-		} else if (v == LDB_CURRENT_GONE && current) {
-			ck_assert_int_eq(unlink(p), 0);
-			hit++;
-		}
-	}
-	closedir(d);
-	return hit;
-}
-
-START_TEST(leveldb_damaged)
-{
-	struct store s;
-	struct fsck_log fl;
-	int v = _i, rc, hit;
-	int ok = 0, eio = 0;
-
-	pop_store(&s, "store");
-	hit = ldb_damage(s.mpath, v);
-	ck_assert_msg(hit > 0, "variant \"%s\": no file of %s to damage",
-		      ldb_variant[v], s.mpath);
-
-	rc = st_mount(&s);
-	if (rc < 0) {
-		ck_assert_msg(s.err[0] != '\0', "mount failed (%d) without a reason",
-			      rc);
-		ck_assert_contains(s.err, s.mpath);
-		fprintf(stderr, "leveldb_damaged[%s]: mount refused: %s (%s)\n",
-			ldb_variant[v], strerror(-rc), s.err);
-		/* fsck says the same, through its callback */
-		rc = st_fsck(&s, 0, &fl);
-		ck_assert_msg(rc < 0, "fsck of a store that will not mount: %d", rc);
-		ck_assert_contains(fl.all, s.mpath);
-		st_free(&s);
-		return;
-	}
-	for (unsigned i = 0; i < POP_N; i++) {
-		char name[32], val[32], attr[64];
-		uint8_t *want = malloc(pop_size(i)), *buf = malloc(pop_size(i) + 16);
-		uint64_t got;
-
-		ck_assert(want != NULL && buf != NULL);
-		pop_name(name, sizeof(name), i);
-		fill(want, pop_size(i), i);
-		rc = obj_read(&s, name, 0, pop_size(i) + 16, buf, &got);
-		ck_assert_msg(rc == 0 || rc == -EIO, "%s: read: %d (%s)", name, rc,
-			      strerror(-rc));
-		if (rc == 0) {
-			ck_assert_msg(got == pop_size(i) &&
-				      memcmp(buf, want, pop_size(i)) == 0,
-				      "%s: wrong data from a damaged store", name);
-			ok++;
-		} else {
-			eio++;
-		}
-		snprintf(val, sizeof(val), "value-%u", i);
-		rc = attr_get(&s, name, "a", attr, sizeof(attr));
-		ck_assert_msg(rc == -EIO || (rc == 0 && strcmp(attr, val) == 0),
-			      "%s: attr: %d \"%s\"", name, rc, attr);
-		free(want);
-		free(buf);
-	}
-	rc = count_objects(&s);
-	ck_assert_msg(rc == POP_N || rc == -EIO, "list: %d", rc);
-	fprintf(stderr, "leveldb_damaged[%s]: mounted; %d objects read back, "
-		"%d -EIO\n", ldb_variant[v], ok, eio);
-	s.ops->umount(s.h); /* may fail: the store is damaged */
 	st_free(&s);
 }
 END_TEST
@@ -1787,53 +886,6 @@ START_TEST(last_record_flip_not_silent)
 }
 END_TEST
 
-/* Bug: a metadata store whose CURRENT is gone read as no store at all
- * (LevelDB's "does not exist", -ENOENT: "run mkfs"), and a store opened
- * with create would have been made anew over its tables.  The mount and
- * fsck refuse it as damaged, naming meta/ and CURRENT; mkfs will not take
- * the directory; nothing in it is touched. */
-START_TEST(store_missing_current_refused)
-{
-	struct store s;
-	struct fsck_log fl;
-	struct flist *before = calloc(1, sizeof(*before)),
-		     *after = calloc(1, sizeof(*after));
-	char cur[PATH_MAX], saved[256];
-	off_t len;
-
-	ck_assert(before != NULL && after != NULL);
-	pop_store(&s, "store");
-	path_join(cur, sizeof(cur), s.mpath, "CURRENT");
-	len = file_size(cur);
-	ck_assert(len > 0 && (size_t)len < sizeof(saved));
-	file_pread(cur, 0, saved, (size_t)len);
-	ck_assert_int_eq(unlink(cur), 0);
-	walk_files(s.path, before);
-
-	expect_mount_fails(&s, -EIO, s.mpath, "no CURRENT");
-	ck_assert_contains(s.err, "damaged");
-	ck_assert_int_eq(st_fsck(&s, 0, &fl), -EIO);
-	ck_assert_contains(fl.all, s.mpath);
-	ck_assert_contains(fl.all, "no CURRENT");
-	ck_assert_int_eq(st_mkfs(&s), -EEXIST);
-	walk_files(s.path, after);
-	ck_assert_uint_eq(after->n, before->n);
-	for (size_t i = 0; i < before->n; i++) {
-		ck_assert_str_eq(after->path[i], before->path[i]);
-		ck_assert_int_eq(file_size(after->path[i]), file_size(before->path[i]));
-	}
-
-	/* CURRENT back: the store is whole */
-	file_put(cur, saved, (size_t)len);
-	st_mount_ok(&s);
-	pop_verify(&s);
-	st_umount_ok(&s);
-	st_free(&s);
-	free(before);
-	free(after);
-}
-END_TEST
-
 /* ---- Full file system -----------------------------------------------------*/
 
 START_TEST(full_device)
@@ -2393,86 +1445,44 @@ END_TEST
 
 /* ---- main -----------------------------------------------------------------*/
 
-START_TEST(no_plugin)
+static void
+add_tests(TCase *tc)
 {
-	ck_abort_msg("%s", plugin_err);
+	tcase_add_test(tc, mount_not_a_store);
+	tcase_add_test(tc, mkfs_refuses);
+	tcase_add_test(tc, journal_truncated);
+	tcase_add_loop_test(tc, journal_header_damaged, 0, JH_NVARIANTS);
+	tcase_add_test(tc, journal_foreign);
+	tcase_add_loop_test(tc, torn_record, 0, TORN_NVARIANTS);
+	tcase_add_test(tc, last_record_flip_not_silent);
+	tcase_add_test(tc, full_device);
+	tcase_add_test(tc, data_bitflip);
+	tcase_add_test(tc, checksum_logged_as_error);
+	tcase_add_test(tc, fsck_orphan_file);
+	tcase_add_test(tc, fsck_stale_superblock);
+	tcase_add_test(tc, getattr_missing_object);
+	tcase_add_test(tc, zstd_store);
+	tcase_add_test(tc, object_too_big);
+	tcase_add_test(tc, txn_bigger_than_journal);
+	tcase_add_test(tc, option_errors);
 }
-END_TEST
 
 int
 main(void)
 {
-	Suite *s = suite_create("backend-file");
-	TCase *tc;
-	SRunner *sr;
-	int failed;
-
-	log_verbose = getenv("BFILE_VERBOSE") != NULL;
-	tsr_core_host_init(&core_host, "test/backend-file", NULL, NULL);
-	host = core_host.host;
-	host.logv = cap_logv;
-	registry = tsr_registry_create();
-	plugin_path = getenv("BACKEND_FILE_PLUGIN");
-	if (plugin_path == NULL || plugin_path[0] == '\0')
-		snprintf(plugin_err, sizeof(plugin_err), "BACKEND_FILE_PLUGIN is not "
-			 "set: it must name the file backend's shared object "
-			 "(build/plugins/backend-file/.libs/file.so)");
-	else if (tsr_registry_load_file(registry, plugin_path, &plugin, plugin_err,
-					sizeof(plugin_err)) < 0)
-		plugin = NULL;
-	else if (tsr_plugin_desc(plugin)->kind != TSR_KIND_BACKEND ||
-		 strcmp(tsr_plugin_desc(plugin)->name, "file") != 0) {
-		snprintf(plugin_err, sizeof(plugin_err), "%.900s: not the file "
-			 "backend", plugin_path);
-		plugin = NULL;
-	}
-	if (plugin == NULL) {
-		fprintf(stderr, "test_backend_file: %s\n", plugin_err);
-		tc = tcase_create("no-plugin");
-		tcase_add_test(tc, no_plugin);
-		suite_add_tcase(s, tc);
-	} else {
-		if (mkdtemp(root) == NULL) {
-			perror("mkdtemp");
-			return EXIT_FAILURE;
-		}
-		tc = tcase_create("file");
-		tcase_add_checked_fixture(tc, setup, teardown);
+	static const struct bt_backend be = {
+		.name = "file",
+		.plugin_env = "BACKEND_FILE_PLUGIN",
+		.so_hint = "build/plugins/backend-file/.libs/file.so",
+		.env_prefix = "BFILE",
+		.root = "/tmp/tsr-test-bfile.XXXXXX",
+		.layout = fs_layout,
+		.defaults = fs_defaults,
+		.ndefaults = sizeof(fs_defaults) / sizeof(fs_defaults[0]),
 		/* mkfs fills a 4 MiB journal and syncs; slow disks and
 		 * sanitizers get room */
-		tcase_set_timeout(tc, 120);
-		tcase_add_test(tc, plugin_loads);
-		tcase_add_test(tc, mount_not_a_store);
-		tcase_add_test(tc, mkfs_refuses);
-		tcase_add_test(tc, wrong_state);
-		tcase_add_loop_test(tc, leveldb_damaged, 0, LDB_NVARIANTS);
-		tcase_add_test(tc, journal_truncated);
-		tcase_add_loop_test(tc, journal_header_damaged, 0, JH_NVARIANTS);
-		tcase_add_test(tc, journal_foreign);
-		tcase_add_loop_test(tc, torn_record, 0, TORN_NVARIANTS);
-		tcase_add_test(tc, last_record_flip_not_silent);
-		tcase_add_test(tc, store_missing_current_refused);
-		tcase_add_test(tc, full_device);
-		tcase_add_test(tc, data_bitflip);
-		tcase_add_test(tc, checksum_logged_as_error);
-		tcase_add_test(tc, fsck_orphan_file);
-		tcase_add_test(tc, fsck_stale_superblock);
-		tcase_add_test(tc, getattr_missing_object);
-		tcase_add_test(tc, zstd_store);
-		tcase_add_test(tc, object_too_big);
-		tcase_add_test(tc, txn_bigger_than_journal);
-		tcase_add_test(tc, option_errors);
-		suite_add_tcase(s, tc);
-	}
+		.timeout = 120,
+	};
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tsr_registry_destroy(registry);
-	if (plugin != NULL && getenv("BFILE_KEEP") == NULL)
-		tu_rm_rf(root);
-	else if (plugin != NULL)
-		fprintf(stderr, "test_backend_file: kept %s\n", root);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return bt_main(&be, add_tests);
 }

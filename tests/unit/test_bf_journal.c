@@ -5,7 +5,7 @@
  * path forced by refusing O_DIRECT. */
 /* the open() shim below must not meet glibc's inline fortified open() */
 #undef _FORTIFY_SOURCE
-#include "journal.h"
+#include "ostore/journal.h"
 
 #include <tessera/crc32c.h>
 #include <tessera/encoding.h>

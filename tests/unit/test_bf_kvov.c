@@ -3,7 +3,7 @@
  * the store holds, ranges delete what is under them but not what comes
  * after, and emitting it (ranges, then entries) makes the store what the
  * overlay showed.  A randomized run checks all of it against a model. */
-#include "kvov.h"
+#include "ostore/kvov.h"
 
 #include <tessera/kv.h>
 

@@ -678,7 +678,7 @@ START_TEST(test_foreach)
 		}
 	/* general (keyring among them), the messenger's ms_*, the monitors'
 	 * mon_* */
-	ck_assert_uint_eq(ncore, 8 + 14 + 11);
+	ck_assert_uint_eq(ncore, 8 + 14 + 12);
 	ck_assert_uint_eq(nosd, 8 + 14 + 2); /* mon_members, osd_beacon_interval */
 	ck_assert_uint_eq(s.n, nosd);
 

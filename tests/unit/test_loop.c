@@ -1183,6 +1183,57 @@ START_TEST(test_post_repost_does_not_starve)
 }
 END_TEST
 
+/* tsr_loop_current names the loop whose callback runs: in a post on the
+ * loop's own thread (tsr_loop_thread_start), in a post run by destroy, and
+ * nowhere else; a loop thread runs posts until stopped. */
+struct current_seen {
+	pthread_mutex_t mu;
+	struct tsr_loop *seen;
+	int runs;
+};
+
+static void
+current_cb(void *arg)
+{
+	struct current_seen *c = arg;
+
+	pthread_mutex_lock(&c->mu);
+	c->seen = tsr_loop_current();
+	c->runs++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+START_TEST(test_current_loop_and_loop_thread)
+{
+	struct current_seen c = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+	struct tsr_loop *loop;
+	struct tsr_loop_thread *t;
+	int runs = 0;
+
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_ptr_null(tsr_loop_current());
+	ck_assert_int_eq(tsr_loop_thread_start(loop, &t), 0);
+	ck_assert_int_eq(tsr_loop_post(loop, current_cb, &c), 0);
+	for (int i = 0; i < 1000 && runs == 0; i++) {
+		struct timespec ts = { 0, MS };
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&c.mu);
+		runs = c.runs;
+		pthread_mutex_unlock(&c.mu);
+	}
+	ck_assert_int_eq(runs, 1);
+	ck_assert_ptr_eq(c.seen, loop);
+	ck_assert_ptr_null(tsr_loop_current()); /* not this thread's */
+	tsr_loop_thread_stop(t);
+	c.seen = NULL;
+	ck_assert_int_eq(tsr_loop_post(loop, current_cb, &c), 0);
+	tsr_loop_destroy(loop);   /* runs it, on this thread, as the loop's */
+	ck_assert_int_eq(c.runs, 2);
+	ck_assert_ptr_eq(c.seen, loop);
+	ck_assert_ptr_null(tsr_loop_current());
+}
+END_TEST
+
 static Suite *
 loop_suite(void)
 {
@@ -1207,6 +1258,7 @@ loop_suite(void)
 	tcase_add_test(th, test_earlier_timer_from_thread);
 	tcase_add_test(th, test_stop_from_thread);
 	tcase_add_test(th, test_post_from_threads);
+	tcase_add_test(th, test_current_loop_and_loop_thread);
 	suite_add_tcase(s, th);
 
 	tcase_add_test(fd, test_fd_read);

@@ -3,9 +3,12 @@
  * once and in order while its connection is cut again and again; a lossy
  * one reports its failures; a restarted peer resets the session;
  * malicious peers are cut off with the right log line while a good
- * connection keeps working; two processes talk. */
+ * connection keeps working; two processes talk; a connection's own events
+ * reach only its owner and stop at close; a full queue pushes back at
+ * once on a dispatch thread and a loop's thread. */
 #include "auth/auth.h"
 #include "config/config.h"
+#include "event/loop.h"
 #include "log/log.h"
 #include "msg/msgr.h"
 #include "util/util.h"
@@ -485,6 +488,65 @@ drop_often(struct tsr_msgr_opts *o)
 	o->reconnect_min_ms = 1;
 	o->reconnect_max_ms = 20;
 }
+
+static void
+compress_small_queue(struct tsr_msgr_opts *o)
+{
+	o->compress_min = 4096;
+	o->send_queue_bytes = 1u << 20;
+}
+
+/* Bug: a compressed message was counted in its connection's queue at its
+ * length before compression and taken off at its compressed length, so
+ * the queue's count grew by the bytes saved: after a few compressible
+ * messages of a long-lived session the queue looked full while empty, and
+ * every send was refused (-EAGAIN) or waited forever.  64 compressible
+ * messages of 256 KiB through a 1 MiB queue, each answered before the
+ * next, must all be taken. */
+START_TEST(compressed_sends_free_their_room)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	size_t len = 256u << 10;
+	uint8_t *data = malloc(len);
+
+	ck_assert_ptr_nonnull(data);
+	for (size_t i = 0; i < len; i++)
+		data[i] = (uint8_t)(i / 64 % 251);
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, compress_small_queue);
+	cli = mk(TSR_ENTITY_CLIENT, 99, NULL, &cs, compress_small_queue);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 1, &c), 0);
+	for (int k = 0; k < 64; k++) {
+		struct tsr_msg *m = tsr_msg_new(T_ECHO, "x", 1);
+		struct iovec iov = { data, len };
+		struct rel r = { PTHREAD_MUTEX_INITIALIZER, 0, 1 };
+		uint64_t want = cs.n + 1;
+
+		ck_assert_int_eq(tsr_msg_set_data(m, &iov, 1, rel_cb, &r), 0);
+		ck_assert_msg(tsr_conn_send(c, m, TSR_SEND_NOWAIT) == 0,
+			      "message %d refused: the queue counts bytes it does not hold", k);
+		ck_assert_msg(sink_wait(&cs, &cs.n, 1, want) == 0, "message %d: no reply", k);
+		for (int t = 0; t < 500; t++) {
+			pthread_mutex_lock(&r.mu);
+			int done = r.calls;
+			pthread_mutex_unlock(&r.mu);
+			if (done)
+				break;
+			struct timespec ts = { 0, 10 * 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&cs);
+	free(data);
+}
+END_TEST
 
 /* 100,000 messages on a lossless session whose connection is cut at
  * random, 1 in 997 frames (by the sender), arrive exactly once and in
@@ -1405,6 +1467,302 @@ teardown(void)
 	tsr_log_close();
 }
 
+/* ---- One messenger, several owners ----------------------------------------*/
+
+#define T_FILL (TSR_MSG_USER + 5)   /* the handler fills a queue (below) */
+
+/* A socket that listens and never accepts: a connection to it gets
+ * through TCP (the backlog) and never past the handshake, so what is sent
+ * on it stays queued. */
+static int
+silent_listener(char *addr, size_t n)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 4), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(addr, n, "127.0.0.1:%u", ntohs(sa.sin_port));
+	return fd;
+}
+
+/* What a sender that must not wait saw. */
+struct filler {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct tsr_msgr *m;
+	char addr[64];
+	int done, result, queued;
+	uint64_t took_ns;            /* from the first refusal's send */
+};
+
+/* Send 64 KiB messages on a connection that never drains, without
+ * NOWAIT, until one is refused; the result and how long that send took. */
+static void
+fill_queue(struct filler *f)
+{
+	static uint8_t blob[64 << 10];
+	struct tsr_conn *c;
+	int rc = 0, queued = 0;
+	uint64_t t = 0;
+
+	if (tsr_msgr_connect(f->m, f->addr, 1, &c) < 0) {
+		rc = -EINVAL;
+	} else {
+		for (int i = 0; i < 1000 && rc == 0; i++) {
+			struct tsr_msg *x = tsr_msg_new(T_SEQ, "x", 1);
+			struct iovec iov = { blob, sizeof(blob) };
+			tsr_msg_set_data(x, &iov, 1, NULL, NULL);
+			t = tsr_mono_ns();
+			rc = tsr_conn_send(c, x, 0);   /* a wait here would hang */
+			t = tsr_mono_ns() - t;
+			queued += rc == 0;
+		}
+		tsr_conn_close(c);
+		tsr_conn_put(c);
+	}
+	pthread_mutex_lock(&f->mu);
+	f->result = rc;
+	f->queued = queued;
+	f->took_ns = t;
+	f->done = 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void
+on_fill(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	(void)c;
+	tsr_msg_free(m, 0);
+	fill_queue(arg);
+}
+
+static void
+fill_post(void *arg)
+{
+	fill_queue(arg);
+}
+
+static int
+filler_wait(struct filler *f, int ms)
+{
+	uint64_t end = tsr_mono_ns() + (uint64_t)ms * 1000000u;
+	int done;
+
+	pthread_mutex_lock(&f->mu);
+	while (!f->done && tsr_mono_ns() < end) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+	}
+	done = f->done;
+	pthread_mutex_unlock(&f->mu);
+	return done;
+}
+
+/* Bug (issue 17): tsr_conn_send waited for room on a dispatch thread (only
+ * I/O threads were refused), so one slow peer stopped a handler — and with
+ * it every connection that handler's thread served — for as long as the
+ * peer did not read; a daemon's loop thread likewise.  Now a full queue
+ * is -EAGAIN at once there, without TSR_SEND_NOWAIT; the program's own
+ * threads still wait (backpressure). */
+START_TEST(full_queue_never_blocks_dispatch_or_loop)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	struct filler f = { .mu = PTHREAD_MUTEX_INITIALIZER,
+			    .cv = PTHREAD_COND_INITIALIZER };
+	struct tsr_loop *loop;
+	struct tsr_loop_thread *thr;
+	int lfd;
+
+	sink_init(&ss);
+	sink_init(&cs);
+	lfd = silent_listener(f.addr, sizeof(f.addr));
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, small_queues);
+	cli = mk(TSR_ENTITY_CLIENT, 2, NULL, &cs, NULL);
+	f.m = srv;
+	/* on a dispatch thread: a handler of srv fills a queue */
+	ck_assert_int_eq(tsr_msgr_register(srv, T_FILL, on_fill, &f, 0), 0);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 0, &c), 0);
+	ck_assert_int_eq(tsr_conn_send(c, tsr_msg_new(T_FILL, "f", 1), 0), 0);
+	ck_assert_msg(filler_wait(&f, 5000), "a handler waited for room on a full "
+		      "send queue (a dispatch thread blocked)");
+	ck_assert_int_eq(f.result, -EAGAIN);
+	ck_assert_int_gt(f.queued, 0);
+	ck_assert_msg(f.took_ns < 1000000000ull, "the refusal took %llu ms",
+		      (unsigned long long)(f.took_ns / 1000000));
+	/* on a loop's thread (a daemon's main loop, a module's) */
+	f.done = 0;
+	ck_assert_int_eq(tsr_loop_create(&loop), 0);
+	ck_assert_int_eq(tsr_loop_thread_start(loop, &thr), 0);
+	ck_assert_int_eq(tsr_loop_post(loop, fill_post, &f), 0);
+	ck_assert_msg(filler_wait(&f, 5000), "a loop callback waited for room on a "
+		      "full send queue");
+	ck_assert_int_eq(f.result, -EAGAIN);
+	tsr_loop_thread_stop(thr);
+	tsr_loop_destroy(loop);
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	close(lfd);
+	sink_fini(&ss);
+	sink_fini(&cs);
+}
+END_TEST
+
+/* What a connection's own events saw. */
+struct owner {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int msgs, faults, last_fault, in_msg, slow_ms;
+};
+
+static void
+own_msg(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	struct owner *o = arg;
+	int slow;
+
+	(void)c;
+	tsr_msg_free(m, 0);
+	pthread_mutex_lock(&o->mu);
+	o->in_msg = 1;
+	o->msgs++;
+	slow = o->slow_ms;
+	pthread_cond_broadcast(&o->cv);
+	pthread_mutex_unlock(&o->mu);
+	if (slow) {
+		struct timespec ts = { 0, slow * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	pthread_mutex_lock(&o->mu);
+	o->in_msg = 0;
+	pthread_mutex_unlock(&o->mu);
+}
+
+static void
+own_fault(struct tsr_conn *c, int err, void *arg)
+{
+	struct owner *o = arg;
+
+	(void)c;
+	pthread_mutex_lock(&o->mu);
+	o->faults++;
+	o->last_fault = err;
+	pthread_cond_broadcast(&o->cv);
+	pthread_mutex_unlock(&o->mu);
+}
+
+static int
+owner_wait(struct owner *o, const int *v, int want)
+{
+	uint64_t end = tsr_mono_ns() + WAIT_MS * 1000000ull;
+	int ok;
+
+	pthread_mutex_lock(&o->mu);
+	while (*v < want && tsr_mono_ns() < end) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&o->cv, &o->mu, &ts);
+	}
+	ok = *v >= want;
+	pthread_mutex_unlock(&o->mu);
+	return ok;
+}
+
+/* Several modules share one messenger: each connection opened with events
+ * of its own sends its messages (whatever their type, and though the
+ * messenger has a handler for it) and its fault to its owner alone, and
+ * the messenger's events hear nothing of it; a connection without keeps
+ * the messenger's.  tsr_conn_close returns only once an own callback
+ * running on another thread has returned, and none runs after. */
+START_TEST(own_events_reach_only_their_owner)
+{
+	struct sink ss, cs, ss2;
+	struct tsr_msgr *srv, *srv2, *cli;
+	struct tsr_conn *a, *b, *d;
+	struct owner o = { .mu = PTHREAD_MUTEX_INITIALIZER,
+			   .cv = PTHREAD_COND_INITIALIZER };
+	struct tsr_conn_events ev = { .fault = own_fault, .msg = own_msg,
+				      .flags = TSR_MSGR_INLINE, .arg = &o };
+	int msgs;
+
+	sink_init(&ss);
+	sink_init(&ss2);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, NULL);
+	srv2 = mk(TSR_ENTITY_OSD, 3, "127.0.0.1:0", &ss2, NULL);
+	cli = mk(TSR_ENTITY_CLIENT, 2, NULL, &cs, NULL);
+	ck_assert_int_eq(tsr_msgr_connect_ev(cli, tsr_msgr_addr(srv), NULL, 0, &ev, &a), 0);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 0, &b), 0);
+	/* T_REPLY has a handler (on_keep, into cs): a's go to o, b's there */
+	ck_assert_int_eq(tsr_conn_send(a, tsr_msg_new(T_ECHO, "a", 1), 0), 0);
+	ck_assert_int_eq(tsr_conn_send(b, tsr_msg_new(T_ECHO, "b", 1), 0), 0);
+	ck_assert(owner_wait(&o, &o.msgs, 1));
+	ck_assert_int_eq(sink_wait(&cs, &cs.n, 1, 1), 0);
+	pthread_mutex_lock(&cs.mu);
+	ck_assert_uint_eq(cs.n, 1);
+	ck_assert_int_eq(cs.last->front[0], 'b');
+	pthread_mutex_unlock(&cs.mu);
+	/* a's session ends: its owner hears it, the messenger does not (b,
+	 * to the same server, ends too: the messenger hears that one) */
+	tsr_msgr_destroy(srv);
+	ck_assert(owner_wait(&o, &o.faults, 1));
+	ck_assert_int_lt(o.last_fault, 0);
+	ck_assert_int_eq(sink_wait(&cs, &cs.faults, 0, 1), 0);
+	ck_assert_int_eq(sink_faults(&cs), 1);
+	tsr_conn_put(a);
+	tsr_conn_put(b);
+
+	/* close waits for a handler running on a dispatch thread, and no
+	 * message of the connection reaches its owner after */
+	ev.flags = 0;
+	o.slow_ms = 300;
+	ck_assert_int_eq(tsr_msgr_connect_ev(cli, tsr_msgr_addr(srv2), NULL, 0, &ev, &d), 0);
+	msgs = o.msgs;
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(tsr_conn_send(d, tsr_msg_new(T_ECHO, "d", 1), 0), 0);
+	ck_assert(owner_wait(&o, &o.msgs, msgs + 1));
+	tsr_conn_close(d);
+	pthread_mutex_lock(&o.mu);
+	ck_assert_msg(o.in_msg == 0, "tsr_conn_close returned while the "
+		      "connection's handler was running");
+	msgs = o.msgs;
+	pthread_mutex_unlock(&o.mu);
+	{
+		struct timespec ts = { 0, 700 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	pthread_mutex_lock(&o.mu);
+	ck_assert_int_eq(o.msgs, msgs);
+	ck_assert_int_eq(o.faults, 1);
+	pthread_mutex_unlock(&o.mu);
+	tsr_conn_put(d);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv2);
+	sink_fini(&ss);
+	sink_fini(&ss2);
+	sink_fini(&cs);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1428,6 +1786,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, every_shape);
+	tcase_add_test(tc, compressed_sends_free_their_room);
 	tcase_add_test(tc, lossless_resets);
 	tcase_add_test(tc, lossy_fault);
 	tcase_add_test(tc, peer_restart);
@@ -1442,6 +1801,8 @@ main(void)
 	tcase_add_test(tc, prehandshake_frame_pins_no_memory);
 	tcase_add_test(tc, recv_budget_pauses_reading);
 	tcase_add_test(tc, out_of_descriptors_no_spin);
+	tcase_add_test(tc, full_queue_never_blocks_dispatch_or_loop);
+	tcase_add_test(tc, own_events_reach_only_their_owner);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,10 +1,10 @@
 /* test_placebase.c — the draws the placement plugins are made of
- * (plugins/common/placebase.h): crush's stratified draw takes every
+ * (plugins/placebase/placebase.h): crush's stratified draw takes every
  * stratum once over a block and every sub-stratum once over a superblock,
  * its bulk copies (generic vector code and the AVX2 one) give exactly the
  * reference values, and its values are frozen, since they decide where
  * data lives. */
-#include "placebase.h"
+#include "placebase/placebase.h"
 
 #include <check.h>
 #include <errno.h>

@@ -7,6 +7,7 @@
 #include "log/log.h"
 
 #include <tessera/partitioner.h>
+#include <tessera/redundancy.h>
 
 #include <check.h>
 #include <elf.h>
@@ -465,6 +466,7 @@ bi_fragment(void *i, const struct tsr_part_fragstat *st, int *action)
 
 static const struct tsr_partitioner_ops bi_ops = {
 	.size = sizeof(struct tsr_partitioner_ops),
+	.abi_version = TSR_PARTITIONER_ABI_VERSION,
 	.where = bi_where, .balance = bi_balance, .fragment = bi_fragment,
 };
 
@@ -504,6 +506,67 @@ START_TEST(builtin_same_registry)
 	bad.create = NULL;
 	ck_assert_int_eq(tsr_registry_add_builtin(reg, &bad, err, sizeof(err)), -EINVAL);
 	ck_assert_contains(err, "lacks create()");
+	ck_assert_uint_eq(tsr_registry_count(reg), 1);
+	tsr_registry_destroy(reg);
+}
+END_TEST
+
+/* A redundancy plugin built for version 1 of its provisional ABI (encode and
+ * decode without an error buffer) would be called with two arguments it
+ * does not take.  The regression: the loader checked only the plugin ABI
+ * major and the table's size, which did not change, and loaded it.  Every
+ * provisional kind states its version; another one is refused, naming
+ * both, before any slot of the table is read. */
+static int
+old_encode(void *i, uint64_t off, const void *d, size_t len,
+	   struct tsr_shard_buf *sh)
+{
+	(void)i; (void)off; (void)d; (void)len; (void)sh;
+	return 0;
+}
+
+START_TEST(provisional_kind_other_version_refused)
+{
+	/* an ops table laid out as version 1 was: abi_version not set */
+	struct tsr_redundancy_ops red;
+	struct tsr_partitioner_ops part = bi_ops;
+	struct tsr_plugin_desc d = {
+		.abi_major = TSR_PLUGIN_ABI_MAJOR, .abi_minor = TSR_PLUGIN_ABI_MINOR,
+		.desc_size = sizeof(struct tsr_plugin_desc),
+		.kind = TSR_KIND_REDUNDANCY, .name = "oldred", .version = "0.1",
+		.create = bi_create, .destroy = bi_destroy, .ops = &red,
+	};
+	struct tsr_registry *reg = tsr_registry_create();
+	void (*slot)(void) = (void (*)(void))old_encode; /* any non-NULL */
+
+	memset(&red, 0, sizeof(red));
+	red.size = sizeof(red);
+	/* every mandatory slot set: only the version can refuse it */
+	for (size_t off = offsetof(struct tsr_redundancy_ops, info);
+	     off + sizeof(slot) <= sizeof(red); off += sizeof(slot))
+		memcpy((char *)&red + off, &slot, sizeof(slot));
+	ck_assert_int_eq(tsr_registry_add_builtin(reg, &d, err, sizeof(err)),
+			 -EPROTO);
+	ck_assert_contains(err, "redundancy plugin 'oldred': built for "
+			   "redundancy ABI version 0, this core speaks 2 "
+			   "(redundancy is a provisional kind");
+	red.abi_version = TSR_REDUNDANCY_ABI_VERSION - 1;
+	ck_assert_int_eq(tsr_registry_add_builtin(reg, &d, err, sizeof(err)),
+			 -EPROTO);
+	ck_assert_contains(err, "built for redundancy ABI version 1, this core "
+			   "speaks 2");
+	red.abi_version = TSR_REDUNDANCY_ABI_VERSION;
+	ck_assert_int_eq(tsr_registry_add_builtin(reg, &d, err, sizeof(err)), 0);
+
+	/* the partitioner kind too */
+	d.kind = TSR_KIND_PARTITIONER;
+	d.name = "newpart";
+	d.ops = &part;
+	part.abi_version = TSR_PARTITIONER_ABI_VERSION + 1;
+	ck_assert_int_eq(tsr_registry_add_builtin(reg, &d, err, sizeof(err)),
+			 -EPROTO);
+	ck_assert_contains(err, "partitioner plugin 'newpart': built for "
+			   "partitioner ABI version 2, this core speaks 1");
 	ck_assert_uint_eq(tsr_registry_count(reg), 1);
 	tsr_registry_destroy(reg);
 }
@@ -690,6 +753,7 @@ main(void)
 	tcase_add_test(load, duplicate_name_refused);
 	tcase_add_test(load, directory_scan);
 	tcase_add_test(load, builtin_same_registry);
+	tcase_add_test(load, provisional_kind_other_version_refused);
 	tcase_add_test(load, kind_names);
 	suite_add_tcase(s, load);
 

@@ -1,7 +1,7 @@
-/* test_topo.c — the placement topology model (plugins/common/topo.h): text
+/* test_topo.c — the placement topology model (plugins/placebase/topo.h): text
  * and binary round trips, canonical order, every validation error with its
  * message, weight printing and parsing, and hostile blobs. */
-#include "topo.h"
+#include "placebase/topo.h"
 
 #include <tessera/crc32c.h>
 #include <tessera/encoding.h>

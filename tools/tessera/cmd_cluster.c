@@ -6,10 +6,15 @@
  * finds a monitor that can answer); the tool's own options (--conf,
  * --format, --timeout) are taken out first.  Reads print a summary, or the
  * monitors' JSON with --format json; changes print what changed.
+ *
+ * The tool's runtime for it: a messenger that only connects, and an event
+ * loop on a thread of its own running the monitor client, which the main
+ * thread waits on (tsr_monc_command).
  */
 #include "cli.h"
 #include "auth/auth.h"
 #include "config/config.h"
+#include "event/loop.h"
 #include "log/log.h"
 #include "mon/monc.h"
 #include "mon/monmsg.h"
@@ -19,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #define DEFAULT_CONF "/etc/tessera/tessera.conf"
 
@@ -304,6 +310,52 @@ print_plain(const struct copts *o, const char *text)
 	printf("%s\n", text);
 }
 
+/* Run words on the monitors: the status, with *text the answer or why
+ * not (malloc'd); -1 with err when the runtime cannot be set up. */
+static int
+ask_monitors(const struct tsr_mon_members *mem, struct tsr_msgr_opts *mo,
+	     int nwords, char **words, uint64_t timeout_ms, char **text,
+	     char *err, size_t errlen, int *setup_failed)
+{
+	struct tsr_msgr *msgr = NULL;
+	struct tsr_loop *loop = NULL;
+	struct tsr_loop_thread *thr = NULL;
+	struct tsr_monc *mc = NULL;
+	uint64_t id;
+	int rc;
+
+	*text = NULL;
+	*setup_failed = 1;
+	if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+		id = tsr_now_ns();
+	mo->entity_type = TSR_ENTITY_TOOL;
+	mo->entity_id = id >> 1;
+	mo->bind = NULL;
+	mo->workers = 1;
+	mo->dispatchers = 1;
+	if ((rc = tsr_msgr_create(mo, NULL, &msgr, err, errlen)) < 0)
+		return rc;
+	if ((rc = tsr_loop_create(&loop)) < 0) {
+		snprintf(err, errlen, "event loop: %s", strerror(-rc));
+		goto out;
+	}
+	if ((rc = tsr_monc_create(msgr, loop, mem, &mc, err, errlen)) < 0)
+		goto out;
+	if ((rc = tsr_loop_thread_start(loop, &thr)) < 0) {
+		snprintf(err, errlen, "starting a thread: %s", strerror(-rc));
+		goto out;
+	}
+	*setup_failed = 0;
+	rc = tsr_monc_command(mc, nwords, words, timeout_ms, text);
+out:
+	/* the loop stopped, the client goes, then what it ran on */
+	tsr_loop_thread_stop(thr);
+	tsr_monc_destroy(mc);
+	tsr_msgr_destroy(msgr);
+	tsr_loop_destroy(loop);
+	return rc;
+}
+
 /* check: for a change, the read that shows whether it was applied; NULL
  * for a read. */
 static int
@@ -312,11 +364,10 @@ run_words(const char *name, int argc, char **argv, int nfixed, const char *check
 	struct tsr_mon_members mem;
 	struct tsr_msgr_opts mo;
 	struct tsr_conf *conf = NULL;
-	struct tsr_monc *mc = NULL;
 	struct tsr_auth *auth = NULL;
 	struct copts o;
 	char err[1024], *text = NULL, type[8], *id;
-	int rc;
+	int rc, setup_failed = 0;
 
 	if ((rc = parse(name, argc, argv, nfixed, &o)) != 0)
 		return rc;
@@ -335,16 +386,15 @@ run_words(const char *name, int argc, char **argv, int nfixed, const char *check
 	if (rc == 0)
 		rc = tsr_auth_conf(conf, o.who, &auth, err, sizeof(err));
 	mo.auth = auth;
-	if (rc == 0)
-		rc = tsr_monc_create(&mem, &mo, &mc, err, sizeof(err));
 	tsr_conf_destroy(conf);
-	if (rc < 0) {
-		tsr_auth_destroy(auth);
+	if (rc == 0)
+		rc = ask_monitors(&mem, &mo, o.nwords, o.words, o.timeout_ms, &text,
+				  err, sizeof(err), &setup_failed);
+	tsr_auth_destroy(auth);
+	if (rc < 0 && (setup_failed || text == NULL)) {
+		free(text);
 		return cli_fail(name, NULL, "%s", err);
 	}
-	rc = tsr_monc_command(mc, o.nwords, o.words, o.timeout_ms, &text);
-	tsr_monc_destroy(mc);
-	tsr_auth_destroy(auth);
 	if (rc < 0) {
 		/* -EINVAL: the monitors found the words wrong (state.h) */
 		if (rc == -EINVAL)

@@ -35,7 +35,7 @@
  * ids below this, which covers every map written by hand or by generate. */
 #define PROBE_RULES 256
 /* generate keeps its arrays (and the plugin's) to a few hundred MB. */
-/* The topology model's limit (TOPO_MAX_DEVICES in plugins/common/topo.h):
+/* The topology model's limit (TOPO_MAX_DEVICES in plugins/placebase/topo.h):
  * a larger map would be refused by the plugins only after being built. */
 #define GEN_MAX_DEVICES (1u << 20)
 /* test maps inputs in chunks: enough to make the clock reads negligible,

@@ -289,6 +289,13 @@ check_run(int argc, char **argv)
 				d->abi_major, d->abi_minor);
 		if (d->summary)
 			tsr_sbuf_printf(&o, "  %s\n", d->summary);
+		if (tsr_plugin_kind_provisional(d->kind))
+			tsr_sbuf_printf(&o, "  %s ABI version %u: provisional, "
+					"it changes until a daemon uses the %s "
+					"kind (rebuild the plugin for each "
+					"release)\n", tsr_plugin_kind_name(d->kind),
+					tsr_plugin_kind_provisional(d->kind),
+					tsr_plugin_kind_name(d->kind));
 		tsr_sbuf_printf(&o, "  options:%s\n", d->options && d->options[0].name ? "" : " none");
 		print_schema(d, false, &o);
 		if (nsrc)

@@ -9,7 +9,26 @@
  * Writes go through transactions only: an ordered list of operations applied
  * atomically and durably.  After the commit callback fires, a crash loses
  * nothing of the transaction; before it, a crash leaves all of it or none of
- * it.  Transactions submitted on one instance commit in submission order.
+ * it.
+ *
+ * Commit order is per collection.  The transactions naming a collection (in
+ * any operation's cid) commit, and their callbacks come, in the order
+ * submit() accepted them; transactions with no collection in common do not
+ * wait for each other, and their callbacks may come in any order, from
+ * different backend threads at once.  A transaction naming several
+ * collections is ordered with each: it commits after everything submitted
+ * before it on any of them, and before everything submitted after it on
+ * any of them (and one naming none is ordered with the others naming
+ * none).  That is the way to order across collections — a split or merge
+ * of placement groups, a move between them: one transaction naming both,
+ * or a transaction on a collection of its own submitted once flush() has
+ * returned.  After a crash what survives is, on each collection, a prefix
+ * of what was submitted to it, holding every transaction acknowledged.
+ * Why per collection: one placement group's slow commit (a large write, a
+ * busy disk region, a slow callback) must hold back that group only, not
+ * every group of the OSD; a backend still batches durability across
+ * collections, committing the transactions ready on several with one flush.
+ *
  * Reads see a transaction once its commit callback has been called; before
  * that, whether they see it is unspecified (the OSD orders conflicting
  * reads and writes itself).  An operation type or flag the backend does not
@@ -58,6 +77,39 @@
  * callback.  Errors are negative errno values; -ENOENT for a missing object
  * or collection, -EEXIST for a collection that exists, -ENOSPC when the
  * store is full (returned before anything of the transaction is applied).
+ *
+ * Threads.  While the store is mounted every operation below may be called
+ * from any thread, any number of them at once on one instance: submit()
+ * and flush() from several threads, and the reads (read, stat, getattr,
+ * getattrs, omap_get, omap_iter, list_colls, list_objects, statfs)
+ * concurrently with each other and with transactions being submitted and
+ * committed — the OSD serves its placement groups from a pool of threads.
+ * mkfs, mount, umount and fsck run alone: no other call on the instance
+ * overlaps them.  umount commits what was submitted before it returns
+ * (every on_commit has been called).  destroy() runs alone, unmounted.
+ *
+ * Blocking.  Every operation may block the calling thread, so none may be
+ * called on a messenger I/O thread (a TSR_MSGR_INLINE handler, a connection
+ * event) or on the event-loop thread (a timer, a post): call them from
+ * dispatch threads or the daemon's own workers.
+ *   - Reads are synchronous: they return once the answer is in the
+ *     caller's buffer, after whatever disk I/O and checksum verification
+ *     it took, and block the calling thread meanwhile (milliseconds on a
+ *     busy disk).  There is no asynchronous read; an OSD that must not
+ *     wait runs reads on worker threads.
+ *   - submit() copies what it needs and returns before the transaction is
+ *     durable, but it may wait while the backend's queue of uncommitted
+ *     transactions is full, until a commit makes room (backpressure).
+ *   - flush() waits until every transaction submitted before it has
+ *     committed.
+ *
+ * Callbacks.  on_commit runs on a backend thread: it must return quickly
+ * and must not call any operation of the instance (a submit() might wait
+ * for queue room only that thread can make, a flush() for itself); it
+ * hands the result to another thread (tsr_loop_post, a work queue).  The
+ * iteration callbacks (tsr_kv_cb, tsr_name_cb, tsr_coll_cb, tsr_fsck_cb)
+ * run on the calling thread before the call returns, perhaps under the
+ * backend's locks: they must not call the instance either.
  */
 #ifndef TESSERA_BACKEND_H
 #define TESSERA_BACKEND_H
@@ -189,11 +241,14 @@ struct tsr_backend_ops {
 	 * a negative errno if rejected up front (on_commit is never called). */
 	int (*submit)(void *inst, const struct tsr_txn *txn,
 		      tsr_commit_cb on_commit, void *arg);
-	/* Wait until every transaction submitted so far has committed. */
+	/* Wait until every transaction submitted so far, on every collection,
+	 * has committed and its callback has returned. */
 	int (*flush)(void *inst);
 
 	/* Read up to len bytes at off into buf; *out_len gets the number read
-	 * (short only at end of object). */
+	 * (short only at end of object).  This and every read below block
+	 * until answered: never on an I/O or event-loop thread (see Threads
+	 * above). */
 	int (*read)(void *inst, const struct tsr_coll_id *cid, const void *oid,
 		    size_t oid_len, uint64_t off, uint64_t len, void *buf,
 		    uint64_t *out_len);

@@ -25,8 +25,12 @@
 #define TSR_END_DECLS
 #endif
 
-/* The library is built with -fvisibility=hidden; only what is marked TSR_API
- * is exported from libtessera-core.so. */
+/* The core is built with -fvisibility=hidden and marks its external
+ * functions TSR_API.  libtessera-core.so exports only those of them declared
+ * in these installed headers, under the symbol version TESSERA_0.1 (its
+ * linker version script, core/libtessera-core.sym, says which); the TSR_API
+ * functions of the core's internal headers are for the programs built in
+ * the source tree, which link the core statically. */
 #define TSR_API __attribute__((visibility("default")))
 
 /* A plugin's single exported symbol is marked with this. */

@@ -8,9 +8,20 @@
  * client library's public API with it (the mount plugin is the one kind that
  * links against the client library).
  *
- * Threads: serve() blocks on the calling thread and may start its own.
- * stop() may be called from any thread or a signal-handling thread and makes
- * serve() return soon with 0.
+ * Threads: serve() blocks on the calling thread and may start its own; it
+ * runs at most once at a time per instance.  stop() may be called from any
+ * thread while serve() runs — typically the thread that reads signals from
+ * a signalfd; never from inside a signal handler — and makes serve()
+ * return soon with 0.  destroy() runs alone, after serve() has returned.
+ *
+ * PROVISIONAL.  No program uses this kind yet (tessera-mount will): until
+ * one does, its ABI may change in any release, unlike the backend and
+ * placement kinds, which follow the growth rules of tessera/plugin.h.  The
+ * ops table says which version of this header a plugin was built for
+ * (abi_version); the loader refuses a plugin built for another one.  A
+ * plugin of this kind must expect to be rebuilt for every release.
+ *
+ *   version 1: this layout.
  */
 #ifndef TESSERA_MOUNT_H
 #define TESSERA_MOUNT_H
@@ -30,8 +41,12 @@ struct tsr_mount_args {
 	char **argv;               /*   options for FUSE), argv[0] included */
 };
 
+/* The version of this header's ops table (see PROVISIONAL above). */
+#define TSR_MOUNT_ABI_VERSION 1
+
 struct tsr_mount_ops {
 	uint32_t size; /* sizeof(struct tsr_mount_ops) as built */
+	uint32_t abi_version; /* TSR_MOUNT_ABI_VERSION as built */
 
 	/* Serve the file system at args->mountpoint until unmounted or
 	 * stopped.  Returns 0 on a clean unmount. */
@@ -40,7 +55,7 @@ struct tsr_mount_ops {
 		     size_t errlen);
 	void (*stop)(void *inst);
 
-	/* ABI 1.0 ends here. */
+	/* Version 1 ends here.  Provisional: not frozen (see above). */
 };
 
 TSR_END_DECLS

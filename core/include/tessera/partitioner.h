@@ -20,6 +20,22 @@
  * The answers are advice: the MDS cluster carries out migrations with its
  * own protocol and records the result in its journal, so a partitioner may
  * keep soft state (load history) but is never the source of truth.
+ *
+ * Threads.  The MDS calls one instance from one thread at a time (where,
+ * balance and fragment never overlap on an instance), so a plugin may
+ * update its soft state without locking; different instances may be called
+ * concurrently.  The operations do no I/O and must not block: the MDS
+ * asks them on its request path.  balance() calls cb on the calling thread,
+ * before it returns.  destroy() runs alone.
+ *
+ * PROVISIONAL.  No daemon uses this kind yet (the MDS will): until one
+ * does, its ABI may change in any release, unlike the backend and
+ * placement kinds, which follow the growth rules of tessera/plugin.h.  The
+ * ops table says which version of this header a plugin was built for
+ * (abi_version); the loader refuses a plugin built for another one.  A
+ * plugin of this kind must expect to be rebuilt for every release.
+ *
+ *   version 1: this layout.
  */
 #ifndef TESSERA_PARTITIONER_H
 #define TESSERA_PARTITIONER_H
@@ -72,8 +88,12 @@ struct tsr_part_fragstat {
  * then returns that value. */
 typedef int (*tsr_part_move_cb)(void *arg, const struct tsr_part_move *mv);
 
+/* The version of this header's ops table (see PROVISIONAL above). */
+#define TSR_PARTITIONER_ABI_VERSION 1
+
 struct tsr_partitioner_ops {
 	uint32_t size; /* sizeof(struct tsr_partitioner_ops) as built */
+	uint32_t abi_version; /* TSR_PARTITIONER_ABI_VERSION as built */
 
 	/* The rank in [0, nranks) that should own dir, in *rank.  Returns 0,
 	 * or a negative errno (-EINVAL for nranks 0). */
@@ -90,7 +110,7 @@ struct tsr_partitioner_ops {
 	int (*fragment)(void *inst, const struct tsr_part_fragstat *st,
 			int *action);
 
-	/* ABI 1.0 ends here. */
+	/* Version 1 ends here.  Provisional: not frozen (see above). */
 };
 
 TSR_END_DECLS

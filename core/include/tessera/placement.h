@@ -13,10 +13,16 @@
  * OSD down needs no new blob.
  *
  * An instance holds one map.  To keep the maps of several epochs at once
- * (peering compares them), create one instance per map.  Once load() has
- * returned, map() and max_devices() only read the instance and may be
- * called from many threads at once; load() must not run concurrently with
- * them.
+ * (peering compares them), create one instance per map.
+ *
+ * Threads.  load() runs alone: no other call on the instance overlaps it.
+ * Every other operation — map(), max_devices(), rule_width(), and encode(),
+ * compile() and decompile(), which do not use the loaded map — only reads
+ * the instance and may be called from any thread, any number at once.
+ * Nothing blocks (no I/O, no lock a caller could wait on); map() costs
+ * microseconds, but load() and compile() of a large map take milliseconds
+ * of CPU, so a daemon keeps those off its I/O and event-loop threads.
+ * destroy() runs alone.
  *
  * The generic topology below is how tools and the conformance suite describe
  * a cluster to any placement plugin; a plugin may accept richer maps through

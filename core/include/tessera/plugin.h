@@ -28,6 +28,25 @@
  * destroy() releases it.  A plugin keeps no global mutable state, so one
  * process may hold several instances of the same plugin at once.
  *
+ * Threads.  create() may run on any thread, and several create() calls (of
+ * one plugin or several) may run at once: each makes its own instance.
+ * Which calls on one instance may overlap is the kind's rule, written in
+ * the kind's header (backend.h, placement.h, redundancy.h, partitioner.h,
+ * mount.h); destroy() always runs alone, after every other call on the
+ * instance has returned and every callback it made has returned.  A plugin
+ * may start threads of its own (a backend's commit thread); it joins them
+ * before destroy() returns.  Every service of the host table is
+ * thread-safe (below), so a plugin calls it from any of these threads
+ * without a lock of its own.
+ *
+ * Provisional kinds.  The redundancy, partitioner and mount kinds are
+ * provisional until a daemon uses them: their ops tables may change in any
+ * release, and each carries the version of its own header (abi_version,
+ * checked by the loader, which refuses another version with a message
+ * naming both).  A plugin of a provisional kind must expect to be rebuilt
+ * for each release.  The growth rules below hold for the descriptor, the
+ * host table and the backend and placement kinds.
+ *
  * Growth rules (ABI minor bumps):
  *   - The descriptor, the host table and every kind's ops table carry their
  *     own size and only ever grow at the end.  A reader checks the size
@@ -142,6 +161,17 @@ struct tsr_opts {
  * these rather than reaching for core globals, which is what lets a test run
  * a plugin against a fake core and one process hold two instances.  Every
  * function takes host->ctx as its first argument.
+ *
+ * Threads.  Every function of the table may be called from any thread —
+ * the caller's, the plugin's own, a callback's — concurrently, with no lock
+ * of the plugin's (the core's table: logv writes each line with one
+ * write(2), so concurrent lines never interleave, and filters by an atomic
+ * level; alloc/realloc/free are malloc's; the clocks are clock_gettime;
+ * timer_add and timer_cancel lock the event loop's timer heap; conf_get
+ * reads a configuration that does not change while instances live).  Memory
+ * from alloc may be freed on another thread.  None of them may be called
+ * from a signal handler.  A host of another program (a test's fake core)
+ * must give the same guarantees.
  */
 struct tsr_host {
 	uint32_t size;       /* sizeof(struct tsr_host) as built by the core */
@@ -149,10 +179,13 @@ struct tsr_host {
 	void *ctx;
 	const char *instance; /* e.g. "osd-3/backend": prefix for log lines */
 
-	/* Logging; level is enum tsr_log_level. */
+	/* Logging; level is enum tsr_log_level.  Thread-safe (above); a call
+	 * may write to disk, so a hot path logs at DEBUG or below, which costs
+	 * one atomic load when filtered out. */
 	void (*logv)(void *ctx, int level, const char *fmt, va_list ap);
 
-	/* Allocation; alloc and realloc return NULL on failure. */
+	/* Allocation; alloc and realloc return NULL on failure.  Thread-safe;
+	 * what one thread allocates another may free. */
 	void *(*alloc)(void *ctx, size_t size);
 	void *(*realloc)(void *ctx, void *ptr, size_t size);
 	void (*free)(void *ctx, void *ptr);

@@ -81,8 +81,12 @@ pin_fragment(void *instance, const struct tsr_part_fragstat *st, int *action)
 	return 0;
 }
 
+/* The partitioner kind is provisional (tessera/partitioner.h): its table
+ * says which version of the header it was built for, and the loader
+ * refuses another. */
 static const struct tsr_partitioner_ops pin_ops = {
 	.size = sizeof(struct tsr_partitioner_ops),
+	.abi_version = TSR_PARTITIONER_ABI_VERSION,
 	.where = pin_where,
 	.balance = pin_balance,
 	.fragment = pin_fragment,

@@ -2,9 +2,10 @@
  *
  * Everything about objects that does not depend on where data bytes are
  * kept lives here: the LevelDB schema (onodes, attributes, omap, chunk
- * maps), the transaction overlay that prepares a transaction against the
- * store (ostore.c), group commit on one commit thread, and every read
- * operation of the backend ABI.  A backend plugin supplies the rest
+ * maps; keys.c, records.c), the transaction overlay that prepares a
+ * transaction against the store (overlay.c), group commit on one commit
+ * thread (commit.c), every read operation of the backend ABI (reads.c)
+ * and the engine's fsck (fsck.c); ostore_int.h is what those files share.  A backend plugin supplies the rest
  * through struct os_hooks: how a prepared overlay becomes durable (a
  * journal for backend-file, copy-on-write extents for backend-blockdev),
  * where a chunk's stored bytes are, and its own mkfs, mount and fsck.
@@ -43,9 +44,18 @@
  * A chunk without a map reads as zeros; the bytes where it would be
  * stored mean nothing.
  *
- * Threads: one commit thread prepares and commits; readers take the
- * store's read lock, and a commit makes its changes visible under the
- * write lock, so readers see a transaction whole or not at all.
+ * Threads and order (commit.c).  Each collection has a queue: its
+ * transactions commit, and their callbacks come, in submission order.
+ * Commit threads (commit_threads of them) take batches of queued
+ * transactions, a collection being in one batch at a time, prepare each
+ * batch into an overlay and have the backend stage it (the part of a
+ * commit that concerns only the batch's own objects: compress, place and
+ * write data) side by side.  Staged batches are then sealed together by
+ * one thread at a time: one journal record and one flush for all of them,
+ * then applied.  A transaction naming several collections is queued on
+ * each and taken only when it heads all of them.  Readers take the
+ * store's read lock, and a seal makes its changes visible under the write
+ * lock, so readers see a transaction whole or not at all.
  */
 #ifndef TSR_OSTORE_H
 #define TSR_OSTORE_H
@@ -98,12 +108,25 @@ struct os_fsck;
 struct os_hooks {
 	/* 8 characters that open the superblock record ("TSRFILE1"). */
 	const char *magic;
-	/* Make a prepared overlay durable and visible (under os->lock held
-	 * for writing for the visible part), or fail it whole.  0 or a
-	 * negative errno, which every transaction of the overlay gets. */
-	int (*commit)(struct os *os, struct os_prep *p);
+	/* The part of a prepared overlay's commit that concerns its own
+	 * objects only, run by several commit threads at once (each with its
+	 * own overlay: different collections, so different objects): turn
+	 * dirty chunks into what is stored, place data, write what goes in
+	 * place, and keep in p->be what seal needs, with p->rec_bytes its
+	 * part of the journal record.  0, or a negative errno that every
+	 * transaction of the overlay gets (unstage then undoes the rest). */
+	int (*stage)(struct os *os, struct os_prep *p);
+	/* Make staged overlays durable and visible together: one journal
+	 * record with the superblock os_seal_super gives, one flush, then
+	 * applied under os->lock held for writing.  One seal runs at a time
+	 * (os_exclusive).  rcs[i] gets ps[i]'s result; -EFBIG for an overlay
+	 * too large for one record even alone. */
+	void (*seal)(struct os *os, struct os_prep **ps, size_t n, int *rcs);
+	/* Release p->be after seal (committed 1) or after stage or seal
+	 * failed (0: undo what nothing will refer to). */
+	void (*unstage)(struct os *os, struct os_prep *p, int committed);
 	/* A descriptor to read objid's stored data with; reader is 1 on a
-	 * reader thread (released with data_fd_done), 0 on the commit
+	 * reader thread (released with data_fd_done), 0 on a commit
 	 * thread.  -ENOENT when nothing is stored. */
 	int (*data_fd)(struct os *os, uint64_t objid, int reader);
 	void (*data_fd_done)(struct os *os, int fd, int reader);
@@ -123,13 +146,28 @@ struct os_hooks {
 #define OS_SPARE 16               /* spare transaction allocations kept */
 #define OS_SPARE_BYTES (32u << 20) /* and their bytes at most */
 
+struct os_seq;
+struct os_worker;
+
+/* A queued transaction's place in the queue of one collection it names. */
+struct os_link {
+	struct os_link *next;
+	struct os_pending *pd;
+	struct os_seq *seq;
+};
+
 struct os_pending {
-	struct os_pending *next;
-	struct tsr_txn txn;    /* points into the same allocation */
-	size_t len;            /* bytes of it in use */
-	size_t cap;            /* bytes allocated */
+	struct os_pending *next;   /* in a batch */
+	struct os_pending *older, *newer; /* every uncommitted one (flush) */
+	uint64_t no;               /* submission number, from 1 */
+	struct tsr_txn txn;        /* points into the same allocation */
+	size_t len;                /* bytes of it in use */
+	size_t cap;                /* bytes allocated */
 	tsr_commit_cb cb;
 	void *arg;
+	uint32_t nlinks;           /* collections it names (at least 1) */
+	struct os_link *links;     /* &link0, or an array of nlinks */
+	struct os_link link0;
 };
 
 /* The engine's part of a backend instance; a backend embeds it first in
@@ -148,25 +186,41 @@ struct os {
 	int failed;            /* a commit failed half-way: read-only */
 	pthread_rwlock_t lock; /* readers vs commits */
 
-	pthread_t thr;
+	/* The queues (commit.c), under qlock. */
+	unsigned nthreads;     /* commit threads to run */
+	pthread_t *thr;
+	unsigned nstarted;
 	pthread_mutex_t qlock;
-	pthread_cond_t qcond;
-	struct os_pending *head, *tail;
+	pthread_cond_t qcond;  /* a batch done: for flush and queue room */
+	struct os_worker *idle; /* commit threads waiting for work, the
+				 * last to go idle first */
+	struct os_seq **seqs;  /* collections with queued or busy work */
+	size_t nbuckets;
+	struct os_seq *ready_head, *ready_tail; /* queued work, not busy */
+	struct os_pending *oldest, *newest; /* uncommitted, by submission */
 	size_t qbytes;
-	uint64_t submitted, completed;
+	uint64_t submitted;
 	int stop;
-	uint64_t batch_limit;  /* bytes of queued transactions per batch */
+	uint64_t batch_limit;  /* bytes of queued transactions per batch,
+				* and of staged overlays per seal */
 	/* Allocations of committed transactions kept for the next ones (under
 	 * qlock): fresh pages cost a fault each, which on a virtual machine
 	 * is more than copying the data into warm ones. */
 	struct os_pending *spare[OS_SPARE];
 	size_t nspare, spare_bytes;
 
-	ZSTD_CCtx *cctx;       /* commit thread's */
-	ZSTD_DCtx *dctx;
+	/* The seal (commit.c), under slock: staged overlays waiting, and
+	 * whether a seal (or an os_exclusive caller) runs. */
+	pthread_mutex_t slock;
+	pthread_cond_t scond;
+	struct os_prep *seal_head, *seal_tail;
+	int sealing;
+
+	uint64_t next_id;      /* the next object id handed out (atomic) */
+	struct os_worker *workers; /* the commit threads' own */
 };
 
-/* ---- The overlay (see ostore.c) ---------------------------------------- */
+/* ---- The overlay (see overlay.c) --------------------------------------- */
 
 struct os_chunk {
 	uint32_t no;
@@ -200,10 +254,19 @@ struct os_prep {
 	struct kvov kv;
 	struct os_file **files;
 	size_t nfiles, fcap;
-	struct os_super sb;   /* the superblock as the overlay leaves it */
+	int64_t dobjects;     /* what the overlay adds to the superblock's */
+	int64_t dbytes;       /* object count and byte total */
+	uint64_t *new_ids;    /* ids of the objects it made, ascending */
+	size_t nnew, newcap;
 	uint64_t now;
-	uint64_t data_bytes;  /* bytes the commit stores (set by it) */
-	void *be;             /* the backend's, during its commit */
+	uint64_t data_bytes;  /* bytes the commit stores (set by stage) */
+	size_t rec_bytes;     /* its part of the journal record (stage) */
+	ZSTD_CCtx *cctx;      /* the commit thread's */
+	ZSTD_DCtx *dctx;
+	void *be;             /* the backend's, from stage to unstage */
+	/* waiting for the seal (commit.c, under slock) */
+	struct os_prep *snext;
+	int sealed, seal_rc;
 	char err[512];
 };
 
@@ -227,7 +290,7 @@ const char *os_oid_str(const void *oid, size_t n, char *buf, size_t buflen);
 void os_init(struct os *os, const struct tsr_host *host,
 	     const struct os_hooks *hooks, const char *path, int compress,
 	     int level, uint64_t max_object, uint64_t min_free,
-	     uint64_t queue_max);
+	     uint64_t queue_max, unsigned nthreads);
 void os_fini(struct os *os);
 
 /* Superblock record in the kv store. */
@@ -235,9 +298,24 @@ int os_super_load(struct os *os, char *err, size_t errlen);
 int os_super_store(struct os *os, int sync, char *err, size_t errlen);
 void os_super_new(struct os *os, int next_objid_start);
 
-/* The commit thread: start after mount, stop (draining) before umount. */
+/* The commit threads: start after mount, stop (draining) before umount. */
 int os_start(struct os *os, char *err, size_t errlen);
 void os_stop(struct os *os);
+
+/* For a seal: the superblock after the overlays ps[0..n) (os->sb with
+ * their counts added, and every object id handed out so far below its
+ * next id).  1 when it differs from os->sb (a record must carry it). */
+int os_seal_super(struct os *os, struct os_prep *const *ps, size_t n,
+		  struct os_super *sb);
+/* Run fn(os, arg) while no seal runs and none starts (a backend's
+ * checkpoint outside a seal); its result. */
+int os_exclusive(struct os *os, int (*fn)(struct os *os, void *arg),
+		 void *arg);
+
+/* Did the overlay make objid's object (1), or was it there before (0)?
+ * A new object's id is never handed out again, whether the overlay
+ * commits or not. */
+int os_prep_is_new(const struct os_prep *p, uint64_t objid);
 
 /* Turn a dirty chunk into its new map and what to store. */
 int os_chunk_finish(struct os_prep *p, struct os_file *f, struct os_chunk *c,
@@ -260,7 +338,8 @@ uint8_t *os_super_encode(const struct os_super *s, const char *magic,
 			 size_t *len);
 
 /* Key/value changes of an overlay, in the order to apply them: ranges
- * first, then entries (kvov.h), then the superblock if it changed. */
+ * first, then entries (kvov.h).  The superblock is the seal's
+ * (os_seal_super): overlays sealed together share one. */
 typedef void (*os_kv_emit)(void *arg, int op, const void *k, size_t kl,
 			   const void *v, size_t vl);
 #define OS_KV_PUT 1
@@ -380,8 +459,11 @@ int os_fsck_live(const struct os_fsck *c, uint64_t objid);
 	  .help = "free space kept; writes that would eat into it fail with ENOSPC" }, \
 	{ .name = "queue_bytes", .type = TSR_OPT_SIZE, .def = "256M",        \
 	  .min = "1M", .max = "16G",                                         \
-	  .help = "bytes of submitted, uncommitted transactions before submit() waits" }
-#define OS_NCOMMON 5
+	  .help = "bytes of submitted, uncommitted transactions before submit() waits" }, \
+	{ .name = "commit_threads", .type = TSR_OPT_INT, .def = "4",         \
+	  .min = "1", .max = "64",                                           \
+	  .help = "threads committing transactions of different collections side by side" }
+#define OS_NCOMMON 6
 extern const char *const os_compression_choices[];
 /* Set up os from the OS_NCOMMON values starting at vals[first]. */
 void os_init_opts(struct os *os, const struct tsr_host *host,

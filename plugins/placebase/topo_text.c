@@ -338,7 +338,7 @@ perr(struct parser *p, size_t line, const char *fmt, ...)
 	n = snprintf(p->err, p->errlen, "line %zu: ", line);
 	if (n >= 0 && (size_t)n < p->errlen) {
 		va_start(ap, fmt);
-		vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+		verrf(p->err + n, p->errlen - (size_t)n, -EINVAL, fmt, ap);
 		va_end(ap);
 	}
 	return -EINVAL;
@@ -347,7 +347,7 @@ perr(struct parser *p, size_t line, const char *fmt, ...)
 static int
 pnomem(struct parser *p)
 {
-	return topo_errf(p->err, p->errlen, -ENOMEM, "out of memory");
+	return errf(p->err, p->errlen, -ENOMEM, "out of memory");
 }
 
 static bool
@@ -1055,10 +1055,10 @@ topo_compile(const char *text, size_t len, struct topo **out, char *err,
 	int rc = 0;
 
 	if (out == NULL)
-		return topo_errf(err, errlen, -EINVAL, "no output");
+		return errf(err, errlen, -EINVAL, "no output");
 	*out = NULL;
 	if (text == NULL && len > 0)
-		return topo_errf(err, errlen, -EINVAL, "no text");
+		return errf(err, errlen, -EINVAL, "no text");
 	memset(&p, 0, sizeof(p));
 	p.s = text != NULL ? text : "";
 	p.end = p.s + len;
@@ -1099,7 +1099,7 @@ topo_compile(const char *text, size_t len, struct topo **out, char *err,
 
 		rc = topo_finish(t, true, why, sizeof(why));
 		if (rc != 0) {
-			topo_errf(err, errlen, rc, "line %zu: %s", p.last, why);
+			errf(err, errlen, rc, "line %zu: %s", p.last, why);
 			topo_free(t);
 			t = NULL;
 			goto out;

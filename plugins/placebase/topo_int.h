@@ -4,14 +4,11 @@
 #define TSR_TOPO_INT_H
 
 #include "topo.h"
+#include "errf.h" /* errf(), the plugins' error-message helper */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Format the reason into err (if any) and return rc. */
-int topo_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-	TSR_PRINTF(4, 5);
 
 /* Name characters: [A-Za-z0-9_.-]; a name is 1..TOPO_NAME_MAX of them. */
 bool topo_name_char(unsigned char c);

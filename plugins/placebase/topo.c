@@ -19,19 +19,6 @@
 
 /* ---- Small helpers --------------------------------------------------------*/
 
-int
-topo_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 bool
 topo_name_char(unsigned char c)
 {
@@ -109,16 +96,16 @@ build_slots(struct topo *t, char *err, size_t errlen)
 		return 0;
 	t->bucket_slot = malloc((size_t)n * sizeof(*t->bucket_slot));
 	if (t->bucket_slot == NULL)
-		return topo_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	memset(t->bucket_slot, 0xff, (size_t)n * sizeof(*t->bucket_slot));
 	t->nslots = n;
 	for (uint32_t i = 0; i < t->nbuckets; i++) {
 		uint32_t k = (uint32_t)(-(int64_t)t->buckets[i].id) - 1;
 
 		if (t->bucket_slot[k] != UINT32_MAX)
-			return topo_errf(err, errlen, -EINVAL,
-					 "bucket %d: duplicate id",
-					 t->buckets[i].id);
+			return errf(err, errlen, -EINVAL,
+				    "bucket %d: duplicate id",
+				    t->buckets[i].id);
 		t->bucket_slot[k] = i;
 	}
 	return 0;
@@ -256,19 +243,19 @@ static int
 check_types(const struct topo *t, char *err, size_t errlen)
 {
 	if (t->ntypes == 0 || t->ntypes > TOPO_MAX_TYPES)
-		return topo_errf(err, errlen, -EINVAL,
-				 "type count %u out of range (1..%u)",
-				 t->ntypes, TOPO_MAX_TYPES);
+		return errf(err, errlen, -EINVAL,
+			    "type count %u out of range (1..%u)",
+			    t->ntypes, TOPO_MAX_TYPES);
 	for (uint32_t i = 0; i < t->ntypes; i++) {
 		if (!cname_ok(t->types[i]))
-			return topo_errf(err, errlen, -EINVAL,
-					 "type %u: bad name", i);
+			return errf(err, errlen, -EINVAL,
+				    "type %u: bad name", i);
 		for (uint32_t j = 0; j < i; j++)
 			if (strcmp(t->types[i], t->types[j]) == 0)
-				return topo_errf(err, errlen, -EINVAL,
-						 "type %u: duplicate name '%s' "
-						 "(also type %u)",
-						 i, t->types[i], j);
+				return errf(err, errlen, -EINVAL,
+					    "type %u: duplicate name '%s' "
+					    "(also type %u)",
+					    i, t->types[i], j);
 	}
 	return 0;
 }
@@ -277,31 +264,31 @@ static int
 check_devices(const struct topo *t, char *err, size_t errlen)
 {
 	if (t->ndevices > TOPO_MAX_DEVICES)
-		return topo_errf(err, errlen, -EINVAL,
-				 "too many devices (%u, limit %u)",
-				 t->ndevices, TOPO_MAX_DEVICES);
+		return errf(err, errlen, -EINVAL,
+			    "too many devices (%u, limit %u)",
+			    t->ndevices, TOPO_MAX_DEVICES);
 	for (uint32_t i = 0; i < t->ndevices; i++) {
 		const struct topo_device *d = &t->devices[i];
 
 		if (d->id < 0 || (uint32_t)d->id >= TOPO_MAX_DEVICES)
-			return topo_errf(err, errlen, -EINVAL,
-					 "device %d: id out of range (0..%u)",
-					 d->id, TOPO_MAX_DEVICES - 1);
+			return errf(err, errlen, -EINVAL,
+				    "device %d: id out of range (0..%u)",
+				    d->id, TOPO_MAX_DEVICES - 1);
 		if (i > 0 && d->id == t->devices[i - 1].id)
-			return topo_errf(err, errlen, -EINVAL,
-					 "device %d: duplicate id", d->id);
+			return errf(err, errlen, -EINVAL,
+				    "device %d: duplicate id", d->id);
 		if (i > 0 && d->id < t->devices[i - 1].id)
-			return topo_errf(err, errlen, -EINVAL,
-					 "device %d: out of order (after "
-					 "device %d)",
-					 d->id, t->devices[i - 1].id);
+			return errf(err, errlen, -EINVAL,
+				    "device %d: out of order (after "
+				    "device %d)",
+				    d->id, t->devices[i - 1].id);
 		if (!cname_ok(d->name))
-			return topo_errf(err, errlen, -EINVAL,
-					 "device %d: bad name", d->id);
+			return errf(err, errlen, -EINVAL,
+				    "device %d: bad name", d->id);
 		if (d->weight == 0)
-			return topo_errf(err, errlen, -EINVAL,
-					 "device %d: weight must be > 0",
-					 d->id);
+			return errf(err, errlen, -EINVAL,
+				    "device %d: weight must be > 0",
+				    d->id);
 	}
 	return 0;
 }
@@ -310,28 +297,28 @@ static int
 check_buckets(struct topo *t, char *err, size_t errlen)
 {
 	if (t->nbuckets > TOPO_MAX_BUCKETS)
-		return topo_errf(err, errlen, -EINVAL,
-				 "too many buckets (%u, limit %u)",
-				 t->nbuckets, TOPO_MAX_BUCKETS);
+		return errf(err, errlen, -EINVAL,
+			    "too many buckets (%u, limit %u)",
+			    t->nbuckets, TOPO_MAX_BUCKETS);
 	for (uint32_t i = 0; i < t->nbuckets; i++) {
 		const struct topo_bucket *b = &t->buckets[i];
 
 		if (b->id >= 0 || b->id < -(int32_t)TOPO_MAX_BUCKETS)
-			return topo_errf(err, errlen, -EINVAL,
-					 "bucket %d: id out of range "
-					 "(-1..-%u)",
-					 b->id, TOPO_MAX_BUCKETS);
+			return errf(err, errlen, -EINVAL,
+				    "bucket %d: id out of range "
+				    "(-1..-%u)",
+				    b->id, TOPO_MAX_BUCKETS);
 		if (b->type == 0)
-			return topo_errf(err, errlen, -EINVAL,
-					 "bucket %d: type 0 is the device type",
-					 b->id);
+			return errf(err, errlen, -EINVAL,
+				    "bucket %d: type 0 is the device type",
+				    b->id);
 		if (b->type >= t->ntypes)
-			return topo_errf(err, errlen, -EINVAL,
-					 "bucket %d: unknown type %u",
-					 b->id, b->type);
+			return errf(err, errlen, -EINVAL,
+				    "bucket %d: unknown type %u",
+				    b->id, b->type);
 		if (!cname_ok(b->name))
-			return topo_errf(err, errlen, -EINVAL,
-					 "bucket %d: bad name", b->id);
+			return errf(err, errlen, -EINVAL,
+				    "bucket %d: bad name", b->id);
 	}
 	return build_slots(t, err, errlen);
 }
@@ -349,7 +336,7 @@ check_names(const struct topo *t, char *err, size_t errlen)
 		return 0;
 	v = malloc(n * sizeof(*v));
 	if (v == NULL)
-		return topo_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < t->ndevices; i++)
 		v[k++] = (struct name_ref){ t->devices[i].name,
 					    t->devices[i].id };
@@ -359,10 +346,10 @@ check_names(const struct topo *t, char *err, size_t errlen)
 	qsort(v, n, sizeof(*v), cmp_name_ref);
 	for (size_t i = 1; i < n; i++) {
 		if (strcmp(v[i - 1].name, v[i].name) == 0) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "%s %d: duplicate name '%s' (also %s %d)",
-				       item_kind(v[i].id), v[i].id, v[i].name,
-				       item_kind(v[i - 1].id), v[i - 1].id);
+			rc = errf(err, errlen, -EINVAL,
+				  "%s %d: duplicate name '%s' (also %s %d)",
+				  item_kind(v[i].id), v[i].id, v[i].name,
+				  item_kind(v[i - 1].id), v[i - 1].id);
 			break;
 		}
 	}
@@ -377,17 +364,17 @@ check_parents(const struct topo *t, char *err, size_t errlen)
 		int32_t p = t->devices[i].parent;
 
 		if (p != 0 && topo_slot(t, p) == UINT32_MAX)
-			return topo_errf(err, errlen, -EINVAL,
-					 "device %d: parent %d is not a bucket",
-					 t->devices[i].id, p);
+			return errf(err, errlen, -EINVAL,
+				    "device %d: parent %d is not a bucket",
+				    t->devices[i].id, p);
 	}
 	for (uint32_t i = 0; i < t->nbuckets; i++) {
 		int32_t p = t->buckets[i].parent;
 
 		if (p != 0 && topo_slot(t, p) == UINT32_MAX)
-			return topo_errf(err, errlen, -EINVAL,
-					 "bucket %d: parent %d is not a bucket",
-					 t->buckets[i].id, p);
+			return errf(err, errlen, -EINVAL,
+				    "bucket %d: parent %d is not a bucket",
+				    t->buckets[i].id, p);
 	}
 	return 0;
 }
@@ -405,11 +392,11 @@ order_buckets(struct topo *t, bool reorder, char *err, size_t errlen)
 		return 0;
 	order = malloc((size_t)nb * sizeof(*order));
 	if (order == NULL)
-		return topo_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	placed = canonical_order(t, order);
 	if (placed < 0) {
 		free(order);
-		return topo_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	if (placed < nb) {
 		/* Name the first bucket (in the given order) left on a cycle:
@@ -418,16 +405,16 @@ order_buckets(struct topo *t, bool reorder, char *err, size_t errlen)
 
 		if (seen == NULL) {
 			free(order);
-			return topo_errf(err, errlen, -ENOMEM,
-					 "out of memory");
+			return errf(err, errlen, -ENOMEM,
+				    "out of memory");
 		}
 		for (int64_t k = 0; k < placed; k++)
 			seen[order[k]] = 1;
 		for (uint32_t i = 0; i < nb; i++) {
 			if (!seen[i]) {
-				rc = topo_errf(err, errlen, -EINVAL,
-					       "bucket %d: parent chain forms "
-					       "a cycle", t->buckets[i].id);
+				rc = errf(err, errlen, -EINVAL,
+					  "bucket %d: parent chain forms "
+					  "a cycle", t->buckets[i].id);
 				break;
 			}
 		}
@@ -438,11 +425,11 @@ order_buckets(struct topo *t, bool reorder, char *err, size_t errlen)
 	if (!reorder) {
 		for (uint32_t k = 0; k < nb; k++) {
 			if (order[k] != k) {
-				rc = topo_errf(err, errlen, -EINVAL,
-					       "bucket %d: out of canonical "
-					       "order (bucket %d comes first)",
-					       t->buckets[k].id,
-					       t->buckets[order[k]].id);
+				rc = errf(err, errlen, -EINVAL,
+					  "bucket %d: out of canonical "
+					  "order (bucket %d comes first)",
+					  t->buckets[k].id,
+					  t->buckets[order[k]].id);
 				break;
 			}
 		}
@@ -454,8 +441,8 @@ order_buckets(struct topo *t, bool reorder, char *err, size_t errlen)
 
 		if (nbk == NULL) {
 			free(order);
-			return topo_errf(err, errlen, -ENOMEM,
-					 "out of memory");
+			return errf(err, errlen, -ENOMEM,
+				    "out of memory");
 		}
 		for (uint32_t k = 0; k < nb; k++)
 			nbk[k] = t->buckets[order[k]];
@@ -481,8 +468,8 @@ derive_and_check_rules(struct topo *t, char *err, size_t errlen)
 	if (nb > 0) {
 		below = calloc(nb, sizeof(*below));
 		if (below == NULL)
-			return topo_errf(err, errlen, -ENOMEM,
-					 "out of memory");
+			return errf(err, errlen, -ENOMEM,
+				    "out of memory");
 	}
 	for (uint32_t i = 0; i < nb; i++)
 		t->buckets[i].weight = 0;
@@ -501,17 +488,17 @@ derive_and_check_rules(struct topo *t, char *err, size_t errlen)
 		struct topo_bucket *b = &t->buckets[i];
 
 		if (b->weight == 0) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "bucket %d: no device under it", b->id);
+			rc = errf(err, errlen, -EINVAL,
+				  "bucket %d: no device under it", b->id);
 			goto out;
 		}
 		/* A host inside a host would let "one replica per host"
 		 * put two replicas under the outer one. */
 		if (below[i] & (1u << b->type)) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "bucket %d (%s): holds a bucket of its own "
-				       "type '%s'; buckets of one type must not nest",
-				       b->id, b->name, t->types[b->type]);
+			rc = errf(err, errlen, -EINVAL,
+				  "bucket %d (%s): holds a bucket of its own "
+				  "type '%s'; buckets of one type must not nest",
+				  b->id, b->name, t->types[b->type]);
 			goto out;
 		}
 		if (b->parent != 0) {
@@ -523,9 +510,9 @@ derive_and_check_rules(struct topo *t, char *err, size_t errlen)
 	}
 
 	if (t->nrules > TOPO_MAX_RULES) {
-		rc = topo_errf(err, errlen, -EINVAL,
-			       "too many rules (%u, limit %u)", t->nrules,
-			       TOPO_MAX_RULES);
+		rc = errf(err, errlen, -EINVAL,
+			  "too many rules (%u, limit %u)", t->nrules,
+			  TOPO_MAX_RULES);
 		goto out;
 	}
 	for (uint32_t i = 0; i < t->nrules; i++) {
@@ -533,75 +520,75 @@ derive_and_check_rules(struct topo *t, char *err, size_t errlen)
 		uint32_t s;
 
 		if (r->id >= TOPO_MAX_RULES) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "rule %u: id out of range (0..%u)",
-				       r->id, TOPO_MAX_RULES - 1);
+			rc = errf(err, errlen, -EINVAL,
+				  "rule %u: id out of range (0..%u)",
+				  r->id, TOPO_MAX_RULES - 1);
 			goto out;
 		}
 		if (i > 0 && r->id <= t->rules[i - 1].id) {
 			if (r->id == t->rules[i - 1].id)
-				rc = topo_errf(err, errlen, -EINVAL,
-					       "rule %u: duplicate id", r->id);
+				rc = errf(err, errlen, -EINVAL,
+					  "rule %u: duplicate id", r->id);
 			else
-				rc = topo_errf(err, errlen, -EINVAL,
-					       "rule %u: out of order (after "
-					       "rule %u)",
-					       r->id, t->rules[i - 1].id);
+				rc = errf(err, errlen, -EINVAL,
+					  "rule %u: out of order (after "
+					  "rule %u)",
+					  r->id, t->rules[i - 1].id);
 			goto out;
 		}
 		if (!cname_ok(r->name)) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "rule %u: bad name", r->id);
+			rc = errf(err, errlen, -EINVAL,
+				  "rule %u: bad name", r->id);
 			goto out;
 		}
 		for (uint32_t j = 0; j < i; j++) {
 			if (strcmp(r->name, t->rules[j].name) == 0) {
-				rc = topo_errf(err, errlen, -EINVAL,
-					       "rule %u: duplicate name '%s' "
-					       "(also rule %u)",
-					       r->id, r->name, t->rules[j].id);
+				rc = errf(err, errlen, -EINVAL,
+					  "rule %u: duplicate name '%s' "
+					  "(also rule %u)",
+					  r->id, r->name, t->rules[j].id);
 				goto out;
 			}
 		}
 		s = topo_slot(t, r->root);
 		if (s == UINT32_MAX) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "rule %u: root %d is not a bucket",
-				       r->id, r->root);
+			rc = errf(err, errlen, -EINVAL,
+				  "rule %u: root %d is not a bucket",
+				  r->id, r->root);
 			goto out;
 		}
 		if (r->mode != TSR_RULE_CHOOSELEAF &&
 		    r->mode != TSR_RULE_CHOOSE) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "rule %u: unknown mode %u", r->id,
-				       r->mode);
+			rc = errf(err, errlen, -EINVAL,
+				  "rule %u: unknown mode %u", r->id,
+				  r->mode);
 			goto out;
 		}
 		if (r->domain_type >= t->ntypes) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "rule %u: unknown domain type %u",
-				       r->id, r->domain_type);
+			rc = errf(err, errlen, -EINVAL,
+				  "rule %u: unknown domain type %u",
+				  r->id, r->domain_type);
 			goto out;
 		}
 		if (r->mode == TSR_RULE_CHOOSELEAF && r->domain_type == 0) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "rule %u: chooseleaf needs a failure "
-				       "domain type, not the device type",
-				       r->id);
+			rc = errf(err, errlen, -EINVAL,
+				  "rule %u: chooseleaf needs a failure "
+				  "domain type, not the device type",
+				  r->id);
 			goto out;
 		}
 		if (r->mode == TSR_RULE_CHOOSE && r->domain_type != 0) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "rule %u: choose picks devices; its "
-				       "domain type must be 0, not %u",
-				       r->id, r->domain_type);
+			rc = errf(err, errlen, -EINVAL,
+				  "rule %u: choose picks devices; its "
+				  "domain type must be 0, not %u",
+				  r->id, r->domain_type);
 			goto out;
 		}
 		if ((below[s] & (1u << r->domain_type)) == 0) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "rule %u: bucket %d holds no %s",
-				       r->id, r->root,
-				       t->types[r->domain_type]);
+			rc = errf(err, errlen, -EINVAL,
+				  "rule %u: bucket %d holds no %s",
+				  r->id, r->root,
+				  t->types[r->domain_type]);
 			goto out;
 		}
 	}
@@ -728,24 +715,24 @@ topo_from_generic(const struct tsr_topology *g, struct topo **out,
 	int rc;
 
 	if (out == NULL)
-		return topo_errf(err, errlen, -EINVAL, "no output");
+		return errf(err, errlen, -EINVAL, "no output");
 	*out = NULL;
 	if (g == NULL)
-		return topo_errf(err, errlen, -EINVAL, "no topology");
+		return errf(err, errlen, -EINVAL, "no topology");
 	if (g->ntypes == 0 || g->ntypes > TOPO_MAX_TYPES)
-		return topo_errf(err, errlen, -EINVAL,
-				 "type count %u out of range (1..%u)",
-				 g->ntypes, TOPO_MAX_TYPES);
+		return errf(err, errlen, -EINVAL,
+			    "type count %u out of range (1..%u)",
+			    g->ntypes, TOPO_MAX_TYPES);
 	if (g->types == NULL)
-		return topo_errf(err, errlen, -EINVAL, "no type names");
+		return errf(err, errlen, -EINVAL, "no type names");
 	if (g->nitems > 0 && g->items == NULL)
-		return topo_errf(err, errlen, -EINVAL, "no items");
+		return errf(err, errlen, -EINVAL, "no items");
 	if (g->nrules > 0 && g->rules == NULL)
-		return topo_errf(err, errlen, -EINVAL, "no rules");
+		return errf(err, errlen, -EINVAL, "no rules");
 	if (g->nrules > TOPO_MAX_RULES)
-		return topo_errf(err, errlen, -EINVAL,
-				 "too many rules (%u, limit %u)", g->nrules,
-				 TOPO_MAX_RULES);
+		return errf(err, errlen, -EINVAL,
+			    "too many rules (%u, limit %u)", g->nrules,
+			    TOPO_MAX_RULES);
 	for (uint32_t i = 0; i < g->nitems; i++) {
 		if (g->items[i].id >= 0)
 			nd++;
@@ -753,32 +740,32 @@ topo_from_generic(const struct tsr_topology *g, struct topo **out,
 			nb++;
 		/* Stop counting (and allocating) once over a limit. */
 		if (nd > TOPO_MAX_DEVICES)
-			return topo_errf(err, errlen, -EINVAL,
-					 "too many devices (limit %u)",
-					 TOPO_MAX_DEVICES);
+			return errf(err, errlen, -EINVAL,
+				    "too many devices (limit %u)",
+				    TOPO_MAX_DEVICES);
 		if (nb > TOPO_MAX_BUCKETS)
-			return topo_errf(err, errlen, -EINVAL,
-					 "too many buckets (limit %u)",
-					 TOPO_MAX_BUCKETS);
+			return errf(err, errlen, -EINVAL,
+				    "too many buckets (limit %u)",
+				    TOPO_MAX_BUCKETS);
 	}
 
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
-		return topo_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	t->types = calloc(g->ntypes, sizeof(*t->types));
 	t->devices = calloc(nd > 0 ? nd : 1, sizeof(*t->devices));
 	t->buckets = calloc(nb > 0 ? nb : 1, sizeof(*t->buckets));
 	t->rules = calloc(g->nrules > 0 ? g->nrules : 1, sizeof(*t->rules));
 	if (t->types == NULL || t->devices == NULL || t->buckets == NULL ||
 	    t->rules == NULL) {
-		rc = topo_errf(err, errlen, -ENOMEM, "out of memory");
+		rc = errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
 	}
 	t->ntypes = g->ntypes;
 	for (uint32_t i = 0; i < g->ntypes; i++) {
 		if (!cname_ok(g->types[i])) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "type %u: bad name", i);
+			rc = errf(err, errlen, -EINVAL,
+				  "type %u: bad name", i);
 			goto fail;
 		}
 		t->types[i] = topo_strndup(g->types[i], strlen(g->types[i]));
@@ -790,18 +777,18 @@ topo_from_generic(const struct tsr_topology *g, struct topo **out,
 		char **name;
 
 		if (!cname_ok(it->name)) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "%s %d: bad name", item_kind(it->id),
-				       it->id);
+			rc = errf(err, errlen, -EINVAL,
+				  "%s %d: bad name", item_kind(it->id),
+				  it->id);
 			goto fail;
 		}
 		if (it->id >= 0) {
 			struct topo_device *d = &t->devices[t->ndevices++];
 
 			if (it->type != 0) {
-				rc = topo_errf(err, errlen, -EINVAL,
-					       "device %d: type %u is not the "
-					       "device type", it->id, it->type);
+				rc = errf(err, errlen, -EINVAL,
+					  "device %d: type %u is not the "
+					  "device type", it->id, it->type);
 				goto fail;
 			}
 			d->id = it->id;
@@ -825,8 +812,8 @@ topo_from_generic(const struct tsr_topology *g, struct topo **out,
 		struct topo_rule *r = &t->rules[t->nrules++];
 
 		if (!cname_ok(gr->name)) {
-			rc = topo_errf(err, errlen, -EINVAL,
-				       "rule %u: bad name", gr->id);
+			rc = errf(err, errlen, -EINVAL,
+				  "rule %u: bad name", gr->id);
 			goto fail;
 		}
 		r->id = gr->id;
@@ -846,7 +833,7 @@ topo_from_generic(const struct tsr_topology *g, struct topo **out,
 	*out = t;
 	return 0;
 nomem:
-	rc = topo_errf(err, errlen, -ENOMEM, "out of memory");
+	rc = errf(err, errlen, -ENOMEM, "out of memory");
 fail:
 	topo_free(t);
 	return rc;

@@ -105,16 +105,16 @@ dec_count(struct tsr_dec *d, const char *what, uint32_t limit,
 {
 	*n = tsr_dec_u32(d);
 	if (tsr_dec_error(d) != 0)
-		return topo_errf(err, errlen, -EBADMSG,
-				 "truncated before the %s count", what);
+		return errf(err, errlen, -EBADMSG,
+			    "truncated before the %s count", what);
 	if (*n > limit)
-		return topo_errf(err, errlen, -EBADMSG,
-				 "%s count %u exceeds the limit %u", what, *n,
-				 limit);
+		return errf(err, errlen, -EBADMSG,
+			    "%s count %u exceeds the limit %u", what, *n,
+			    limit);
 	if (*n > tsr_dec_remaining(d) / recmin)
-		return topo_errf(err, errlen, -EBADMSG,
-				 "%s count %u exceeds the data (%zu bytes "
-				 "left)", what, *n, tsr_dec_remaining(d));
+		return errf(err, errlen, -EBADMSG,
+			    "%s count %u exceeds the data (%zu bytes "
+			    "left)", what, *n, tsr_dec_remaining(d));
 	return 0;
 }
 
@@ -124,13 +124,13 @@ dec_record_fail(struct tsr_dec *d, bool bad, const char *what, uint32_t i,
 		char *err, size_t errlen)
 {
 	if (bad)
-		return topo_errf(err, errlen, -EBADMSG,
-				 "%s record %u: bad name", what, i);
+		return errf(err, errlen, -EBADMSG,
+			    "%s record %u: bad name", what, i);
 	if (tsr_dec_error(d) != 0)
-		return topo_errf(err, errlen, -EBADMSG,
-				 "%s record %u: truncated or malformed", what,
-				 i);
-	return topo_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -EBADMSG,
+			    "%s record %u: truncated or malformed", what,
+			    i);
+	return errf(err, errlen, -ENOMEM, "out of memory");
 }
 
 static int
@@ -142,19 +142,19 @@ decode_body(struct tsr_dec *d, struct topo *t, char *err, size_t errlen)
 
 	magic = tsr_dec_u32(d);
 	if (tsr_dec_error(d) != 0)
-		return topo_errf(err, errlen, -EBADMSG,
-				 "truncated before the magic");
+		return errf(err, errlen, -EBADMSG,
+			    "truncated before the magic");
 	if (magic != TOPO_MAGIC)
-		return topo_errf(err, errlen, -EBADMSG,
-				 "bad magic 0x%08x (want 0x%08x)", magic,
-				 TOPO_MAGIC);
+		return errf(err, errlen, -EBADMSG,
+			    "bad magic 0x%08x (want 0x%08x)", magic,
+			    TOPO_MAGIC);
 
 	if ((rc = dec_count(d, "type", TOPO_MAX_TYPES, TYPE_REC_MIN, &n, err,
 			    errlen)) != 0)
 		return rc;
 	t->types = calloc(n > 0 ? n : 1, sizeof(*t->types));
 	if (t->types == NULL)
-		return topo_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	for (; t->ntypes < n; t->ntypes++) {
 		t->types[t->ntypes] = dec_name(d, &bad);
 		if (t->types[t->ntypes] == NULL)
@@ -167,7 +167,7 @@ decode_body(struct tsr_dec *d, struct topo *t, char *err, size_t errlen)
 		return rc;
 	t->devices = calloc(n > 0 ? n : 1, sizeof(*t->devices));
 	if (t->devices == NULL)
-		return topo_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	for (; t->ndevices < n; t->ndevices++) {
 		struct topo_device *dv = &t->devices[t->ndevices];
 
@@ -188,7 +188,7 @@ decode_body(struct tsr_dec *d, struct topo *t, char *err, size_t errlen)
 		return rc;
 	t->buckets = calloc(n > 0 ? n : 1, sizeof(*t->buckets));
 	if (t->buckets == NULL)
-		return topo_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	for (; t->nbuckets < n; t->nbuckets++) {
 		struct topo_bucket *b = &t->buckets[t->nbuckets];
 
@@ -208,7 +208,7 @@ decode_body(struct tsr_dec *d, struct topo *t, char *err, size_t errlen)
 		return rc;
 	t->rules = calloc(n > 0 ? n : 1, sizeof(*t->rules));
 	if (t->rules == NULL)
-		return topo_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	for (; t->nrules < n; t->nrules++) {
 		struct topo_rule *r = &t->rules[t->nrules];
 
@@ -248,54 +248,54 @@ topo_decode(const void *buf, size_t len, struct topo **out, char *err,
 	int rc;
 
 	if (out == NULL)
-		return topo_errf(err, errlen, -EINVAL, "no output");
+		return errf(err, errlen, -EINVAL, "no output");
 	*out = NULL;
 	/* The checksum first: a damaged map is named as such whatever the
 	 * damage hit, before any field of it is believed. */
 	if (b == NULL || len < TOPO_ENVELOPE_HDR + TOPO_CRC_LEN)
-		return topo_errf(err, errlen, -EBADMSG,
-				 "truncated: %zu bytes, less than an envelope "
-				 "and its checksum", b == NULL ? 0 : len);
+		return errf(err, errlen, -EBADMSG,
+			    "truncated: %zu bytes, less than an envelope "
+			    "and its checksum", b == NULL ? 0 : len);
 	stored = le32(b + len - TOPO_CRC_LEN);
 	computed = tsr_crc32c(0, b, len - TOPO_CRC_LEN);
 	if (stored != computed) {
 		/* what version 1 wrote: the envelope alone, no checksum */
 		if (b[0] == 1 && b[1] == 1 &&
 		    le32(b + 2) == len - TOPO_ENVELOPE_HDR)
-			return topo_errf(err, errlen, -EBADMSG,
-					 "a version 1 map, which carries no "
-					 "checksum: compile it again from its "
-					 "text form");
-		return topo_errf(err, errlen, -EBADMSG,
-				 "checksum mismatch (crc32c 0x%08x stored, "
-				 "0x%08x computed over %zu bytes): the map is "
-				 "damaged or truncated", stored, computed,
-				 len - TOPO_CRC_LEN);
+			return errf(err, errlen, -EBADMSG,
+				    "a version 1 map, which carries no "
+				    "checksum: compile it again from its "
+				    "text form");
+		return errf(err, errlen, -EBADMSG,
+			    "checksum mismatch (crc32c 0x%08x stored, "
+			    "0x%08x computed over %zu bytes): the map is "
+			    "damaged or truncated", stored, computed,
+			    len - TOPO_CRC_LEN);
 	}
 	tsr_dec_init(&d, b, len - TOPO_CRC_LEN);
 	rc = tsr_dec_begin_struct(&d, TOPO_VERSION, &version, &sub);
 	if (rc == -EOPNOTSUPP)
-		return topo_errf(err, errlen, rc,
-				 "map needs a newer decoder (envelope compat "
-				 "above %d)", TOPO_VERSION);
+		return errf(err, errlen, rc,
+			    "map needs a newer decoder (envelope compat "
+			    "above %d)", TOPO_VERSION);
 	if (rc != 0)
-		return topo_errf(err, errlen, -EBADMSG,
-				 "truncated or malformed envelope");
+		return errf(err, errlen, -EBADMSG,
+			    "truncated or malformed envelope");
 	if (version < TOPO_VERSION)
-		return topo_errf(err, errlen, -EBADMSG,
-				 "envelope version %u: not a map with a "
-				 "checksum (version %d and later)", version,
-				 TOPO_VERSION);
+		return errf(err, errlen, -EBADMSG,
+			    "envelope version %u: not a map with a "
+			    "checksum (version %d and later)", version,
+			    TOPO_VERSION);
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
-		return topo_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	rc = decode_body(&sub, t, err, errlen);
 	if (rc == 0 && tsr_dec_end_struct(&d, &sub) != 0)
-		rc = topo_errf(err, errlen, -EBADMSG, "malformed envelope");
+		rc = errf(err, errlen, -EBADMSG, "malformed envelope");
 	if (rc == 0 && tsr_dec_remaining(&d) != 0)
-		rc = topo_errf(err, errlen, -EBADMSG,
-			       "trailing data after the envelope (%zu bytes)",
-			       tsr_dec_remaining(&d));
+		rc = errf(err, errlen, -EBADMSG,
+			  "trailing data after the envelope (%zu bytes)",
+			  tsr_dec_remaining(&d));
 	if (rc == 0)
 		rc = topo_finish(t, false, err, errlen);
 	if (rc != 0) {

@@ -47,7 +47,8 @@
  * file system allows it: one write, durable when it returns.  jr_write
  * leaves the flush to the caller (see there).
  *
- * Not thread-safe: the store's commit thread owns it.
+ * Not thread-safe: the store's seal owns it (one at a time; see
+ * ostore.h), and mount and fsck before any commit thread runs.
  */
 #ifndef TSR_OSTORE_JOURNAL_H
 #define TSR_OSTORE_JOURNAL_H

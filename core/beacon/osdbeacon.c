@@ -1,0 +1,267 @@
+/* osdbeacon.c — boot and beacons of an OSD (osdbeacon.h).
+ *
+ * One timer says when the next command goes; at most one command is in
+ * flight (inflight), and its answer arms the timer for the next.  The map
+ * listener asks for a boot at once: through the timer when nothing is in
+ * flight, else through `again`, which the answer honours.
+ */
+#include "beacon/osdbeacon.h"
+#include "event/loop.h"
+#include "log/log.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tsr_osd_beacon {
+	struct tsr_loop *loop;
+	struct tsr_monc *monc;
+	struct tsr_mapsub *sub;     /* the OSD map: is this OSD up in it? */
+	int32_t id;
+	char addr[64];
+	uint32_t interval_ms;
+	uint32_t (*failed)(void *arg, int32_t *ids, uint32_t max);
+	void *arg;
+	uint64_t timer;             /* the next command's */
+	uint64_t inflight;          /* the command in flight (monc id), 0: none */
+	int again;                  /* boot at once when it is answered */
+	int booted;                 /* our last boot was acknowledged ... */
+	uint64_t booted_at;         /* ... at this time (mono ns) */
+	int seen_up;                /* and a map since has shown us up */
+	struct tsr_osd_beacon_state st;
+};
+
+/* How long after a boot a map that still shows the OSD down is taken
+ * for one from before the boot (the subscription lags the boot's
+ * answer by a push). */
+#define BOOT_SETTLE_INTERVALS 5
+
+static void next_cmd(void *arg);
+
+/* The next command in delay_ms (replacing any timer armed). */
+static void
+kick(struct tsr_osd_beacon *b, uint32_t delay_ms)
+{
+	if (b->timer)
+		tsr_loop_timer_cancel(b->loop, b->timer);
+	b->timer = 0;
+	if (tsr_loop_timer_add(b->loop, (uint64_t)delay_ms * 1000000u, next_cmd, b,
+			       &b->timer) < 0)
+		tsr_log(TSR_SUB_OSD, TSR_LOG_ERROR, "osd.%d: out of memory for the "
+			"beacon's timer: no more beacons", b->id);
+}
+
+static uint64_t
+cmd_timeout(const struct tsr_osd_beacon *b)
+{
+	return (uint64_t)b->interval_ms * 5 + 2000;
+}
+
+static void on_map(void *arg, int which, uint64_t epoch, int full);
+
+/* Look at the map held again: a map that showed us down while our boot
+ * was on its way, or within the settling time, is judged now. */
+static void
+recheck(struct tsr_osd_beacon *b)
+{
+	uint64_t e = tsr_mapsub_epoch(b->sub, TSR_MON_MAP_OSD);
+
+	if (e)
+		on_map(b, TSR_MON_MAP_OSD, e, 0);
+}
+
+/* A command was answered: the next in an interval, or at once when the map
+ * said so meanwhile; then the map is looked at again. */
+static void
+answered(struct tsr_osd_beacon *b)
+{
+	b->inflight = 0;
+	kick(b, b->again ? 0 : b->interval_ms);
+	b->again = 0;
+	recheck(b);
+}
+
+static void
+boot_done(void *arg, int status, const char *text)
+{
+	struct tsr_osd_beacon *b = arg;
+
+	if (status == 0) {
+		/* the settling time counts from the answer: a boot may take
+		 * longer than the settling time itself (an election) */
+		b->booted = 1;
+		b->booted_at = tsr_mono_ns();
+		b->st.boots++;
+		tsr_log(TSR_SUB_OSD, TSR_LOG_INFO, "osd.%d: booted at %s", b->id, b->addr);
+	} else {
+		tsr_log(TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: boot: %s", b->id, text);
+	}
+	answered(b);
+}
+
+static void
+beacon_done(void *arg, int status, const char *text)
+{
+	struct tsr_osd_beacon *b = arg;
+
+	if (status == 0)
+		b->st.beacons++;
+	else
+		tsr_log(TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: beacon: %s", b->id, text);
+	answered(b);
+}
+
+static int
+encode_boot(struct tsr_enc *e, uint64_t client, uint64_t tid, const void *body)
+{
+	struct tsr_mon_osd_boot m = *(const struct tsr_mon_osd_boot *)body;
+
+	m.client = client;
+	m.tid = tid;
+	return tsr_monmsg_osd_boot_encode(e, &m);
+}
+
+static int
+encode_beacon(struct tsr_enc *e, uint64_t client, uint64_t tid, const void *body)
+{
+	struct tsr_mon_osd_beacon m = *(const struct tsr_mon_osd_beacon *)body;
+
+	m.client = client;
+	m.tid = tid;
+	return tsr_monmsg_osd_beacon_encode(e, &m);
+}
+
+/* The timer: boot, or a beacon. */
+static void
+next_cmd(void *arg)
+{
+	struct tsr_osd_beacon *b = arg;
+	int rc;
+
+	b->timer = 0;
+	if (b->inflight)
+		return; /* its answer arms the next */
+	if (!b->booted) {
+		struct tsr_mon_osd_boot m = { .osd = b->id };
+		tsr_strlcpy(m.addr, b->addr, sizeof(m.addr));
+		tsr_strlcpy(m.version, TSR_VERSION, sizeof(m.version));
+		/* from now on a map showing us up counts, even one pushed
+		 * before the boot's answer comes */
+		b->seen_up = 0;
+		b->booted_at = tsr_mono_ns();
+		rc = tsr_monc_send_typed(b->monc, TSR_MSG_MON_OSD_BOOT, encode_boot, &m,
+					 cmd_timeout(b), boot_done, b, &b->inflight);
+	} else {
+		struct tsr_mon_osd_beacon m = { .osd = b->id,
+						.osdmap_epoch = tsr_mapsub_epoch(b->sub,
+										 TSR_MON_MAP_OSD) };
+		tsr_strlcpy(m.version, TSR_VERSION, sizeof(m.version));
+		if (b->failed) {
+			m.nfailed = b->failed(b->arg, m.failed, TSR_MONMSG_MAX_FAILED);
+			if (m.nfailed > TSR_MONMSG_MAX_FAILED)
+				m.nfailed = TSR_MONMSG_MAX_FAILED;
+		}
+		rc = tsr_monc_send_typed(b->monc, TSR_MSG_MON_OSD_BEACON, encode_beacon, &m,
+					 cmd_timeout(b), beacon_done, b, &b->inflight);
+	}
+	if (rc < 0) {
+		b->inflight = 0;
+		tsr_log(TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: %s: %s", b->id,
+			b->booted ? "beacon" : "boot", strerror(-rc));
+		kick(b, b->interval_ms);
+	}
+}
+
+/* A new OSD map.  Up in it at our address: as it should be.  Down (or
+ * another address) after the map showed us up, or long after our boot:
+ * the monitors marked us down while we are alive; we boot again at once
+ * rather than serve with a map that says we are down. */
+static void
+on_map(void *arg, int which, uint64_t epoch, int full)
+{
+	struct tsr_osd_beacon *b = arg;
+	struct tsr_osdmap m;
+
+	(void)full;
+	if (which != TSR_MON_MAP_OSD || tsr_mapsub_osdmap(b->sub, &m) < 0)
+		return;
+	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(&m, b->id);
+	int up = o && o->up && strcmp(o->addr, b->addr) == 0;
+	b->st.up = up;
+	b->st.epoch = epoch;
+	if (up) {
+		b->seen_up = 1;
+	} else if (b->booted &&
+		   (b->seen_up || tsr_mono_ns() - b->booted_at >
+		    (uint64_t)b->interval_ms * BOOT_SETTLE_INTERVALS * 1000000u)) {
+		tsr_log(TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: the map (epoch %llu) has us "
+			"%s while we are alive: booting again", b->id,
+			(unsigned long long)epoch, o ? "down" : "removed");
+		b->booted = 0;
+		if (b->inflight)
+			b->again = 1;
+		else
+			kick(b, 0);
+	}
+	tsr_osdmap_free(&m);
+}
+
+int
+tsr_osd_beacon_start(struct tsr_loop *loop, struct tsr_monc *monc,
+		     struct tsr_mapsub *sub, int32_t id, const char *addr,
+		     uint32_t interval_ms,
+		     uint32_t (*failed)(void *arg, int32_t *ids, uint32_t max), void *arg,
+		     struct tsr_osd_beacon **out, char *err, size_t errlen)
+{
+	struct tsr_osd_beacon *b;
+	int rc;
+
+	if (!(tsr_mapsub_want(sub) & TSR_MON_SUB_OSD))
+		return tsr_errf(err, errlen, -EINVAL, "osd.%d: the beacon needs a map "
+				"subscription that keeps the OSD map", id);
+	if (strlen(addr) >= sizeof(b->addr))
+		return tsr_errf(err, errlen, -EINVAL, "osd.%d: address '%s' is too "
+				"long", id, addr);
+	b = tsr_xcalloc(1, sizeof(*b));
+	b->loop = loop;
+	b->monc = monc;
+	b->sub = sub;
+	b->id = id;
+	tsr_strlcpy(b->addr, addr, sizeof(b->addr));
+	b->interval_ms = interval_ms ? interval_ms : 2000;
+	b->failed = failed;
+	b->arg = arg;
+	if ((rc = tsr_mapsub_listen(sub, on_map, b)) < 0) {
+		free(b);
+		return tsr_errf(err, errlen, rc, "osd.%d: the map subscription has "
+				"no room for the beacon's listener", id);
+	}
+	kick(b, 0); /* boot */
+	if (b->timer == 0) {
+		tsr_osd_beacon_stop(b);
+		return tsr_errf(err, errlen, -ENOMEM, "osd.%d: out of memory", id);
+	}
+	*out = b;
+	return 0;
+}
+
+void
+tsr_osd_beacon_stop(struct tsr_osd_beacon *b)
+{
+	if (b == NULL)
+		return;
+	if (b->timer)
+		tsr_loop_timer_cancel(b->loop, b->timer);
+	if (b->inflight)
+		tsr_monc_cancel(b->monc, b->inflight);
+	tsr_mapsub_unlisten(b->sub, on_map, b);
+	free(b);
+}
+
+void
+tsr_osd_beacon_state(struct tsr_osd_beacon *b, struct tsr_osd_beacon_state *out)
+{
+	*out = b->st;
+}

@@ -1,0 +1,522 @@
+/* reads.c — reading stored chunks (for the overlay, fsck and readers)
+ * and the backend ABI's read operations. */
+#include "ostore_int.h"
+
+#include <tessera/crc32c.h>
+#include <tessera/kv.h>
+#include <tessera/txn.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Reading stored chunks (commit thread and readers) -------------------
+ *
+ * Both return -EIO after logging the object and offset when a checksum does
+ * not match or stored bytes do not decompress: never bad data. */
+
+/* Read n stored bytes of chunk cno's block b (0 for a zstd chunk) and check
+ * them against the map: 0 when they match, 1 when they do not, -errno when
+ * they cannot be read.  Logs nothing. */
+static int
+read_stored(struct os *os, int fd, const struct os_cmeta *m, uint32_t cno,
+	    unsigned b, uint8_t *buf, size_t n)
+{
+	int rc = os_pread_full(fd, buf, n, os->hooks->stored_off(os, m, cno, b));
+
+	if (rc < 0)
+		return rc;
+	return tsr_crc32c(0, buf, n) != m->crc[b];
+}
+
+int
+os_read_block(struct os *os, int fd, const char *name, uint64_t objid,
+	   uint32_t cno, unsigned b, const struct os_cmeta *m, uint8_t *out)
+{
+	uint64_t off = (uint64_t)cno * OS_CHUNK + (uint64_t)b * OS_BLOCK;
+	int rc;
+
+	if (!m->present || (m->zero & (1u << b))) {
+		memset(out, 0, OS_BLOCK);
+		return 0;
+	}
+	if (fd < 0) {
+		os_log(os, LOG_ERR, "object %s (id %" PRIu64 ") offset %" PRIu64
+		       ": stored data missing: %s", name, objid, off, strerror(-fd));
+		return -EIO;
+	}
+	rc = read_stored(os, fd, m, cno, b, out, OS_BLOCK);
+	if (rc < 0) {
+		os_log(os, LOG_ERR, "object %s offset %" PRIu64 ": read: %s", name,
+		       off, strerror(-rc));
+		return -EIO;
+	}
+	if (rc == 1) {
+		os_log(os, LOG_ERR, "object %s (id %" PRIu64 ") offset %" PRIu64
+		       ": checksum mismatch in stored data", name, objid, off);
+		return -EIO;
+	}
+	return 0;
+}
+
+int
+os_read_zchunk(struct os *os, ZSTD_DCtx *dctx, int fd, const char *name,
+	    uint64_t objid, uint32_t cno, const struct os_cmeta *m, uint8_t *out)
+{
+	uint64_t off = (uint64_t)cno * OS_CHUNK;
+	uint8_t *tmp = malloc(m->stored);
+	size_t got;
+	int rc;
+
+	if (tmp == NULL)
+		return -ENOMEM;
+	rc = fd < 0 ? fd : read_stored(os, fd, m, cno, 0, tmp, m->stored);
+	if (rc == 1)
+		rc = -EBADMSG;
+	if (rc == 0) {
+		got = ZSTD_decompressDCtx(dctx, out, OS_CHUNK, tmp, m->stored);
+		if (ZSTD_isError(got) || got != OS_CHUNK)
+			rc = -EBADMSG;
+	}
+	free(tmp);
+	if (rc < 0) {
+		os_log(os, LOG_ERR, "object %s (id %" PRIu64 ") offset %" PRIu64
+		       ": %s in stored data", name, objid, off,
+		       rc == -EBADMSG ? "checksum mismatch" : strerror(-rc));
+		return rc == -ENOMEM ? rc : -EIO;
+	}
+	return 0;
+}
+
+int
+os_chunk_stored_ok(struct os *os, int fd, uint32_t cno, const struct os_cmeta *m)
+{
+	size_t n = m->kind == OS_CHUNK_ZSTD ? m->stored : OS_BLOCK;
+	uint8_t *buf;
+	int rc = 0;
+
+	if (!m->present)
+		return 1;
+	if (n == 0 || n > OS_CHUNK)
+		return 0;
+	if ((buf = malloc(n)) == NULL)
+		return -ENOMEM;
+	if (m->kind == OS_CHUNK_ZSTD)
+		rc = read_stored(os, fd, m, cno, 0, buf, n);
+	for (unsigned b = 0; m->kind == OS_CHUNK_RAW && b < OS_BPC && rc == 0; b++)
+		if (!(m->zero & (1u << b)))
+			rc = read_stored(os, fd, m, cno, b, buf, OS_BLOCK);
+	free(buf);
+	return rc < 0 ? rc : rc == 0;
+}
+
+/* ---- Reads ------------------------------------------------------------------
+ *
+ * Readers take the read lock, so a transaction being applied is seen
+ * whole or not at all, and read LevelDB and the files directly. */
+
+static int
+get_onode(struct os *os, const struct tsr_coll_id *cid, const void *oid,
+	  size_t oid_len, struct onode *on)
+{
+	uint8_t k[KEY_MAX];
+	void *v;
+	size_t vl;
+	char nb[96], err[256];
+	int rc;
+
+	if (oid_len == 0 || oid_len > TSR_TXN_MAX_NAME)
+		return -EINVAL;
+	rc = tsr_kv_get(os->kv, k, os_key_obj(k, cid, oid, oid_len), &v, &vl, err,
+			sizeof(err));
+	if (rc == -ENOENT)
+		return rc;
+	if (rc < 0) {
+		os_log(os, LOG_ERR, "%s", err);
+		return -EIO;
+	}
+	rc = os_onode_decode(v, vl, on);
+	tsr_kv_free(v);
+	if (rc < 0)
+		os_log(os, LOG_ERR, "%s: onode of object %s is damaged", os->path,
+		       os_oid_str(oid, oid_len, nb, sizeof(nb)));
+	return rc;
+}
+
+struct cmaps {
+	uint32_t first, n;
+	struct os_cmeta *m;
+	int bad;
+};
+
+static int
+cmaps_add(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct cmaps *c = arg;
+	uint64_t objid;
+	uint32_t no;
+
+	if (!os_key_is_chunk(k, kl, &objid, &no))
+		return 0;
+	if (no < c->first || no - c->first >= c->n)
+		return 0;
+	if (os_cmeta_decode(v, vl, &c->m[no - c->first]) < 0)
+		c->bad = 1;
+	return 0;
+}
+
+static int
+read_locked(struct os *os, const struct tsr_coll_id *cid, const void *oid,
+	    size_t oid_len, uint64_t off, uint64_t len, uint8_t *out,
+	    uint64_t *out_len)
+{
+	struct cmaps cm;
+	struct onode on;
+	uint8_t a[16], b[16], *tmp = NULL;
+	ZSTD_DCtx *dctx = NULL;
+	char nb[96], err[256];
+	int fd = -ENOENT, fd_tried = 0, rc;
+	uint64_t n, done = 0;
+
+	if ((rc = get_onode(os, cid, oid, oid_len, &on)) < 0)
+		return rc;
+	*out_len = 0;
+	if (off >= on.size || len == 0)
+		return 0;
+	n = on.size - off < len ? on.size - off : len;
+	cm.first = (uint32_t)(off / OS_CHUNK);
+	cm.n = (uint32_t)((off + n - 1) / OS_CHUNK - cm.first + 1);
+	cm.bad = 0;
+	cm.m = calloc(cm.n, sizeof(*cm.m));
+	tmp = malloc(OS_CHUNK);
+	if (cm.m == NULL || tmp == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = tsr_kv_scan(os->kv, a, os_key_chunk(a, on.objid, cm.first), b,
+			 os_key_chunk(b, on.objid, cm.first + cm.n), cmaps_add, &cm,
+			 err, sizeof(err));
+	os_oid_str(oid, oid_len, nb, sizeof(nb));
+	if (rc < 0 || cm.bad) {
+		os_log(os, LOG_ERR, "%s: object %s: chunk maps unreadable: %s",
+		       os->path, nb, rc < 0 ? err : "damaged record");
+		rc = -EIO;
+		goto out;
+	}
+	while (done < n) {
+		uint64_t pos = off + done;
+		uint32_t no = (uint32_t)(pos / OS_CHUNK);
+		uint32_t coff = (uint32_t)(pos % OS_CHUNK);
+		uint32_t take = n - done < OS_CHUNK - coff ? (uint32_t)(n - done)
+							   : OS_CHUNK - coff;
+		const struct os_cmeta *m = &cm.m[no - cm.first];
+
+		if (m->present && !fd_tried) {
+			fd = os->hooks->data_fd(os, on.objid, 1);
+			fd_tried = 1;
+		}
+		if (m->present && m->kind == OS_CHUNK_ZSTD) {
+			if (dctx == NULL && (dctx = ZSTD_createDCtx()) == NULL) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			if ((rc = os_read_zchunk(os, dctx, fd, nb, on.objid, no, m, tmp)) < 0)
+				goto out;
+			memcpy(out + done, tmp + coff, take);
+		} else {
+			for (uint32_t bo = coff / OS_BLOCK * OS_BLOCK; bo < coff + take;
+			     bo += OS_BLOCK) {
+				uint32_t s = bo > coff ? bo : coff;
+				uint32_t e = bo + OS_BLOCK < coff + take ? bo + OS_BLOCK
+									 : coff + take;
+				rc = os_read_block(os, fd, nb, on.objid, no, bo / OS_BLOCK, m, tmp);
+				if (rc < 0)
+					goto out;
+				memcpy(out + done + (s - coff), tmp + (s - bo), e - s);
+			}
+		}
+		done += take;
+	}
+	*out_len = n;
+	rc = 0;
+out:
+	if (fd >= 0)
+		os->hooks->data_fd_done(os, fd, 1);
+	ZSTD_freeDCtx(dctx);
+	free(cm.m);
+	free(tmp);
+	return rc;
+}
+
+int
+os_read(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	size_t oid_len, uint64_t off, uint64_t len, void *buf, uint64_t *out_len)
+{
+	struct os *os = inst;
+	int rc;
+
+	if (!os->mounted)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&os->lock);
+	rc = read_locked(os, cid, oid, oid_len, off, len, buf, out_len);
+	pthread_rwlock_unlock(&os->lock);
+	return rc;
+}
+
+int
+os_stat(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	size_t oid_len, struct tsr_obj_stat *st)
+{
+	struct os *os = inst;
+	struct onode on;
+	int rc;
+
+	if (!os->mounted)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&os->lock);
+	rc = get_onode(os, cid, oid, oid_len, &on);
+	pthread_rwlock_unlock(&os->lock);
+	if (rc == 0) {
+		st->size = on.size;
+		st->mtime_ns = on.mtime;
+	}
+	return rc;
+}
+
+static int
+get_sub(struct os *os, char tag, const struct tsr_coll_id *cid, const void *oid,
+	size_t oid_len, const void *key, size_t key_len, void *buf,
+	size_t buflen, size_t *val_len)
+{
+	uint8_t k[KEY_MAX];
+	struct onode on = { 0 }; /* objid 0: the object is missing */
+	char err[256];
+	void *v;
+	size_t vl;
+	int rc;
+
+	if (!os->mounted)
+		return -EINVAL;
+	if (key_len > TSR_TXN_MAX_NAME)
+		return -ENAMETOOLONG;
+	pthread_rwlock_rdlock(&os->lock);
+	rc = get_onode(os, cid, oid, oid_len, &on);
+	if (rc == 0)
+		rc = tsr_kv_get(os->kv, k, os_key_sub(k, tag, on.objid, key, key_len),
+				&v, &vl, err, sizeof(err));
+	pthread_rwlock_unlock(&os->lock);
+	if (rc == -ENOENT && on.objid)
+		return -ENODATA;
+	if (rc < 0)
+		return rc;
+	*val_len = vl;
+	if (vl > buflen) {
+		tsr_kv_free(v);
+		return -ERANGE;
+	}
+	if (vl)
+		memcpy(buf, v, vl);
+	tsr_kv_free(v);
+	return 0;
+}
+
+int
+os_getattr(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	   size_t oid_len, const void *key, size_t key_len, void *buf,
+	   size_t buflen, size_t *val_len)
+{
+	return get_sub(inst, 'A', cid, oid, oid_len, key, key_len, buf, buflen,
+		       val_len);
+}
+
+int
+os_omap_get(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	    size_t oid_len, const void *key, size_t key_len, void *buf,
+	    size_t buflen, size_t *val_len)
+{
+	return get_sub(inst, 'M', cid, oid, oid_len, key, key_len, buf, buflen,
+		       val_len);
+}
+
+struct subscan {
+	tsr_kv_cb cb;
+	void *arg;
+};
+
+static int
+subscan_one(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct subscan *s = arg;
+
+	return s->cb(s->arg, (const uint8_t *)k + 9, kl - 9, v, vl);
+}
+
+static int
+scan_sub(struct os *os, char tag, const struct tsr_coll_id *cid,
+	 const void *oid, size_t oid_len, const void *start, size_t start_len,
+	 tsr_kv_cb cb, void *arg)
+{
+	uint8_t a[KEY_MAX], b[16];
+	struct subscan s = { cb, arg };
+	struct onode on;
+	char err[256];
+	size_t al, bl;
+	int rc;
+
+	if (!os->mounted)
+		return -EINVAL;
+	if (start_len > TSR_TXN_MAX_NAME)
+		return -ENAMETOOLONG;
+	pthread_rwlock_rdlock(&os->lock);
+	rc = get_onode(os, cid, oid, oid_len, &on);
+	if (rc == 0) {
+		bl = os_key_after(b, a, os_key_sub(a, tag, on.objid, NULL, 0));
+		al = os_key_sub(a, tag, on.objid, start, start_len);
+		rc = tsr_kv_scan(os->kv, a, al, b, bl, subscan_one, &s, err,
+				 sizeof(err));
+	}
+	pthread_rwlock_unlock(&os->lock);
+	return rc;
+}
+
+int
+os_getattrs(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	    size_t oid_len, tsr_kv_cb cb, void *arg)
+{
+	return scan_sub(inst, 'A', cid, oid, oid_len, NULL, 0, cb, arg);
+}
+
+int
+os_omap_iter(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	     size_t oid_len, const void *start, size_t start_len, tsr_kv_cb cb,
+	     void *arg)
+{
+	return scan_sub(inst, 'M', cid, oid, oid_len, start, start_len, cb, arg);
+}
+
+struct collscan {
+	tsr_coll_cb cb;
+	void *arg;
+};
+
+static int
+coll_one(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct collscan *s = arg;
+	struct tsr_coll_id cid;
+
+	(void)v;
+	(void)vl;
+	if (kl != 1 + CID_LEN)
+		return 0;
+	os_cid_get((const uint8_t *)k + 1, &cid);
+	return s->cb(s->arg, &cid);
+}
+
+int
+os_list_colls(void *inst, tsr_coll_cb cb, void *arg)
+{
+	struct os *os = inst;
+	struct collscan s = { cb, arg };
+	char err[256];
+	int rc;
+
+	if (!os->mounted)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&os->lock);
+	rc = tsr_kv_scan(os->kv, "L", 1, "M", 1, coll_one, &s, err, sizeof(err));
+	pthread_rwlock_unlock(&os->lock);
+	return rc;
+}
+
+struct objscan {
+	tsr_name_cb cb;
+	void *arg;
+	uint32_t max, seen;
+	struct tsr_cursor *cursor;
+	int more, stopped;
+};
+
+static int
+obj_one(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct objscan *s = arg;
+	const uint8_t *name = (const uint8_t *)k + 1 + CID_LEN;
+	size_t n = kl - 1 - CID_LEN;
+	int rc;
+
+	(void)v;
+	(void)vl;
+	if (s->seen == s->max) {
+		s->more = 1;
+		return 1;
+	}
+	s->seen++;
+	memcpy(s->cursor->bytes, name, n);
+	s->cursor->len = (uint32_t)n;
+	rc = s->cb(s->arg, name, n);
+	if (rc != 0)
+		s->stopped = rc;
+	return rc;
+}
+
+int
+os_list_objects(void *inst, const struct tsr_coll_id *cid,
+		struct tsr_cursor *cursor, uint32_t max, tsr_name_cb cb, void *arg)
+{
+	struct os *os = inst;
+	struct objscan s = { cb, arg, max, 0, cursor, 0, 0 };
+	uint8_t a[KEY_MAX + 1], b[1 + CID_LEN];
+	size_t al, bl;
+	char err[256];
+	int rc, owned;
+	void *v;
+	size_t vl;
+
+	if (!os->mounted)
+		return -EINVAL;
+	if (cursor->len > TSR_TXN_MAX_NAME)
+		return -EINVAL;
+	if (max == 0)
+		return 0;
+	pthread_rwlock_rdlock(&os->lock);
+	al = os_key_coll(a, cid);
+	rc = tsr_kv_get(os->kv, a, al, &v, &vl, err, sizeof(err));
+	(void)owned;
+	if (rc == 0) {
+		tsr_kv_free(v);
+		al = os_key_obj(a, cid, cursor->bytes, cursor->len);
+		if (cursor->len)
+			a[al++] = 0; /* strictly after the last name returned */
+		bl = os_key_after(b, a, 1 + CID_LEN);
+		rc = tsr_kv_scan(os->kv, a, al, b, bl, obj_one, &s, err, sizeof(err));
+		if (rc == 1 && s.more)
+			rc = 0;
+		else if (rc == 0)
+			cursor->len = 0; /* exhausted */
+	}
+	pthread_rwlock_unlock(&os->lock);
+	return rc;
+}
+
+int
+os_statfs(void *inst, struct tsr_statfs *st)
+{
+	struct os *os = inst;
+	uint64_t total, avail;
+	int rc;
+
+	if (!os->mounted)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&os->lock);
+	st->used = os->sb.bytes;
+	st->objects = os->sb.objects;
+	rc = os->hooks->space(os, &total, &avail);
+	pthread_rwlock_unlock(&os->lock);
+	if (rc < 0)
+		return rc;
+	st->total = total;
+	st->available = avail > os->min_free ? avail - os->min_free : 0;
+	return 0;
+}
