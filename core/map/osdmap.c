@@ -949,7 +949,9 @@ tsr_osdmap_apply(struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc,
 	void *pmap = NULL, *p;
 	int rc;
 
-	if (inc->epoch != m->epoch + 1)
+	/* a map at the last epoch has no next one: epoch + 1 would wrap to
+	 * 0, which no sane map holds */
+	if (m->epoch == UINT64_MAX || inc->epoch != m->epoch + 1)
 		return tsr_errf(err, errlen, -ESTALE, "incremental for epoch %" PRIu64
 			    " does not follow epoch %" PRIu64, inc->epoch, m->epoch);
 	if ((rc = inc_check(m, inc, &onew, &pnew, &tnew, err, errlen)) < 0)

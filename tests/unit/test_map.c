@@ -891,6 +891,26 @@ big_map(int32_t n)
 	return m;
 }
 
+/* Bug (found by the fuzz target): an incremental for epoch 0 applied to
+ * a map at epoch 2^64-1 "followed" it (epoch + 1 wrapped), and the
+ * in-place apply left a map at epoch 0, which the check refuses and no
+ * holder may keep.  It is refused, and the map is unchanged. */
+START_TEST(osdmap_apply_refuses_epoch_wrap)
+{
+	struct tsr_osdmap m;
+	struct tsr_osdmap_inc inc;
+
+	tsr_osdmap_init(&m);
+	m.epoch = UINT64_MAX;
+	memset(&inc, 0, sizeof(inc));
+	inc.epoch = 0;
+	inc.next_pool_id = m.next_pool_id;
+	ck_assert_int_eq(tsr_osdmap_apply(&m, &inc, err, sizeof(err)), -ESTALE);
+	ck_assert_uint_eq(m.epoch, UINT64_MAX);
+	tsr_osdmap_free(&m);
+}
+END_TEST
+
 /* Regression: apply rebuilt and re-checked the whole map for every
  * incremental (a copy of both maps per change), so a monitor applying
  * thousands of OSD marks to a map of 10,000 OSDs spent seconds on it.  A
@@ -1126,6 +1146,7 @@ main(void)
 	tcase_add_test(tc, osdmap_inc_removing_missing);
 	tcase_add_test(tc, osdmap_reads_version_1);
 	tcase_add_test(tc, osdmap_apply_matches_model);
+	tcase_add_test(tc, osdmap_apply_refuses_epoch_wrap);
 	tcase_add_test(tc, osdmap_apply_copied_whole_map);
 	tcase_add_test(tc, mdsmap_incrementals_and_refusals);
 	suite_add_tcase(s, tc);
