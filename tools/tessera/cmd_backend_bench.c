@@ -357,8 +357,8 @@ raw_seq_write(struct bench *b, uint64_t i, char *msg, size_t msglen)
 	if (rc == 0 && fdatasync(b->rawfd) < 0)
 		rc = -errno;
 	if (rc < 0)
-		return tsr_errf(msg, msglen, -1, "%s: write at %" PRIu64 ": %s", b->raw,
-				off, strerror(-rc));
+		return tsr_errf(msg, msglen, -1, "%s: write at %" PRIu64 ": %s",
+				b->raw, off, strerror(-rc));
 	b->raw_written = off + OBJ_SIZE;
 	return 0;
 }
@@ -374,8 +374,8 @@ raw_overwrite(struct bench *b, uint64_t i, char *msg, size_t msglen)
 	if (rc == 0 && fdatasync(b->rawfd) < 0)
 		rc = -errno;
 	if (rc < 0)
-		return tsr_errf(msg, msglen, -1, "%s: write at %" PRIu64 ": %s", b->raw,
-				off, strerror(-rc));
+		return tsr_errf(msg, msglen, -1, "%s: write at %" PRIu64 ": %s",
+				b->raw, off, strerror(-rc));
 	return 0;
 }
 
@@ -412,11 +412,12 @@ raw_rand_read(struct bench *b, uint64_t i, char *msg, size_t msglen)
 
 	(void)i;
 	if (rc < 0)
-		return tsr_errf(msg, msglen, -1, "%s: read at %" PRIu64 ": %s", b->raw,
-				off, strerror(-rc));
+		return tsr_errf(msg, msglen, -1, "%s: read at %" PRIu64 ": %s",
+				b->raw, off, strerror(-rc));
 	if (memcmp(b->rbuf, b->pat + off % OBJ_SIZE, BLK) != 0)
-		return tsr_errf(msg, msglen, -1, "%s: read at %" PRIu64 " returned other "
-				"bytes than were written", b->raw, off);
+		return tsr_errf(msg, msglen, -1, "%s: read at %" PRIu64
+				" returned other bytes than were written", b->raw,
+				off);
 	return 0;
 }
 
@@ -427,11 +428,12 @@ raw_seq_read(struct bench *b, uint64_t i, char *msg, size_t msglen)
 	int rc = pread_full(b->rawfd, b->rbuf, OBJ_SIZE, off);
 
 	if (rc < 0)
-		return tsr_errf(msg, msglen, -1, "%s: read at %" PRIu64 ": %s", b->raw,
-				off, strerror(-rc));
+		return tsr_errf(msg, msglen, -1, "%s: read at %" PRIu64 ": %s",
+				b->raw, off, strerror(-rc));
 	if (memcmp(b->rbuf, b->pat, OBJ_SIZE) != 0)
-		return tsr_errf(msg, msglen, -1, "%s: read at %" PRIu64 " returned other "
-				"bytes than were written", b->raw, off);
+		return tsr_errf(msg, msglen, -1, "%s: read at %" PRIu64
+				" returned other bytes than were written", b->raw,
+				off);
 	return 0;
 }
 
@@ -446,14 +448,15 @@ be_read(struct bench *b, uint64_t obj, uint64_t off, uint64_t len, char *msg,
 				 &got);
 
 	if (rc < 0)
-		return tsr_errf(msg, msglen, -1, "read of %s at %" PRIu64 ": %s", oid, off,
-				strerror(-rc));
+		return tsr_errf(msg, msglen, -1, "read of %s at %" PRIu64 ": %s",
+				oid, off, strerror(-rc));
 	if (got != len)
-		return tsr_errf(msg, msglen, -1, "read of %" PRIu64 " bytes of %s at %" PRIu64
-				" returned %" PRIu64, len, oid, off, got);
+		return tsr_errf(msg, msglen, -1, "read of %" PRIu64 " bytes of %s "
+				"at %" PRIu64 " returned %" PRIu64, len, oid, off,
+				got);
 	if (memcmp(b->rbuf, b->pat + off, len) != 0)
-		return tsr_errf(msg, msglen, -1, "read of %s at %" PRIu64 " returned other "
-				"bytes than were written", oid, off);
+		return tsr_errf(msg, msglen, -1, "read of %s at %" PRIu64
+				" returned other bytes than were written", oid, off);
 	return 0;
 }
 
