@@ -1599,8 +1599,14 @@ static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int inflight;
-	uint64_t slot[2 * CM_INFLIGHT];
 } cmc;
+/* Each transaction's callback argument: its own number, for as long as
+ * it is in flight.  (A ring of 2 * CM_INFLIGHT slots was wrong: with
+ * order per collection, one transaction may still wait on its
+ * collection while many later ones commit on others, and its slot was
+ * reused: its callback then acknowledged a later transaction that had
+ * not committed.) */
+static uint64_t cm_ids[CM_MAXT];
 
 static void
 cm_send(uint32_t type, uint32_t mask, uint64_t t)
@@ -1660,7 +1666,6 @@ cm_child(const char *name, uint64_t start, int wfd)
 		uint32_t mask = cm_mask(t), n = 0;
 		struct tsr_txn_op ops[2 * CM_COLLS + 1];
 		char key[8], val[24], oid[32];
-		uint64_t *slot = &cmc.slot[t % (2 * CM_INFLIGHT)];
 		struct tsr_txn txn;
 		int rc;
 
@@ -1686,11 +1691,11 @@ cm_child(const char *name, uint64_t start, int wfd)
 		while (cmc.inflight >= CM_INFLIGHT)
 			pthread_cond_wait(&cmc.cv, &cmc.mu);
 		cmc.inflight++;
-		*slot = t;
+		cm_ids[t] = t;
 		pthread_mutex_unlock(&cmc.mu);
 		cm_send(CM_SUBMITTED, mask, t);
 		txn = (struct tsr_txn){ n, ops };
-		if ((rc = s.ops->submit(s.h, &txn, cm_commit, slot)) != 0) {
+		if ((rc = s.ops->submit(s.h, &txn, cm_commit, &cm_ids[t])) != 0) {
 			fprintf(stderr, "crash_mix child: submit %" PRIu64 ": %s\n", t,
 				strerror(-rc));
 			_exit(5);
