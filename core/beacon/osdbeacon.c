@@ -182,12 +182,12 @@ static void
 on_map(void *arg, int which, uint64_t epoch, int full)
 {
 	struct tsr_osd_beacon *b = arg;
-	struct tsr_osdmap m;
+	struct tsr_osdmap_epoch *ep;
 
 	(void)full;
-	if (which != TSR_MON_MAP_OSD || tsr_mapsub_osdmap(b->sub, &m) < 0)
+	if (which != TSR_MON_MAP_OSD || (ep = tsr_mapsub_osdmap(b->sub)) == NULL)
 		return;
-	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(&m, b->id);
+	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(tsr_osdmap_epoch_map(ep), b->id);
 	int up = o && o->up && strcmp(o->addr, b->addr) == 0;
 	b->st.up = up;
 	b->st.epoch = epoch;
@@ -205,7 +205,7 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 		else
 			kick(b, 0);
 	}
-	tsr_osdmap_free(&m);
+	tsr_osdmap_epoch_put(ep);
 }
 
 int

@@ -78,6 +78,10 @@ placer_load(struct placer *pl, const struct tsr_osdmap *m)
 	char why[200] = "";
 	int rc;
 
+	if (pl->reg == NULL)
+		return tsr_errf(pl->why, sizeof(pl->why), -ENOENT, "OSD map epoch %"
+				PRIu64 ": placed without a plugin registry (its "
+				"holder did not give one)", m->epoch);
 	p = tsr_registry_find(pl->reg, TSR_KIND_PLACEMENT, m->placement);
 	if (p == NULL)
 		return tsr_errf(pl->why, sizeof(pl->why), -ENOENT, "OSD map epoch %"

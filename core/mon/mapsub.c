@@ -32,6 +32,8 @@ struct tsr_mapsub {
 	struct tsr_mon_members members;
 	struct tsr_msgr *msgr;
 	struct tsr_loop *loop;
+	const struct tsr_registry *reg;  /* the epochs' placement plugins */
+	const struct tsr_host *host;
 	uint32_t want;
 	uint64_t renew_ns;
 	struct listener ls[TSR_MAPSUB_LISTENERS];
@@ -50,8 +52,8 @@ struct tsr_mapsub {
 
 	pthread_mutex_t lock;        /* below: written on the loop, read anywhere */
 	pthread_cond_t cond;
-	int have[TSR_MON_NMAPS];
-	struct tsr_osdmap osd;
+	struct tsr_osdmap_epoch *osd;  /* the newest held, or NULL */
+	int have_mds;
 	struct tsr_mdsmap mds;
 	struct tsr_mapsub_stats st;
 };
@@ -59,14 +61,32 @@ struct tsr_mapsub {
 static uint64_t
 epoch_of(const struct tsr_mapsub *s, int which)
 {
-	if (!s->have[which])
-		return 0;
-	return which == TSR_MON_MAP_OSD ? s->osd.epoch : s->mds.epoch;
+	if (which == TSR_MON_MAP_OSD)
+		return s->osd ? tsr_osdmap_epoch_number(s->osd) : 0;
+	return s->have_mds ? s->mds.epoch : 0;
+}
+
+/* Make ep the OSD map held (the loop's thread; takes the caller's
+ * reference), and drop the one it replaces outside the lock. */
+static void
+set_osd(struct tsr_mapsub *s, struct tsr_osdmap_epoch *ep)
+{
+	struct tsr_osdmap_epoch *old;
+
+	pthread_mutex_lock(&s->lock);
+	old = s->osd;
+	s->osd = ep;
+	pthread_mutex_unlock(&s->lock);
+	tsr_osdmap_epoch_put(old);
 }
 
 /* Apply one full map (full) or incremental of which; 1 if the epoch moved,
  * 0 if it was old news, -errno if it does not apply (-ENOENT: an
- * incremental with no map to apply it to). */
+ * incremental with no map to apply it to).  On the loop's thread, the
+ * maps' only writer: it reads them without the lock and takes the lock
+ * only to put the new one in place.  An OSD map epoch is never changed:
+ * the next one is made beside it, and readers holding the old one keep
+ * it. */
 static int
 take(struct tsr_mapsub *s, int which, int full, const void *p, size_t n)
 {
@@ -76,44 +96,56 @@ take(struct tsr_mapsub *s, int which, int full, const void *p, size_t n)
 
 	if (which == TSR_MON_MAP_OSD && full) {
 		struct tsr_osdmap m;
+		struct tsr_osdmap_epoch *ep;
 		if ((rc = tsr_osdmap_decode(p, n, &m, err, sizeof(err))) < 0)
 			return rc;
-		if (s->have[which] && m.epoch <= cur) {
+		if (s->osd != NULL && m.epoch <= cur) {
 			tsr_osdmap_free(&m);
 			return 0;
 		}
-		tsr_osdmap_free(&s->osd);
-		s->osd = m;
+		rc = tsr_osdmap_epoch_create(&m, s->reg, s->host, &ep, err, sizeof(err));
+		tsr_osdmap_free(&m);
+		if (rc < 0)
+			return rc;
+		set_osd(s, ep);
 	} else if (which == TSR_MON_MAP_OSD) {
 		struct tsr_osdmap_inc inc;
+		struct tsr_osdmap_epoch *ep = NULL;
 		if ((rc = tsr_osdmap_inc_decode(p, n, &inc, err, sizeof(err))) < 0)
 			return rc;
-		rc = !s->have[which] ? -ENOENT : inc.epoch <= cur ? 0 :
-		     tsr_osdmap_apply(&s->osd, &inc, err, sizeof(err)) == 0 ? 1 : -EINVAL;
+		rc = s->osd == NULL ? -ENOENT : inc.epoch <= cur ? 0 :
+		     tsr_osdmap_epoch_next(s->osd, &inc, &ep, err, sizeof(err)) == 0 ? 1 :
+		     -EINVAL;
 		tsr_osdmap_inc_free(&inc);
 		if (rc <= 0)
 			return rc;
+		set_osd(s, ep);
 	} else if (full) {
 		struct tsr_mdsmap m;
 		if ((rc = tsr_mdsmap_decode(p, n, &m, err, sizeof(err))) < 0)
 			return rc;
-		if (s->have[which] && m.epoch <= cur) {
+		if (s->have_mds && m.epoch <= cur) {
 			tsr_mdsmap_free(&m);
 			return 0;
 		}
+		pthread_mutex_lock(&s->lock);
 		tsr_mdsmap_free(&s->mds);
 		s->mds = m;
+		s->have_mds = 1;
+		pthread_mutex_unlock(&s->lock);
 	} else {
+		/* the MDS map is small: applied in place, under the lock */
 		struct tsr_mdsmap_inc inc;
 		if ((rc = tsr_mdsmap_inc_decode(p, n, &inc, err, sizeof(err))) < 0)
 			return rc;
-		rc = !s->have[which] ? -ENOENT : inc.epoch <= cur ? 0 :
+		pthread_mutex_lock(&s->lock);
+		rc = !s->have_mds ? -ENOENT : inc.epoch <= cur ? 0 :
 		     tsr_mdsmap_apply(&s->mds, &inc, err, sizeof(err)) == 0 ? 1 : -EINVAL;
+		pthread_mutex_unlock(&s->lock);
 		tsr_mdsmap_inc_free(&inc);
 		if (rc <= 0)
 			return rc;
 	}
-	s->have[which] = 1;
 	return 1;
 }
 
@@ -148,7 +180,6 @@ handle_maps(struct tsr_mapsub *s, struct tsr_msg *m)
 		tsr_strlcpy(s->hint, mm.leader, sizeof(s->hint));
 		goto out;
 	}
-	pthread_mutex_lock(&s->lock);
 	if (s->want & (1u << which)) {
 		size_t at = 0;
 		for (uint32_t i = 0; i < mm.n; i++) {
@@ -162,12 +193,16 @@ handle_maps(struct tsr_mapsub *s, struct tsr_msg *m)
 				break;
 			}
 			moved |= rc;
-			if (rc > 0)
+			if (rc > 0) {
+				pthread_mutex_lock(&s->lock);
 				*(mm.full ? &s->st.fulls : &s->st.incs) += 1;
+				pthread_mutex_unlock(&s->lock);
+			}
 		}
 		full = mm.full;
 		epoch = epoch_of(s, which);
 	}
+	pthread_mutex_lock(&s->lock);
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	/* by index: a listener may unlisten itself or another */
@@ -369,7 +404,9 @@ step(struct tsr_mapsub *s)
 
 int
 tsr_mapsub_create(struct tsr_msgr *msgr, struct tsr_loop *loop,
-		  const struct tsr_mon_members *members, uint32_t want,
+		  const struct tsr_mon_members *members,
+		  const struct tsr_registry *reg, const struct tsr_host *host,
+		  uint32_t want,
 		  uint32_t renew_ms, tsr_mapsub_cb cb, void *arg,
 		  struct tsr_mapsub **out, char *err, size_t errlen)
 {
@@ -384,10 +421,11 @@ tsr_mapsub_create(struct tsr_msgr *msgr, struct tsr_loop *loop,
 	s->members = *members;
 	s->msgr = msgr;
 	s->loop = loop;
+	s->reg = reg;
+	s->host = host;
 	s->want = want;
 	s->renew_ns = (renew_ms ? renew_ms : 2000) * 1000000ull;
 	s->ls[0] = (struct listener){ cb, arg };
-	tsr_osdmap_init(&s->osd);
 	tsr_mdsmap_init(&s->mds);
 	pthread_mutex_init(&s->lock, NULL);
 	tsr_cond_init_mono(&s->cond);
@@ -411,7 +449,7 @@ free_cb(void *arg)
 {
 	struct tsr_mapsub *s = arg;
 
-	tsr_osdmap_free(&s->osd);
+	tsr_osdmap_epoch_put(s->osd);
 	tsr_mdsmap_free(&s->mds);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
@@ -502,15 +540,15 @@ tsr_mapsub_wait(struct tsr_mapsub *s, int which, uint64_t epoch, uint64_t timeou
 	return rc;
 }
 
-int
-tsr_mapsub_osdmap(struct tsr_mapsub *s, struct tsr_osdmap *out)
+struct tsr_osdmap_epoch *
+tsr_mapsub_osdmap(struct tsr_mapsub *s)
 {
-	int rc;
+	struct tsr_osdmap_epoch *ep;
 
 	pthread_mutex_lock(&s->lock);
-	rc = s->have[TSR_MON_MAP_OSD] ? tsr_osdmap_copy(out, &s->osd) : -ENOENT;
+	ep = s->osd ? tsr_osdmap_epoch_get(s->osd) : NULL;
 	pthread_mutex_unlock(&s->lock);
-	return rc;
+	return ep;
 }
 
 int
@@ -519,7 +557,7 @@ tsr_mapsub_mdsmap(struct tsr_mapsub *s, struct tsr_mdsmap *out)
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	rc = s->have[TSR_MON_MAP_MDS] ? tsr_mdsmap_copy(out, &s->mds) : -ENOENT;
+	rc = s->have_mds ? tsr_mdsmap_copy(out, &s->mds) : -ENOENT;
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }

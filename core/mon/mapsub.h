@@ -20,12 +20,20 @@
  * each new epoch; they may read the maps, not destroy the subscriber.  The
  * maps and counters are read from any thread (under the subscriber's
  * lock); tsr_mapsub_wait() blocks, so not on the loop's thread.
+ *
+ * The OSD map is held as an epoch (map/osdmap_epoch.h): each new one is
+ * made beside the last, never written over it, and a reader takes a
+ * reference to the newest instead of a copy, so holding a map costs
+ * nothing however large it is, and a reader keeps the epoch it took for
+ * as long as it likes (a request's epoch, a peering interval's).  The
+ * MDS map is small and is copied.
  */
 #ifndef TSR_MON_MAPSUB_H
 #define TSR_MON_MAPSUB_H
 
 #include "map/mdsmap.h"
 #include "map/osdmap.h"
+#include "map/osdmap_epoch.h"
 #include "mon/members.h"
 #include "mon/monmsg.h"
 #include "msg/msgr.h"
@@ -46,11 +54,16 @@ struct tsr_mapsub_stats {
 };
 
 /* want: TSR_MON_SUB_OSD and/or TSR_MON_SUB_MDS.  msgr and loop are
- * borrowed (they outlive it).  renew_ms: 0 for 2000.  cb (may be NULL) is
+ * borrowed (they outlive it).  reg and host (may be NULL) are what the OSD
+ * map epochs place with: the registry holding the placement plugins and
+ * the host their instances get; both must outlive every epoch handed out
+ * (without a registry, tsr_osdmap_epoch_map_pg says there is none).  renew_ms: 0 for 2000.  cb (may be NULL) is
  * the first listener.  *out is set before the first callback can run. */
 struct tsr_loop;
 TSR_API int tsr_mapsub_create(struct tsr_msgr *msgr, struct tsr_loop *loop,
-			      const struct tsr_mon_members *members, uint32_t want,
+			      const struct tsr_mon_members *members,
+			      const struct tsr_registry *reg, const struct tsr_host *host,
+			      uint32_t want,
 			      uint32_t renew_ms, tsr_mapsub_cb cb, void *arg,
 			      struct tsr_mapsub **out, char *err, size_t errlen);
 /* What the messenger still has to hand over is released on the loop
@@ -71,9 +84,11 @@ TSR_API uint64_t tsr_mapsub_epoch(struct tsr_mapsub *s, int which);
  * (-EDEADLK on the loop's thread, which would have to bring it). */
 TSR_API int tsr_mapsub_wait(struct tsr_mapsub *s, int which, uint64_t epoch,
 			    uint64_t timeout_ms);
-/* Copies of the maps held (the caller frees them); -ENOENT before the
+/* A reference to the newest OSD map epoch held (the caller puts it with
+ * tsr_osdmap_epoch_put), or NULL before the first. */
+TSR_API struct tsr_osdmap_epoch *tsr_mapsub_osdmap(struct tsr_mapsub *s);
+/* A copy of the MDS map held (the caller frees it); -ENOENT before the
  * first. */
-TSR_API int tsr_mapsub_osdmap(struct tsr_mapsub *s, struct tsr_osdmap *out);
 TSR_API int tsr_mapsub_mdsmap(struct tsr_mapsub *s, struct tsr_mdsmap *out);
 TSR_API void tsr_mapsub_stats(struct tsr_mapsub *s, struct tsr_mapsub_stats *out);
 

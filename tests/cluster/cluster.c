@@ -673,7 +673,8 @@ tc_client_open(struct tc_cluster *c, uint32_t want, uint32_t renew_ms,
 	if (rc == 0)
 		rc = tsr_monc_create(k->msgr, k->loop, &mem, &k->monc, err, sizeof(err));
 	if (rc == 0 && want)
-		rc = tsr_mapsub_create(k->msgr, k->loop, &mem, want, renew_ms, cb, arg,
+		rc = tsr_mapsub_create(k->msgr, k->loop, &mem, NULL, NULL, want, renew_ms,
+				       cb, arg,
 				       &k->sub, err, sizeof(err));
 	if (rc == 0 && (rc = tsr_loop_thread_start(k->loop, &k->thr)) < 0)
 		snprintf(err, sizeof(err), "starting a thread: %s", strerror(-rc));

@@ -197,24 +197,26 @@ beacons(void *arg)
 static uint32_t
 count_up(struct swarm *s, uint32_t from, uint32_t to, uint64_t *epoch, size_t *bytes)
 {
-	struct tsr_osdmap m;
+	struct tsr_osdmap_epoch *ep = tsr_mapsub_osdmap(s->sub);
+	const struct tsr_osdmap *m;
 	uint32_t up = 0;
 
-	if (tsr_mapsub_osdmap(s->sub, &m) < 0)
+	if (ep == NULL)
 		return 0;
+	m = tsr_osdmap_epoch_map(ep);
 	for (uint32_t i = from; i < to; i++) {
-		const struct tsr_osdmap_osd *o = tsr_osdmap_osd(&m, s->first + (int32_t)i);
+		const struct tsr_osdmap_osd *o = tsr_osdmap_osd(m, s->first + (int32_t)i);
 		up += o && o->up;
 	}
-	*epoch = m.epoch;
+	*epoch = m->epoch;
 	if (bytes) {
 		struct tsr_enc e;
 		tsr_enc_init(&e);
-		tsr_osdmap_encode(&e, &m);
+		tsr_osdmap_encode(&e, m);
 		*bytes = e.len;
 		tsr_enc_release(&e);
 	}
-	tsr_osdmap_free(&m);
+	tsr_osdmap_epoch_put(ep);
 	return up;
 }
 
@@ -318,7 +320,8 @@ main(int argc, char **argv)
 		goto out;
 	}
 	tsr_msgr_start(s.msgr);
-	if (tsr_mapsub_create(s.msgr, loop, &s.mem, TSR_MON_SUB_OSD, 500, NULL, NULL,
+	if (tsr_mapsub_create(s.msgr, loop, &s.mem, NULL, NULL, TSR_MON_SUB_OSD, 500,
+			      NULL, NULL,
 			      &s.sub, err, sizeof(err)) < 0 ||
 	    tsr_loop_thread_start(loop, &lt) < 0) {
 		fprintf(stderr, "tsr-osdswarm: %s\n", err[0] ? err : "cannot start the loop");
@@ -365,15 +368,16 @@ main(int argc, char **argv)
 		/* a boot refused (another leader, a change that came first)
 		 * is sent again, as the OSD daemon does */
 		if (ms_since(last_boot) > 2000) {
-			struct tsr_osdmap m;
-			if (tsr_mapsub_osdmap(s.sub, &m) == 0) {
+			struct tsr_osdmap_epoch *ep = tsr_mapsub_osdmap(s.sub);
+			if (ep != NULL) {
 				for (uint32_t i = 0; i < s.n; i++) {
 					const struct tsr_osdmap_osd *o =
-						tsr_osdmap_osd(&m, s.first + (int32_t)i);
+						tsr_osdmap_osd(tsr_osdmap_epoch_map(ep),
+							       s.first + (int32_t)i);
 					if (o && !o->up)
 						send_typed(&s, i, 0);
 				}
-				tsr_osdmap_free(&m);
+				tsr_osdmap_epoch_put(ep);
 			}
 			last_boot = tsr_mono_ns();
 		}

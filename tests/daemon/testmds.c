@@ -114,7 +114,8 @@ testmds_start(struct tsr_daemon *d, char *err, size_t errlen)
 		return rc;
 	tsr_msgr_start(t->msgr);
 	if ((rc = tsr_monc_create(t->msgr, t->loop, &mem, &t->monc, err, errlen)) < 0 ||
-	    (rc = tsr_mapsub_create(t->msgr, t->loop, &mem, TSR_MON_SUB_MDS, 0, NULL,
+	    (rc = tsr_mapsub_create(t->msgr, t->loop, &mem, NULL, NULL, TSR_MON_SUB_MDS,
+				    0, NULL,
 				    NULL, &t->sub, err, errlen)) < 0)
 		return rc;
 	rc = tsr_mds_beacon_start(t->loop, t->monc, t->sub, tsr_daemon_id(d),

@@ -78,7 +78,8 @@ testosd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	tsr_msgr_start(t->msgr);
 	if ((rc = tsr_monc_create(t->msgr, tsr_daemon_loop(d), &mem, &t->monc, err,
 				  errlen)) < 0 ||
-	    (rc = tsr_mapsub_create(t->msgr, tsr_daemon_loop(d), &mem, TSR_MON_SUB_OSD,
+	    (rc = tsr_mapsub_create(t->msgr, tsr_daemon_loop(d), &mem, NULL, NULL,
+				    TSR_MON_SUB_OSD,
 				    0, NULL, NULL, &t->sub, err, errlen)) < 0)
 		return rc;
 	rc = tsr_osd_beacon_start(tsr_daemon_loop(d), t->monc, t->sub, (int32_t)id,

@@ -1396,7 +1396,7 @@ assert_same_as_fresh(struct tc_cluster *c, struct tsr_mapsub *sub, uint64_t epoc
 {
 	struct tc_client *k;
 	struct tsr_mapsub *fresh;
-	struct tsr_osdmap a, b;
+	struct tsr_osdmap_epoch *a, *b;
 	struct tsr_mdsmap ma, mb;
 	struct tsr_enc ea, eb;
 	struct tsr_mapsub_stats st;
@@ -1407,14 +1407,14 @@ assert_same_as_fresh(struct tc_cluster *c, struct tsr_mapsub *sub, uint64_t epoc
 	ck_assert_int_eq(tsr_mapsub_wait(fresh, TSR_MON_MAP_OSD, epoch, 15000), 0);
 	ck_assert_int_eq(tsr_mapsub_wait(fresh, TSR_MON_MAP_MDS, 1, 15000), 0);
 	ck_assert_int_eq(tsr_mapsub_wait(sub, TSR_MON_MAP_OSD, epoch, 15000), 0);
-	ck_assert_int_eq(tsr_mapsub_osdmap(sub, &a), 0);
-	ck_assert_int_eq(tsr_mapsub_osdmap(fresh, &b), 0);
-	ck_assert_uint_eq(a.epoch, epoch);
-	ck_assert_uint_eq(b.epoch, epoch);
+	ck_assert_ptr_nonnull(a = tsr_mapsub_osdmap(sub));
+	ck_assert_ptr_nonnull(b = tsr_mapsub_osdmap(fresh));
+	ck_assert_uint_eq(tsr_osdmap_epoch_number(a), epoch);
+	ck_assert_uint_eq(tsr_osdmap_epoch_number(b), epoch);
 	tsr_enc_init(&ea);
 	tsr_enc_init(&eb);
-	tsr_osdmap_encode(&ea, &a);
-	tsr_osdmap_encode(&eb, &b);
+	tsr_osdmap_encode(&ea, tsr_osdmap_epoch_map(a));
+	tsr_osdmap_encode(&eb, tsr_osdmap_epoch_map(b));
 	ck_assert_uint_eq(ea.len, eb.len);
 	ck_assert_msg(memcmp(ea.buf, eb.buf, ea.len) == 0,
 		      "the map built from incrementals differs from the full map");
@@ -1425,8 +1425,8 @@ assert_same_as_fresh(struct tc_cluster *c, struct tsr_mapsub *sub, uint64_t epoc
 	ck_assert_uint_eq(ma.epoch, mb.epoch);
 	tsr_mapsub_stats(fresh, &st);
 	ck_assert_uint_eq(st.fulls, 2); /* one of each map */
-	tsr_osdmap_free(&a);
-	tsr_osdmap_free(&b);
+	tsr_osdmap_epoch_put(a);
+	tsr_osdmap_epoch_put(b);
 	tsr_mdsmap_free(&ma);
 	tsr_mdsmap_free(&mb);
 	tc_client_close(k);
@@ -1535,10 +1535,10 @@ START_TEST(maps)
 		      (unsigned long long)st.refused);
 	assert_same_as_fresh(&c, sub, e);
 	{
-		struct tsr_osdmap m;
-		ck_assert_int_eq(tsr_mapsub_osdmap(sub, &m), 0);
-		assert_placement(&m);
-		tsr_osdmap_free(&m);
+		struct tsr_osdmap_epoch *ep = tsr_mapsub_osdmap(sub);
+		ck_assert_ptr_nonnull(ep);
+		assert_placement(tsr_osdmap_epoch_map(ep));
+		tsr_osdmap_epoch_put(ep);
 	}
 	/* a change the placement map cannot take (a host in two racks) is
 	 * refused as a whole: no new epoch */
