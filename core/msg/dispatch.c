@@ -129,9 +129,12 @@ msgr_dispatch_queue(struct tsr_conn *c, struct tsr_msg *x)
 void
 msgr_deliver(struct tsr_conn *c, struct tsr_msg *x, struct handler h)
 {
+	/* a peer chooses the types it sends: logged at a rate */
+	static struct tsr_log_rate no_handler = TSR_LOG_RATE_INIT(10, 10000);
+
 	if (h.fn == NULL) {
-		tsr_log(TSR_SUB_MSG, TSR_LOG_WARN, "%s: no handler for "
-			"message type %u; dropped", c->name, x->type);
+		tsr_log_rated(&no_handler, TSR_SUB_MSG, TSR_LOG_WARN, "%s: no handler "
+			      "for message type %u; dropped", c->name, x->type);
 		tsr_msg_free(x, 0);
 		return;
 	}

@@ -48,7 +48,10 @@
  *   connections with events of its own (tsr_msgr_connect_ev): their
  *   faults, resets and every message they carry go to the module alone,
  *   whatever the message's type, and tsr_conn_close() stops them — after
- *   it returns none runs, so the module may go away.
+ *   it returns none runs, so the module may go away.  (Called on one of
+ *   the messenger's own threads, close cannot wait — the callback running
+ *   may be the caller — and returns once none will start; a module that
+ *   closes there must not go away before its running callback ends.)
  *
  *   Functions return 0 or a negative errno; the reason for a refused peer
  *   or a broken frame goes to the log, naming the peer.
