@@ -5,6 +5,7 @@
 #include "daemon/pidfile.h"
 #include "event/loop.h"
 #include "log/log.h"
+#include "msg/msgr.h"
 #include "plugin/registry.h"
 #include "util/util.h"
 
@@ -93,10 +94,11 @@ cmd_status(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 	tsr_sbuf_printf(out, ",\n  \"id\": ");
 	tsr_sbuf_json_str(out, d->id);
 	tsr_sbuf_printf(out, ",\n  \"pid\": %ld,\n  \"version\": \"%s\""
-			",\n  \"uptime_s\": %.3f,\n  \"plugins_loaded\": %zu",
+			",\n  \"uptime_s\": %.3f,\n  \"plugins_loaded\": %zu"
+			",\n  \"messengers\": %u",
 			(long)getpid(), TSR_VERSION,
 			(double)(tsr_mono_ns() - d->started_ns) / 1e9,
-			tsr_registry_count(d->reg));
+			tsr_registry_count(d->reg), tsr_msgr_live());
 	if (d->def->status)
 		d->def->status(d, out);
 	tsr_sbuf_printf(out, "\n}\n");

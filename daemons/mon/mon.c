@@ -2,11 +2,12 @@
  * the cluster maps, replicated by Raft (core/raft) over the messenger.
  *
  * Threads.  The messenger's I/O threads decode what arrives and queue it
- * (inline handlers that never block); one monitor thread owns the Raft
- * node, the store and the maps: it ticks Raft on the monotonic clock,
- * steps it with the queued messages, serves the queued commands, and
- * carries out each ready batch (persist and sync, send, apply, advance).
- * The daemon's event loop serves the admin socket.
+ * (inline handlers that never block); the daemon's event loop owns the
+ * Raft node, the store and the maps: a timer ticks Raft on the monotonic
+ * clock, and a post drains the queue — steps Raft with the queued
+ * messages, serves the queued commands, and carries out each ready batch
+ * (persist and sync, send, apply, advance).  The same loop serves the
+ * admin socket and the signals; the monitor has no thread of its own.
  *
  * Commands.  A change goes into the Raft log on the leader and is answered
  * once applied (state.c); a follower answers "ask the leader at ADDR".  A
@@ -23,6 +24,7 @@
  */
 #include "mon.h"
 #include "auth/auth.h"
+#include "event/loop.h"
 #include "util/util.h"
 
 #include <tessera/crc32c.h>
@@ -39,6 +41,38 @@
 
 /* ---- Queue (I/O threads) ---------------------------------------------------*/
 
+/* The drain posted to the loop.  It outlives the monitor when the loop
+ * still holds it at stop: the loop runs its pending posts when it is
+ * destroyed, after mon_stop has freed the monitor, so mon_stop leaves it
+ * behind with mon = NULL and the post frees it. */
+struct mon_wake {
+	struct mon *mon;             /* NULL: stopped */
+	int posted;                  /* a drain is queued on the loop (qlock) */
+};
+
+static void drain(void *arg);
+
+/* Queue it for the loop, and post a drain unless one is queued already:
+ * one post per burst, however many items it brings. */
+static void
+append(struct mon *mon, struct item *it)
+{
+	int post;
+
+	pthread_mutex_lock(&mon->qlock);
+	*mon->tail = it;
+	mon->tail = &it->next;
+	post = !mon->wake->posted;
+	mon->wake->posted = 1;
+	pthread_mutex_unlock(&mon->qlock);
+	if (post && tsr_loop_post(mon->loop, drain, mon->wake) < 0) {
+		/* out of memory: the next tick drains it */
+		pthread_mutex_lock(&mon->qlock);
+		mon->wake->posted = 0;
+		pthread_mutex_unlock(&mon->qlock);
+	}
+}
+
 static void
 enqueue(struct mon *mon, int kind, struct tsr_conn *c, struct tsr_msg *m)
 {
@@ -46,12 +80,12 @@ enqueue(struct mon *mon, int kind, struct tsr_conn *c, struct tsr_msg *m)
 
 	pthread_mutex_lock(&mon->qlock);
 	if (mon->queued >= QUEUE_MAX) {
-		/* the monitor thread is behind (a slow disk): Raft copes with a
+		/* the loop is behind (a slow disk): Raft copes with a
 		 * lost message, a client is told to come back */
 		int log = mon->refused++ % 1000 == 0;
 		pthread_mutex_unlock(&mon->qlock);
 		if (log)
-			LOGW("%zu messages wait for the monitor thread: refusing more "
+			LOGW("%zu messages wait for the monitor's loop: refusing more "
 			     "(%" PRIu64 " so far)", (size_t)QUEUE_MAX, mon->refused);
 		if (kind == TSR_MSG_MON_CMD) {
 			struct tsr_mon_cmd cmd;
@@ -81,11 +115,7 @@ enqueue(struct mon *mon, int kind, struct tsr_conn *c, struct tsr_msg *m)
 	it->conn = c;
 	if (c)
 		tsr_conn_get(c);
-	pthread_mutex_lock(&mon->qlock);
-	*mon->tail = it;
-	mon->tail = &it->next;
-	pthread_cond_signal(&mon->qcond);
-	pthread_mutex_unlock(&mon->qlock);
+	append(mon, it);
 }
 
 /* Refusals a peer can cause at will, logged at a rate (log.h). */
@@ -219,7 +249,7 @@ send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
 	}
 }
 
-/* A lossy session ended.  The monitor thread, which alone touches
+/* A lossy session ended.  The loop, which alone touches
  * peer[], drops it if it was one of ours (the next send reconnects); the
  * item holds a reference, so the handle cannot be reused meanwhile. */
 static void
@@ -236,11 +266,7 @@ on_fault(struct tsr_conn *c, int err, void *arg)
 	it->conn = c;
 	it->msg = NULL;
 	tsr_conn_get(c);
-	pthread_mutex_lock(&mon->qlock);
-	*mon->tail = it;
-	mon->tail = &it->next;
-	pthread_cond_signal(&mon->qcond);
-	pthread_mutex_unlock(&mon->qlock);
+	append(mon, it);
 }
 
 /* ---- Commands ------------------------------------------------------------------*/
@@ -1174,84 +1200,106 @@ handle_raft(struct mon *mon, struct tsr_conn *c, struct tsr_msg *m)
 	tsr_monmsg_raft_free(&rm);
 }
 
-static void *
-mon_main(void *arg)
+/* Everything due: the ticks that fell due, the items queued, the
+ * leader's watches, the subscriptions' pushes (the loop's thread). */
+static void
+run(struct mon *mon)
 {
-	struct mon *mon = arg;
-	uint64_t next_tick = tsr_mono_ns() + mon->tick_ns;
+	uint64_t now;
+	struct item *it;
 
 	pthread_mutex_lock(&mon->qlock);
-	while (!mon->stop) {
-		uint64_t now = tsr_mono_ns();
-		struct item *it;
-
-		if (mon->head == NULL && now < next_tick) {
-			tsr_cond_wait_until(&mon->qcond, &mon->qlock, next_tick);
-			continue;
-		}
-		it = mon->head;
-		mon->head = NULL;
-		mon->tail = &mon->head;
-		mon->queued = 0;
-		pthread_mutex_unlock(&mon->qlock);
-
-		pthread_mutex_lock(&mon->lock);
-		now = tsr_mono_ns();
-		if (now >= next_tick) {
-			/* ticks on the monotonic clock; after a long stall,
-			 * enough to time out once, not hundreds */
-			unsigned n = 0;
-			while (now >= next_tick && n++ < 3 * mon->e_ticks) {
-				tsr_raft_tick(mon->raft);
-				next_tick += mon->tick_ns;
-			}
-			if (now >= next_tick)
-				next_tick = now + mon->tick_ns;
-		}
-		while (it) {
-			struct item *next = it->next;
-			if (!mon->failed) {
-				if (it->kind == TSR_MSG_MON_RAFT)
-					handle_raft(mon, it->conn, it->msg);
-				else if (it->kind == TSR_MSG_MON_CMD)
-					handle_cmd(mon, it->conn, it->msg, now);
-				else if (it->kind == TSR_MSG_MON_SUB)
-					subs_handle(mon, it->conn, it->msg);
-				else if (it->kind > 0)
-					handle_daemon(mon, it->conn, it->msg, now);
-				process_ready(mon, now); /* on failure: stopping */
-			}
-			if (it->kind == -1)
-				subs_drop(mon, it->conn);
-			if (it->kind == -1)
-				for (size_t i = 0; i < mon->mem.n; i++)
-					if (mon->peer[i] == it->conn) {
-						tsr_conn_put(mon->peer[i]);
-						mon->peer[i] = NULL;
-					}
-			if (it->conn)
-				tsr_conn_put(it->conn);
-			if (it->msg)
-				tsr_msg_free(it->msg, 0);
-			free(it);
-			it = next;
-		}
-		if (!mon->failed) {
-			process_ready(mon, now);
-			sweep(mon, now);
-			watch_osds(mon, now);
-			watch_mds(mon, now);
-			if (tsr_raft_role(mon->raft) == TSR_RAFT_LEADER)
-				watch_versions(mon, now, NULL, NULL);
-			propose_boots(mon);
-			process_ready(mon, now);
-			subs_push(mon);
-		}
-		pthread_mutex_unlock(&mon->lock);
-		pthread_mutex_lock(&mon->qlock);
-	}
+	it = mon->head;
+	mon->head = NULL;
+	mon->tail = &mon->head;
+	mon->queued = 0;
+	mon->wake->posted = 0;
 	pthread_mutex_unlock(&mon->qlock);
-	return NULL;
+
+	pthread_mutex_lock(&mon->lock);
+	now = tsr_mono_ns();
+	if (now >= mon->next_tick) {
+		/* ticks on the monotonic clock; after a long stall,
+		 * enough to time out once, not hundreds */
+		unsigned n = 0;
+		while (now >= mon->next_tick && n++ < 3 * mon->e_ticks) {
+			tsr_raft_tick(mon->raft);
+			mon->next_tick += mon->tick_ns;
+		}
+		if (now >= mon->next_tick)
+			mon->next_tick = now + mon->tick_ns;
+	}
+	while (it) {
+		struct item *next = it->next;
+		if (!mon->failed) {
+			if (it->kind == TSR_MSG_MON_RAFT)
+				handle_raft(mon, it->conn, it->msg);
+			else if (it->kind == TSR_MSG_MON_CMD)
+				handle_cmd(mon, it->conn, it->msg, now);
+			else if (it->kind == TSR_MSG_MON_SUB)
+				subs_handle(mon, it->conn, it->msg);
+			else if (it->kind > 0)
+				handle_daemon(mon, it->conn, it->msg, now);
+			process_ready(mon, now); /* on failure: stopping */
+		}
+		if (it->kind == -1)
+			subs_drop(mon, it->conn);
+		if (it->kind == -1)
+			for (size_t i = 0; i < mon->mem.n; i++)
+				if (mon->peer[i] == it->conn) {
+					tsr_conn_put(mon->peer[i]);
+					mon->peer[i] = NULL;
+				}
+		if (it->conn)
+			tsr_conn_put(it->conn);
+		if (it->msg)
+			tsr_msg_free(it->msg, 0);
+		free(it);
+		it = next;
+	}
+	if (!mon->failed) {
+		process_ready(mon, now);
+		sweep(mon, now);
+		watch_osds(mon, now);
+		watch_mds(mon, now);
+		if (tsr_raft_role(mon->raft) == TSR_RAFT_LEADER)
+			watch_versions(mon, now, NULL, NULL);
+		propose_boots(mon);
+		process_ready(mon, now);
+		subs_push(mon);
+	}
+	pthread_mutex_unlock(&mon->lock);
+}
+
+static void
+drain(void *arg)
+{
+	struct mon_wake *w = arg;
+
+	/* after mon_stop (the loop's destroy runs what was still posted):
+	 * nothing else can touch w then */
+	if (w->mon == NULL) {
+		free(w);
+		return;
+	}
+	run(w->mon);
+}
+
+static void
+tick(void *arg)
+{
+	struct mon *mon = arg;
+	uint64_t now;
+
+	mon->tick_timer = 0;
+	run(mon);
+	now = tsr_mono_ns();
+	if (tsr_loop_timer_add(mon->loop, mon->next_tick > now ? mon->next_tick - now : 0,
+			       tick, mon, &mon->tick_timer) < 0) {
+		/* without ticks Raft stands still: better to stop loudly */
+		LOGE("cannot arm the monitor's tick (out of memory); stopping");
+		tsr_daemon_request_stop(mon->d);
+	}
 }
 
 /* ---- Life ------------------------------------------------------------------*/
@@ -1395,8 +1443,10 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	tsr_daemon_set_priv(d, mon);
 	pthread_mutex_init(&mon->qlock, NULL);
 	pthread_mutex_init(&mon->lock, NULL);
-	tsr_cond_init_mono(&mon->qcond);
 	mon->tail = &mon->head;
+	mon->loop = tsr_daemon_loop(d);
+	mon->wake = tsr_xcalloc(1, sizeof(*mon->wake));
+	mon->wake->mon = mon;
 	state_init(&mon->st);
 	mon->st.placer.encode = place_encode;
 	mon->st.placer.arg = mon;
@@ -1448,10 +1498,11 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_OSD_BEACON, on_daemon, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_MDS_BEACON, on_daemon, mon, TSR_MSGR_INLINE);
 	mon->last_leader_ns = tsr_mono_ns();
-	if ((rc = pthread_create(&mon->thread, NULL, mon_main, mon)) != 0)
-		return tsr_errf(err, errlen, -rc, "starting the monitor thread: %s",
-				strerror(rc));
-	mon->thread_started = 1;
+	mon->next_tick = mon->last_leader_ns + mon->tick_ns;
+	if ((rc = tsr_loop_timer_add(mon->loop, mon->tick_ns, tick, mon,
+				     &mon->tick_timer)) < 0)
+		return tsr_errf(err, errlen, rc, "arming the monitor's tick: %s",
+				strerror(-rc));
 	if (tsr_daemon_asok(d))
 		tsr_asok_register(tsr_daemon_asok(d), "inject", "inject isolate NAME...|none: "
 				  "drop Raft messages to and from monitors (tests)",
@@ -1479,13 +1530,9 @@ mon_stop(struct tsr_daemon *d)
 
 	if (mon == NULL)
 		return;
-	if (mon->thread_started) {
-		pthread_mutex_lock(&mon->qlock);
-		mon->stop = 1;
-		pthread_cond_signal(&mon->qcond);
-		pthread_mutex_unlock(&mon->qlock);
-		pthread_join(mon->thread, NULL);
-	}
+	/* the loop has stopped: nothing runs on it now */
+	if (mon->tick_timer)
+		tsr_loop_timer_cancel(mon->loop, mon->tick_timer);
 	for (size_t i = 0; i < mon->mem.n; i++)
 		if (mon->peer[i]) {
 			tsr_conn_close(mon->peer[i]);
@@ -1497,7 +1544,12 @@ mon_stop(struct tsr_daemon *d)
 	free_waiters(mon->boots);
 	proj_drop(mon);
 	subs_drop(mon, NULL);
+	/* after this no messenger thread queues or posts */
 	tsr_msgr_destroy(mon->msgr);
+	if (mon->wake != NULL && mon->wake->posted)
+		mon->wake->mon = NULL; /* the loop's destroy runs the post, which frees it */
+	else
+		free(mon->wake);
 	for (struct item *it = mon->head, *n; it; it = n) {
 		n = it->next;
 		if (it->conn)
@@ -1516,7 +1568,6 @@ mon_stop(struct tsr_daemon *d)
 	free(mon->watch);
 	pthread_mutex_destroy(&mon->qlock);
 	pthread_mutex_destroy(&mon->lock);
-	pthread_cond_destroy(&mon->qcond);
 	free(mon);
 	tsr_daemon_set_priv(d, NULL);
 }

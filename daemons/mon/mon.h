@@ -2,8 +2,8 @@
  * the monitor's state, shared by mon.c (queue, commands, Raft, life),
  * subs.c (map subscriptions), propose.c (decisions and proposals) and
  * watch.c (what the leader watches: OSD and MDS beacons, failures, ranks).
- * Everything here runs on the monitor thread, under mon->lock, but for
- * the queue (qlock). */
+ * Everything here runs on the daemon's loop thread, under mon->lock, but
+ * for the queue (qlock), which the messenger's threads fill. */
 #ifndef TSR_MON_DAEMON_H
 #define TSR_MON_DAEMON_H
 #include "daemon/daemon.h"
@@ -27,11 +27,13 @@
 #define LOGD(...) TSR_LOG_DEBUG(MON, __VA_ARGS__)
 
 #define PROPOSE_TIMEOUT_NS (5ull * 1000000000u) /* a change not committed by then fails */
-/* items waiting for the monitor thread; above, new ones are refused (a
+struct mon_wake;
+
+/* items waiting for the daemon's loop; above, new ones are refused (a
  * beacon every interval from each of 10,000 OSDs comes in bursts) */
 #define QUEUE_MAX 65536
 
-/* Something an I/O thread queued for the monitor thread. */
+/* Something an I/O thread queued for the daemon's loop. */
 struct item {
 	struct item *next;
 	int kind;                    /* TSR_MSG_MON_RAFT, _CMD, _SUB; -1: a fault */
@@ -111,14 +113,17 @@ struct mon {
 	uint64_t tick_ns, lease_ns;
 	unsigned e_ticks;
 
-	pthread_t thread;
-	int thread_started;
-	pthread_mutex_t qlock;       /* the queue and stop */
-	pthread_cond_t qcond;
+	/* The queue: the messenger's threads append, the daemon's loop
+	 * takes.  The first item of an empty queue posts a drain to the
+	 * loop (wake, see mon.c); the tick is a timer on the same loop. */
+	struct tsr_loop *loop;
+	pthread_mutex_t qlock;       /* the queue and wake->posted */
 	struct item *head, **tail;
 	size_t queued;
 	uint64_t refused;            /* items refused on a full queue */
-	int stop;
+	struct mon_wake *wake;
+	uint64_t tick_timer;         /* the loop's timer id (0: none) */
+	uint64_t next_tick;          /* mono ns */
 
 	pthread_mutex_t lock;        /* everything below, and raft (status reads) */
 	struct mon_state st;

@@ -147,19 +147,11 @@ testmds_stop(struct tsr_daemon *d)
 	tsr_daemon_set_priv(d, NULL);
 }
 
-static void
-testmds_status(struct tsr_daemon *d, struct tsr_sbuf *out)
-{
-	(void)d;
-	tsr_sbuf_printf(out, ",\n  \"messengers\": %u", tsr_msgr_live());
-}
-
 static const struct tsr_daemon_def testmds_def = {
 	.type = "mds",
 	.summary = "Tessera test MDS: beacons, follows the MDS map, takes ranks; serves nothing.",
 	.start = testmds_start,
 	.stop = testmds_stop,
-	.status = testmds_status,
 };
 
 int

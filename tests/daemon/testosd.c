@@ -111,19 +111,11 @@ testosd_stop(struct tsr_daemon *d)
 	tsr_daemon_set_priv(d, NULL);
 }
 
-static void
-testosd_status(struct tsr_daemon *d, struct tsr_sbuf *out)
-{
-	(void)d;
-	tsr_sbuf_printf(out, ",\n  \"messengers\": %u", tsr_msgr_live());
-}
-
 static const struct tsr_daemon_def testosd_def = {
 	.type = "osd",
 	.summary = "Tessera test OSD: boots and sends beacons to the monitors, stores nothing.",
 	.start = testosd_start,
 	.stop = testosd_stop,
-	.status = testosd_status,
 };
 
 int
