@@ -76,14 +76,15 @@ run_suite() {
 # The local cluster: what exists of it runs from dev-cluster/ on loopback.
 DEV=$SRC/dev-cluster
 MON_PORTS=(6789 6790 6791)
+NOSDS=4
 
 cmd_up() {
 	install_deps
 	build build
 	log "$(build/tools/tessera/tessera version)"
 	mkdir -p "$DEV/run"
-	# a configuration from before keys existed is written anew
-	if [ -f "$DEV/tessera.conf" ] && ! grep -q keyring "$DEV/tessera.conf"; then
+	# a configuration from before keys or OSDs existed is written anew
+	if [ -f "$DEV/tessera.conf" ] && ! grep -q osd_data "$DEV/tessera.conf"; then
 		rm -f "$DEV/tessera.conf"
 	fi
 	if [ ! -f "$DEV/tessera.conf" ]; then
@@ -95,6 +96,8 @@ global = {
   plugin_dir = "$SRC/build/lib/plugins";
   mon_members = "a=127.0.0.1:${MON_PORTS[0]}, b=127.0.0.1:${MON_PORTS[1]}, c=127.0.0.1:${MON_PORTS[2]}";
   mon_data = "$DEV/\$name";
+  osd_data = "$DEV/\$name";
+  backend_options = "journal_size=64M";
   keyring = "$DEV/keys/\$name.keyring";
 };
 EOF
@@ -121,28 +124,57 @@ EOF
 			echo "mon.$m: started"
 		fi
 	done
+	# OSDs: each in the map (its own host name, so that the default
+	# rule's copies on distinct hosts can be met), a store, running
+	local i conf="$DEV/tessera.conf" tree
+	tree=$($t osd tree --format json --conf "$conf" --timeout 20)
+	for i in $(seq 0 $((NOSDS - 1))); do
+		if ! grep -q "{\"id\": $i," <<<"$tree"; then
+			$t osd add "$i" --host "dev$i" --conf "$conf" >/dev/null
+		fi
+		if [ ! -f "$DEV/keys/osd-$i.keyring" ]; then
+			$t auth key "osd.$i" --secret "$DEV/keys/mon-a.keyring" \
+				-o "$DEV/keys/osd-$i.keyring" >/dev/null
+		fi
+		if [ ! -e "$DEV/osd-$i" ]; then
+			build/daemons/osd/tessera-osd --mkfs --conf "$conf" --id "$i"
+		fi
+		if [ -f "$DEV/run/osd-$i.pid" ] && kill -0 "$(cat "$DEV/run/osd-$i.pid")" 2>/dev/null; then
+			echo "osd.$i: already running"
+		else
+			# returns once the OSD is serving, or fails saying why
+			build/daemons/osd/tessera-osd --conf "$conf" --id "$i"
+			echo "osd.$i: started"
+		fi
+	done
+	if ! $t pool ls --conf "$conf" --timeout 20 | grep -qw data; then
+		$t pool create data 64 --size 3 --conf "$conf" >/dev/null
+		echo "pool data: created (64 PGs, 3 copies)"
+	fi
 	log "tessera status"
-	build/tools/tessera/tessera status --conf "$DEV/tessera.conf" --timeout 20
+	$t status --conf "$conf" --timeout 20
 	cat <<EOF
 
-Three monitors run on 127.0.0.1:${MON_PORTS[0]}-${MON_PORTS[2]}, their stores and logs in
-$DEV, the keys in $DEV/keys.  Try:
+Three monitors run on 127.0.0.1:${MON_PORTS[0]}-${MON_PORTS[2]} and $NOSDS OSDs (file
+backend) on 127.0.0.1, their stores and logs in $DEV, the keys in
+$DEV/keys; the pool "data" has 64 PGs of 3 copies.  Try:
   export TESSERA_CONF=$DEV/tessera.conf
-  build/tools/tessera/tessera osd add --host h1
-  build/tools/tessera/tessera pool create rbd 64
   build/tools/tessera/tessera status
-Stop them with ./dev.sh down.  The OSDs, MDSs and the FUSE mount are not
-written yet: this command will start them and mount the file system once
-they are (see doc/operations.md).
+  build/tools/tessera/tessera osd tree
+  build/tools/tessera/tessera admin $DEV/run/osd-0.asok pg ls
+Stop them with ./dev.sh down.  The OSDs boot, follow the map and compute
+their placement groups; they do not store client data yet, and the MDSs
+and the FUSE mount are not written yet: this command will start them and
+mount the file system once they are (see doc/operations.md).
 EOF
 }
 
 cmd_down() {
-	local m pid
-	for m in a b c; do
-		pid=$(cat "$DEV/run/mon-$m.pid" 2>/dev/null || true)
+	local d pid
+	for d in $(seq -f "osd-%g" 0 $((NOSDS - 1))) mon-a mon-b mon-c; do
+		pid=$(cat "$DEV/run/$d.pid" 2>/dev/null || true)
 		if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
-			echo "mon.$m: stopping (pid $pid)"
+			echo "${d/-/.}: stopping (pid $pid)"
 		fi
 	done
 }

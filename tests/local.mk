@@ -261,10 +261,11 @@ AM_TESTS_ENVIRONMENT = \
 	BACKEND_OPTIONS_file='journal_size=8M'; \
 	BACKEND_OPTIONS_blockdev='size=256M'; \
 	TESSERA_MON='$(abs_top_builddir)/daemons/mon/tessera-mon'; \
+	TESSERA_OSD='$(abs_top_builddir)/daemons/osd/tessera-osd'; \
 	TESTOSD='$(abs_top_builddir)/tests/daemon/tsr-testosd'; \
 	OSDSWARM='$(abs_top_builddir)/tests/daemon/tsr-osdswarm'; \
 	TESTMDS='$(abs_top_builddir)/tests/daemon/tsr-testmds'; \
-	export TESSERA_MON TESTOSD OSDSWARM TESTMDS TESSERA TESTD TEST_PLUGIN_DIR ALT_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
+	export TESSERA_MON TESSERA_OSD TESTOSD OSDSWARM TESTMDS TESSERA TESTD TEST_PLUGIN_DIR ALT_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
 		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_BLOCKDEV_PLUGIN \
 		BACKEND_PLUGINS BACKEND_OPTIONS_file \
 		BACKEND_OPTIONS_blockdev;
@@ -354,6 +355,14 @@ EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/fuzz_frame.c tests/fuzz/fuzz_mon.c \
 check_PROGRAMS += tests/integration/test_mon
 TESTS += tests/integration/test_mon
 tests_integration_test_mon_SOURCES = tests/integration/test_mon.c \
-	tests/cluster/cluster.c tests/cluster/cluster.h
+	tests/cluster/cluster.c tests/cluster/cluster.h tests/cluster/tc_check.h
 tests_integration_test_mon_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/tests
 tests_integration_test_mon_LDADD = $(CHECK_LDADD_ALL)
+
+# The OSD daemon end to end, on the cluster harness.
+check_PROGRAMS += tests/integration/test_osd
+TESTS += tests/integration/test_osd
+tests_integration_test_osd_SOURCES = tests/integration/test_osd.c \
+	tests/cluster/cluster.c tests/cluster/cluster.h tests/cluster/tc_check.h
+tests_integration_test_osd_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/tests
+tests_integration_test_osd_LDADD = $(CHECK_LDADD_ALL)

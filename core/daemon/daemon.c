@@ -61,7 +61,7 @@ usage(FILE *f, const char *prog, const struct tsr_daemon_def *def)
 {
 	fprintf(f,
 		"Usage: %s --id ID [--conf FILE] [--foreground]\n"
-		"%s\n"
+		"%s%s%s%s\n"
 		"\n"
 		"Options:\n"
 		"  -i, --id ID        this daemon's id; it reads the sections global,\n"
@@ -71,11 +71,18 @@ usage(FILE *f, const char *prog, const struct tsr_daemon_def *def)
 		"                     unless log_file is set\n"
 		"  -h, --help         show this help and exit\n"
 		"  -V, --version      show the version and exit\n"
+		"%s"
 		"\n"
 		"Signals: SIGTERM or SIGINT stop the daemon cleanly; SIGHUP reopens\n"
 		"the log file.  The admin socket (config key admin_socket) answers\n"
 		"`tessera admin SOCKET help`.\n",
-		prog, def->summary, def->type, def->type, DEFAULT_CONF);
+		prog, def->mkfs ? "       " : "", def->mkfs ? prog : "",
+		def->mkfs ? " --mkfs --id ID [--conf FILE]\n" : "", def->summary,
+		def->type, def->type, DEFAULT_CONF,
+		def->mkfs ? "  --mkfs             prepare this daemon's store (mkfs_help below)\n"
+			    "                     and exit; it refuses a store that exists\n" : "");
+	if (def->mkfs && def->mkfs_help)
+		fprintf(f, "\n%s\n", def->mkfs_help);
 }
 
 /* ---- Admin commands every daemon answers ----------------------------------*/
@@ -438,6 +445,34 @@ teardown(struct tsr_daemon *d)
 	tsr_conf_destroy(d->conf);
 }
 
+/* --mkfs: the plugins, then def->mkfs, in the foreground; no log file,
+ * pid file, loop or admin socket (the daemon is not running). */
+static int
+run_mkfs(struct tsr_daemon *d, const char *prog)
+{
+	char err[1024] = "", shown[1200];
+	const char *dir = tsr_conf_str(d->conf, "plugin_dir");
+	int rc;
+
+	if ((d->reg = tsr_registry_create()) == NULL) {
+		rc = tsr_errf(err, sizeof(err), -ENOMEM, "out of memory");
+	} else {
+		rc = tsr_registry_load_dir(d->reg, dir, NULL, NULL, err, sizeof(err));
+		if (rc == -ENOENT) /* the plugin mkfs needs says it is missing */
+			rc = 0;
+	}
+	if (rc >= 0)
+		rc = d->def->mkfs(d, err, sizeof(err));
+	if (rc < 0)
+		fprintf(stderr, "%s: mkfs failed: %s\n", prog,
+			tsr_opt_quote(err, shown, sizeof(shown)));
+	else
+		printf("%s: %s\n", prog, err[0] ? err : "store prepared");
+	tsr_registry_destroy(d->reg);
+	tsr_conf_destroy(d->conf);
+	return rc < 0 ? 1 : 0;
+}
+
 int
 tsr_daemon_main(int argc, char **argv, const struct tsr_daemon_def *def)
 {
@@ -447,20 +482,29 @@ tsr_daemon_main(int argc, char **argv, const struct tsr_daemon_def *def)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "mkfs", no_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct tsr_daemon d = { .def = def, .sigfd = -1, .ready_fd = -1 };
 	const char *conf_path = DEFAULT_CONF, *id = NULL;
 	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-	bool foreground = false;
+	bool foreground = false, mkfs = false;
 	char err[1024], shown[1200];
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "c:i:fhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:i:fhVM", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c': conf_path = optarg; break;
 		case 'i': id = optarg; break;
 		case 'f': foreground = true; break;
+		case 'M':
+			if (def->mkfs == NULL) {
+				fprintf(stderr, "%s: --mkfs: a %s has no store to prepare "
+					"(see --help)\n", prog, def->type);
+				return 2;
+			}
+			mkfs = true;
+			break;
 		case 'h': usage(stdout, prog, def); return 0;
 		case 'V':
 			printf("%s %s (plugin ABI %d.%d)\n", prog, TSR_VERSION,
@@ -508,6 +552,8 @@ tsr_daemon_main(int argc, char **argv, const struct tsr_daemon_def *def)
 		return 1;
 	}
 	tsr_log_set_level(-1, tsr_log_level_parse(tsr_conf_str(d.conf, "log_level")));
+	if (mkfs)
+		return run_mkfs(&d, prog);
 
 	if (!foreground && (rc = detach(&d)) < 0) {
 		fprintf(stderr, "%s: cannot detach: %s\n", prog, strerror(-rc));

@@ -5,7 +5,8 @@
  *     int main(int argc, char **argv) { return tsr_daemon_main(argc, argv, &osd_def); }
  *
  * tsr_daemon_main parses the uniform options (--conf, --id, --foreground,
- * --help, --version), loads and checks the configuration, detaches (unless
+ * --help, --version, and --mkfs for types with a store), loads and checks
+ * the configuration, detaches (unless
  * --foreground) with the parent waiting until the child has started or
  * failed, opens the log, takes the pid file, creates the event loop, the
  * admin socket and the plugin registry, calls def->start, and runs the loop
@@ -41,6 +42,12 @@ struct tsr_daemon_def {
 	/* Extra fields for the admin "status" reply, appended as JSON members
 	 * (",\n  \"key\": value" each); may be NULL. */
 	void (*status)(struct tsr_daemon *d, struct tsr_sbuf *out);
+	/* `--mkfs`: prepare the daemon's store and return (NULL: the type has
+	 * none).  Runs in the foreground with the configuration and the
+	 * plugin registry, but no loop, log file or admin socket; on success
+	 * err may hold one line to print (what was made). */
+	int (*mkfs)(struct tsr_daemon *d, char *err, size_t errlen);
+	const char *mkfs_help;  /* a paragraph for --help (may be NULL) */
 };
 
 TSR_API int tsr_daemon_main(int argc, char **argv,

@@ -449,8 +449,6 @@ free_cb(void *arg)
 {
 	struct tsr_mapsub *s = arg;
 
-	tsr_osdmap_epoch_put(s->osd);
-	tsr_mdsmap_free(&s->mds);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
 	free(s);
@@ -473,6 +471,15 @@ tsr_mapsub_destroy(struct tsr_mapsub *s)
 		tsr_conn_put(s->conn);
 		s->conn = NULL;
 	}
+	/* the maps go now, not with the posts: an epoch's placement
+	 * instance belongs to the caller's registry, which may be gone by
+	 * the time the loop runs them (a daemon's teardown) */
+	pthread_mutex_lock(&s->lock);
+	tsr_osdmap_epoch_put(s->osd);
+	s->osd = NULL;
+	tsr_mdsmap_free(&s->mds);
+	s->have_mds = 0;
+	pthread_mutex_unlock(&s->lock);
 	if (tsr_loop_post(s->loop, free_cb, s) < 0)
 		tsr_log(TSR_SUB_MON, TSR_LOG_WARN, "map subscriber: out of memory: "
 			"its maps are left behind");

@@ -66,8 +66,9 @@ TSR_API int tsr_mapsub_create(struct tsr_msgr *msgr, struct tsr_loop *loop,
 			      uint32_t want,
 			      uint32_t renew_ms, tsr_mapsub_cb cb, void *arg,
 			      struct tsr_mapsub **out, char *err, size_t errlen);
-/* What the messenger still has to hand over is released on the loop
- * (memory goes once the loop has run its posts, or at tsr_loop_destroy). */
+/* The maps held go at once (epochs others took stay theirs); what the
+ * messenger still has to hand over is released on the loop (memory goes
+ * once the loop has run its posts, or at tsr_loop_destroy). */
 TSR_API void tsr_mapsub_destroy(struct tsr_mapsub *s);
 
 /* More listeners (on the loop's thread), up to TSR_MAPSUB_LISTENERS in

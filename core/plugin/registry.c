@@ -416,6 +416,13 @@ tsr_registry_load_file(struct tsr_registry *reg, const char *path,
 		dlclose(dl);
 		return tsr_errf(err, errlen, rc, "%s: %s", path, why);
 	}
+	/* An accepted plugin stays mapped until the process exits, even
+	 * after its registry is destroyed (RTLD_NODELETE on the loaded
+	 * object): the libraries it brought may keep threads and static
+	 * state that cannot be unloaded — LevelDB's default environment
+	 * starts a compaction thread that lives as long as the process. */
+	if (dlopen(dlpath, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE) != NULL)
+		dlclose(dl); /* drops the reference just taken, not the mapping */
 	return 0;
 }
 

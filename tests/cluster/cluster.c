@@ -133,9 +133,10 @@ tc_write_conf(struct tc_cluster *c, const char *path, const char *extra)
 		"  log_file = \"%s/log/$name.log\";\n"
 		"  plugin_dir = \"%s\";\n"
 		"  mon_data = \"%s/$name\";\n"
+		"  osd_data = \"%s/$name\";\n"
 		"  keyring = \"%s/keys/$name.keyring\";\n"
 		"  mon_members = \"",
-		c->dir, c->dir, plugins, c->dir, c->dir);
+		c->dir, c->dir, plugins, c->dir, c->dir, c->dir);
 	for (size_t i = 0; i < c->nmon; i++)
 		fprintf(f, "%s%s=%s", i ? ", " : "", c->mon[i].name, c->mon[i].addr);
 	fprintf(f, "\";\n%s\n};\n", extra ? extra : c->extra);
@@ -310,7 +311,8 @@ tc_osd_start(struct tc_cluster *c, size_t i)
 	if (c->nosd <= i)
 		c->nosd = i + 1;
 	snprintf(c->osd[i].name, sizeof(c->osd[i].name), "%zu", i);
-	return spawn(c, &c->osd[i], prog("TESTOSD"), "osd", c->conf);
+	return spawn(c, &c->osd[i], prog(c->real_osds ? "TESSERA_OSD" : "TESTOSD"),
+		     "osd", c->conf);
 }
 
 int
@@ -405,26 +407,15 @@ tc_mds_signal(struct tc_cluster *c, size_t i, int sig)
 	return dsignal(&c->mds[i], sig);
 }
 
-int
-tc_cli(struct tc_cluster *c, char **out, const char *fmt, ...)
+/* Run argv (argv[0] the program's path) with stdout and stderr into
+ * *out; its exit status (128 + signal when killed), bounded by 60 s. */
+static int
+run_capture(char **argv, char **out)
 {
-	const char *tessera = prog("TESSERA");
-	char words[1024], *argv[72];
-	int argc = 0, p[2], status = 0;
+	int p[2], status = 0;
 	struct tsr_sbuf sb;
-	va_list ap;
 	pid_t pid;
 
-	va_start(ap, fmt);
-	vsnprintf(words, sizeof(words), fmt, ap);
-	va_end(ap);
-	argv[argc++] = (char *)tessera;
-	for (char *save = NULL, *w = strtok_r(words, " ", &save); w && argc < 68;
-	     w = strtok_r(NULL, " ", &save))
-		argv[argc++] = w;
-	argv[argc++] = "--conf";
-	argv[argc++] = c->conf;
-	argv[argc] = NULL;
 	if (out)
 		*out = NULL;
 	if (pipe(p) < 0)
@@ -438,7 +429,7 @@ tc_cli(struct tc_cluster *c, char **out, const char *fmt, ...)
 		dup2(p[1], 2);
 		close(p[0]);
 		close(p[1]);
-		execv(tessera, argv);
+		execv(argv[0], argv);
 		_exit(127);
 	}
 	close(p[1]);
@@ -465,6 +456,50 @@ tc_cli(struct tc_cluster *c, char **out, const char *fmt, ...)
 		*out = strdup(tsr_sbuf_str(&sb));
 	tsr_sbuf_release(&sb);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int
+tc_cli(struct tc_cluster *c, char **out, const char *fmt, ...)
+{
+	char words[1024], *argv[72];
+	int argc = 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(words, sizeof(words), fmt, ap);
+	va_end(ap);
+	argv[argc++] = (char *)prog("TESSERA");
+	for (char *save = NULL, *w = strtok_r(words, " ", &save); w && argc < 68;
+	     w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
+	argv[argc++] = "--conf";
+	argv[argc++] = c->conf;
+	argv[argc] = NULL;
+	return run_capture(argv, out);
+}
+
+int
+tc_osd_mkfs(struct tc_cluster *c, size_t i, const char *conf, char **out)
+{
+	char id[16];
+	char *argv[] = { (char *)prog("TESSERA_OSD"), "--mkfs", "--id", id, "--conf",
+			 (char *)(conf ? conf : c->conf), NULL };
+
+	snprintf(id, sizeof(id), "%zu", i);
+	return run_capture(argv, out);
+}
+
+int
+tc_osd_run(struct tc_cluster *c, size_t i, const char *conf, char **out)
+{
+	char id[16];
+	char *argv[] = { (char *)prog("TESSERA_OSD"), "--foreground", "--id", id,
+			 "--conf", (char *)(conf ? conf : c->conf), NULL };
+
+	snprintf(id, sizeof(id), "%zu", i);
+	if (tc_key_write(c, "osd", id) < 0)
+		return -1;
+	return run_capture(argv, out);
 }
 
 static int

@@ -52,6 +52,7 @@ struct tc_cluster {
 	size_t nmds;
 	struct tc_daemon mds[TC_MAX_MDSS]; /* name: "m0", "m1", ... */
 	char extra[1024];        /* more text for the global section */
+	int real_osds;           /* tc_osd_start runs $TESSERA_OSD, not $TESTOSD */
 	uint8_t secret[32];      /* the cluster secret (keys/) */
 	struct tsr_auth *admin;  /* client.admin, for tc_client_open */
 };
@@ -89,9 +90,16 @@ int tc_start_all(struct tc_cluster *c);
 /* Send sig to monitor i: SIGKILL and SIGTERM wait (bounded) for it to
  * exit and return its wait status; SIGSTOP / SIGCONT pause and resume. */
 int tc_signal(struct tc_cluster *c, size_t i, int sig);
-/* OSDs: osd i (id i) runs $TESTOSD (boots and sends beacons; the OSD
- * daemon when it exists).  tc_osd_start makes room for it (c->nosd). */
+/* OSDs: osd i (id i) runs $TESTOSD (boots and sends beacons, stores
+ * nothing), or $TESSERA_OSD, the OSD daemon, when c->real_osds is set
+ * (its store, osd_data = DIR/osd-ID, made first with tc_osd_mkfs).
+ * tc_osd_start makes room for it (c->nosd). */
 int tc_osd_start(struct tc_cluster *c, size_t i);
+/* `$TESSERA_OSD --mkfs --id i`, and a run in the foreground until it
+ * exits (for start-up refusals), with conf (NULL: the cluster's): the
+ * exit status, the output in *out (malloc'd). */
+int tc_osd_mkfs(struct tc_cluster *c, size_t i, const char *conf, char **out);
+int tc_osd_run(struct tc_cluster *c, size_t i, const char *conf, char **out);
 int tc_osd_signal(struct tc_cluster *c, size_t i, int sig);
 int tc_osd_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out);
 /* MDSs: mds i (named "m<i>") runs $TESTMDS (beacons, follows the MDS map,

@@ -56,6 +56,7 @@
  */
 #include "auth/auth.h"
 #include "cluster/cluster.h"
+#include "cluster/tc_check.h"
 #include "config/config.h"
 #include "log/log.h"
 #include "map/osdmap_epoch.h"
@@ -2247,11 +2248,8 @@ END_TEST
 int
 main(void)
 {
-	/* one test case each: CK_RUN_CASE=nemesis runs that one */
-	const struct {
-		const char *name;
-		const TTest *test;
-	} tests[] = {
+	/* one test case each: CK_RUN_CASE=name runs that one */
+	const struct tc_case cases[] = {
 		{ "leader_kill", leader_kill }, { "minority", minority },
 		{ "partition", partition }, { "bad_input", bad_input },
 		{ "snapshots", snapshots }, { "failure_detection", failure_detection },
@@ -2272,22 +2270,6 @@ main(void)
 		{ "typed_daemon_messages", typed_daemon_messages },
 		{ "scale", scale },
 	};
-	Suite *s = suite_create("mon");
-	SRunner *sr;
-	int failed;
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-		tcase_set_timeout(tc, 300);
-		tcase_add_test(tc, tests[i].test);
-		suite_add_tcase(s, tc);
-	}
-	if (tc_root_init() < 0)
-		return 99;
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tc_root_remove();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tc_check_main("mon", cases, TC_NCASES(cases));
 }

@@ -1,12 +1,14 @@
 #!/bin/sh
 # test_valgrind.sh — a daemon's clean start and stop leaks nothing and
-# touches no invalid memory: tsr-testd (with a plugin configured) and a
+# touches no invalid memory: tsr-testd (with a plugin configured), a
 # one-monitor tessera-mon (which elects itself, answers `tessera status`
-# and commits a change) run under valgrind, answer, and stop on SIGTERM.
+# and commits a change), and tessera-osd (--mkfs, then a run that boots
+# into the map and computes its PGs) run under valgrind, answer, and stop
+# on SIGTERM.
 # Skipped (77) in sanitizer builds, where valgrind cannot run, and when
 # valgrind is not installed (dev.sh installs it).
 set -u
-: "${TESTD:?}" "${TESSERA:?}" "${TESSERA_MON:?}" "${TEST_PLUGIN_DIR:?}" "${LIBTOOL:?}"
+: "${TESTD:?}" "${TESSERA:?}" "${TESSERA_MON:?}" "${TESSERA_OSD:?}" "${TEST_PLUGIN_DIR:?}" "${LIBTOOL:?}"
 if [ "${SANITIZERS:-no}" = yes ]; then
 	echo "SKIP: sanitizer build; valgrind and ASan do not mix"; exit 77
 fi
@@ -15,8 +17,10 @@ if ! command -v valgrind >/dev/null 2>&1; then
 fi
 tmp=$(mktemp -d /tmp/tsr-valgrind-test-XXXXXX)
 pid=
+monpid=
 cleanup() {
 	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+	[ -n "$monpid" ] && kill -9 "$monpid" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -40,13 +44,16 @@ CONF
 cat > "$tmp/mon.conf" <<CONF
 global = { run_dir = "$tmp/run"; plugin_dir = "$PLUGIN_DIR"; log_file = "$tmp/\$name.log";
            mon_members = "a=127.0.0.1:$port"; mon_data = "$tmp/\$name";
-           keyring = "$tmp/\$name.keyring"; };
+           osd_data = "$tmp/\$name"; backend_options = "journal_size=8M";
+           osd_beacon_interval = "200ms"; keyring = "$tmp/\$name.keyring"; };
 CONF
 # the monitor's secret and the admin's key, as an operator makes them
 "$TESSERA" auth init -o "$tmp/mon-a.keyring" >/dev/null ||
 	fail "tessera auth init failed"
 "$TESSERA" auth key client.admin --secret "$tmp/mon-a.keyring" \
 	-o "$tmp/client-admin.keyring" >/dev/null || fail "tessera auth key failed"
+"$TESSERA" auth key osd.0 --secret "$tmp/mon-a.keyring" \
+	-o "$tmp/osd-0.keyring" >/dev/null || fail "tessera auth key failed"
 
 # run_daemon CONF PROGRAM ARGS...: start it under valgrind in the background
 run_daemon() {
@@ -106,5 +113,28 @@ until_ok "$TESSERA" status --conf "$tmp/mon.conf" --timeout 2 ||
 "$TESSERA" admin "$tmp/run/mon-a.asok" status >/dev/null
 stop_daemon tessera-mon
 
-echo "valgrind: no errors and no leaks over start, commands and stop (tsr-testd, tessera-mon)"
-echo "2 passed, 0 failed"
+# the OSD: its mkfs and a run, with the monitor running plainly
+"$LIBTOOL" --mode=execute valgrind --quiet --leak-check=full \
+	--show-leak-kinds=definite,indirect,possible \
+	--errors-for-leak-kinds=definite,indirect,possible \
+	--error-exitcode=99 --log-file="$tmp/valgrind.out" \
+	"$TESSERA_OSD" --mkfs -i 0 -c "$tmp/mon.conf" >/dev/null ||
+	fail "tessera-osd --mkfs under valgrind failed"
+[ -s "$tmp/valgrind.out" ] && fail "tessera-osd --mkfs: valgrind says the above"
+"$TESSERA_MON" -f -c "$tmp/mon.conf" -i a 2>/dev/null &
+monpid=$!
+until_ok "$TESSERA" status --conf "$tmp/mon.conf" --timeout 2 ||
+	fail "tessera-mon did not come back"
+run_daemon mon.conf "$TESSERA_OSD" -i 0
+osd_ready() {
+	"$TESSERA" admin -t 2 "$tmp/run/osd-0.asok" pg ls | grep -q '"count": [1-9]'
+}
+until_ok osd_ready ||
+	fail "tessera-osd under valgrind did not boot and list its PGs within 30 s"
+"$TESSERA" admin "$tmp/run/osd-0.asok" store >/dev/null
+"$TESSERA" admin "$tmp/run/osd-0.asok" status >/dev/null
+stop_daemon tessera-osd
+kill -TERM "$monpid"; wait "$monpid"; monpid=
+
+echo "valgrind: no errors and no leaks over start, commands and stop (tsr-testd, tessera-mon, tessera-osd)"
+echo "3 passed, 0 failed"

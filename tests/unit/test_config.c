@@ -677,9 +677,10 @@ START_TEST(test_foreach)
 			nosd++;
 		}
 	/* general (keyring among them), the messenger's ms_*, the monitors'
-	 * mon_* */
-	ck_assert_uint_eq(ncore, 8 + 14 + 12);
-	ck_assert_uint_eq(nosd, 8 + 14 + 2); /* mon_members, osd_beacon_interval */
+	 * mon_*, the OSDs' own (osd_data, backend, backend_options,
+	 * osd_addr, osd_beacon_interval) */
+	ck_assert_uint_eq(ncore, 8 + 14 + 12 + 4);
+	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 5); /* mon_members, the OSDs' */
 	ck_assert_uint_eq(s.n, nosd);
 
 	k = seen_find(&s, "log_level");

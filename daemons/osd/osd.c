@@ -1,0 +1,306 @@
+/* osd.c — tessera-osd, an object storage daemon: one per device.
+ *
+ *     tessera-osd --mkfs --id N [--conf FILE]   prepare osd.N's store
+ *     tessera-osd --id N [--conf FILE] [-f]     run osd.N
+ *
+ * What it does so far: it opens the store its section names (backend,
+ * backend_options, osd_data) and refuses one of another cluster or
+ * another OSD (store.c); boots into the OSD map at osd_addr and sends
+ * beacons (core/beacon/osdbeacon.c); follows the OSD map and computes,
+ * under each new epoch, the placement groups it is in the acting set of
+ * (pgs.c).  It does not yet serve them: the PG log, replication, peering
+ * and recovery come next (issue 18).
+ *
+ * Its runtime is one messenger (bound at osd_addr, the OSD's identity and
+ * key) and the daemon's loop, with the monitor client, the map
+ * subscription (whose epochs place with this daemon's plugins) and the
+ * beacon as modules on them.
+ *
+ * Admin commands beyond the shared ones: `beacon` (what the monitors last
+ * said of this OSD), `pg ls` (the PGs it serves under the epoch it
+ * holds, with its role in each), `store` (the superblock and the
+ * backend's usage).
+ */
+#include "osd.h"
+#include "beacon/osdbeacon.h"
+#include "daemon/daemon.h"
+#include "log/log.h"
+#include "mon/mapsub.h"
+#include "mon/monc.h"
+#include "msg/msgr.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOGE(...) TSR_LOG_ERR(OSD, __VA_ARGS__)
+#define LOGW(...) TSR_LOG_WARN(OSD, __VA_ARGS__)
+#define LOGI(...) TSR_LOG_INFO(OSD, __VA_ARGS__)
+
+struct osd {
+	struct tsr_daemon *d;
+	int32_t whoami;
+	struct osd_store store;
+	struct tsr_core_host place_host;  /* what the epochs' placement gets */
+	struct tsr_msgr *msgr;
+	struct tsr_monc *monc;
+	struct tsr_mapsub *sub;
+	struct tsr_osd_beacon *beacon;
+	/* the PGs served under pgs_ep (the loop's thread) */
+	struct tsr_osdmap_epoch *pgs_ep;
+	struct osd_pg *pgs;
+	size_t npgs, nprimary, unplaced;
+};
+
+/* The OSD id: --id is a number below the map's limit. */
+static int
+parse_id(const char *s, int32_t *out, char *err, size_t errlen)
+{
+	char *end;
+	long id = strtol(s, &end, 10);
+
+	if (*s == '\0' || *end || id < 0 || id >= TSR_OSDMAP_MAX_OSDS)
+		return tsr_errf(err, errlen, -EINVAL, "--id %s: an OSD id is a number "
+				"from 0 to %d", s, TSR_OSDMAP_MAX_OSDS - 1);
+	*out = (int32_t)id;
+	return 0;
+}
+
+/* ---- Placement groups --------------------------------------------------------*/
+
+/* A new OSD map epoch: the PGs we serve under it. */
+static void
+on_map(void *arg, int which, uint64_t epoch, int full)
+{
+	struct osd *o = arg;
+	struct tsr_osdmap_epoch *ep;
+	struct osd_pg *pgs;
+	size_t n, unplaced, primary = 0;
+	char err[512];
+
+	(void)full;
+	if (which != TSR_MON_MAP_OSD || (ep = tsr_mapsub_osdmap(o->sub)) == NULL)
+		return;
+	if (osd_pgs_compute(ep, o->whoami, &pgs, &n, &unplaced, err, sizeof(err)) < 0) {
+		/* keep serving what the last epoch said; the next tries again */
+		LOGE("osd.%d: epoch %" PRIu64 ": %s", o->whoami, epoch, err);
+		tsr_osdmap_epoch_put(ep);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		primary += pgs[i].role == 0;
+	if (unplaced && unplaced != o->unplaced)
+		LOGW("osd.%d: epoch %" PRIu64 ": %zu PGs cannot be placed (%s)",
+		     o->whoami, tsr_osdmap_epoch_number(ep), unplaced, err);
+	if (n != o->npgs || primary != o->nprimary)
+		LOGI("osd.%d: epoch %" PRIu64 ": in the acting set of %zu PGs, primary "
+		     "of %zu", o->whoami, tsr_osdmap_epoch_number(ep), n, primary);
+	free(o->pgs);
+	tsr_osdmap_epoch_put(o->pgs_ep);
+	o->pgs = pgs;
+	o->npgs = n;
+	o->nprimary = primary;
+	o->unplaced = unplaced;
+	o->pgs_ep = ep;
+}
+
+/* ---- Admin commands -----------------------------------------------------------*/
+
+static int
+cmd_beacon(void *arg, int argc, char **argv, struct tsr_sbuf *out)
+{
+	struct osd *o = arg;
+	struct tsr_osd_beacon_state st;
+
+	(void)argc;
+	(void)argv;
+	tsr_osd_beacon_state(o->beacon, &st);
+	tsr_sbuf_printf(out, "{\"up\": %s, \"osdmap_epoch\": %" PRIu64 ", \"boots\": %"
+			PRIu64 ", \"beacons\": %" PRIu64 "}\n", st.up ? "true" : "false",
+			st.epoch, st.boots, st.beacons);
+	return 0;
+}
+
+static int
+cmd_pg_ls(void *arg, int argc, char **argv, struct tsr_sbuf *out)
+{
+	struct osd *o = arg;
+
+	(void)argc;
+	(void)argv;
+	tsr_sbuf_printf(out, "{\"osdmap_epoch\": %" PRIu64 ", \"count\": %zu, "
+			"\"primary\": %zu, \"unplaced\": %zu, \"pgs\": [",
+			o->pgs_ep ? tsr_osdmap_epoch_number(o->pgs_ep) : 0, o->npgs,
+			o->nprimary, o->unplaced);
+	for (size_t i = 0; i < o->npgs; i++) {
+		const struct osd_pg *p = &o->pgs[i];
+
+		tsr_sbuf_printf(out, "%s\n  {\"pgid\": \"%" PRId64 ".%x\", \"role\": %d, "
+				"\"acting\": [", i ? "," : "", p->pgid.pool, p->pgid.pg,
+				p->role);
+		for (uint32_t j = 0; j < p->nacting; j++)
+			tsr_sbuf_printf(out, "%s%d", j ? ", " : "", p->acting[j]);
+		tsr_sbuf_printf(out, "]}");
+	}
+	tsr_sbuf_printf(out, "%s]}\n", o->npgs ? "\n" : "");
+	return 0;
+}
+
+static int
+cmd_store(void *arg, int argc, char **argv, struct tsr_sbuf *out)
+{
+	struct osd *o = arg;
+	struct tsr_statfs sf;
+	char us[37];
+	int rc;
+
+	(void)argc;
+	(void)argv;
+	osd_uuid_str(o->store.sb.uuid, us);
+	tsr_sbuf_printf(out, "{\"whoami\": %d, \"fsid\": ", o->store.sb.whoami);
+	tsr_sbuf_json_str(out, o->store.sb.fsid);
+	tsr_sbuf_printf(out, ", \"uuid\": \"%s\", \"backend\": ", us);
+	tsr_sbuf_json_str(out, o->store.backend);
+	tsr_sbuf_printf(out, ", \"path\": ");
+	tsr_sbuf_json_str(out, o->store.path);
+	if ((rc = o->store.ops->statfs(o->store.h, &sf)) == 0)
+		tsr_sbuf_printf(out, ", \"total\": %" PRIu64 ", \"available\": %" PRIu64
+				", \"objects\": %" PRIu64, sf.total, sf.available,
+				sf.objects);
+	tsr_sbuf_printf(out, "}\n");
+	return 0;
+}
+
+/* ---- Life ------------------------------------------------------------------------*/
+
+static int
+osd_mkfs(struct tsr_daemon *d, char *err, size_t errlen)
+{
+	struct tsr_conf *conf = tsr_daemon_conf(d);
+	struct osd_store st;
+	int32_t id;
+	int rc;
+
+	if ((rc = parse_id(tsr_daemon_id(d), &id, err, errlen)) < 0)
+		return rc;
+	if ((rc = osd_store_open(&st, conf, tsr_daemon_registry(d), err, errlen)) == 0)
+		rc = osd_store_mkfs(&st, tsr_conf_str(conf, "fsid"), id, err, errlen);
+	osd_store_close(&st);
+	return rc;
+}
+
+static int
+osd_start(struct tsr_daemon *d, char *err, size_t errlen)
+{
+	struct tsr_conf *conf = tsr_daemon_conf(d);
+	struct osd *o = tsr_xcalloc(1, sizeof(*o));
+	struct tsr_loop *loop = tsr_daemon_loop(d);
+	struct tsr_mon_members mem;
+	struct tsr_msgr_opts mo;
+	char us[37];
+	int rc;
+
+	o->d = d;
+	tsr_daemon_set_priv(d, o);
+	if ((rc = parse_id(tsr_daemon_id(d), &o->whoami, err, errlen)) < 0)
+		return rc;
+	if ((rc = osd_store_open(&o->store, conf, tsr_daemon_registry(d), err,
+				 errlen)) < 0 ||
+	    (rc = osd_store_mount(&o->store, tsr_conf_str(conf, "fsid"), o->whoami,
+				  err, errlen)) < 0)
+		return rc;
+	osd_uuid_str(o->store.sb.uuid, us);
+	LOGI("osd.%d: %s store at %s (uuid %s)", o->whoami, o->store.backend,
+	     o->store.path, us);
+
+	if ((rc = tsr_monc_conf(conf, &mem, &mo, err, errlen)) < 0)
+		return rc;
+	mo.auth = tsr_daemon_auth(d);
+	mo.entity_type = TSR_ENTITY_OSD;
+	mo.entity_id = (uint64_t)o->whoami;
+	mo.bind = tsr_conf_str(conf, "osd_addr");
+	if ((rc = tsr_msgr_create(&mo, NULL, &o->msgr, err, errlen)) < 0)
+		return rc;
+	tsr_msgr_start(o->msgr);
+	tsr_core_host_init(&o->place_host, "placement", conf, loop);
+	if ((rc = tsr_monc_create(o->msgr, loop, &mem, &o->monc, err, errlen)) < 0 ||
+	    (rc = tsr_mapsub_create(o->msgr, loop, &mem, tsr_daemon_registry(d),
+				    &o->place_host.host, TSR_MON_SUB_OSD, 0, on_map, o,
+				    &o->sub, err, errlen)) < 0)
+		return rc;
+	rc = tsr_osd_beacon_start(loop, o->monc, o->sub, o->whoami,
+				  tsr_msgr_addr(o->msgr),
+				  (uint32_t)tsr_conf_int(conf, "osd_beacon_interval"),
+				  NULL, NULL, &o->beacon, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (tsr_daemon_asok(d)) {
+		tsr_asok_register(tsr_daemon_asok(d), "beacon",
+				  "what the monitors last said about this OSD", cmd_beacon, o);
+		tsr_asok_register(tsr_daemon_asok(d), "pg ls",
+				  "the PGs this OSD is in the acting set of, and its role",
+				  cmd_pg_ls, o);
+		tsr_asok_register(tsr_daemon_asok(d), "store",
+				  "the store: its identity, backend, path and usage",
+				  cmd_store, o);
+	}
+	LOGI("osd.%d at %s", o->whoami, tsr_msgr_addr(o->msgr));
+	return 0;
+}
+
+static void
+osd_stop(struct tsr_daemon *d)
+{
+	struct osd *o = tsr_daemon_priv(d);
+
+	if (o == NULL)
+		return;
+	/* the modules first (the loop has stopped: none of their timers or
+	 * posts runs meanwhile), then the messenger they used, then the
+	 * store (every transaction submitted commits before umount returns) */
+	tsr_osd_beacon_stop(o->beacon);
+	tsr_mapsub_destroy(o->sub);
+	tsr_monc_destroy(o->monc);
+	tsr_msgr_destroy(o->msgr);
+	free(o->pgs);
+	tsr_osdmap_epoch_put(o->pgs_ep);
+	osd_store_close(&o->store);
+	free(o);
+	tsr_daemon_set_priv(d, NULL);
+}
+
+static void
+osd_status(struct tsr_daemon *d, struct tsr_sbuf *out)
+{
+	struct osd *o = tsr_daemon_priv(d);
+
+	if (o == NULL || o->beacon == NULL)
+		return;
+	tsr_sbuf_printf(out, ",\n  \"osdmap_epoch\": %" PRIu64 ",\n  \"pgs\": %zu,\n"
+			"  \"primary\": %zu", o->pgs_ep ? tsr_osdmap_epoch_number(o->pgs_ep) : 0,
+			o->npgs, o->nprimary);
+}
+
+static const struct tsr_daemon_def osd_def = {
+	.type = "osd",
+	.summary = "Tessera object storage daemon: stores objects on one device "
+		   "and serves its placement groups.",
+	.start = osd_start,
+	.stop = osd_stop,
+	.status = osd_status,
+	.mkfs = osd_mkfs,
+	.mkfs_help = "--mkfs makes the store the section osd-ID names (backend, "
+		     "backend_options,\nosd_data) and stamps it with the cluster's "
+		     "fsid, the OSD id and a new uuid;\nthe OSD then refuses to start "
+		     "on a store stamped otherwise.  Add the OSD\nto the map "
+		     "(`tessera osd add ID --host HOST`) before starting it.",
+};
+
+int
+main(int argc, char **argv)
+{
+	return tsr_daemon_main(argc, argv, &osd_def);
+}

@@ -1,0 +1,76 @@
+/* osd.h — the parts of tessera-osd: the store (store.c: the backend the
+ * configuration names, and the superblock that ties it to one OSD of one
+ * cluster), the placement groups this OSD serves under each map epoch
+ * (pgs.c), and the daemon around them (osd.c).
+ *
+ * Threads: everything here runs on the daemon's loop thread, but for the
+ * backend's own commit threads behind the store.
+ */
+#ifndef TSR_OSD_DAEMON_H
+#define TSR_OSD_DAEMON_H
+
+#include "config/config.h"
+#include "map/osdmap_epoch.h"
+#include "plugin/host.h"
+
+#include <tessera/backend.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tsr_registry;
+struct tsr_instance;
+
+/* The OSD's own collection (pool ids are non-negative: none is this). */
+#define OSD_META_POOL UINT64_MAX
+extern const struct tsr_coll_id osd_meta_coll;
+
+/* What ties a store to one OSD of one cluster. */
+struct osd_super {
+	char fsid[128];              /* the cluster's (configuration: fsid) */
+	int32_t whoami;              /* the OSD id */
+	uint8_t uuid[16];            /* this store's, made by mkfs */
+	uint64_t created_ns;         /* wall clock, at mkfs */
+};
+
+struct osd_store {
+	char backend[64];            /* the plugin's name */
+	char path[4096];             /* where the store lives */
+	struct tsr_core_host host;   /* what the backend instance gets */
+	struct tsr_instance *inst;
+	const struct tsr_backend_ops *ops;
+	void *h;
+	int mounted;
+	struct osd_super sb;         /* once mounted (or made) */
+};
+
+/* Create the backend instance the configuration names (backend,
+ * backend_options, osd_data as the path unless the options name one). */
+int osd_store_open(struct osd_store *st, struct tsr_conf *conf,
+		   const struct tsr_registry *reg, char *err, size_t errlen);
+/* mkfs the backend, mount it, and write the superblock (a new uuid); on
+ * success err holds one line saying what was made. */
+int osd_store_mkfs(struct osd_store *st, const char *fsid, int32_t whoami,
+		   char *err, size_t errlen);
+/* Mount and check the superblock against the cluster and the OSD id. */
+int osd_store_mount(struct osd_store *st, const char *fsid, int32_t whoami,
+		    char *err, size_t errlen);
+void osd_store_close(struct osd_store *st);
+void osd_uuid_str(const uint8_t u[16], char out[37]);
+
+/* One placement group this OSD is in the acting set of. */
+struct osd_pg {
+	struct tsr_pgid pgid;
+	int32_t role;                /* its index in acting: 0 is the primary */
+	uint32_t nacting;
+	int32_t acting[TSR_OSDMAP_MAX_SIZE];
+};
+
+/* The PGs whoami serves under ep, in pool and PG order: a malloc'd array
+ * (*out, *n), or -errno with the reason (a pool whose PGs cannot be
+ * placed is skipped and counted in *unplaced, its first reason in err). */
+int osd_pgs_compute(const struct tsr_osdmap_epoch *ep, int32_t whoami,
+		    struct osd_pg **out, size_t *n, size_t *unplaced,
+		    char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,276 @@
+/* test_osd.c — tessera-osd end to end, on the cluster harness
+ * (tests/cluster): real monitors, real OSD daemons on real stores.
+ *
+ * So far the OSD's store and identity, its boot into the map, and the
+ * placement groups it computes under each epoch; the data path comes
+ * with the rest of issue 18.  Each test case runs alone with
+ * CK_RUN_CASE=name.
+ */
+#include "cluster/cluster.h"
+#include "cluster/tc_check.h"
+#include "map/osdmap_epoch.h"
+#include "plugin/host.h"
+#include "plugin/registry.h"
+
+#include <check.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* out names what it should (the whole output in the failure message). */
+#define assert_says(out, what)                                               \
+	ck_assert_msg((out) != NULL && strstr((out), (what)) != NULL,        \
+		      "expected \"%s\" in:\n%s", (what), (out) ? (out) : "(none)")
+
+/* A copy of the cluster's configuration with more sections (text) after
+ * its own. */
+static void
+conf_with(struct tc_cluster *c, const char *text, char *path, size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/other.conf", c->dir);
+	ck_assert_int_eq(tc_write_conf(c, path, NULL), 0);
+	ck_assert_ptr_nonnull(f = fopen(path, "a"));
+	fprintf(f, "%s\n", text);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* mkfs makes a store stamped with the cluster, the OSD and a uuid, and
+ * never overwrites one; an OSD refuses a store of another OSD, of
+ * another cluster, and a path holding none, each naming both sides. */
+START_TEST(store_identity)
+{
+	struct tc_cluster c;
+	char *out = NULL, conf[400], path[600];
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\";"), 0);
+	ck_assert_int_eq(tc_osd_mkfs(&c, 0, NULL, &out), 0);
+	assert_says(out, "osd.0 of cluster \"\"");
+	assert_says(out, "uuid ");
+	free(out);
+
+	/* again on the same store: refused, the store untouched */
+	ck_assert_int_eq(tc_osd_mkfs(&c, 0, NULL, &out), 1);
+	assert_says(out, "never overwritten");
+	free(out);
+
+	/* osd.1 pointed at osd.0's store */
+	snprintf(path, sizeof(path), "osd-1 = { osd_data = \"%s/osd-0\"; };", c.dir);
+	conf_with(&c, path, conf, sizeof(conf));
+	ck_assert_int_eq(tc_osd_run(&c, 1, conf, &out), 1);
+	assert_says(out, "is the store of osd.0, not osd.1");
+	free(out);
+
+	/* osd.0 under another cluster's configuration */
+	conf_with(&c, "osd = { fsid = \"4b1d0c3e-other\"; };", conf, sizeof(conf));
+	ck_assert_int_eq(tc_osd_run(&c, 0, conf, &out), 1);
+	assert_says(out, "belongs to cluster \"\", and this configuration is "
+		    "cluster \"4b1d0c3e-other\"");
+	free(out);
+
+	/* osd.2 has no store */
+	ck_assert_int_eq(tc_osd_run(&c, 2, NULL, &out), 1);
+	assert_says(out, "tessera-osd --mkfs --id ID");
+	free(out);
+
+	/* a backend that is not installed */
+	conf_with(&c, "osd-3 = { backend = \"tape\"; };", conf, sizeof(conf));
+	ck_assert_int_eq(tc_osd_mkfs(&c, 3, conf, &out), 1);
+	assert_says(out, "no backend plugin 'tape'");
+	free(out);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* osd.id's "up" from `osd tree` (-1: the monitors do not say). */
+static int
+osd_up(struct tc_cluster *c, int id)
+{
+	char *out = NULL, want[32];
+	const char *p, *u;
+	int up = -1;
+
+	if (tc_cli(c, &out, "osd tree --format json --timeout 5") == 0 && out) {
+		snprintf(want, sizeof(want), "{\"id\": %d, ", id);
+		if ((p = strstr(out, want)) != NULL && (u = strstr(p, "\"up\": ")) != NULL)
+			up = strncmp(u + 6, "true", 4) == 0;
+	}
+	free(out);
+	return up;
+}
+
+static int
+await_up(struct tc_cluster *c, int id, int up, int timeout_ms)
+{
+	uint64_t t0 = tc_now_ms();
+
+	do {
+		if (osd_up(c, id) == up)
+			return 0;
+		tc_sleep_ms(100);
+	} while (tc_now_ms() - t0 < (uint64_t)timeout_ms);
+	return -1;
+}
+
+/* The monitors' OSD map as an epoch that places with the built plugins
+ * (reg), through a client's subscription at epoch at least `epoch`. */
+static struct tsr_osdmap_epoch *
+map_now(struct tc_cluster *c, struct tsr_registry *reg, struct tsr_core_host *host,
+	uint64_t epoch)
+{
+	struct tc_client *k;
+	struct tsr_osdmap_epoch *sub_ep, *ep;
+	struct tsr_osdmap m;
+	char err[512];
+
+	ck_assert_int_eq(tc_client_open(c, TSR_MON_SUB_OSD, 0, NULL, NULL, &k), 0);
+	ck_assert_int_eq(tsr_mapsub_wait(k->sub, TSR_MON_MAP_OSD, epoch, 15000), 0);
+	ck_assert_ptr_nonnull(sub_ep = tsr_mapsub_osdmap(k->sub));
+	ck_assert_int_eq(tsr_osdmap_copy(&m, tsr_osdmap_epoch_map(sub_ep)), 0);
+	tsr_osdmap_epoch_put(sub_ep);
+	tc_client_close(k);
+	ck_assert_msg(tsr_osdmap_epoch_create(&m, reg, &host->host, &ep, err,
+					      sizeof(err)) == 0, "%s", err);
+	return ep;
+}
+
+/* The epoch of the monitors' OSD map (`osd tree` says it). */
+static uint64_t
+mon_epoch(struct tc_cluster *c)
+{
+	char *out = NULL;
+	uint64_t e = 0;
+
+	if (tc_cli(c, &out, "osd tree --format json --timeout 5") == 0 && out)
+		e = tc_json_u64(out, "osdmap_epoch", 0);
+	free(out);
+	return e;
+}
+
+/* Four OSD daemons on four hosts boot into the map; after a pool is
+ * made, each lists (`pg ls`) exactly the PGs whose acting set holds it,
+ * with its role, as the placement computed here from the monitors' map
+ * says — every PG on 3 OSDs of 3 different hosts.  SIGTERM stops an OSD
+ * cleanly (exit 0); one killed (SIGKILL) comes back on its store, boots
+ * again and lists the same PGs. */
+START_TEST(boot_and_pgs)
+{
+	struct tc_cluster c;
+	struct tsr_registry *reg = tsr_registry_create();
+	struct tsr_core_host host;
+	struct tsr_osdmap_epoch *ep;
+	const char *dir = getenv("PLUGIN_DIR");
+	char *out = NULL, path[600], err[512];
+	uint64_t epoch;
+	int st;
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(path, sizeof(path), "%s/crush.so", dir);
+	ck_assert_msg(tsr_registry_load_file(reg, path, NULL, err, sizeof(err)) == 0,
+		      "%s", err);
+	tsr_core_host_init(&host, "test", NULL, NULL);
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\";"), 0);
+	c.real_osds = 1;
+	ck_assert_int_eq(tc_start_all(&c), 0);
+	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(tc_cli(&c, NULL, "osd add %d --host h%d", i, i), 0);
+		ck_assert_int_eq(tc_osd_mkfs(&c, (size_t)i, NULL, &out), 0);
+		free(out);
+		ck_assert_int_eq(tc_osd_start(&c, (size_t)i), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(await_up(&c, i, 1, 15000) == 0, "osd.%d never came up", i);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create data 64 --size 3"), 0);
+	epoch = mon_epoch(&c);
+	ck_assert_uint_gt(epoch, 0);
+	ep = map_now(&c, reg, &host, epoch);
+
+	for (int round = 0; round < 2; round++) {
+		const struct tsr_osdmap *m = tsr_osdmap_epoch_map(ep);
+		const struct tsr_osdmap_pool *pool = NULL;
+		size_t listed = 0;
+
+		for (size_t i = 0; i < m->npools; i++)
+			if (strcmp(m->pools[i].name, "data") == 0)
+				pool = &m->pools[i];
+		ck_assert_ptr_nonnull(pool);
+		for (int i = 0; i < 4; i++) {
+			uint64_t t0 = tc_now_ms();
+			/* each OSD holds the epoch (its beacons say which) */
+			for (;;) {
+				ck_assert_int_eq(tc_osd_asok(&c, (size_t)i, "pg ls", &out), 0);
+				if (tc_json_u64(out, "osdmap_epoch", 0) >= epoch)
+					break;
+				ck_assert_msg(tc_now_ms() - t0 < 15000, "osd.%d: %s", i, out);
+				free(out);
+				tc_sleep_ms(100);
+			}
+			for (uint32_t pg = 0; pg < pool->pg_num; pg++) {
+				struct tsr_pg_mapping pm;
+				char want[64];
+				int role = -1;
+
+				ck_assert_msg(tsr_osdmap_epoch_map_pg(ep, pool->id, pg, &pm,
+								      err, sizeof(err)) == 0,
+					      "%s", err);
+				ck_assert_uint_eq(pm.nacting, 3);
+				for (uint32_t j = 0; j < pm.nacting; j++)
+					if (pm.acting[j] == i)
+						role = (int)j;
+				snprintf(want, sizeof(want), "\"pgid\": \"%" PRId64 ".%x\", "
+					 "\"role\": %d,", pool->id, pg, role);
+				if (role >= 0) {
+					assert_says(out, want);
+					listed++;
+				} else {
+					snprintf(want, sizeof(want), "\"pgid\": \"%" PRId64
+						 ".%x\"", pool->id, pg);
+					ck_assert_msg(strstr(out, want) == NULL, "osd.%d lists "
+						      "%s, which it is not in:\n%s", i, want, out);
+				}
+			}
+			free(out);
+		}
+		ck_assert_uint_eq(listed, 3 * 64);
+		if (round == 1)
+			break;
+		/* a clean stop, then a crash; both come back on their stores */
+		st = tc_osd_signal(&c, 1, SIGTERM);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "osd.1: %#x", st);
+		ck_assert_int_eq(tc_osd_signal(&c, 2, SIGKILL) & 0x7f, SIGKILL);
+		ck_assert_int_eq(tc_cli(&c, NULL, "osd down 1,2"), 0);
+		ck_assert_int_eq(tc_osd_start(&c, 1), 0);
+		ck_assert_int_eq(tc_osd_start(&c, 2), 0);
+		ck_assert_int_eq(await_up(&c, 1, 1, 15000), 0);
+		ck_assert_int_eq(await_up(&c, 2, 1, 15000), 0);
+		epoch = mon_epoch(&c);
+		tsr_osdmap_epoch_put(ep);
+		ep = map_now(&c, reg, &host, epoch);
+	}
+	tsr_osdmap_epoch_put(ep);
+	ck_assert_int_eq(tc_osd_asok(&c, 0, "store", &out), 0);
+	assert_says(out, "\"whoami\": 0");
+	assert_says(out, "\"backend\": \"file\"");
+	free(out);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+	tsr_registry_destroy(reg);
+}
+END_TEST
+
+int
+main(void)
+{
+	/* one test case each: CK_RUN_CASE=name runs that one */
+	const struct tc_case cases[] = {
+		{ "store_identity", store_identity },
+		{ "boot_and_pgs", boot_and_pgs },
+	};
+
+	return tc_check_main("osd", cases, TC_NCASES(cases));
+}
