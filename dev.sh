@@ -83,14 +83,16 @@ cmd_up() {
 	build build
 	log "$(build/tools/tessera/tessera version)"
 	mkdir -p "$DEV/run"
-	# a configuration from before keys or OSDs existed is written anew
-	if [ -f "$DEV/tessera.conf" ] && ! grep -q osd_data "$DEV/tessera.conf"; then
+	# a configuration from before keys, OSDs or the cluster id existed is
+	# written anew
+	if [ -f "$DEV/tessera.conf" ] && ! grep -q fsid "$DEV/tessera.conf"; then
 		rm -f "$DEV/tessera.conf"
 	fi
 	if [ ! -f "$DEV/tessera.conf" ]; then
 		cat >"$DEV/tessera.conf" <<EOF
 # The local development cluster (./dev.sh up); every daemon on loopback.
 global = {
+  fsid = "$(cat /proc/sys/kernel/random/uuid)";
   run_dir = "$DEV/run";
   log_file = "$DEV/run/\$name.log";
   plugin_dir = "$SRC/build/lib/plugins";
@@ -147,7 +149,7 @@ EOF
 			echo "osd.$i: started"
 		fi
 	done
-	if ! $t pool ls --conf "$conf" --timeout 20 | grep -qw data; then
+	if ! $t pool ls --conf "$conf" --timeout 20 | grep -q '^data '; then
 		$t pool create data 64 --size 3 --conf "$conf" >/dev/null
 		echo "pool data: created (64 PGs, 3 copies)"
 	fi

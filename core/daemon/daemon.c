@@ -458,8 +458,10 @@ run_mkfs(struct tsr_daemon *d, const char *prog)
 		rc = tsr_errf(err, sizeof(err), -ENOMEM, "out of memory");
 	} else {
 		rc = tsr_registry_load_dir(d->reg, dir, NULL, NULL, err, sizeof(err));
-		if (rc == -ENOENT) /* the plugin mkfs needs says it is missing */
+		if (rc == -ENOENT) { /* the plugin mkfs needs says it is missing */
 			rc = 0;
+			err[0] = '\0';
+		}
 	}
 	if (rc >= 0)
 		rc = d->def->mkfs(d, err, sizeof(err));

@@ -188,7 +188,9 @@ handle_maps(struct tsr_mapsub *s, struct tsr_msg *m)
 			if (rc < 0) {
 				/* a gap (or a map we cannot read): start over from
 				 * a full map */
+				pthread_mutex_lock(&s->lock);
 				s->st.refused++;
+				pthread_mutex_unlock(&s->lock);
 				s->need_full[which] = 1;
 				break;
 			}

@@ -421,8 +421,9 @@ tsr_registry_load_file(struct tsr_registry *reg, const char *path,
 	 * object): the libraries it brought may keep threads and static
 	 * state that cannot be unloaded — LevelDB's default environment
 	 * starts a compaction thread that lives as long as the process. */
-	if (dlopen(dlpath, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE) != NULL)
-		dlclose(dl); /* drops the reference just taken, not the mapping */
+	void *again = dlopen(dlpath, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
+	if (again != NULL)
+		dlclose(again); /* drops the reference just taken, not the mapping */
 	return 0;
 }
 

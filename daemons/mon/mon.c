@@ -50,6 +50,12 @@ struct mon_wake {
 	int posted;                  /* a drain is queued on the loop (qlock) */
 };
 
+static void
+free_wake(void *arg)
+{
+	free(arg);
+}
+
 static void drain(void *arg);
 
 /* Queue it for the loop, and post a drain unless one is queued already:
@@ -1213,7 +1219,6 @@ run(struct mon *mon)
 	mon->head = NULL;
 	mon->tail = &mon->head;
 	mon->queued = 0;
-	mon->wake->posted = 0;
 	pthread_mutex_unlock(&mon->qlock);
 
 	pthread_mutex_lock(&mon->lock);
@@ -1275,14 +1280,19 @@ static void
 drain(void *arg)
 {
 	struct mon_wake *w = arg;
+	struct mon *mon = w->mon;
 
-	/* after mon_stop (the loop's destroy runs what was still posted):
-	 * nothing else can touch w then */
-	if (w->mon == NULL) {
-		free(w);
+	/* after mon_stop (the loop's destroy runs what was still posted,
+	 * free_wake last) */
+	if (mon == NULL)
 		return;
-	}
-	run(w->mon);
+	/* only the drain clears posted: a tick's run may take the items
+	 * while this drain is queued, and posted must stay 1 until the
+	 * drain has run, or a second one would be queued beside it */
+	pthread_mutex_lock(&mon->qlock);
+	w->posted = 0;
+	pthread_mutex_unlock(&mon->qlock);
+	run(mon);
 }
 
 static void
@@ -1546,10 +1556,14 @@ mon_stop(struct tsr_daemon *d)
 	subs_drop(mon, NULL);
 	/* after this no messenger thread queues or posts */
 	tsr_msgr_destroy(mon->msgr);
-	if (mon->wake != NULL && mon->wake->posted)
-		mon->wake->mon = NULL; /* the loop's destroy runs the post, which frees it */
-	else
-		free(mon->wake);
+	/* drains may still be queued on the loop (its destroy runs them):
+	 * they find no monitor, and the wake goes after them — posts run
+	 * in order */
+	if (mon->wake != NULL) {
+		mon->wake->mon = NULL;
+		if (tsr_loop_post(mon->loop, free_wake, mon->wake) < 0)
+			LOGW("out of memory at stop: a few bytes left behind");
+	}
 	for (struct item *it = mon->head, *n; it; it = n) {
 		n = it->next;
 		if (it->conn)

@@ -18,8 +18,8 @@
  *
  * Admin commands beyond the shared ones: `beacon` (what the monitors last
  * said of this OSD), `pg ls` (the PGs it serves under the epoch it
- * holds, with its role in each), `store` (the superblock and the
- * backend's usage).
+ * holds, with its role in each), `store` (the superblock, the backend
+ * and the path).
  */
 #include "osd.h"
 #include "beacon/osdbeacon.h"
@@ -59,12 +59,17 @@ struct osd {
 static int
 parse_id(const char *s, int32_t *out, char *err, size_t errlen)
 {
-	char *end;
+	char *end, canon[16];
 	long id = strtol(s, &end, 10);
 
-	if (*s == '\0' || *end || id < 0 || id >= TSR_OSDMAP_MAX_OSDS)
+	/* canonical ("7", not "07"): the id names the keyring, the store and
+	 * the entity the monitors check, which must all agree */
+	snprintf(canon, sizeof(canon), "%ld", id);
+	if (*s == '\0' || *end || id < 0 || id >= TSR_OSDMAP_MAX_OSDS ||
+	    strcmp(canon, s) != 0)
 		return tsr_errf(err, errlen, -EINVAL, "--id %s: an OSD id is a number "
-				"from 0 to %d", s, TSR_OSDMAP_MAX_OSDS - 1);
+				"from 0 to %d, without leading zeros", s,
+				TSR_OSDMAP_MAX_OSDS - 1);
 	*out = (int32_t)id;
 	return 0;
 }
@@ -153,9 +158,7 @@ static int
 cmd_store(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 {
 	struct osd *o = arg;
-	struct tsr_statfs sf;
 	char us[37];
-	int rc;
 
 	(void)argc;
 	(void)argv;
@@ -166,10 +169,8 @@ cmd_store(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 	tsr_sbuf_json_str(out, o->store.backend);
 	tsr_sbuf_printf(out, ", \"path\": ");
 	tsr_sbuf_json_str(out, o->store.path);
-	if ((rc = o->store.ops->statfs(o->store.h, &sf)) == 0)
-		tsr_sbuf_printf(out, ", \"total\": %" PRIu64 ", \"available\": %" PRIu64
-				", \"objects\": %" PRIu64, sf.total, sf.available,
-				sf.objects);
+	/* no usage here: statfs may block, and this runs on the loop
+	 * (backend.h, Threads); `osd df` will report it */
 	tsr_sbuf_printf(out, "}\n");
 	return 0;
 }
@@ -244,7 +245,7 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 				  "the PGs this OSD is in the acting set of, and its role",
 				  cmd_pg_ls, o);
 		tsr_asok_register(tsr_daemon_asok(d), "store",
-				  "the store: its identity, backend, path and usage",
+				  "the store: its identity, backend and path",
 				  cmd_store, o);
 	}
 	LOGI("osd.%d at %s", o->whoami, tsr_msgr_addr(o->msgr));

@@ -21,9 +21,11 @@
 
 #include <tessera/encoding.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,24 +142,48 @@ super_encode(struct tsr_enc *e, const struct osd_super *sb)
 	return tsr_enc_error(e);
 }
 
+/* What is wrong goes to why: the store's name for it is the caller's. */
 static int
-super_decode(const void *p, size_t n, struct osd_super *sb)
+super_decode(const void *p, size_t n, struct osd_super *sb, char *why, size_t whylen)
 {
 	struct tsr_dec d, sub;
 	uint8_t ver;
+	int rc;
 
 	memset(sb, 0, sizeof(*sb));
 	tsr_dec_init(&d, p, n);
-	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
-		return -EBADMSG;
+	if ((rc = tsr_dec_begin_struct(&d, 1, &ver, &sub)) < 0)
+		return tsr_errf(why, whylen, rc, rc == -EOPNOTSUPP ?
+				"written by a newer tessera-osd (its format is not "
+				"version 1): run that version, or a newer one" :
+				"not a versioned superblock");
 	tsr_dec_str(&sub, sb->fsid, sizeof(sb->fsid));
 	sb->whoami = tsr_dec_i32(&sub);
 	tsr_dec_raw(&sub, sb->uuid, sizeof(sb->uuid));
 	sb->created_ns = tsr_dec_u64(&sub);
-	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0 ||
-	    sb->whoami < 0)
-		return -EBADMSG;
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0)
+		return tsr_errf(why, whylen, -EBADMSG, "truncated, or bytes after its "
+				"end (%zu bytes)", n);
+	if (sb->whoami < 0 || sb->whoami >= TSR_OSDMAP_MAX_OSDS)
+		return tsr_errf(why, whylen, -EBADMSG, "OSD id %d out of range",
+				sb->whoami);
 	return 0;
+}
+
+/* A cluster id the messenger takes: 32 hex digits, dashes anywhere. */
+static bool
+fsid_ok(const char *fsid)
+{
+	size_t n = 0;
+
+	for (const char *p = fsid; *p; p++) {
+		if (*p == '-')
+			continue;
+		if (!isxdigit((unsigned char)*p))
+			return false;
+		n++;
+	}
+	return n == 32;
 }
 
 void
@@ -213,6 +239,13 @@ osd_store_mkfs(struct osd_store *st, const char *fsid, int32_t whoami,
 	char why[768] = "", us[37];
 	int rc;
 
+	/* the stamp is only worth what the cluster id is: an empty one
+	 * would match every other cluster without one */
+	if (!fsid_ok(fsid) || strlen(fsid) >= sizeof(sb.fsid))
+		return tsr_errf(err, errlen, -EINVAL, "fsid \"%.60s\": an OSD's store is "
+				"stamped with its cluster's id, a UUID (set fsid in the "
+				"global section; `cat /proc/sys/kernel/random/uuid` makes "
+				"one)", fsid);
 	tsr_strlcpy(sb.fsid, fsid, sizeof(sb.fsid));
 	if (getrandom(sb.uuid, sizeof(sb.uuid), 0) != (ssize_t)sizeof(sb.uuid))
 		return tsr_errf(err, errlen, -EIO, "no random bytes for the OSD's uuid");
@@ -262,10 +295,14 @@ osd_store_mount(struct osd_store *st, const char *fsid, int32_t whoami,
 	size_t len = 0;
 	int rc;
 
-	if ((rc = st->ops->mount(st->h, why, sizeof(why))) < 0)
+	if ((rc = st->ops->mount(st->h, why, sizeof(why))) < 0) {
+		char hint[80] = "";
+		if (rc == -ENOENT)
+			snprintf(hint, sizeof(hint), " (prepare it with `tessera-osd "
+				 "--mkfs --id %d`)", whoami);
 		return tsr_errf(err, errlen, rc, "backend %s at %s: %s%s", st->backend,
-				st->path, why, rc == -ENOENT ? " (prepare it with "
-				"`tessera-osd --mkfs --id ID`)" : "");
+				st->path, why, hint);
+	}
 	st->mounted = 1;
 	rc = st->ops->getattr(st->h, &osd_meta_coll, SUPER_OID, strlen(SUPER_OID),
 			      SUPER_KEY, strlen(SUPER_KEY), buf, sizeof(buf), &len);
@@ -273,13 +310,14 @@ osd_store_mount(struct osd_store *st, const char *fsid, int32_t whoami,
 		return tsr_errf(err, errlen, -ENOENT, "%s: a %s store without an OSD "
 				"superblock: not an OSD's, or one whose `tessera-osd "
 				"--mkfs` was interrupted (remove it and run `tessera-osd "
-				"--mkfs --id ID` again)", st->path, st->backend);
+				"--mkfs --id %d` again)", st->path, st->backend, whoami);
 	if (rc < 0)
 		return tsr_errf(err, errlen, rc, "%s: reading the OSD superblock: %s",
 				st->path, strerror(-rc));
-	if (super_decode(buf, len, &st->sb) < 0)
-		return tsr_errf(err, errlen, -EIO, "%s: the OSD superblock (%zu bytes) "
-				"does not decode: a damaged store", st->path, len);
+	if ((rc = super_decode(buf, len, &st->sb, why, sizeof(why))) < 0)
+		return tsr_errf(err, errlen, rc == -EOPNOTSUPP ? rc : -EIO, "%s: the OSD "
+				"superblock (object %s, attribute %s of the OSD's own "
+				"collection): %s", st->path, SUPER_OID, SUPER_KEY, why);
 	if (strcmp(st->sb.fsid, fsid) != 0)
 		return tsr_errf(err, errlen, -EINVAL, "%s belongs to cluster \"%s\", "
 				"and this configuration is cluster \"%s\" (fsid): an OSD "

@@ -129,6 +129,7 @@ tc_write_conf(struct tc_cluster *c, const char *path, const char *extra)
 		plugins = own;
 	}
 	fprintf(f, "global = {\n"
+		"  %s%s%s"
 		"  run_dir = \"%s/run\";\n"
 		"  log_file = \"%s/log/$name.log\";\n"
 		"  plugin_dir = \"%s\";\n"
@@ -136,6 +137,7 @@ tc_write_conf(struct tc_cluster *c, const char *path, const char *extra)
 		"  osd_data = \"%s/$name\";\n"
 		"  keyring = \"%s/keys/$name.keyring\";\n"
 		"  mon_members = \"",
+		c->fsid[0] ? "fsid = \"" : "", c->fsid, c->fsid[0] ? "\";\n" : "",
 		c->dir, c->dir, plugins, c->dir, c->dir, c->dir);
 	for (size_t i = 0; i < c->nmon; i++)
 		fprintf(f, "%s%s=%s", i ? ", " : "", c->mon[i].name, c->mon[i].addr);
@@ -407,10 +409,8 @@ tc_mds_signal(struct tc_cluster *c, size_t i, int sig)
 	return dsignal(&c->mds[i], sig);
 }
 
-/* Run argv (argv[0] the program's path) with stdout and stderr into
- * *out; its exit status (128 + signal when killed), bounded by 60 s. */
-static int
-run_capture(char **argv, char **out)
+int
+tc_run(char **argv, char **out)
 {
 	int p[2], status = 0;
 	struct tsr_sbuf sb;
@@ -475,7 +475,19 @@ tc_cli(struct tc_cluster *c, char **out, const char *fmt, ...)
 	argv[argc++] = "--conf";
 	argv[argc++] = c->conf;
 	argv[argc] = NULL;
-	return run_capture(argv, out);
+	return tc_run(argv, out);
+}
+
+int
+tc_fsid_new(struct tc_cluster *c)
+{
+	uint8_t u[16];
+
+	tsr_auth_random(u, sizeof(u));
+	snprintf(c->fsid, sizeof(c->fsid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-"
+		 "%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4],
+		 u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+	return tc_write_conf(c, NULL, NULL);
 }
 
 int
@@ -486,7 +498,7 @@ tc_osd_mkfs(struct tc_cluster *c, size_t i, const char *conf, char **out)
 			 (char *)(conf ? conf : c->conf), NULL };
 
 	snprintf(id, sizeof(id), "%zu", i);
-	return run_capture(argv, out);
+	return tc_run(argv, out);
 }
 
 int
@@ -499,7 +511,7 @@ tc_osd_run(struct tc_cluster *c, size_t i, const char *conf, char **out)
 	snprintf(id, sizeof(id), "%zu", i);
 	if (tc_key_write(c, "osd", id) < 0)
 		return -1;
-	return run_capture(argv, out);
+	return tc_run(argv, out);
 }
 
 static int

@@ -51,6 +51,7 @@ struct tc_cluster {
 	struct tc_daemon osd[TC_MAX_OSDS]; /* name: the id, "0" */
 	size_t nmds;
 	struct tc_daemon mds[TC_MAX_MDSS]; /* name: "m0", "m1", ... */
+	char fsid[40];           /* the cluster's id: "" unless tc_fsid_new */
 	char extra[1024];        /* more text for the global section */
 	int real_osds;           /* tc_osd_start runs $TESSERA_OSD, not $TESTOSD */
 	uint8_t secret[32];      /* the cluster secret (keys/) */
@@ -95,6 +96,14 @@ int tc_signal(struct tc_cluster *c, size_t i, int sig);
  * (its store, osd_data = DIR/osd-ID, made first with tc_osd_mkfs).
  * tc_osd_start makes room for it (c->nosd). */
 int tc_osd_start(struct tc_cluster *c, size_t i);
+/* Give the cluster an id (fsid, a new UUID) and write tessera.conf
+ * again: before any daemon starts (the OSD stamps its store with it; the
+ * monitor tests' hand-made peers speak the empty id). */
+int tc_fsid_new(struct tc_cluster *c);
+/* Run argv (argv[0] the program's path, NULL-terminated) with stdout and
+ * stderr into *out (malloc'd); its exit status (128 + signal when
+ * killed), bounded by 60 s. */
+int tc_run(char **argv, char **out);
 /* `$TESSERA_OSD --mkfs --id i`, and a run in the foreground until it
  * exits (for start-up refusals), with conf (NULL: the cluster's): the
  * exit status, the output in *out (malloc'd). */

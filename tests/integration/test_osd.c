@@ -48,8 +48,17 @@ START_TEST(store_identity)
 	char *out = NULL, conf[400], path[600];
 
 	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\";"), 0);
+	ck_assert_int_eq(tc_fsid_new(&c), 0);
+	char want[200];
+
+	/* no cluster id, or not a UUID: nothing to stamp the store with */
+	conf_with(&c, "osd = { fsid = \"\"; };", conf, sizeof(conf));
+	ck_assert_int_eq(tc_osd_mkfs(&c, 0, conf, &out), 1);
+	assert_says(out, "a UUID");
+	free(out);
 	ck_assert_int_eq(tc_osd_mkfs(&c, 0, NULL, &out), 0);
-	assert_says(out, "osd.0 of cluster \"\"");
+	snprintf(want, sizeof(want), "osd.0 of cluster \"%s\"", c.fsid);
+	assert_says(out, want);
 	assert_says(out, "uuid ");
 	free(out);
 
@@ -66,16 +75,27 @@ START_TEST(store_identity)
 	free(out);
 
 	/* osd.0 under another cluster's configuration */
-	conf_with(&c, "osd = { fsid = \"4b1d0c3e-other\"; };", conf, sizeof(conf));
+	conf_with(&c, "osd = { fsid = \"4b1d0c3e-0000-4000-8000-00000000beef\"; };",
+		  conf, sizeof(conf));
 	ck_assert_int_eq(tc_osd_run(&c, 0, conf, &out), 1);
-	assert_says(out, "belongs to cluster \"\", and this configuration is "
-		    "cluster \"4b1d0c3e-other\"");
+	snprintf(want, sizeof(want), "belongs to cluster \"%s\", and this "
+		 "configuration is cluster \"4b1d0c3e-0000-4000-8000-00000000beef\"",
+		 c.fsid);
+	assert_says(out, want);
 	free(out);
 
-	/* osd.2 has no store */
+	/* osd.2 has no store; --id 07 is not osd.7 */
 	ck_assert_int_eq(tc_osd_run(&c, 2, NULL, &out), 1);
-	assert_says(out, "tessera-osd --mkfs --id ID");
+	assert_says(out, "tessera-osd --mkfs --id 2");
 	free(out);
+	{
+		char *argv[] = { (char *)getenv("TESSERA_OSD"), "--mkfs", "--id", "07",
+				 "--conf", c.conf, NULL };
+		ck_assert_ptr_nonnull(argv[0]);
+		ck_assert_int_eq(tc_run(argv, &out), 1);
+		assert_says(out, "without leading zeros");
+		free(out);
+	}
 
 	/* a backend that is not installed */
 	conf_with(&c, "osd-3 = { backend = \"tape\"; };", conf, sizeof(conf));
@@ -176,6 +196,7 @@ START_TEST(boot_and_pgs)
 	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
 				   "osd_beacon_interval = \"300ms\";"), 0);
 	c.real_osds = 1;
+	ck_assert_int_eq(tc_fsid_new(&c), 0);
 	ck_assert_int_eq(tc_start_all(&c), 0);
 	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
 	for (int i = 0; i < 4; i++) {

@@ -43,6 +43,7 @@ testd = { tick = "50ms"; partitioner = { plugin = "good"; salt = 3; }; };
 CONF
 cat > "$tmp/mon.conf" <<CONF
 global = { run_dir = "$tmp/run"; plugin_dir = "$PLUGIN_DIR"; log_file = "$tmp/\$name.log";
+           fsid = "$(cat /proc/sys/kernel/random/uuid)";
            mon_members = "a=127.0.0.1:$port"; mon_data = "$tmp/\$name";
            osd_data = "$tmp/\$name"; backend_options = "journal_size=8M";
            osd_beacon_interval = "200ms"; keyring = "$tmp/\$name.keyring"; };
@@ -131,8 +132,10 @@ osd_ready() {
 }
 until_ok osd_ready ||
 	fail "tessera-osd under valgrind did not boot and list its PGs within 30 s"
-"$TESSERA" admin "$tmp/run/osd-0.asok" store >/dev/null
-"$TESSERA" admin "$tmp/run/osd-0.asok" status >/dev/null
+"$TESSERA" admin "$tmp/run/osd-0.asok" store | grep -q '"whoami": 0' ||
+	fail "tessera-osd under valgrind: admin store failed"
+"$TESSERA" admin "$tmp/run/osd-0.asok" status >/dev/null ||
+	fail "tessera-osd under valgrind: admin status failed"
 stop_daemon tessera-osd
 kill -TERM "$monpid"; wait "$monpid"; monpid=
 
