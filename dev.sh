@@ -172,13 +172,27 @@ EOF
 }
 
 cmd_down() {
-	local d pid
+	local d pid pids=() i alive
 	for d in $(seq -f "osd-%g" 0 $((NOSDS - 1))) mon-a mon-b mon-c; do
 		pid=$(cat "$DEV/run/$d.pid" 2>/dev/null || true)
-		if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
+		# only a daemon of ours: a stale pid file may name another process
+		if [ -n "$pid" ] && grep -q "tessera-" "/proc/$pid/cmdline" 2>/dev/null &&
+			kill "$pid" 2>/dev/null; then
 			echo "${d/-/.}: stopping (pid $pid)"
+			pids+=("$pid")
 		fi
 	done
+	# until they are gone (bounded), so that `up` right after starts anew
+	for i in $(seq 1 100); do
+		alive=0
+		for pid in "${pids[@]}"; do
+			if kill -0 "$pid" 2>/dev/null; then alive=1; break; fi
+		done
+		[ $alive -eq 0 ] && return 0
+		sleep 0.1
+	done
+	echo "still running after 10 s: ${pids[*]}" >&2
+	return 1
 }
 
 cmd_test() {

@@ -32,6 +32,7 @@ core_libtsrcore_la_SOURCES = \
 	core/map/mdsmap.c core/map/mdsmap.h \
 	core/mon/members.c core/mon/members.h \
 	core/mon/monmsg.c core/mon/monmsg.h \
+	core/osd/osdmsg.c core/osd/osdmsg.h \
 	core/mon/monc.c core/mon/monc.h \
 	core/mon/mapsub.c core/mon/mapsub.h \
 	core/beacon/osdbeacon.c core/beacon/osdbeacon.h \

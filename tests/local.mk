@@ -16,7 +16,7 @@ unit_tests = \
 	tests/unit/test_frame \
 	tests/unit/test_msgr \
 	tests/unit/test_raft \
-	tests/unit/test_mon tests/unit/test_monstate \
+	tests/unit/test_mon tests/unit/test_monstate tests/unit/test_osdmsg \
 	tests/unit/test_monc \
 	tests/unit/test_map \
 	tests/unit/test_osdmap_epoch \
@@ -53,6 +53,9 @@ tests_unit_test_raft_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_mon_SOURCES = tests/unit/test_mon.c
 tests_unit_test_mon_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_mon_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_osdmsg_SOURCES = tests/unit/test_osdmsg.c
+tests_unit_test_osdmsg_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_osdmsg_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_monc_SOURCES = tests/unit/test_monc.c
 tests_unit_test_monc_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_monc_LDADD = $(CHECK_LDADD_ALL)
@@ -320,7 +323,7 @@ EXTRA_DIST += tests/testutil.h
 # are compiled in.  tests/fuzz/run.sh gives it a short run on the seed
 # corpus (and is skipped when configure found no libFuzzer).
 FUZZ_FRAME_SRC = tests/fuzz/fuzz_frame.c core/msg/frame.c core/crc/crc32c.c \
-	core/encoding/encoding.c core/auth/auth.c
+	core/encoding/encoding.c core/auth/auth.c core/util/util.c
 if HAVE_FUZZER
 check_DATA += tests/fuzz/fuzz_frame
 CLEANFILES += tests/fuzz/fuzz_frame
@@ -333,12 +336,14 @@ tests/fuzz/fuzz_frame: $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/ms
 endif
 # The monitor's decoders: Raft messages, commands, replies, snapshots.
 FUZZ_MON_SRC = tests/fuzz/fuzz_mon.c core/mon/monmsg.c daemons/mon/state.c \
+	core/osd/osdmsg.c \
 	core/map/osdmap.c core/map/mdsmap.c core/map/maputil.c \
 	core/encoding/encoding.c core/util/util.c core/util/sbuf.c
 if HAVE_FUZZER
 check_DATA += tests/fuzz/fuzz_mon
 CLEANFILES += tests/fuzz/fuzz_mon
 tests/fuzz/fuzz_mon: $(FUZZ_MON_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/mon/monmsg.h \
+		$(top_srcdir)/core/osd/osdmsg.h \
 		$(top_srcdir)/daemons/mon/state.h
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_CCLD)$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 \

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +12,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The service keys a daemon got from the monitors: set on its loop,
+ * read by handshakes on the messenger's threads. */
+struct svc_box {
+	pthread_mutex_t mu;
+	int n;                             /* 0 .. TSR_AUTH_MAX_SECRETS */
+	uint8_t key[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
+};
+
 struct tsr_auth {
 	char name[TSR_AUTH_NAME_MAX];
 	int nsecrets;
 	uint8_t secret[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
 	uint8_t key[TSR_AUTH_KEY_LEN];     /* K(name), under the first secret */
+	struct svc_box *svc;               /* never NULL */
 };
 
 static const char *const types[] = { "mon", "osd", "mds", "client" };
@@ -105,6 +115,11 @@ auth_new(const char *name)
 		return NULL;
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return NULL;
+	if ((a->svc = calloc(1, sizeof(*a->svc))) == NULL) {
+		free(a);
+		return NULL;
+	}
+	pthread_mutex_init(&a->svc->mu, NULL);
 	snprintf(a->name, sizeof(a->name), "%s", name);
 	return a;
 }
@@ -142,6 +157,9 @@ tsr_auth_destroy(struct tsr_auth *a)
 {
 	if (a == NULL)
 		return;
+	pthread_mutex_destroy(&a->svc->mu);
+	sodium_memzero(a->svc, sizeof(*a->svc));
+	free(a->svc);
 	sodium_memzero(a, sizeof(*a));
 	free(a);
 }
@@ -404,23 +422,215 @@ proof(const uint8_t key[TSR_AUTH_KEY_LEN], const char *role,
 	sodium_memzero(&st, sizeof(st));
 }
 
+/* ---- Key domains and service keys -----------------------------------------
+ *
+ * A handshake between two OSDs proves keys derived from the OSDs' service
+ * secret, which every OSD gets from the monitors, instead of keys derived
+ * from the cluster secret, which only the monitors hold (auth.h). */
+
+static bool
+is_type(const char *name, const char *type)
+{
+	size_t tl = strlen(type);
+
+	return name != NULL && strncmp(name, type, tl) == 0 && name[tl] == '.';
+}
+
+/* Do name (the connector) and target (the acceptor) meet in the OSDs'
+ * domain? */
+static bool
+osd_domain(const char *name, const char *target)
+{
+	return is_type(name, "osd") && is_type(target, "osd");
+}
+
+void
+tsr_auth_service_derive(const uint8_t secret[TSR_AUTH_KEY_LEN], const char *type,
+			uint8_t out[TSR_AUTH_KEY_LEN])
+{
+	static const char label[] = "tessera service key v1"; /* with its NUL */
+	crypto_generichash_state st;
+
+	crypto_ready();
+	crypto_generichash_init(&st, secret, TSR_AUTH_KEY_LEN, TSR_AUTH_KEY_LEN);
+	crypto_generichash_update(&st, (const uint8_t *)label, sizeof(label));
+	crypto_generichash_update(&st, (const uint8_t *)type, strlen(type));
+	crypto_generichash_final(&st, out, TSR_AUTH_KEY_LEN);
+	sodium_memzero(&st, sizeof(st));
+}
+
+/* The OSDs' service keys a holds, current first: derived from its
+ * secrets (a monitor), or as the monitors gave them.  How many. */
+static int
+osd_service_keys(const struct tsr_auth *a,
+		 uint8_t out[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN])
+{
+	int n;
+
+	if (a->nsecrets > 0) {
+		for (int i = 0; i < a->nsecrets; i++)
+			tsr_auth_service_derive(a->secret[i], "osd", out[i]);
+		return a->nsecrets;
+	}
+	pthread_mutex_lock(&a->svc->mu);
+	n = a->svc->n;
+	memcpy(out, a->svc->key, sizeof(a->svc->key));
+	pthread_mutex_unlock(&a->svc->mu);
+	return n;
+}
+
+int
+tsr_auth_service_count(const struct tsr_auth *a)
+{
+	uint8_t k[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
+	int n = osd_service_keys(a, k);
+
+	sodium_memzero(k, sizeof(k));
+	return n;
+}
+
+/* The key a proves itself with toward target: K(name), or in the OSDs'
+ * domain the key under the current service secret (K(name) when it has
+ * none yet: the acceptor then refuses, and says why). */
+static void
+own_key(const struct tsr_auth *a, const char *target, uint8_t out[TSR_AUTH_KEY_LEN])
+{
+	uint8_t k[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
+
+	if (osd_domain(a->name, target) && osd_service_keys(a, k) > 0)
+		tsr_auth_derive(k[0], a->name, out);
+	else
+		memcpy(out, a->key, TSR_AUTH_KEY_LEN);
+	sodium_memzero(k, sizeof(k));
+}
+
+/* The key that wraps the service keys sent to name: from K(name), for
+ * this use only. */
+static void
+wrap_key(const uint8_t k[TSR_AUTH_KEY_LEN], uint8_t out[TSR_AUTH_KEY_LEN])
+{
+	static const char label[] = "tessera service key wrap v1";
+
+	crypto_ready();
+	crypto_generichash(out, TSR_AUTH_KEY_LEN, (const uint8_t *)label,
+			   sizeof(label), k, TSR_AUTH_KEY_LEN);
+}
+
+/* One sealed copy: nonce, then the AEAD of the key set. */
+#define COPY_LEN(n) (crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + \
+		     crypto_aead_xchacha20poly1305_ietf_ABYTES + 1 +  \
+		     (size_t)(n) * TSR_AUTH_KEY_LEN)
+
+int
+tsr_auth_service_seal(const struct tsr_auth *a, const char *name, uint8_t *out,
+		      size_t cap, size_t *len)
+{
+	const size_t nb = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
+	uint8_t keys[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
+	uint8_t plain[1 + sizeof(keys)], k[TSR_AUTH_KEY_LEN], w[TSR_AUTH_KEY_LEN];
+	size_t at = 1;
+	int n;
+
+	if (a->nsecrets == 0 || !is_type(name, "osd") || !tsr_auth_name_valid(name, NULL))
+		return -EINVAL;
+	if (cap < TSR_AUTH_SEALED_MAX)
+		return -ENOSPC;
+	n = osd_service_keys(a, keys);
+	plain[0] = (uint8_t)n;
+	memcpy(plain + 1, keys, (size_t)n * TSR_AUTH_KEY_LEN);
+	/* one copy under each key the OSD may hold: its key derives from
+	 * the current secret, or (until it gets a new one) the previous */
+	out[0] = (uint8_t)a->nsecrets;
+	for (int i = 0; i < a->nsecrets; i++) {
+		unsigned long long clen = 0;
+
+		tsr_auth_derive(a->secret[i], name, k);
+		wrap_key(k, w);
+		tsr_auth_random(out + at, nb);
+		crypto_aead_xchacha20poly1305_ietf_encrypt(
+			out + at + nb, &clen, plain, 1 + (size_t)n * TSR_AUTH_KEY_LEN,
+			(const uint8_t *)name, strlen(name), NULL, out + at, w);
+		at += nb + (size_t)clen;
+	}
+	*len = at;
+	sodium_memzero(keys, sizeof(keys));
+	sodium_memzero(plain, sizeof(plain));
+	sodium_memzero(k, sizeof(k));
+	sodium_memzero(w, sizeof(w));
+	return 0;
+}
+
+int
+tsr_auth_service_open(const struct tsr_auth *a, const uint8_t *in, size_t len,
+		      char *err, size_t errlen)
+{
+	const size_t nb = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
+	uint8_t plain[1 + TSR_AUTH_MAX_SECRETS * TSR_AUTH_KEY_LEN], w[TSR_AUTH_KEY_LEN];
+	unsigned long long plen = 0;
+	size_t at = 1;
+	int rc = -EACCES, copies;
+
+	/* the sizes follow from the count and the key set's size, which
+	 * each copy repeats: the first copy's length gives them */
+	copies = len > 0 ? in[0] : 0;
+	if (len > TSR_AUTH_SEALED_MAX || copies < 1 || copies > TSR_AUTH_MAX_SECRETS ||
+	    (len - 1) % (size_t)copies != 0 ||
+	    ((len - 1) / (size_t)copies != COPY_LEN(1) &&
+	     (len - 1) / (size_t)copies != COPY_LEN(2)))
+		return tsr_errf(err, errlen, -EBADMSG, "service keys for %s: %zu "
+				"bytes, not a sealed key set", a->name, len);
+	wrap_key(a->key, w);
+	for (int i = 0; i < copies && rc < 0; i++, at += (len - 1) / (size_t)copies) {
+		if (crypto_aead_xchacha20poly1305_ietf_decrypt(
+			    plain, &plen, NULL, in + at + nb,
+			    (len - 1) / (size_t)copies - nb, (const uint8_t *)a->name,
+			    strlen(a->name), in + at, w) == 0)
+			rc = 0;
+	}
+	if (rc < 0)
+		tsr_errf(err, errlen, -EACCES, "service keys for %s do not open with "
+			 "its key: sealed for another entity, or by another "
+			 "cluster's monitors", a->name);
+	else if (plen < 1 || plain[0] < 1 || plain[0] > TSR_AUTH_MAX_SECRETS ||
+		 plen != 1 + (unsigned long long)plain[0] * TSR_AUTH_KEY_LEN)
+		rc = tsr_errf(err, errlen, -EBADMSG, "service keys for %s: a "
+			      "malformed key set", a->name);
+	if (rc == 0) {
+		pthread_mutex_lock(&a->svc->mu);
+		a->svc->n = plain[0];
+		memcpy(a->svc->key, plain + 1, (size_t)plain[0] * TSR_AUTH_KEY_LEN);
+		pthread_mutex_unlock(&a->svc->mu);
+	}
+	sodium_memzero(plain, sizeof(plain));
+	sodium_memzero(w, sizeof(w));
+	return rc;
+}
+
+/* ---- Proofs (the handshake) ----------------------------------------------*/
+
 void
 tsr_auth_connector_proof(const struct tsr_auth *a, const struct tsr_auth_hs *hs,
 			 uint8_t out[TSR_AUTH_PROOF_LEN])
 {
-	proof(a->key, "connector", hs, out);
+	uint8_t k[TSR_AUTH_KEY_LEN];
+
+	own_key(a, hs->target, k);
+	proof(k, "connector", hs, out);
+	sodium_memzero(k, sizeof(k));
 }
 
 int
 tsr_auth_check_acceptor(const struct tsr_auth *a, const struct tsr_auth_hs *hs,
 			const uint8_t got[TSR_AUTH_PROOF_LEN])
 {
-	uint8_t want[TSR_AUTH_PROOF_LEN];
+	uint8_t want[TSR_AUTH_PROOF_LEN], k[TSR_AUTH_KEY_LEN];
 	int ok;
 
-	proof(a->key, "acceptor", hs, want);
+	own_key(a, hs->target, k);
+	proof(k, "acceptor", hs, want);
 	ok = crypto_verify_32(want, got) == 0;
 	sodium_memzero(want, sizeof(want));
+	sodium_memzero(k, sizeof(k));
 	return ok ? 0 : -EACCES;
 }
 
@@ -429,9 +639,15 @@ tsr_auth_can_check(const struct tsr_auth *a, const char *name, const char **why)
 {
 	const char *w = NULL;
 
-	if (tsr_auth_name_valid(name, &w) && a->nsecrets == 0 &&
-	    strcmp(name, a->name) != 0)
+	if (!tsr_auth_name_valid(name, &w))
+		;
+	else if (osd_domain(name, a->name)) {
+		if (tsr_auth_service_count(a) == 0 && strcmp(name, a->name) != 0)
+			w = "this OSD holds no service key yet to check another OSD "
+			    "with (the monitors send it after its boot)";
+	} else if (a->nsecrets == 0 && strcmp(name, a->name) != 0) {
 		w = "this side holds no cluster secret to check it with";
+	}
 	if (why)
 		*why = w;
 	return w ? -ENOKEY : 0;
@@ -442,15 +658,24 @@ tsr_auth_accept(const struct tsr_auth *a, const struct tsr_auth_hs *hs,
 		const uint8_t got[TSR_AUTH_PROOF_LEN], uint8_t reply[TSR_AUTH_PROOF_LEN])
 {
 	uint8_t keys[TSR_AUTH_MAX_SECRETS + 1][TSR_AUTH_KEY_LEN];
+	uint8_t svc[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
 	uint8_t want[TSR_AUTH_PROOF_LEN];
 	int nk = 0, rc = -EACCES;
 
 	if (tsr_auth_can_check(a, hs->name, NULL) < 0)
 		return -EACCES;
-	if (a->nsecrets == 0)
-		memcpy(keys[nk++], a->key, TSR_AUTH_KEY_LEN);
-	for (int i = 0; i < a->nsecrets; i++)
-		tsr_auth_derive(a->secret[i], hs->name, keys[nk++]);
+	if (osd_domain(hs->name, a->name)) {
+		int ns = osd_service_keys(a, svc);
+		for (int i = 0; i < ns; i++)
+			tsr_auth_derive(svc[i], hs->name, keys[nk++]);
+		if (ns == 0) /* its own name (can_check): own_key's choice too */
+			memcpy(keys[nk++], a->key, TSR_AUTH_KEY_LEN);
+	} else {
+		if (a->nsecrets == 0)
+			memcpy(keys[nk++], a->key, TSR_AUTH_KEY_LEN);
+		for (int i = 0; i < a->nsecrets; i++)
+			tsr_auth_derive(a->secret[i], hs->name, keys[nk++]);
+	}
 	/* every candidate is tried, so the time taken does not tell which
 	 * secret a key came from */
 	for (int i = 0; i < nk; i++) {
@@ -461,6 +686,7 @@ tsr_auth_accept(const struct tsr_auth *a, const struct tsr_auth_hs *hs,
 		}
 	}
 	sodium_memzero(keys, sizeof(keys));
+	sodium_memzero(svc, sizeof(svc));
 	sodium_memzero(want, sizeof(want));
 	return rc;
 }

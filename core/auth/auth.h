@@ -126,6 +126,45 @@ TSR_API int tsr_auth_accept(const struct tsr_auth *a, const struct tsr_auth_hs *
 			    const uint8_t proof[TSR_AUTH_PROOF_LEN],
 			    uint8_t reply[TSR_AUTH_PROOF_LEN]);
 
+/* ---- Service keys: how OSDs check each other -------------------------
+ *
+ * Only the monitors hold the cluster secret, so only they can check an
+ * entity's K(name).  Two OSDs meet in the OSDs' domain instead: the
+ * monitors derive the OSDs' service secret S = BLAKE2b(key = secret,
+ * "tessera service key v1" 0 "osd") (one per cluster secret, so it
+ * rotates with it: current first, the previous still accepted) and give
+ * it to each OSD sealed under that OSD's own key (XChaCha20-Poly1305
+ * keyed by BLAKE2b(K(osd.N), "tessera service key wrap v1"), the name as
+ * associated data; one copy under K(osd.N) from each cluster secret the
+ * monitors hold, as the OSD's key may come from either during a
+ * rotation): only osd.N opens it.  A handshake whose connector
+ * and target are both OSDs proves BLAKE2b(key = S, "tessera entity key
+ * v1" 0 name) instead of K(name), on both sides; every other handshake
+ * is as above.  So any OSD can check any other; a stolen OSD's keys
+ * still let its thief be any OSD toward other OSDs (as with Ceph's
+ * rotating service keys), but never a monitor, an MDS or a client. */
+/* u8 copies, then per monitor secret a copy (24-byte nonce, the sealed
+ * u8 count and keys, a 16-byte tag) under the OSD's key from it. */
+#define TSR_AUTH_SEALED_MAX \
+	(1 + TSR_AUTH_MAX_SECRETS * (24 + 16 + 1 + TSR_AUTH_MAX_SECRETS * TSR_AUTH_KEY_LEN))
+/* S for a daemon type ("osd") from one cluster secret. */
+TSR_API void tsr_auth_service_derive(const uint8_t secret[TSR_AUTH_KEY_LEN],
+				     const char *type, uint8_t out[TSR_AUTH_KEY_LEN]);
+/* A monitor (a holds the secrets): the OSDs' service keys sealed for name
+ * (an OSD) into out[cap >= TSR_AUTH_SEALED_MAX]; *len gets the size.
+ * -EINVAL when a holds no secret or name is not an OSD. */
+TSR_API int tsr_auth_service_seal(const struct tsr_auth *a, const char *name,
+				  uint8_t *out, size_t cap, size_t *len);
+/* An OSD: open what the monitors sealed for it and use those keys from
+ * now on (any thread; handshakes on other threads see them at once: the
+ * service keys are the one part of an auth that changes, under a lock of
+ * their own, so a is const here as everywhere it is shared).
+ * -EACCES (not sealed for us), -EBADMSG (malformed), with err. */
+TSR_API int tsr_auth_service_open(const struct tsr_auth *a, const uint8_t *in,
+				  size_t len, char *err, size_t errlen);
+/* How many OSD service keys a can prove or check with (0: none yet). */
+TSR_API int tsr_auth_service_count(const struct tsr_auth *a);
+
 /* Random bytes for nonces. */
 TSR_API void tsr_auth_random(void *buf, size_t len);
 

@@ -686,9 +686,45 @@ check_maps(const void *p, size_t n, size_t data_len, char *err, size_t errlen)
 			   memcmp(&a, &b, sizeof(a)) != 0);                    \
 		return 0;                                                      \
 	}
+int
+tsr_monmsg_svc_keys_encode(struct tsr_enc *e, const struct tsr_mon_svc_keys *k)
+{
+	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+
+	tsr_enc_u64(e, k->client);
+	tsr_enc_u64(e, k->tid);
+	tsr_enc_i32(e, k->osd);
+	tsr_enc_end_struct(e, mark);
+	return tsr_enc_error(e);
+}
+
+int
+tsr_monmsg_svc_keys_decode(const void *buf, size_t len, struct tsr_mon_svc_keys *k,
+			   char *err, size_t errlen)
+{
+	struct tsr_dec d, sub;
+	uint8_t ver;
+
+	memset(k, 0, sizeof(*k));
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return tsr_errf(err, errlen, -EBADMSG, "service keys: bad envelope");
+	k->client = tsr_dec_u64(&sub);
+	k->tid = tsr_dec_u64(&sub);
+	k->osd = tsr_dec_i32(&sub);
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d))
+		return tsr_errf(err, errlen, -EBADMSG, "service keys: truncated or "
+				"malformed");
+	if (k->osd < 0 || k->osd >= TSR_OSDMAP_MAX_OSDS)
+		return tsr_errf(err, errlen, -EINVAL, "service keys: OSD id %d is not "
+				"in 0..%d", k->osd, TSR_OSDMAP_MAX_OSDS - 1);
+	return 0;
+}
+
 CHECK_FLAT(osd_boot, tsr_mon_osd_boot)
 CHECK_FLAT(osd_beacon, tsr_mon_osd_beacon)
 CHECK_FLAT(mds_beacon, tsr_mon_mds_beacon)
+CHECK_FLAT(svc_keys, tsr_mon_svc_keys)
 
 static const struct tsr_monmsg_type types[] = {
 #define TSR_MON_MSG_ROW(name, n, label, fn) { TSR_MSG_MON_##name, label, check_##fn },

@@ -35,6 +35,10 @@
  *   MON_MDS_BEACON mds.NAME -> the leader: alive, as incarnation gid
  *       envelope v1 { u64 client, u64 tid, string name, u64 gid,
  *                     string addr, u32 state, string version }
+ *   MON_SVC_KEYS   osd.N -> any monitor: the OSDs' service keys, sealed
+ *                  for osd.N (auth.h, "Service keys"); the answer's text
+ *                  is {"osd": N, "service_keys": "HEX"}
+ *       envelope v1 { u64 client, u64 tid, i32 osd }
  *                  Each is answered with MON_CMD_REPLY (the same tid).
  *                  version is the daemon's software (TSR_VERSION).
  *
@@ -69,7 +73,8 @@
 	X(MAPS, 4, "maps", maps)                                               \
 	X(OSD_BOOT, 5, "osd boot", osd_boot)                                   \
 	X(OSD_BEACON, 6, "osd beacon", osd_beacon)                             \
-	X(MDS_BEACON, 7, "mds beacon", mds_beacon)
+	X(MDS_BEACON, 7, "mds beacon", mds_beacon)                             \
+	X(SVC_KEYS, 8, "service keys", svc_keys)
 
 enum {
 #define TSR_MON_MSG_ENUM(name, n, label, fn) TSR_MSG_MON_##name = TSR_MSG_USER + (n),
@@ -233,5 +238,14 @@ TSR_API int tsr_monmsg_mds_beacon_encode(struct tsr_enc *e,
 TSR_API int tsr_monmsg_mds_beacon_decode(const void *buf, size_t len,
 					 struct tsr_mon_mds_beacon *b, char *err,
 					 size_t errlen);
+
+struct tsr_mon_svc_keys {
+	uint64_t client, tid;
+	int32_t osd;
+};
+TSR_API int tsr_monmsg_svc_keys_encode(struct tsr_enc *e, const struct tsr_mon_svc_keys *k);
+TSR_API int tsr_monmsg_svc_keys_decode(const void *buf, size_t len,
+				       struct tsr_mon_svc_keys *k, char *err,
+				       size_t errlen);
 
 #endif

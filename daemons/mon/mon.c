@@ -608,6 +608,33 @@ beacon_words(struct mon *mon, struct tsr_conn *c, int kind, const struct tsr_mon
 }
 
 /* A daemon's typed message: its boot or its beacon, about itself only. */
+/* MON_SVC_KEYS from osd.N (checked by the caller): the OSDs' service keys
+ * sealed for it, as hex in the answer. */
+static void
+send_service_keys(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_svc_keys *k)
+{
+	uint8_t blob[TSR_AUTH_SEALED_MAX];
+	char name[32], hex[2 * TSR_AUTH_SEALED_MAX + 1], text[2 * TSR_AUTH_SEALED_MAX + 64];
+	size_t len = 0;
+	int rc;
+
+	snprintf(name, sizeof(name), "osd.%d", k->osd);
+	rc = tsr_auth_service_seal(tsr_daemon_auth(mon->d), name, blob, sizeof(blob), &len);
+	if (rc < 0) {
+		mon_reply(c, k->tid, rc, "cannot seal the service keys", NULL);
+		return;
+	}
+	for (size_t i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", blob[i]);
+	hex[2 * len] = '\0';
+	snprintf(text, sizeof(text), "{\"osd\": %d, \"service_keys\": \"%s\"}",
+		 k->osd, hex);
+	mon_reply(c, k->tid, 0, text, NULL);
+	explicit_bzero(blob, sizeof(blob));
+	explicit_bzero(hex, sizeof(hex));
+	explicit_bzero(text, sizeof(text));
+}
+
 static void
 handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t now)
 {
@@ -616,6 +643,7 @@ handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t
 		struct tsr_mon_osd_boot boot;
 		struct tsr_mon_osd_beacon ob;
 		struct tsr_mon_mds_beacon mb;
+		struct tsr_mon_svc_keys sk;
 	} u;
 	char err[256], idw[16];
 	uint64_t tid = 0;
@@ -643,6 +671,13 @@ handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t
 		type = "mds";
 		id = u.mb.name;
 		break;
+	case TSR_MSG_MON_SVC_KEYS:
+		rc = tsr_monmsg_svc_keys_decode(msg->front, msg->front_len, &u.sk, err,
+						sizeof(err));
+		tid = u.sk.tid;
+		snprintf(idw, sizeof(idw), "%d", u.sk.osd);
+		id = idw;
+		break;
 	default:
 		return;
 	}
@@ -659,6 +694,11 @@ handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t
 		tsr_log_rated(&mon_refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: %s",
 			      tsr_conn_peer(c), err);
 		mon_reply(c, tid, -EACCES, err, NULL);
+		return;
+	}
+	if (msg->type == TSR_MSG_MON_SVC_KEYS) {
+		/* any monitor: the keys follow from the secret, not the maps */
+		send_service_keys(mon, c, &u.sk);
 		return;
 	}
 	if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
@@ -1507,6 +1547,7 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_OSD_BOOT, on_daemon, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_OSD_BEACON, on_daemon, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_MDS_BEACON, on_daemon, mon, TSR_MSGR_INLINE);
+	tsr_msgr_register(mon->msgr, TSR_MSG_MON_SVC_KEYS, on_daemon, mon, TSR_MSGR_INLINE);
 	mon->last_leader_ns = tsr_mono_ns();
 	mon->next_tick = mon->last_leader_ns + mon->tick_ns;
 	if ((rc = tsr_loop_timer_add(mon->loop, mon->tick_ns, tick, mon,

@@ -8,7 +8,8 @@
  * another OSD (store.c); boots into the OSD map at osd_addr and sends
  * beacons (core/beacon/osdbeacon.c); follows the OSD map and computes,
  * under each new epoch, the placement groups it is in the acting set of
- * (pgs.c).  It does not yet serve them: the PG log, replication, peering
+ * (pgs.c); pings the OSDs it shares them with and reports the silent ones
+ * in its beacons (heartbeat.c).  It does not yet serve them: the PG log, replication, peering
  * and recovery come next (issue 18).
  *
  * Its runtime is one messenger (bound at osd_addr, the OSD's identity and
@@ -18,18 +19,21 @@
  *
  * Admin commands beyond the shared ones: `beacon` (what the monitors last
  * said of this OSD), `pg ls` (the PGs it serves under the epoch it
- * holds, with its role in each), `store` (the superblock, the backend
- * and the path).
+ * holds, with its role in each), `heartbeat` (its peers and their last
+ * answers), `store` (the superblock, the backend and the path).
  */
 #include "osd.h"
+#include "auth/auth.h"
 #include "beacon/osdbeacon.h"
 #include "daemon/daemon.h"
+#include "event/loop.h"
 #include "log/log.h"
 #include "mon/mapsub.h"
 #include "mon/monc.h"
 #include "msg/msgr.h"
 #include "util/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -49,6 +53,10 @@ struct osd {
 	struct tsr_monc *monc;
 	struct tsr_mapsub *sub;
 	struct tsr_osd_beacon *beacon;
+	struct osd_hb *hb;
+	/* the OSDs' service keys from the monitors (auth.h) */
+	uint64_t keys_timer, keys_inflight;
+	int have_keys;
 	/* the PGs served under pgs_ep (the loop's thread) */
 	struct tsr_osdmap_epoch *pgs_ep;
 	struct osd_pg *pgs;
@@ -110,6 +118,91 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 	o->nprimary = primary;
 	o->unplaced = unplaced;
 	o->pgs_ep = ep;
+	osd_hb_peers(o->hb, ep, pgs, n);
+}
+
+/* ---- Service keys ---------------------------------------------------------------
+ *
+ * Other OSDs check this one, and it checks them, with the OSDs' service
+ * keys, which the monitors seal for it (core/auth/auth.h): asked for at
+ * start, again every KEYS_REFRESH_MS (a rotation of the cluster secret
+ * brings new ones), every KEYS_RETRY_MS until a monitor answers. */
+#define KEYS_REFRESH_MS (10 * 60 * 1000)
+#define KEYS_RETRY_MS 1000
+
+static void fetch_keys(void *arg);
+
+static void
+keys_arm(struct osd *o, uint64_t ms)
+{
+	if (tsr_loop_timer_add(tsr_daemon_loop(o->d), ms * 1000000u, fetch_keys, o,
+			       &o->keys_timer) < 0) {
+		o->keys_timer = 0;
+		LOGE("osd.%d: out of memory for the service key timer", o->whoami);
+	}
+}
+
+static int
+encode_keys(struct tsr_enc *e, uint64_t client, uint64_t tid, const void *body)
+{
+	struct tsr_mon_svc_keys k = *(const struct tsr_mon_svc_keys *)body;
+
+	k.client = client;
+	k.tid = tid;
+	return tsr_monmsg_svc_keys_encode(e, &k);
+}
+
+static void
+keys_done(void *arg, int status, const char *text)
+{
+	struct osd *o = arg;
+	uint8_t blob[TSR_AUTH_SEALED_MAX];
+	const char *h = status == 0 && text ? strstr(text, "\"service_keys\": \"") : NULL;
+	char err[256] = "";
+	size_t n = 0;
+	int rc = -EBADMSG;
+
+	o->keys_inflight = 0;
+	if (h != NULL) {
+		h += strlen("\"service_keys\": \"");
+		while (n < sizeof(blob) && isxdigit((unsigned char)h[2 * n]) &&
+		       isxdigit((unsigned char)h[2 * n + 1])) {
+			char byte[3] = { h[2 * n], h[2 * n + 1], 0 };
+			blob[n++] = (uint8_t)strtoul(byte, NULL, 16);
+		}
+		rc = h[2 * n] == '"' ? tsr_auth_service_open(tsr_daemon_auth(o->d), blob,
+							      n, err, sizeof(err))
+				     : -EBADMSG;
+	}
+	if (rc == 0) {
+		if (!o->have_keys)
+			LOGI("osd.%d: has the OSDs' service keys (%d)", o->whoami,
+			     tsr_auth_service_count(tsr_daemon_auth(o->d)));
+		o->have_keys = 1;
+		keys_arm(o, KEYS_REFRESH_MS);
+	} else {
+		tsr_log(TSR_SUB_OSD, o->have_keys ? TSR_LOG_WARN : TSR_LOG_INFO,
+			"osd.%d: no service keys from the monitors yet: %s", o->whoami,
+			status < 0 ? (text ? text : strerror(-status))
+				   : err[0] ? err : "a malformed answer");
+		keys_arm(o, KEYS_RETRY_MS);
+	}
+}
+
+static void
+fetch_keys(void *arg)
+{
+	struct osd *o = arg;
+	struct tsr_mon_svc_keys k = { .osd = o->whoami };
+
+	o->keys_timer = 0;
+	if (o->keys_inflight)
+		return;
+	if (tsr_monc_send_typed(o->monc, TSR_MSG_MON_SVC_KEYS, encode_keys, &k, 10000,
+				keys_done, o, &o->keys_inflight) < 0) {
+		o->keys_inflight = 0;
+		keys_arm(o, KEYS_RETRY_MS);
+	}
 }
 
 /* ---- Admin commands -----------------------------------------------------------*/
@@ -151,6 +244,17 @@ cmd_pg_ls(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 		tsr_sbuf_printf(out, "]}");
 	}
 	tsr_sbuf_printf(out, "%s]}\n", o->npgs ? "\n" : "");
+	return 0;
+}
+
+static int
+cmd_heartbeat(void *arg, int argc, char **argv, struct tsr_sbuf *out)
+{
+	struct osd *o = arg;
+
+	(void)argc;
+	(void)argv;
+	osd_hb_status(o->hb, out);
 	return 0;
 }
 
@@ -223,7 +327,11 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	mo.entity_type = TSR_ENTITY_OSD;
 	mo.entity_id = (uint64_t)o->whoami;
 	mo.bind = tsr_conf_str(conf, "osd_addr");
-	if ((rc = tsr_msgr_create(&mo, NULL, &o->msgr, err, errlen)) < 0)
+	if ((rc = tsr_msgr_create(&mo, NULL, &o->msgr, err, errlen)) < 0 ||
+	    (rc = osd_hb_create(loop, o->msgr, o->whoami,
+				(uint64_t)tsr_conf_int(conf, "osd_heartbeat_interval") * 1000000u,
+				(uint64_t)tsr_conf_int(conf, "osd_heartbeat_grace") * 1000000u,
+				&o->hb, err, errlen)) < 0)
 		return rc;
 	tsr_msgr_start(o->msgr);
 	tsr_core_host_init(&o->place_host, "placement", conf, loop);
@@ -232,10 +340,11 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 				    &o->place_host.host, TSR_MON_SUB_OSD, 0, on_map, o,
 				    &o->sub, err, errlen)) < 0)
 		return rc;
+	fetch_keys(o);
 	rc = tsr_osd_beacon_start(loop, o->monc, o->sub, o->whoami,
 				  tsr_msgr_addr(o->msgr),
 				  (uint32_t)tsr_conf_int(conf, "osd_beacon_interval"),
-				  NULL, NULL, &o->beacon, err, errlen);
+				  osd_hb_failed, o->hb, &o->beacon, err, errlen);
 	if (rc < 0)
 		return rc;
 	if (tsr_daemon_asok(d)) {
@@ -244,6 +353,9 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 		tsr_asok_register(tsr_daemon_asok(d), "pg ls",
 				  "the PGs this OSD is in the acting set of, and its role",
 				  cmd_pg_ls, o);
+		tsr_asok_register(tsr_daemon_asok(d), "heartbeat",
+				  "the peers pinged, their last answers, the silent ones",
+				  cmd_heartbeat, o);
 		tsr_asok_register(tsr_daemon_asok(d), "store",
 				  "the store: its identity, backend and path",
 				  cmd_store, o);
@@ -263,9 +375,14 @@ osd_stop(struct tsr_daemon *d)
 	 * posts runs meanwhile), then the messenger they used, then the
 	 * store (every transaction submitted commits before umount returns) */
 	tsr_osd_beacon_stop(o->beacon);
+	if (o->keys_timer)
+		tsr_loop_timer_cancel(tsr_daemon_loop(d), o->keys_timer);
+	if (o->keys_inflight)
+		tsr_monc_cancel(o->monc, o->keys_inflight);
 	tsr_mapsub_destroy(o->sub);
 	tsr_monc_destroy(o->monc);
 	tsr_msgr_destroy(o->msgr);
+	osd_hb_destroy(o->hb);
 	free(o->pgs);
 	tsr_osdmap_epoch_put(o->pgs_ep);
 	osd_store_close(&o->store);

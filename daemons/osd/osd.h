@@ -1,7 +1,8 @@
 /* osd.h — the parts of tessera-osd: the store (store.c: the backend the
  * configuration names, and the superblock that ties it to one OSD of one
  * cluster), the placement groups this OSD serves under each map epoch
- * (pgs.c), and the daemon around them (osd.c).
+ * (pgs.c), the heartbeats with the OSDs it shares them with
+ * (heartbeat.c), and the daemon around them (osd.c).
  *
  * Threads: everything here runs on the daemon's loop thread, but for the
  * backend's own commit threads behind the store.
@@ -72,5 +73,26 @@ struct osd_pg {
 int osd_pgs_compute(const struct tsr_osdmap_epoch *ep, int32_t whoami,
 		    struct osd_pg **out, size_t *n, size_t *unplaced,
 		    char *err, size_t errlen);
+
+/* Heartbeats with the OSDs this one shares PGs with (heartbeat.c), a
+ * module on the OSD's messenger and loop: create before the messenger
+ * starts (it registers its messages), destroy after the messenger is gone
+ * (the loop not running). */
+struct osd_hb;
+struct tsr_loop;
+struct tsr_msgr;
+struct tsr_sbuf;
+int osd_hb_create(struct tsr_loop *loop, struct tsr_msgr *msgr, int32_t whoami,
+		  uint64_t interval_ns, uint64_t grace_ns, struct osd_hb **out,
+		  char *err, size_t errlen);
+void osd_hb_destroy(struct osd_hb *hb);
+/* The peers under a new epoch: the others of the acting sets of pgs. */
+void osd_hb_peers(struct osd_hb *hb, const struct tsr_osdmap_epoch *ep,
+		  const struct osd_pg *pgs, size_t npgs);
+/* The peers silent for longer than the grace, for the beacon (its failed
+ * callback: arg is the struct osd_hb). */
+uint32_t osd_hb_failed(void *arg, int32_t *ids, uint32_t max);
+/* JSON for the `heartbeat` admin command. */
+void osd_hb_status(struct osd_hb *hb, struct tsr_sbuf *out);
 
 #endif

@@ -8,13 +8,15 @@
  * The first input byte picks the decoder, the rest is the input: first
  * every message type of the registry (monmsg.h, TSR_MON_MESSAGES, in its
  * order), then snapshots, OSD maps and incrementals, MDS maps and
- * incrementals, log entries (modulo their count).  Whatever decodes must encode again and decode to the same
+ * incrementals, log entries, then every OSD message type (osd/osdmsg.h,
+ * TSR_OSD_MESSAGES) (modulo their count).  Whatever decodes must encode again and decode to the same
  * thing; nothing may read out of bounds, leak or trip UBSan.  Seeds in
  * tests/fuzz/corpus/mon/ hold one valid input of each kind.
  */
 #include "map/mdsmap.h"
 #include "map/osdmap.h"
 #include "mon/monmsg.h"
+#include "osd/osdmsg.h"
 #include "state.h"
 
 #include <errno.h>
@@ -239,7 +241,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	while (tsr_monmsg_type_at(ntypes))
 		ntypes++;
-	size_t k = data[0] % (ntypes + 6);
+	/* the OSD's messages, after the monitors' kinds */
+	static const uint32_t osd_types[] = {
+#define OSD_TYPE(name, n, label, fn) TSR_MSG_OSD_##name,
+		TSR_OSD_MESSAGES(OSD_TYPE)
+#undef OSD_TYPE
+	};
+	const size_t nosd = sizeof(osd_types) / sizeof(osd_types[0]);
+	size_t k = data[0] % (ntypes + 6 + nosd);
 	const uint8_t *p = data + 1;
 	size_t n = size - 1;
 	if (k < ntypes) {
@@ -259,7 +268,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 2: osdmap(p, n, 1); break;
 	case 3: mdsmap(p, n, 0); break;
 	case 4: mdsmap(p, n, 1); break;
-	default: entry(p, n);
+	case 5: entry(p, n); break;
+	default:
+		if (tsr_osdmsg_check(osd_types[k - ntypes - 6], p, n, err,
+				     sizeof(err)) == -EPROTO)
+			abort();
 	}
 	return 0;
 }

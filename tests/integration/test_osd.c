@@ -136,6 +136,28 @@ await_up(struct tc_cluster *c, int id, int up, int timeout_ms)
 	return -1;
 }
 
+/* One monitor, four OSD daemons on hosts h0..h3 (a cluster id, their
+ * stores made, all up), and pool data of 64 PGs x 3. */
+static void
+four_osds_and_a_pool(struct tc_cluster *c)
+{
+	char *out = NULL;
+
+	c->real_osds = 1;
+	ck_assert_int_eq(tc_fsid_new(c), 0);
+	ck_assert_int_eq(tc_start_all(c), 0);
+	ck_assert_int_ge(tc_wait_leader(c, 15000), 0);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(tc_cli(c, NULL, "osd add %d --host h%d", i, i), 0);
+		ck_assert_int_eq(tc_osd_mkfs(c, (size_t)i, NULL, &out), 0);
+		free(out);
+		ck_assert_int_eq(tc_osd_start(c, (size_t)i), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(await_up(c, i, 1, 15000) == 0, "osd.%d never came up", i);
+	ck_assert_int_eq(tc_cli(c, NULL, "pool create data 64 --size 3"), 0);
+}
+
 /* The monitors' OSD map as an epoch that places with the built plugins
  * (reg), through a client's subscription at epoch at least `epoch`. */
 static struct tsr_osdmap_epoch *
@@ -195,19 +217,7 @@ START_TEST(boot_and_pgs)
 	tsr_core_host_init(&host, "test", NULL, NULL);
 	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
 				   "osd_beacon_interval = \"300ms\";"), 0);
-	c.real_osds = 1;
-	ck_assert_int_eq(tc_fsid_new(&c), 0);
-	ck_assert_int_eq(tc_start_all(&c), 0);
-	ck_assert_int_ge(tc_wait_leader(&c, 15000), 0);
-	for (int i = 0; i < 4; i++) {
-		ck_assert_int_eq(tc_cli(&c, NULL, "osd add %d --host h%d", i, i), 0);
-		ck_assert_int_eq(tc_osd_mkfs(&c, (size_t)i, NULL, &out), 0);
-		free(out);
-		ck_assert_int_eq(tc_osd_start(&c, (size_t)i), 0);
-	}
-	for (int i = 0; i < 4; i++)
-		ck_assert_msg(await_up(&c, i, 1, 15000) == 0, "osd.%d never came up", i);
-	ck_assert_int_eq(tc_cli(&c, NULL, "pool create data 64 --size 3"), 0);
+	four_osds_and_a_pool(&c);
 	epoch = mon_epoch(&c);
 	ck_assert_uint_gt(epoch, 0);
 	ep = map_now(&c, reg, &host, epoch);
@@ -284,6 +294,50 @@ START_TEST(boot_and_pgs)
 }
 END_TEST
 
+/* Four OSDs share PGs and ping each other.  One paused (SIGSTOP) stops
+ * answering; the others report it silent in their beacons and the
+ * monitors mark it down long before its own beacons' grace (30 s here)
+ * would; resumed, it finds itself down, boots again, and its peers hear
+ * it again. */
+START_TEST(heartbeats_report_silent)
+{
+	struct tc_cluster c;
+	char *out = NULL;
+	uint64_t t0, took;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_heartbeat_interval = \"200ms\"; "
+				   "osd_heartbeat_grace = \"1s\"; "
+				   "mon_osd_beacon_grace = \"30s\"; "
+				   "mon_osd_min_down_reporters = 2;"), 0);
+	four_osds_and_a_pool(&c);
+	/* osd.0 pings the three others and hears them */
+	t0 = tc_now_ms();
+	for (;;) {
+		ck_assert_int_eq(tc_osd_asok(&c, 0, "heartbeat", &out), 0);
+		if (tc_json_u64(out, "replies", 0) >= 6 && strstr(out, "\"osd\": 3,"))
+			break;
+		ck_assert_msg(tc_now_ms() - t0 < 15000, "osd.0: %s", out);
+		free(out);
+		tc_sleep_ms(100);
+	}
+	free(out);
+
+	ck_assert_int_eq(tc_osd_signal(&c, 3, SIGSTOP), 0);
+	t0 = tc_now_ms();
+	ck_assert_msg(await_up(&c, 3, 0, 20000) == 0, "osd.3 paused, never marked down");
+	took = tc_now_ms() - t0;
+	fprintf(stderr, "heartbeats_report_silent: osd.3 paused, marked down after "
+		"%.1f s (heartbeat grace 1 s, beacon grace 30 s)\n", (double)took / 1e3);
+	ck_assert_msg(took < 10000, "marked down after %" PRIu64 " ms: not by its "
+		      "peers' reports", took);
+	ck_assert_int_eq(tc_osd_signal(&c, 3, SIGCONT), 0);
+	ck_assert_msg(await_up(&c, 3, 1, 20000) == 0, "osd.3 resumed, never up again");
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -291,6 +345,7 @@ main(void)
 	const struct tc_case cases[] = {
 		{ "store_identity", store_identity },
 		{ "boot_and_pgs", boot_and_pgs },
+		{ "heartbeats_report_silent", heartbeats_report_silent },
 	};
 
 	return tc_check_main("osd", cases, TC_NCASES(cases));

@@ -150,7 +150,7 @@ START_TEST(proofs)
 	{
 		const char *why;
 		ck_assert_int_eq(tsr_auth_can_check(osd, "osd.4", &why), -ENOKEY);
-		ck_assert_ptr_nonnull(strstr(why, "no cluster secret"));
+		ck_assert_ptr_nonnull(strstr(why, "no service key yet"));
 		ck_assert_int_eq(tsr_auth_can_check(mon, "osd.4", &why), 0);
 		ck_assert_int_eq(tsr_auth_can_check(mon, "nobody", &why), -ENOKEY);
 	}
@@ -283,6 +283,108 @@ START_TEST(rotation)
 }
 END_TEST
 
+/* OSDs check each other with the service keys the monitors seal for each:
+ * none before (refused, saying why), both ways after; a sealed set opens
+ * only for the OSD it was sealed for, and only from this cluster's
+ * monitors; tampering and truncation are refused; other pairs (an OSD to
+ * a monitor, a client to an OSD) keep their rules; after a rotation an
+ * OSD that still has only the old key is checked by one that has both. */
+START_TEST(osd_service_keys)
+{
+	uint8_t s1[32], s2[32], k[32], blob[TSR_AUTH_SEALED_MAX], bad[TSR_AUTH_SEALED_MAX];
+	uint8_t both[2][32];
+	struct tsr_auth *mon, *mon2, *other, *o3, *o4, *o9, *cl;
+	size_t len = 0, len2 = 0;
+	char err[256];
+	const char *why;
+
+	tsr_auth_secret_new(s1);
+	tsr_auth_secret_new(s2);
+	ck_assert_int_eq(tsr_auth_from_secret(s1, "mon.a", &mon), 0);
+	ck_assert_int_eq(tsr_auth_from_secret(s2, "mon.a", &other), 0);
+	tsr_auth_derive(s1, "osd.3", k);
+	ck_assert_int_eq(tsr_auth_from_key("osd.3", k, &o3), 0);
+	tsr_auth_derive(s1, "osd.4", k);
+	ck_assert_int_eq(tsr_auth_from_key("osd.4", k, &o4), 0);
+	tsr_auth_derive(s1, "client.x", k);
+	ck_assert_int_eq(tsr_auth_from_key("client.x", k, &cl), 0);
+
+	/* before the monitors gave them anything */
+	ck_assert_int_eq(tsr_auth_service_count(o4), 0);
+	ck_assert_int_eq(tsr_auth_service_count(mon), 1);
+	ck_assert_int_eq(tsr_auth_can_check(o4, "osd.3", &why), -ENOKEY);
+	ck_assert_ptr_nonnull(strstr(why, "no service key yet"));
+	ck_assert_int_eq(handshake(o4, o3, NULL), -1);
+
+	/* sealing: only a monitor, only for an OSD */
+	ck_assert_int_eq(tsr_auth_service_seal(o3, "osd.3", blob, sizeof(blob), &len), -EINVAL);
+	ck_assert_int_eq(tsr_auth_service_seal(mon, "client.x", blob, sizeof(blob), &len), -EINVAL);
+	ck_assert_int_eq(tsr_auth_service_seal(mon, "osd.3", blob, 10, &len), -ENOSPC);
+	/* osd.3's set does not open for osd.4, nor another cluster's for osd.3 */
+	ck_assert_int_eq(tsr_auth_service_seal(mon, "osd.3", blob, sizeof(blob), &len), 0);
+	ck_assert_int_eq(tsr_auth_service_open(o4, blob, len, err, sizeof(err)), -EACCES);
+	ck_assert_ptr_nonnull(strstr(err, "osd.4"));
+	ck_assert_int_eq(tsr_auth_service_seal(other, "osd.3", bad, sizeof(bad), &len2), 0);
+	ck_assert_int_eq(tsr_auth_service_open(o3, bad, len2, err, sizeof(err)), -EACCES);
+	/* a flipped bit anywhere, a short or a long one */
+	for (size_t i = 0; i < len; i++) {
+		memcpy(bad, blob, len);
+		bad[i] ^= 0x10;
+		/* the copy count (byte 0) no longer fits the length */
+		ck_assert_int_eq(tsr_auth_service_open(o3, bad, len, err, sizeof(err)),
+				 i == 0 ? -EBADMSG : -EACCES);
+	}
+	ck_assert_int_eq(tsr_auth_service_open(o3, blob, 30, err, sizeof(err)), -EBADMSG);
+	ck_assert_int_eq(tsr_auth_service_open(o3, blob, len - 1, err, sizeof(err)), -EBADMSG);
+	ck_assert_int_eq(tsr_auth_service_open(o3, blob, 0, err, sizeof(err)), -EBADMSG);
+	ck_assert_int_eq(tsr_auth_service_count(o3), 0);
+
+	ck_assert_int_eq(tsr_auth_service_open(o3, blob, len, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_auth_service_seal(mon, "osd.4", blob, sizeof(blob), &len), 0);
+	ck_assert_int_eq(tsr_auth_service_open(o4, blob, len, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_auth_service_count(o3), 1);
+	ck_assert_int_eq(handshake(o4, o3, NULL), 0);
+	ck_assert_int_eq(handshake(o3, o4, NULL), 0);
+	ck_assert_int_eq(handshake(o3, o4, "osd.5"), -1);  /* claims another OSD */
+	/* the other rules hold: OSDs to a monitor, a client to an OSD */
+	ck_assert_int_eq(handshake(mon, o3, NULL), 0);
+	ck_assert_int_eq(handshake(o4, cl, NULL), -1);
+	ck_assert_int_eq(tsr_auth_can_check(o4, "client.x", &why), -ENOKEY);
+	/* an OSD of another cluster, with that cluster's service key */
+	tsr_auth_derive(s2, "osd.9", k);
+	ck_assert_int_eq(tsr_auth_from_key("osd.9", k, &o9), 0);
+	ck_assert_int_eq(tsr_auth_service_seal(other, "osd.9", blob, sizeof(blob), &len), 0);
+	ck_assert_int_eq(tsr_auth_service_open(o9, blob, len, err, sizeof(err)), 0);
+	ck_assert_int_eq(handshake(o4, o9, NULL), -1);
+
+	/* rotation: the new secret first, the old still accepted */
+	memcpy(both[0], s2, 32);
+	memcpy(both[1], s1, 32);
+	{
+		char p[256];
+		path_of(p, sizeof(p), "rot.keyring");
+		unlink(p);
+		ck_assert_int_eq(tsr_auth_keyring_write(p, (const uint8_t (*)[32])both, 2,
+							NULL, NULL, false, err,
+							sizeof(err)), 0);
+		ck_assert_int_eq(tsr_auth_load(p, "mon.b", &mon2, err, sizeof(err)), 0);
+	}
+	ck_assert_int_eq(tsr_auth_service_seal(mon2, "osd.4", blob, sizeof(blob), &len), 0);
+	ck_assert_int_eq(tsr_auth_service_open(o4, blob, len, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_auth_service_count(o4), 2);
+	ck_assert_int_eq(handshake(o4, o3, NULL), 0);   /* o3 still on the old */
+	ck_assert_int_eq(handshake(o3, o4, NULL), -1);  /* o4 proves the new */
+
+	tsr_auth_destroy(mon);
+	tsr_auth_destroy(mon2);
+	tsr_auth_destroy(other);
+	tsr_auth_destroy(o3);
+	tsr_auth_destroy(o4);
+	tsr_auth_destroy(o9);
+	tsr_auth_destroy(cl);
+}
+END_TEST
+
 START_TEST(capabilities)
 {
 	ck_assert(tsr_auth_may("mon.a", TSR_CAP_MON));
@@ -325,6 +427,7 @@ main(void)
 	tcase_add_test(tc, keyring_files);
 	tcase_add_test(tc, keyring_refusals);
 	tcase_add_test(tc, rotation);
+	tcase_add_test(tc, osd_service_keys);
 	tcase_add_test(tc, capabilities);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

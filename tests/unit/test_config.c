@@ -678,9 +678,9 @@ START_TEST(test_foreach)
 		}
 	/* general (keyring among them), the messenger's ms_*, the monitors'
 	 * mon_*, the OSDs' own (osd_data, backend, backend_options,
-	 * osd_addr, osd_beacon_interval) */
-	ck_assert_uint_eq(ncore, 8 + 14 + 12 + 4);
-	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 5); /* mon_members, the OSDs' */
+	 * osd_addr, osd_heartbeat_interval and _grace, osd_beacon_interval) */
+	ck_assert_uint_eq(ncore, 8 + 14 + 12 + 6);
+	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 7); /* mon_members, the OSDs' */
 	ck_assert_uint_eq(s.n, nosd);
 
 	k = seen_find(&s, "log_level");

@@ -244,8 +244,9 @@ START_TEST(registry_complete)
 		for (size_t k = 0; k < n; k++)
 			ck_assert_uint_ne(tsr_monmsg_type_at(k)->type, t->type);
 	}
-	ck_assert_uint_eq(n, 8);
+	ck_assert_uint_eq(n, 9);
 	ck_assert_ptr_nonnull(tsr_monmsg_type(TSR_MSG_MON_OSD_BEACON));
+	ck_assert_ptr_nonnull(tsr_monmsg_type(TSR_MSG_MON_SVC_KEYS));
 	ck_assert_ptr_null(tsr_monmsg_type(TSR_MSG_USER + 999));
 }
 END_TEST
@@ -262,17 +263,19 @@ START_TEST(daemon_messages_round_trip)
 	struct tsr_mon_mds_beacon mb = { .client = 1, .tid = 4, .name = "a", .gid = 99,
 					 .addr = "10.0.0.2:6801", .state = TSR_MDS_ACTIVE,
 					 .version = "0.1.0" };
-	struct { uint32_t type; struct tsr_enc e; } m[3];
+	struct tsr_mon_svc_keys sk = { .client = 1, .tid = 5, .osd = 7 };
+	struct { uint32_t type; struct tsr_enc e; } m[4];
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		tsr_enc_init(&m[i].e);
 		m[i].type = i == 0 ? TSR_MSG_MON_OSD_BOOT : i == 1 ? TSR_MSG_MON_OSD_BEACON
-								  : TSR_MSG_MON_MDS_BEACON;
+			  : i == 2 ? TSR_MSG_MON_MDS_BEACON : TSR_MSG_MON_SVC_KEYS;
 	}
 	ck_assert_int_eq(tsr_monmsg_osd_boot_encode(&m[0].e, &boot), 0);
 	ck_assert_int_eq(tsr_monmsg_osd_beacon_encode(&m[1].e, &ob), 0);
 	ck_assert_int_eq(tsr_monmsg_mds_beacon_encode(&m[2].e, &mb), 0);
-	for (int i = 0; i < 3; i++) {
+	ck_assert_int_eq(tsr_monmsg_svc_keys_encode(&m[3].e, &sk), 0);
+	for (int i = 0; i < 4; i++) {
 		const struct tsr_monmsg_type *t = tsr_monmsg_type(m[i].type);
 		ck_assert_msg(t->check(m[i].e.buf, m[i].e.len, 0, err, sizeof(err)) == 0,
 			      "%s: %s", t->name, err);
