@@ -31,15 +31,93 @@ struct placer {
 	char why[256];
 };
 
+/* The raw sets of every PG of one pool, filled as they are placed.  A
+ * PG's entry is written once, under the cache's lock, then published by
+ * its done flag (release); readers that see the flag (acquire) read it
+ * without the lock. */
+struct rawpool {
+	int64_t id;
+	uint32_t rule, size, pg_num;
+	_Atomic(int32_t *) raw;      /* pg_num x size, allocated at first use */
+	_Atomic(_Atomic uint8_t *) done; /* pg_num flags */
+};
+
+/* Raw sets depend on the placement blob, the weights and each pool's id,
+ * rule, size and PG count, not on which OSDs are up or on PG temp: so
+ * epochs that differ only in those (OSDs booting, failing, PG temp)
+ * share one cache and place each PG once.  Made with the first epoch of
+ * a blob, weights and pools; shared by the next epochs while all three
+ * stay (tsr_osdmap_epoch_next). */
+struct rawcache {
+	atomic_uint refs;
+	pthread_mutex_t lock;        /* fills */
+	size_t npools;
+	struct rawpool pools[];      /* the map's pools, in its order */
+};
+
 struct tsr_osdmap_epoch {
 	atomic_uint refs;
 	struct tsr_osdmap map;
 	const struct tsr_registry *reg;
 	const struct tsr_host *host;
 	struct placer *pl;            /* NULL: the map has no placement map */
+	struct rawcache *rc;          /* NULL: no placement map, or no memory */
 	uint32_t *weights;            /* by OSD id, 16.16 (header) */
 	uint32_t nweights;
 };
+
+static struct rawcache *
+rawcache_new(const struct tsr_osdmap *m)
+{
+	struct rawcache *c = calloc(1, sizeof(*c) + m->npools * sizeof(c->pools[0]));
+
+	if (c == NULL)
+		return NULL;
+	if (pthread_mutex_init(&c->lock, NULL) != 0) {
+		free(c);
+		return NULL;
+	}
+	atomic_init(&c->refs, 1);
+	c->npools = m->npools;
+	for (size_t i = 0; i < m->npools; i++) {
+		c->pools[i].id = m->pools[i].id;
+		c->pools[i].rule = m->pools[i].rule;
+		c->pools[i].size = m->pools[i].size;
+		c->pools[i].pg_num = m->pools[i].pg_num;
+		atomic_init(&c->pools[i].raw, NULL);
+		atomic_init(&c->pools[i].done, NULL);
+	}
+	return c;
+}
+
+static void
+rawcache_put(struct rawcache *c)
+{
+	if (c == NULL || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	for (size_t i = 0; i < c->npools; i++) {
+		free(atomic_load_explicit(&c->pools[i].raw, memory_order_relaxed));
+		free((void *)atomic_load_explicit(&c->pools[i].done, memory_order_relaxed));
+	}
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* Does the cache fit m's pools exactly? */
+static int
+rawcache_fits(const struct rawcache *c, const struct tsr_osdmap *m)
+{
+	if (c == NULL || c->npools != m->npools)
+		return 0;
+	for (size_t i = 0; i < m->npools; i++) {
+		const struct rawpool *r = &c->pools[i];
+		const struct tsr_osdmap_pool *p = &m->pools[i];
+		if (r->id != p->id || r->rule != p->rule || r->size != p->size ||
+		    r->pg_num != p->pg_num)
+			return 0;
+	}
+	return 1;
+}
 
 static struct placer *
 placer_new(const struct tsr_registry *reg, const struct tsr_host *host)
@@ -132,6 +210,7 @@ placer_ready(struct placer *pl, const struct tsr_osdmap *m, char *err, size_t er
 static void
 epoch_free(struct tsr_osdmap_epoch *ep)
 {
+	rawcache_put(ep->rc);
 	placer_put(ep->pl);
 	tsr_osdmap_free(&ep->map);
 	free(ep->weights);
@@ -139,12 +218,15 @@ epoch_free(struct tsr_osdmap_epoch *ep)
 }
 
 /* An epoch of the sane map *m (whose contents it takes, on success only),
- * placing with shared (a reference is taken) or with a placer of its own. */
+ * placing with prev's placer (a reference is taken) when prev is given
+ * (it carries the same blob), or with a placer of its own; and with prev's
+ * raw cache too when the weights and pools are also the same. */
 static int
 epoch_make(struct tsr_osdmap *m, const struct tsr_registry *reg,
-	   const struct tsr_host *host, struct placer *shared,
+	   const struct tsr_host *host, const struct tsr_osdmap_epoch *prev,
 	   struct tsr_osdmap_epoch **out, char *err, size_t errlen)
 {
+	struct placer *shared = prev != NULL ? prev->pl : NULL;
 	struct tsr_osdmap_epoch *ep = calloc(1, sizeof(*ep));
 
 	if (ep == NULL)
@@ -167,6 +249,15 @@ epoch_make(struct tsr_osdmap *m, const struct tsr_registry *reg,
 			ep->pl = shared;
 		} else if ((ep->pl = placer_new(reg, host)) == NULL) {
 			goto nomem;
+		}
+		if (prev != NULL && prev->rc != NULL && prev->nweights == ep->nweights &&
+		    memcmp(prev->weights, ep->weights,
+			   ep->nweights * sizeof(*ep->weights)) == 0 &&
+		    rawcache_fits(prev->rc, m)) {
+			atomic_fetch_add_explicit(&prev->rc->refs, 1, memory_order_relaxed);
+			ep->rc = prev->rc;
+		} else {
+			ep->rc = rawcache_new(m); /* NULL: placed every time */
 		}
 	}
 	ep->map = *m;
@@ -216,7 +307,7 @@ tsr_osdmap_epoch_next(const struct tsr_osdmap_epoch *prev,
 	/* the same blob: the same plugin instance serves both epochs */
 	same = strcmp(a->placement, m.placement) == 0 && a->pmap_len == m.pmap_len &&
 	       (a->pmap_len == 0 || memcmp(a->pmap, m.pmap, a->pmap_len) == 0);
-	rc = epoch_make(&m, prev->reg, prev->host, same ? prev->pl : NULL, out, err,
+	rc = epoch_make(&m, prev->reg, prev->host, same ? prev : NULL, out, err,
 			errlen);
 	if (rc < 0)
 		tsr_osdmap_free(&m);
@@ -265,6 +356,64 @@ keep_up(const struct tsr_osdmap *m, const int32_t *in, uint32_t n, int32_t *out)
 	return k;
 }
 
+/* The raw set of pool's PG pg: from the cache when it was placed under
+ * this blob, weights and pools before, else placed now (and kept). */
+static int
+raw_set(const struct tsr_osdmap_epoch *ep, const struct tsr_osdmap_pool *pool,
+	uint32_t pg, int32_t *raw, char *err, size_t errlen)
+{
+	const struct tsr_osdmap *m = &ep->map;
+	struct rawpool *rp = NULL;
+	int32_t *cached;
+	_Atomic uint8_t *done;
+	int rc;
+
+	if (ep->rc != NULL) {
+		size_t i = (size_t)(pool - m->pools); /* the cache is in the map's order */
+		rp = &ep->rc->pools[i];
+		done = atomic_load_explicit(&rp->done, memory_order_acquire);
+		if (done != NULL &&
+		    atomic_load_explicit(&done[pg], memory_order_acquire)) {
+			cached = atomic_load_explicit(&rp->raw, memory_order_acquire);
+			memcpy(raw, cached + (size_t)pg * pool->size,
+			       pool->size * sizeof(*raw));
+			return 0;
+		}
+	}
+	if ((rc = placer_ready(ep->pl, m, err, errlen)) < 0)
+		return rc;
+	rc = ep->pl->ops->map(ep->pl->h, pool->rule, tsr_pg_seed((uint64_t)pool->id, pg),
+			      pool->size, ep->weights, ep->nweights, raw);
+	if (rc < 0)
+		return tsr_errf(err, errlen, rc, "PG %" PRId64 ".%" PRIx32 ": placement "
+				"plugin '%s' cannot place with rule %u (pool '%s'): "
+				"error %d", pool->id, pg, m->placement, pool->rule,
+				pool->name, rc);
+	if (rp == NULL)
+		return 0;
+	pthread_mutex_lock(&ep->rc->lock);
+	cached = atomic_load_explicit(&rp->raw, memory_order_relaxed);
+	done = atomic_load_explicit(&rp->done, memory_order_relaxed);
+	if (cached == NULL) {
+		cached = malloc((size_t)pool->pg_num * pool->size * sizeof(*cached));
+		done = calloc(pool->pg_num, sizeof(*done));
+		if (cached == NULL || done == NULL) { /* placed every time */
+			free(cached);
+			free(done);
+			pthread_mutex_unlock(&ep->rc->lock);
+			return 0;
+		}
+		atomic_store_explicit(&rp->raw, cached, memory_order_release);
+		atomic_store_explicit(&rp->done, done, memory_order_release);
+	}
+	if (!atomic_load_explicit(&done[pg], memory_order_relaxed)) {
+		memcpy(cached + (size_t)pg * pool->size, raw, pool->size * sizeof(*raw));
+		atomic_store_explicit(&done[pg], 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&ep->rc->lock);
+	return 0;
+}
+
 int
 tsr_osdmap_epoch_map_pg(const struct tsr_osdmap_epoch *ep, int64_t pool_id,
 			uint32_t pg, struct tsr_pg_mapping *out, char *err,
@@ -291,15 +440,8 @@ tsr_osdmap_epoch_map_pg(const struct tsr_osdmap_epoch *ep, int64_t pool_id,
 	if (ep->pl == NULL)
 		return tsr_errf(err, errlen, -ENOENT, "OSD map epoch %" PRIu64 " has no "
 				"placement map", m->epoch);
-	if ((rc = placer_ready(ep->pl, m, err, errlen)) < 0)
+	if ((rc = raw_set(ep, pool, pg, raw, err, errlen)) < 0)
 		return rc;
-	rc = ep->pl->ops->map(ep->pl->h, pool->rule, tsr_pg_seed((uint64_t)pool_id, pg),
-			      pool->size, ep->weights, ep->nweights, raw);
-	if (rc < 0)
-		return tsr_errf(err, errlen, rc, "PG %" PRId64 ".%" PRIx32 ": placement "
-				"plugin '%s' cannot place with rule %u (pool '%s'): "
-				"error %d", pool_id, pg, m->placement, pool->rule,
-				pool->name, rc);
 	out->nup = keep_up(m, raw, pool->size, out->up);
 	if ((t = tsr_osdmap_pg_temp(m, pool_id, pg)) != NULL)
 		out->nacting = keep_up(m, t->osds, t->n, out->acting);

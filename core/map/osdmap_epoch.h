@@ -92,7 +92,12 @@ struct tsr_pg_mapping {
  * no placement map, or its placement plugin is not in the registry;
  * -ERANGE for pg at or above the pool's pg_num; the plugin's errors when
  * it cannot load the map or place with the pool's rule.  Placing costs one
- * map() call of the plugin (and a load on an epoch's first call). */
+ * map() call of the plugin (and a load on an epoch's first call) the first
+ * time a PG is placed under a blob, weights and pools: the raw sets are
+ * kept, and epochs made from one another that differ only in which OSDs
+ * are up, or in PG temp, share them (so the boots and failures of a large
+ * cluster cost no placement); later calls derive up and acting from the
+ * kept raw set. */
 TSR_API int tsr_osdmap_epoch_map_pg(const struct tsr_osdmap_epoch *ep, int64_t pool,
 				    uint32_t pg, struct tsr_pg_mapping *out,
 				    char *err, size_t errlen);

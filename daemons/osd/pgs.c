@@ -1,12 +1,12 @@
 /* pgs.c — the placement groups an OSD serves under one map epoch (osd.h).
  *
- * Every PG of every pool is placed under the epoch (one placement call
- * each, map/osdmap_epoch.h) and kept when this OSD is in its acting set.
- * That is every PG of the cluster per epoch: at 10,000 OSDs a PG maps in
- * about 90 us, so a cluster of 100 PGs per OSD would spend minutes of CPU
- * per epoch.  Peering will recompute only the PGs an incremental can move
- * (what changed: up, in, weights, the placement blob, the pools); until
- * then this is the whole scan, which is what a small cluster wants.
+ * Every PG of every pool is mapped under the epoch (map/osdmap_epoch.h)
+ * and kept when this OSD is in its acting set.  The placement itself (90
+ * us a PG at 10,000 OSDs) is paid once per blob, weights and pools: epochs
+ * that only mark OSDs up or down, or change PG temp, reuse the raw sets
+ * and derive up and acting from them.  What remains per epoch is a walk
+ * over every PG of the cluster on the daemon's loop; peering will look
+ * only at the PGs an incremental can move.
  */
 #include "osd.h"
 #include "util/util.h"

@@ -33,7 +33,7 @@ static const struct tsr_plugin *crush;
 /* ---- A placement plugin that counts: crush, with its loads and instances
  * counted, registered as "counted" (built in, through the same registry). */
 
-static atomic_int loads, live;
+static atomic_int loads, live, placed;
 
 static int
 counted_create(const struct tsr_host *h, const struct tsr_opts *opts, void **inst,
@@ -64,6 +64,16 @@ counted_load(void *inst, const void *map, size_t len, char *e, size_t elen)
 	return ops->load(inst, map, len, e, elen);
 }
 
+static int
+counted_map(void *inst, uint32_t rule, uint32_t x, uint32_t nrep,
+	    const uint32_t *weights, uint32_t nweights, int32_t *out)
+{
+	const struct tsr_placement_ops *ops = tsr_plugin_desc(crush)->ops;
+
+	atomic_fetch_add(&placed, 1);
+	return ops->map(inst, rule, x, nrep, weights, nweights, out);
+}
+
 static struct tsr_plugin_desc counted_desc;
 
 static void
@@ -83,6 +93,7 @@ setup(void)
 	counted_desc.destroy = counted_destroy;
 	counted_ops = *(const struct tsr_placement_ops *)tsr_plugin_desc(crush)->ops;
 	counted_ops.load = counted_load;
+	counted_ops.map = counted_map;
 	counted_desc.ops = &counted_ops;
 	ck_assert_msg(tsr_registry_add_builtin(reg, &counted_desc, err, sizeof(err)) == 0,
 		      "%s", err);
@@ -555,6 +566,50 @@ START_TEST(placement_instance_per_blob)
 }
 END_TEST
 
+/* Raw sets depend on the blob, the weights and the pools, not on up or
+ * PG temp: epochs that differ only there place each PG once between them
+ * (the boots and failures of a large cluster cost no placement), and
+ * their sets are those a fresh epoch computes; a change of weight or of a
+ * pool places again. */
+START_TEST(raw_sets_placed_once_per_weights_and_pools)
+{
+	const struct osd_edit down = { 2, 0, 1, 1.0 }, rew = { 5, 1, 1, 0.5 };
+	struct tsr_pg_mapping a, b;
+	struct tsr_osdmap_epoch *e1, *e2, *e3, *fresh;
+	struct tsr_osdmap copy;
+
+	e1 = make_epoch(4, 3, 64, "counted");
+	atomic_store(&placed, 0);
+	for (uint32_t pg = 0; pg < 64; pg++)
+		get_mapping(e1, 1, pg, &a);
+	ck_assert_int_eq(atomic_load(&placed), 64);
+	for (uint32_t pg = 0; pg < 64; pg++)
+		get_mapping(e1, 1, pg, &a);                 /* again: cached */
+	ck_assert_int_eq(atomic_load(&placed), 64);
+	e2 = next_epoch(e1, edit_osd, &down);             /* osd.2 down */
+	ck_assert_int_eq(tsr_osdmap_copy(&copy, tsr_osdmap_epoch_map(e2)), 0);
+	ck_assert_msg(tsr_osdmap_epoch_create(&copy, reg, &host.host, &fresh, err,
+					      sizeof(err)) == 0, "%s", err);
+	for (uint32_t pg = 0; pg < 64; pg++) {
+		get_mapping(e2, 1, pg, &a);
+		for (uint32_t i = 0; i < a.nup; i++)
+			ck_assert_int_ne(a.up[i], 2);
+		get_mapping(fresh, 1, pg, &b);
+		ck_assert_int_eq(memcmp(&a, &b, sizeof(a)), 0);
+	}
+	/* e2 took e1's: only the fresh epoch placed */
+	ck_assert_int_eq(atomic_load(&placed), 64 + 64);
+	e3 = next_epoch(e2, edit_osd, &rew);              /* a new weight */
+	for (uint32_t pg = 0; pg < 64; pg++)
+		get_mapping(e3, 1, pg, &a);
+	ck_assert_int_eq(atomic_load(&placed), 64 + 64 + 64);
+	tsr_osdmap_epoch_put(fresh);
+	tsr_osdmap_epoch_put(e1);
+	tsr_osdmap_epoch_put(e2);
+	tsr_osdmap_epoch_put(e3);
+}
+END_TEST
+
 static void
 edit_pool_rule(struct tsr_osdmap *m, const void *arg)
 {
@@ -816,6 +871,7 @@ main(void)
 	tcase_add_test(tc, pg_temp_sets_acting);
 	tcase_add_test(tc, epochs_stay_as_they_were);
 	tcase_add_test(tc, placement_instance_per_blob);
+	tcase_add_test(tc, raw_sets_placed_once_per_weights_and_pools);
 	tcase_add_test(tc, mapping_refusals);
 	tcase_add_test(tc, epochs_shared_by_threads);
 	tcase_add_test(tc, ten_thousand_osds);
