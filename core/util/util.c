@@ -100,3 +100,11 @@ tsr_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, uint64_t until)
 
 	return pthread_cond_timedwait(cond, mu, &ts);
 }
+
+void
+tsr_uuid_str(const uint8_t u[16], char out[37])
+{
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		 "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5],
+		 u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}

@@ -28,6 +28,8 @@ TSR_API int tsr_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu,
 
 /* strdup that aborts with a message on allocation failure: for start-up
  * paths where running out of memory leaves nothing sensible to do. */
+/* u as a UUID's text, 8-4-4-4-12 lower-case hex digits (core only). */
+void tsr_uuid_str(const uint8_t u[16], char out[37]);
 TSR_API char *tsr_xstrdup(const char *s);
 TSR_API void *tsr_xcalloc(size_t n, size_t size);
 

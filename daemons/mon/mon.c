@@ -647,6 +647,7 @@ handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t
 	} u;
 	char err[256], idw[16];
 	uint64_t tid = 0;
+	int32_t osd = -1;
 	int rc;
 
 	switch (msg->type) {
@@ -654,15 +655,13 @@ handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t
 		rc = tsr_monmsg_osd_boot_decode(msg->front, msg->front_len, &u.boot, err,
 						sizeof(err));
 		tid = u.boot.tid;
-		snprintf(idw, sizeof(idw), "%d", u.boot.osd);
-		id = idw;
+		osd = u.boot.osd;
 		break;
 	case TSR_MSG_MON_OSD_BEACON:
 		rc = tsr_monmsg_osd_beacon_decode(msg->front, msg->front_len, &u.ob, err,
 						  sizeof(err));
 		tid = u.ob.tid;
-		snprintf(idw, sizeof(idw), "%d", u.ob.osd);
-		id = idw;
+		osd = u.ob.osd;
 		break;
 	case TSR_MSG_MON_MDS_BEACON:
 		rc = tsr_monmsg_mds_beacon_decode(msg->front, msg->front_len, &u.mb, err,
@@ -675,11 +674,14 @@ handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t
 		rc = tsr_monmsg_svc_keys_decode(msg->front, msg->front_len, &u.sk, err,
 						sizeof(err));
 		tid = u.sk.tid;
-		snprintf(idw, sizeof(idw), "%d", u.sk.osd);
-		id = idw;
+		osd = u.sk.osd;
 		break;
 	default:
 		return;
+	}
+	if (id == NULL) { /* an OSD's message */
+		snprintf(idw, sizeof(idw), "%d", osd);
+		id = idw;
 	}
 	if (rc < 0) {
 		tsr_log_rated(&mon_refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: bad %s: %s",

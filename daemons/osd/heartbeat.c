@@ -25,6 +25,7 @@
  * still pending when the module stops holds the wake, not the module.
  */
 #include "osd.h"
+#include "auth/auth.h"
 #include "event/loop.h"
 #include "log/log.h"
 #include "msg/msgr.h"
@@ -35,6 +36,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,20 +94,14 @@ wake_put(struct hb_wake *w)
 	}
 }
 
-/* The OSD the session proved it is ("osd.N" from its key), or -1. */
-static int32_t
-peer_osd(struct tsr_conn *c)
+/* Did the session prove it is osd.from (its key)? */
+static bool
+proved_osd(struct tsr_conn *c, int32_t from)
 {
-	const char *who = tsr_conn_peer_auth(c);
-	char *end;
-	long id;
+	char id[16];
 
-	if (who == NULL || strncmp(who, "osd.", 4) != 0)
-		return -1;
-	id = strtol(who + 4, &end, 10);
-	if (*end || end == who + 4 || id < 0 || id >= TSR_OSDMAP_MAX_OSDS)
-		return -1;
-	return (int32_t)id;
+	snprintf(id, sizeof(id), "%d", from);
+	return tsr_auth_is(tsr_conn_peer_auth(c), "osd", id);
 }
 
 static struct hb_peer *
@@ -158,7 +154,7 @@ on_ping(struct tsr_conn *c, struct tsr_msg *m, void *arg)
 	/* a ping comes on a session its sender opened, which proved its
 	 * name; an answer on one we opened (checked on the loop) */
 	if (tsr_osdmsg_ping_decode(m->front, m->front_len, &p, err, sizeof(err)) < 0 ||
-	    (m->type == TSR_MSG_OSD_PING && p.from != peer_osd(c))) {
+	    (m->type == TSR_MSG_OSD_PING && !proved_osd(c, p.from))) {
 		tsr_log_rated(&hb_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "%s: %s; dropped",
 			      tsr_conn_peer(c), err[0] ? err : "a heartbeat naming "
 			      "another OSD than the session's key");

@@ -266,7 +266,7 @@ cmd_store(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 
 	(void)argc;
 	(void)argv;
-	osd_uuid_str(o->store.sb.uuid, us);
+	tsr_uuid_str(o->store.sb.uuid, us);
 	tsr_sbuf_printf(out, "{\"whoami\": %d, \"fsid\": ", o->store.sb.whoami);
 	tsr_sbuf_json_str(out, o->store.sb.fsid);
 	tsr_sbuf_printf(out, ", \"uuid\": \"%s\", \"backend\": ", us);
@@ -317,7 +317,7 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	    (rc = osd_store_mount(&o->store, tsr_conf_str(conf, "fsid"), o->whoami,
 				  err, errlen)) < 0)
 		return rc;
-	osd_uuid_str(o->store.sb.uuid, us);
+	tsr_uuid_str(o->store.sb.uuid, us);
 	LOGI("osd.%d: %s store at %s (uuid %s)", o->whoami, o->store.backend,
 	     o->store.path, us);
 

@@ -57,7 +57,6 @@ int osd_store_mkfs(struct osd_store *st, const char *fsid, int32_t whoami,
 int osd_store_mount(struct osd_store *st, const char *fsid, int32_t whoami,
 		    char *err, size_t errlen);
 void osd_store_close(struct osd_store *st);
-void osd_uuid_str(const uint8_t u[16], char out[37]);
 
 /* One placement group this OSD is in the acting set of. */
 struct osd_pg {

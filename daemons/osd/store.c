@@ -186,14 +186,6 @@ fsid_ok(const char *fsid)
 	return n == 32;
 }
 
-void
-osd_uuid_str(const uint8_t u[16], char out[37])
-{
-	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-		 "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5],
-		 u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-}
-
 struct sync_commit {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -280,7 +272,7 @@ osd_store_mkfs(struct osd_store *st, const char *fsid, int32_t whoami,
 		return tsr_errf(err, errlen, rc, "%s: writing the OSD superblock: %s",
 				st->path, strerror(-rc));
 	st->sb = sb;
-	osd_uuid_str(sb.uuid, us);
+	tsr_uuid_str(sb.uuid, us);
 	tsr_errf(err, errlen, 0, "osd.%d of cluster \"%s\": a %s store at %s, uuid %s",
 		 whoami, fsid, st->backend, st->path, us);
 	return 0;

@@ -8,6 +8,7 @@
 #include "log/log.h"
 #include "mon/monc.h"
 #include "util/sbuf.h"
+#include "util/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -484,9 +485,7 @@ tc_fsid_new(struct tc_cluster *c)
 	uint8_t u[16];
 
 	tsr_auth_random(u, sizeof(u));
-	snprintf(c->fsid, sizeof(c->fsid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-"
-		 "%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4],
-		 u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+	tsr_uuid_str(u, c->fsid);
 	return tc_write_conf(c, NULL, NULL);
 }
 
