@@ -59,21 +59,41 @@ prog(const char *env)
 	return p;
 }
 
-/* A port nobody listens on now (the kernel's choice for port 0). */
+/* A port nobody listens on now, below the kernel's ephemeral range: a
+ * port the kernel handed out for port 0 may be handed out again as the
+ * local port of any outgoing connection (the suite makes thousands)
+ * before the daemon binds it, and the daemon then cannot listen.  Other
+ * test programs pick from the same range at random; a daemon that still
+ * finds its port taken exits, which the tests see. */
 static int
 free_port(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+	static unsigned seed;
+	unsigned low = 32768;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
 
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
-		port = ntohs(sa.sin_port);
-	if (fd >= 0)
+	if (f) {
+		if (fscanf(f, "%u", &low) != 1 || low < 2048)
+			low = 32768;
+		fclose(f);
+	}
+	if (seed == 0)
+		seed = (unsigned)getpid() ^ (unsigned)tc_now_ms();
+	for (int tries = 0; tries < 200; tries++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, ok;
+
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sa.sin_port = htons((uint16_t)(1024 + rand_r(&seed) % (low - 1024)));
+		if (fd < 0)
+			return -1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 		close(fd);
-	return port;
+		if (ok)
+			return ntohs(sa.sin_port);
+	}
+	return -1;
 }
 
 static int
@@ -598,6 +618,71 @@ tc_view(struct tc_cluster *c, size_t i, struct tc_mon_view *v)
 	return 0;
 }
 
+/* The last lines of a file, to stderr, each prefixed. */
+static void
+dump_tail(const char *path, const char *prefix, int lines)
+{
+	char buf[65536];
+	FILE *f = fopen(path, "r");
+	size_t n;
+	long at;
+	char *p;
+
+	if (f == NULL) {
+		fprintf(stderr, "%s: (no %s)\n", prefix, path);
+		return;
+	}
+	fseek(f, 0, SEEK_END);
+	at = ftell(f);
+	at = at > (long)sizeof(buf) - 1 ? at - (long)sizeof(buf) + 1 : 0;
+	fseek(f, at, SEEK_SET);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = buf + n;
+	for (int k = 0; p > buf && k <= lines; )
+		if (*--p == '\n' && p + 1 < buf + n)
+			k++;
+	if (*p == '\n')
+		p++;
+	for (char *line = strtok(p, "\n"); line; line = strtok(NULL, "\n"))
+		fprintf(stderr, "%s: %s\n", prefix, line);
+}
+
+void
+tc_dump(struct tc_cluster *c, const char *why)
+{
+	fprintf(stderr, "cluster %s: %s; the monitors:\n", c->dir, why);
+	for (size_t i = 0; i < c->nmon; i++) {
+		char path[400], prefix[64], *out = NULL;
+		int status = 0;
+
+		snprintf(prefix, sizeof(prefix), "  mon.%s", c->mon[i].name);
+		if (c->mon[i].pid <= 0) {
+			fprintf(stderr, "%s: not running\n", prefix);
+		} else if (waitpid(c->mon[i].pid, &status, WNOHANG) == c->mon[i].pid) {
+			fprintf(stderr, "%s: exited (status 0x%x)\n", prefix, status);
+			c->mon[i].pid = 0;
+		} else if (c->mon[i].paused) {
+			fprintf(stderr, "%s: paused\n", prefix);
+		} else if (tc_asok(c, i, "status", &out) < 0) {
+			fprintf(stderr, "%s: pid %d, no answer on its admin socket\n",
+				prefix, (int)c->mon[i].pid);
+		} else {
+			for (char *q = out; *q; q++)
+				if (*q == '\n')
+					*q = ' ';
+			fprintf(stderr, "%s: pid %d, %s at %s: %.600s\n", prefix,
+				(int)c->mon[i].pid, c->mon[i].name, c->mon[i].addr, out);
+		}
+		free(out);
+		snprintf(path, sizeof(path), "%s/log/mon-%s.log", c->dir, c->mon[i].name);
+		dump_tail(path, prefix, 12);
+		snprintf(path, sizeof(path), "%s/log/mon-%s.stderr", c->dir, c->mon[i].name);
+		dump_tail(path, prefix, 4);
+	}
+}
+
 int
 tc_wait_leader(struct tc_cluster *c, int timeout_ms)
 {
@@ -631,6 +716,7 @@ tc_wait_leader(struct tc_cluster *c, int timeout_ms)
 		}
 		tc_sleep_ms(50);
 	} while (tc_now_ms() < end);
+	tc_dump(c, "no single leader that the CLI confirms");
 	return -1;
 }
 

@@ -144,6 +144,10 @@ int tc_view(struct tc_cluster *c, size_t i, struct tc_mon_view *v);
 /* Wait until exactly one running monitor calls itself leader and the
  * CLI's `mon stat` names it; its index, or -1 after timeout_ms. */
 int tc_wait_leader(struct tc_cluster *c, int timeout_ms);
+/* Print to stderr why a wait failed and, for each monitor, whether it
+ * runs, its status and the last lines of its log and stderr (a failed
+ * wait calls it, so the suite's log says what the cluster was doing). */
+void tc_dump(struct tc_cluster *c, const char *why);
 /* Wait until every running monitor has applied the same history and
  * holds the same maps, byte for byte (when they run one software version:
  * another may encode the same maps otherwise); 0, or -1 after
