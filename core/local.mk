@@ -33,6 +33,8 @@ core_libtsrcore_la_SOURCES = \
 	core/mon/members.c core/mon/members.h \
 	core/mon/monmsg.c core/mon/monmsg.h \
 	core/osd/osdmsg.c core/osd/osdmsg.h \
+	core/osd/pglog.c core/osd/pglog.h \
+	core/osd/pgsm.c core/osd/pgsm.h core/osd/pgmsg.c \
 	core/mon/monc.c core/mon/monc.h \
 	core/mon/mapsub.c core/mon/mapsub.h \
 	core/beacon/osdbeacon.c core/beacon/osdbeacon.h \

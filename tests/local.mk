@@ -17,6 +17,7 @@ unit_tests = \
 	tests/unit/test_msgr \
 	tests/unit/test_raft \
 	tests/unit/test_mon tests/unit/test_monstate tests/unit/test_osdmsg \
+	tests/unit/test_pglog \
 	tests/unit/test_monc \
 	tests/unit/test_map \
 	tests/unit/test_osdmap_epoch \
@@ -53,6 +54,9 @@ tests_unit_test_raft_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_mon_SOURCES = tests/unit/test_mon.c
 tests_unit_test_mon_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_mon_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_pglog_SOURCES = tests/unit/test_pglog.c
+tests_unit_test_pglog_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_pglog_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_osdmsg_SOURCES = tests/unit/test_osdmsg.c
 tests_unit_test_osdmsg_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_osdmsg_LDADD = $(CHECK_LDADD_ALL)
@@ -352,8 +356,31 @@ tests/fuzz/fuzz_mon: $(FUZZ_MON_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/mon/mo
 		-I$(top_srcdir)/daemons/mon \
 		-o $@ $(FUZZ_MON_SRC:%=$(top_srcdir)/%) -lpthread -lm
 endif
+# The PG machines (core/osd/pgsm.h) under a seeded, deterministic
+# simulation of OSDs, network, stores, monitor and client with faults.
+check_PROGRAMS += tests/sim/pgsim
+tests_sim_pgsim_SOURCES = tests/sim/pgsim.c
+tests_sim_pgsim_LDADD = core/libtsrcore.la
+TESTS += tests/sim/run.sh
+EXTRA_DIST += tests/sim/run.sh
+
+# What OSDs send each other about PGs.
+FUZZ_OSD_SRC = tests/fuzz/fuzz_osd.c core/osd/pgmsg.c core/osd/pglog.c \
+	core/encoding/encoding.c
+if HAVE_FUZZER
+check_DATA += tests/fuzz/fuzz_osd
+CLEANFILES += tests/fuzz/fuzz_osd
+tests/fuzz/fuzz_osd: $(FUZZ_OSD_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/osd/pgsm.h \
+		$(top_srcdir)/core/osd/pglog.h
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CCLD)$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-I$(top_srcdir)/core/include -I$(top_srcdir)/core \
+		-o $@ $(FUZZ_OSD_SRC:%=$(top_srcdir)/%) -lpthread -lm
+endif
 TESTS += tests/fuzz/run.sh
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/fuzz_frame.c tests/fuzz/fuzz_mon.c \
+	tests/fuzz/fuzz_osd.c \
 	tests/fuzz/corpus
 
 # The monitors end to end, on the cluster harness (tests/cluster).

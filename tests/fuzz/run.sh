@@ -2,11 +2,11 @@
 # run.sh — a short libFuzzer run of each fuzz target on its seed corpus
 # (a copy: the tree stays as it is).  Skipped (77) when configure found no
 # clang with libFuzzer; ./dev.sh installs it.
-# Environment: FUZZ_SECONDS (default 20) per target.
+# Environment: FUZZ_SECONDS (default 15) per target.
 set -eu
 here=tests/fuzz # built here, below the build directory (the cwd)
 srcdir=${srcdir:-.}
-targets="fuzz_frame fuzz_mon"
+targets="fuzz_frame fuzz_mon fuzz_osd"
 for t in $targets; do
 	if [ ! -x "$here/$t" ]; then
 		echo "SKIP: $t not built (no clang with -fsanitize=fuzzer at configure time)"
@@ -19,10 +19,10 @@ for t in $targets; do
 	corpus="$srcdir/tests/fuzz/corpus/${t#fuzz_}"
 	mkdir -p "$tmp/$t"
 	cp "$corpus"/* "$tmp/$t/"
-	echo "== $t: ${FUZZ_SECONDS:-20} s from $(ls "$corpus" | wc -l) seeds"
+	echo "== $t: ${FUZZ_SECONDS:-15} s from $(ls "$corpus" | wc -l) seeds"
 	# -error_exitcode: any crash, leak or sanitizer report fails the test
 	status=0
-	"$here/$t" -max_total_time="${FUZZ_SECONDS:-20}" -timeout=10 \
+	"$here/$t" -max_total_time="${FUZZ_SECONDS:-15}" -timeout=10 \
 		-rss_limit_mb=1024 -print_final_stats=1 -error_exitcode=1 \
 		-artifact_prefix="$tmp/" "$tmp/$t" >"$tmp/$t.log" 2>&1 || status=$?
 	tail -20 "$tmp/$t.log"

@@ -1,0 +1,279 @@
+/* pgmsg.c — the encodings of the messages between a PG's copies (pgsm.h).
+ *
+ *   pgmsg = envelope v1 { u8 type, i64 pool, u32 pg, i32 from,
+ *                         u64 map_epoch, u64 interval, body }
+ *   body by type:
+ *     QUERY, PURGE    (nothing)
+ *     NOTIFY          info, intervals, missing
+ *     GETLOG          ev since
+ *     LOG             info, missing, entries     (tail: info.log_tail)
+ *     ACTIVATE        info, intervals, u8 whole, ev tail, entries
+ *     ACTIVATE_ACK    missing
+ *     REPOP           ev trim_to, entries        (exactly one)
+ *     REPOP_REPLY     ev, i32 result
+ *     PULL, PUSH_ACK  bytes oid, ev
+ *     PUSH            bytes oid, ev, u8 op
+ * (info, intervals, missing, entries: pglog.h.)
+ */
+#include "osd/pgsm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *
+tsr_pgmsg_name(int type)
+{
+	switch (type) {
+#define TSR_PGMSG_NAME(name, n, label) case (n): return label;
+	TSR_PGMSG_TYPES(TSR_PGMSG_NAME)
+#undef TSR_PGMSG_NAME
+	}
+	return NULL;
+}
+
+void
+tsr_pgmsg_free(struct tsr_pgmsg *m)
+{
+	tsr_pg_info_free(&m->info);
+	tsr_pg_intervals_free(&m->past);
+	tsr_missing_free(&m->missing);
+	tsr_pglog_free(&m->log);
+	free(m->oid);
+	m->oid = NULL;
+	m->oid_len = 0;
+}
+
+int
+tsr_pgmsg_encode(struct tsr_enc *e, const struct tsr_pgmsg *m)
+{
+	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+
+	tsr_enc_u8(e, m->type);
+	tsr_enc_i64(e, m->pgid.pool);
+	tsr_enc_u32(e, m->pgid.pg);
+	tsr_enc_i32(e, m->from);
+	tsr_enc_u64(e, m->map_epoch);
+	tsr_enc_u64(e, m->interval);
+	switch (m->type) {
+	case TSR_PGMSG_NOTIFY:
+		tsr_pg_info_encode(e, &m->info);
+		tsr_pg_intervals_encode(e, &m->past);
+		tsr_missing_encode(e, &m->missing);
+		break;
+	case TSR_PGMSG_GETLOG:
+		tsr_ev_encode(e, m->ev);
+		break;
+	case TSR_PGMSG_LOG:
+		tsr_pg_info_encode(e, &m->info);
+		tsr_missing_encode(e, &m->missing);
+		tsr_pglog_entries_encode(e, &m->log, 0, m->log.n);
+		break;
+	case TSR_PGMSG_ACTIVATE:
+		tsr_pg_info_encode(e, &m->info);
+		tsr_pg_intervals_encode(e, &m->past);
+		tsr_enc_u8(e, m->whole);
+		tsr_ev_encode(e, m->log.tail);
+		tsr_pglog_entries_encode(e, &m->log, 0, m->log.n);
+		break;
+	case TSR_PGMSG_ACTIVATE_ACK:
+		tsr_missing_encode(e, &m->missing);
+		break;
+	case TSR_PGMSG_REPOP:
+		tsr_ev_encode(e, m->trim_to);
+		tsr_pglog_entries_encode(e, &m->log, 0, m->log.n);
+		break;
+	case TSR_PGMSG_REPOP_REPLY:
+		tsr_ev_encode(e, m->ev);
+		tsr_enc_i32(e, m->result);
+		break;
+	case TSR_PGMSG_PULL:
+	case TSR_PGMSG_PUSH_ACK:
+	case TSR_PGMSG_PUSH:
+		tsr_enc_bytes(e, m->oid, m->oid_len);
+		tsr_ev_encode(e, m->ev);
+		if (m->type == TSR_PGMSG_PUSH)
+			tsr_enc_u8(e, m->op);
+		break;
+	}
+	tsr_enc_end_struct(e, mark);
+	return tsr_enc_error(e);
+}
+
+static int
+bad(struct tsr_pgmsg *m, char *err, size_t errlen, const char *what)
+{
+	if (err && errlen && err[0] == '\0')
+		snprintf(err, errlen, "%s: %s", tsr_pgmsg_name(m->type) ? tsr_pgmsg_name(m->type)
+			 : "PG message", what);
+	tsr_pgmsg_free(m);
+	return -EBADMSG;
+}
+
+/* The entries of a log message, placed after tail; they must end at head
+ * when head is given. */
+static int
+dec_entries(struct tsr_dec *d, struct tsr_pgmsg *m, struct tsr_ev tail, int check_head,
+	    struct tsr_ev head, char *err, size_t errlen)
+{
+	struct tsr_pglog l;
+	int rc = tsr_pglog_entries_decode(d, &l, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	if (l.n && tsr_ev_cmp(l.e[0].ev, tail) <= 0) {
+		tsr_pglog_free(&l);
+		return -EPROTO;
+	}
+	l.tail = tail;
+	if (l.n == 0)
+		l.head = tail;
+	if (check_head && tsr_ev_cmp(l.head, head) != 0) {
+		tsr_pglog_free(&l);
+		return -EPROTO;
+	}
+	m->log = l;
+	return 0;
+}
+
+int
+tsr_pgmsg_decode(const void *buf, size_t len, struct tsr_pgmsg *m, char *err, size_t errlen)
+{
+	struct tsr_dec d, s;
+	uint8_t v;
+	const void *oid;
+	size_t oid_len;
+	int rc = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (err && errlen)
+		err[0] = '\0';
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &v, &s) < 0)
+		return bad(m, err, errlen, "truncated or malformed envelope");
+	m->type = tsr_dec_u8(&s);
+	m->pgid.pool = tsr_dec_i64(&s);
+	m->pgid.pg = tsr_dec_u32(&s);
+	m->from = tsr_dec_i32(&s);
+	m->map_epoch = tsr_dec_u64(&s);
+	m->interval = tsr_dec_u64(&s);
+	if (tsr_dec_error(&s))
+		return bad(m, err, errlen, "truncated header");
+	if (tsr_pgmsg_name(m->type) == NULL) {
+		snprintf(err, errlen, "PG message of unknown type %u", m->type);
+		return bad(m, err, errlen, "");
+	}
+	if (m->pgid.pool < 0 || m->from < 0 || m->from >= TSR_OSDMAP_MAX_OSDS)
+		return bad(m, err, errlen, "pool or sender out of range");
+	switch (m->type) {
+	case TSR_PGMSG_NOTIFY:
+		if ((rc = tsr_pg_info_decode(&s, &m->info, err, errlen)) < 0 ||
+		    (rc = tsr_pg_intervals_decode(&s, &m->past, err, errlen)) < 0 ||
+		    (rc = tsr_missing_decode(&s, &m->missing, err, errlen)) < 0)
+			return bad(m, err, errlen, "bad body");
+		break;
+	case TSR_PGMSG_GETLOG:
+		m->ev = tsr_ev_decode(&s);
+		break;
+	case TSR_PGMSG_LOG:
+		if ((rc = tsr_pg_info_decode(&s, &m->info, err, errlen)) < 0 ||
+		    (rc = tsr_missing_decode(&s, &m->missing, err, errlen)) < 0 ||
+		    (rc = dec_entries(&s, m, m->info.log_tail, 1, m->info.last_update, err,
+				      errlen)) < 0)
+			return bad(m, err, errlen, "the entries do not run from the log's "
+				   "tail to its last update");
+		break;
+	case TSR_PGMSG_ACTIVATE: {
+		struct tsr_ev tail;
+		if ((rc = tsr_pg_info_decode(&s, &m->info, err, errlen)) < 0 ||
+		    (rc = tsr_pg_intervals_decode(&s, &m->past, err, errlen)) < 0)
+			return bad(m, err, errlen, "bad body");
+		m->whole = tsr_dec_u8(&s);
+		tail = tsr_ev_decode(&s);
+		if (tsr_dec_error(&s) || m->whole > 1 ||
+		    dec_entries(&s, m, tail, 1, m->info.last_update, err, errlen) < 0)
+			return bad(m, err, errlen, "the entries do not end at the last update");
+		break;
+	}
+	case TSR_PGMSG_ACTIVATE_ACK:
+		if ((rc = tsr_missing_decode(&s, &m->missing, err, errlen)) < 0)
+			return bad(m, err, errlen, "bad missing set");
+		break;
+	case TSR_PGMSG_REPOP:
+		m->trim_to = tsr_ev_decode(&s);
+		if (dec_entries(&s, m, (struct tsr_ev){ 0, 0 }, 0, (struct tsr_ev){ 0, 0 }, err,
+				errlen) < 0 || m->log.n != 1)
+			return bad(m, err, errlen, "not exactly one entry");
+		break;
+	case TSR_PGMSG_REPOP_REPLY:
+		m->ev = tsr_ev_decode(&s);
+		m->result = tsr_dec_i32(&s);
+		break;
+	case TSR_PGMSG_PULL:
+	case TSR_PGMSG_PUSH_ACK:
+	case TSR_PGMSG_PUSH:
+		tsr_dec_bytes(&s, &oid, &oid_len, TSR_PGLOG_MAX_OID);
+		m->ev = tsr_ev_decode(&s);
+		if (m->type == TSR_PGMSG_PUSH)
+			m->op = tsr_dec_u8(&s);
+		if (tsr_dec_error(&s) || oid_len == 0)
+			return bad(m, err, errlen, "bad object name");
+		if (m->type == TSR_PGMSG_PUSH && m->op != TSR_PGLOG_MODIFY &&
+		    m->op != TSR_PGLOG_DELETE)
+			return bad(m, err, errlen, "unknown push kind");
+		if ((m->oid = malloc(oid_len)) == NULL) {
+			tsr_pgmsg_free(m);
+			return -ENOMEM;
+		}
+		memcpy(m->oid, oid, oid_len);
+		m->oid_len = oid_len;
+		break;
+	}
+	if (tsr_dec_end_struct(&d, &s) < 0)
+		return bad(m, err, errlen, "truncated body");
+	if (tsr_dec_remaining(&d))
+		return bad(m, err, errlen, "bytes after the message");
+	return 0;
+}
+
+void
+tsr_pgmsg_empty_notify(const struct tsr_pgmsg *query, int32_t whoami, uint64_t map_epoch,
+		       struct tsr_pgmsg *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->type = TSR_PGMSG_NOTIFY;
+	out->pgid = query->pgid;
+	out->from = whoami;
+	out->map_epoch = map_epoch;
+	out->interval = query->interval;
+	out->info.pgid = query->pgid;
+}
+
+int
+tsr_pgmsg_check(const void *buf, size_t len, char *err, size_t errlen)
+{
+	struct tsr_pgmsg m;
+	struct tsr_enc a, b;
+	int rc;
+
+	if ((rc = tsr_pgmsg_decode(buf, len, &m, err, errlen)) < 0)
+		return rc == -ENOMEM ? rc : -EBADMSG;
+	tsr_enc_init(&a);
+	tsr_enc_init(&b);
+	rc = tsr_pgmsg_encode(&a, &m);
+	tsr_pgmsg_free(&m);
+	if (rc == 0 && (rc = tsr_pgmsg_decode(a.buf, a.len, &m, err, errlen)) == 0) {
+		rc = tsr_pgmsg_encode(&b, &m);
+		tsr_pgmsg_free(&m);
+		if (rc == 0 && (a.len != b.len || memcmp(a.buf, b.buf, a.len) != 0)) {
+			snprintf(err, errlen, "a decoded message does not encode the same twice");
+			rc = -EPROTO;
+		}
+	} else if (rc == -EBADMSG) {
+		rc = -EPROTO;  /* our own encoding refused: a bug */
+	}
+	tsr_enc_release(&a);
+	tsr_enc_release(&b);
+	return rc;
+}

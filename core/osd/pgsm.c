@@ -1,0 +1,2138 @@
+/* pgsm.c — a placement group as a state machine (pgsm.h). */
+#include "osd/pgsm.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- state ---------------------------------------------------------------------- */
+
+/* Another OSD the primary heard from (or asked) in this interval. */
+struct peer {
+	int32_t osd;
+	uint8_t queried;             /* QUERY sent */
+	uint8_t answered;            /* NOTIFY in: info and missing hold */
+	uint8_t activated;           /* ACTIVATE_ACK in (acting members) */
+	uint64_t queried_from;       /* its up_from when asked */
+	struct tsr_pg_info info;
+	struct tsr_missing missing;
+};
+
+/* A write the primary ordered, until every member holds it. */
+struct inflight {
+	uint64_t handle;
+	struct tsr_ev ev;
+	int32_t result;
+	uint8_t *oid;
+	size_t oid_len;
+	uint32_t waiting;            /* bit i: acting[i] has not committed */
+};
+
+/* A client op that cannot run yet. */
+struct queued {
+	struct tsr_pgsm_op op;       /* oid owned */
+	struct tsr_ev dup_of;        /* waits for this write to complete, or
+					(0,0) */
+};
+
+/* A pull or push under way. */
+struct recovery {
+	uint8_t *oid;
+	size_t oid_len;
+	int32_t osd;                 /* the target of a push, the source of a pull */
+	uint8_t pull;
+	struct tsr_ev ev;
+};
+
+/* What a PERSIST's commit triggers. */
+enum pend_kind {
+	PEND_NONE,
+	PEND_ACTIVATED,             /* primary: its own activation */
+	PEND_ACTIVATE_ACK,          /* member: answer ACTIVATE */
+	PEND_WRITE,                 /* primary: its own copy of ev */
+	PEND_REPOP,                 /* member: answer REPOP ev */
+	PEND_PUSHED,                /* an object arrived (ev) */
+};
+
+struct pend {
+	uint64_t token;
+	int kind;
+	uint64_t interval;
+	int32_t to;
+	struct tsr_ev ev;
+	uint8_t *oid;
+	size_t oid_len;
+};
+
+struct tsr_pgsm {
+	struct tsr_pgsm_conf conf;
+	int state;
+	int role;                    /* 0 primary, 1 member, 2 stray */
+	int have_map;
+	struct tsr_pg_mapview cur;
+	int my_index;                /* in cur.acting, or -1 */
+
+	struct tsr_pg_info info;
+	struct tsr_pg_intervals past;
+	struct tsr_pglog log;
+	struct tsr_missing missing;
+
+	struct peer *peers;
+	size_t npeers;
+	int32_t auth;                /* the OSD whose log is authoritative */
+	int own_activated;
+
+	struct inflight *fl;
+	size_t nfl, capfl;
+	struct queued *q;
+	size_t nq, capq;
+	struct recovery *rec;
+	size_t nrec, caprec;
+	struct pend *pend;
+	size_t npend, cappend;
+
+	uint64_t exec_handle;        /* an EXEC whose exec_done is due */
+	struct tsr_reqid exec_reqid;
+	struct tsr_ev exec_ev;
+	uint8_t *exec_oid;
+	size_t exec_oid_len;
+	int exec_pending;
+
+	int clean;
+	int unfound;                 /* recovery found no source for an object */
+	uint64_t next_token;
+	struct tsr_ev trim_to;       /* the primary's last trim */
+
+	struct tsr_pgsm_action *act;
+	size_t nact, capact;
+	char why[256];
+};
+
+enum { ROLE_PRIMARY, ROLE_MEMBER, ROLE_STRAY };
+
+const char *
+tsr_pgsm_state_name(int state)
+{
+	switch (state) {
+#define TSR_PGSM_STATE_NAME(name, n, label) case (n): return label;
+	TSR_PGSM_STATES(TSR_PGSM_STATE_NAME)
+#undef TSR_PGSM_STATE_NAME
+	}
+	return "unknown";
+}
+
+static uint8_t *
+dupb(const void *p, size_t n)
+{
+	uint8_t *q = malloc(n ? n : 1);
+
+	if (q && n)
+		memcpy(q, p, n);
+	return q;
+}
+
+static void
+why(struct tsr_pgsm *sm, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sm->why, sizeof(sm->why), fmt, ap);
+	va_end(ap);
+}
+
+/* Allocation failures are rare enough that the machine treats them as
+ * fatal to the call: every grow() either succeeds or the process has far
+ * bigger problems; the callers check and return -ENOMEM. */
+static int
+grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : 8;
+	void *q = realloc(*p, c * size);
+	if (q == NULL)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* ---- actions ------------------------------------------------------------------- */
+
+void
+tsr_pgsm_kv_free(struct tsr_pgsm_kv *kv, size_t nkv, struct tsr_pgsm_name *rm, size_t nrm)
+{
+	for (size_t i = 0; i < nkv; i++) {
+		free(kv[i].key);
+		free(kv[i].val);
+		free(kv[i].key2);
+	}
+	free(kv);
+	for (size_t i = 0; i < nrm; i++)
+		free(rm[i].p);
+	free(rm);
+}
+
+void
+tsr_pgsm_action_free(struct tsr_pgsm_action *a)
+{
+	tsr_pgmsg_free(&a->msg);
+	tsr_pgsm_kv_free(a->kv, a->nkv, a->rm, a->nrm);
+	memset(a, 0, sizeof(*a));
+}
+
+void
+tsr_pgsm_actions_clear(struct tsr_pgsm *sm)
+{
+	for (size_t i = 0; i < sm->nact; i++)
+		tsr_pgsm_action_free(&sm->act[i]);
+	sm->nact = 0;
+}
+
+struct tsr_pgsm_action *
+tsr_pgsm_actions(struct tsr_pgsm *sm, size_t *n)
+{
+	*n = sm->nact;
+	return sm->act;
+}
+
+static struct tsr_pgsm_action *
+action_new(struct tsr_pgsm *sm, int type)
+{
+	struct tsr_pgsm_action *a;
+
+	if (grow((void **)&sm->act, &sm->capact, sm->nact, sizeof(*a)) < 0)
+		return NULL;
+	a = &sm->act[sm->nact++];
+	memset(a, 0, sizeof(*a));
+	a->type = type;
+	return a;
+}
+
+/* A message to osd, of this interval; the caller fills the rest. */
+static struct tsr_pgsm_action *
+send_new(struct tsr_pgsm *sm, int32_t to, int type, uint64_t interval)
+{
+	struct tsr_pgsm_action *a = action_new(sm, TSR_PGSM_A_SEND);
+
+	if (a == NULL)
+		return NULL;
+	a->to = to;
+	a->msg.type = (uint8_t)type;
+	a->msg.pgid = sm->conf.pgid;
+	a->msg.from = sm->conf.whoami;
+	a->msg.map_epoch = sm->cur.epoch;
+	a->msg.interval = interval;
+	return a;
+}
+
+static void
+reply(struct tsr_pgsm *sm, uint64_t handle, int32_t result, struct tsr_ev ev)
+{
+	struct tsr_pgsm_action *a = action_new(sm, TSR_PGSM_A_REPLY);
+
+	if (a) {
+		a->handle = handle;
+		a->result = result;
+		a->ev = ev;
+	}
+}
+
+/* ---- what PERSIST writes ------------------------------------------------------- *
+ *
+ * The PG's meta object holds, in its omap:
+ *   "I"               the info, then the past intervals (two envelopes)
+ *   "L" be64 epoch be64 ver   one log entry
+ *   "M" oid           one missing object: ev need, ev have
+ * Keys sort so that the log comes out in version order.
+ */
+
+struct persist {
+	struct tsr_pgsm_kv *kv;
+	size_t nkv, cap;
+	struct tsr_pgsm_name *rm;
+	size_t nrm, caprm;
+	int err;
+};
+
+static void
+kv_add(struct persist *p, const void *key, size_t klen, const void *val, size_t vlen,
+       const void *key2, size_t k2len, int range)
+{
+	struct tsr_pgsm_kv *kv;
+
+	if (p->err || grow((void **)&p->kv, &p->cap, p->nkv, sizeof(*kv)) < 0) {
+		p->err = -ENOMEM;
+		return;
+	}
+	kv = &p->kv[p->nkv];
+	memset(kv, 0, sizeof(*kv));
+	kv->key = dupb(key, klen);
+	kv->key_len = klen;
+	if (val) {
+		kv->val = dupb(val, vlen);
+		kv->val_len = vlen;
+	}
+	if (range) {
+		kv->range = 1;
+		kv->key2 = dupb(key2, k2len);
+		kv->key2_len = k2len;
+	}
+	if (kv->key == NULL || (val && kv->val == NULL) || (range && kv->key2 == NULL)) {
+		free(kv->key);
+		free(kv->val);
+		free(kv->key2);
+		p->err = -ENOMEM;
+		return;
+	}
+	p->nkv++;
+}
+
+static void
+be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static void
+log_key(uint8_t k[17], struct tsr_ev ev)
+{
+	k[0] = 'L';
+	be64(k + 1, ev.epoch);
+	be64(k + 9, ev.ver);
+}
+
+static void
+kv_info(struct tsr_pgsm *sm, struct persist *p)
+{
+	struct tsr_enc e;
+	size_t len;
+	uint8_t *b;
+
+	tsr_enc_init(&e);
+	tsr_pg_info_encode(&e, &sm->info);
+	tsr_pg_intervals_encode(&e, &sm->past);
+	if ((b = tsr_enc_take(&e, &len)) == NULL) {
+		p->err = -ENOMEM;
+		return;
+	}
+	kv_add(p, "I", 1, b, len, NULL, 0, 0);
+	free(b);
+}
+
+static void
+kv_entry(struct persist *p, const struct tsr_pglog_entry *x)
+{
+	struct tsr_enc e;
+	uint8_t k[17], *b;
+	size_t len;
+
+	tsr_enc_init(&e);
+	tsr_pglog_entry_encode(&e, x);
+	if ((b = tsr_enc_take(&e, &len)) == NULL) {
+		p->err = -ENOMEM;
+		return;
+	}
+	log_key(k, x->ev);
+	kv_add(p, k, sizeof(k), b, len, NULL, 0, 0);
+	free(b);
+}
+
+/* Remove the log entries above ev (rewind) or at and below (trim). */
+static void
+kv_log_rm(struct persist *p, struct tsr_ev ev, int above)
+{
+	uint8_t k[17], lo[17], hi[1] = { 'M' };
+
+	if (above) {
+		struct tsr_ev next = ev;
+		if (++next.ver == 0)
+			next.epoch++;
+		log_key(k, next);
+		kv_add(p, k, sizeof(k), NULL, 0, hi, 1, 1);
+	} else {
+		struct tsr_ev next = ev;
+		if (++next.ver == 0)
+			next.epoch++;
+		lo[0] = 'L';
+		memset(lo + 1, 0, 16);
+		log_key(k, next);
+		kv_add(p, lo, sizeof(lo), NULL, 0, k, sizeof(k), 1);
+	}
+}
+
+static void
+kv_missing(struct persist *p, const void *oid, size_t oid_len, const struct tsr_missing_item *it)
+{
+	uint8_t *k = malloc(oid_len + 1);
+
+	if (k == NULL) {
+		p->err = -ENOMEM;
+		return;
+	}
+	k[0] = 'M';
+	memcpy(k + 1, oid, oid_len);
+	if (it) {
+		struct tsr_enc e;
+		uint8_t *b;
+		size_t len;
+
+		tsr_enc_init(&e);
+		tsr_ev_encode(&e, it->need);
+		tsr_ev_encode(&e, it->have);
+		if ((b = tsr_enc_take(&e, &len)) == NULL)
+			p->err = -ENOMEM;
+		else
+			kv_add(p, k, oid_len + 1, b, len, NULL, 0, 0);
+		free(b);
+	} else {
+		kv_add(p, k, oid_len + 1, NULL, 0, NULL, 0, 0);
+	}
+	free(k);
+}
+
+static void
+rm_obj(struct persist *p, const void *oid, size_t oid_len)
+{
+	if (p->err || grow((void **)&p->rm, &p->caprm, p->nrm, sizeof(p->rm[0])) < 0) {
+		p->err = -ENOMEM;
+		return;
+	}
+	if ((p->rm[p->nrm].p = dupb(oid, oid_len)) == NULL) {
+		p->err = -ENOMEM;
+		return;
+	}
+	p->rm[p->nrm++].n = oid_len;
+}
+
+static void
+persist_free(struct persist *p)
+{
+	tsr_pgsm_kv_free(p->kv, p->nkv, p->rm, p->nrm);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Queue p as one PERSIST; its commit triggers pend (kind PEND_NONE:
+ * nothing). */
+static int
+persist_emit(struct tsr_pgsm *sm, struct persist *p, int obj, uint64_t handle,
+	     uint64_t payload, const struct pend *pd)
+{
+	struct tsr_pgsm_action *a;
+	uint64_t token = ++sm->next_token;
+
+	if (p->err) {
+		persist_free(p);
+		return -ENOMEM;
+	}
+	if ((a = action_new(sm, TSR_PGSM_A_PERSIST)) == NULL) {
+		persist_free(p);
+		return -ENOMEM;
+	}
+	a->kv = p->kv;
+	a->nkv = p->nkv;
+	a->rm = p->rm;
+	a->nrm = p->nrm;
+	a->obj = obj;
+	a->handle = handle;
+	a->payload = payload;
+	a->token = token;
+	memset(p, 0, sizeof(*p));
+	if (pd && pd->kind != PEND_NONE) {
+		struct pend *n;
+		if (grow((void **)&sm->pend, &sm->cappend, sm->npend, sizeof(*n)) < 0)
+			return -ENOMEM;
+		n = &sm->pend[sm->npend++];
+		*n = *pd;
+		n->token = token;
+		n->interval = sm->info.same_interval_since;
+		if (pd->oid && (n->oid = dupb(pd->oid, pd->oid_len)) == NULL)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* last_complete: the newest version below which nothing is missing. */
+static void
+update_last_complete(struct tsr_pgsm *sm)
+{
+	struct tsr_ev lc = sm->info.last_update;
+
+	for (size_t i = 0; i < sm->missing.n; i++) {
+		long k = tsr_pglog_find(&sm->log, sm->missing.m[i].need);
+		struct tsr_ev before = k > 0 ? sm->log.e[k - 1].ev : sm->log.tail;
+		if (tsr_ev_cmp(before, lc) < 0)
+			lc = before;
+	}
+	sm->info.last_complete = lc;
+}
+
+/* ---- create, load, destroy ------------------------------------------------------ */
+
+int
+tsr_pgsm_create(const struct tsr_pgsm_conf *conf, struct tsr_pgsm **out)
+{
+	struct tsr_pgsm *sm = calloc(1, sizeof(*sm));
+
+	if (sm == NULL)
+		return -ENOMEM;
+	sm->conf = *conf;
+	if (sm->conf.log_max == 0)
+		sm->conf.log_max = 3000;
+	if (sm->conf.recovery_max == 0)
+		sm->conf.recovery_max = 8;
+	if (sm->conf.queue_max == 0)
+		sm->conf.queue_max = 1024;
+	sm->info.pgid = conf->pgid;
+	sm->info.created = conf->created;
+	sm->my_index = -1;
+	sm->auth = -1;
+	why(sm, "no map yet");
+	*out = sm;
+	return 0;
+}
+
+int
+tsr_pgsm_load(struct tsr_pgsm *sm, const void *key, size_t key_len, const void *val,
+	      size_t val_len, char *err, size_t errlen)
+{
+	const uint8_t *k = key;
+	struct tsr_dec d;
+	int rc;
+
+	if (key_len == 0)
+		goto bad;
+	tsr_dec_init(&d, val, val_len);
+	switch (k[0]) {
+	case 'I': {
+		struct tsr_pg_info info;
+		struct tsr_pg_intervals past;
+		if ((rc = tsr_pg_info_decode(&d, &info, err, errlen)) < 0)
+			return rc;
+		if ((rc = tsr_pg_intervals_decode(&d, &past, err, errlen)) < 0) {
+			tsr_pg_info_free(&info);
+			return rc;
+		}
+		if (info.pgid.pool != sm->conf.pgid.pool || info.pgid.pg != sm->conf.pgid.pg) {
+			snprintf(err, errlen, "PG info of %lld.%u in the store of PG %lld.%u",
+				 (long long)info.pgid.pool, info.pgid.pg,
+				 (long long)sm->conf.pgid.pool, sm->conf.pgid.pg);
+			tsr_pg_info_free(&info);
+			tsr_pg_intervals_free(&past);
+			return -EINVAL;
+		}
+		tsr_pg_info_free(&sm->info);
+		sm->info = info;
+		tsr_pg_intervals_free(&sm->past);
+		sm->past = past;
+		sm->log.tail = info.log_tail;
+		sm->log.head = info.log_tail;
+		return 0;
+	}
+	case 'L': {
+		struct tsr_pglog_entry x;
+		if (key_len != 17)
+			goto bad;
+		if ((rc = tsr_pglog_entry_decode(&d, &x, err, errlen)) < 0)
+			return rc;
+		if (tsr_ev_cmp(x.ev, sm->log.tail) <= 0) {
+			tsr_pglog_entry_free(&x);
+			return 0;    /* trimmed while the info said so */
+		}
+		rc = tsr_pglog_append(&sm->log, &x);
+		tsr_pglog_entry_free(&x);
+		if (rc < 0)
+			snprintf(err, errlen, "PG log entry out of order");
+		return rc;
+	}
+	case 'M': {
+		struct tsr_ev need, have;
+		need = tsr_ev_decode(&d);
+		have = tsr_ev_decode(&d);
+		if (tsr_dec_error(&d) || tsr_dec_remaining(&d) || key_len < 2)
+			goto bad;
+		return tsr_missing_add(&sm->missing, k + 1, key_len - 1, need, have);
+	}
+	}
+bad:
+	snprintf(err, errlen, "PG meta key of %zu bytes (first 0x%02x) is not one this "
+		 "OSD writes", key_len, key_len ? k[0] : 0);
+	return -EINVAL;
+}
+
+static void
+peers_reset(struct tsr_pgsm *sm)
+{
+	for (size_t i = 0; i < sm->npeers; i++) {
+		tsr_pg_info_free(&sm->peers[i].info);
+		tsr_missing_free(&sm->peers[i].missing);
+	}
+	free(sm->peers);
+	sm->peers = NULL;
+	sm->npeers = 0;
+}
+
+static void
+inflight_drop(struct tsr_pgsm *sm, size_t i)
+{
+	free(sm->fl[i].oid);
+	memmove(&sm->fl[i], &sm->fl[i + 1], (sm->nfl - i - 1) * sizeof(sm->fl[0]));
+	sm->nfl--;
+}
+
+static void
+queued_drop(struct tsr_pgsm *sm, size_t i)
+{
+	free((void *)sm->q[i].op.oid);
+	memmove(&sm->q[i], &sm->q[i + 1], (sm->nq - i - 1) * sizeof(sm->q[0]));
+	sm->nq--;
+}
+
+static void
+rec_drop(struct tsr_pgsm *sm, size_t i)
+{
+	free(sm->rec[i].oid);
+	memmove(&sm->rec[i], &sm->rec[i + 1], (sm->nrec - i - 1) * sizeof(sm->rec[0]));
+	sm->nrec--;
+}
+
+void
+tsr_pgsm_destroy(struct tsr_pgsm *sm)
+{
+	if (sm == NULL)
+		return;
+	tsr_pgsm_actions_clear(sm);
+	free(sm->act);
+	peers_reset(sm);
+	while (sm->nfl)
+		inflight_drop(sm, sm->nfl - 1);
+	free(sm->fl);
+	while (sm->nq)
+		queued_drop(sm, sm->nq - 1);
+	free(sm->q);
+	while (sm->nrec)
+		rec_drop(sm, sm->nrec - 1);
+	free(sm->rec);
+	for (size_t i = 0; i < sm->npend; i++)
+		free(sm->pend[i].oid);
+	free(sm->pend);
+	free(sm->exec_oid);
+	tsr_pg_info_free(&sm->info);
+	tsr_pg_intervals_free(&sm->past);
+	tsr_pglog_free(&sm->log);
+	tsr_missing_free(&sm->missing);
+	free(sm);
+}
+
+/* ---- peers ---------------------------------------------------------------------- */
+
+static struct peer *
+peer_find(struct tsr_pgsm *sm, int32_t osd)
+{
+	for (size_t i = 0; i < sm->npeers; i++)
+		if (sm->peers[i].osd == osd)
+			return &sm->peers[i];
+	return NULL;
+}
+
+static struct peer *
+peer_get(struct tsr_pgsm *sm, int32_t osd)
+{
+	struct peer *p = peer_find(sm, osd);
+	size_t cap = sm->npeers;
+
+	if (p)
+		return p;
+	/* exact-size growth: peers are few (members of a few intervals) */
+	p = realloc(sm->peers, (cap + 1) * sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	sm->peers = p;
+	p = &sm->peers[sm->npeers++];
+	memset(p, 0, sizeof(*p));
+	p->osd = osd;
+	return p;
+}
+
+static int
+in_set(const int32_t *set, uint32_t n, int32_t osd)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (set[i] == osd)
+			return 1;
+	return 0;
+}
+
+static int
+acting_index(const struct tsr_pgsm *sm, int32_t osd)
+{
+	for (uint32_t i = 0; i < sm->cur.nacting; i++)
+		if (sm->cur.acting[i] == osd)
+			return (int)i;
+	return -1;
+}
+
+static uint64_t
+osd_up_from(const struct tsr_pgsm *sm, int32_t osd)
+{
+	return sm->cur.osd_up_from ? sm->cur.osd_up_from(sm->cur.osd_up_arg, osd) : 0;
+}
+
+static int
+osd_up(const struct tsr_pgsm *sm, int32_t osd)
+{
+	if (in_set(sm->cur.up, sm->cur.nup, osd) || in_set(sm->cur.acting, sm->cur.nacting, osd))
+		return 1;
+	return osd_up_from(sm, osd) != 0;
+}
+
+/* ---- merging an authoritative log ----------------------------------------------- */
+
+static int
+missing_set(struct tsr_pgsm *sm, struct persist *p, const void *oid, size_t oid_len,
+	    struct tsr_ev need, struct tsr_ev have)
+{
+	struct tsr_missing_item *it;
+
+	tsr_missing_rm(&sm->missing, oid, oid_len);
+	if (tsr_missing_add(&sm->missing, oid, oid_len, need, have) < 0)
+		return -ENOMEM;
+	it = tsr_missing_find(&sm->missing, oid, oid_len);
+	kv_missing(p, oid, oid_len, it);
+	return 0;
+}
+
+static void
+missing_clear(struct tsr_pgsm *sm, struct persist *p, const void *oid, size_t oid_len)
+{
+	if (tsr_missing_find(&sm->missing, oid, oid_len)) {
+		tsr_missing_rm(&sm->missing, oid, oid_len);
+		kv_missing(p, oid, oid_len, NULL);
+	}
+}
+
+/* Apply the effect of an authoritative entry this copy did not have: its
+ * object becomes missing at the entry's version, or (a delete) goes.
+ * stale: this copy's object holds a divergent version (have none). */
+static int
+absorb_entry(struct tsr_pgsm *sm, struct persist *p, const struct tsr_pglog_entry *x,
+	     int stale)
+{
+	struct tsr_missing_item *it = tsr_missing_find(&sm->missing, x->oid, x->oid_len);
+	struct tsr_ev have = it ? it->have : stale ? (struct tsr_ev){ 0, 0 } : x->prior;
+
+	if (x->op == TSR_PGLOG_DELETE) {
+		missing_clear(sm, p, x->oid, x->oid_len);
+		rm_obj(p, x->oid, x->oid_len);
+		return 0;
+	}
+	return missing_set(sm, p, x->oid, x->oid_len, x->ev, have);
+}
+
+/* Whether oid appears in entries [from, n) of l. */
+static int
+touched_after(const struct tsr_pglog *l, size_t from, const void *oid, size_t oid_len)
+{
+	for (size_t i = from; i < l->n; i++)
+		if (tsr_oid_cmp(l->e[i].oid, l->e[i].oid_len, oid, oid_len) == 0)
+			return 1;
+	return 0;
+}
+
+/* Make this copy's history the authoritative one: a (whole: the
+ * authority's whole log; else the entries that follow our head).  The
+ * changes go into p. */
+static int
+merge_log(struct tsr_pgsm *sm, struct persist *p, const struct tsr_pglog *a, int whole,
+	  struct tsr_ev a_tail, struct tsr_ev a_head)
+{
+	struct tsr_pglog div;
+	struct tsr_ev common;
+	int rc = 0;
+
+	tsr_pglog_init(&div);
+	if (!whole) {
+		for (size_t i = 0; i < a->n && rc == 0; i++) {
+			if (tsr_ev_cmp(a->e[i].ev, sm->log.head) <= 0)
+				continue;
+			if ((rc = tsr_pglog_append(&sm->log, &a->e[i])) == 0) {
+				kv_entry(p, &a->e[i]);
+				rc = absorb_entry(sm, p, &a->e[i], 0);
+			}
+		}
+		sm->info.last_update = sm->log.head;
+		return rc;
+	}
+	if (tsr_ev_cmp(sm->info.last_update, a_tail) < 0) {
+		/* no overlap: this copy must be rebuilt by backfill; until then
+		 * it holds nothing it can vouch for */
+		kv_log_rm(p, sm->log.tail, 1);
+		kv_log_rm(p, sm->log.head, 0);
+		tsr_pglog_free(&sm->log);
+		for (size_t i = 0; i < sm->missing.n; i++)
+			kv_missing(p, sm->missing.m[i].oid, sm->missing.m[i].oid_len, NULL);
+		tsr_missing_free(&sm->missing);
+		sm->log.tail = sm->log.head = a_tail;
+		for (size_t i = 0; i < a->n && rc == 0; i++)
+			if ((rc = tsr_pglog_append(&sm->log, &a->e[i])) == 0)
+				kv_entry(p, &a->e[i]);
+		sm->info.log_tail = a_tail;
+		sm->info.last_update = sm->log.head;
+		sm->info.backfilling = 1;
+		free(sm->info.last_backfill);
+		sm->info.last_backfill = NULL;
+		sm->info.last_backfill_len = 0;
+		return rc;
+	}
+	/* the newest of our versions that the authority has too */
+	common = sm->info.last_update;
+	{
+		size_t k = sm->log.n;
+		while (k > 0 && tsr_ev_cmp(sm->log.e[k - 1].ev, a_tail) > 0 &&
+		       tsr_pglog_find(a, sm->log.e[k - 1].ev) < 0)
+			k--;
+		if (k < sm->log.n)
+			common = k > 0 ? sm->log.e[k - 1].ev : sm->log.tail;
+		if (tsr_ev_cmp(common, a_tail) < 0)
+			common = a_tail;
+		/* our divergent entries: never acknowledged; their objects go
+		 * back to what the authority says */
+		for (size_t i = k; i < sm->log.n && rc == 0; i++)
+			rc = tsr_pglog_append(&div, &sm->log.e[i]);
+	}
+	if (rc == 0 && div.n) {
+		kv_log_rm(p, common, 1);
+		tsr_pglog_rewind(&sm->log, common);
+	}
+	if (tsr_ev_cmp(sm->log.tail, common) > 0)
+		sm->log.tail = common;     /* only with an empty log */
+	for (size_t i = tsr_pglog_after(a, common); i < a->n && rc == 0; i++) {
+		const struct tsr_pglog_entry *x = &a->e[i];
+		int stale = 0;
+		for (size_t d = 0; d < div.n; d++)
+			if (tsr_oid_cmp(div.e[d].oid, div.e[d].oid_len, x->oid, x->oid_len) == 0)
+				stale = 1;
+		if ((rc = tsr_pglog_append(&sm->log, x)) == 0) {
+			kv_entry(p, x);
+			rc = absorb_entry(sm, p, x, stale);
+		}
+	}
+	/* divergent objects the authority did not touch since: back to the
+	 * version before our first divergent entry for each */
+	for (size_t d = 0; d < div.n && rc == 0; d++) {
+		const struct tsr_pglog_entry *x = &div.e[d];
+		int first = 1;
+		for (size_t e = 0; e < d; e++)
+			if (tsr_oid_cmp(div.e[e].oid, div.e[e].oid_len, x->oid, x->oid_len) == 0)
+				first = 0;
+		if (!first || touched_after(a, tsr_pglog_after(a, common), x->oid, x->oid_len))
+			continue;
+		if (tsr_ev_none(x->prior)) {
+			missing_clear(sm, p, x->oid, x->oid_len);
+			rm_obj(p, x->oid, x->oid_len);
+		} else {
+			rc = missing_set(sm, p, x->oid, x->oid_len, x->prior, (struct tsr_ev){ 0, 0 });
+		}
+	}
+	tsr_pglog_free(&div);
+	if (tsr_ev_cmp(sm->log.head, a_head) < 0 && a->n == 0)
+		sm->log.head = a_head;
+	sm->info.last_update = sm->log.head;
+	sm->info.log_tail = sm->log.tail;
+	return rc;
+}
+
+/* ---- intervals ------------------------------------------------------------------ */
+
+static int
+same_set(const int32_t *a, uint32_t na, const int32_t *b, uint32_t nb)
+{
+	if (na != nb)
+		return 0;
+	for (uint32_t i = 0; i < na; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+static int
+new_interval(const struct tsr_pg_mapview *o, const struct tsr_pg_mapview *n)
+{
+	if (!same_set(o->acting, o->nacting, n->acting, n->nacting) ||
+	    !same_set(o->up, o->nup, n->up, n->nup) ||
+	    o->size != n->size || o->min_size != n->min_size)
+		return 1;
+	for (uint32_t i = 0; i < n->nacting; i++)
+		if (o->acting_up_from[i] != n->acting_up_from[i])
+			return 1;
+	return 0;
+}
+
+/* The past intervals peering must hear from: those that may have written
+ * since the newest start known. */
+static int
+interval_needed(const struct tsr_pgsm *sm, const struct tsr_pg_interval *iv)
+{
+	return iv->maybe_rw && iv->last >= sm->info.history_les;
+}
+
+/* ---- peering -------------------------------------------------------------------- */
+
+static int activate(struct tsr_pgsm *sm);
+static void requeue(struct tsr_pgsm *sm);
+static void recover_some(struct tsr_pgsm *sm);
+static void check_clean(struct tsr_pgsm *sm);
+
+static int
+query(struct tsr_pgsm *sm, int32_t osd)
+{
+	struct peer *p;
+	struct tsr_pgsm_action *a;
+
+	if (osd == sm->conf.whoami || osd < 0 || !osd_up(sm, osd))
+		return 0;
+	if ((p = peer_get(sm, osd)) == NULL)
+		return -ENOMEM;
+	/* asked already, unless it restarted since (the question and any
+	 * answer went with its old sessions; what it holds may have changed) */
+	if (p->queried && p->queried_from == osd_up_from(sm, osd))
+		return 0;
+	p->queried = 1;
+	p->answered = 0;
+	p->queried_from = osd_up_from(sm, osd);
+	if ((a = send_new(sm, osd, TSR_PGMSG_QUERY, sm->info.same_interval_since)) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+/* The copy with the newest les, then the newest last_update; ties go to
+ * this OSD, then to members of the acting set. */
+static int32_t
+choose_auth(struct tsr_pgsm *sm)
+{
+	int32_t best = -1;
+	uint64_t bles = 0;
+	struct tsr_ev blu = { 0, 0 };
+	int bacting = 0;
+
+	if (!sm->info.backfilling) {
+		best = sm->conf.whoami;
+		bles = sm->info.les;
+		blu = sm->info.last_update;
+		bacting = 2;
+	}
+	for (size_t i = 0; i < sm->npeers; i++) {
+		const struct peer *p = &sm->peers[i];
+		int c, acting = acting_index(sm, p->osd) >= 0;
+		if (!p->answered || p->info.backfilling)
+			continue;
+		c = p->info.les != bles ? (p->info.les > bles ? 1 : -1)
+					: tsr_ev_cmp(p->info.last_update, blu);
+		if (best < 0 || c > 0 || (c == 0 && acting > bacting)) {
+			best = p->osd;
+			bles = p->info.les;
+			blu = p->info.last_update;
+			bacting = acting;
+		}
+	}
+	return best;
+}
+
+/* Peering's first step, re-run on every answer and map: ask, wait, then
+ * choose the authority. */
+static int
+getinfo_check(struct tsr_pgsm *sm)
+{
+	int rc;
+
+	for (uint32_t i = 0; i < sm->cur.nacting; i++)
+		if ((rc = query(sm, sm->cur.acting[i])) < 0)
+			return rc;
+	for (uint32_t i = 0; i < sm->cur.nup; i++)
+		if ((rc = query(sm, sm->cur.up[i])) < 0)
+			return rc;
+	for (size_t k = 0; k < sm->past.n; k++) {
+		const struct tsr_pg_interval *iv = &sm->past.iv[k];
+		if (!interval_needed(sm, iv))
+			continue;
+		for (uint32_t i = 0; i < iv->n; i++)
+			if ((rc = query(sm, iv->acting[i])) < 0)
+				return rc;
+	}
+	sm->state = TSR_PGSM_GETINFO;
+	for (size_t i = 0; i < sm->npeers; i++)
+		if (sm->peers[i].queried && !sm->peers[i].answered &&
+		    osd_up(sm, sm->peers[i].osd)) {
+			int32_t osd = sm->peers[i].osd;
+			/* asked again if it restarted since (query() knows) */
+			if ((rc = query(sm, osd)) < 0)
+				return rc;
+			why(sm, "waiting for the info of osd.%d", osd);
+			return 0;
+		}
+	/* every interval is covered again now that all answered? */
+	for (size_t k = 0; k < sm->past.n; k++) {
+		const struct tsr_pg_interval *iv = &sm->past.iv[k];
+		int heard = 0;
+		if (!interval_needed(sm, iv))
+			continue;
+		for (uint32_t i = 0; i < iv->n; i++) {
+			struct peer *p = peer_find(sm, iv->acting[i]);
+			if (iv->acting[i] == sm->conf.whoami || (p && p->answered))
+				heard = 1;
+		}
+		if (!heard) {
+			/* (its members that are up were asked and answered: so
+			 * none is up) */
+			sm->state = TSR_PGSM_DOWN;
+			why(sm, "epochs %llu-%llu may have taken writes and none of their "
+			    "%u OSDs (first osd.%d) is up",
+			    (unsigned long long)iv->first, (unsigned long long)iv->last, iv->n,
+			    iv->n ? iv->acting[0] : -1);
+			return 0;
+		}
+	}
+	/* The newest start any copy knows of (history_les) was made with an
+	 * authoritative log every member of that interval then took: only a
+	 * copy that took part in it (les >= history_les) can be trusted to
+	 * hold every acknowledged write; members of it that had not yet
+	 * taken the activation may hold too little. */
+	{
+		uint64_t best = sm->info.backfilling ? 0 : sm->info.les;
+		for (size_t i = 0; i < sm->npeers; i++)
+			if (sm->peers[i].answered && !sm->peers[i].info.backfilling &&
+			    sm->peers[i].info.les > best)
+				best = sm->peers[i].info.les;
+		if (best < sm->info.history_les) {
+			sm->state = TSR_PGSM_DOWN;
+			why(sm, "no copy heard from took part in the start at epoch %llu "
+			    "(the newest is of epoch %llu): waiting for one",
+			    (unsigned long long)sm->info.history_les, (unsigned long long)best);
+			return 0;
+		}
+	}
+	sm->auth = choose_auth(sm);
+	if (sm->auth < 0) {
+		sm->state = TSR_PGSM_INCOMPLETE;
+		why(sm, "no complete copy among the %zu OSDs heard from", sm->npeers + 1);
+		return 0;
+	}
+	if (sm->auth != sm->conf.whoami) {
+		struct tsr_pgsm_action *a;
+		sm->state = TSR_PGSM_GETLOG;
+		why(sm, "fetching the log of osd.%d", sm->auth);
+		if ((a = send_new(sm, sm->auth, TSR_PGMSG_GETLOG,
+				  sm->info.same_interval_since)) == NULL)
+			return -ENOMEM;
+		a->msg.ev = sm->info.last_update;
+		return 0;
+	}
+	return activate(sm);
+}
+
+/* This copy starts in the interval (primary or member).  A start below
+ * min_size takes no writes, so it is no start a later peering must hear
+ * from: les stays (an interval of one copy that then died would otherwise
+ * hide the intervals that took writes). */
+static void
+record_start(struct tsr_pgsm *sm)
+{
+	if (sm->cur.nacting >= sm->cur.min_size) {
+		sm->info.les = sm->info.same_interval_since;
+		if (sm->info.history_les < sm->info.les)
+			sm->info.history_les = sm->info.les;
+	}
+	update_last_complete(sm);
+}
+
+/* The log is authoritative; once up_thru covers the interval, start the
+ * members. */
+static int
+activate(struct tsr_pgsm *sm)
+{
+	struct persist p;
+	struct pend pd;
+	int rc;
+
+	if (sm->cur.primary_up_thru < sm->info.same_interval_since) {
+		struct tsr_pgsm_action *a;
+		if (sm->state != TSR_PGSM_WAIT_UP_THRU) {
+			if ((a = action_new(sm, TSR_PGSM_A_UP_THRU)) == NULL)
+				return -ENOMEM;
+			a->epoch = sm->info.same_interval_since;
+		}
+		sm->state = TSR_PGSM_WAIT_UP_THRU;
+		why(sm, "waiting for the map to record up_thru %llu",
+		    (unsigned long long)sm->info.same_interval_since);
+		return 0;
+	}
+	memset(&p, 0, sizeof(p));
+	sm->state = TSR_PGSM_ACTIVATING;
+	sm->own_activated = 0;
+	record_start(sm);
+	kv_info(sm, &p);
+	memset(&pd, 0, sizeof(pd));
+	pd.kind = PEND_ACTIVATED;
+	if ((rc = persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, &pd)) < 0)
+		return rc;
+	for (uint32_t i = 0; i < sm->cur.nacting; i++) {
+		int32_t osd = sm->cur.acting[i];
+		struct peer *pe;
+		struct tsr_pgsm_action *a;
+		size_t from;
+
+		if (osd == sm->conf.whoami)
+			continue;
+		if ((pe = peer_get(sm, osd)) == NULL)
+			return -ENOMEM;
+		pe->activated = 0;
+		if ((a = send_new(sm, osd, TSR_PGMSG_ACTIVATE, sm->info.same_interval_since)) == NULL)
+			return -ENOMEM;
+		if ((rc = tsr_pg_info_copy(&a->msg.info, &sm->info)) < 0 ||
+		    (rc = tsr_pg_intervals_copy(&a->msg.past, &sm->past)) < 0)
+			return rc;
+		if (tsr_pglog_find(&sm->log, pe->info.last_update) >= 0 ||
+		    tsr_ev_cmp(pe->info.last_update, sm->log.tail) == 0) {
+			from = tsr_pglog_after(&sm->log, pe->info.last_update);
+			a->msg.whole = 0;
+		} else {
+			from = 0;
+			a->msg.whole = 1;
+		}
+		a->msg.log.tail = from ? sm->log.e[from - 1].ev : sm->log.tail;
+		a->msg.log.head = a->msg.log.tail;
+		for (size_t k = from; k < sm->log.n; k++)
+			if ((rc = tsr_pglog_append(&a->msg.log, &sm->log.e[k])) < 0)
+				return rc;
+	}
+	why(sm, "activating %u members", sm->cur.nacting);
+	return 0;
+}
+
+static void
+activated_check(struct tsr_pgsm *sm)
+{
+	if (sm->state != TSR_PGSM_ACTIVATING || !sm->own_activated)
+		return;
+	for (uint32_t i = 0; i < sm->cur.nacting; i++) {
+		struct peer *pe;
+		if (sm->cur.acting[i] == sm->conf.whoami)
+			continue;
+		pe = peer_find(sm, sm->cur.acting[i]);
+		if (pe == NULL || !pe->activated) {
+			why(sm, "waiting for osd.%d to activate", sm->cur.acting[i]);
+			return;
+		}
+	}
+	sm->state = TSR_PGSM_ACTIVE;
+	why(sm, "active");
+	recover_some(sm);
+	requeue(sm);
+	check_clean(sm);
+}
+
+static int
+start_interval(struct tsr_pgsm *sm)
+{
+	struct persist p;
+
+	peers_reset(sm);
+	/* writes in flight and ops waiting belong to the interval that ended:
+	 * their clients send them again under the new map (and a write that
+	 * was applied is found in the log then) */
+	while (sm->nfl) {
+		reply(sm, sm->fl[0].handle, -ESTALE, sm->fl[0].ev);
+		inflight_drop(sm, 0);
+	}
+	while (sm->nq) {
+		reply(sm, sm->q[0].op.handle, -ESTALE, (struct tsr_ev){ 0, 0 });
+		queued_drop(sm, 0);
+	}
+	while (sm->nrec)
+		rec_drop(sm, 0);
+	if (sm->exec_pending) {
+		sm->exec_pending = 0;
+		reply(sm, sm->exec_handle, -ESTALE, (struct tsr_ev){ 0, 0 });
+	}
+	sm->auth = -1;
+	sm->clean = 0;
+	sm->own_activated = 0;
+	sm->my_index = acting_index(sm, sm->conf.whoami);
+	sm->role = sm->my_index == 0 ? ROLE_PRIMARY
+		   : sm->my_index > 0 ? ROLE_MEMBER : ROLE_STRAY;
+	memset(&p, 0, sizeof(p));
+	kv_info(sm, &p);
+	if (persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, NULL) < 0)
+		return -ENOMEM;
+	if (sm->role == ROLE_PRIMARY) {
+		sm->state = TSR_PGSM_GETINFO;
+		return getinfo_check(sm);
+	}
+	sm->state = sm->role == ROLE_MEMBER ? TSR_PGSM_GETINFO : TSR_PGSM_STRAY;
+	why(sm, sm->role == ROLE_MEMBER ? "waiting for the primary osd.%d"
+		: "not in the acting set (primary osd.%d)",
+	    sm->cur.nacting ? sm->cur.acting[0] : -1);
+	return 0;
+}
+
+int
+tsr_pgsm_advance_map(struct tsr_pgsm *sm, const struct tsr_pg_mapview *mv)
+{
+	if (sm->state == TSR_PGSM_DELETED)
+		return 0;
+	if (!sm->have_map) {
+		sm->have_map = 1;
+		sm->cur = *mv;
+		if (sm->info.same_interval_since == 0 ||
+		    sm->info.same_interval_since > mv->epoch)
+			sm->info.same_interval_since = mv->epoch;
+		if (sm->info.same_interval_since < mv->epoch) {
+			/* loaded, and the caller resumes past the interval's
+			 * start: the epochs between are lost to us, so start
+			 * afresh (peering hears from everyone again) */
+			sm->info.same_interval_since = mv->epoch;
+		}
+		return start_interval(sm);
+	}
+	if (mv->epoch <= sm->cur.epoch)
+		return 0;
+	if (new_interval(&sm->cur, mv)) {
+		struct tsr_pg_interval iv;
+
+		memset(&iv, 0, sizeof(iv));
+		iv.first = sm->info.same_interval_since;
+		iv.last = mv->epoch - 1;
+		iv.primary = sm->cur.nacting ? sm->cur.acting[0] : -1;
+		iv.n = sm->cur.nacting;
+		memcpy(iv.acting, sm->cur.acting, sizeof(iv.acting));
+		iv.maybe_rw = sm->cur.nacting > 0 && sm->cur.nacting >= sm->cur.min_size &&
+			      sm->cur.primary_up_thru >= iv.first;
+		if (iv.n && tsr_pg_intervals_add(&sm->past, &iv) < 0)
+			return -ENOMEM;
+		/* kept back to the last clean epoch: peering needs those since
+		 * history_les, a search for unfound objects all of them */
+		tsr_pg_intervals_trim(&sm->past, sm->info.lec);
+		sm->cur = *mv;
+		sm->info.same_interval_since = mv->epoch;
+		return start_interval(sm);
+	}
+	sm->cur = *mv;
+	/* the same interval: an OSD we wait on may have gone down or come up;
+	 * up_thru may have reached us */
+	if (sm->role != ROLE_PRIMARY)
+		return 0;
+	switch (sm->state) {
+	case TSR_PGSM_GETINFO:
+	case TSR_PGSM_DOWN:
+	case TSR_PGSM_INCOMPLETE:
+		return getinfo_check(sm);
+	case TSR_PGSM_WAIT_UP_THRU:
+		return activate(sm);
+	case TSR_PGSM_ACTIVE:
+		/* pulls from OSDs that went down are tried elsewhere */
+		for (size_t i = sm->nrec; i-- > 0;)
+			if (!osd_up(sm, sm->rec[i].osd))
+				rec_drop(sm, i);
+		recover_some(sm);
+		return 0;
+	}
+	return 0;
+}
+
+/* ---- client operations ------------------------------------------------------------ */
+
+static int
+write_in_flight(const struct tsr_pgsm *sm, const void *oid, size_t oid_len)
+{
+	for (size_t i = 0; i < sm->nfl; i++)
+		if (tsr_oid_cmp(sm->fl[i].oid, sm->fl[i].oid_len, oid, oid_len) == 0)
+			return 1;
+	return 0;
+}
+
+/* Whether any member of the acting set lacks oid (or it is moving). */
+static int
+object_degraded(const struct tsr_pgsm *sm, const void *oid, size_t oid_len)
+{
+	if (tsr_missing_find(&sm->missing, oid, oid_len))
+		return 1;
+	for (size_t i = 0; i < sm->npeers; i++)
+		if (acting_index(sm, sm->peers[i].osd) >= 0 &&
+		    tsr_missing_find(&sm->peers[i].missing, oid, oid_len))
+			return 1;
+	return 0;
+}
+
+static int
+enqueue(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op, struct tsr_ev dup_of)
+{
+	struct queued *q;
+
+	if (sm->nq >= sm->conf.queue_max) {
+		reply(sm, op->handle, -EAGAIN, (struct tsr_ev){ 0, 0 });
+		return 0;
+	}
+	if (grow((void **)&sm->q, &sm->capq, sm->nq, sizeof(*q)) < 0)
+		return -ENOMEM;
+	q = &sm->q[sm->nq];
+	q->op = *op;
+	q->dup_of = dup_of;
+	if ((q->op.oid = dupb(op->oid, op->oid_len)) == NULL)
+		return -ENOMEM;
+	sm->nq++;
+	return 0;
+}
+
+/* Try to run op now: 1 ran (or was answered), 0 must wait. */
+static int
+try_op(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op)
+{
+	struct tsr_pgsm_action *a;
+	long k;
+
+	if (sm->state != TSR_PGSM_ACTIVE || sm->exec_pending)
+		return 0;
+	if (object_degraded(sm, op->oid, op->oid_len))
+		return 0;
+	/* below min_size the PG serves neither writes nor reads: they wait
+	 * for the map to bring members back.  (A read there could see a
+	 * write the last primary logged alone and never acknowledged, which
+	 * a later peering may drop.) */
+	if (sm->cur.nacting < sm->cur.min_size)
+		return 0;
+	if (op->kind == TSR_PGSM_OP_WRITE && (k = tsr_pglog_find_reqid(&sm->log, op->reqid)) >= 0) {
+		/* sent again: answer as the first time, once it is complete.
+		 * An entry in an active PG's log is on every member (activation
+		 * gave it to them), and with the object recovered everywhere
+		 * (above) and min_size members (above) the write is as safe as
+		 * any acknowledged one; not before: an entry the old primary
+		 * logged alone is not yet a write anyone may rely on */
+		for (size_t i = 0; i < sm->nfl; i++)
+			if (tsr_ev_cmp(sm->fl[i].ev, sm->log.e[k].ev) == 0)
+				return 0;
+		reply(sm, op->handle, sm->log.e[k].result, sm->log.e[k].ev);
+		return 1;
+	}
+	if (op->kind == TSR_PGSM_OP_READ) {
+		/* a read sees only what every member holds */
+		if (write_in_flight(sm, op->oid, op->oid_len))
+			return 0;
+		if ((a = action_new(sm, TSR_PGSM_A_EXEC)) == NULL)
+			return -ENOMEM;
+		a->handle = op->handle;
+		a->ev = sm->info.last_update;
+		return 1;
+	}
+	if ((a = action_new(sm, TSR_PGSM_A_EXEC)) == NULL)
+		return -ENOMEM;
+	a->handle = op->handle;
+	a->ev.epoch = sm->cur.epoch;
+	a->ev.ver = sm->info.last_update.ver + 1;
+	sm->exec_pending = 1;
+	sm->exec_handle = op->handle;
+	sm->exec_ev = a->ev;
+	free(sm->exec_oid);
+	sm->exec_oid = dupb(op->oid, op->oid_len);
+	sm->exec_oid_len = op->oid_len;
+	sm->exec_reqid = op->reqid;
+	return sm->exec_oid ? 1 : -ENOMEM;
+}
+
+int
+tsr_pgsm_op(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op)
+{
+	int rc;
+
+	if (op->oid_len == 0 || op->oid_len > TSR_PGLOG_MAX_OID ||
+	    (op->kind != TSR_PGSM_OP_READ && op->kind != TSR_PGSM_OP_WRITE)) {
+		reply(sm, op->handle, -EINVAL, (struct tsr_ev){ 0, 0 });
+		return 0;
+	}
+	if (!sm->have_map || sm->role != ROLE_PRIMARY || sm->state == TSR_PGSM_DELETED) {
+		reply(sm, op->handle, -ESTALE, (struct tsr_ev){ 0, 0 });
+		return 0;
+	}
+	/* keep the order of ops on one object: behind any that wait */
+	for (size_t i = 0; i < sm->nq; i++)
+		if (tsr_oid_cmp(sm->q[i].op.oid, sm->q[i].op.oid_len, op->oid, op->oid_len) == 0)
+			return enqueue(sm, op, (struct tsr_ev){ 0, 0 });
+	rc = try_op(sm, op);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		rc = enqueue(sm, op, (struct tsr_ev){ 0, 0 });
+		if (sm->state == TSR_PGSM_ACTIVE)
+			recover_some(sm);    /* the object it waits on first */
+	}
+	return rc < 0 ? rc : 0;
+}
+
+/* Answer, in version order, the writes every member now holds. */
+static void
+complete_writes(struct tsr_pgsm *sm)
+{
+	int any = 0;
+
+	while (sm->nfl && sm->fl[0].waiting == 0) {
+		reply(sm, sm->fl[0].handle, sm->fl[0].result, sm->fl[0].ev);
+		inflight_drop(sm, 0);
+		any = 1;
+	}
+	if (any) {
+		requeue(sm);
+		check_clean(sm);
+	}
+}
+
+int
+tsr_pgsm_exec_done(struct tsr_pgsm *sm, uint64_t handle, struct tsr_ev prior, uint8_t op,
+		   int32_t result)
+{
+	struct tsr_pglog_entry x;
+	struct persist p;
+	struct pend pd;
+	struct inflight *f;
+	struct tsr_ev done_to;
+	int rc;
+
+	if (!sm->exec_pending || handle != sm->exec_handle)
+		return -EINVAL;
+	sm->exec_pending = 0;
+	if (result < 0) {
+		reply(sm, handle, result, (struct tsr_ev){ 0, 0 });
+		requeue(sm);
+		return 0;
+	}
+	if ((op != TSR_PGLOG_MODIFY && op != TSR_PGLOG_DELETE) ||
+	    tsr_ev_cmp(prior, sm->exec_ev) >= 0) {
+		reply(sm, handle, -EINVAL, (struct tsr_ev){ 0, 0 });
+		requeue(sm);
+		return -EINVAL;
+	}
+	memset(&x, 0, sizeof(x));
+	x.ev = sm->exec_ev;
+	x.prior = prior;
+	x.op = op;
+	x.result = 0;
+	x.reqid = sm->exec_reqid;
+	x.oid = sm->exec_oid;
+	x.oid_len = sm->exec_oid_len;
+	memset(&p, 0, sizeof(p));
+	/* trim what every member holds, beyond log_max entries */
+	done_to = sm->nfl ? sm->log.tail : sm->info.last_update;
+	if (sm->nfl) {
+		long k = tsr_pglog_find(&sm->log, sm->fl[0].ev);
+		done_to = k > 0 ? sm->log.e[k - 1].ev : sm->log.tail;
+	}
+	if (sm->log.n >= sm->conf.log_max) {
+		struct tsr_ev to = sm->log.e[sm->log.n - sm->conf.log_max].ev;
+		if (tsr_ev_cmp(to, done_to) > 0)
+			to = done_to;
+		if (tsr_ev_cmp(to, sm->log.tail) > 0) {
+			tsr_pglog_trim(&sm->log, to);
+			kv_log_rm(&p, to, 0);
+			sm->info.log_tail = to;
+			sm->trim_to = to;
+		}
+	}
+	if ((rc = tsr_pglog_append(&sm->log, &x)) < 0) {
+		persist_free(&p);
+		return rc;
+	}
+	sm->info.last_update = x.ev;
+	if (sm->missing.n == 0)
+		sm->info.last_complete = x.ev;
+	kv_entry(&p, &x);
+	kv_info(sm, &p);
+	if (grow((void **)&sm->fl, &sm->capfl, sm->nfl, sizeof(*f)) < 0) {
+		persist_free(&p);
+		return -ENOMEM;
+	}
+	f = &sm->fl[sm->nfl++];
+	memset(f, 0, sizeof(*f));
+	f->handle = handle;
+	f->ev = x.ev;
+	f->oid = sm->exec_oid;
+	f->oid_len = sm->exec_oid_len;
+	sm->exec_oid = NULL;
+	for (uint32_t i = 0; i < sm->cur.nacting; i++)
+		f->waiting |= 1u << i;
+	memset(&pd, 0, sizeof(pd));
+	pd.kind = PEND_WRITE;
+	pd.ev = x.ev;
+	if ((rc = persist_emit(sm, &p, TSR_PGSM_OBJ_OP, handle, 0, &pd)) < 0)
+		return rc;
+	for (uint32_t i = 1; i < sm->cur.nacting; i++) {
+		struct tsr_pgsm_action *a = send_new(sm, sm->cur.acting[i], TSR_PGMSG_REPOP,
+						     sm->info.same_interval_since);
+		if (a == NULL)
+			return -ENOMEM;
+		a->attach = TSR_PGSM_ATTACH_OP;
+		a->handle = handle;
+		a->msg.trim_to = sm->trim_to;
+		if ((rc = tsr_pglog_append(&a->msg.log, &x)) < 0)
+			return rc;
+	}
+	requeue(sm);
+	return 0;
+}
+
+/* ---- recovery ------------------------------------------------------------------- */
+
+static int
+rec_find(const struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t osd)
+{
+	for (size_t i = 0; i < sm->nrec; i++)
+		if ((osd < 0 || sm->rec[i].osd == osd) &&
+		    tsr_oid_cmp(sm->rec[i].oid, sm->rec[i].oid_len, oid, oid_len) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int
+rec_add(struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t osd, int pull,
+	struct tsr_ev ev)
+{
+	struct recovery *r;
+
+	if (grow((void **)&sm->rec, &sm->caprec, sm->nrec, sizeof(*r)) < 0)
+		return -ENOMEM;
+	r = &sm->rec[sm->nrec];
+	if ((r->oid = dupb(oid, oid_len)) == NULL)
+		return -ENOMEM;
+	r->oid_len = oid_len;
+	r->osd = osd;
+	r->pull = (uint8_t)pull;
+	r->ev = ev;
+	sm->nrec++;
+	return 0;
+}
+
+/* Start what oid needs: a pull when this copy lacks it, else pushes to the
+ * members that lack it.  0, or 1 when the budget is spent. */
+static int
+recover_object(struct tsr_pgsm *sm, const void *oid, size_t oid_len)
+{
+	const struct tsr_missing_item *mine = tsr_missing_find(&sm->missing, oid, oid_len);
+
+	if (sm->nrec >= sm->conf.recovery_max)
+		return 1;
+	if (mine) {
+		struct peer *src = NULL;
+		struct tsr_pgsm_action *a;
+
+		if (rec_find(sm, oid, oid_len, -1) >= 0)
+			return 0;
+		for (size_t i = 0; i < sm->npeers; i++) {
+			struct peer *p = &sm->peers[i];
+			if (!p->answered || !osd_up(sm, p->osd) ||
+			    tsr_ev_cmp(p->info.last_update, mine->need) < 0 ||
+			    tsr_missing_find(&p->missing, oid, oid_len) ||
+			    !tsr_pg_info_has_backfilled(&p->info, oid, oid_len))
+				continue;
+			if (src == NULL || (acting_index(sm, p->osd) >= 0 &&
+					    acting_index(sm, src->osd) < 0))
+				src = p;
+		}
+		if (src == NULL) {
+			why(sm, "active: an object at %llu'%llu is on no OSD that is up "
+			    "(unfound)", (unsigned long long)mine->need.epoch,
+			    (unsigned long long)mine->need.ver);
+			sm->unfound = 1;
+			return 0;
+		}
+		if ((a = send_new(sm, src->osd, TSR_PGMSG_PULL, sm->info.same_interval_since)) == NULL ||
+		    (a->msg.oid = dupb(oid, oid_len)) == NULL)
+			return -ENOMEM;
+		a->msg.oid_len = oid_len;
+		a->msg.ev = mine->need;
+		return rec_add(sm, oid, oid_len, src->osd, 1, mine->need);
+	}
+	for (uint32_t i = 1; i < sm->cur.nacting; i++) {
+		struct peer *p = peer_find(sm, sm->cur.acting[i]);
+		const struct tsr_missing_item *it;
+		struct tsr_pgsm_action *a;
+
+		if (p == NULL || (it = tsr_missing_find(&p->missing, oid, oid_len)) == NULL ||
+		    rec_find(sm, oid, oid_len, p->osd) >= 0)
+			continue;
+		if (sm->nrec >= sm->conf.recovery_max)
+			return 1;
+		if ((a = send_new(sm, p->osd, TSR_PGMSG_PUSH, sm->info.same_interval_since)) == NULL ||
+		    (a->msg.oid = dupb(oid, oid_len)) == NULL)
+			return -ENOMEM;
+		a->msg.oid_len = oid_len;
+		a->msg.ev = it->need;
+		a->msg.op = TSR_PGLOG_MODIFY;
+		a->attach = TSR_PGSM_ATTACH_OBJECT;
+		if (rec_add(sm, oid, oid_len, p->osd, 0, it->need) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void recover_some_(struct tsr_pgsm *sm);
+
+/* Recover what can be; for objects no OSD heard from holds, ask every OSD
+ * up now that was in an interval since the PG was last clean (one that
+ * restarted is asked again): their answers may name a source. */
+static void
+recover_some(struct tsr_pgsm *sm)
+{
+	if (sm->state != TSR_PGSM_ACTIVE)
+		return;
+	sm->unfound = 0;
+	recover_some_(sm);
+	if (!sm->unfound)
+		return;
+	for (size_t k = 0; k < sm->past.n; k++)
+		for (uint32_t i = 0; i < sm->past.iv[k].n; i++)
+			(void)query(sm, sm->past.iv[k].acting[i]);
+}
+
+static void
+recover_some_(struct tsr_pgsm *sm)
+{
+	/* what clients wait on first */
+	for (size_t i = 0; i < sm->nq; i++)
+		if (recover_object(sm, sm->q[i].op.oid, sm->q[i].op.oid_len))
+			return;
+	for (size_t i = 0; i < sm->missing.n; i++)
+		if (recover_object(sm, sm->missing.m[i].oid, sm->missing.m[i].oid_len))
+			return;
+	for (uint32_t k = 1; k < sm->cur.nacting; k++) {
+		struct peer *p = peer_find(sm, sm->cur.acting[k]);
+		for (size_t i = 0; p && i < p->missing.n; i++)
+			if (!tsr_missing_find(&sm->missing, p->missing.m[i].oid,
+					      p->missing.m[i].oid_len) &&
+			    recover_object(sm, p->missing.m[i].oid, p->missing.m[i].oid_len))
+				return;
+	}
+}
+
+static void
+check_clean(struct tsr_pgsm *sm)
+{
+	struct persist p;
+
+	if (sm->state != TSR_PGSM_ACTIVE || sm->clean || sm->nrec || sm->missing.n ||
+	    sm->cur.nacting != sm->cur.size ||
+	    !same_set(sm->cur.acting, sm->cur.nacting, sm->cur.up, sm->cur.nup))
+		return;
+	for (uint32_t i = 1; i < sm->cur.nacting; i++) {
+		struct peer *pe = peer_find(sm, sm->cur.acting[i]);
+		if (pe == NULL || pe->missing.n || pe->info.backfilling)
+			return;
+	}
+	sm->clean = 1;
+	sm->info.lec = sm->info.same_interval_since;
+	tsr_pg_intervals_trim(&sm->past, sm->info.lec);
+	memset(&p, 0, sizeof(p));
+	kv_info(sm, &p);
+	(void)persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, NULL);
+	why(sm, "active+clean");
+	/* copies elsewhere are no longer needed */
+	for (size_t i = 0; i < sm->npeers; i++)
+		if (sm->peers[i].answered && acting_index(sm, sm->peers[i].osd) < 0 &&
+		    osd_up(sm, sm->peers[i].osd))
+			(void)send_new(sm, sm->peers[i].osd, TSR_PGMSG_PURGE,
+				       sm->info.same_interval_since);
+}
+
+/* Run the queued ops that can run now, in order (per object). */
+static void
+requeue(struct tsr_pgsm *sm)
+{
+	for (size_t i = 0; i < sm->nq && !sm->exec_pending;) {
+		int blocked = 0, rc;
+
+		for (size_t k = 0; k < i && !blocked; k++)
+			if (tsr_oid_cmp(sm->q[k].op.oid, sm->q[k].op.oid_len, sm->q[i].op.oid,
+					sm->q[i].op.oid_len) == 0)
+				blocked = 1;
+		if (blocked || (rc = try_op(sm, &sm->q[i].op)) == 0) {
+			i++;
+			continue;
+		}
+		if (rc < 0)
+			return;
+		if (sm->exec_pending) {
+			/* the exec holds the queued op's oid; the op leaves the
+			 * queue (its handle goes on in the EXEC) */
+			queued_drop(sm, i);
+			return;
+		}
+		queued_drop(sm, i);
+	}
+}
+
+/* ---- messages -------------------------------------------------------------------- */
+
+static int
+copy_missing(struct tsr_missing *dst, const struct tsr_missing *src)
+{
+	tsr_missing_init(dst);
+	return tsr_missing_copy(dst, src);
+}
+
+static int
+answer_info(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, int type)
+{
+	struct tsr_pgsm_action *a = send_new(sm, m->from, type, m->interval);
+	int rc;
+
+	if (a == NULL)
+		return -ENOMEM;
+	if ((rc = tsr_pg_info_copy(&a->msg.info, &sm->info)) < 0 ||
+	    (rc = copy_missing(&a->msg.missing, &sm->missing)) < 0)
+		return rc;
+	if (type == TSR_PGMSG_NOTIFY)
+		return tsr_pg_intervals_copy(&a->msg.past, &sm->past);
+	a->msg.log.tail = a->msg.log.head = sm->log.tail;
+	for (size_t i = 0; i < sm->log.n; i++)
+		if ((rc = tsr_pglog_append(&a->msg.log, &sm->log.e[i])) < 0)
+			return rc;
+	return 0;
+}
+
+static void
+merge_history(struct tsr_pgsm *sm, const struct tsr_pg_info *o)
+{
+	if (o->history_les > sm->info.history_les)
+		sm->info.history_les = o->history_les;
+	if (o->les > sm->info.history_les)
+		sm->info.history_les = o->les;
+	if (o->lec > sm->info.lec)
+		sm->info.lec = o->lec;
+	if (sm->info.created == 0)
+		sm->info.created = o->created;
+}
+
+static int
+on_notify(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
+{
+	struct peer *p;
+	int rc;
+
+	if (sm->role != ROLE_PRIMARY)
+		return 0;
+	if ((p = peer_get(sm, m->from)) == NULL)
+		return -ENOMEM;
+	if ((rc = tsr_pg_info_copy(&p->info, &m->info)) < 0)
+		return rc;
+	tsr_missing_free(&p->missing);
+	if ((rc = tsr_missing_copy(&p->missing, &m->missing)) < 0)
+		return rc;
+	p->answered = 1;
+	merge_history(sm, &m->info);
+	switch (sm->state) {
+	case TSR_PGSM_GETINFO:
+	case TSR_PGSM_DOWN:
+	case TSR_PGSM_INCOMPLETE:
+		return getinfo_check(sm);
+	case TSR_PGSM_ACTIVE:
+		recover_some(sm);    /* it may hold an unfound object */
+		break;
+	}
+	return 0;
+}
+
+static int
+on_log(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
+{
+	struct persist p;
+	struct peer *pe;
+	int rc;
+
+	if (sm->role != ROLE_PRIMARY || sm->state != TSR_PGSM_GETLOG || m->from != sm->auth)
+		return 0;
+	if ((pe = peer_get(sm, m->from)) == NULL)
+		return -ENOMEM;
+	if ((rc = tsr_pg_info_copy(&pe->info, &m->info)) < 0)
+		return rc;
+	tsr_missing_free(&pe->missing);
+	if ((rc = tsr_missing_copy(&pe->missing, &m->missing)) < 0)
+		return rc;
+	merge_history(sm, &m->info);
+	memset(&p, 0, sizeof(p));
+	if ((rc = merge_log(sm, &p, &m->log, 1, m->info.log_tail, m->info.last_update)) < 0) {
+		persist_free(&p);
+		return rc;
+	}
+	update_last_complete(sm);
+	kv_info(sm, &p);
+	if ((rc = persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, NULL)) < 0)
+		return rc;
+	if (sm->info.backfilling) {
+		/* this OSD's copy is too old to catch up by the log: another
+		 * must lead while it is rebuilt (PG temp, with backfill) */
+		sm->state = TSR_PGSM_INCOMPLETE;
+		why(sm, "the primary's copy is older than osd.%d's log: it needs a "
+		    "backfill", m->from);
+		return 0;
+	}
+	return activate(sm);
+}
+
+static int
+on_activate(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
+{
+	struct persist p;
+	struct pend pd;
+	int rc;
+
+	if (sm->role != ROLE_MEMBER || m->from != sm->cur.acting[0])
+		return 0;
+	if (!m->whole && tsr_ev_cmp(sm->log.head, m->log.tail) != 0) {
+		why(sm, "an activation from osd.%d follows %llu'%llu, our log ends at "
+		    "%llu'%llu", m->from, (unsigned long long)m->log.tail.epoch,
+		    (unsigned long long)m->log.tail.ver, (unsigned long long)sm->log.head.epoch,
+		    (unsigned long long)sm->log.head.ver);
+		return 0;
+	}
+	memset(&p, 0, sizeof(p));
+	if ((rc = merge_log(sm, &p, &m->log, m->whole, m->log.tail, m->info.last_update)) < 0) {
+		persist_free(&p);
+		return rc;
+	}
+	merge_history(sm, &m->info);
+	record_start(sm);
+	kv_info(sm, &p);
+	memset(&pd, 0, sizeof(pd));
+	pd.kind = PEND_ACTIVATE_ACK;
+	pd.to = m->from;
+	sm->state = TSR_PGSM_REPLICA;
+	why(sm, "a member of the acting set of osd.%d", m->from);
+	return persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, &pd);
+}
+
+static int
+on_repop(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
+{
+	const struct tsr_pglog_entry *x;
+	struct persist p;
+	struct pend pd;
+	int obj = TSR_PGSM_OBJ_PAYLOAD, rc;
+
+	if (sm->state != TSR_PGSM_REPLICA || m->from != sm->cur.acting[0] || m->log.n != 1)
+		return 0;
+	x = &m->log.e[0];
+	if (tsr_ev_cmp(x->ev, sm->log.head) <= 0)
+		return 0;
+	memset(&p, 0, sizeof(p));
+	if (tsr_ev_cmp(m->trim_to, sm->log.tail) > 0 && tsr_ev_cmp(m->trim_to, sm->log.head) <= 0) {
+		tsr_pglog_trim(&sm->log, m->trim_to);
+		kv_log_rm(&p, m->trim_to, 0);
+		sm->info.log_tail = m->trim_to;
+	}
+	if ((rc = tsr_pglog_append(&sm->log, x)) < 0) {
+		persist_free(&p);
+		return rc;
+	}
+	kv_entry(&p, x);
+	if (tsr_missing_find(&sm->missing, x->oid, x->oid_len)) {
+		/* not recovered here yet: the write cannot apply to a copy we
+		 * lack; the object stays missing at the new version */
+		obj = TSR_PGSM_OBJ_NONE;
+		if (x->op == TSR_PGLOG_DELETE) {
+			missing_clear(sm, &p, x->oid, x->oid_len);
+			rm_obj(&p, x->oid, x->oid_len);
+		} else if ((rc = missing_set(sm, &p, x->oid, x->oid_len, x->ev,
+					     tsr_missing_find(&sm->missing, x->oid, x->oid_len)->have)) < 0) {
+			persist_free(&p);
+			return rc;
+		}
+	}
+	sm->info.last_update = x->ev;
+	update_last_complete(sm);
+	kv_info(sm, &p);
+	memset(&pd, 0, sizeof(pd));
+	pd.kind = PEND_REPOP;
+	pd.to = m->from;
+	pd.ev = x->ev;
+	return persist_emit(sm, &p, obj, 0, payload, &pd);
+}
+
+static int
+on_push(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
+{
+	const struct tsr_missing_item *it = tsr_missing_find(&sm->missing, m->oid, m->oid_len);
+	struct persist p;
+	struct pend pd;
+
+	if (sm->state != TSR_PGSM_ACTIVE && sm->state != TSR_PGSM_REPLICA)
+		return 0;
+	if (it == NULL || m->op != TSR_PGLOG_MODIFY || tsr_ev_cmp(m->ev, it->need) != 0) {
+		if (sm->role == ROLE_PRIMARY) {
+			/* the source lacks it after all: another one */
+			int k = rec_find(sm, m->oid, m->oid_len, m->from);
+			struct peer *pe = peer_find(sm, m->from);
+			if (k >= 0)
+				rec_drop(sm, (size_t)k);
+			if (it && pe && tsr_missing_add(&pe->missing, m->oid, m->oid_len, it->need,
+							(struct tsr_ev){ 0, 0 }) < 0)
+				return -ENOMEM;
+			recover_some(sm);
+		} else if (it == NULL) {
+			/* already have it (a push sent twice) */
+			struct tsr_pgsm_action *a = send_new(sm, m->from, TSR_PGMSG_PUSH_ACK,
+							     m->interval);
+			if (a == NULL || (a->msg.oid = dupb(m->oid, m->oid_len)) == NULL)
+				return -ENOMEM;
+			a->msg.oid_len = m->oid_len;
+			a->msg.ev = m->ev;
+		}
+		return 0;
+	}
+	memset(&p, 0, sizeof(p));
+	kv_missing(&p, m->oid, m->oid_len, NULL);
+	memset(&pd, 0, sizeof(pd));
+	pd.kind = PEND_PUSHED;
+	pd.to = m->from;
+	pd.ev = m->ev;
+	pd.oid = m->oid;
+	pd.oid_len = m->oid_len;
+	return persist_emit(sm, &p, TSR_PGSM_OBJ_PAYLOAD, 0, payload, &pd);
+}
+
+static int
+on_push_ack(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
+{
+	struct peer *pe = peer_find(sm, m->from);
+	const struct tsr_missing_item *it;
+	int k;
+
+	if (sm->state != TSR_PGSM_ACTIVE || pe == NULL)
+		return 0;
+	if ((k = rec_find(sm, m->oid, m->oid_len, m->from)) >= 0)
+		rec_drop(sm, (size_t)k);
+	it = tsr_missing_find(&pe->missing, m->oid, m->oid_len);
+	if (it && tsr_ev_cmp(it->need, m->ev) <= 0)
+		tsr_missing_rm(&pe->missing, m->oid, m->oid_len);
+	recover_some(sm);
+	requeue(sm);
+	check_clean(sm);
+	return 0;
+}
+
+int
+tsr_pgsm_recv(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
+{
+	int current;
+
+	if (!sm->have_map || m->map_epoch > sm->cur.epoch)
+		return -EAGAIN;
+	if (m->pgid.pool != sm->conf.pgid.pool || m->pgid.pg != sm->conf.pgid.pg)
+		return -EINVAL;
+	if (sm->state == TSR_PGSM_DELETED)
+		return 0;
+	current = m->interval == sm->info.same_interval_since;
+	switch (m->type) {
+	case TSR_PGMSG_QUERY:
+		return answer_info(sm, m, TSR_PGMSG_NOTIFY);
+	case TSR_PGMSG_GETLOG:
+		return answer_info(sm, m, TSR_PGMSG_LOG);
+	case TSR_PGMSG_PULL: {
+		struct tsr_pgsm_action *a = send_new(sm, m->from, TSR_PGMSG_PUSH, m->interval);
+		if (a == NULL || (a->msg.oid = dupb(m->oid, m->oid_len)) == NULL)
+			return -ENOMEM;
+		a->msg.oid_len = m->oid_len;
+		a->msg.ev = m->ev;
+		a->msg.op = TSR_PGLOG_MODIFY;
+		a->attach = TSR_PGSM_ATTACH_OBJECT;
+		/* a copy we miss ourselves is no source */
+		if (tsr_missing_find(&sm->missing, m->oid, m->oid_len) ||
+		    !tsr_pg_info_has_backfilled(&sm->info, m->oid, m->oid_len)) {
+			a->attach = TSR_PGSM_ATTACH_NONE;
+			a->msg.op = TSR_PGLOG_DELETE;
+		}
+		return 0;
+	}
+	}
+	if (!current)
+		return 0;
+	switch (m->type) {
+	case TSR_PGMSG_NOTIFY:
+		return on_notify(sm, m);
+	case TSR_PGMSG_LOG:
+		return on_log(sm, m);
+	case TSR_PGMSG_ACTIVATE:
+		return on_activate(sm, m);
+	case TSR_PGMSG_ACTIVATE_ACK: {
+		struct peer *pe = peer_find(sm, m->from);
+		int rc;
+		if (sm->state != TSR_PGSM_ACTIVATING || pe == NULL || acting_index(sm, m->from) < 0)
+			return 0;
+		tsr_missing_free(&pe->missing);
+		if ((rc = tsr_missing_copy(&pe->missing, &m->missing)) < 0)
+			return rc;
+		pe->activated = 1;
+		pe->info.last_update = sm->info.last_update;
+		if (sm->cur.nacting >= sm->cur.min_size)
+			pe->info.les = sm->info.same_interval_since;
+		activated_check(sm);
+		return 0;
+	}
+	case TSR_PGMSG_REPOP:
+		return on_repop(sm, m, payload);
+	case TSR_PGMSG_REPOP_REPLY: {
+		int k = acting_index(sm, m->from);
+		if (sm->state != TSR_PGSM_ACTIVE || k <= 0)
+			return 0;
+		for (size_t i = 0; i < sm->nfl; i++)
+			if (tsr_ev_cmp(sm->fl[i].ev, m->ev) == 0)
+				sm->fl[i].waiting &= ~(1u << k);
+		complete_writes(sm);
+		return 0;
+	}
+	case TSR_PGMSG_PUSH:
+		return on_push(sm, m, payload);
+	case TSR_PGMSG_PUSH_ACK:
+		return on_push_ack(sm, m);
+	case TSR_PGMSG_PURGE:
+		if (sm->role == ROLE_STRAY && !in_set(sm->cur.up, sm->cur.nup, sm->conf.whoami)) {
+			action_new(sm, TSR_PGSM_A_DELETE);
+			sm->state = TSR_PGSM_DELETED;
+			why(sm, "deleted: clean on osd.%d without this copy", m->from);
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int
+tsr_pgsm_committed(struct tsr_pgsm *sm, uint64_t token)
+{
+	struct pend pd;
+	size_t i;
+	int current, rc = 0;
+
+	for (i = 0; i < sm->npend && sm->pend[i].token != token; i++)
+		;
+	if (i == sm->npend)
+		return 0;
+	pd = sm->pend[i];
+	memmove(&sm->pend[i], &sm->pend[i + 1], (sm->npend - i - 1) * sizeof(pd));
+	sm->npend--;
+	current = pd.interval == sm->info.same_interval_since && sm->state != TSR_PGSM_DELETED;
+	switch (pd.kind) {
+	case PEND_ACTIVATED:
+		if (current && sm->state == TSR_PGSM_ACTIVATING) {
+			sm->own_activated = 1;
+			activated_check(sm);
+		}
+		break;
+	case PEND_ACTIVATE_ACK:
+		if (current && sm->state == TSR_PGSM_REPLICA) {
+			struct tsr_pgsm_action *a = send_new(sm, pd.to, TSR_PGMSG_ACTIVATE_ACK,
+							     pd.interval);
+			if (a == NULL || copy_missing(&a->msg.missing, &sm->missing) < 0)
+				rc = -ENOMEM;
+		}
+		break;
+	case PEND_WRITE:
+		if (current)
+			for (size_t k = 0; k < sm->nfl; k++)
+				if (tsr_ev_cmp(sm->fl[k].ev, pd.ev) == 0)
+					sm->fl[k].waiting &= ~1u;
+		complete_writes(sm);
+		break;
+	case PEND_REPOP:
+		if (current) {
+			struct tsr_pgsm_action *a = send_new(sm, pd.to, TSR_PGMSG_REPOP_REPLY,
+							     pd.interval);
+			if (a == NULL)
+				rc = -ENOMEM;
+			else
+				a->msg.ev = pd.ev;
+		}
+		break;
+	case PEND_PUSHED: {
+		const struct tsr_missing_item *it = tsr_missing_find(&sm->missing, pd.oid, pd.oid_len);
+		if (it && tsr_ev_cmp(it->need, pd.ev) == 0) {
+			tsr_missing_rm(&sm->missing, pd.oid, pd.oid_len);
+			update_last_complete(sm);
+		}
+		if (!current)
+			break;
+		if (sm->role == ROLE_PRIMARY) {
+			int k = rec_find(sm, pd.oid, pd.oid_len, pd.to);
+			if (k >= 0)
+				rec_drop(sm, (size_t)k);
+			recover_some(sm);
+			requeue(sm);
+			check_clean(sm);
+		} else {
+			struct tsr_pgsm_action *a = send_new(sm, pd.to, TSR_PGMSG_PUSH_ACK,
+							     pd.interval);
+			if (a == NULL || (a->msg.oid = dupb(pd.oid, pd.oid_len)) == NULL)
+				rc = -ENOMEM;
+			else {
+				a->msg.oid_len = pd.oid_len;
+				a->msg.ev = pd.ev;
+			}
+		}
+		break;
+	}
+	}
+	free(pd.oid);
+	return rc;
+}
+
+/* ---- status --------------------------------------------------------------------- */
+
+int
+tsr_pgsm_state(const struct tsr_pgsm *sm)
+{
+	return sm->state;
+}
+
+int
+tsr_pgsm_is_clean(const struct tsr_pgsm *sm)
+{
+	return sm->clean;
+}
+
+const struct tsr_pg_info *
+tsr_pgsm_info(const struct tsr_pgsm *sm)
+{
+	return &sm->info;
+}
+
+const struct tsr_pglog *
+tsr_pgsm_log(const struct tsr_pgsm *sm)
+{
+	return &sm->log;
+}
+
+const struct tsr_missing *
+tsr_pgsm_missing(const struct tsr_pgsm *sm)
+{
+	return &sm->missing;
+}
+
+size_t
+tsr_pgsm_degraded(const struct tsr_pgsm *sm)
+{
+	size_t n = sm->missing.n;
+
+	for (uint32_t i = 1; i < sm->cur.nacting; i++) {
+		const struct peer *p = NULL;
+		for (size_t k = 0; k < sm->npeers; k++)
+			if (sm->peers[k].osd == sm->cur.acting[i])
+				p = &sm->peers[k];
+		if (p)
+			n += p->missing.n;
+	}
+	return n;
+}
+
+const char *
+tsr_pgsm_why(const struct tsr_pgsm *sm)
+{
+	return sm->why;
+}

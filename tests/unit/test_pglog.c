@@ -1,0 +1,351 @@
+/* test_pglog.c — a PG's log, missing set and intervals (core/osd/pglog.h)
+ * and the messages between its copies (core/osd/pgsm.h, pgmsg.c): the
+ * log's operations, every message type round-trips and every cut of one is
+ * refused, and what a peer could not have sent (entries out of order, a
+ * log that does not reach its own head, two entries in one write, an
+ * unknown operation) is refused with a reason.  What the PG machine does
+ * with them is tested by the simulation (tests/sim/pgsim.c). */
+#include "osd/pgsm.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct tsr_pglog_entry
+entry(uint64_t epoch, uint64_t ver, const char *oid, uint8_t op)
+{
+	struct tsr_pglog_entry x;
+
+	memset(&x, 0, sizeof(x));
+	x.ev = (struct tsr_ev){ epoch, ver };
+	x.prior = (struct tsr_ev){ epoch, ver - 1 };
+	x.op = op;
+	x.reqid = (struct tsr_reqid){ 7, ver };
+	x.oid = (uint8_t *)oid;
+	x.oid_len = strlen(oid);
+	return x;
+}
+
+START_TEST(log_operations)
+{
+	struct tsr_pglog l;
+	struct tsr_pglog_entry x;
+
+	tsr_pglog_init(&l);
+	for (uint64_t v = 1; v <= 10; v++) {
+		x = entry(v < 6 ? 3 : 8, v, v % 2 ? "a" : "b", TSR_PGLOG_MODIFY);
+		ck_assert_int_eq(tsr_pglog_append(&l, &x), 0);
+	}
+	/* not above the head */
+	x = entry(8, 10, "c", TSR_PGLOG_MODIFY);
+	ck_assert_int_eq(tsr_pglog_append(&l, &x), -EINVAL);
+	x = entry(7, 11, "c", TSR_PGLOG_MODIFY);  /* an older epoch */
+	ck_assert_int_eq(tsr_pglog_append(&l, &x), -EINVAL);
+	ck_assert_uint_eq(l.n, 10);
+	ck_assert_int_eq(tsr_pglog_find(&l, (struct tsr_ev){ 3, 4 }), 3);
+	ck_assert_int_eq(tsr_pglog_find(&l, (struct tsr_ev){ 8, 4 }), -1);
+	ck_assert_uint_eq(tsr_pglog_after(&l, (struct tsr_ev){ 3, 5 }), 5);
+	ck_assert_uint_eq(tsr_pglog_after(&l, (struct tsr_ev){ 0, 0 }), 0);
+	ck_assert_int_eq(tsr_pglog_find_reqid(&l, (struct tsr_reqid){ 7, 9 }), 8);
+	ck_assert_int_eq(tsr_pglog_find_reqid(&l, (struct tsr_reqid){ 8, 9 }), -1);
+	ck_assert_int_eq(tsr_pglog_find_reqid(&l, (struct tsr_reqid){ 0, 9 }), -1);
+	tsr_pglog_trim(&l, (struct tsr_ev){ 3, 3 });
+	ck_assert_uint_eq(l.n, 7);
+	ck_assert(tsr_ev_cmp(l.tail, (struct tsr_ev){ 3, 3 }) == 0);
+	ck_assert(tsr_pglog_covers(&l, (struct tsr_ev){ 3, 3 }));
+	ck_assert(!tsr_pglog_covers(&l, (struct tsr_ev){ 3, 2 }));
+	tsr_pglog_rewind(&l, (struct tsr_ev){ 8, 7 });
+	ck_assert_uint_eq(l.n, 4);
+	ck_assert(tsr_ev_cmp(l.head, (struct tsr_ev){ 8, 7 }) == 0);
+	x = entry(9, 8, "d", TSR_PGLOG_DELETE);
+	ck_assert_int_eq(tsr_pglog_append(&l, &x), 0);
+	tsr_pglog_free(&l);
+}
+END_TEST
+
+START_TEST(missing_set)
+{
+	struct tsr_missing ms;
+	struct tsr_missing_item *it;
+
+	tsr_missing_init(&ms);
+	ck_assert_int_eq(tsr_missing_add(&ms, "m", 1, (struct tsr_ev){ 2, 5 },
+					 (struct tsr_ev){ 1, 1 }), 0);
+	ck_assert_int_eq(tsr_missing_add(&ms, "b", 1, (struct tsr_ev){ 2, 3 },
+					 (struct tsr_ev){ 0, 0 }), 0);
+	ck_assert_int_eq(tsr_missing_add(&ms, "mm", 2, (struct tsr_ev){ 2, 4 },
+					 (struct tsr_ev){ 0, 0 }), 0);
+	ck_assert_uint_eq(ms.n, 3);
+	/* sorted as the backends list: a prefix before its extensions */
+	ck_assert_int_eq(memcmp(ms.m[0].oid, "b", 1), 0);
+	ck_assert_uint_eq(ms.m[1].oid_len, 1);
+	ck_assert_uint_eq(ms.m[2].oid_len, 2);
+	/* need only rises; the older have stays */
+	ck_assert_int_eq(tsr_missing_add(&ms, "m", 1, (struct tsr_ev){ 3, 9 },
+					 (struct tsr_ev){ 2, 5 }), 0);
+	it = tsr_missing_find(&ms, "m", 1);
+	ck_assert_ptr_nonnull(it);
+	ck_assert(tsr_ev_cmp(it->need, (struct tsr_ev){ 3, 9 }) == 0);
+	ck_assert(tsr_ev_cmp(it->have, (struct tsr_ev){ 1, 1 }) == 0);
+	ck_assert_int_eq(tsr_missing_add(&ms, "m", 1, (struct tsr_ev){ 2, 1 },
+					 (struct tsr_ev){ 0, 0 }), 0);
+	ck_assert(tsr_ev_cmp(tsr_missing_find(&ms, "m", 1)->need, (struct tsr_ev){ 3, 9 }) == 0);
+	tsr_missing_rm(&ms, "m", 1);
+	tsr_missing_rm(&ms, "zz", 2);
+	ck_assert_ptr_null(tsr_missing_find(&ms, "m", 1));
+	ck_assert_uint_eq(ms.n, 2);
+	tsr_missing_free(&ms);
+}
+END_TEST
+
+START_TEST(intervals_merge_and_trim)
+{
+	struct tsr_pg_intervals p, q;
+	struct tsr_pg_interval iv;
+
+	memset(&p, 0, sizeof(p));
+	memset(&q, 0, sizeof(q));
+	memset(&iv, 0, sizeof(iv));
+	iv.n = 2;
+	iv.acting[0] = 1;
+	iv.acting[1] = 2;
+	for (uint64_t f = 10; f <= 40; f += 10) {
+		iv.first = f;
+		iv.last = f + 5;
+		ck_assert_int_eq(tsr_pg_intervals_add(f % 20 ? &p : &q, &iv), 0);
+	}
+	ck_assert_int_eq(tsr_pg_intervals_merge(&p, &q), 0);
+	ck_assert_uint_eq(p.n, 4);
+	for (size_t i = 1; i < p.n; i++)
+		ck_assert_uint_gt(p.iv[i].first, p.iv[i - 1].first);
+	tsr_pg_intervals_trim(&p, 26);
+	ck_assert_uint_eq(p.n, 2);
+	ck_assert_uint_eq(p.iv[0].first, 30);
+	tsr_pg_intervals_free(&p);
+	tsr_pg_intervals_free(&q);
+}
+END_TEST
+
+/* One message of each type, filled as the machine fills them. */
+static void
+sample(int type, struct tsr_pgmsg *m)
+{
+	struct tsr_pglog_entry x;
+	struct tsr_pg_interval iv;
+
+	memset(m, 0, sizeof(*m));
+	m->type = (uint8_t)type;
+	m->pgid.pool = 3;
+	m->pgid.pg = 17;
+	m->from = 4;
+	m->map_epoch = 90;
+	m->interval = 88;
+	m->info.pgid = m->pgid;
+	m->info.last_update = (struct tsr_ev){ 88, 12 };
+	m->info.last_complete = (struct tsr_ev){ 88, 11 };
+	m->info.log_tail = (struct tsr_ev){ 80, 10 };
+	m->info.les = 85;
+	m->info.history_les = 85;
+	m->info.same_interval_since = 88;
+	memset(&iv, 0, sizeof(iv));
+	iv.first = 80;
+	iv.last = 87;
+	iv.primary = 4;
+	iv.maybe_rw = 1;
+	iv.n = 3;
+	iv.acting[0] = 4;
+	iv.acting[1] = 5;
+	iv.acting[2] = 6;
+	ck_assert_int_eq(tsr_pg_intervals_add(&m->past, &iv), 0);
+	ck_assert_int_eq(tsr_missing_add(&m->missing, "obj", 3, (struct tsr_ev){ 88, 11 },
+					 (struct tsr_ev){ 80, 2 }), 0);
+	m->log.tail = m->log.head = m->info.log_tail;
+	if (type == TSR_PGMSG_REPOP) {
+		m->log.tail = m->log.head = (struct tsr_ev){ 0, 0 };
+		x = entry(88, 13, "obj", TSR_PGLOG_MODIFY);
+		ck_assert_int_eq(tsr_pglog_append(&m->log, &x), 0);
+	} else {
+		x = entry(88, 11, "obj", TSR_PGLOG_MODIFY);
+		ck_assert_int_eq(tsr_pglog_append(&m->log, &x), 0);
+		x = entry(88, 12, "other", TSR_PGLOG_DELETE);
+		ck_assert_int_eq(tsr_pglog_append(&m->log, &x), 0);
+	}
+	m->ev = (struct tsr_ev){ 88, 11 };
+	m->trim_to = (struct tsr_ev){ 80, 10 };
+	m->oid = malloc(3);
+	memcpy(m->oid, "obj", 3);
+	m->oid_len = 3;
+	m->op = TSR_PGLOG_MODIFY;
+	m->result = -2;
+}
+
+START_TEST(messages_round_trip_and_cuts)
+{
+	char err[256];
+
+	for (int type = 1; type <= TSR_PGMSG_PURGE; type++) {
+		struct tsr_pgmsg m, d;
+		struct tsr_enc e;
+
+		ck_assert_ptr_nonnull(tsr_pgmsg_name(type));
+		sample(type, &m);
+		tsr_enc_init(&e);
+		ck_assert_int_eq(tsr_pgmsg_encode(&e, &m), 0);
+		ck_assert_msg(tsr_pgmsg_check(e.buf, e.len, err, sizeof(err)) == 0, "%s: %s",
+			      tsr_pgmsg_name(type), err);
+		ck_assert_int_eq(tsr_pgmsg_decode(e.buf, e.len, &d, err, sizeof(err)), 0);
+		ck_assert_uint_eq(d.type, type);
+		ck_assert_int_eq(d.from, 4);
+		ck_assert_uint_eq(d.interval, 88);
+		if (type == TSR_PGMSG_LOG || type == TSR_PGMSG_ACTIVATE) {
+			ck_assert_uint_eq(d.log.n, 2);
+			ck_assert(tsr_ev_cmp(d.log.head, (struct tsr_ev){ 88, 12 }) == 0);
+		}
+		if (type == TSR_PGMSG_PUSH)
+			ck_assert_int_eq(memcmp(d.oid, "obj", 3), 0);
+		tsr_pgmsg_free(&d);
+		for (size_t cut = 0; cut < e.len; cut++)
+			ck_assert_msg(tsr_pgmsg_check(e.buf, cut, err, sizeof(err)) == -EBADMSG,
+				      "%s cut at %zu", tsr_pgmsg_name(type), cut);
+		tsr_enc_u8(&e, 0);
+		ck_assert_int_eq(tsr_pgmsg_decode(e.buf, e.len, &d, err, sizeof(err)), -EBADMSG);
+		tsr_enc_release(&e);
+		tsr_pgmsg_free(&m);
+	}
+}
+END_TEST
+
+static int
+decode_err(const struct tsr_pgmsg *m, char *err, size_t errlen)
+{
+	struct tsr_enc e;
+	struct tsr_pgmsg d;
+	int rc;
+
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_pgmsg_encode(&e, m), 0);
+	rc = tsr_pgmsg_decode(e.buf, e.len, &d, err, errlen);
+	if (rc == 0)
+		tsr_pgmsg_free(&d);
+	tsr_enc_release(&e);
+	return rc;
+}
+
+START_TEST(hostile_messages)
+{
+	struct tsr_pgmsg m;
+	struct tsr_pglog_entry x;
+	char err[256];
+
+	/* a log that does not reach the head its info claims */
+	sample(TSR_PGMSG_LOG, &m);
+	m.info.last_update = (struct tsr_ev){ 88, 20 };
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "pg log"));
+	tsr_pgmsg_free(&m);
+	/* entries at or below the tail they follow */
+	sample(TSR_PGMSG_ACTIVATE, &m);
+	m.log.tail = (struct tsr_ev){ 88, 11 };
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	tsr_pgmsg_free(&m);
+	/* two entries in one replicated write */
+	sample(TSR_PGMSG_REPOP, &m);
+	x = entry(88, 14, "b", TSR_PGLOG_MODIFY);
+	ck_assert_int_eq(tsr_pglog_append(&m.log, &x), 0);
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "exactly one"));
+	tsr_pgmsg_free(&m);
+	/* an operation no log has */
+	sample(TSR_PGMSG_REPOP, &m);
+	m.log.e[0].op = 9;
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "unknown operation"));
+	tsr_pgmsg_free(&m);
+	/* an entry older than the object's prior version */
+	sample(TSR_PGMSG_REPOP, &m);
+	m.log.e[0].prior = (struct tsr_ev){ 89, 1 };
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "prior"));
+	tsr_pgmsg_free(&m);
+	/* a sender that is no OSD, a type that is none */
+	sample(TSR_PGMSG_QUERY, &m);
+	m.from = -3;
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "out of range"));
+	m.from = 3;
+	m.type = 77;
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "unknown type 77"));
+	tsr_pgmsg_free(&m);
+	/* an info whose tail is above its head */
+	sample(TSR_PGMSG_NOTIFY, &m);
+	m.info.log_tail = (struct tsr_ev){ 99, 1 };
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "above last update"));
+	tsr_pgmsg_free(&m);
+	/* a missing set out of order */
+	sample(TSR_PGMSG_ACTIVATE_ACK, &m);
+	ck_assert_int_eq(tsr_missing_add(&m.missing, "a", 1, (struct tsr_ev){ 88, 3 },
+					 (struct tsr_ev){ 0, 0 }), 0);
+	{
+		struct tsr_missing_item t = m.missing.m[0];
+		m.missing.m[0] = m.missing.m[1];
+		m.missing.m[1] = t;
+	}
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "out of order"));
+	tsr_pgmsg_free(&m);
+}
+END_TEST
+
+/* What the machine persists, it loads; a store of another PG, or a key it
+ * never writes, is refused with a reason. */
+START_TEST(machine_load_checks)
+{
+	struct tsr_pgsm_conf c = { .pgid = { 1, 2 }, .whoami = 0, .created = 1 };
+	struct tsr_pgsm *sm;
+	struct tsr_pg_info info;
+	struct tsr_pg_intervals past;
+	struct tsr_enc e;
+	char err[256];
+
+	ck_assert_int_eq(tsr_pgsm_create(&c, &sm), 0);
+	memset(&info, 0, sizeof(info));
+	memset(&past, 0, sizeof(past));
+	info.pgid.pool = 1;
+	info.pgid.pg = 3;
+	tsr_enc_init(&e);
+	tsr_pg_info_encode(&e, &info);
+	tsr_pg_intervals_encode(&e, &past);
+	ck_assert_int_eq(tsr_pgsm_load(sm, "I", 1, e.buf, e.len, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "PG info of 1.3 in the store of PG 1.2"));
+	ck_assert_int_eq(tsr_pgsm_load(sm, "Q", 1, e.buf, e.len, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "not one this OSD writes"));
+	ck_assert_int_eq(tsr_pgsm_load(sm, "I", 1, e.buf, e.len - 1, err, sizeof(err)), -EBADMSG);
+	tsr_enc_release(&e);
+	tsr_pgsm_destroy(sm);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("pglog");
+	TCase *tc = tcase_create("pglog");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, log_operations);
+	tcase_add_test(tc, missing_set);
+	tcase_add_test(tc, intervals_merge_and_trim);
+	tcase_add_test(tc, messages_round_trip_and_cuts);
+	tcase_add_test(tc, hostile_messages);
+	tcase_add_test(tc, machine_load_checks);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
