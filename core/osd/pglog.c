@@ -539,6 +539,7 @@ tsr_pg_info_encode(struct tsr_enc *e, const struct tsr_pg_info *i)
 	tsr_enc_u64(e, i->same_interval_since);
 	tsr_enc_u8(e, i->backfilling);
 	tsr_enc_bytes(e, i->last_backfill, i->last_backfill_len);
+	tsr_enc_u64(e, i->backfill_since);
 	tsr_enc_end_struct(e, m);
 }
 
@@ -565,6 +566,7 @@ tsr_pg_info_decode(struct tsr_dec *d, struct tsr_pg_info *i, char *err, size_t e
 	i->same_interval_since = tsr_dec_u64(&s);
 	i->backfilling = tsr_dec_u8(&s);
 	tsr_dec_bytes(&s, &lb, &lb_len, TSR_PGLOG_MAX_OID);
+	i->backfill_since = tsr_dec_u64(&s);
 	if (tsr_dec_end_struct(d, &s) < 0)
 		return done(d, err, errlen, "PG info");
 	if (i->pgid.pool < 0)

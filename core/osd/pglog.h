@@ -17,8 +17,10 @@
  * the client's request id with the answer it got (so a request sent again
  * after a change of primary is recognised and answered, not applied
  * twice).  The log is bounded: entries every member of the acting set
- * holds are trimmed from the tail; the request ids of trimmed entries stay
- * a while longer as "dups".  The log orders replication and drives
+ * holds are trimmed from the tail (a request sent again after its entry
+ * was trimmed is not recognised yet: the log must outlast a client's
+ * resends; a list of trimmed request ids is to come).  The log orders
+ * replication and drives
  * recovery: a member whose head is inside another's log knows exactly
  * which objects changed since.
  *
@@ -37,7 +39,7 @@
  *                            ev last_complete, ev log_tail, u64 les,
  *                            u64 created, u64 history_les, u64 lec,
  *                            u64 same_interval_since, u8 backfilling,
- *                            bytes last_backfill }
+ *                            bytes last_backfill, u64 backfill_since }
  *   interval = u64 first, u64 last, i32 primary, u8 maybe_rw, u32 n,
  *              n x i32 acting
  *   intervals= envelope v1 { u32 n, n x interval }
@@ -188,6 +190,8 @@ struct tsr_pg_info {
 	uint8_t *last_backfill;       /* owned; NULL with length 0: before
 					 every object */
 	size_t last_backfill_len;
+	uint64_t backfill_since;      /* the interval in which this copy became
+					 one being backfilled */
 };
 
 void tsr_pg_info_free(struct tsr_pg_info *i);

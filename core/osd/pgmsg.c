@@ -5,14 +5,17 @@
  *   body by type:
  *     QUERY, PURGE    (nothing)
  *     NOTIFY          info, intervals, missing
- *     GETLOG          ev since
+ *     GETLOG          ev (the asker's head; the whole log comes back)
  *     LOG             info, missing, entries     (tail: info.log_tail)
  *     ACTIVATE        info, intervals, u8 whole, ev tail, entries
- *     ACTIVATE_ACK    missing
+ *     ACTIVATE_ACK    info, missing
  *     REPOP           ev trim_to, entries        (exactly one)
  *     REPOP_REPLY     ev, i32 result
  *     PULL, PUSH_ACK  bytes oid, ev
- *     PUSH            bytes oid, ev, u8 op
+ *     PUSH            bytes oid, ev, u8 op, u8 backfill
+ *     SCAN            bytes after (empty: from the first), u32 max
+ *     SCAN_REPLY      u8 done, u32 n, n x { bytes oid, ev }   (in order)
+ *     PROGRESS(_ACK)  bytes last_backfill, u8 done
  * (info, intervals, missing, entries: pglog.h.)
  */
 #include "osd/pgsm.h"
@@ -43,6 +46,11 @@ tsr_pgmsg_free(struct tsr_pgmsg *m)
 	free(m->oid);
 	m->oid = NULL;
 	m->oid_len = 0;
+	for (size_t i = 0; i < m->nobjs; i++)
+		free(m->objs[i].oid);
+	free(m->objs);
+	m->objs = NULL;
+	m->nobjs = 0;
 }
 
 int
@@ -78,6 +86,7 @@ tsr_pgmsg_encode(struct tsr_enc *e, const struct tsr_pgmsg *m)
 		tsr_pglog_entries_encode(e, &m->log, 0, m->log.n);
 		break;
 	case TSR_PGMSG_ACTIVATE_ACK:
+		tsr_pg_info_encode(e, &m->info);
 		tsr_missing_encode(e, &m->missing);
 		break;
 	case TSR_PGMSG_REPOP:
@@ -93,12 +102,43 @@ tsr_pgmsg_encode(struct tsr_enc *e, const struct tsr_pgmsg *m)
 	case TSR_PGMSG_PUSH:
 		tsr_enc_bytes(e, m->oid, m->oid_len);
 		tsr_ev_encode(e, m->ev);
-		if (m->type == TSR_PGMSG_PUSH)
+		if (m->type == TSR_PGMSG_PUSH) {
 			tsr_enc_u8(e, m->op);
+			tsr_enc_u8(e, m->backfill);
+		}
+		break;
+	case TSR_PGMSG_SCAN:
+		tsr_enc_bytes(e, m->oid, m->oid_len);
+		tsr_enc_u32(e, m->max);
+		break;
+	case TSR_PGMSG_SCAN_REPLY:
+		tsr_enc_u8(e, m->done);
+		tsr_enc_u32(e, (uint32_t)m->nobjs);
+		for (size_t i = 0; i < m->nobjs; i++) {
+			tsr_enc_bytes(e, m->objs[i].oid, m->objs[i].oid_len);
+			tsr_ev_encode(e, m->objs[i].ev);
+		}
+		break;
+	case TSR_PGMSG_PROGRESS:
+	case TSR_PGMSG_PROGRESS_ACK:
+		tsr_enc_bytes(e, m->oid, m->oid_len);
+		tsr_enc_u8(e, m->done);
 		break;
 	}
 	tsr_enc_end_struct(e, mark);
 	return tsr_enc_error(e);
+}
+
+static int
+dup_oid(struct tsr_pgmsg *m, const void *oid, size_t oid_len)
+{
+	if ((m->oid = malloc(oid_len)) == NULL) {
+		tsr_pgmsg_free(m);
+		return -ENOMEM;
+	}
+	memcpy(m->oid, oid, oid_len);
+	m->oid_len = oid_len;
+	return 0;
 }
 
 static int
@@ -197,8 +237,9 @@ tsr_pgmsg_decode(const void *buf, size_t len, struct tsr_pgmsg *m, char *err, si
 		break;
 	}
 	case TSR_PGMSG_ACTIVATE_ACK:
-		if ((rc = tsr_missing_decode(&s, &m->missing, err, errlen)) < 0)
-			return bad(m, err, errlen, "bad missing set");
+		if ((rc = tsr_pg_info_decode(&s, &m->info, err, errlen)) < 0 ||
+		    (rc = tsr_missing_decode(&s, &m->missing, err, errlen)) < 0)
+			return bad(m, err, errlen, "bad info or missing set");
 		break;
 	case TSR_PGMSG_REPOP:
 		m->trim_to = tsr_ev_decode(&s);
@@ -215,23 +256,70 @@ tsr_pgmsg_decode(const void *buf, size_t len, struct tsr_pgmsg *m, char *err, si
 	case TSR_PGMSG_PUSH:
 		tsr_dec_bytes(&s, &oid, &oid_len, TSR_PGLOG_MAX_OID);
 		m->ev = tsr_ev_decode(&s);
-		if (m->type == TSR_PGMSG_PUSH)
+		if (m->type == TSR_PGMSG_PUSH) {
 			m->op = tsr_dec_u8(&s);
+			m->backfill = tsr_dec_u8(&s);
+		}
 		if (tsr_dec_error(&s) || oid_len == 0)
 			return bad(m, err, errlen, "bad object name");
-		if (m->type == TSR_PGMSG_PUSH && m->op != TSR_PGLOG_MODIFY &&
-		    m->op != TSR_PGLOG_DELETE)
+		if (m->type == TSR_PGMSG_PUSH && ((m->op != TSR_PGLOG_MODIFY &&
+						   m->op != TSR_PGLOG_DELETE) || m->backfill > 1))
 			return bad(m, err, errlen, "unknown push kind");
-		if ((m->oid = malloc(oid_len)) == NULL) {
+		if ((rc = dup_oid(m, oid, oid_len)) < 0)
+			return rc;
+		break;
+	case TSR_PGMSG_SCAN:
+	case TSR_PGMSG_PROGRESS:
+	case TSR_PGMSG_PROGRESS_ACK:
+		/* a name, or none: before the first object */
+		tsr_dec_bytes(&s, &oid, &oid_len, TSR_PGLOG_MAX_OID);
+		if (m->type == TSR_PGMSG_SCAN)
+			m->max = tsr_dec_u32(&s);
+		else
+			m->done = tsr_dec_u8(&s);
+		if (tsr_dec_error(&s) || m->done > 1 ||
+		    (m->type == TSR_PGMSG_SCAN && (m->max == 0 || m->max > TSR_PGMSG_MAX_SCAN)))
+			return bad(m, err, errlen, "bad name, count or flag");
+		if (oid_len && (rc = dup_oid(m, oid, oid_len)) < 0)
+			return rc;
+		break;
+	case TSR_PGMSG_SCAN_REPLY: {
+		uint32_t n;
+		m->done = tsr_dec_u8(&s);
+		n = tsr_dec_u32(&s);
+		if (tsr_dec_error(&s) || m->done > 1 || n > TSR_PGMSG_MAX_SCAN ||
+		    n > tsr_dec_remaining(&s) / 20)
+			return bad(m, err, errlen, "bad count or flag");
+		if (n && (m->objs = calloc(n, sizeof(*m->objs))) == NULL) {
 			tsr_pgmsg_free(m);
 			return -ENOMEM;
 		}
-		memcpy(m->oid, oid, oid_len);
-		m->oid_len = oid_len;
+		for (uint32_t i = 0; i < n; i++) {
+			struct tsr_pgsm_objver *o = &m->objs[i];
+			tsr_dec_bytes(&s, &oid, &oid_len, TSR_PGLOG_MAX_OID);
+			o->ev = tsr_ev_decode(&s);
+			if (tsr_dec_error(&s) || oid_len == 0 || tsr_ev_none(o->ev) ||
+			    (i > 0 && tsr_oid_cmp(m->objs[i - 1].oid, m->objs[i - 1].oid_len,
+						  oid, oid_len) >= 0))
+				return bad(m, err, errlen, "objects empty, unversioned or out of order");
+			if ((o->oid = malloc(oid_len)) == NULL) {
+				tsr_pgmsg_free(m);
+				return -ENOMEM;
+			}
+			memcpy(o->oid, oid, oid_len);
+			o->oid_len = oid_len;
+			m->nobjs++;
+		}
 		break;
+	}
 	}
 	if (tsr_dec_end_struct(&d, &s) < 0)
 		return bad(m, err, errlen, "truncated body");
+	/* a version is handed out under the map its primary holds, and a copy
+	 * takes entries only once its map has caught up: none is newer than
+	 * the sender's map */
+	if (m->log.n && m->log.e[m->log.n - 1].ev.epoch > m->map_epoch)
+		return bad(m, err, errlen, "a log entry newer than the sender's map");
 	if (tsr_dec_remaining(&d))
 		return bad(m, err, errlen, "bytes after the message");
 	return 0;

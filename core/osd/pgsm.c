@@ -42,6 +42,7 @@ struct recovery {
 	uint8_t *oid;
 	size_t oid_len;
 	int32_t osd;                 /* the target of a push, the source of a pull */
+	uint64_t up_from;            /* its incarnation then */
 	uint8_t pull;
 	struct tsr_ev ev;
 };
@@ -54,11 +55,14 @@ enum pend_kind {
 	PEND_WRITE,                 /* primary: its own copy of ev */
 	PEND_REPOP,                 /* member: answer REPOP ev */
 	PEND_PUSHED,                /* an object arrived (ev) */
+	PEND_PROGRESS,              /* member: a backfill position (ev.ver:
+				       done) */
 };
 
 struct pend {
 	uint64_t token;
 	int kind;
+	uint64_t les;                /* the les this persist wrote */
 	uint64_t interval;
 	int32_t to;
 	struct tsr_ev ev;
@@ -101,7 +105,24 @@ struct tsr_pgsm {
 	int exec_pending;
 
 	int clean;
+	uint64_t les_durable;        /* the newest les a commit has made durable:
+					what others are told (one they learned
+					from memory could die with us) */
 	int unfound;                 /* recovery found no source for an object */
+
+	/* backfill, on the primary: one member at a time, in windows of
+	 * objects compared between the two listings */
+	int32_t bf_target;           /* the member being backfilled, or -1 */
+	int bf_listing, bf_scanning; /* LIST and SCAN answers due */
+	struct tsr_pgsm_objver *bf_local, *bf_remote;
+	size_t nbf_local, nbf_remote;
+	int bf_local_end, bf_remote_end;
+	uint8_t *bf_sent;            /* the last_backfill sent to the target */
+	size_t bf_sent_len;
+	int bf_done_sent;
+	int temp_asked;              /* PG_TEMP asked in this interval */
+	/* on a member: the SCAN its LIST answers */
+	int32_t scan_for;
 	uint64_t next_token;
 	struct tsr_ev trim_to;       /* the primary's last trim */
 
@@ -442,15 +463,19 @@ persist_emit(struct tsr_pgsm *sm, struct persist *p, int obj, uint64_t handle,
 	a->payload = payload;
 	a->token = token;
 	memset(p, 0, sizeof(*p));
-	if (pd && pd->kind != PEND_NONE) {
+	if ((pd && pd->kind != PEND_NONE) || sm->info.les > sm->les_durable) {
 		struct pend *n;
 		if (grow((void **)&sm->pend, &sm->cappend, sm->npend, sizeof(*n)) < 0)
 			return -ENOMEM;
 		n = &sm->pend[sm->npend++];
-		*n = *pd;
+		memset(n, 0, sizeof(*n));
+		if (pd)
+			*n = *pd;
 		n->token = token;
+		n->les = sm->info.les;
 		n->interval = sm->info.same_interval_since;
-		if (pd->oid && (n->oid = dupb(pd->oid, pd->oid_len)) == NULL)
+		n->oid = NULL;
+		if (pd && pd->oid && (n->oid = dupb(pd->oid, pd->oid_len)) == NULL)
 			return -ENOMEM;
 	}
 	return 0;
@@ -483,6 +508,9 @@ tsr_pgsm_create(const struct tsr_pgsm_conf *conf, struct tsr_pgsm **out)
 	sm->conf = *conf;
 	if (sm->conf.log_max == 0)
 		sm->conf.log_max = 3000;
+	/* a whole log goes in one LOG or ACTIVATE message */
+	if (sm->conf.log_max > TSR_PGLOG_MAX_ENTRIES / 2)
+		sm->conf.log_max = TSR_PGLOG_MAX_ENTRIES / 2;
 	if (sm->conf.recovery_max == 0)
 		sm->conf.recovery_max = 8;
 	if (sm->conf.queue_max == 0)
@@ -491,6 +519,8 @@ tsr_pgsm_create(const struct tsr_pgsm_conf *conf, struct tsr_pgsm **out)
 	sm->info.created = conf->created;
 	sm->my_index = -1;
 	sm->auth = -1;
+	sm->bf_target = -1;
+	sm->scan_for = -1;
 	why(sm, "no map yet");
 	*out = sm;
 	return 0;
@@ -527,6 +557,7 @@ tsr_pgsm_load(struct tsr_pgsm *sm, const void *key, size_t key_len, const void *
 		}
 		tsr_pg_info_free(&sm->info);
 		sm->info = info;
+		sm->les_durable = info.les;
 		tsr_pg_intervals_free(&sm->past);
 		sm->past = past;
 		sm->log.tail = info.log_tail;
@@ -553,7 +584,9 @@ tsr_pgsm_load(struct tsr_pgsm *sm, const void *key, size_t key_len, const void *
 		struct tsr_ev need, have;
 		need = tsr_ev_decode(&d);
 		have = tsr_ev_decode(&d);
-		if (tsr_dec_error(&d) || tsr_dec_remaining(&d) || key_len < 2)
+		if (tsr_dec_error(&d) || tsr_dec_remaining(&d) || key_len < 2 ||
+		    key_len - 1 > TSR_PGLOG_MAX_OID || tsr_ev_none(need) ||
+		    tsr_ev_cmp(have, need) >= 0)
 			goto bad;
 		return tsr_missing_add(&sm->missing, k + 1, key_len - 1, need, have);
 	}
@@ -600,6 +633,8 @@ rec_drop(struct tsr_pgsm *sm, size_t i)
 	sm->nrec--;
 }
 
+static void backfill_reset(struct tsr_pgsm *sm);
+
 void
 tsr_pgsm_destroy(struct tsr_pgsm *sm)
 {
@@ -621,11 +656,34 @@ tsr_pgsm_destroy(struct tsr_pgsm *sm)
 		free(sm->pend[i].oid);
 	free(sm->pend);
 	free(sm->exec_oid);
+	backfill_reset(sm);
 	tsr_pg_info_free(&sm->info);
 	tsr_pg_intervals_free(&sm->past);
 	tsr_pglog_free(&sm->log);
 	tsr_missing_free(&sm->missing);
 	free(sm);
+}
+
+static void
+objvers_free(struct tsr_pgsm_objver **v, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free((*v)[i].oid);
+	free(*v);
+	*v = NULL;
+	*n = 0;
+}
+
+static void
+backfill_reset(struct tsr_pgsm *sm)
+{
+	sm->bf_target = -1;
+	sm->bf_listing = sm->bf_scanning = sm->bf_done_sent = 0;
+	objvers_free(&sm->bf_local, &sm->nbf_local);
+	objvers_free(&sm->bf_remote, &sm->nbf_remote);
+	free(sm->bf_sent);
+	sm->bf_sent = NULL;
+	sm->bf_sent_len = 0;
 }
 
 /* ---- peers ---------------------------------------------------------------------- */
@@ -743,6 +801,36 @@ touched_after(const struct tsr_pglog *l, size_t from, const void *oid, size_t oi
 	return 0;
 }
 
+/* No overlap with the authority's log: this copy must be rebuilt by
+ * backfill; until then it holds nothing it can vouch for beyond what the
+ * backfill has reached.  It takes the authority's log as its own. */
+static int
+rebase_backfill(struct tsr_pgsm *sm, struct persist *p, const struct tsr_pglog *a,
+		struct tsr_ev a_tail)
+{
+	int rc = 0;
+
+	kv_log_rm(p, sm->log.tail, 1);
+	kv_log_rm(p, sm->log.head, 0);
+	tsr_pglog_free(&sm->log);
+	for (size_t i = 0; i < sm->missing.n; i++)
+		kv_missing(p, sm->missing.m[i].oid, sm->missing.m[i].oid_len, NULL);
+	tsr_missing_free(&sm->missing);
+	sm->log.tail = sm->log.head = a_tail;
+	for (size_t i = 0; i < a->n && rc == 0; i++)
+		if ((rc = tsr_pglog_append(&sm->log, &a->e[i])) == 0)
+			kv_entry(p, &a->e[i]);
+	sm->info.log_tail = a_tail;
+	sm->info.last_update = sm->log.head;
+	if (!sm->info.backfilling)
+		sm->info.backfill_since = sm->info.same_interval_since;
+	sm->info.backfilling = 1;
+	free(sm->info.last_backfill);
+	sm->info.last_backfill = NULL;
+	sm->info.last_backfill_len = 0;
+	return rc;
+}
+
 /* Make this copy's history the authoritative one: a (whole: the
  * authority's whole log; else the entries that follow our head).  The
  * changes go into p. */
@@ -767,27 +855,8 @@ merge_log(struct tsr_pgsm *sm, struct persist *p, const struct tsr_pglog *a, int
 		sm->info.last_update = sm->log.head;
 		return rc;
 	}
-	if (tsr_ev_cmp(sm->info.last_update, a_tail) < 0) {
-		/* no overlap: this copy must be rebuilt by backfill; until then
-		 * it holds nothing it can vouch for */
-		kv_log_rm(p, sm->log.tail, 1);
-		kv_log_rm(p, sm->log.head, 0);
-		tsr_pglog_free(&sm->log);
-		for (size_t i = 0; i < sm->missing.n; i++)
-			kv_missing(p, sm->missing.m[i].oid, sm->missing.m[i].oid_len, NULL);
-		tsr_missing_free(&sm->missing);
-		sm->log.tail = sm->log.head = a_tail;
-		for (size_t i = 0; i < a->n && rc == 0; i++)
-			if ((rc = tsr_pglog_append(&sm->log, &a->e[i])) == 0)
-				kv_entry(p, &a->e[i]);
-		sm->info.log_tail = a_tail;
-		sm->info.last_update = sm->log.head;
-		sm->info.backfilling = 1;
-		free(sm->info.last_backfill);
-		sm->info.last_backfill = NULL;
-		sm->info.last_backfill_len = 0;
-		return rc;
-	}
+	if (tsr_ev_cmp(sm->info.last_update, a_tail) < 0)
+		return rebase_backfill(sm, p, a, a_tail);
 	/* the newest of our versions that the authority has too */
 	common = sm->info.last_update;
 	{
@@ -795,8 +864,14 @@ merge_log(struct tsr_pgsm *sm, struct persist *p, const struct tsr_pglog *a, int
 		while (k > 0 && tsr_ev_cmp(sm->log.e[k - 1].ev, a_tail) > 0 &&
 		       tsr_pglog_find(a, sm->log.e[k - 1].ev) < 0)
 			k--;
-		if (k < sm->log.n)
+		if (k < sm->log.n) {
 			common = k > 0 ? sm->log.e[k - 1].ev : sm->log.tail;
+			/* we diverge at or below the authority's tail: what it
+			 * trimmed between our common point and its tail is
+			 * unknown to us, so the log cannot bring us up to date */
+			if (tsr_ev_cmp(common, a_tail) < 0)
+				return rebase_backfill(sm, p, a, a_tail);
+		}
 		if (tsr_ev_cmp(common, a_tail) < 0)
 			common = a_tail;
 		/* our divergent entries: never acknowledged; their objects go
@@ -880,6 +955,23 @@ interval_needed(const struct tsr_pgsm *sm, const struct tsr_pg_interval *iv)
 	return iv->maybe_rw && iv->last >= sm->info.history_les;
 }
 
+/* Whether the copy of osd (its info in) answers for interval iv: it holds
+ * every write iv acknowledged.  A complete copy does (one being rebuilt
+ * when iv ran may have missed some, but its backfill brought it the state
+ * after them).  A copy being backfilled since after iv does too (its
+ * objects are as iv left them, or as a later backfill made them).  And a
+ * primary that was being backfilled when iv began could not start it
+ * (pgsm asks for a PG temp instead): iv took no writes. */
+static int
+interval_covered(const struct tsr_pg_interval *iv, int32_t osd, const struct tsr_pg_info *in)
+{
+	if (in->created == 0)
+		return 0;   /* no copy at all (an OSD whose store is new) */
+	if (!in->backfilling || in->backfill_since > iv->last)
+		return 1;
+	return osd == iv->primary && in->backfill_since <= iv->first;
+}
+
 /* ---- peering -------------------------------------------------------------------- */
 
 static int activate(struct tsr_pgsm *sm);
@@ -928,7 +1020,7 @@ choose_auth(struct tsr_pgsm *sm)
 	for (size_t i = 0; i < sm->npeers; i++) {
 		const struct peer *p = &sm->peers[i];
 		int c, acting = acting_index(sm, p->osd) >= 0;
-		if (!p->answered || p->info.backfilling)
+		if (!p->answered || p->info.backfilling || !osd_up(sm, p->osd))
 			continue;
 		c = p->info.les != bles ? (p->info.les > bles ? 1 : -1)
 					: tsr_ev_cmp(p->info.last_update, blu);
@@ -982,7 +1074,9 @@ getinfo_check(struct tsr_pgsm *sm)
 			continue;
 		for (uint32_t i = 0; i < iv->n; i++) {
 			struct peer *p = peer_find(sm, iv->acting[i]);
-			if (iv->acting[i] == sm->conf.whoami || (p && p->answered))
+			const struct tsr_pg_info *in = iv->acting[i] == sm->conf.whoami
+							? &sm->info : p && p->answered ? &p->info : NULL;
+			if (in && interval_covered(iv, iv->acting[i], in))
 				heard = 1;
 		}
 		if (!heard) {
@@ -1003,9 +1097,10 @@ getinfo_check(struct tsr_pgsm *sm)
 	 * taken the activation may hold too little. */
 	{
 		uint64_t best = sm->info.backfilling ? 0 : sm->info.les;
+		/* (the candidates choose_auth() takes: complete, and up) */
 		for (size_t i = 0; i < sm->npeers; i++)
 			if (sm->peers[i].answered && !sm->peers[i].info.backfilling &&
-			    sm->peers[i].info.les > best)
+			    osd_up(sm, sm->peers[i].osd) && sm->peers[i].info.les > best)
 				best = sm->peers[i].info.les;
 		if (best < sm->info.history_les) {
 			sm->state = TSR_PGSM_DOWN;
@@ -1041,11 +1136,8 @@ getinfo_check(struct tsr_pgsm *sm)
 static void
 record_start(struct tsr_pgsm *sm)
 {
-	if (sm->cur.nacting >= sm->cur.min_size) {
+	if (sm->cur.nacting >= sm->cur.min_size)
 		sm->info.les = sm->info.same_interval_since;
-		if (sm->info.history_les < sm->info.les)
-			sm->info.history_les = sm->info.les;
-	}
 	update_last_complete(sm);
 }
 
@@ -1059,12 +1151,12 @@ activate(struct tsr_pgsm *sm)
 	int rc;
 
 	if (sm->cur.primary_up_thru < sm->info.same_interval_since) {
-		struct tsr_pgsm_action *a;
-		if (sm->state != TSR_PGSM_WAIT_UP_THRU) {
-			if ((a = action_new(sm, TSR_PGSM_A_UP_THRU)) == NULL)
-				return -ENOMEM;
-			a->epoch = sm->info.same_interval_since;
-		}
+		/* asked again with every map until it shows (a request to
+		 * the monitors may be lost) */
+		struct tsr_pgsm_action *a = action_new(sm, TSR_PGSM_A_UP_THRU);
+		if (a == NULL)
+			return -ENOMEM;
+		a->epoch = sm->info.same_interval_since;
 		sm->state = TSR_PGSM_WAIT_UP_THRU;
 		why(sm, "waiting for the map to record up_thru %llu",
 		    (unsigned long long)sm->info.same_interval_since);
@@ -1130,6 +1222,15 @@ activated_check(struct tsr_pgsm *sm)
 	}
 	sm->state = TSR_PGSM_ACTIVE;
 	why(sm, "active");
+	/* every member holds the start: it is history now (raised only here,
+	 * so no peering waits for a start that never completed) */
+	if (sm->info.les > sm->info.history_les) {
+		struct persist p;
+		sm->info.history_les = sm->info.les;
+		memset(&p, 0, sizeof(p));
+		kv_info(sm, &p);
+		(void)persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, NULL);
+	}
 	recover_some(sm);
 	requeue(sm);
 	check_clean(sm);
@@ -1161,6 +1262,9 @@ start_interval(struct tsr_pgsm *sm)
 	sm->auth = -1;
 	sm->clean = 0;
 	sm->own_activated = 0;
+	sm->temp_asked = 0;
+	sm->scan_for = -1;
+	backfill_reset(sm);
 	sm->my_index = acting_index(sm, sm->conf.whoami);
 	sm->role = sm->my_index == 0 ? ROLE_PRIMARY
 		   : sm->my_index > 0 ? ROLE_MEMBER : ROLE_STRAY;
@@ -1185,17 +1289,14 @@ tsr_pgsm_advance_map(struct tsr_pgsm *sm, const struct tsr_pg_mapview *mv)
 	if (sm->state == TSR_PGSM_DELETED)
 		return 0;
 	if (!sm->have_map) {
+		/* a loaded PG resumes at its interval's first epoch: the epochs
+		 * after it make the intervals peering relies on, and none may
+		 * be skipped */
+		if (sm->info.same_interval_since && sm->info.same_interval_since != mv->epoch)
+			return -EINVAL;
 		sm->have_map = 1;
 		sm->cur = *mv;
-		if (sm->info.same_interval_since == 0 ||
-		    sm->info.same_interval_since > mv->epoch)
-			sm->info.same_interval_since = mv->epoch;
-		if (sm->info.same_interval_since < mv->epoch) {
-			/* loaded, and the caller resumes past the interval's
-			 * start: the epochs between are lost to us, so start
-			 * afresh (peering hears from everyone again) */
-			sm->info.same_interval_since = mv->epoch;
-		}
+		sm->info.same_interval_since = mv->epoch;
 		return start_interval(sm);
 	}
 	if (mv->epoch <= sm->cur.epoch)
@@ -1230,18 +1331,30 @@ tsr_pgsm_advance_map(struct tsr_pgsm *sm, const struct tsr_pg_mapview *mv)
 	case TSR_PGSM_DOWN:
 	case TSR_PGSM_INCOMPLETE:
 		return getinfo_check(sm);
+	case TSR_PGSM_GETLOG: {
+		/* the authority went down or restarted: its answer is lost */
+		struct peer *a = peer_find(sm, sm->auth);
+		if (a == NULL || a->queried_from != osd_up_from(sm, sm->auth)) {
+			if (a)
+				a->answered = 0;
+			return getinfo_check(sm);
+		}
+		return 0;
+	}
 	case TSR_PGSM_WAIT_UP_THRU:
 		return activate(sm);
 	case TSR_PGSM_ACTIVE:
-		/* pulls from OSDs that went down are tried elsewhere */
+		/* pulls from OSDs that went down or restarted are tried again */
 		for (size_t i = sm->nrec; i-- > 0;)
-			if (!osd_up(sm, sm->rec[i].osd))
+			if (sm->rec[i].up_from != osd_up_from(sm, sm->rec[i].osd))
 				rec_drop(sm, i);
 		recover_some(sm);
 		return 0;
 	}
 	return 0;
 }
+
+static int rec_find(const struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t osd);
 
 /* ---- client operations ------------------------------------------------------------ */
 
@@ -1259,6 +1372,13 @@ static int
 object_degraded(const struct tsr_pgsm *sm, const void *oid, size_t oid_len)
 {
 	if (tsr_missing_find(&sm->missing, oid, oid_len))
+		return 1;
+	/* a backfill window being listed: what is above the last position
+	 * sent waits until its pushes are out */
+	if ((sm->bf_listing || sm->bf_scanning) &&
+	    (sm->bf_sent == NULL || tsr_oid_cmp(oid, oid_len, sm->bf_sent, sm->bf_sent_len) > 0))
+		return 1;
+	if (rec_find(sm, oid, oid_len, -1) >= 0)
 		return 1;
 	for (size_t i = 0; i < sm->npeers; i++)
 		if (acting_index(sm, sm->peers[i].osd) >= 0 &&
@@ -1327,7 +1447,9 @@ try_op(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op)
 		a->ev = sm->info.last_update;
 		return 1;
 	}
-	if ((a = action_new(sm, TSR_PGSM_A_EXEC)) == NULL)
+	free(sm->exec_oid);
+	if ((sm->exec_oid = dupb(op->oid, op->oid_len)) == NULL ||
+	    (a = action_new(sm, TSR_PGSM_A_EXEC)) == NULL)
 		return -ENOMEM;
 	a->handle = op->handle;
 	a->ev.epoch = sm->cur.epoch;
@@ -1335,11 +1457,9 @@ try_op(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op)
 	sm->exec_pending = 1;
 	sm->exec_handle = op->handle;
 	sm->exec_ev = a->ev;
-	free(sm->exec_oid);
-	sm->exec_oid = dupb(op->oid, op->oid_len);
 	sm->exec_oid_len = op->oid_len;
 	sm->exec_reqid = op->reqid;
-	return sm->exec_oid ? 1 : -ENOMEM;
+	return 1;
 }
 
 int
@@ -1384,6 +1504,7 @@ complete_writes(struct tsr_pgsm *sm)
 	}
 	if (any) {
 		requeue(sm);
+		recover_some(sm);    /* a backfill window waiting on a write */
 		check_clean(sm);
 	}
 }
@@ -1410,6 +1531,11 @@ tsr_pgsm_exec_done(struct tsr_pgsm *sm, uint64_t handle, struct tsr_ev prior, ui
 	if ((op != TSR_PGLOG_MODIFY && op != TSR_PGLOG_DELETE) ||
 	    tsr_ev_cmp(prior, sm->exec_ev) >= 0) {
 		reply(sm, handle, -EINVAL, (struct tsr_ev){ 0, 0 });
+		requeue(sm);
+		return -EINVAL;
+	}
+	if (tsr_ev_cmp(sm->exec_ev, sm->log.head) <= 0) {
+		reply(sm, handle, -EIO, (struct tsr_ev){ 0, 0 });
 		requeue(sm);
 		return -EINVAL;
 	}
@@ -1506,6 +1632,7 @@ rec_add(struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t osd, int p
 		return -ENOMEM;
 	r->oid_len = oid_len;
 	r->osd = osd;
+	r->up_from = osd_up_from(sm, osd);
 	r->pull = (uint8_t)pull;
 	r->ev = ev;
 	sm->nrec++;
@@ -1527,15 +1654,22 @@ recover_object(struct tsr_pgsm *sm, const void *oid, size_t oid_len)
 
 		if (rec_find(sm, oid, oid_len, -1) >= 0)
 			return 0;
+		/* a copy being backfilled is tried last: its object may be
+		 * stale, but a push carries the version it holds, checked
+		 * against need (on_push), so a stale one is never taken */
 		for (size_t i = 0; i < sm->npeers; i++) {
 			struct peer *p = &sm->peers[i];
+			int rank, srank;
 			if (!p->answered || !osd_up(sm, p->osd) ||
 			    tsr_ev_cmp(p->info.last_update, mine->need) < 0 ||
-			    tsr_missing_find(&p->missing, oid, oid_len) ||
-			    !tsr_pg_info_has_backfilled(&p->info, oid, oid_len))
+			    tsr_missing_find(&p->missing, oid, oid_len))
 				continue;
-			if (src == NULL || (acting_index(sm, p->osd) >= 0 &&
-					    acting_index(sm, src->osd) < 0))
+			rank = (tsr_pg_info_has_backfilled(&p->info, oid, oid_len) ? 2 : 0) +
+			       (acting_index(sm, p->osd) >= 0);
+			srank = src == NULL ? -1 :
+				(tsr_pg_info_has_backfilled(&src->info, oid, oid_len) ? 2 : 0) +
+				(acting_index(sm, src->osd) >= 0);
+			if (rank > srank)
 				src = p;
 		}
 		if (src == NULL) {
@@ -1576,6 +1710,7 @@ recover_object(struct tsr_pgsm *sm, const void *oid, size_t oid_len)
 }
 
 static void recover_some_(struct tsr_pgsm *sm);
+static void backfill_step(struct tsr_pgsm *sm);
 
 /* Recover what can be; for objects no OSD heard from holds, ask every OSD
  * up now that was in an interval since the PG was last clean (one that
@@ -1587,6 +1722,8 @@ recover_some(struct tsr_pgsm *sm)
 		return;
 	sm->unfound = 0;
 	recover_some_(sm);
+	if (sm->nrec == 0 && sm->missing.n == 0)
+		backfill_step(sm);
 	if (!sm->unfound)
 		return;
 	for (size_t k = 0; k < sm->past.n; k++)
@@ -1619,15 +1756,54 @@ check_clean(struct tsr_pgsm *sm)
 {
 	struct persist p;
 
-	if (sm->state != TSR_PGSM_ACTIVE || sm->clean || sm->nrec || sm->missing.n ||
-	    sm->cur.nacting != sm->cur.size ||
-	    !same_set(sm->cur.acting, sm->cur.nacting, sm->cur.up, sm->cur.nup))
+	if (sm->state != TSR_PGSM_ACTIVE || sm->clean)
+		return;
+	if (!sm->temp_asked && sm->cur.nup &&
+	    !same_set(sm->cur.acting, sm->cur.nacting, sm->cur.up, sm->cur.nup)) {
+		/* a temporary acting set that leaves out a member of the up set
+		 * (it was down when the set was asked for): take it in, to be
+		 * backfilled like the others */
+		struct tsr_pgsm_action *a = NULL;
+		for (uint32_t i = 0; i < sm->cur.nup; i++) {
+			if (in_set(sm->cur.acting, sm->cur.nacting, sm->cur.up[i]))
+				continue;
+			if (a == NULL) {
+				if ((a = action_new(sm, TSR_PGSM_A_PG_TEMP)) == NULL)
+					return;
+				sm->temp_asked = 1;
+				for (uint32_t k = 0; k < sm->cur.nacting; k++)
+					a->temp[a->ntemp++] = sm->cur.acting[k];
+			}
+			if (a->ntemp < TSR_OSDMAP_MAX_SIZE)
+				a->temp[a->ntemp++] = sm->cur.up[i];
+		}
+	}
+	if (sm->nrec || sm->missing.n || sm->bf_target >= 0)
 		return;
 	for (uint32_t i = 1; i < sm->cur.nacting; i++) {
 		struct peer *pe = peer_find(sm, sm->cur.acting[i]);
 		if (pe == NULL || pe->missing.n || pe->info.backfilling)
 			return;
 	}
+	if (!same_set(sm->cur.acting, sm->cur.nacting, sm->cur.up, sm->cur.nup)) {
+		/* a temporary acting set whose members are all whole again:
+		 * back to the up set (its primary holds a full copy now) */
+		int whole = 1;
+		for (uint32_t i = 0; i < sm->cur.nup; i++)
+			if (!in_set(sm->cur.acting, sm->cur.nacting, sm->cur.up[i]))
+				whole = 0;
+		if (whole && !sm->temp_asked) {
+			struct tsr_pgsm_action *a = action_new(sm, TSR_PGSM_A_PG_TEMP);
+			if (a) {
+				sm->temp_asked = 1;
+				why(sm, "active: backfilled; the up set takes over (PG temp "
+				    "removal asked)");
+			}
+		}
+		return;
+	}
+	if (sm->cur.nacting != sm->cur.size)
+		return;
 	sm->clean = 1;
 	sm->info.lec = sm->info.same_interval_since;
 	tsr_pg_intervals_trim(&sm->past, sm->info.lec);
@@ -1670,6 +1846,269 @@ requeue(struct tsr_pgsm *sm)
 	}
 }
 
+/* ---- backfill --------------------------------------------------------------------- *
+ *
+ * A member whose copy is older than the log (info.backfilling) is rebuilt
+ * by comparing listings: in windows of objects in name order, the primary
+ * lists its own (LIST) and asks the member for its (SCAN), pushes every
+ * object the member lacks or holds at another version, tells it to remove
+ * what the primary does not hold, then sends the window's end as the
+ * member's last_backfill (PROGRESS).  Sessions deliver in order and a
+ * member persists in order, so a write after the PROGRESS applies on top
+ * of the pushes.  Writes to objects above the last position sent reach
+ * the member as log entries only (the backfill brings those objects as
+ * they are when it reaches them); writes into a window wait while it is
+ * listed, and each pushed object until its push is acknowledged.
+ */
+
+#define BF_WINDOW 64u
+
+static int
+objvers_copy(struct tsr_pgsm_objver **dst, size_t *ndst, const struct tsr_pgsm_objver *src,
+	     size_t n)
+{
+	*dst = n ? calloc(n, sizeof(**dst)) : NULL;
+	*ndst = 0;
+	if (n && *dst == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (((*dst)[i].oid = dupb(src[i].oid, src[i].oid_len)) == NULL)
+			return -ENOMEM;
+		(*dst)[i].oid_len = src[i].oid_len;
+		(*dst)[i].ev = src[i].ev;
+		(*ndst)++;
+	}
+	return 0;
+}
+
+static void
+backfill_step(struct tsr_pgsm *sm)
+{
+	struct tsr_pgsm_action *a;
+	struct peer *pe;
+
+	if (sm->state != TSR_PGSM_ACTIVE || sm->bf_listing || sm->bf_scanning ||
+	    sm->bf_done_sent || sm->nrec)
+		return;
+	if (sm->bf_target < 0) {
+		for (uint32_t i = 1; i < sm->cur.nacting && sm->bf_target < 0; i++) {
+			pe = peer_find(sm, sm->cur.acting[i]);
+			if (pe && pe->activated && pe->info.backfilling) {
+				sm->bf_target = pe->osd;
+				free(sm->bf_sent);
+				sm->bf_sent = pe->info.last_backfill_len
+					      ? dupb(pe->info.last_backfill, pe->info.last_backfill_len)
+					      : NULL;
+				sm->bf_sent_len = pe->info.last_backfill_len;
+			}
+		}
+		if (sm->bf_target < 0)
+			return;
+	}
+	why(sm, "active+backfilling osd.%d", sm->bf_target);
+	/* the listing reads what is committed: a write in flight above the
+	 * last position would be listed as it was before it; once writes there
+	 * are done (new ones wait while a window is listed) */
+	for (size_t k = 0; k < sm->nfl; k++)
+		if (sm->bf_sent == NULL ||
+		    tsr_oid_cmp(sm->fl[k].oid, sm->fl[k].oid_len, sm->bf_sent, sm->bf_sent_len) > 0)
+			return;
+	if ((a = action_new(sm, TSR_PGSM_A_LIST)) == NULL)
+		return;
+	a->msg.max = BF_WINDOW;
+	if (sm->bf_sent && (a->msg.oid = dupb(sm->bf_sent, sm->bf_sent_len)) != NULL)
+		a->msg.oid_len = sm->bf_sent_len;
+	sm->bf_listing = 1;
+	if ((a = send_new(sm, sm->bf_target, TSR_PGMSG_SCAN, sm->info.same_interval_since)) == NULL)
+		return;
+	a->msg.max = BF_WINDOW;
+	if (sm->bf_sent && (a->msg.oid = dupb(sm->bf_sent, sm->bf_sent_len)) != NULL)
+		a->msg.oid_len = sm->bf_sent_len;
+	sm->bf_scanning = 1;
+}
+
+/* Both listings are in: compare the window and push. */
+static int
+backfill_window(struct tsr_pgsm *sm)
+{
+	const struct tsr_pgsm_objver *end = NULL, *l = sm->bf_local, *r = sm->bf_remote;
+	size_t i = 0, j = 0;
+	int done;
+	struct tsr_pgsm_action *a;
+
+	if (sm->bf_listing || sm->bf_scanning)
+		return 0;
+	/* the window ends at the first listing's last name when it has more */
+	if (!sm->bf_local_end && sm->nbf_local)
+		end = &l[sm->nbf_local - 1];
+	if (!sm->bf_remote_end && sm->nbf_remote &&
+	    (end == NULL || tsr_oid_cmp(r[sm->nbf_remote - 1].oid, r[sm->nbf_remote - 1].oid_len,
+					end->oid, end->oid_len) < 0))
+		end = &r[sm->nbf_remote - 1];
+	done = end == NULL;
+	/* a write in flight in the window: its listing may be stale; again
+	 * once it completes */
+	for (size_t k = 0; k < sm->nfl; k++)
+		if ((sm->bf_sent == NULL ||
+		     tsr_oid_cmp(sm->fl[k].oid, sm->fl[k].oid_len, sm->bf_sent, sm->bf_sent_len) > 0) &&
+		    (end == NULL || tsr_oid_cmp(sm->fl[k].oid, sm->fl[k].oid_len, end->oid,
+						end->oid_len) <= 0)) {
+			objvers_free(&sm->bf_local, &sm->nbf_local);
+			objvers_free(&sm->bf_remote, &sm->nbf_remote);
+			return 0;
+		}
+	while (i < sm->nbf_local || j < sm->nbf_remote) {
+		int c;
+		if (i < sm->nbf_local && j < sm->nbf_remote)
+			c = tsr_oid_cmp(l[i].oid, l[i].oid_len, r[j].oid, r[j].oid_len);
+		else
+			c = i < sm->nbf_local ? -1 : 1;
+		const struct tsr_pgsm_objver *o = c <= 0 ? &l[i] : &r[j];
+		if (end && tsr_oid_cmp(o->oid, o->oid_len, end->oid, end->oid_len) > 0)
+			break;
+		if (c != 0 || tsr_ev_cmp(l[i].ev, r[j].ev) != 0) {
+			/* absent here (c > 0): the member removes its copy */
+			if ((a = send_new(sm, sm->bf_target, TSR_PGMSG_PUSH,
+					  sm->info.same_interval_since)) == NULL ||
+			    (a->msg.oid = dupb(o->oid, o->oid_len)) == NULL)
+				return -ENOMEM;
+			a->msg.oid_len = o->oid_len;
+			a->msg.backfill = 1;
+			a->msg.op = c > 0 ? TSR_PGLOG_DELETE : TSR_PGLOG_MODIFY;
+			a->msg.ev = c > 0 ? (struct tsr_ev){ 0, 0 } : o->ev;
+			a->attach = c > 0 ? TSR_PGSM_ATTACH_NONE : TSR_PGSM_ATTACH_OBJECT;
+			if (rec_add(sm, o->oid, o->oid_len, sm->bf_target, 0, a->msg.ev) < 0)
+				return -ENOMEM;
+		}
+		if (c <= 0)
+			i++;
+		if (c >= 0)
+			j++;
+	}
+	if ((a = send_new(sm, sm->bf_target, TSR_PGMSG_PROGRESS, sm->info.same_interval_since)) == NULL)
+		return -ENOMEM;
+	a->msg.done = (uint8_t)done;
+	if (!done) {
+		uint8_t *n = dupb(end->oid, end->oid_len);
+		if (n == NULL || (a->msg.oid = dupb(end->oid, end->oid_len)) == NULL) {
+			free(n);
+			return -ENOMEM;
+		}
+		a->msg.oid_len = end->oid_len;
+		free(sm->bf_sent);
+		sm->bf_sent = n;
+		sm->bf_sent_len = end->oid_len;
+	} else {
+		sm->bf_done_sent = 1;
+	}
+	objvers_free(&sm->bf_local, &sm->nbf_local);
+	objvers_free(&sm->bf_remote, &sm->nbf_remote);
+	requeue(sm);
+	backfill_step(sm);      /* the next window, unless pushes are out */
+	return 0;
+}
+
+int
+tsr_pgsm_list_done(struct tsr_pgsm *sm, const struct tsr_pgsm_objver *objs, size_t n, int end)
+{
+	int rc;
+
+	if (sm->role == ROLE_PRIMARY && sm->bf_listing) {
+		sm->bf_listing = 0;
+		objvers_free(&sm->bf_local, &sm->nbf_local);
+		if ((rc = objvers_copy(&sm->bf_local, &sm->nbf_local, objs, n)) < 0)
+			return rc;
+		sm->bf_local_end = end || n == 0;
+		return backfill_window(sm);
+	}
+	if (sm->scan_for >= 0) {
+		struct tsr_pgsm_action *a = send_new(sm, sm->scan_for, TSR_PGMSG_SCAN_REPLY,
+						     sm->info.same_interval_since);
+		sm->scan_for = -1;
+		if (a == NULL)
+			return -ENOMEM;
+		if (n > TSR_PGMSG_MAX_SCAN)
+			n = TSR_PGMSG_MAX_SCAN, end = 0;
+		a->msg.done = (uint8_t)(end || n == 0);
+		return objvers_copy(&a->msg.objs, &a->msg.nobjs, objs, n);
+	}
+	return 0;
+}
+
+static int
+on_backfill_msg(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
+{
+	struct tsr_pgsm_action *a;
+	struct persist p;
+	struct pend pd;
+	int rc;
+
+	switch (m->type) {
+	case TSR_PGMSG_SCAN:             /* member: list, then answer */
+		if (sm->state != TSR_PGSM_REPLICA || m->from != sm->cur.acting[0])
+			return 0;
+		if ((a = action_new(sm, TSR_PGSM_A_LIST)) == NULL)
+			return -ENOMEM;
+		a->msg.max = m->max;
+		if (m->oid_len && (a->msg.oid = dupb(m->oid, m->oid_len)) == NULL)
+			return -ENOMEM;
+		a->msg.oid_len = m->oid_len;
+		sm->scan_for = m->from;
+		return 0;
+	case TSR_PGMSG_SCAN_REPLY:       /* primary */
+		if (!sm->bf_scanning || m->from != sm->bf_target)
+			return 0;
+		sm->bf_scanning = 0;
+		objvers_free(&sm->bf_remote, &sm->nbf_remote);
+		if ((rc = objvers_copy(&sm->bf_remote, &sm->nbf_remote, m->objs, m->nobjs)) < 0)
+			return rc;
+		sm->bf_remote_end = m->done || m->nobjs == 0;
+		return backfill_window(sm);
+	case TSR_PGMSG_PROGRESS:         /* member: record how far it is whole */
+		if (sm->state != TSR_PGSM_REPLICA || m->from != sm->cur.acting[0] ||
+		    !sm->info.backfilling)
+			return 0;
+		free(sm->info.last_backfill);
+		sm->info.last_backfill = NULL;
+		sm->info.last_backfill_len = 0;
+		if (m->done) {
+			sm->info.backfilling = 0;
+			sm->info.backfill_since = 0;
+		} else {
+			if ((sm->info.last_backfill = dupb(m->oid, m->oid_len)) == NULL)
+				return -ENOMEM;
+			sm->info.last_backfill_len = m->oid_len;
+		}
+		memset(&p, 0, sizeof(p));
+		kv_info(sm, &p);
+		memset(&pd, 0, sizeof(pd));
+		pd.kind = PEND_PROGRESS;
+		pd.to = m->from;
+		pd.ev.ver = m->done;
+		pd.oid = m->oid;
+		pd.oid_len = m->oid_len;
+		return persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, &pd);
+	case TSR_PGMSG_PROGRESS_ACK: {   /* primary */
+		struct peer *pe = peer_find(sm, m->from);
+		if (sm->state != TSR_PGSM_ACTIVE || pe == NULL)
+			return 0;
+		free(pe->info.last_backfill);
+		pe->info.last_backfill = m->oid_len ? dupb(m->oid, m->oid_len) : NULL;
+		pe->info.last_backfill_len = m->oid_len;
+		if (m->done) {
+			pe->info.backfilling = 0;
+			if (sm->bf_target == m->from)
+				backfill_reset(sm);
+		}
+		recover_some(sm);
+		requeue(sm);
+		check_clean(sm);
+		return 0;
+	}
+	}
+	return 0;
+}
+
 /* ---- messages -------------------------------------------------------------------- */
 
 static int
@@ -1690,6 +2129,7 @@ answer_info(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, int type)
 	if ((rc = tsr_pg_info_copy(&a->msg.info, &sm->info)) < 0 ||
 	    (rc = copy_missing(&a->msg.missing, &sm->missing)) < 0)
 		return rc;
+	a->msg.info.les = sm->les_durable;
 	if (type == TSR_PGMSG_NOTIFY)
 		return tsr_pg_intervals_copy(&a->msg.past, &sm->past);
 	a->msg.log.tail = a->msg.log.head = sm->log.tail;
@@ -1699,12 +2139,17 @@ answer_info(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, int type)
 	return 0;
 }
 
+/* Take what another copy knows of the PG's history.  with_les: also the
+ * start it took part in (its durable les, from a NOTIFY or LOG); not from
+ * an ACTIVATE, whose les is the start in progress. */
 static void
-merge_history(struct tsr_pgsm *sm, const struct tsr_pg_info *o)
+merge_history(struct tsr_pgsm *sm, const struct tsr_pg_info *o, int with_les)
 {
 	if (o->history_les > sm->info.history_les)
 		sm->info.history_les = o->history_les;
-	if (o->les > sm->info.history_les)
+	/* the start a complete copy took part in (one being backfilled
+	 * vouches for no history: an authority could not be chosen from it) */
+	if (with_les && !o->backfilling && o->les > sm->info.history_les)
 		sm->info.history_les = o->les;
 	if (o->lec > sm->info.lec)
 		sm->info.lec = o->lec;
@@ -1728,7 +2173,7 @@ on_notify(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 	if ((rc = tsr_missing_copy(&p->missing, &m->missing)) < 0)
 		return rc;
 	p->answered = 1;
-	merge_history(sm, &m->info);
+	merge_history(sm, &m->info, 1);
 	switch (sm->state) {
 	case TSR_PGSM_GETINFO:
 	case TSR_PGSM_DOWN:
@@ -1738,6 +2183,30 @@ on_notify(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 		recover_some(sm);    /* it may hold an unfound object */
 		break;
 	}
+	return 0;
+}
+
+/* This OSD's copy is too old to catch up by the log: another copy (auth)
+ * leads while it is rebuilt.  Ask for an acting set with auth first, the
+ * other members, and this OSD last (a member being backfilled). */
+static int
+ask_temp(struct tsr_pgsm *sm, int32_t auth)
+{
+	struct tsr_pgsm_action *a;
+
+	sm->state = TSR_PGSM_INCOMPLETE;
+	why(sm, "this copy is older than osd.%d's log: osd.%d leads while it is "
+	    "rebuilt (PG temp asked)", auth, auth);
+	if (sm->temp_asked)
+		return 0;
+	if ((a = action_new(sm, TSR_PGSM_A_PG_TEMP)) == NULL)
+		return -ENOMEM;
+	sm->temp_asked = 1;
+	a->temp[a->ntemp++] = auth;
+	for (uint32_t i = 0; i < sm->cur.nacting; i++)
+		if (sm->cur.acting[i] != auth && sm->cur.acting[i] != sm->conf.whoami)
+			a->temp[a->ntemp++] = sm->cur.acting[i];
+	a->temp[a->ntemp++] = sm->conf.whoami;
 	return 0;
 }
 
@@ -1757,7 +2226,7 @@ on_log(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 	tsr_missing_free(&pe->missing);
 	if ((rc = tsr_missing_copy(&pe->missing, &m->missing)) < 0)
 		return rc;
-	merge_history(sm, &m->info);
+	merge_history(sm, &m->info, 1);
 	memset(&p, 0, sizeof(p));
 	if ((rc = merge_log(sm, &p, &m->log, 1, m->info.log_tail, m->info.last_update)) < 0) {
 		persist_free(&p);
@@ -1767,14 +2236,8 @@ on_log(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 	kv_info(sm, &p);
 	if ((rc = persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, NULL)) < 0)
 		return rc;
-	if (sm->info.backfilling) {
-		/* this OSD's copy is too old to catch up by the log: another
-		 * must lead while it is rebuilt (PG temp, with backfill) */
-		sm->state = TSR_PGSM_INCOMPLETE;
-		why(sm, "the primary's copy is older than osd.%d's log: it needs a "
-		    "backfill", m->from);
-		return 0;
-	}
+	if (sm->info.backfilling)
+		return ask_temp(sm, m->from);
 	return activate(sm);
 }
 
@@ -1799,7 +2262,7 @@ on_activate(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 		persist_free(&p);
 		return rc;
 	}
-	merge_history(sm, &m->info);
+	merge_history(sm, &m->info, 0);
 	record_start(sm);
 	kv_info(sm, &p);
 	memset(&pd, 0, sizeof(pd));
@@ -1834,7 +2297,11 @@ on_repop(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 		return rc;
 	}
 	kv_entry(&p, x);
-	if (tsr_missing_find(&sm->missing, x->oid, x->oid_len)) {
+	if (!tsr_pg_info_has_backfilled(&sm->info, x->oid, x->oid_len)) {
+		/* not reached by the backfill yet: it brings the object as it
+		 * is then; the entry is all we keep */
+		obj = TSR_PGSM_OBJ_NONE;
+	} else if (tsr_missing_find(&sm->missing, x->oid, x->oid_len)) {
 		/* not recovered here yet: the write cannot apply to a copy we
 		 * lack; the object stays missing at the new version */
 		obj = TSR_PGSM_OBJ_NONE;
@@ -1857,15 +2324,43 @@ on_repop(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 	return persist_emit(sm, &p, obj, 0, payload, &pd);
 }
 
+/* Persist a pushed object (p holds the omap side); its commit answers. */
+static int
+take_push(struct tsr_pgsm *sm, struct persist *p, const struct tsr_pgmsg *m, int obj,
+	  uint64_t payload)
+{
+	struct pend pd;
+
+	memset(&pd, 0, sizeof(pd));
+	pd.kind = PEND_PUSHED;
+	pd.to = m->from;
+	pd.ev = m->ev;
+	pd.oid = m->oid;
+	pd.oid_len = m->oid_len;
+	return persist_emit(sm, p, obj, 0, payload, &pd);
+}
+
 static int
 on_push(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 {
 	const struct tsr_missing_item *it = tsr_missing_find(&sm->missing, m->oid, m->oid_len);
 	struct persist p;
-	struct pend pd;
 
 	if (sm->state != TSR_PGSM_ACTIVE && sm->state != TSR_PGSM_REPLICA)
 		return 0;
+	if (m->backfill) {
+		/* the primary's copy as it is (or its absence): applies
+		 * whatever we hold */
+		if (sm->role != ROLE_MEMBER || !sm->info.backfilling)
+			return 0;
+		memset(&p, 0, sizeof(p));
+		if (it)
+			kv_missing(&p, m->oid, m->oid_len, NULL);
+		if (m->op == TSR_PGLOG_DELETE)
+			rm_obj(&p, m->oid, m->oid_len);
+		return take_push(sm, &p, m, m->op == TSR_PGLOG_DELETE ? TSR_PGSM_OBJ_NONE
+				 : TSR_PGSM_OBJ_PAYLOAD, payload);
+	}
 	if (it == NULL || m->op != TSR_PGLOG_MODIFY || tsr_ev_cmp(m->ev, it->need) != 0) {
 		if (sm->role == ROLE_PRIMARY) {
 			/* the source lacks it after all: another one */
@@ -1890,13 +2385,7 @@ on_push(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 	}
 	memset(&p, 0, sizeof(p));
 	kv_missing(&p, m->oid, m->oid_len, NULL);
-	memset(&pd, 0, sizeof(pd));
-	pd.kind = PEND_PUSHED;
-	pd.to = m->from;
-	pd.ev = m->ev;
-	pd.oid = m->oid;
-	pd.oid_len = m->oid_len;
-	return persist_emit(sm, &p, TSR_PGSM_OBJ_PAYLOAD, 0, payload, &pd);
+	return take_push(sm, &p, m, TSR_PGSM_OBJ_PAYLOAD, payload);
 }
 
 static int
@@ -1944,9 +2433,9 @@ tsr_pgsm_recv(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 		a->msg.ev = m->ev;
 		a->msg.op = TSR_PGLOG_MODIFY;
 		a->attach = TSR_PGSM_ATTACH_OBJECT;
-		/* a copy we miss ourselves is no source */
-		if (tsr_missing_find(&sm->missing, m->oid, m->oid_len) ||
-		    !tsr_pg_info_has_backfilled(&sm->info, m->oid, m->oid_len)) {
+		/* a copy we miss ourselves is no source (one a backfill has not
+		 * reached may be: the push says which version it is) */
+		if (tsr_missing_find(&sm->missing, m->oid, m->oid_len)) {
 			a->attach = TSR_PGSM_ATTACH_NONE;
 			a->msg.op = TSR_PGLOG_DELETE;
 		}
@@ -1970,6 +2459,8 @@ tsr_pgsm_recv(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 		tsr_missing_free(&pe->missing);
 		if ((rc = tsr_missing_copy(&pe->missing, &m->missing)) < 0)
 			return rc;
+		if ((rc = tsr_pg_info_copy(&pe->info, &m->info)) < 0)
+			return rc;
 		pe->activated = 1;
 		pe->info.last_update = sm->info.last_update;
 		if (sm->cur.nacting >= sm->cur.min_size)
@@ -1981,7 +2472,7 @@ tsr_pgsm_recv(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 		return on_repop(sm, m, payload);
 	case TSR_PGMSG_REPOP_REPLY: {
 		int k = acting_index(sm, m->from);
-		if (sm->state != TSR_PGSM_ACTIVE || k <= 0)
+		if (sm->state != TSR_PGSM_ACTIVE || k <= 0 || m->result < 0)
 			return 0;
 		for (size_t i = 0; i < sm->nfl; i++)
 			if (tsr_ev_cmp(sm->fl[i].ev, m->ev) == 0)
@@ -1993,6 +2484,11 @@ tsr_pgsm_recv(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 		return on_push(sm, m, payload);
 	case TSR_PGMSG_PUSH_ACK:
 		return on_push_ack(sm, m);
+	case TSR_PGMSG_SCAN:
+	case TSR_PGMSG_SCAN_REPLY:
+	case TSR_PGMSG_PROGRESS:
+	case TSR_PGMSG_PROGRESS_ACK:
+		return on_backfill_msg(sm, m);
 	case TSR_PGMSG_PURGE:
 		if (sm->role == ROLE_STRAY && !in_set(sm->cur.up, sm->cur.nup, sm->conf.whoami)) {
 			action_new(sm, TSR_PGSM_A_DELETE);
@@ -2018,6 +2514,8 @@ tsr_pgsm_committed(struct tsr_pgsm *sm, uint64_t token)
 	pd = sm->pend[i];
 	memmove(&sm->pend[i], &sm->pend[i + 1], (sm->npend - i - 1) * sizeof(pd));
 	sm->npend--;
+	if (pd.les > sm->les_durable)
+		sm->les_durable = pd.les;
 	current = pd.interval == sm->info.same_interval_since && sm->state != TSR_PGSM_DELETED;
 	switch (pd.kind) {
 	case PEND_ACTIVATED:
@@ -2030,7 +2528,8 @@ tsr_pgsm_committed(struct tsr_pgsm *sm, uint64_t token)
 		if (current && sm->state == TSR_PGSM_REPLICA) {
 			struct tsr_pgsm_action *a = send_new(sm, pd.to, TSR_PGMSG_ACTIVATE_ACK,
 							     pd.interval);
-			if (a == NULL || copy_missing(&a->msg.missing, &sm->missing) < 0)
+			if (a == NULL || copy_missing(&a->msg.missing, &sm->missing) < 0 ||
+			    tsr_pg_info_copy(&a->msg.info, &sm->info) < 0)
 				rc = -ENOMEM;
 		}
 		break;
@@ -2049,6 +2548,18 @@ tsr_pgsm_committed(struct tsr_pgsm *sm, uint64_t token)
 				rc = -ENOMEM;
 			else
 				a->msg.ev = pd.ev;
+		}
+		break;
+	case PEND_PROGRESS:
+		if (current && sm->state == TSR_PGSM_REPLICA) {
+			struct tsr_pgsm_action *a = send_new(sm, pd.to, TSR_PGMSG_PROGRESS_ACK,
+							     pd.interval);
+			if (a == NULL || (pd.oid_len && (a->msg.oid = dupb(pd.oid, pd.oid_len)) == NULL))
+				rc = -ENOMEM;
+			else {
+				a->msg.oid_len = pd.oid_len;
+				a->msg.done = (uint8_t)pd.ev.ver;
+			}
 		}
 		break;
 	case PEND_PUSHED: {

@@ -21,35 +21,52 @@
  *   REPLY     answer a client operation (a write, once every member of
  *             the acting set holds it durably; an error);
  *   UP_THRU   ask the monitors to record up_thru >= epoch for this OSD;
- *   DELETE    remove this PG's collection (a stray copy, no longer needed).
+ *   DELETE    remove this PG's collection (a stray copy, no longer needed);
+ *   LIST      list this copy's objects after a name, with their versions,
+ *             and hand them in with tsr_pgsm_list_done() (a backfill);
+ *   PG_TEMP   ask the monitors for a temporary acting set (none: back to
+ *             the up set) — while the up set's primary is being rebuilt.
  *
  * The protocol (doc/architecture.md, "Peering"):
  *
- *  1. A new interval (acting set or primary changed) resets the PG.  The
- *     primary asks for the info of every OSD that may hold the PG: the
- *     up and acting sets and the members of past intervals since the
- *     last one known to have started (history_les), up now.
- *  2. It needs an answer from at least one member of every past interval
- *     that may have accepted writes (maybe_rw).  Writes are acknowledged
- *     only when every member of the acting set holds them, so any one
- *     member has them all; an interval none of whose members is up
- *     leaves the PG "down" until one comes back.
- *  3. The authoritative history is the copy with the newest les, then the
- *     newest last_update: the newest activation had every acknowledged
- *     write of the intervals before it, and among its members the
- *     longest log holds every write acknowledged since.
+ *  1. A new interval (acting or up set, pool size or min_size, or a
+ *     member's incarnation changed) resets the PG.  The primary asks for
+ *     the info of every OSD that may hold the PG: the up and acting sets,
+ *     and the members, up now, of past intervals that may have taken
+ *     writes (maybe_rw) since the newest completed start (history_les).
+ *  2. Each of those intervals must be answered for by one copy that holds
+ *     all it acknowledged (a write is acknowledged only when every member
+ *     has it): a complete copy, one backfilled only since, or its primary
+ *     if that was being backfilled when it began (it could not start).
+ *     An interval with no such copy up leaves the PG "down".
+ *  3. The authority is a complete copy that took part in the newest
+ *     completed start (les >= history_les; none heard from: "down"),
+ *     newest head first: that start had every acknowledged write before
+ *     it, and its members' longest log every one since.
  *  4. The primary takes that log (GETLOG) and merges it into its own:
  *     entries of its own that are not in it are divergent (never
- *     acknowledged), their objects go back to the authoritative version.
+ *     acknowledged), their objects go back to the authoritative version;
+ *     a copy whose head (or divergence) lies below the authority's log
+ *     tail takes the log and is rebuilt by backfill.  A primary whose own
+ *     copy needs that asks for a PG temp with the authority first.
  *  5. It waits until the map says up_thru >= this interval for it (so a
- *     later peering knows this interval may have written), then sends each
- *     member of the acting set the entries it lacks (ACTIVATE).  Members
- *     merge, record les = the interval and answer with what they miss.
- *  6. With every answer in, the PG is active: writes flow; the primary
- *     pulls what it misses and pushes what the others miss, an object a
- *     client waits on first.  With nothing missing and the acting set
- *     whole and equal to the up set, the PG is clean; copies on OSDs
- *     outside the acting set are then deleted (PURGE).
+ *     later peering knows this interval may have written; asked again
+ *     with every map), then sends each member the entries it lacks
+ *     (ACTIVATE).  Members merge, record les = the interval (not below
+ *     min_size: such a start takes no writes) and answer with their info
+ *     and what they miss.  With every answer the start is complete:
+ *     history_les rises.
+ *  6. Active: writes flow; the primary pulls what it misses and pushes
+ *     what the others miss, an object a client waits on first, then
+ *     backfills members one window of objects at a time.  With nothing
+ *     missing and the acting set whole and equal to the up set, the PG is
+ *     clean; the copies on OSDs outside it that answered are deleted
+ *     (PURGE).  A PG temp whose members are all whole is given back.
+ *
+ * The caller feeds a PG every map epoch from its creation, and a PG loaded
+ * from the store every epoch from its interval's first (info
+ * same_interval_since): a skipped epoch could hide an interval that took
+ * writes (advance_map refuses the wrong one with -EINVAL).
  *
  * An OSD restarted in place may have lost what it did not persist: it
  * serves a PG only in an interval that begins once the map shows its new
@@ -120,7 +137,11 @@ struct tsr_pg_mapview {
 	X(PULL, 9, "pg pull")              /* send me this object */         \
 	X(PUSH, 10, "pg push")             /* an object (payload along) */   \
 	X(PUSH_ACK, 11, "pg push ack")                                     \
-	X(PURGE, 12, "pg purge")           /* the PG is clean without you */
+	X(PURGE, 12, "pg purge")           /* the PG is clean without you */ \
+	X(SCAN, 13, "pg scan")             /* backfill: list your objects */  \
+	X(SCAN_REPLY, 14, "pg scan reply")                                 \
+	X(PROGRESS, 15, "pg backfill progress") /* you hold all up to */   \
+	X(PROGRESS_ACK, 16, "pg backfill progress ack")
 
 enum {
 #define TSR_PGMSG_ENUM(name, n, label) TSR_PGMSG_##name = (n),
@@ -128,6 +149,14 @@ enum {
 #undef TSR_PGMSG_ENUM
 };
 const char *tsr_pgmsg_name(int type);
+
+/* An object and its version, as a backfill scan lists them. */
+struct tsr_pgsm_objver {
+	uint8_t *oid;                /* owned */
+	size_t oid_len;
+	struct tsr_ev ev;
+};
+#define TSR_PGMSG_MAX_SCAN 4096u     /* objects in one SCAN_REPLY */
 
 struct tsr_pgmsg {
 	uint8_t type;
@@ -150,6 +179,14 @@ struct tsr_pgmsg {
 	uint8_t op;                  /* PUSH: MODIFY (contents along) or
 					DELETE (the sender has no copy) */
 	int32_t result;              /* REPOP_REPLY */
+	uint8_t backfill;            /* PUSH: part of a backfill (applies
+					whether or not the object is missing) */
+	uint8_t done;                /* SCAN_REPLY: no objects after these;
+					PROGRESS(_ACK): the backfill is over */
+	uint32_t max;                /* SCAN: at most this many */
+	struct tsr_pgsm_objver *objs;/* SCAN_REPLY: names and versions, in
+					order (owned) */
+	size_t nobjs;
 };
 
 void tsr_pgmsg_free(struct tsr_pgmsg *m);
@@ -185,7 +222,9 @@ void tsr_pgmsg_empty_notify(const struct tsr_pgmsg *query, int32_t whoami,
 	X(EXEC, 3, "exec")           \
 	X(REPLY, 4, "reply")         \
 	X(UP_THRU, 5, "up_thru")     \
-	X(DELETE, 6, "delete")
+	X(DELETE, 6, "delete")       \
+	X(LIST, 7, "list")           \
+	X(PG_TEMP, 8, "pg_temp")
 
 enum {
 #define TSR_PGSM_ACTION_ENUM(name, n, label) TSR_PGSM_A_##name = (n),
@@ -243,6 +282,11 @@ struct tsr_pgsm_action {
 	uint64_t token;              /* tsr_pgsm_committed() */
 	/* UP_THRU */
 	uint64_t epoch;
+	/* LIST: the objects after oid (msg.oid; none: from the first), at most
+	 * max (msg.max), with their versions: tsr_pgsm_list_done() */
+	/* PG_TEMP: ask the monitors for this acting set (n 0: none) */
+	uint32_t ntemp;
+	int32_t temp[TSR_OSDMAP_MAX_SIZE];
 };
 
 /* Free what an action owns (its message, omap changes and names); the
@@ -290,6 +334,12 @@ int tsr_pgsm_exec_done(struct tsr_pgsm *sm, uint64_t handle, struct tsr_ev prior
  * next call on the machine.  Take them all, then carry them out. */
 struct tsr_pgsm_action *tsr_pgsm_actions(struct tsr_pgsm *sm, size_t *n);
 void tsr_pgsm_actions_clear(struct tsr_pgsm *sm);
+
+/* The answer to LIST: n objects in name order with their versions; end:
+ * no objects after them.  (A copy answers a SCAN from its primary the
+ * same way: the machine sends the SCAN_REPLY.) */
+int tsr_pgsm_list_done(struct tsr_pgsm *sm, const struct tsr_pgsm_objver *objs,
+		       size_t n, int end);
 
 /* Status. */
 int tsr_pgsm_state(const struct tsr_pgsm *sm);

@@ -50,6 +50,7 @@
 #define MIN_SIZE 2
 
 static int verbose;
+static uint32_t log_max = 100000;   /* per seed: short logs make backfills */
 
 /* ---- random ----------------------------------------------------------------------- */
 
@@ -93,6 +94,8 @@ struct simmap {
 	uint64_t epoch;
 	uint8_t up[MAXO], in[MAXO];
 	uint64_t up_from[MAXO], up_thru[MAXO];
+	uint32_t ntemp[NPG];          /* PG temp: the acting set asked for */
+	int32_t temp[NPG][MAXO];
 };
 
 static struct simmap **maps;   /* maps[e - 1] is epoch e (each stays put:
@@ -153,11 +156,18 @@ mapview(const struct simmap *m, int pg, struct tsr_pg_mapview *mv)
 		chosen[n++] = best;
 	}
 	for (int j = 0; j < n; j++)
-		if (m->up[chosen[j]]) {
-			mv->up[mv->nup] = chosen[j];
-			mv->acting[mv->nacting] = chosen[j];
-			mv->acting_up_from[mv->nacting] = m->up_from[chosen[j]];
-			mv->nup++;
+		if (m->up[chosen[j]])
+			mv->up[mv->nup++] = chosen[j];
+	for (uint32_t j = 0; j < m->ntemp[pg]; j++)
+		if (m->up[m->temp[pg][j]]) {
+			mv->acting[mv->nacting] = m->temp[pg][j];
+			mv->acting_up_from[mv->nacting] = m->up_from[m->temp[pg][j]];
+			mv->nacting++;
+		}
+	if (mv->nacting == 0)
+		for (uint32_t j = 0; j < mv->nup; j++) {
+			mv->acting[mv->nacting] = mv->up[j];
+			mv->acting_up_from[mv->nacting] = m->up_from[mv->up[j]];
 			mv->nacting++;
 		}
 	mv->primary_up_thru = mv->nacting ? m->up_thru[mv->acting[0]] : 0;
@@ -195,6 +205,8 @@ struct event {
 	uint64_t rval;
 	uint64_t inc;                 /* COMMIT: the store incarnation */
 	uint64_t map_epoch;           /* OP: the client's */
+	uint32_t ntemp;               /* MON (tid 3): a PG temp asked for */
+	int32_t temp[MAXO];
 };
 
 static struct event *heap;
@@ -433,6 +445,17 @@ new_epoch(struct simmap *m)
 		maps = realloc(maps, capmaps * sizeof(*maps));
 	}
 	m->epoch = nmaps + 1;
+	/* a PG temp lasts while the up set it was asked under does: a new up
+	 * set has its own primary decide again */
+	for (int pg = 0; nmaps && pg < NPG; pg++) {
+		struct tsr_pg_mapview a, b;
+		if (m->ntemp[pg] == 0)
+			continue;
+		mapview(maps[nmaps - 1], pg, &a);
+		mapview(m, pg, &b);
+		if (a.nup != b.nup || memcmp(a.up, b.up, sizeof(a.up[0]) * a.nup) != 0)
+			m->ntemp[pg] = 0;
+	}
 	maps[nmaps] = malloc(sizeof(*m));
 	*maps[nmaps++] = *m;
 	if (verbose)
@@ -688,6 +711,46 @@ carry_out(int o, int pg)
 				}
 				break;
 			}
+			case TSR_PGSM_A_LIST: {
+				struct tsr_pgsm_objver objs[NOBJ];
+				char names[NOBJ][2];
+				size_t nobj = 0;
+				int start = 0, end = 1;
+				if (x->msg.oid_len) {
+					start = obj_index(x->msg.oid, x->msg.oid_len) + 1;
+					if (start <= 0) {
+						fail("osd.%d: LIST after an unknown name", o);
+						break;
+					}
+				}
+				for (int k = start; k < NOBJ; k++) {
+					const struct obj *ob = &osds[o].st[pg].objs[k];
+					if (!ob->exists)
+						continue;
+					if (nobj == x->msg.max) {
+						end = 0;
+						break;
+					}
+					names[nobj][0] = 'o';
+					names[nobj][1] = (char)('0' + k);
+					objs[nobj].oid = (uint8_t *)names[nobj];
+					objs[nobj].oid_len = 2;
+					objs[nobj].ev = ob->ev;
+					nobj++;
+				}
+				if (tsr_pgsm_list_done(sm, objs, nobj, end) < 0)
+					fail("osd.%d: list_done failed", o);
+				break;
+			}
+			case TSR_PGSM_A_PG_TEMP: {
+				struct event ev = { .at = now + 2 + rndn(5), .type = EV_MON, .osd = o,
+						    .pg = pg, .tid = 3, .ntemp = x->ntemp };
+				memcpy(ev.temp, x->temp, sizeof(ev.temp[0]) * (x->ntemp < MAXO ? x->ntemp : MAXO));
+				if (x->ntemp > MAXO)
+					ev.ntemp = MAXO;
+				push_event(ev);
+				break;
+			}
 			case TSR_PGSM_A_DELETE: {
 				store_wipe(&osds[o].st[pg]);
 				while (osds[o].pend[pg]) {
@@ -745,7 +808,7 @@ sm_new(int o, int pg)
 	c.pgid.pg = (uint32_t)pg;
 	c.whoami = o;
 	c.created = 1;
-	c.log_max = 100000;
+	c.log_max = log_max;
 	if (tsr_pgsm_create(&c, &osds[o].sm[pg]) < 0)
 		fail("create failed");
 }
@@ -943,6 +1006,11 @@ handle_msg(struct event *ev)
 			", epoch %" PRIu64 "; here %s, %s)\n", now, ev->osd, ev->pg, ev->from,
 			tsr_pgmsg_name(m.type), m.interval, m.map_epoch,
 			tsr_pgsm_state_name(tsr_pgsm_state(d->sm[ev->pg])), tsr_pgsm_why(d->sm[ev->pg]));
+	if (verbose > 2 && (m.type == TSR_PGMSG_NOTIFY || m.type == TSR_PGMSG_LOG))
+		fprintf(stderr, "     info: les %" PRIu64 " history_les %" PRIu64 " head %" PRIu64
+			"'%" PRIu64 " tail %" PRIu64 "'%" PRIu64 "%s\n", m.info.les, m.info.history_les,
+			m.info.last_update.epoch, m.info.last_update.ver, m.info.log_tail.epoch,
+			m.info.log_tail.ver, m.info.backfilling ? " backfilling" : "");
 	rc = tsr_pgsm_recv(d->sm[ev->pg], &m, 1);
 	if (rc == -EAGAIN)
 		park(ev->osd, ev);
@@ -1248,6 +1316,10 @@ mon_event(struct event *ev)
 			push_event((struct event){ .at = now + 1, .type = EV_MAP, .osd = o,
 						   .epoch = 1 });
 		}
+	} else if (ev->tid == 3) {
+		m.ntemp[ev->pg] = ev->ntemp;
+		memcpy(m.temp[ev->pg], ev->temp, sizeof(ev->temp));
+		new_epoch(&m);
 	} else {
 		if (m.up[o] && m.up_from[o] == osds[o].registered && m.up_thru[o] < ev->epoch) {
 			m.up_thru[o] = m.epoch + 1;
@@ -1359,6 +1431,7 @@ run_seed(uint64_t seed, uint64_t steps)
 	client_stop = 0;
 	nosd = 4 + (int)rndn(MAXO - 3);
 	max_down = 1 + (int)rndn(2);
+	log_max = rndn(3) == 0 ? 100000 : rndn(2) ? 8 : 40;
 	memset(&m, 0, sizeof(m));
 	for (int o = 0; o < nosd; o++) {
 		osds[o].alive = 1;
@@ -1447,6 +1520,21 @@ run_seed(uint64_t seed, uint64_t steps)
 	if (!failure[0] && !all_clean(why, sizeof(why)))
 		fail("not clean %" PRIu64 " time units after the faults stopped: %s",
 		     now - fault_until, why);
+	for (int o = 0; o < nosd && failure[0] && verbose; o++)
+		for (int pg = 0; pg < NPG; pg++) {
+			const struct tsr_pg_info *in;
+			if (osds[o].sm[pg] == NULL)
+				continue;
+			in = tsr_pgsm_info(osds[o].sm[pg]);
+			fprintf(stderr, "  osd.%d pg%d: %s; les %" PRIu64 " history_les %" PRIu64
+				" lec %" PRIu64 " head %" PRIu64 "'%" PRIu64 " tail %" PRIu64 "'%" PRIu64
+				"%s, %zu missing\n", o, pg,
+				tsr_pgsm_state_name(tsr_pgsm_state(osds[o].sm[pg])), in->les,
+				in->history_les, in->lec, in->last_update.epoch, in->last_update.ver,
+				in->log_tail.epoch, in->log_tail.ver,
+				in->backfilling ? " backfilling" : "",
+				tsr_pgsm_missing(osds[o].sm[pg])->n);
+		}
 	if (!failure[0])
 		check_copies();
 	if (verbose)

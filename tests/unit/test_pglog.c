@@ -178,13 +178,25 @@ sample(int type, struct tsr_pgmsg *m)
 	m->oid_len = 3;
 	m->op = TSR_PGLOG_MODIFY;
 	m->result = -2;
+	m->max = 64;
+	m->done = 1;
+	if (type == TSR_PGMSG_SCAN_REPLY) {
+		m->objs = calloc(2, sizeof(*m->objs));
+		for (int i = 0; i < 2; i++) {
+			m->objs[i].oid = malloc(2);
+			memcpy(m->objs[i].oid, i ? "ob" : "oa", 2);
+			m->objs[i].oid_len = 2;
+			m->objs[i].ev = (struct tsr_ev){ 88, 5 + (uint64_t)i };
+		}
+		m->nobjs = 2;
+	}
 }
 
 START_TEST(messages_round_trip_and_cuts)
 {
 	char err[256];
 
-	for (int type = 1; type <= TSR_PGMSG_PURGE; type++) {
+	for (int type = 1; type <= TSR_PGMSG_PROGRESS_ACK; type++) {
 		struct tsr_pgmsg m, d;
 		struct tsr_enc e;
 
@@ -277,6 +289,22 @@ START_TEST(hostile_messages)
 	m.type = 77;
 	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(err, "unknown type 77"));
+	tsr_pgmsg_free(&m);
+	/* an entry from a map the sender does not have yet */
+	sample(TSR_PGMSG_REPOP, &m);
+	m.map_epoch = 87;
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "newer than the sender's map"));
+	tsr_pgmsg_free(&m);
+	/* a scan's objects out of order, or too many asked for */
+	sample(TSR_PGMSG_SCAN_REPLY, &m);
+	m.objs[1].oid[1] = 'a';
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "out of order"));
+	tsr_pgmsg_free(&m);
+	sample(TSR_PGMSG_SCAN, &m);
+	m.max = TSR_PGMSG_MAX_SCAN + 1;
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
 	tsr_pgmsg_free(&m);
 	/* an info whose tail is above its head */
 	sample(TSR_PGMSG_NOTIFY, &m);
