@@ -120,9 +120,19 @@ struct tsr_pgsm {
 	uint8_t *bf_sent;            /* the last_backfill sent to the target */
 	size_t bf_sent_len;
 	int bf_done_sent;
-	int temp_asked;              /* PG_TEMP asked in this interval */
+	int bf_want;                 /* a window waits for writes to drain */
+	uint64_t bf_list_token;      /* the LIST whose answer is due */
+	struct tsr_ev bf_list_head;  /* the log's head when it was asked */
+	int bf_prog_pending, bf_prog_done; /* a window's end, not yet sent */
+	uint8_t *bf_prog;
+	size_t bf_prog_len;
+	int temp_asked;              /* PG_TEMP asked in this interval (asked
+					again with every map while it holds) */
+	uint32_t ntemp;
+	int32_t temp[TSR_OSDMAP_MAX_SIZE];
 	/* on a member: the SCAN its LIST answers */
 	int32_t scan_for;
+	uint64_t scan_token;
 	uint64_t next_token;
 	struct tsr_ev trim_to;       /* the primary's last trim */
 
@@ -515,6 +525,8 @@ tsr_pgsm_create(const struct tsr_pgsm_conf *conf, struct tsr_pgsm **out)
 		sm->conf.recovery_max = 8;
 	if (sm->conf.queue_max == 0)
 		sm->conf.queue_max = 1024;
+	if (sm->conf.backfill_window == 0 || sm->conf.backfill_window > TSR_PGMSG_MAX_SCAN)
+		sm->conf.backfill_window = 64;
 	sm->info.pgid = conf->pgid;
 	sm->info.created = conf->created;
 	sm->my_index = -1;
@@ -679,6 +691,10 @@ backfill_reset(struct tsr_pgsm *sm)
 {
 	sm->bf_target = -1;
 	sm->bf_listing = sm->bf_scanning = sm->bf_done_sent = 0;
+	sm->bf_want = sm->bf_prog_pending = sm->bf_prog_done = 0;
+	free(sm->bf_prog);
+	sm->bf_prog = NULL;
+	sm->bf_prog_len = 0;
 	objvers_free(&sm->bf_local, &sm->nbf_local);
 	objvers_free(&sm->bf_remote, &sm->nbf_remote);
 	free(sm->bf_sent);
@@ -1224,7 +1240,8 @@ activated_check(struct tsr_pgsm *sm)
 	why(sm, "active");
 	/* every member holds the start: it is history now (raised only here,
 	 * so no peering waits for a start that never completed) */
-	if (sm->info.les > sm->info.history_les) {
+	if (sm->info.les == sm->info.same_interval_since &&
+	    sm->info.les > sm->info.history_les) {
 		struct persist p;
 		sm->info.history_les = sm->info.les;
 		memset(&p, 0, sizeof(p));
@@ -1326,6 +1343,17 @@ tsr_pgsm_advance_map(struct tsr_pgsm *sm, const struct tsr_pg_mapview *mv)
 	 * up_thru may have reached us */
 	if (sm->role != ROLE_PRIMARY)
 		return 0;
+	if (sm->temp_asked) {
+		/* the PG temp asked for has not come (a request to the
+		 * monitors may be lost): again */
+		struct tsr_pgsm_action *a = action_new(sm, TSR_PGSM_A_PG_TEMP);
+		if (a == NULL)
+			return -ENOMEM;
+		a->ntemp = sm->ntemp;
+		memcpy(a->temp, sm->temp, sizeof(a->temp));
+		if (sm->state == TSR_PGSM_INCOMPLETE)
+			return 0;     /* (not peering again for it) */
+	}
 	switch (sm->state) {
 	case TSR_PGSM_GETINFO:
 	case TSR_PGSM_DOWN:
@@ -1355,6 +1383,7 @@ tsr_pgsm_advance_map(struct tsr_pgsm *sm, const struct tsr_pg_mapview *mv)
 }
 
 static int rec_find(const struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t osd);
+static int above_sent(const struct tsr_pgsm *sm, const void *oid, size_t oid_len);
 
 /* ---- client operations ------------------------------------------------------------ */
 
@@ -1375,8 +1404,8 @@ object_degraded(const struct tsr_pgsm *sm, const void *oid, size_t oid_len)
 		return 1;
 	/* a backfill window being listed: what is above the last position
 	 * sent waits until its pushes are out */
-	if ((sm->bf_listing || sm->bf_scanning) &&
-	    (sm->bf_sent == NULL || tsr_oid_cmp(oid, oid_len, sm->bf_sent, sm->bf_sent_len) > 0))
+	if (sm->bf_target >= 0 && (sm->bf_want || sm->bf_listing || sm->bf_scanning ||
+				   sm->bf_prog_pending) && above_sent(sm, oid, oid_len))
 		return 1;
 	if (rec_find(sm, oid, oid_len, -1) >= 0)
 		return 1;
@@ -1777,6 +1806,10 @@ check_clean(struct tsr_pgsm *sm)
 			if (a->ntemp < TSR_OSDMAP_MAX_SIZE)
 				a->temp[a->ntemp++] = sm->cur.up[i];
 		}
+		if (a) {
+			sm->ntemp = a->ntemp;
+			memcpy(sm->temp, a->temp, sizeof(sm->temp));
+		}
 	}
 	if (sm->nrec || sm->missing.n || sm->bf_target >= 0)
 		return;
@@ -1796,6 +1829,7 @@ check_clean(struct tsr_pgsm *sm)
 			struct tsr_pgsm_action *a = action_new(sm, TSR_PGSM_A_PG_TEMP);
 			if (a) {
 				sm->temp_asked = 1;
+				sm->ntemp = 0;
 				why(sm, "active: backfilled; the up set takes over (PG temp "
 				    "removal asked)");
 			}
@@ -1881,15 +1915,59 @@ objvers_copy(struct tsr_pgsm_objver **dst, size_t *ndst, const struct tsr_pgsm_o
 	return 0;
 }
 
+/* Send the window's end once its pushes are acknowledged: the member
+ * then holds them durably before it records the position. */
+static int
+backfill_progress(struct tsr_pgsm *sm)
+{
+	struct tsr_pgsm_action *a;
+
+	if (!sm->bf_prog_pending || sm->nrec)
+		return 0;
+	if ((a = send_new(sm, sm->bf_target, TSR_PGMSG_PROGRESS, sm->info.same_interval_since)) == NULL)
+		return -ENOMEM;
+	sm->bf_prog_pending = 0;
+	a->msg.done = (uint8_t)sm->bf_prog_done;
+	if (sm->bf_prog_done) {
+		sm->bf_done_sent = 1;
+		free(sm->bf_prog);
+		sm->bf_prog = NULL;
+		sm->bf_prog_len = 0;
+	} else {
+		if ((a->msg.oid = dupb(sm->bf_prog, sm->bf_prog_len)) == NULL)
+			return -ENOMEM;
+		a->msg.oid_len = sm->bf_prog_len;
+		free(sm->bf_sent);
+		sm->bf_sent = sm->bf_prog;        /* writes up to it apply there now */
+		sm->bf_sent_len = sm->bf_prog_len;
+		sm->bf_prog = NULL;
+		sm->bf_prog_len = 0;
+	}
+	requeue(sm);
+	return 0;
+}
+
+static int
+above_sent(const struct tsr_pgsm *sm, const void *oid, size_t oid_len)
+{
+	return sm->bf_sent == NULL || tsr_oid_cmp(oid, oid_len, sm->bf_sent, sm->bf_sent_len) > 0;
+}
+
 static void
 backfill_step(struct tsr_pgsm *sm)
 {
 	struct tsr_pgsm_action *a;
 	struct peer *pe;
+	uint32_t window = sm->conf.backfill_window;
 
 	if (sm->state != TSR_PGSM_ACTIVE || sm->bf_listing || sm->bf_scanning ||
 	    sm->bf_done_sent || sm->nrec)
 		return;
+	if (sm->bf_prog_pending) {
+		(void)backfill_progress(sm);
+		if (sm->bf_done_sent)
+			return;
+	}
 	if (sm->bf_target < 0) {
 		for (uint32_t i = 1; i < sm->cur.nacting && sm->bf_target < 0; i++) {
 			pe = peer_find(sm, sm->cur.acting[i]);
@@ -1899,29 +1977,34 @@ backfill_step(struct tsr_pgsm *sm)
 				sm->bf_sent = pe->info.last_backfill_len
 					      ? dupb(pe->info.last_backfill, pe->info.last_backfill_len)
 					      : NULL;
-				sm->bf_sent_len = pe->info.last_backfill_len;
+				sm->bf_sent_len = sm->bf_sent ? pe->info.last_backfill_len : 0;
 			}
 		}
 		if (sm->bf_target < 0)
 			return;
 	}
 	why(sm, "active+backfilling osd.%d", sm->bf_target);
-	/* the listing reads what is committed: a write in flight above the
-	 * last position would be listed as it was before it; once writes there
-	 * are done (new ones wait while a window is listed) */
+	/* The listing reads what is committed: a write in flight above the
+	 * last position would be listed as it was before it.  New writes
+	 * there wait (bf_want, object_degraded) while those drain, so a busy
+	 * client cannot hold the backfill off. */
+	sm->bf_want = 1;
+	if (sm->exec_pending && above_sent(sm, sm->exec_oid, sm->exec_oid_len))
+		return;
 	for (size_t k = 0; k < sm->nfl; k++)
-		if (sm->bf_sent == NULL ||
-		    tsr_oid_cmp(sm->fl[k].oid, sm->fl[k].oid_len, sm->bf_sent, sm->bf_sent_len) > 0)
+		if (above_sent(sm, sm->fl[k].oid, sm->fl[k].oid_len))
 			return;
 	if ((a = action_new(sm, TSR_PGSM_A_LIST)) == NULL)
 		return;
-	a->msg.max = BF_WINDOW;
+	a->msg.max = window;
+	a->token = sm->bf_list_token = ++sm->next_token;
 	if (sm->bf_sent && (a->msg.oid = dupb(sm->bf_sent, sm->bf_sent_len)) != NULL)
 		a->msg.oid_len = sm->bf_sent_len;
 	sm->bf_listing = 1;
+	sm->bf_list_head = sm->log.head;
 	if ((a = send_new(sm, sm->bf_target, TSR_PGMSG_SCAN, sm->info.same_interval_since)) == NULL)
 		return;
-	a->msg.max = BF_WINDOW;
+	a->msg.max = window;
 	if (sm->bf_sent && (a->msg.oid = dupb(sm->bf_sent, sm->bf_sent_len)) != NULL)
 		a->msg.oid_len = sm->bf_sent_len;
 	sm->bf_scanning = 1;
@@ -1946,17 +2029,19 @@ backfill_window(struct tsr_pgsm *sm)
 					end->oid, end->oid_len) < 0))
 		end = &r[sm->nbf_remote - 1];
 	done = end == NULL;
-	/* a write in flight in the window: its listing may be stale; again
-	 * once it completes */
-	for (size_t k = 0; k < sm->nfl; k++)
-		if ((sm->bf_sent == NULL ||
-		     tsr_oid_cmp(sm->fl[k].oid, sm->fl[k].oid_len, sm->bf_sent, sm->bf_sent_len) > 0) &&
-		    (end == NULL || tsr_oid_cmp(sm->fl[k].oid, sm->fl[k].oid_len, end->oid,
-						end->oid_len) <= 0)) {
+	/* a write ordered since the listing began touches the window: the
+	 * listings may be stale, list again */
+	for (size_t k = tsr_pglog_after(&sm->log, sm->bf_list_head); k < sm->log.n; k++) {
+		const struct tsr_pglog_entry *x = &sm->log.e[k];
+		if (above_sent(sm, x->oid, x->oid_len) &&
+		    (end == NULL || tsr_oid_cmp(x->oid, x->oid_len, end->oid, end->oid_len) <= 0)) {
 			objvers_free(&sm->bf_local, &sm->nbf_local);
 			objvers_free(&sm->bf_remote, &sm->nbf_remote);
+			backfill_step(sm);
 			return 0;
 		}
+	}
+	sm->bf_want = 0;
 	while (i < sm->nbf_local || j < sm->nbf_remote) {
 		int c;
 		if (i < sm->nbf_local && j < sm->nbf_remote)
@@ -1985,53 +2070,54 @@ backfill_window(struct tsr_pgsm *sm)
 		if (c >= 0)
 			j++;
 	}
-	if ((a = send_new(sm, sm->bf_target, TSR_PGMSG_PROGRESS, sm->info.same_interval_since)) == NULL)
-		return -ENOMEM;
-	a->msg.done = (uint8_t)done;
+	/* the window's end goes out once its pushes are in (writes into the
+	 * window wait until then: above bf_sent, bf_prog_pending) */
+	free(sm->bf_prog);
+	sm->bf_prog = NULL;
+	sm->bf_prog_len = 0;
 	if (!done) {
-		uint8_t *n = dupb(end->oid, end->oid_len);
-		if (n == NULL || (a->msg.oid = dupb(end->oid, end->oid_len)) == NULL) {
-			free(n);
+		if ((sm->bf_prog = dupb(end->oid, end->oid_len)) == NULL)
 			return -ENOMEM;
-		}
-		a->msg.oid_len = end->oid_len;
-		free(sm->bf_sent);
-		sm->bf_sent = n;
-		sm->bf_sent_len = end->oid_len;
-	} else {
-		sm->bf_done_sent = 1;
+		sm->bf_prog_len = end->oid_len;
 	}
+	sm->bf_prog_done = done;
+	sm->bf_prog_pending = 1;
 	objvers_free(&sm->bf_local, &sm->nbf_local);
 	objvers_free(&sm->bf_remote, &sm->nbf_remote);
-	requeue(sm);
-	backfill_step(sm);      /* the next window, unless pushes are out */
+	backfill_step(sm);      /* the progress and next window, once pushes are in */
 	return 0;
 }
 
 int
-tsr_pgsm_list_done(struct tsr_pgsm *sm, const struct tsr_pgsm_objver *objs, size_t n, int end)
+tsr_pgsm_list_done(struct tsr_pgsm *sm, uint64_t token, const struct tsr_pgsm_objver *objs,
+		   size_t n, int end)
 {
 	int rc;
 
-	if (sm->role == ROLE_PRIMARY && sm->bf_listing) {
-		sm->bf_listing = 0;
+	if (sm->role == ROLE_PRIMARY && sm->bf_listing && token == sm->bf_list_token) {
 		objvers_free(&sm->bf_local, &sm->nbf_local);
-		if ((rc = objvers_copy(&sm->bf_local, &sm->nbf_local, objs, n)) < 0)
+		if ((rc = objvers_copy(&sm->bf_local, &sm->nbf_local, objs, n)) < 0) {
+			objvers_free(&sm->bf_local, &sm->nbf_local);
 			return rc;
+		}
+		sm->bf_listing = 0;
 		sm->bf_local_end = end || n == 0;
 		return backfill_window(sm);
 	}
-	if (sm->scan_for >= 0) {
-		struct tsr_pgsm_action *a = send_new(sm, sm->scan_for, TSR_PGMSG_SCAN_REPLY,
-						     sm->info.same_interval_since);
-		sm->scan_for = -1;
-		if (a == NULL)
+	if (sm->scan_for >= 0 && token == sm->scan_token) {
+		struct tsr_pgsm_action *a;
+		if (n > TSR_PGMSG_MAX_SCAN) {
+			n = TSR_PGMSG_MAX_SCAN;
+			end = 0;
+		}
+		if ((a = send_new(sm, sm->scan_for, TSR_PGMSG_SCAN_REPLY,
+				  sm->info.same_interval_since)) == NULL ||
+		    (rc = objvers_copy(&a->msg.objs, &a->msg.nobjs, objs, n)) < 0)
 			return -ENOMEM;
-		if (n > TSR_PGMSG_MAX_SCAN)
-			n = TSR_PGMSG_MAX_SCAN, end = 0;
 		a->msg.done = (uint8_t)(end || n == 0);
-		return objvers_copy(&a->msg.objs, &a->msg.nobjs, objs, n);
+		sm->scan_for = -1;
 	}
+	/* an answer to a LIST of an interval that ended: dropped */
 	return 0;
 }
 
@@ -2049,6 +2135,7 @@ on_backfill_msg(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 			return 0;
 		if ((a = action_new(sm, TSR_PGSM_A_LIST)) == NULL)
 			return -ENOMEM;
+		a->token = sm->scan_token = ++sm->next_token;
 		a->msg.max = m->max;
 		if (m->oid_len && (a->msg.oid = dupb(m->oid, m->oid_len)) == NULL)
 			return -ENOMEM;
@@ -2057,6 +2144,9 @@ on_backfill_msg(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 		return 0;
 	case TSR_PGMSG_SCAN_REPLY:       /* primary */
 		if (!sm->bf_scanning || m->from != sm->bf_target)
+			return 0;
+		/* the window asked for starts after the last position */
+		if (m->nobjs && !above_sent(sm, m->objs[0].oid, m->objs[0].oid_len))
 			return 0;
 		sm->bf_scanning = 0;
 		objvers_free(&sm->bf_remote, &sm->nbf_remote);
@@ -2094,7 +2184,7 @@ on_backfill_msg(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 			return 0;
 		free(pe->info.last_backfill);
 		pe->info.last_backfill = m->oid_len ? dupb(m->oid, m->oid_len) : NULL;
-		pe->info.last_backfill_len = m->oid_len;
+		pe->info.last_backfill_len = pe->info.last_backfill ? m->oid_len : 0;
 		if (m->done) {
 			pe->info.backfilling = 0;
 			if (sm->bf_target == m->from)
@@ -2203,10 +2293,12 @@ ask_temp(struct tsr_pgsm *sm, int32_t auth)
 		return -ENOMEM;
 	sm->temp_asked = 1;
 	a->temp[a->ntemp++] = auth;
-	for (uint32_t i = 0; i < sm->cur.nacting; i++)
+	for (uint32_t i = 0; i < sm->cur.nacting && a->ntemp < TSR_OSDMAP_MAX_SIZE - 1; i++)
 		if (sm->cur.acting[i] != auth && sm->cur.acting[i] != sm->conf.whoami)
 			a->temp[a->ntemp++] = sm->cur.acting[i];
 	a->temp[a->ntemp++] = sm->conf.whoami;
+	sm->ntemp = a->ntemp;
+	memcpy(sm->temp, a->temp, sizeof(sm->temp));
 	return 0;
 }
 
@@ -2354,8 +2446,10 @@ on_push(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 		if (sm->role != ROLE_MEMBER || !sm->info.backfilling)
 			return 0;
 		memset(&p, 0, sizeof(p));
-		if (it)
+		if (it) {
 			kv_missing(&p, m->oid, m->oid_len, NULL);
+			tsr_missing_rm(&sm->missing, m->oid, m->oid_len);
+		}
 		if (m->op == TSR_PGLOG_DELETE)
 			rm_obj(&p, m->oid, m->oid_len);
 		return take_push(sm, &p, m, m->op == TSR_PGLOG_DELETE ? TSR_PGSM_OBJ_NONE

@@ -283,7 +283,7 @@ struct tsr_pgsm_action {
 	/* UP_THRU */
 	uint64_t epoch;
 	/* LIST: the objects after oid (msg.oid; none: from the first), at most
-	 * max (msg.max), with their versions: tsr_pgsm_list_done() */
+	 * max (msg.max), with their versions: tsr_pgsm_list_done(token) */
 	/* PG_TEMP: ask the monitors for this acting set (n 0: none) */
 	uint32_t ntemp;
 	int32_t temp[TSR_OSDMAP_MAX_SIZE];
@@ -302,6 +302,7 @@ struct tsr_pgsm_conf {
 	uint32_t log_max;            /* entries kept (trimmed when more) */
 	uint32_t recovery_max;       /* pulls and pushes in flight */
 	uint32_t queue_max;          /* client ops waiting (peering, recovery) */
+	uint32_t backfill_window;    /* objects compared per backfill window (64) */
 };
 
 struct tsr_pgsm;
@@ -335,11 +336,13 @@ int tsr_pgsm_exec_done(struct tsr_pgsm *sm, uint64_t handle, struct tsr_ev prior
 struct tsr_pgsm_action *tsr_pgsm_actions(struct tsr_pgsm *sm, size_t *n);
 void tsr_pgsm_actions_clear(struct tsr_pgsm *sm);
 
-/* The answer to LIST: n objects in name order with their versions; end:
- * no objects after them.  (A copy answers a SCAN from its primary the
+/* The answer to LIST (its token): n objects in name order with their
+ * versions, as committed when listed; end: no objects after them.  It may
+ * come any time later; an answer to a LIST the machine no longer waits
+ * for is dropped.  (A copy answers a SCAN from its primary the
  * same way: the machine sends the SCAN_REPLY.) */
-int tsr_pgsm_list_done(struct tsr_pgsm *sm, const struct tsr_pgsm_objver *objs,
-		       size_t n, int end);
+int tsr_pgsm_list_done(struct tsr_pgsm *sm, uint64_t token,
+		       const struct tsr_pgsm_objver *objs, size_t n, int end);
 
 /* Status. */
 int tsr_pgsm_state(const struct tsr_pgsm *sm);

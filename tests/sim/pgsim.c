@@ -51,6 +51,7 @@
 
 static int verbose;
 static uint32_t log_max = 100000;   /* per seed: short logs make backfills */
+static uint32_t bf_window = 64;     /* per seed: small windows, many steps */
 
 /* ---- random ----------------------------------------------------------------------- */
 
@@ -177,7 +178,7 @@ mapview(const struct simmap *m, int pg, struct tsr_pg_mapview *mv)
 
 /* ---- events ----------------------------------------------------------------------- */
 
-enum { EV_MSG, EV_COMMIT, EV_MAP, EV_CLIENT, EV_REPLY, EV_MON, EV_FAULT, EV_OP };
+enum { EV_MSG, EV_COMMIT, EV_MAP, EV_CLIENT, EV_REPLY, EV_MON, EV_FAULT, EV_OP, EV_LIST };
 
 struct payload {
 	int has;
@@ -712,10 +713,9 @@ carry_out(int o, int pg)
 				break;
 			}
 			case TSR_PGSM_A_LIST: {
-				struct tsr_pgsm_objver objs[NOBJ];
-				char names[NOBJ][2];
-				size_t nobj = 0;
-				int start = 0, end = 1;
+				/* answered later, from the store as it is then (a
+				 * real OSD lists on a worker thread) */
+				int start = 0;
 				if (x->msg.oid_len) {
 					start = obj_index(x->msg.oid, x->msg.oid_len) + 1;
 					if (start <= 0) {
@@ -723,23 +723,9 @@ carry_out(int o, int pg)
 						break;
 					}
 				}
-				for (int k = start; k < NOBJ; k++) {
-					const struct obj *ob = &osds[o].st[pg].objs[k];
-					if (!ob->exists)
-						continue;
-					if (nobj == x->msg.max) {
-						end = 0;
-						break;
-					}
-					names[nobj][0] = 'o';
-					names[nobj][1] = (char)('0' + k);
-					objs[nobj].oid = (uint8_t *)names[nobj];
-					objs[nobj].oid_len = 2;
-					objs[nobj].ev = ob->ev;
-					nobj++;
-				}
-				if (tsr_pgsm_list_done(sm, objs, nobj, end) < 0)
-					fail("osd.%d: list_done failed", o);
+				push_event((struct event){ .at = now + rndn(12), .type = EV_LIST, .osd = o,
+							   .pg = pg, .inc = osds[o].inc, .tid = x->token,
+							   .epoch = (uint64_t)start, .ntemp = x->msg.max });
 				break;
 			}
 			case TSR_PGSM_A_PG_TEMP: {
@@ -809,6 +795,7 @@ sm_new(int o, int pg)
 	c.whoami = o;
 	c.created = 1;
 	c.log_max = log_max;
+	c.backfill_window = bf_window;
 	if (tsr_pgsm_create(&c, &osds[o].sm[pg]) < 0)
 		fail("create failed");
 }
@@ -1124,6 +1111,39 @@ handle_commit(struct event *ev)
 	txn_free(t);
 }
 
+/* A LIST's answer: the objects after the start (ev->epoch: an index),
+ * at most ev->ntemp, from the committed store. */
+static void
+handle_list(struct event *ev)
+{
+	struct osd *d = &osds[ev->osd];
+	struct tsr_pgsm_objver objs[NOBJ];
+	char names[NOBJ][2];
+	size_t n = 0;
+	int end = 1;
+
+	if (!d->alive || d->inc != ev->inc || d->sm[ev->pg] == NULL)
+		return;
+	for (int k = (int)ev->epoch; k < NOBJ; k++) {
+		const struct obj *ob = &d->st[ev->pg].objs[k];
+		if (!ob->exists)
+			continue;
+		if (n == ev->ntemp) {
+			end = 0;
+			break;
+		}
+		names[n][0] = 'o';
+		names[n][1] = (char)('0' + k);
+		objs[n].oid = (uint8_t *)names[n];
+		objs[n].oid_len = 2;
+		objs[n].ev = ob->ev;
+		n++;
+	}
+	if (tsr_pgsm_list_done(d->sm[ev->pg], ev->tid, objs, n, end) < 0)
+		fail("osd.%d: list_done failed", ev->osd);
+	carry_out(ev->osd, ev->pg);
+}
+
 /* ---- the client ------------------------------------------------------------------- */
 
 static void
@@ -1432,6 +1452,7 @@ run_seed(uint64_t seed, uint64_t steps)
 	nosd = 4 + (int)rndn(MAXO - 3);
 	max_down = 1 + (int)rndn(2);
 	log_max = rndn(3) == 0 ? 100000 : rndn(2) ? 8 : 40;
+	bf_window = rndn(2) ? 1 + (uint32_t)rndn(3) : 64;
 	memset(&m, 0, sizeof(m));
 	for (int o = 0; o < nosd; o++) {
 		osds[o].alive = 1;
@@ -1488,6 +1509,9 @@ run_seed(uint64_t seed, uint64_t steps)
 			break;
 		case EV_OP:
 			handle_op(&ev);
+			break;
+		case EV_LIST:
+			handle_list(&ev);
 			break;
 		case EV_COMMIT:
 			handle_commit(&ev);
