@@ -33,8 +33,8 @@ done(struct tsr_dec *d, char *err, size_t errlen, const char *what)
 	return rc;
 }
 
-static uint8_t *
-dup_bytes(const void *p, size_t n)
+uint8_t *
+tsr_pglog_dup(const void *p, size_t n)
 {
 	uint8_t *q = malloc(n ? n : 1);
 
@@ -92,7 +92,7 @@ tsr_pglog_free(struct tsr_pglog *l)
 int
 tsr_pglog_entry_copy(struct tsr_pglog_entry *dst, const struct tsr_pglog_entry *src)
 {
-	uint8_t *oid = dup_bytes(src->oid, src->oid_len);
+	uint8_t *oid = tsr_pglog_dup(src->oid, src->oid_len);
 
 	if (oid == NULL)
 		return -ENOMEM;
@@ -256,7 +256,7 @@ tsr_missing_add(struct tsr_missing *ms, const void *oid, size_t oid_len,
 	}
 	it = &ms->m[i];
 	memmove(it + 1, it, (ms->n - i) * sizeof(*it));
-	it->oid = dup_bytes(oid, oid_len);
+	it->oid = tsr_pglog_dup(oid, oid_len);
 	if (it->oid == NULL) {
 		memmove(it, it + 1, (ms->n - i) * sizeof(*it));
 		return -ENOMEM;
@@ -307,7 +307,7 @@ tsr_pg_info_copy(struct tsr_pg_info *dst, const struct tsr_pg_info *src)
 	uint8_t *lb = NULL;
 
 	if (src->last_backfill_len &&
-	    (lb = dup_bytes(src->last_backfill, src->last_backfill_len)) == NULL)
+	    (lb = tsr_pglog_dup(src->last_backfill, src->last_backfill_len)) == NULL)
 		return -ENOMEM;
 	tsr_pg_info_free(dst);
 	*dst = *src;
@@ -455,7 +455,7 @@ tsr_pglog_entry_decode(struct tsr_dec *d, struct tsr_pglog_entry *x, char *err,
 			    (unsigned long long)x->prior.ver);
 	if (oid_len == 0)
 		return fail(d, err, errlen, "PG log entry: an empty object name");
-	if ((x->oid = dup_bytes(oid, oid_len)) == NULL) {
+	if ((x->oid = tsr_pglog_dup(oid, oid_len)) == NULL) {
 		tsr_dec_fail(d, -ENOMEM);
 		return -ENOMEM;
 	}
@@ -583,7 +583,7 @@ tsr_pg_info_decode(struct tsr_dec *d, struct tsr_pg_info *i, char *err, size_t e
 			    (unsigned long long)i->last_update.ver);
 	if (i->backfilling > 1)
 		return fail(d, err, errlen, "PG info: backfilling %u", i->backfilling);
-	if (lb_len && (i->last_backfill = dup_bytes(lb, lb_len)) == NULL) {
+	if (lb_len && (i->last_backfill = tsr_pglog_dup(lb, lb_len)) == NULL) {
 		tsr_dec_fail(d, -ENOMEM);
 		return -ENOMEM;
 	}

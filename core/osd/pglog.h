@@ -164,6 +164,10 @@ int tsr_missing_add(struct tsr_missing *ms, const void *oid, size_t oid_len,
 void tsr_missing_rm(struct tsr_missing *ms, const void *oid, size_t oid_len);
 int tsr_missing_copy(struct tsr_missing *dst, const struct tsr_missing *src);
 
+/* A malloc'd copy of n bytes (n may be 0: a 1-byte allocation), or NULL;
+ * the one byte-string copier of core/osd. */
+uint8_t *tsr_pglog_dup(const void *p, size_t n);
+
 /* Compare object names as the backends order them (tessera/backend.h). */
 int tsr_oid_cmp(const void *a, size_t alen, const void *b, size_t blen);
 

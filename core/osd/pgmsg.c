@@ -132,11 +132,10 @@ tsr_pgmsg_encode(struct tsr_enc *e, const struct tsr_pgmsg *m)
 static int
 dup_oid(struct tsr_pgmsg *m, const void *oid, size_t oid_len)
 {
-	if ((m->oid = malloc(oid_len)) == NULL) {
+	if ((m->oid = tsr_pglog_dup(oid, oid_len)) == NULL) {
 		tsr_pgmsg_free(m);
 		return -ENOMEM;
 	}
-	memcpy(m->oid, oid, oid_len);
 	m->oid_len = oid_len;
 	return 0;
 }
@@ -302,11 +301,10 @@ tsr_pgmsg_decode(const void *buf, size_t len, struct tsr_pgmsg *m, char *err, si
 			    (i > 0 && tsr_oid_cmp(m->objs[i - 1].oid, m->objs[i - 1].oid_len,
 						  oid, oid_len) >= 0))
 				return bad(m, err, errlen, "objects empty, unversioned or out of order");
-			if ((o->oid = malloc(oid_len)) == NULL) {
+			if ((o->oid = tsr_pglog_dup(oid, oid_len)) == NULL) {
 				tsr_pgmsg_free(m);
 				return -ENOMEM;
 			}
-			memcpy(o->oid, oid, oid_len);
 			o->oid_len = oid_len;
 			m->nobjs++;
 		}

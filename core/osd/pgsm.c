@@ -154,16 +154,6 @@ tsr_pgsm_state_name(int state)
 	return "unknown";
 }
 
-static uint8_t *
-dupb(const void *p, size_t n)
-{
-	uint8_t *q = malloc(n ? n : 1);
-
-	if (q && n)
-		memcpy(q, p, n);
-	return q;
-}
-
 static void
 why(struct tsr_pgsm *sm, const char *fmt, ...)
 {
@@ -301,15 +291,15 @@ kv_add(struct persist *p, const void *key, size_t klen, const void *val, size_t 
 	}
 	kv = &p->kv[p->nkv];
 	memset(kv, 0, sizeof(*kv));
-	kv->key = dupb(key, klen);
+	kv->key = tsr_pglog_dup(key, klen);
 	kv->key_len = klen;
 	if (val) {
-		kv->val = dupb(val, vlen);
+		kv->val = tsr_pglog_dup(val, vlen);
 		kv->val_len = vlen;
 	}
 	if (range) {
 		kv->range = 1;
-		kv->key2 = dupb(key2, k2len);
+		kv->key2 = tsr_pglog_dup(key2, k2len);
 		kv->key2_len = k2len;
 	}
 	if (kv->key == NULL || (val && kv->val == NULL) || (range && kv->key2 == NULL)) {
@@ -377,23 +367,17 @@ kv_entry(struct persist *p, const struct tsr_pglog_entry *x)
 static void
 kv_log_rm(struct persist *p, struct tsr_ev ev, int above)
 {
-	uint8_t k[17], lo[17], hi[1] = { 'M' };
+	uint8_t k[17], lo[17] = { 'L' }, hi[1] = { 'M' };
+	struct tsr_ev next = ev;
 
-	if (above) {
-		struct tsr_ev next = ev;
-		if (++next.ver == 0)
-			next.epoch++;
-		log_key(k, next);
+	/* the key just after ev's: the ranges are [next, "M") and ["L", next) */
+	if (++next.ver == 0)
+		next.epoch++;
+	log_key(k, next);
+	if (above)
 		kv_add(p, k, sizeof(k), NULL, 0, hi, 1, 1);
-	} else {
-		struct tsr_ev next = ev;
-		if (++next.ver == 0)
-			next.epoch++;
-		lo[0] = 'L';
-		memset(lo + 1, 0, 16);
-		log_key(k, next);
+	else
 		kv_add(p, lo, sizeof(lo), NULL, 0, k, sizeof(k), 1);
-	}
 }
 
 static void
@@ -433,7 +417,7 @@ rm_obj(struct persist *p, const void *oid, size_t oid_len)
 		p->err = -ENOMEM;
 		return;
 	}
-	if ((p->rm[p->nrm].p = dupb(oid, oid_len)) == NULL) {
+	if ((p->rm[p->nrm].p = tsr_pglog_dup(oid, oid_len)) == NULL) {
 		p->err = -ENOMEM;
 		return;
 	}
@@ -485,7 +469,7 @@ persist_emit(struct tsr_pgsm *sm, struct persist *p, int obj, uint64_t handle,
 		n->les = sm->info.les;
 		n->interval = sm->info.same_interval_since;
 		n->oid = NULL;
-		if (pd && pd->oid && (n->oid = dupb(pd->oid, pd->oid_len)) == NULL)
+		if (pd && pd->oid && (n->oid = tsr_pglog_dup(pd->oid, pd->oid_len)) == NULL)
 			return -ENOMEM;
 	}
 	return 0;
@@ -1430,7 +1414,7 @@ enqueue(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op, struct tsr_ev dup_of)
 	q = &sm->q[sm->nq];
 	q->op = *op;
 	q->dup_of = dup_of;
-	if ((q->op.oid = dupb(op->oid, op->oid_len)) == NULL)
+	if ((q->op.oid = tsr_pglog_dup(op->oid, op->oid_len)) == NULL)
 		return -ENOMEM;
 	sm->nq++;
 	return 0;
@@ -1477,7 +1461,7 @@ try_op(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op)
 		return 1;
 	}
 	free(sm->exec_oid);
-	if ((sm->exec_oid = dupb(op->oid, op->oid_len)) == NULL ||
+	if ((sm->exec_oid = tsr_pglog_dup(op->oid, op->oid_len)) == NULL ||
 	    (a = action_new(sm, TSR_PGSM_A_EXEC)) == NULL)
 		return -ENOMEM;
 	a->handle = op->handle;
@@ -1657,7 +1641,7 @@ rec_add(struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t osd, int p
 	if (grow((void **)&sm->rec, &sm->caprec, sm->nrec, sizeof(*r)) < 0)
 		return -ENOMEM;
 	r = &sm->rec[sm->nrec];
-	if ((r->oid = dupb(oid, oid_len)) == NULL)
+	if ((r->oid = tsr_pglog_dup(oid, oid_len)) == NULL)
 		return -ENOMEM;
 	r->oid_len = oid_len;
 	r->osd = osd;
@@ -1709,7 +1693,7 @@ recover_object(struct tsr_pgsm *sm, const void *oid, size_t oid_len)
 			return 0;
 		}
 		if ((a = send_new(sm, src->osd, TSR_PGMSG_PULL, sm->info.same_interval_since)) == NULL ||
-		    (a->msg.oid = dupb(oid, oid_len)) == NULL)
+		    (a->msg.oid = tsr_pglog_dup(oid, oid_len)) == NULL)
 			return -ENOMEM;
 		a->msg.oid_len = oid_len;
 		a->msg.ev = mine->need;
@@ -1726,7 +1710,7 @@ recover_object(struct tsr_pgsm *sm, const void *oid, size_t oid_len)
 		if (sm->nrec >= sm->conf.recovery_max)
 			return 1;
 		if ((a = send_new(sm, p->osd, TSR_PGMSG_PUSH, sm->info.same_interval_since)) == NULL ||
-		    (a->msg.oid = dupb(oid, oid_len)) == NULL)
+		    (a->msg.oid = tsr_pglog_dup(oid, oid_len)) == NULL)
 			return -ENOMEM;
 		a->msg.oid_len = oid_len;
 		a->msg.ev = it->need;
@@ -1906,7 +1890,7 @@ objvers_copy(struct tsr_pgsm_objver **dst, size_t *ndst, const struct tsr_pgsm_o
 	if (n && *dst == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		if (((*dst)[i].oid = dupb(src[i].oid, src[i].oid_len)) == NULL)
+		if (((*dst)[i].oid = tsr_pglog_dup(src[i].oid, src[i].oid_len)) == NULL)
 			return -ENOMEM;
 		(*dst)[i].oid_len = src[i].oid_len;
 		(*dst)[i].ev = src[i].ev;
@@ -1934,7 +1918,7 @@ backfill_progress(struct tsr_pgsm *sm)
 		sm->bf_prog = NULL;
 		sm->bf_prog_len = 0;
 	} else {
-		if ((a->msg.oid = dupb(sm->bf_prog, sm->bf_prog_len)) == NULL)
+		if ((a->msg.oid = tsr_pglog_dup(sm->bf_prog, sm->bf_prog_len)) == NULL)
 			return -ENOMEM;
 		a->msg.oid_len = sm->bf_prog_len;
 		free(sm->bf_sent);
@@ -1975,7 +1959,7 @@ backfill_step(struct tsr_pgsm *sm)
 				sm->bf_target = pe->osd;
 				free(sm->bf_sent);
 				sm->bf_sent = pe->info.last_backfill_len
-					      ? dupb(pe->info.last_backfill, pe->info.last_backfill_len)
+					      ? tsr_pglog_dup(pe->info.last_backfill, pe->info.last_backfill_len)
 					      : NULL;
 				sm->bf_sent_len = sm->bf_sent ? pe->info.last_backfill_len : 0;
 			}
@@ -1998,14 +1982,14 @@ backfill_step(struct tsr_pgsm *sm)
 		return;
 	a->msg.max = window;
 	a->token = sm->bf_list_token = ++sm->next_token;
-	if (sm->bf_sent && (a->msg.oid = dupb(sm->bf_sent, sm->bf_sent_len)) != NULL)
+	if (sm->bf_sent && (a->msg.oid = tsr_pglog_dup(sm->bf_sent, sm->bf_sent_len)) != NULL)
 		a->msg.oid_len = sm->bf_sent_len;
 	sm->bf_listing = 1;
 	sm->bf_list_head = sm->log.head;
 	if ((a = send_new(sm, sm->bf_target, TSR_PGMSG_SCAN, sm->info.same_interval_since)) == NULL)
 		return;
 	a->msg.max = window;
-	if (sm->bf_sent && (a->msg.oid = dupb(sm->bf_sent, sm->bf_sent_len)) != NULL)
+	if (sm->bf_sent && (a->msg.oid = tsr_pglog_dup(sm->bf_sent, sm->bf_sent_len)) != NULL)
 		a->msg.oid_len = sm->bf_sent_len;
 	sm->bf_scanning = 1;
 }
@@ -2055,7 +2039,7 @@ backfill_window(struct tsr_pgsm *sm)
 			/* absent here (c > 0): the member removes its copy */
 			if ((a = send_new(sm, sm->bf_target, TSR_PGMSG_PUSH,
 					  sm->info.same_interval_since)) == NULL ||
-			    (a->msg.oid = dupb(o->oid, o->oid_len)) == NULL)
+			    (a->msg.oid = tsr_pglog_dup(o->oid, o->oid_len)) == NULL)
 				return -ENOMEM;
 			a->msg.oid_len = o->oid_len;
 			a->msg.backfill = 1;
@@ -2076,7 +2060,7 @@ backfill_window(struct tsr_pgsm *sm)
 	sm->bf_prog = NULL;
 	sm->bf_prog_len = 0;
 	if (!done) {
-		if ((sm->bf_prog = dupb(end->oid, end->oid_len)) == NULL)
+		if ((sm->bf_prog = tsr_pglog_dup(end->oid, end->oid_len)) == NULL)
 			return -ENOMEM;
 		sm->bf_prog_len = end->oid_len;
 	}
@@ -2137,7 +2121,7 @@ on_backfill_msg(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 			return -ENOMEM;
 		a->token = sm->scan_token = ++sm->next_token;
 		a->msg.max = m->max;
-		if (m->oid_len && (a->msg.oid = dupb(m->oid, m->oid_len)) == NULL)
+		if (m->oid_len && (a->msg.oid = tsr_pglog_dup(m->oid, m->oid_len)) == NULL)
 			return -ENOMEM;
 		a->msg.oid_len = m->oid_len;
 		sm->scan_for = m->from;
@@ -2165,7 +2149,7 @@ on_backfill_msg(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 			sm->info.backfilling = 0;
 			sm->info.backfill_since = 0;
 		} else {
-			if ((sm->info.last_backfill = dupb(m->oid, m->oid_len)) == NULL)
+			if ((sm->info.last_backfill = tsr_pglog_dup(m->oid, m->oid_len)) == NULL)
 				return -ENOMEM;
 			sm->info.last_backfill_len = m->oid_len;
 		}
@@ -2183,7 +2167,7 @@ on_backfill_msg(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 		if (sm->state != TSR_PGSM_ACTIVE || pe == NULL)
 			return 0;
 		free(pe->info.last_backfill);
-		pe->info.last_backfill = m->oid_len ? dupb(m->oid, m->oid_len) : NULL;
+		pe->info.last_backfill = m->oid_len ? tsr_pglog_dup(m->oid, m->oid_len) : NULL;
 		pe->info.last_backfill_len = pe->info.last_backfill ? m->oid_len : 0;
 		if (m->done) {
 			pe->info.backfilling = 0;
@@ -2470,7 +2454,7 @@ on_push(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 			/* already have it (a push sent twice) */
 			struct tsr_pgsm_action *a = send_new(sm, m->from, TSR_PGMSG_PUSH_ACK,
 							     m->interval);
-			if (a == NULL || (a->msg.oid = dupb(m->oid, m->oid_len)) == NULL)
+			if (a == NULL || (a->msg.oid = tsr_pglog_dup(m->oid, m->oid_len)) == NULL)
 				return -ENOMEM;
 			a->msg.oid_len = m->oid_len;
 			a->msg.ev = m->ev;
@@ -2521,7 +2505,7 @@ tsr_pgsm_recv(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 		return answer_info(sm, m, TSR_PGMSG_LOG);
 	case TSR_PGMSG_PULL: {
 		struct tsr_pgsm_action *a = send_new(sm, m->from, TSR_PGMSG_PUSH, m->interval);
-		if (a == NULL || (a->msg.oid = dupb(m->oid, m->oid_len)) == NULL)
+		if (a == NULL || (a->msg.oid = tsr_pglog_dup(m->oid, m->oid_len)) == NULL)
 			return -ENOMEM;
 		a->msg.oid_len = m->oid_len;
 		a->msg.ev = m->ev;
@@ -2648,7 +2632,7 @@ tsr_pgsm_committed(struct tsr_pgsm *sm, uint64_t token)
 		if (current && sm->state == TSR_PGSM_REPLICA) {
 			struct tsr_pgsm_action *a = send_new(sm, pd.to, TSR_PGMSG_PROGRESS_ACK,
 							     pd.interval);
-			if (a == NULL || (pd.oid_len && (a->msg.oid = dupb(pd.oid, pd.oid_len)) == NULL))
+			if (a == NULL || (pd.oid_len && (a->msg.oid = tsr_pglog_dup(pd.oid, pd.oid_len)) == NULL))
 				rc = -ENOMEM;
 			else {
 				a->msg.oid_len = pd.oid_len;
@@ -2674,7 +2658,7 @@ tsr_pgsm_committed(struct tsr_pgsm *sm, uint64_t token)
 		} else {
 			struct tsr_pgsm_action *a = send_new(sm, pd.to, TSR_PGMSG_PUSH_ACK,
 							     pd.interval);
-			if (a == NULL || (a->msg.oid = dupb(pd.oid, pd.oid_len)) == NULL)
+			if (a == NULL || (a->msg.oid = tsr_pglog_dup(pd.oid, pd.oid_len)) == NULL)
 				rc = -ENOMEM;
 			else {
 				a->msg.oid_len = pd.oid_len;
