@@ -8,9 +8,11 @@
 #include "beacon/osdbeacon.h"
 #include "event/loop.h"
 #include "log/log.h"
+#include "util/sbuf.h"
 #include "util/util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,15 @@ struct tsr_osd_beacon {
 	uint64_t booted_at;         /* ... at this time (mono ns) */
 	int seen_up;                /* and a map since has shown us up */
 	struct tsr_osd_beacon_state st;
+	/* what the PGs ask of the map (MON_OSD_ALIVE) */
+	uint64_t want_up_thru;      /* 0: nothing asked */
+	struct tsr_mon_pg_temp_req *temps; /* asked, not yet held by a map */
+	size_t ntemps, temps_cap;
+	uint64_t alive_inflight;    /* monc id, 0: none */
+	struct tsr_mon_osd_alive *sent; /* what is in flight */
+	uint64_t alive_timer;       /* a retry after a refusal */
+	uint64_t alives, alive_refusals;
+	char alive_last_error[160];
 };
 
 /* How long after a boot a map that still shows the OSD down is taken
@@ -174,6 +185,196 @@ next_cmd(void *arg)
 	}
 }
 
+/* ---- What the PGs ask of the map -------------------------------------------*/
+
+static void alive_send(struct tsr_osd_beacon *b);
+
+static int
+encode_alive(struct tsr_enc *e, uint64_t client, uint64_t tid, const void *body)
+{
+	struct tsr_mon_osd_alive *m = (struct tsr_mon_osd_alive *)body;
+
+	m->client = client;
+	m->tid = tid;
+	return tsr_monmsg_osd_alive_encode(e, m);
+}
+
+/* Does map m hold PG temp ask t (or is its PG gone)? */
+static int
+temp_held(const struct tsr_osdmap *m, const struct tsr_mon_pg_temp_req *t)
+{
+	const struct tsr_osdmap_pool *p = tsr_osdmap_pool(m, t->pool);
+	const struct tsr_osdmap_pg_temp *cur = tsr_osdmap_pg_temp(m, t->pool, t->pg);
+
+	if (p == NULL || t->pg >= p->pg_num)
+		return 1;
+	if (t->n == 0)
+		return cur == NULL;
+	return cur && cur->n == t->n && memcmp(cur->osds, t->osds, t->n * sizeof(t->osds[0])) == 0;
+}
+
+/* Drop the asks map m holds. */
+static void
+alive_prune(struct tsr_osd_beacon *b, const struct tsr_osdmap *m)
+{
+	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(m, b->id);
+	size_t k = 0;
+
+	if (o && b->want_up_thru && o->up_thru >= b->want_up_thru)
+		b->want_up_thru = 0;
+	for (size_t i = 0; i < b->ntemps; i++)
+		if (!temp_held(m, &b->temps[i]))
+			b->temps[k++] = b->temps[i];
+	b->ntemps = k;
+}
+
+static void
+alive_retry(void *arg)
+{
+	struct tsr_osd_beacon *b = arg;
+
+	b->alive_timer = 0;
+	alive_send(b);
+}
+
+static void
+alive_done(void *arg, int status, const char *text)
+{
+	struct tsr_osd_beacon *b = arg;
+
+	struct tsr_mon_osd_alive *sent = b->sent;
+
+	b->alive_inflight = 0;
+	b->sent = NULL;
+	if (status == 0 && sent) {
+		/* the monitors' map holds what was sent: asked no more (asks
+		 * made since for the same PGs stay) */
+		size_t k = 0;
+		if (b->want_up_thru <= sent->want_up_thru)
+			b->want_up_thru = 0;
+		for (size_t i = 0; i < b->ntemps; i++) {
+			int done = 0;
+			for (uint32_t j = 0; j < sent->npg_temp && !done; j++)
+				done = memcmp(&sent->pg_temp[j], &b->temps[i],
+					      sizeof(b->temps[i])) == 0;
+			if (!done)
+				b->temps[k++] = b->temps[i];
+		}
+		b->ntemps = k;
+	}
+	free(sent);
+	if (status < 0) {
+		b->alive_refusals++;
+		snprintf(b->alive_last_error, sizeof(b->alive_last_error), "%s", text);
+		tsr_log(TSR_SUB_OSD, TSR_LOG_INFO, "osd.%d: asking for up_thru and PG "
+			"temp: %s", b->id, text);
+		if (b->alive_timer == 0 &&
+		    tsr_loop_timer_add(b->loop, (uint64_t)b->interval_ms * 1000000u,
+				       alive_retry, b, &b->alive_timer) < 0)
+			b->alive_timer = 0;
+		return;
+	}
+	b->alives++;
+	recheck(b); /* prunes what the map holds, sends what is left */
+}
+
+/* Send what is asked and not held by the newest map, if the map has us
+ * up and nothing is in flight. */
+static void
+alive_send(struct tsr_osd_beacon *b)
+{
+	struct tsr_osdmap_epoch *ep;
+	const struct tsr_osdmap_osd *o;
+	struct tsr_mon_osd_alive *m;
+	int rc;
+
+	if (b->alive_inflight || b->alive_timer || (b->want_up_thru == 0 && b->ntemps == 0))
+		return;
+	if ((ep = tsr_mapsub_osdmap(b->sub)) == NULL)
+		return;
+	alive_prune(b, tsr_osdmap_epoch_map(ep));
+	o = tsr_osdmap_osd(tsr_osdmap_epoch_map(ep), b->id);
+	if ((b->want_up_thru == 0 && b->ntemps == 0) || o == NULL || !o->up ||
+	    strcmp(o->addr, b->addr) != 0) {
+		tsr_osdmap_epoch_put(ep);
+		return; /* nothing to ask, or not up yet: the next map */
+	}
+	m = tsr_xcalloc(1, sizeof(*m));
+	m->osd = b->id;
+	m->up_from = o->up_from;
+	m->want_up_thru = b->want_up_thru >= o->up_from ? b->want_up_thru : 0;
+	tsr_osdmap_epoch_put(ep);
+	for (size_t i = 0; i < b->ntemps && m->npg_temp < TSR_MONMSG_MAX_PG_TEMP; i++)
+		m->pg_temp[m->npg_temp++] = b->temps[i];
+	if (m->want_up_thru == 0 && m->npg_temp == 0) {
+		b->want_up_thru = 0; /* asked for an earlier incarnation */
+		free(m);
+		return;
+	}
+	rc = tsr_monc_send_typed(b->monc, TSR_MSG_MON_OSD_ALIVE, encode_alive, m,
+				 cmd_timeout(b), alive_done, b, &b->alive_inflight);
+	b->sent = m;
+	if (rc < 0) {
+		b->alive_inflight = 0;
+		alive_done(b, rc, strerror(-rc));
+	}
+}
+
+void
+tsr_osd_beacon_want_up_thru(struct tsr_osd_beacon *b, uint64_t epoch)
+{
+	if (epoch > b->want_up_thru)
+		b->want_up_thru = epoch;
+	alive_send(b);
+}
+
+int
+tsr_osd_beacon_want_pg_temp(struct tsr_osd_beacon *b, struct tsr_pgid pgid,
+			    const int32_t *osds, uint32_t n)
+{
+	struct tsr_mon_pg_temp_req t = { .pool = pgid.pool, .pg = pgid.pg, .n = n };
+	size_t i;
+
+	if (n > TSR_OSDMAP_MAX_SIZE)
+		return -EINVAL;
+	for (uint32_t j = 0; j < n; j++) {
+		for (uint32_t k = 0; k < j; k++)
+			if (osds[k] == osds[j])
+				return -EINVAL;
+		t.osds[j] = osds[j];
+	}
+	for (i = 0; i < b->ntemps; i++)
+		if (b->temps[i].pool == pgid.pool && b->temps[i].pg == pgid.pg)
+			break;
+	if (i == b->ntemps) {
+		if (b->ntemps == b->temps_cap) {
+			size_t cap = b->temps_cap ? 2 * b->temps_cap : 16;
+			struct tsr_mon_pg_temp_req *v = realloc(b->temps, cap * sizeof(*v));
+			if (v == NULL)
+				return -ENOMEM;
+			b->temps = v;
+			b->temps_cap = cap;
+		}
+		b->ntemps++;
+	}
+	b->temps[i] = t;
+	alive_send(b);
+	return 0;
+}
+
+void
+tsr_osd_beacon_status_json(struct tsr_osd_beacon *b, struct tsr_sbuf *out)
+{
+	tsr_sbuf_printf(out, "{\"up\": %s, \"osdmap_epoch\": %" PRIu64 ", \"boots\": %"
+			PRIu64 ", \"beacons\": %" PRIu64 ", \"want_up_thru\": %" PRIu64
+			", \"pg_temp_asked\": %zu, \"alives\": %" PRIu64 ", "
+			"\"alive_refusals\": %" PRIu64 ", \"alive_last_error\": ",
+			b->st.up ? "true" : "false", b->st.epoch, b->st.boots, b->st.beacons,
+			b->want_up_thru, b->ntemps, b->alives, b->alive_refusals);
+	tsr_sbuf_json_str(out, b->alive_last_error);
+	tsr_sbuf_printf(out, "}\n");
+}
+
 /* A new OSD map.  Up in it at our address: as it should be.  Down (or
  * another address) after the map showed us up, or long after our boot:
  * the monitors marked us down while we are alive; we boot again at once
@@ -206,6 +407,8 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 			kick(b, 0);
 	}
 	tsr_osdmap_epoch_put(ep);
+	if (up)
+		alive_send(b);
 }
 
 int
@@ -256,7 +459,13 @@ tsr_osd_beacon_stop(struct tsr_osd_beacon *b)
 		tsr_loop_timer_cancel(b->loop, b->timer);
 	if (b->inflight)
 		tsr_monc_cancel(b->monc, b->inflight);
+	if (b->alive_timer)
+		tsr_loop_timer_cancel(b->loop, b->alive_timer);
+	if (b->alive_inflight)
+		tsr_monc_cancel(b->monc, b->alive_inflight);
+	free(b->sent);
 	tsr_mapsub_unlisten(b->sub, on_map, b);
+	free(b->temps);
 	free(b);
 }
 

@@ -14,6 +14,13 @@
  * again at once (once the command in flight is answered), instead of
  * serving with a map that says it is down.
  *
+ * What the OSD's PGs need of the map goes its own way (MON_OSD_ALIVE,
+ * one in flight): up_thru raised to an epoch, and PG temp mappings set or
+ * removed.  Asks wait until the map shows the OSD up, are merged while
+ * one is in flight (the highest up_thru; the last ask per PG), and are
+ * dropped once a map holds them.  A refusal is asked again with the next
+ * map, or after an interval.
+ *
  * Threads: everything on the loop's thread — start, stop, state, and the
  * failed callback.
  */
@@ -46,5 +53,20 @@ struct tsr_osd_beacon_state {
 };
 TSR_API void tsr_osd_beacon_state(struct tsr_osd_beacon *b,
 				  struct tsr_osd_beacon_state *out);
+/* The admin socket's `beacon`: the state above and the asks pending, as
+ * one JSON object and a newline. */
+struct tsr_sbuf;
+TSR_API void tsr_osd_beacon_status_json(struct tsr_osd_beacon *b,
+					struct tsr_sbuf *out);
+
+/* Ask that the map record this OSD up through epoch (up_thru): a PG it
+ * leads waits for that before it takes writes in a new interval. */
+TSR_API void tsr_osd_beacon_want_up_thru(struct tsr_osd_beacon *b, uint64_t epoch);
+/* Ask for pgid's PG temp mapping to be osds[0..n), primary first, or (n
+ * 0) removed.  -EINVAL for more than TSR_OSDMAP_MAX_SIZE OSDs or one
+ * twice, -ENOMEM. */
+TSR_API int tsr_osd_beacon_want_pg_temp(struct tsr_osd_beacon *b,
+					struct tsr_pgid pgid, const int32_t *osds,
+					uint32_t n);
 
 #endif

@@ -721,7 +721,111 @@ tsr_monmsg_svc_keys_decode(const void *buf, size_t len, struct tsr_mon_svc_keys 
 	return 0;
 }
 
+int
+tsr_monmsg_osd_alive_encode(struct tsr_enc *e, const struct tsr_mon_osd_alive *a)
+{
+	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+	uint32_t n = a->npg_temp < TSR_MONMSG_MAX_PG_TEMP ? a->npg_temp
+							 : TSR_MONMSG_MAX_PG_TEMP;
+
+	tsr_enc_u64(e, a->client);
+	tsr_enc_u64(e, a->tid);
+	tsr_enc_i32(e, a->osd);
+	tsr_enc_u64(e, a->up_from);
+	tsr_enc_u64(e, a->want_up_thru);
+	tsr_enc_u32(e, n);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tsr_mon_pg_temp_req *r = &a->pg_temp[i];
+		uint32_t k = r->n < TSR_OSDMAP_MAX_SIZE ? r->n : TSR_OSDMAP_MAX_SIZE;
+		tsr_enc_i64(e, r->pool);
+		tsr_enc_u32(e, r->pg);
+		tsr_enc_u32(e, k);
+		for (uint32_t j = 0; j < k; j++)
+			tsr_enc_i32(e, r->osds[j]);
+	}
+	tsr_enc_end_struct(e, mark);
+	if (a->npg_temp > TSR_MONMSG_MAX_PG_TEMP)
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++)
+		if (a->pg_temp[i].n > TSR_OSDMAP_MAX_SIZE)
+			return -EINVAL;
+	return tsr_enc_error(e);
+}
+
+int
+tsr_monmsg_osd_alive_decode(const void *buf, size_t len, struct tsr_mon_osd_alive *a,
+			    char *err, size_t errlen)
+{
+	struct tsr_dec d, sub;
+	uint8_t ver;
+
+	memset(a, 0, sizeof(*a));
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return tsr_errf(err, errlen, -EBADMSG, "osd alive: bad envelope");
+	a->client = tsr_dec_u64(&sub);
+	a->tid = tsr_dec_u64(&sub);
+	a->osd = tsr_dec_i32(&sub);
+	a->up_from = tsr_dec_u64(&sub);
+	a->want_up_thru = tsr_dec_u64(&sub);
+	uint32_t n = tsr_dec_u32(&sub);
+	if (tsr_dec_error(&sub) == 0 && n > TSR_MONMSG_MAX_PG_TEMP)
+		return tsr_errf(err, errlen, -EINVAL, "osd alive: %u PG temp requests, "
+				"more than %d", n, TSR_MONMSG_MAX_PG_TEMP);
+	for (uint32_t i = 0; i < n && tsr_dec_error(&sub) == 0; i++) {
+		struct tsr_mon_pg_temp_req *r = &a->pg_temp[i];
+		r->pool = tsr_dec_i64(&sub);
+		r->pg = tsr_dec_u32(&sub);
+		uint32_t k = tsr_dec_u32(&sub);
+		if (tsr_dec_error(&sub) == 0 && k > TSR_OSDMAP_MAX_SIZE)
+			return tsr_errf(err, errlen, -EINVAL, "osd alive: PG temp %u "
+					"has %u OSDs, more than %d", i, k,
+					TSR_OSDMAP_MAX_SIZE);
+		for (uint32_t j = 0; j < k; j++)
+			r->osds[j] = tsr_dec_i32(&sub);
+		r->n = k;
+		a->npg_temp = i + 1;
+	}
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d))
+		return tsr_errf(err, errlen, -EBADMSG, "osd alive: truncated or "
+				"malformed");
+	if (a->osd < 0 || a->osd >= TSR_OSDMAP_MAX_OSDS)
+		return tsr_errf(err, errlen, -EINVAL, "osd alive: OSD id %d is not in "
+				"0..%d", a->osd, TSR_OSDMAP_MAX_OSDS - 1);
+	if (a->up_from == 0 || (a->want_up_thru && a->want_up_thru < a->up_from))
+		return tsr_errf(err, errlen, -EINVAL, "osd alive: up_thru %llu asked "
+				"by the incarnation up from epoch %llu",
+				(unsigned long long)a->want_up_thru,
+				(unsigned long long)a->up_from);
+	for (uint32_t i = 0; i < a->npg_temp; i++) {
+		const struct tsr_mon_pg_temp_req *r = &a->pg_temp[i];
+		if (r->pool <= 0 || r->pg >= TSR_OSDMAP_MAX_PG_NUM)
+			return tsr_errf(err, errlen, -EINVAL, "osd alive: PG temp %u names "
+					"PG %lld.%x, not a PG", i, (long long)r->pool,
+					r->pg);
+		for (uint32_t j = 0; j < r->n; j++) {
+			if (r->osds[j] < 0 || r->osds[j] >= TSR_OSDMAP_MAX_OSDS)
+				return tsr_errf(err, errlen, -EINVAL, "osd alive: PG "
+						"temp of %lld.%x: %d is not an OSD id",
+						(long long)r->pool, r->pg, r->osds[j]);
+			for (uint32_t k = 0; k < j; k++)
+				if (r->osds[k] == r->osds[j])
+					return tsr_errf(err, errlen, -EINVAL, "osd alive: "
+							"PG temp of %lld.%x names "
+							"osd.%d twice", (long long)r->pool,
+							r->pg, r->osds[j]);
+		}
+		for (uint32_t k = 0; k < i; k++)
+			if (a->pg_temp[k].pool == r->pool && a->pg_temp[k].pg == r->pg)
+				return tsr_errf(err, errlen, -EINVAL, "osd alive: PG "
+						"%lld.%x asked for twice",
+						(long long)r->pool, r->pg);
+	}
+	return 0;
+}
+
 CHECK_FLAT(osd_boot, tsr_mon_osd_boot)
+CHECK_FLAT(osd_alive, tsr_mon_osd_alive)
 CHECK_FLAT(osd_beacon, tsr_mon_osd_beacon)
 CHECK_FLAT(mds_beacon, tsr_mon_mds_beacon)
 CHECK_FLAT(svc_keys, tsr_mon_svc_keys)

@@ -55,6 +55,7 @@
 #ifndef TSR_MON_MONMSG_H
 #define TSR_MON_MONMSG_H
 
+#include "map/osdmap.h"
 #include "msg/frame.h"
 #include "raft/raft.h"
 
@@ -74,7 +75,8 @@
 	X(OSD_BOOT, 5, "osd boot", osd_boot)                                   \
 	X(OSD_BEACON, 6, "osd beacon", osd_beacon)                             \
 	X(MDS_BEACON, 7, "mds beacon", mds_beacon)                             \
-	X(SVC_KEYS, 8, "service keys", svc_keys)
+	X(SVC_KEYS, 8, "service keys", svc_keys)                               \
+	X(OSD_ALIVE, 9, "osd alive", osd_alive)
 
 enum {
 #define TSR_MON_MSG_ENUM(name, n, label, fn) TSR_MSG_MON_##name = TSR_MSG_USER + (n),
@@ -101,7 +103,9 @@ TSR_API const struct tsr_monmsg_type *tsr_monmsg_type(uint32_t type);
 /* What a monitor can do (MON_RAFT features). */
 #define TSR_MON_FEAT_DECISIONS 0x1ull  /* applies version 2 log entries
                                          * (decisions, daemons/mon/state.h) */
-#define TSR_MON_FEATURES TSR_MON_FEAT_DECISIONS
+#define TSR_MON_FEAT_UP_THRU 0x2ull    /* keeps up_thru and PG temp in the
+                                         * OSD map (v2 records, osdmap.h) */
+#define TSR_MON_FEATURES (TSR_MON_FEAT_DECISIONS | TSR_MON_FEAT_UP_THRU)
 
 #define TSR_MONMSG_MAX_ENTRIES 4096
 #define TSR_MONMSG_MAX_ENTRY (1u << 20)
@@ -238,6 +242,36 @@ TSR_API int tsr_monmsg_mds_beacon_encode(struct tsr_enc *e,
 TSR_API int tsr_monmsg_mds_beacon_decode(const void *buf, size_t len,
 					 struct tsr_mon_mds_beacon *b, char *err,
 					 size_t errlen);
+
+/* What an OSD asks of the map for its PGs (osdbeacon.h): that its up_thru
+ * be raised to want_up_thru (0: not asked), and PG temp mappings set (n
+ * OSDs, primary first) or removed (n 0).  up_from names the incarnation
+ * asking (its up_from in the map it holds): the monitors refuse what an
+ * earlier one asked.  Decoding checks the ids, the bounds, that want is
+ * not below up_from and that no PG comes twice.
+ *     envelope v1 { u64 client, u64 tid, i32 osd, u64 up_from,
+ *                   u64 want_up_thru, u32 n, n x { i64 pool, u32 pg,
+ *                   u32 k, k x i32 osd } } */
+#define TSR_MONMSG_MAX_PG_TEMP 64     /* PG temp requests in one message */
+struct tsr_mon_pg_temp_req {
+	int64_t pool;
+	uint32_t pg;
+	uint32_t n;                  /* 0: remove the mapping */
+	int32_t osds[TSR_OSDMAP_MAX_SIZE];
+};
+struct tsr_mon_osd_alive {
+	uint64_t client, tid;
+	int32_t osd;
+	uint64_t up_from;
+	uint64_t want_up_thru;
+	uint32_t npg_temp;
+	struct tsr_mon_pg_temp_req pg_temp[TSR_MONMSG_MAX_PG_TEMP];
+};
+TSR_API int tsr_monmsg_osd_alive_encode(struct tsr_enc *e,
+					const struct tsr_mon_osd_alive *a);
+TSR_API int tsr_monmsg_osd_alive_decode(const void *buf, size_t len,
+					struct tsr_mon_osd_alive *a, char *err,
+					size_t errlen);
 
 struct tsr_mon_svc_keys {
 	uint64_t client, tid;

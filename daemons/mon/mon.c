@@ -441,6 +441,7 @@ mon_waiter_free(struct waiter *w)
 	tsr_monmsg_cmd_free(&w->cmd);
 	if (w->conn)
 		tsr_conn_put(w->conn);
+	free(w->alive);
 	free(w);
 }
 
@@ -468,9 +469,10 @@ cmd_allowed(struct mon *mon, int kind, const struct tsr_mon_cmd *cmd,
 		return -EACCES;
 	}
 	if (cmd->argc >= 2 && strcmp(cmd->argv[0], "osd") == 0 &&
-	    strcmp(cmd->argv[1], "boots") == 0) {
-		snprintf(why, len, "permission denied: 'osd boots' is the leader's own "
-			 "change (an OSD boots itself)");
+	    (strcmp(cmd->argv[1], "boots") == 0 || strcmp(cmd->argv[1], "alives") == 0)) {
+		snprintf(why, len, "permission denied: 'osd %s' is the leader's own "
+			 "change (an OSD %s itself)", cmd->argv[1],
+			 cmd->argv[1][0] == 'b' ? "boots" : "asks for up_thru and PG temp");
 		return -EACCES;
 	}
 	if (cmd->argc >= 3 && strcmp(cmd->argv[0], "osd") == 0 &&
@@ -635,12 +637,69 @@ send_service_keys(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_svc_
 	explicit_bzero(text, sizeof(text));
 }
 
+/* Do all members keep up_thru and PG temp (osdmap.h: not before every
+ * monitor runs code that keeps them)? */
+static int
+mon_up_thru_ok(const struct mon *mon)
+{
+	for (size_t i = 0; i < mon->mem.n; i++)
+		if (&mon->mem.m[i] != mon->self &&
+		    !(mon->peers[mon->mem.m[i].id - 1].features & TSR_MON_FEAT_UP_THRU))
+			return 0;
+	return mon_decisions(mon);
+}
+
+/* An OSD asks for up_thru and PG temp (the leader): answered at once when
+ * the projected map holds it already or the OSD is stale there, else
+ * batched (`osd alives`) and answered once applied. */
+static void
+on_alive(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_osd_alive *a,
+	 uint64_t now)
+{
+	struct tsr_sbuf out;
+	struct waiter *w;
+	int rc;
+
+	if (!mon_up_thru_ok(mon)) {
+		mon_reply(c, a->tid, -EAGAIN, "not every monitor keeps up_thru and PG temp "
+			  "yet (a rolling upgrade?); ask again later", NULL);
+		return;
+	}
+	tsr_sbuf_init(&out);
+	rc = state_alive_holds(mon->proj_valid ? &mon->proj.osdmap : &mon->st.osdmap,
+			       a, &out);
+	if (rc != 0) {
+		mon_reply(c, a->tid, rc < 0 ? rc : 0, rc < 0 ? tsr_sbuf_str(&out)
+				: "{\"held\": true}", NULL);
+		tsr_sbuf_release(&out);
+		return;
+	}
+	tsr_sbuf_reset(&out);
+	state_alive_word(a, &out);
+	w = tsr_xcalloc(1, sizeof(*w));
+	w->alive = tsr_xcalloc(1, sizeof(*w->alive));
+	*w->alive = *a;
+	w->cmd.client = a->client;
+	w->cmd.tid = a->tid;
+	w->cmd.argc = 3;
+	w->cmd.argv = tsr_xcalloc(4, sizeof(char *));
+	w->cmd.argv[0] = tsr_xstrdup("osd");
+	w->cmd.argv[1] = tsr_xstrdup("alive");
+	w->cmd.argv[2] = tsr_xstrdup(tsr_sbuf_str(&out));
+	tsr_sbuf_release(&out);
+	w->conn = c;
+	tsr_conn_get(c);
+	w->deadline = now + PROPOSE_TIMEOUT_NS;
+	propose_batched(mon, MON_BATCH_ALIVE, w);
+}
+
 static void
 handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t now)
 {
 	const char *who = tsr_conn_peer_auth(c), *type = "osd", *id = NULL;
 	union {
 		struct tsr_mon_osd_boot boot;
+		struct tsr_mon_osd_alive alive;
 		struct tsr_mon_osd_beacon ob;
 		struct tsr_mon_mds_beacon mb;
 		struct tsr_mon_svc_keys sk;
@@ -656,6 +715,12 @@ handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t
 						sizeof(err));
 		tid = u.boot.tid;
 		osd = u.boot.osd;
+		break;
+	case TSR_MSG_MON_OSD_ALIVE:
+		rc = tsr_monmsg_osd_alive_decode(msg->front, msg->front_len, &u.alive, err,
+						 sizeof(err));
+		tid = u.alive.tid;
+		osd = u.alive.osd;
 		break;
 	case TSR_MSG_MON_OSD_BEACON:
 		rc = tsr_monmsg_osd_beacon_decode(msg->front, msg->front_len, &u.ob, err,
@@ -709,6 +774,8 @@ handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t
 	}
 	if (msg->type == TSR_MSG_MON_OSD_BEACON) {
 		watch_osd_beacon(mon, c, &u.ob, now);
+	} else if (msg->type == TSR_MSG_MON_OSD_ALIVE) {
+		on_alive(mon, c, &u.alive, now);
 	} else if (msg->type == TSR_MSG_MON_MDS_BEACON) {
 		watch_mds_beacon(mon, c, &u.mb, now);
 	} else {
@@ -731,7 +798,7 @@ handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t
 			/* boots come in storms (a cluster starting): one change
 			 * for the boots of an interval, one epoch */
 			w->deadline = now + PROPOSE_TIMEOUT_NS;
-			propose_boot(mon, w);
+			propose_batched(mon, MON_BATCH_BOOT, w);
 		} else {
 			accept_change(mon, w, now);
 		}
@@ -805,6 +872,33 @@ done:
 	tsr_sbuf_release(&out);
 }
 
+/* Changes not yet proposed (held for the projected state, or for a
+ * batch): redirected when we no longer lead, refused after their
+ * deadline.  How many went. */
+static size_t
+sweep_unproposed(struct mon *mon, struct waiter **head, uint64_t now)
+{
+	size_t gone = 0;
+
+	for (struct waiter **p = head; *p;) {
+		struct waiter *w = *p;
+
+		if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
+			mon_redirect(mon, w->conn, w->cmd.tid, now);
+		} else if (now >= w->deadline) {
+			mon_reply(w->conn, w->cmd.tid, -EAGAIN, "the leader has not "
+				  "applied its log within 5 s; not proposed, retry", NULL);
+		} else {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		mon_waiter_free(w);
+		gone++;
+	}
+	return gone;
+}
+
 /* Reads whose lease came; changes that timed out or whose leader went. */
 static void
 sweep(struct mon *mon, uint64_t now)
@@ -837,40 +931,14 @@ sweep(struct mon *mon, uint64_t now)
 		*p = w->next;
 		mon_waiter_free(w);
 	}
-	for (struct waiter **p = &mon->boots; *p;) {
-		struct waiter *w = *p;
-
-		if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
-			mon_redirect(mon, w->conn, w->cmd.tid, now);
-		} else if (now >= w->deadline) {
-			mon_reply(w->conn, w->cmd.tid, -EAGAIN, "the leader has not "
-				  "applied its log within 5 s; not proposed, retry", NULL);
-		} else {
-			p = &w->next;
-			continue;
-		}
-		*p = w->next;
-		mon->nboots--;
-		mon_waiter_free(w);
+	for (int k = 0; k < MON_BATCH_KINDS; k++) {
+		struct mon_batch *b = &mon->batch[k];
+		b->n -= sweep_unproposed(mon, &b->head, now);
+		b->tail = &b->head;
+		for (struct waiter *w = b->head; w; w = w->next)
+			b->tail = &w->next;
 	}
-	mon->boots_tail = &mon->boots;
-	for (struct waiter *w = mon->boots; w; w = w->next)
-		mon->boots_tail = &w->next;
-	for (struct waiter **p = &mon->held; *p;) {
-		struct waiter *w = *p;
-
-		if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
-			mon_redirect(mon, w->conn, w->cmd.tid, now);
-		} else if (now >= w->deadline) {
-			mon_reply(w->conn, w->cmd.tid, -EAGAIN, "the leader has not "
-			      "applied its log within 5 s; not proposed, retry", NULL);
-		} else {
-			p = &w->next;
-			continue;
-		}
-		*p = w->next;
-		mon_waiter_free(w);
-	}
+	sweep_unproposed(mon, &mon->held, now);
 	for (struct waiter **p = &mon->changes; *p;) {
 		struct waiter *w = *p;
 
@@ -965,6 +1033,34 @@ answer_boot(struct mon *mon, struct waiter *w)
 	}
 }
 
+/* What an OSD asked in a batch (`osd alive WORD`): answered from the map
+ * the batch made. */
+static void
+answer_alive(struct mon *mon, struct waiter *w)
+{
+	const struct tsr_osdmap *m = &mon->st.osdmap;
+	struct tsr_mon_osd_alive *a = w->alive;
+	struct tsr_sbuf out;
+	char text[160];
+	int rc;
+
+	tsr_sbuf_init(&out);
+	rc = a ? state_alive_holds(m, a, &out) : -EINVAL;
+	if (rc == 1) {
+		snprintf(text, sizeof(text), "{\"osd\": %d, \"up_thru\": %" PRIu64 ", "
+			 "\"osdmap_epoch\": %" PRIu64 "}", a->osd,
+			 tsr_osdmap_osd(m, a->osd)->up_thru, m->epoch);
+		mon_reply(w->conn, w->cmd.tid, 0, text, NULL);
+	} else if (rc < 0) {
+		mon_reply(w->conn, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
+	} else {
+		/* another change came in the same map (a PG temp asked twice) */
+		mon_reply(w->conn, w->cmd.tid, -EAGAIN, "another change came first; "
+			  "ask again", NULL);
+	}
+	tsr_sbuf_release(&out);
+}
+
 static void
 apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 {
@@ -1008,8 +1104,10 @@ apply_entry(struct mon *mon, const struct tsr_raft_entry *en)
 			p = &w->next;
 			continue;
 		}
-		if (w->batched && me.client >> 63)
+		if (w->batched == 1 + MON_BATCH_BOOT && me.client >> 63)
 			answer_boot(mon, w);
+		else if (w->batched == 1 + MON_BATCH_ALIVE && me.client >> 63)
+			answer_alive(mon, w);
 		else if (w->cmd.client == me.client && w->cmd.tid == me.tid)
 			mon_reply(w->conn, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
 		else
@@ -1311,7 +1409,7 @@ run(struct mon *mon)
 		watch_mds(mon, now);
 		if (tsr_raft_role(mon->raft) == TSR_RAFT_LEADER)
 			watch_versions(mon, now, NULL, NULL);
-		propose_boots(mon);
+		propose_batches(mon);
 		process_ready(mon, now);
 		subs_push(mon);
 	}
@@ -1547,6 +1645,7 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_CMD, on_cmd, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_SUB, on_sub, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_OSD_BOOT, on_daemon, mon, TSR_MSGR_INLINE);
+	tsr_msgr_register(mon->msgr, TSR_MSG_MON_OSD_ALIVE, on_daemon, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_OSD_BEACON, on_daemon, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_MDS_BEACON, on_daemon, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_SVC_KEYS, on_daemon, mon, TSR_MSGR_INLINE);
@@ -1594,7 +1693,8 @@ mon_stop(struct tsr_daemon *d)
 	free_waiters(mon->changes);
 	free_waiters(mon->reads);
 	free_waiters(mon->held);
-	free_waiters(mon->boots);
+	for (int k = 0; k < MON_BATCH_KINDS; k++)
+		free_waiters(mon->batch[k].head);
 	proj_drop(mon);
 	subs_drop(mon, NULL);
 	/* after this no messenger thread queues or posts */

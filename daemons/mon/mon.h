@@ -82,8 +82,21 @@ struct waiter {
 	struct tsr_mon_cmd cmd;
 	uint64_t index, term;        /* changes: where it went in the log */
 	uint64_t deadline;
-	int batched;                 /* an OSD's boot, in a batch (`osd boots`):
-	                              * answered from the map it made */
+	struct tsr_mon_osd_alive *alive; /* an `osd alive`: what was asked */
+	int batched;                 /* 1 + its MON_BATCH_* kind: in a batch
+	                              * (`osd boots`, `osd alives`), answered
+	                              * from the map the batch made */
+};
+
+/* What OSDs ask of the map in storms (a cluster starting, a map change
+ * that every primary answers): the leader proposes one change for all
+ * that came meanwhile, and answers each from the map it made. */
+enum { MON_BATCH_BOOT, MON_BATCH_ALIVE, MON_BATCH_KINDS };
+struct mon_batch {
+	struct waiter *head, **tail;
+	size_t n;
+	uint64_t index;              /* the last batch in the log, not yet
+	                              * applied */
 };
 
 /* What changes cost on this monitor (admin socket `status`, "perf"). */
@@ -137,9 +150,8 @@ struct mon {
 	struct tsr_mon_peer_info peers[TSR_MON_MAX];
 	struct waiter *changes, *reads;
 	struct waiter *held;         /* changes waiting for the projected state */
-	struct waiter *boots, **boots_tail; /* OSD boots for the next batch */
-	size_t nboots;
-	uint64_t boots_index;        /* the batch in the log, not yet applied */
+	struct mon_batch batch[MON_BATCH_KINDS]; /* OSDs' asks for the next
+	                              * batch of each kind */
 	struct sub *subs;
 	size_t nsubs;
 	uint64_t last_leader_ns;     /* when we last had a leader (or were one) */
@@ -199,12 +211,13 @@ void proj_drop(struct mon *mon);
 void proj_update(struct mon *mon);
 void propose_internal(struct mon *mon, int argc, char **argv);
 void propose_change(struct mon *mon, struct waiter *w);
-/* An OSD's boot (w: `osd boot ID ADDR`), for the next batch. */
-void propose_boot(struct mon *mon, struct waiter *w);
-/* Propose the boots waiting as one change, unless the last batch is
- * still in the log unapplied (then they wait for it, and the batch
+/* An OSD's ask for the next batch of its kind: a boot (w: `osd boot ID
+ * ADDR`), an alive (w: `osd alive WORD`, state_alive_word). */
+void propose_batched(struct mon *mon, int kind, struct waiter *w);
+/* Propose what waits, one change per kind, unless that kind's last batch
+ * is still in the log unapplied (then they wait for it, and the batch
  * grows), or MON_MAX_MARKS wait. */
-void propose_boots(struct mon *mon);
+void propose_batches(struct mon *mon);
 
 /* watch.c: what the leader watches — OSD beacons and failures, MDS
  * beacons and ranks */

@@ -134,49 +134,60 @@ propose_change(struct mon *mon, struct waiter *w)
 }
 
 void
-propose_boot(struct mon *mon, struct waiter *w)
+propose_batched(struct mon *mon, int kind, struct waiter *w)
 {
-	if (mon->boots == NULL)
-		mon->boots_tail = &mon->boots;
+	struct mon_batch *b = &mon->batch[kind];
+
+	if (b->head == NULL)
+		b->tail = &b->head;
 	w->next = NULL;
-	*mon->boots_tail = w;
-	mon->boots_tail = &w->next;
-	mon->nboots++;
+	*b->tail = w;
+	b->tail = &w->next;
+	b->n++;
 }
 
-void
-propose_boots(struct mon *mon)
+static void
+propose_batch(struct mon *mon, int kind)
 {
 	uint64_t client = 1ull << 63 | tsr_raft_term(mon->raft) << 8 | mon->self->id;
-	char *argv[3] = { "osd", "boots", NULL };
+	static const char *const verbs[MON_BATCH_KINDS] = { "boots", "alives" };
+	static const char seps[MON_BATCH_KINDS] = { ',', '|' };
+	struct mon_batch *b = &mon->batch[kind];
+	char *argv[3] = { "osd", (char *)verbs[kind], NULL };
 	struct tsr_sbuf list;
 	struct waiter *batch, **tail;
 	uint64_t index = 0;
 	size_t n = 0;
 	int rc;
 
-	if (mon->boots == NULL || !mon->proj_valid ||
-	    tsr_raft_role(mon->raft) != TSR_RAFT_LEADER)
+	if (b->head == NULL)
 		return;
-	if (mon->boots_index > mon->hist_index && mon->nboots < MON_MAX_MARKS)
+	if (b->index > mon->hist_index && b->n < MON_MAX_MARKS)
 		return;
 	tsr_sbuf_init(&list);
-	batch = mon->boots;
-	for (tail = &mon->boots; *tail && n < MON_MAX_MARKS; tail = &(*tail)->next, n++)
-		tsr_sbuf_printf(&list, "%s%s@%s", n ? "," : "", (*tail)->cmd.argv[2],
-				(*tail)->cmd.argv[3]);
-	mon->boots = *tail;
+	batch = b->head;
+	for (tail = &b->head; *tail && n < MON_MAX_MARKS; tail = &(*tail)->next, n++) {
+		char **w = (*tail)->cmd.argv;
+		if (n)
+			tsr_sbuf_printf(&list, "%c", seps[kind]);
+		if (kind == MON_BATCH_BOOT)
+			tsr_sbuf_printf(&list, "%s@%s", w[2], w[3]);
+		else
+			tsr_sbuf_printf(&list, "%s", w[2]);
+	}
+	b->head = *tail;
 	*tail = NULL;
-	mon->nboots -= n;
-	if (mon->boots == NULL)
-		mon->boots_tail = &mon->boots;
+	b->n -= n;
+	if (b->head == NULL)
+		b->tail = &b->head;
 	argv[2] = (char *)tsr_sbuf_str(&list);
 	rc = propose(mon, client, ++mon->internal_tid, 3, argv, &index);
 	tsr_sbuf_release(&list);
 	if (rc == 0)
-		mon->boots_index = index;
+		b->index = index;
 	else
-		LOGW("could not propose the boots of %zu OSDs: %s", n, strerror(-rc));
+		LOGW("could not propose the %s of %zu OSDs: %s", verbs[kind], n,
+		     strerror(-rc));
 	while (batch) {
 		struct waiter *w = batch;
 		batch = w->next;
@@ -188,8 +199,17 @@ propose_boots(struct mon *mon)
 		}
 		w->index = index;
 		w->term = tsr_raft_term(mon->raft);
-		w->batched = 1;
+		w->batched = 1 + kind;
 		w->next = mon->changes;
 		mon->changes = w;
 	}
+}
+
+void
+propose_batches(struct mon *mon)
+{
+	if (!mon->proj_valid || tsr_raft_role(mon->raft) != TSR_RAFT_LEADER)
+		return;
+	for (int k = 0; k < MON_BATCH_KINDS; k++)
+		propose_batch(mon, k);
 }

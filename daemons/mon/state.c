@@ -374,11 +374,182 @@ boot_items(const char *list, struct boot_item *items, size_t *n, struct tsr_sbuf
 	return *n ? 0 : FAIL(-EINVAL, "osd boots: no OSD");
 }
 
+/* ---- What OSDs ask of the map for their PGs ----------------------------------
+ *
+ * `osd alives LIST`, the leader's batch of the MON_OSD_ALIVE messages
+ * (monmsg.h) that came since its last one: per OSD, separated by '|',
+ * "ID@UP_FROM:WANT" (raise up_thru to WANT; 0: not asked), then per PG temp
+ * request ";POOL.PG=ID,ID" (PG in hex; no ids: remove the mapping).
+ * state_alive_word() writes one OSD's part, alive_walk() reads them. */
+
+struct alive_req {
+	int32_t id;
+	uint64_t up_from, want;
+	uint32_t npg_temp;
+	struct tsr_mon_pg_temp_req pg_temp[TSR_MONMSG_MAX_PG_TEMP];
+};
+
+void
+state_alive_word(const struct tsr_mon_osd_alive *a, struct tsr_sbuf *out)
+{
+	tsr_sbuf_printf(out, "%d@%" PRIu64 ":%" PRIu64, a->osd, a->up_from,
+			a->want_up_thru);
+	for (uint32_t i = 0; i < a->npg_temp && i < TSR_MONMSG_MAX_PG_TEMP; i++) {
+		const struct tsr_mon_pg_temp_req *r = &a->pg_temp[i];
+		tsr_sbuf_printf(out, ";%" PRId64 ".%x=", r->pool, r->pg);
+		for (uint32_t j = 0; j < r->n && j < TSR_OSDMAP_MAX_SIZE; j++)
+			tsr_sbuf_printf(out, "%s%d", j ? "," : "", r->osds[j]);
+	}
+}
+
+int
+state_alive_holds(const struct tsr_osdmap *m, const struct tsr_mon_osd_alive *a,
+		  struct tsr_sbuf *out)
+{
+	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(m, a->osd);
+	uint64_t want = a->want_up_thru < m->epoch ? a->want_up_thru : m->epoch;
+
+	if (o == NULL || !o->up || o->up_from != a->up_from)
+		return FAIL(-ESTALE, "osd.%d is not up from epoch %" PRIu64 " in OSD map "
+			    "epoch %" PRIu64 " (%s)", a->osd, a->up_from, m->epoch,
+			    o == NULL ? "not in the map" : !o->up ? "down"
+			    : "another incarnation");
+	if (o->up_thru < want)
+		return 0;
+	for (uint32_t i = 0; i < a->npg_temp; i++) {
+		const struct tsr_mon_pg_temp_req *r = &a->pg_temp[i];
+		const struct tsr_osdmap_pool *p = tsr_osdmap_pool(m, r->pool);
+		const struct tsr_osdmap_pg_temp *t = tsr_osdmap_pg_temp(m, r->pool, r->pg);
+		if (p == NULL || r->pg >= p->pg_num)
+			continue; /* nothing it could change */
+		if (r->n == 0 ? t != NULL
+			      : t == NULL || t->n != r->n ||
+				memcmp(t->osds, r->osds, r->n * sizeof(r->osds[0])) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* An unsigned decimal (or, hex, a PG number) of p[0..n) in [0, max]. */
+static int
+span_u64(const char *p, size_t n, int hex, uint64_t max, uint64_t *v)
+{
+	uint64_t x = 0;
+	unsigned base = hex ? 16 : 10;
+
+	if (n == 0 || n > 20)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+			   : hex && c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 99;
+		if (d >= base || x > (max - d) / base)
+			return -EINVAL;
+		x = x * base + d;
+	}
+	*v = x;
+	return 0;
+}
+
+/* One OSD's part "ID@UP_FROM:WANT;..." of p[0..n) into r: 0, or -EINVAL. */
+static int
+alive_req_parse(const char *p, size_t n, struct alive_req *r)
+{
+	size_t at = 0, colon, head;
+	uint64_t v;
+
+	memset(r, 0, sizeof(*r));
+	head = 0;
+	while (head < n && p[head] != ';')
+		head++;
+	while (at < head && p[at] != '@')
+		at++;
+	colon = at;
+	while (colon < head && p[colon] != ':')
+		colon++;
+	if (at >= head || colon >= head ||
+	    span_u64(p, at, 0, MON_MAX_OSDS - 1, &v) < 0)
+		return -EINVAL;
+	r->id = (int32_t)v;
+	if (span_u64(p + at + 1, colon - at - 1, 0, INT64_MAX, &r->up_from) < 0 ||
+	    span_u64(p + colon + 1, head - colon - 1, 0, INT64_MAX, &r->want) < 0 ||
+	    r->up_from == 0 || (r->want && r->want < r->up_from))
+		return -EINVAL;
+	for (size_t i = head; i < n;) {
+		size_t j = i + 1, dot, eq;
+		struct tsr_mon_pg_temp_req *t;
+
+		while (j < n && p[j] != ';')
+			j++;
+		/* p[i] is ';'; the item is p[i+1 .. j) */
+		for (dot = i + 1; dot < j && p[dot] != '.'; dot++)
+			;
+		for (eq = dot; eq < j && p[eq] != '='; eq++)
+			;
+		if (r->npg_temp == TSR_MONMSG_MAX_PG_TEMP || dot >= j || eq >= j)
+			return -EINVAL;
+		t = &r->pg_temp[r->npg_temp++];
+		if (span_u64(p + i + 1, dot - i - 1, 0, INT64_MAX, &v) < 0 || v == 0)
+			return -EINVAL;
+		t->pool = (int64_t)v;
+		if (span_u64(p + dot + 1, eq - dot - 1, 1, TSR_OSDMAP_MAX_PG_NUM - 1, &v) < 0)
+			return -EINVAL;
+		t->pg = (uint32_t)v;
+		for (size_t k = eq + 1; k < j;) {
+			size_t e = k;
+			while (e < j && p[e] != ',')
+				e++;
+			if (t->n == TSR_OSDMAP_MAX_SIZE ||
+			    span_u64(p + k, e - k, 0, MON_MAX_OSDS - 1, &v) < 0)
+				return -EINVAL;
+			for (uint32_t q = 0; q < t->n; q++)
+				if (t->osds[q] == (int32_t)v)
+					return -EINVAL;
+			t->osds[t->n++] = (int32_t)v;
+			k = e + (e < j);
+			if (e + 1 == j && p[e] == ',')
+				return -EINVAL;
+		}
+		i = j;
+	}
+	return 0;
+}
+
+/* Each OSD's part of an `osd alives` list, in turn, to fn (which may be
+ * NULL: only checked).  0, or -EINVAL naming the part in out, or what fn
+ * returns when it fails. */
+static int
+alive_walk(const char *list, int (*fn)(void *arg, const struct alive_req *r),
+	   void *arg, struct tsr_sbuf *out)
+{
+	struct alive_req *r = tsr_xcalloc(1, sizeof(*r));
+	size_t count = 0;
+	int rc = 0;
+
+	for (const char *p = list; *p && rc == 0;) {
+		size_t len = strcspn(p, "|");
+		if (++count > MON_MAX_MARKS)
+			rc = FAIL(-EINVAL, "osd alives: more than %d OSDs", MON_MAX_MARKS);
+		else if (alive_req_parse(p, len, r) < 0)
+			rc = FAIL(-EINVAL, "osd alives: '%.*s' is not "
+				  "ID@UP_FROM:WANT[;POOL.PG=ID,...]", (int)(len < 200 ? len : 200),
+				  p);
+		else if (fn)
+			rc = fn(arg, r);
+		p += len + (p[len] == '|');
+	}
+	if (rc == 0 && count == 0)
+		rc = FAIL(-EINVAL, "osd alives: no OSD");
+	free(r);
+	return rc;
+}
+
 
 enum chg {
 	C_OSD_ADD, C_OSD_RM, C_OSD_IN, C_OSD_OUT, C_OSD_REWEIGHT, C_OSD_SET,
 	C_OSD_UNSET, C_OSD_DOWN, C_OSD_BOOT, C_POOL_CREATE, C_POOL_SET, C_POOL_RM,
 	C_MDS_BOOT, C_MDS_ASSIGN, C_MDS_ACTIVE, C_MDS_FAIL, C_FS_SET, C_OSD_BOOTS,
+	C_OSD_ALIVES,
 };
 
 struct change {
@@ -414,6 +585,9 @@ static const struct change changes[] = {
 			   "mds active NAME GID (an MDS finished replaying its rank)" },
 	[C_MDS_FAIL] = { "mds", "fail", 1, 2, 0, "mds fail NAME [GID]" },
 	[C_FS_SET] = { "fs", "set", 2, 2, 0, "fs set max_mds N" },
+	[C_OSD_ALIVES] = { "osd", "alives", 1, 1, 0,
+			   "osd alives ID@UP_FROM:WANT[;POOL.PG=[ID,...]]...|... (the "
+			   "leader: what OSDs asked of the map for their PGs)" },
 	[C_OSD_BOOTS] = { "osd", "boots", 1, 1, 0,
 			  "osd boots ID@IP:PORT[,...] (the leader: OSDs that booted)" },
 };
@@ -592,6 +766,8 @@ check_change(enum chg k, char **argv, struct cmd_opts *o, struct tsr_sbuf *out)
 		size_t n;
 		return boot_items(o->pos[0], items, &n, out);
 	}
+	case C_OSD_ALIVES:
+		return alive_walk(o->pos[0], NULL, NULL, out);
 	case C_FS_SET:
 		if (strcmp(o->pos[0], "max_mds") != 0)
 			return FAIL(-EINVAL, "fs set: unknown key '%s' (max_mds)", o->pos[0]);
@@ -810,6 +986,19 @@ draft_find_pool(const struct draft *d, const char *name)
 	return p;
 }
 
+/* Pool id as the draft leaves it, or NULL. */
+static const struct tsr_osdmap_pool *
+draft_pool_by_id(const struct draft *d, int64_t id)
+{
+	for (size_t i = 0; i < d->inc.npool_rm; i++)
+		if (d->inc.pool_rm[i] == id)
+			return NULL;
+	for (size_t i = 0; i < d->inc.npools; i++)
+		if (d->inc.pools[i].id == id)
+			return &d->inc.pools[i];
+	return tsr_osdmap_pool(d->om, id);
+}
+
 /* A pool record to change (a copy of cur, or a new zeroed one). */
 static struct tsr_osdmap_pool *
 draft_pool(struct draft *d, const struct tsr_osdmap_pool *cur)
@@ -841,6 +1030,68 @@ draft_rm_pool(struct draft *d, int64_t id)
 	v[d->inc.npool_rm++] = id;
 	draft_osd_epoch(d);
 	return 0;
+}
+
+/* The PG temp mapping of pgid as the draft leaves it, or NULL. */
+static const struct tsr_osdmap_pg_temp *
+draft_find_pg_temp(const struct draft *d, struct tsr_pgid pgid)
+{
+	for (size_t i = 0; i < d->inc.npg_temp; i++)
+		if (d->inc.pg_temp[i].pgid.pool == pgid.pool &&
+		    d->inc.pg_temp[i].pgid.pg == pgid.pg)
+			return &d->inc.pg_temp[i];
+	for (size_t i = 0; i < d->inc.npg_temp_rm; i++)
+		if (d->inc.pg_temp_rm[i].pool == pgid.pool && d->inc.pg_temp_rm[i].pg == pgid.pg)
+			return NULL;
+	return tsr_osdmap_pg_temp(d->om, pgid.pool, pgid.pg);
+}
+
+/* Set pgid's PG temp mapping to osds[0..n), or (n 0) remove it: 1 when
+ * that changes the draft, 0 when it is so already, -ENOMEM. */
+static int
+draft_pg_temp(struct draft *d, struct tsr_pgid pgid, const int32_t *osds, uint32_t n)
+{
+	const struct tsr_osdmap_pg_temp *cur = draft_find_pg_temp(d, pgid);
+	const struct tsr_osdmap_pg_temp *base = tsr_osdmap_pg_temp(d->om, pgid.pool, pgid.pg);
+	struct tsr_osdmap_inc *i = &d->inc;
+
+	if (n == 0 ? cur == NULL
+		   : cur && cur->n == n && memcmp(cur->osds, osds, n * sizeof(*osds)) == 0)
+		return 0;
+	/* out of both lists, then into the one that says it */
+	for (size_t k = 0; k < i->npg_temp; k++)
+		if (i->pg_temp[k].pgid.pool == pgid.pool && i->pg_temp[k].pgid.pg == pgid.pg) {
+			i->pg_temp[k] = i->pg_temp[--i->npg_temp];
+			break;
+		}
+	for (size_t k = 0; k < i->npg_temp_rm; k++)
+		if (i->pg_temp_rm[k].pool == pgid.pool && i->pg_temp_rm[k].pg == pgid.pg) {
+			i->pg_temp_rm[k] = i->pg_temp_rm[--i->npg_temp_rm];
+			break;
+		}
+	if (n == 0) {
+		struct tsr_pgid *v;
+		if (base == NULL)
+			return 1; /* only the draft had it */
+		if ((v = realloc(i->pg_temp_rm, (i->npg_temp_rm + 1) * sizeof(*v))) == NULL)
+			return -ENOMEM;
+		i->pg_temp_rm = v;
+		v[i->npg_temp_rm++] = pgid;
+	} else if (base == NULL || base->n != n ||
+		   memcmp(base->osds, osds, n * sizeof(*osds)) != 0) {
+		struct tsr_osdmap_pg_temp *v = realloc(i->pg_temp,
+						       (i->npg_temp + 1) * sizeof(*v));
+		if (v == NULL)
+			return -ENOMEM;
+		i->pg_temp = v;
+		v = &i->pg_temp[i->npg_temp++];
+		memset(v, 0, sizeof(*v));
+		v->pgid = pgid;
+		v->n = n;
+		memcpy(v->osds, osds, n * sizeof(*osds));
+	}
+	draft_osd_epoch(d);
+	return 1;
 }
 
 /* The MDS map to change (copied on first use); NULL on no memory. */
@@ -1208,6 +1459,48 @@ mds_change(struct draft *dr, const struct cmd_opts *o, const char *verb,
 	return 0;
 }
 
+/* One OSD's asks in `osd alives`: only from the incarnation the map has
+ * up (an earlier one's come too late); up_thru raised to at most the
+ * map's epoch; PG temp only on a PG of the map. */
+struct alive_apply {
+	struct draft *d;
+	size_t osds, refused, up_thru, pg_temp;
+};
+
+static int
+alive_one(void *arg, const struct alive_req *r)
+{
+	struct alive_apply *a = arg;
+	struct draft *d = a->d;
+	const struct tsr_osdmap_osd *cur = draft_find_osd(d, r->id);
+	uint64_t want = r->want < d->om->epoch ? r->want : d->om->epoch;
+	int rc;
+
+	a->osds++;
+	if (cur == NULL || !cur->up || cur->up_from != r->up_from) {
+		a->refused++;
+		return 0;
+	}
+	if (want > cur->up_thru) {
+		struct tsr_osdmap_osd *osd = draft_osd(d, r->id, 0);
+		if (osd == NULL)
+			return -ENOMEM;
+		osd->up_thru = want;
+		a->up_thru++;
+	}
+	for (uint32_t i = 0; i < r->npg_temp; i++) {
+		const struct tsr_mon_pg_temp_req *t = &r->pg_temp[i];
+		const struct tsr_osdmap_pool *p = draft_pool_by_id(d, t->pool);
+		struct tsr_pgid pgid = { t->pool, t->pg };
+		if (p == NULL || t->pg >= p->pg_num)
+			continue;
+		if ((rc = draft_pg_temp(d, pgid, t->osds, t->n)) < 0)
+			return rc;
+		a->pg_temp += (size_t)rc;
+	}
+	return 0;
+}
+
 /* The OSDs a mark names: one id word, or (osd down / osd out, which the
  * leader batches) a list "1,2,osd.3". */
 static int
@@ -1279,6 +1572,16 @@ change(struct mon_state *s, struct draft *d, int argc, char **argv,
 		}
 		tsr_sbuf_printf(out, "{\"osds\": %zu, \"booted\": %zu, \"osdmap_epoch\": %"
 				PRIu64 "}", n, booted, d->inc.epoch ? d->inc.epoch : d->om->epoch);
+		return 0;
+	}
+	if (is(argc, argv, "osd", "alives")) {
+		struct alive_apply a = { .d = d };
+		if ((rc = alive_walk(o.pos[0], alive_one, &a, out)) < 0)
+			return rc;
+		tsr_sbuf_printf(out, "{\"osds\": %zu, \"refused\": %zu, \"up_thru\": %zu, "
+				"\"pg_temp\": %zu, \"osdmap_epoch\": %" PRIu64 "}", a.osds,
+				a.refused, a.up_thru, a.pg_temp,
+				d->inc.epoch ? d->inc.epoch : d->om->epoch);
 		return 0;
 	}
 	if (is(argc, argv, "osd", "down") ||
@@ -1581,7 +1884,18 @@ cmp_i64(const void *a, const void *b)
  * sorted by id, no id twice (a draft never holds one twice: draft_osd
  * and draft_pool reuse a record), and a record changed then removed only
  * removed. */
-static void
+/* (a PG temp record begins with its pgid) */
+static int
+cmp_pgid(const void *a, const void *b)
+{
+	const struct tsr_pgid *x = a, *y = b;
+
+	if (x->pool != y->pool)
+		return x->pool < y->pool ? -1 : 1;
+	return x->pg < y->pg ? -1 : x->pg > y->pg;
+}
+
+static int
 draft_sort(struct draft *d)
 {
 	struct tsr_osdmap_inc *i = &d->inc;
@@ -1600,6 +1914,37 @@ draft_sort(struct draft *d)
 			i->pools[k++] = i->pools[j];
 	}
 	i->npools = k;
+	/* PG temp mappings left pointing at no PG (a pool removed) go; the
+	 * map's own among them are removed */
+	k = 0;
+	for (size_t j = 0; j < i->npg_temp; j++) {
+		const struct tsr_osdmap_pool *p = draft_pool_by_id(d, i->pg_temp[j].pgid.pool);
+		if (p && i->pg_temp[j].pgid.pg < p->pg_num)
+			i->pg_temp[k++] = i->pg_temp[j];
+	}
+	i->npg_temp = k;
+	for (size_t j = 0; j < d->om->npg_temp; j++) {
+		const struct tsr_osdmap_pg_temp *t = &d->om->pg_temp[j];
+		const struct tsr_osdmap_pool *p = draft_pool_by_id(d, t->pgid.pool);
+		int listed = 0;
+		struct tsr_pgid *v;
+
+		if (p && t->pgid.pg < p->pg_num)
+			continue;
+		for (size_t r = 0; r < i->npg_temp_rm && !listed; r++)
+			listed = i->pg_temp_rm[r].pool == t->pgid.pool &&
+				 i->pg_temp_rm[r].pg == t->pgid.pg;
+		if (listed)
+			continue;
+		if ((v = realloc(i->pg_temp_rm, (i->npg_temp_rm + 1) * sizeof(*v))) == NULL)
+			return -ENOMEM;
+		i->pg_temp_rm = v;
+		v[i->npg_temp_rm++] = t->pgid;
+	}
+	if (i->npg_temp)
+		qsort(i->pg_temp, i->npg_temp, sizeof(*i->pg_temp), cmp_pgid);
+	if (i->npg_temp_rm)
+		qsort(i->pg_temp_rm, i->npg_temp_rm, sizeof(*i->pg_temp_rm), cmp_pgid);
 	if (i->nosds)
 		qsort(i->osds, i->nosds, sizeof(*i->osds), cmp_osd_id);
 	if (i->nosd_rm)
@@ -1608,6 +1953,7 @@ draft_sort(struct draft *d)
 		qsort(i->pools, i->npools, sizeof(*i->pools), cmp_pool_id);
 	if (i->npool_rm)
 		qsort(i->pool_rm, i->npool_rm, sizeof(*i->pool_rm), cmp_i64);
+	return 0;
 }
 
 /* The OSDs as the draft leaves them, sorted by id (malloc'd; NULL on no
@@ -1619,9 +1965,10 @@ draft_osds(struct draft *d, size_t *n)
 	struct tsr_osdmap_osd *v = malloc((m->nosds + d->inc.nosds + 1) * sizeof(*v));
 	size_t i = 0, j = 0, k = 0;
 
-	if (v == NULL)
+	if (v == NULL || draft_sort(d) < 0) {
+		free(v);
 		return NULL;
-	draft_sort(d);
+	}
 	while (i < m->nosds || j < d->inc.nosds) {
 		if (j == d->inc.nosds || (i < m->nosds && m->osds[i].id < d->inc.osds[j].id)) {
 			if (!draft_removes_osd(d, m->osds[i].id))
@@ -1753,7 +2100,8 @@ draft_seal(struct mon_state *s, struct draft *d, struct sealed *z,
 		d->inc.pmap_len = len;
 	}
 	if (d->inc.epoch) {
-		draft_sort(d);
+		if (draft_sort(d) < 0)
+			return FAIL(-ENOMEM, "out of memory");
 		tsr_enc_init(&e);
 		tsr_osdmap_inc_encode(&e, &d->inc);
 		if ((z->inc[0] = take_enc(&e, &z->len[0])) == NULL)
@@ -2199,7 +2547,34 @@ osd_json(const struct tsr_osdmap_osd *o, struct tsr_sbuf *out)
 int
 state_read(const struct mon_state *s, int argc, char **argv, struct tsr_sbuf *out)
 {
-	if (is(argc, argv, "osd", "tree") || is(argc, argv, "osd", "dump")) {
+	if (is(argc, argv, "osd", "dump")) {
+		const struct tsr_osdmap *m = &s->osdmap;
+		tsr_sbuf_printf(out, "{\"osdmap_epoch\": %" PRIu64 ", \"noout\": %s, "
+				"\"osds\": [", m->epoch,
+				m->flags & TSR_OSDMAP_NOOUT ? "true" : "false");
+		for (size_t i = 0; i < m->nosds; i++) {
+			const struct tsr_osdmap_osd *o = &m->osds[i];
+			tsr_sbuf_printf(out, "%s\n  {\"id\": %d, \"up\": %s, \"in\": %s, "
+					"\"up_from\": %" PRIu64 ", \"up_thru\": %" PRIu64
+					", \"addr\": ", i ? "," : "", o->id,
+					o->up ? "true" : "false", o->in ? "true" : "false",
+					o->up_from, o->up_thru);
+			tsr_sbuf_json_str(out, o->addr);
+			tsr_sbuf_printf(out, "}");
+		}
+		tsr_sbuf_printf(out, "],\n \"pg_temp\": [");
+		for (size_t i = 0; i < m->npg_temp; i++) {
+			const struct tsr_osdmap_pg_temp *t = &m->pg_temp[i];
+			tsr_sbuf_printf(out, "%s{\"pgid\": \"%" PRId64 ".%x\", \"osds\": [",
+					i ? ", " : "", t->pgid.pool, t->pgid.pg);
+			for (uint32_t j = 0; j < t->n; j++)
+				tsr_sbuf_printf(out, "%s%d", j ? ", " : "", t->osds[j]);
+			tsr_sbuf_printf(out, "]}");
+		}
+		tsr_sbuf_printf(out, "]}");
+		return 0;
+	}
+	if (is(argc, argv, "osd", "tree")) {
 		/* hosts in order of first appearance by OSD id */
 		tsr_sbuf_printf(out, "{\"osdmap_epoch\": %" PRIu64 ", \"noout\": %s, "
 				"\"hosts\": [", s->osdmap.epoch,

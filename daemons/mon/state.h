@@ -146,6 +146,15 @@ int state_needs_decisions(int argc, char **argv);
 int state_osd_list(const char *list, int32_t *ids, size_t max, size_t *n,
 		   struct tsr_sbuf *out);
 
+/* What OSDs ask of the map for their PGs (MON_OSD_ALIVE) goes into the
+ * log as the leader's batch `osd alives`: state_alive_word() writes one
+ * OSD's part of it.  state_alive_holds() says whether map m already holds
+ * all that a asks: 1 (nothing to propose), 0, or -ESTALE when a comes
+ * from an incarnation the map does not have up (why in out). */
+void state_alive_word(const struct tsr_mon_osd_alive *a, struct tsr_sbuf *out);
+int state_alive_holds(const struct tsr_osdmap *m, const struct tsr_mon_osd_alive *a,
+		      struct tsr_sbuf *out);
+
 /* An MDS's beacon: `mds beacon NAME GID IP:PORT STATE`. */
 struct mds_beacon {
 	char name[TSR_MDSMAP_NAME];

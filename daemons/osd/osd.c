@@ -210,15 +210,9 @@ fetch_keys(void *arg)
 static int
 cmd_beacon(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 {
-	struct osd *o = arg;
-	struct tsr_osd_beacon_state st;
-
 	(void)argc;
 	(void)argv;
-	tsr_osd_beacon_state(o->beacon, &st);
-	tsr_sbuf_printf(out, "{\"up\": %s, \"osdmap_epoch\": %" PRIu64 ", \"boots\": %"
-			PRIu64 ", \"beacons\": %" PRIu64 "}\n", st.up ? "true" : "false",
-			st.epoch, st.boots, st.beacons);
+	tsr_osd_beacon_status_json(((struct osd *)arg)->beacon, out);
 	return 0;
 }
 

@@ -14,8 +14,10 @@
  *     tsr-testosd --conf FILE --id N      (section osd, osd-N)
  *
  * Admin commands beyond the shared ones: `beacon` — {"up": ..,
- * "osdmap_epoch": .., "boots": .., "beacons": ..}.  `status` adds
- * "messengers": the messengers alive in the process.
+ * "osdmap_epoch": .., "boots": .., "beacons": .., and the asks pending}.
+ * `want up_thru EPOCH` and `want pg_temp POOL.PG [ID,ID...]` ask what a
+ * PG would ask of the map (osdbeacon.h), for the monitors' tests.
+ * `status` adds "messengers": the messengers alive in the process.
  */
 #include "beacon/osdbeacon.h"
 #include "daemon/daemon.h"
@@ -40,16 +42,50 @@ struct testosd {
 static int
 cmd_beacon(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 {
-	struct testosd *t = arg;
-	struct tsr_osd_beacon_state st;
-
 	(void)argc;
 	(void)argv;
-	tsr_osd_beacon_state(t->beacon, &st);
-	tsr_sbuf_printf(out, "{\"up\": %s, \"osdmap_epoch\": %" PRIu64 ", \"boots\": %"
-			PRIu64 ", \"beacons\": %" PRIu64 "}\n", st.up ? "true" : "false",
-			st.epoch, st.boots, st.beacons);
+	tsr_osd_beacon_status_json(((struct testosd *)arg)->beacon, out);
 	return 0;
+}
+
+/* want up_thru EPOCH | want pg_temp POOL.PG [ID,ID,...] */
+static int
+cmd_want(void *arg, int argc, char **argv, struct tsr_sbuf *out)
+{
+	struct testosd *t = arg;
+	char *end;
+
+	if (argc == 2 && strcmp(argv[0], "up_thru") == 0) {
+		unsigned long long e = strtoull(argv[1], &end, 10);
+		if (*argv[1] == '\0' || *end)
+			return tsr_sbuf_printf(out, "want up_thru EPOCH\n"), -EINVAL;
+		tsr_osd_beacon_want_up_thru(t->beacon, e);
+		tsr_sbuf_printf(out, "{\"want_up_thru\": %llu}\n", e);
+		return 0;
+	}
+	if ((argc == 2 || argc == 3) && strcmp(argv[0], "pg_temp") == 0) {
+		struct tsr_pgid pgid;
+		int32_t osds[TSR_OSDMAP_MAX_SIZE];
+		uint32_t n = 0;
+		long long pool = strtoll(argv[1], &end, 10);
+		if (end == argv[1] || *end != '.')
+			return tsr_sbuf_printf(out, "POOL.PG, not '%s'\n", argv[1]), -EINVAL;
+		pgid.pool = pool;
+		pgid.pg = (uint32_t)strtoul(end + 1, &end, 16);
+		if (*end)
+			return tsr_sbuf_printf(out, "POOL.PG, not '%s'\n", argv[1]), -EINVAL;
+		for (char *p = argc == 3 ? argv[2] : NULL; p && *p && n < TSR_OSDMAP_MAX_SIZE;) {
+			osds[n++] = (int32_t)strtol(p, &end, 10);
+			p = *end == ',' ? end + 1 : end;
+			if (end == p && *p)
+				return tsr_sbuf_printf(out, "ID,ID,...\n"), -EINVAL;
+		}
+		int rc = tsr_osd_beacon_want_pg_temp(t->beacon, pgid, osds, n);
+		tsr_sbuf_printf(out, "{\"pg_temp\": %d}\n", rc);
+		return rc;
+	}
+	tsr_sbuf_printf(out, "want up_thru EPOCH | want pg_temp POOL.PG [ID,ID,...]\n");
+	return -EINVAL;
 }
 
 static int
@@ -91,6 +127,9 @@ testosd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	if (tsr_daemon_asok(d))
 		tsr_asok_register(tsr_daemon_asok(d), "beacon",
 				  "what the monitors last said about this OSD", cmd_beacon, t);
+	if (tsr_daemon_asok(d))
+		tsr_asok_register(tsr_daemon_asok(d), "want",
+				  "ask the map for up_thru or a PG temp mapping", cmd_want, t);
 	return 0;
 }
 

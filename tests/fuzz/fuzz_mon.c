@@ -11,7 +11,9 @@
  * incrementals, log entries, then every OSD message type (osd/osdmsg.h,
  * TSR_OSD_MESSAGES) (modulo their count).  Whatever decodes must encode again and decode to the same
  * thing; nothing may read out of bounds, leak or trip UBSan.  Seeds in
- * tests/fuzz/corpus/mon/ hold one valid input of each kind.
+ * tests/fuzz/corpus/mon/ hold one valid input of each kind (a new
+ * message type shifts the kinds after the registry: their seeds' first
+ * bytes with it).
  */
 #include "map/mdsmap.h"
 #include "map/osdmap.h"

@@ -694,6 +694,62 @@ START_TEST(failure_detection)
 		      "(the doubled grace is 3 s)", ms);
 	fprintf(stderr, "failure_detection: osd.3 flapped once; paused, marked down "
 		"after %.1f s (grace doubled to 3 s)\n", ms / 1000.0);
+
+	/* what PGs ask of the map, from the OSDs themselves: up_thru raised
+	 * (the three asks batched), a PG temp mapping set, then removed */
+	ck_assert_int_eq(tc_cli(&c, &out, "pool create p 8 --size 2 --format json"), 0);
+	int64_t pool = (int64_t)tc_json_u64(out, "id", 0);
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, &out, "osd dump --format json"), 0);
+	uint64_t e0 = tc_json_u64(out, "osdmap_epoch", 0), e1 = 0;
+	free(out);
+	{
+		char cmd[96];
+		snprintf(cmd, sizeof(cmd), "want up_thru %llu", (unsigned long long)e0);
+		for (size_t i = 0; i < 3; i++) {
+			ck_assert_int_eq(tc_osd_asok(&c, i, cmd, &out), 0);
+			free(out);
+		}
+		snprintf(cmd, sizeof(cmd), "want pg_temp %lld.0 2,1", (long long)pool);
+		ck_assert_int_eq(tc_osd_asok(&c, 0, cmd, &out), 0);
+		free(out);
+	}
+	char want_temp[64];
+	snprintf(want_temp, sizeof(want_temp), "{\"pgid\": \"%lld.0\", \"osds\": [2, 1]}",
+		 (long long)pool);
+	for (uint64_t t0 = tc_now_ms(); tc_now_ms() - t0 < 10000; tc_sleep_ms(100)) {
+		int done = 0;
+		ck_assert_int_eq(tc_cli(&c, &out, "osd dump --format json"), 0);
+		for (int i = 0; i < 3; i++) {
+			char key[32];
+			snprintf(key, sizeof(key), "{\"id\": %d, ", i);
+			const char *p = strstr(out, key);
+			done += p && tc_json_u64(p, "up_thru", 0) >= e0;
+		}
+		if (done == 3 && strstr(out, want_temp)) {
+			e1 = tc_json_u64(out, "osdmap_epoch", 0);
+			free(out);
+			break;
+		}
+		free(out);
+	}
+	ck_assert_msg(e1, "the up_thru of osd.0..2 and PG temp %s did not reach the map "
+		      "in 10 s", want_temp);
+	fprintf(stderr, "failure_detection: 3 OSDs' up_thru and a PG temp mapping in %llu "
+		"epochs\n", (unsigned long long)(e1 - e0));
+	{
+		char cmd[64];
+		snprintf(cmd, sizeof(cmd), "want pg_temp %lld.0", (long long)pool);
+		ck_assert_int_eq(tc_osd_asok(&c, 0, cmd, &out), 0);
+		free(out);
+	}
+	int gone = 0;
+	for (uint64_t t0 = tc_now_ms(); !gone && tc_now_ms() - t0 < 10000; tc_sleep_ms(100)) {
+		ck_assert_int_eq(tc_cli(&c, &out, "osd dump --format json"), 0);
+		gone = strstr(out, "\"pg_temp\": []") != NULL;
+		free(out);
+	}
+	ck_assert_msg(gone, "the PG temp mapping was not removed in 10 s");
 	tc_osd_signal(&c, 3, SIGCONT);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }

@@ -244,9 +244,10 @@ START_TEST(registry_complete)
 		for (size_t k = 0; k < n; k++)
 			ck_assert_uint_ne(tsr_monmsg_type_at(k)->type, t->type);
 	}
-	ck_assert_uint_eq(n, 9);
+	ck_assert_uint_eq(n, 10);
 	ck_assert_ptr_nonnull(tsr_monmsg_type(TSR_MSG_MON_OSD_BEACON));
 	ck_assert_ptr_nonnull(tsr_monmsg_type(TSR_MSG_MON_SVC_KEYS));
+	ck_assert_ptr_nonnull(tsr_monmsg_type(TSR_MSG_MON_OSD_ALIVE));
 	ck_assert_ptr_null(tsr_monmsg_type(TSR_MSG_USER + 999));
 }
 END_TEST
@@ -264,18 +265,24 @@ START_TEST(daemon_messages_round_trip)
 					 .addr = "10.0.0.2:6801", .state = TSR_MDS_ACTIVE,
 					 .version = "0.1.0" };
 	struct tsr_mon_svc_keys sk = { .client = 1, .tid = 5, .osd = 7 };
-	struct { uint32_t type; struct tsr_enc e; } m[4];
+	static struct tsr_mon_osd_alive al = {
+		.client = 1, .tid = 6, .osd = 7, .up_from = 40, .want_up_thru = 42,
+		.npg_temp = 2, .pg_temp = { { .pool = 3, .pg = 0x1f, .n = 3, .osds = { 7, 2, 5 } },
+					    { .pool = 4, .pg = 0 } } };
+	struct { uint32_t type; struct tsr_enc e; } m[5];
 
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		tsr_enc_init(&m[i].e);
 		m[i].type = i == 0 ? TSR_MSG_MON_OSD_BOOT : i == 1 ? TSR_MSG_MON_OSD_BEACON
-			  : i == 2 ? TSR_MSG_MON_MDS_BEACON : TSR_MSG_MON_SVC_KEYS;
+			  : i == 2 ? TSR_MSG_MON_MDS_BEACON : i == 3 ? TSR_MSG_MON_SVC_KEYS
+			  : TSR_MSG_MON_OSD_ALIVE;
 	}
 	ck_assert_int_eq(tsr_monmsg_osd_boot_encode(&m[0].e, &boot), 0);
 	ck_assert_int_eq(tsr_monmsg_osd_beacon_encode(&m[1].e, &ob), 0);
 	ck_assert_int_eq(tsr_monmsg_mds_beacon_encode(&m[2].e, &mb), 0);
 	ck_assert_int_eq(tsr_monmsg_svc_keys_encode(&m[3].e, &sk), 0);
-	for (int i = 0; i < 4; i++) {
+	ck_assert_int_eq(tsr_monmsg_osd_alive_encode(&m[4].e, &al), 0);
+	for (int i = 0; i < 5; i++) {
 		const struct tsr_monmsg_type *t = tsr_monmsg_type(m[i].type);
 		ck_assert_msg(t->check(m[i].e.buf, m[i].e.len, 0, err, sizeof(err)) == 0,
 			      "%s: %s", t->name, err);
@@ -294,6 +301,47 @@ START_TEST(daemon_messages_round_trip)
 	ck_assert_int_eq(ob2.failed[1], 9);
 	ck_assert_str_eq(ob2.version, "0.1.0");
 	tsr_enc_release(&e);
+}
+END_TEST
+
+/* An OSD's asks for its PGs: what no OSD could truthfully ask is refused,
+ * naming it. */
+START_TEST(osd_alive_refused)
+{
+	static const char *const what[] = {
+		"up_thru 3 asked by the incarnation up from epoch 5", "names PG 0.1",
+		"names osd.4 twice", "asked for twice", "-1 is not an OSD id",
+		"up from epoch 0",
+	};
+	for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
+		static struct tsr_mon_osd_alive a, b;
+		struct tsr_enc e;
+		int rc;
+
+		memset(&a, 0, sizeof(a));
+		a.osd = 1;
+		a.up_from = 5;
+		a.want_up_thru = 6;
+		a.npg_temp = 2;
+		a.pg_temp[0] = (struct tsr_mon_pg_temp_req){ .pool = 1, .pg = 1, .n = 2,
+							     .osds = { 4, 2 } };
+		a.pg_temp[1] = (struct tsr_mon_pg_temp_req){ .pool = 1, .pg = 2 };
+		switch (i) {
+		case 0: a.want_up_thru = 3; break;
+		case 1: a.pg_temp[0].pool = 0; break;
+		case 2: a.pg_temp[0].osds[1] = 4; break;
+		case 3: a.pg_temp[1].pg = 1; break;
+		case 4: a.pg_temp[0].osds[0] = -1; break;
+		default: a.up_from = 0; a.want_up_thru = 0; break;
+		}
+		tsr_enc_init(&e);
+		tsr_monmsg_osd_alive_encode(&e, &a);
+		rc = tsr_monmsg_osd_alive_decode(e.buf, e.len, &b, err, sizeof(err));
+		ck_assert_msg(rc == -EINVAL, "case %zu accepted (%d)", i, rc);
+		ck_assert_msg(strstr(err, what[i]) != NULL, "case %zu: '%s' lacks '%s'", i,
+			      err, what[i]);
+		tsr_enc_release(&e);
+	}
 }
 END_TEST
 
@@ -372,6 +420,7 @@ main(void)
 	tcase_add_test(tc, registry_complete);
 	tcase_add_test(tc, daemon_messages_round_trip);
 	tcase_add_test(tc, daemon_messages_refused);
+	tcase_add_test(tc, osd_alive_refused);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

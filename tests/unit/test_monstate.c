@@ -66,7 +66,7 @@ random_change(char *buf, size_t len)
 {
 	int id = (int)rnd(12);
 
-	switch (rnd(12)) {
+	switch (rnd(13)) {
 	case 0: case 1:
 		snprintf(buf, len, "osd add %d --host h%d", id, id % 4);
 		break;
@@ -79,6 +79,15 @@ random_change(char *buf, size_t len)
 	case 8: snprintf(buf, len, "pool create p%d %d", (int)rnd(5), 1 + (int)rnd(64)); break;
 	case 9: snprintf(buf, len, "pool set p%d size %d", (int)rnd(5), 1 + (int)rnd(4)); break;
 	case 10: snprintf(buf, len, "pool rm p%d --yes-i-really-mean-it", (int)rnd(5)); break;
+	case 11: {
+		/* up_from of a small epoch: some match an incarnation */
+		int from = 1 + (int)rnd(40);
+		snprintf(buf, len, "osd alives %d@%d:%d;%d.%x=%d,%d|%d@%d:0;%d.%x=", id, from,
+			 rnd(2) ? from + (int)rnd(30) : 0, 1 + (int)rnd(4), rnd(8), (int)rnd(12),
+			 12 + (int)rnd(4), (int)rnd(12), 1 + (int)rnd(40), 1 + (int)rnd(4),
+			 rnd(8));
+		break;
+	}
 	default:
 		snprintf(buf, len, "mds boot m%d %d 127.0.0.1:%d", (int)rnd(3),
 			 1 + (int)rnd(5), 8000 + (int)rnd(3));
@@ -287,6 +296,96 @@ START_TEST(boots_batched_in_one_epoch)
 }
 END_TEST
 
+/* The leader's batch of what OSDs ask for their PGs (`osd alives`): one
+ * epoch; up_thru raised to at most the map's epoch and only for the
+ * incarnation up; PG temp set and removed on PGs of the map; mappings of
+ * a pool removed go with it; malformed batches are refused where they are
+ * accepted. */
+START_TEST(alives_up_thru_and_pg_temp)
+{
+	struct mon_state s;
+	struct tsr_sbuf out;
+	char line[256];
+	size_t len;
+	int st;
+
+	state_init(&s);
+	tsr_sbuf_init(&out);
+	for (int i = 0; i < 4; i++) {
+		snprintf(line, sizeof(line), "osd add %d --host h%d", i, i);
+		free(decide(&s, 2 * (uint64_t)i + 1, line, &st, &len));
+		snprintf(line, sizeof(line), "osd boot %d 127.0.0.1:%d", i, 7000 + i);
+		free(decide(&s, 2 * (uint64_t)i + 2, line, &st, &len));
+		ck_assert_int_eq(st, 0);
+	}
+	free(decide(&s, 20, "pool create p 8", &st, &len));
+	ck_assert_int_eq(st, 0);
+	uint64_t e = s.osdmap.epoch;
+	uint64_t u0 = tsr_osdmap_osd(&s.osdmap, 0)->up_from;
+	uint64_t u2 = tsr_osdmap_osd(&s.osdmap, 2)->up_from;
+	snprintf(line, sizeof(line), "osd alives 0@%llu:%llu;1.3=2,1|1@999:0;1.5=3|"
+		 "2@%llu:0;1.4=3;9.0=1;1.ff=1", (unsigned long long)u0,
+		 (unsigned long long)e, (unsigned long long)u2);
+	free(decide(&s, 21, line, &st, &len));
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_eq(s.osdmap.epoch, e + 1);
+	ck_assert_uint_eq(tsr_osdmap_osd(&s.osdmap, 0)->up_thru, e);
+	const struct tsr_osdmap_pg_temp *t = tsr_osdmap_pg_temp(&s.osdmap, 1, 3);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_uint_eq(t->n, 2);
+	ck_assert_int_eq(t->osds[0], 2);
+	ck_assert_int_eq(t->osds[1], 1);
+	ck_assert_ptr_nonnull(tsr_osdmap_pg_temp(&s.osdmap, 1, 4));
+	/* osd.1's incarnation is not up from 999: nothing of it; no pool 9,
+	 * no PG 1.ff */
+	ck_assert_ptr_null(tsr_osdmap_pg_temp(&s.osdmap, 1, 5));
+	ck_assert_uint_eq(s.osdmap.npg_temp, 2);
+	/* more than the map's epoch: up to it */
+	snprintf(line, sizeof(line), "osd alives 0@%llu:100000", (unsigned long long)u0);
+	free(decide(&s, 22, line, &st, &len));
+	ck_assert_uint_eq(tsr_osdmap_osd(&s.osdmap, 0)->up_thru, e + 1);
+	ck_assert_uint_eq(s.osdmap.epoch, e + 2);
+	/* what the map holds already makes no epoch */
+	snprintf(line, sizeof(line), "osd alives 0@%llu:%llu", (unsigned long long)u0,
+		 (unsigned long long)e + 1);
+	free(decide(&s, 23, line, &st, &len));
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_eq(s.osdmap.epoch, e + 2);
+	struct tsr_mon_osd_alive a = { .osd = 2, .up_from = u2, .npg_temp = 1,
+				       .pg_temp = { { .pool = 1, .pg = 4, .n = 1, .osds = { 3 } } } };
+	ck_assert_int_eq(state_alive_holds(&s.osdmap, &a, &out), 1);
+	a.pg_temp[0].n = 0;
+	ck_assert_int_eq(state_alive_holds(&s.osdmap, &a, &out), 0);
+	a.up_from = u2 + 1;
+	ck_assert_int_eq(state_alive_holds(&s.osdmap, &a, &out), -ESTALE);
+	ck_assert_msg(strstr(tsr_sbuf_str(&out), "another incarnation") != NULL, "%s",
+		      tsr_sbuf_str(&out));
+	/* the word the leader logs for an ask reads back as the ask */
+	a.up_from = u2;
+	tsr_sbuf_reset(&out);
+	state_alive_word(&a, &out);
+	snprintf(line, sizeof(line), "osd alives %s", tsr_sbuf_str(&out));
+	free(decide(&s, 24, line, &st, &len));
+	ck_assert_ptr_null(tsr_osdmap_pg_temp(&s.osdmap, 1, 4));
+	ck_assert_uint_eq(s.osdmap.npg_temp, 1);
+	/* the pool goes, its mappings with it */
+	free(decide(&s, 25, "pool rm p --yes-i-really-mean-it", &st, &len));
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_eq(s.osdmap.npg_temp, 0);
+	/* malformed batches */
+	static const char *const bad[] = { "0@5:3", "0@x:1", "0@1:1;1.3=2,2", "0@1:1;0.3=1",
+					   "0@1:1;1.3=1,", "0@1", "", "0@1:1|" "1@0:0" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "osd", "alives", (char *)bad[i], NULL };
+		tsr_sbuf_reset(&out);
+		ck_assert_msg(state_classify(3, argv, &out) == -EINVAL, "'%s' accepted",
+			      bad[i]);
+	}
+	tsr_sbuf_release(&out);
+	state_free(&s);
+}
+END_TEST
+
 /* osd add FIRST-LAST: many OSDs in one change, spread over hosts. */
 START_TEST(osd_add_range)
 {
@@ -381,6 +480,7 @@ main(void)
 	tcase_add_test(tc, decisions_match_commands);
 	tcase_add_test(tc, decision_that_does_not_apply_is_fatal);
 	tcase_add_test(tc, marks_batched_in_one_epoch);
+	tcase_add_test(tc, alives_up_thru_and_pg_temp);
 	tcase_add_test(tc, boots_batched_in_one_epoch);
 	tcase_add_test(tc, osd_add_range);
 	tcase_add_test(tc, health_codes);

@@ -245,6 +245,28 @@ print_plain(const struct copts *o, const char *text)
 		}
 		return;
 	}
+	if (strcmp(w0, "osd") == 0 && strcmp(w1, "dump") == 0) {
+		const char *pt = jfind(text, "pg_temp");
+		jprint("osdmap epoch ", text, "osdmap_epoch");
+		printf("\n");
+		for (const char *p = strstr(text, "{\"id\": "); p && (!pt || p < pt);
+		     p = strstr(p + 1, "{\"id\": ")) {
+			jprint("osd.", p, "id");
+			jprint(" up=", p, "up");
+			jprint(" in=", p, "in");
+			jprint(" up_from=", p, "up_from");
+			jprint(" up_thru=", p, "up_thru");
+			jprint(" ", p, "addr");
+			printf("\n");
+		}
+		for (const char *p = pt ? strstr(pt, "{\"pgid\": ") : NULL; p;
+		     p = strstr(p + 1, "{\"pgid\": ")) {
+			const char *ids = jfind(p, "osds");
+			jprint("pg_temp ", p, "pgid");
+			printf(" %.*s\n", ids ? (int)(strcspn(ids, "]") + 1) : 0, ids ? ids : "");
+		}
+		return;
+	}
 	if (strcmp(w0, "osd") == 0 && strcmp(w1, "tree") == 0) {
 		jprint("osdmap epoch ", text, "osdmap_epoch");
 		printf("\n");
@@ -428,6 +450,7 @@ READ1(c_health, "health")
 READ2(c_health_detail, "health detail")
 READ1(c_versions, "versions")
 READ2(c_osd_tree, "osd tree")
+READ2(c_osd_dump, "osd dump")
 CHANGE2(c_osd_add, "osd add", "osd tree")
 CHANGE2(c_osd_rm, "osd rm", "osd tree")
 CHANGE2(c_osd_in, "osd in", "osd tree")
@@ -490,6 +513,11 @@ HELP(h_versions, "versions", "How many daemons run each software version, by typ
 HELP(h_health_detail, "health detail", "The health checks raised, each with what it means and\n"
      "its detail: which OSDs, monitors, ranks or pools.")
 HELP(h_osd_tree, "osd tree", "The OSDs by host, with weights and up/in state.")
+HELP(h_osd_dump, "osd dump", "The OSD map's records: each OSD up and in or not, the epoch its\n"
+     "running incarnation came up (up_from) and the last epoch the monitors\n"
+     "know it served through (up_thru, which its PGs ask to raise before they\n"
+     "take writes); then the PG temp mappings (a PG's acting set for a while,\n"
+     "primary first, as its primary asked).")
 HELP(h_osd_add, "osd add [ID | FIRST-LAST [--per-host N]] --host HOST [--rack RACK] [--weight W]",
      "Add an OSD to the map (the lowest free id unless ID is given), in; on\n"
      "host HOST, in rack RACK if given; weight W (default 1).  FIRST-LAST\n"
@@ -537,6 +565,7 @@ const struct cli_cmd cli_cluster_cmds[] = {
 	  h_health_detail },
 	{ "versions", "", "the software each daemon runs", c_versions, h_versions },
 	{ "osd tree", "", "OSDs by host", c_osd_tree, h_osd_tree },
+	{ "osd dump", "", "OSD records: up_from, up_thru; PG temp", c_osd_dump, h_osd_dump },
 	{ "osd add", "[ID] --host H", "add an OSD to the map", c_osd_add, h_osd_add },
 	{ "osd rm", "ID", "remove an OSD from the map", c_osd_rm, h_osd_rm },
 	{ "osd in", "ID", "mark an OSD in", c_osd_in, h_osd_in },
