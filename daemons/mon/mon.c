@@ -1777,6 +1777,21 @@ mon_status(struct tsr_daemon *d, struct tsr_sbuf *out)
 			mon_lease_valid(mon, now) ? "true" : "false",
 			tsr_raft_rejoining(mon->raft) ? "true" : "false");
 	mon_stat(mon, now, out);
+	/* where Raft stands here, and (a leader) how far each member holds
+	 * its log: what a monitor that does not catch up shows first */
+	tsr_sbuf_printf(out, ",\n  \"raft\": {\"term\": %" PRIu64 ", \"commit\": %" PRIu64
+			", \"last_index\": %" PRIu64 ", \"snapshot_index\": %" PRIu64,
+			tsr_raft_term(mon->raft), tsr_raft_commit(mon->raft),
+			tsr_raft_last_index(mon->raft), mon->snap_index);
+	if (tsr_raft_role(mon->raft) == TSR_RAFT_LEADER) {
+		tsr_sbuf_printf(out, ", \"match\": {");
+		for (size_t i = 0; i < mon->mem.n; i++)
+			tsr_sbuf_printf(out, "%s\"%s\": %" PRIu64, i ? ", " : "",
+					mon->mem.m[i].name,
+					tsr_raft_peer_match(mon->raft, mon->mem.m[i].id));
+		tsr_sbuf_printf(out, "}");
+	}
+	tsr_sbuf_printf(out, "}");
 	tsr_sbuf_printf(out, ",\n  \"osdmap_epoch\": %" PRIu64 ",\n  \"mdsmap_epoch\": %"
 			PRIu64 ",\n  \"maps_crc\": %u,\n  \"applied\": %" PRIu64
 			",\n  \"applied_index\": %" PRIu64 ",\n  \"history_crc\": %u,"

@@ -672,7 +672,7 @@ tc_dump(struct tc_cluster *c, const char *why)
 			for (char *q = out; *q; q++)
 				if (*q == '\n')
 					*q = ' ';
-			fprintf(stderr, "%s: pid %d, %s at %s: %.600s\n", prefix,
+			fprintf(stderr, "%s: pid %d, %s at %s: %.1500s\n", prefix,
 				(int)c->mon[i].pid, c->mon[i].name, c->mon[i].addr, out);
 		}
 		free(out);
@@ -764,6 +764,7 @@ tc_wait_converged(struct tc_cluster *c, int timeout_ms)
 				(unsigned long long)v.applied_index, v.history_crc,
 				v.maps_crc);
 	}
+	tc_dump(c, "the monitors did not converge");
 	return -1;
 }
 
