@@ -18,6 +18,7 @@ unit_tests = \
 	tests/unit/test_raft \
 	tests/unit/test_mon tests/unit/test_monstate tests/unit/test_osdmsg \
 	tests/unit/test_pglog \
+	tests/unit/test_pgstore \
 	tests/unit/test_monc \
 	tests/unit/test_map \
 	tests/unit/test_osdmap_epoch \
@@ -57,6 +58,9 @@ tests_unit_test_mon_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_pglog_SOURCES = tests/unit/test_pglog.c
 tests_unit_test_pglog_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_pglog_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_pgstore_SOURCES = tests/unit/test_pgstore.c
+tests_unit_test_pgstore_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_pgstore_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_osdmsg_SOURCES = tests/unit/test_osdmsg.c
 tests_unit_test_osdmsg_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_osdmsg_LDADD = $(CHECK_LDADD_ALL)
