@@ -149,6 +149,11 @@ static const struct tsr_conf_opt core_options[] = {
 	{ { .name = "mds_beacon_interval", .type = TSR_OPT_DURATION, .def = "2s", .min = "10ms", .max = "10m",
 	    .help = "how often an MDS tells the monitors it is alive and in which state (keep it well below mon_mds_beacon_grace)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_MDS, 0 },
+	{ { .name = "mon_osdmap_history", .type = TSR_OPT_INT, .def = "2000", .min = "256", .max = "10000000",
+	    .help = "a monitor keeps the incrementals of the last N OSD map epochs, in its "
+		    "snapshots too (at most 256 MiB of them): an OSD that missed up to N "
+		    "epochs gets each of them, which its placement groups need to peer" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MON, 0 },
 	{ { .name = "mon_snapshot_every", .type = TSR_OPT_INT, .def = "1000", .min = "2", .max = "100000000",
 	    .help = "a monitor snapshots its maps and compacts its log every N changes applied" },
 	  TSR_SEC_GLOBAL | TSR_SEC_MON, 0 },

@@ -157,7 +157,7 @@ handle_maps(struct tsr_mapsub *s, struct tsr_msg *m)
 	char err[256];
 	static const uint8_t none[1];
 	const uint8_t *data = m->data_len ? m->data_iov[0].iov_base : none;
-	int moved = 0, full = 0, which;
+	int which;
 	uint64_t epoch = 0;
 
 	/* a broken message counts as none: the renewal times out */
@@ -194,23 +194,21 @@ handle_maps(struct tsr_mapsub *s, struct tsr_msg *m)
 				s->need_full[which] = 1;
 				break;
 			}
-			moved |= rc;
-			if (rc > 0) {
-				pthread_mutex_lock(&s->lock);
-				*(mm.full ? &s->st.fulls : &s->st.incs) += 1;
-				pthread_mutex_unlock(&s->lock);
-			}
+			if (rc == 0)
+				continue;
+			pthread_mutex_lock(&s->lock);
+			*(mm.full ? &s->st.fulls : &s->st.incs) += 1;
+			pthread_cond_broadcast(&s->cond);
+			pthread_mutex_unlock(&s->lock);
+			/* each epoch in turn, while it is the newest held (an
+			 * OSD's PGs need every one); by index: a listener may
+			 * unlisten itself or another */
+			epoch = epoch_of(s, which);
+			for (size_t k = 0; k < TSR_MAPSUB_LISTENERS; k++)
+				if (s->ls[k].cb)
+					s->ls[k].cb(s->ls[k].arg, which, epoch, mm.full);
 		}
-		full = mm.full;
-		epoch = epoch_of(s, which);
 	}
-	pthread_mutex_lock(&s->lock);
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	/* by index: a listener may unlisten itself or another */
-	for (size_t i = 0; moved && i < TSR_MAPSUB_LISTENERS; i++)
-		if (s->ls[i].cb)
-			s->ls[i].cb(s->ls[i].arg, which, epoch, full);
 out:
 	tsr_monmsg_maps_free(&mm);
 }
@@ -416,7 +414,8 @@ tsr_mapsub_create(struct tsr_msgr *msgr, struct tsr_loop *loop,
 	uint64_t id;
 
 	if (msgr == NULL || loop == NULL || members->n == 0 ||
-	    (want & ~(TSR_MON_SUB_OSD | TSR_MON_SUB_MDS)) || !want)
+	    (want & ~(TSR_MON_SUB_OSD | TSR_MON_SUB_MDS | TSR_MON_SUB_EVERY)) ||
+	    !(want & (TSR_MON_SUB_OSD | TSR_MON_SUB_MDS)))
 		return tsr_errf(err, errlen, -EINVAL, "map subscriber: no messenger, "
 				"loop or monitors, or no map wanted");
 	s = tsr_xcalloc(1, sizeof(*s));

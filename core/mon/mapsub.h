@@ -16,8 +16,10 @@
  * Threads.  The session, its timers and the maps' updates run on the
  * loop's thread: create and destroy the subscriber there (or while the
  * loop does not run); the messenger's threads only post what arrives.
- * Listeners (the create callback, tsr_mapsub_listen) run on the loop after
- * each new epoch; they may read the maps, not destroy the subscriber.  The
+ * Listeners (the create callback, tsr_mapsub_listen) run on the loop once
+ * for every epoch taken, in order, while it is the newest held (so an
+ * OSD sees each epoch of a batch of incrementals, not only the last);
+ * they may read the maps, not destroy the subscriber.  The
  * maps and counters are read from any thread (under the subscriber's
  * lock); tsr_mapsub_wait() blocks, so not on the loop's thread.
  *
@@ -53,7 +55,9 @@ struct tsr_mapsub_stats {
 	char mon[64];               /* the monitor subscribed at, or "" */
 };
 
-/* want: TSR_MON_SUB_OSD and/or TSR_MON_SUB_MDS.  msgr and loop are
+/* want: TSR_MON_SUB_OSD and/or TSR_MON_SUB_MDS, and TSR_MON_SUB_EVERY for
+ * every epoch one by one while the monitors' history has them (an OSD:
+ * its PGs need each), not a full map that skips some.  msgr and loop are
  * borrowed (they outlive it).  reg and host (may be NULL) are what the OSD
  * map epochs place with: the registry holding the placement plugins and
  * the host their instances get; both must outlive every epoch handed out

@@ -16,7 +16,9 @@
  *       envelope v1 { u64 tid, i32 status, string text, string leader }
  *   MON_SUB        anyone -> a monitor: bring me up to date on the maps
  *                  in want, from the epochs I have (0: none), and, with
- *                  TSR_MON_SUB_KEEP, push every later epoch on this session
+ *                  TSR_MON_SUB_KEEP, push every later epoch on this session;
+ *                  with TSR_MON_SUB_EVERY, every epoch one by one while
+ *                  the monitor's history has them
  *       envelope v1 { u64 tid, u32 want, u64 have[2] }       [0] OSD, [1] MDS
  *   MON_MAPS       the monitor's answer (tid as asked) or push (tid 0), one
  *                  per map; the maps themselves travel as message data:
@@ -24,7 +26,8 @@
  *                            string leader, u8 which, u64 epoch, u8 full,
  *                            u32 n, n x u32 len }
  *       data:  n encodings back to back (osdmap.h, mdsmap.h): one full map
- *              of epoch `epoch`, or the incrementals have+1 .. epoch
+ *              of epoch `epoch`, or the incrementals have+1 .. epoch (a
+ *              long run of them in several messages, in order)
  *   MON_OSD_BOOT   osd.N -> the leader: it starts serving at addr
  *       envelope v1 { u64 client, u64 tid, i32 osd, string addr,
  *                     string version, u64 features }
@@ -167,7 +170,11 @@ enum { TSR_MON_MAP_OSD = 0, TSR_MON_MAP_MDS = 1, TSR_MON_NMAPS = 2 };
 #define TSR_MON_SUB_OSD (1u << TSR_MON_MAP_OSD)
 #define TSR_MON_SUB_MDS (1u << TSR_MON_MAP_MDS)
 #define TSR_MON_SUB_KEEP 0x100u   /* stay subscribed */
-#define TSR_MON_SUB_KNOWN 0x103u
+#define TSR_MON_SUB_EVERY 0x200u  /* every epoch: the incrementals while the
+                                   * monitor's history has them, even when a
+                                   * full map would be smaller (an OSD's PGs
+                                   * need each epoch) */
+#define TSR_MON_SUB_KNOWN 0x303u
 #define TSR_MONMSG_MAX_INCS 1024
 
 struct tsr_mon_sub {

@@ -1614,6 +1614,7 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	 * leader: room for timer jitter and clock-rate differences */
 	mon->lease_ns = (mon->e_ticks - 2) * mon->tick_ns;
 	mon->snap_every = (uint64_t)tsr_conf_int(conf, "mon_snapshot_every");
+	state_hist_keep(&mon->st, (size_t)tsr_conf_int(conf, "mon_osdmap_history"));
 	mon->grace_ns = (uint64_t)tsr_conf_int(conf, "mon_osd_beacon_grace") * 1000000u;
 	mon->mds_grace_ns = (uint64_t)tsr_conf_int(conf, "mon_mds_beacon_grace") * 1000000u;
 	mon->down_out_ns = (uint64_t)tsr_conf_int(conf, "mon_osd_down_out_interval") * 1000000u;

@@ -19,6 +19,7 @@ state_init(struct mon_state *s)
 	tsr_osdmap_init(&s->osdmap);
 	tsr_mdsmap_init(&s->mdsmap);
 	s->keep_incs = 1;
+	s->osd_hist.keep = MON_HIST_DEFAULT;
 	snprintf(s->osdmap.placement, sizeof(s->osdmap.placement), "crush");
 }
 
@@ -30,6 +31,96 @@ incs_free(struct mon_incs *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* ---- The OSD map's history ----------------------------------------------------*/
+
+static void
+hist_clear(struct mon_hist *h)
+{
+	size_t keep = h->keep;
+
+	for (size_t i = 0; i < h->n; i++)
+		free(h->data[h->head + i]);
+	free(h->data);
+	free(h->len);
+	memset(h, 0, sizeof(*h));
+	h->keep = keep;
+}
+
+/* Drop the oldest while there are more than keep, or too many bytes. */
+static void
+hist_trim(struct mon_hist *h)
+{
+	while (h->n && (h->n > h->keep || h->bytes > MON_HIST_MAX_BYTES)) {
+		free(h->data[h->head]);
+		h->bytes -= h->len[h->head];
+		h->head++;
+		h->n--;
+		h->first++;
+	}
+}
+
+/* Keep the incremental that made epoch e (a copy); one that does not
+ * follow the last starts the history anew.  On no memory the history
+ * starts again at the next epoch (subscribers behind get the full map). */
+static void
+hist_add(struct mon_hist *h, uint64_t e, const void *p, size_t len)
+{
+	uint8_t *copy;
+
+	if (h->n && e != h->first + h->n)
+		hist_clear(h);
+	if (h->keep == 0)
+		return;
+	if (h->head + h->n == h->cap) {
+		if (h->head > 0) {
+			memmove(h->data, h->data + h->head, h->n * sizeof(*h->data));
+			memmove(h->len, h->len + h->head, h->n * sizeof(*h->len));
+			h->head = 0;
+		}
+		if (h->n == h->cap) {
+			size_t cap = h->cap ? 2 * h->cap : 64;
+			uint8_t **d = realloc(h->data, cap * sizeof(*d));
+			size_t *l;
+			if (d == NULL) {
+				hist_clear(h);
+				return;
+			}
+			h->data = d;
+			if ((l = realloc(h->len, cap * sizeof(*l))) == NULL) {
+				hist_clear(h);
+				return;
+			}
+			h->len = l;
+			h->cap = cap;
+		}
+	}
+	if ((copy = malloc(len ? len : 1)) == NULL) {
+		hist_clear(h);
+		return;
+	}
+	memcpy(copy, p, len);
+	if (h->n == 0)
+		h->first = e;
+	h->data[h->head + h->n] = copy;
+	h->len[h->head + h->n] = len;
+	h->n++;
+	h->bytes += len;
+	hist_trim(h);
+}
+
+void
+state_hist_keep(struct mon_state *s, size_t keep)
+{
+	s->osd_hist.keep = keep;
+	hist_trim(&s->osd_hist);
+}
+
+uint64_t
+state_hist_first(const struct mon_state *s)
+{
+	return s->osd_hist.n ? s->osd_hist.first : 0;
+}
+
 void
 state_free(struct mon_state *s)
 {
@@ -37,7 +128,7 @@ state_free(struct mon_state *s)
 		free(s->sessions[i].text);
 	tsr_osdmap_free(&s->osdmap);
 	tsr_mdsmap_free(&s->mdsmap);
-	incs_free(&s->osd_incs);
+	hist_clear(&s->osd_hist);
 	incs_free(&s->mds_incs);
 	memset(s, 0, sizeof(*s));
 }
@@ -1673,9 +1764,16 @@ change(struct mon_state *s, struct draft *d, int argc, char **argv,
 const uint8_t *
 state_inc(const struct mon_state *s, int which, uint64_t e, size_t *len)
 {
-	const struct mon_incs *r = which ? &s->mds_incs : &s->osd_incs;
+	const struct mon_incs *r = &s->mds_incs;
 	size_t at = e % MON_INC_KEEP;
 
+	if (which == TSR_MON_MAP_OSD) {
+		const struct mon_hist *h = &s->osd_hist;
+		if (h->n == 0 || e < h->first || e - h->first >= h->n)
+			return NULL;
+		*len = h->len[h->head + (e - h->first)];
+		return h->data[h->head + (e - h->first)];
+	}
 	if (r->epoch[at] != e || r->data[at] == NULL)
 		return NULL;
 	*len = r->len[at];
@@ -1988,11 +2086,15 @@ draft_osds(struct draft *d, size_t *n)
 static void
 keep_inc(struct mon_state *s, int which, uint64_t e, const void *p, size_t len)
 {
-	struct mon_incs *r = which ? &s->mds_incs : &s->osd_incs;
+	struct mon_incs *r = &s->mds_incs;
 	size_t at = e % MON_INC_KEEP;
 
 	if (!s->keep_incs)
 		return;
+	if (which == TSR_MON_MAP_OSD) {
+		hist_add(&s->osd_hist, e, p, len);
+		return;
+	}
 	free(r->data[at]);
 	r->epoch[at] = 0;
 	/* out of memory: subscribers that far behind get the full map */
@@ -2686,13 +2788,17 @@ state_entry_decode(const void *p, size_t len, struct tsr_mon_cmd *cmd)
 
 /* ---- Snapshots -----------------------------------------------------------
  *
- *   envelope v2 { u64 applied,
+ *   envelope v3 (compat 2) { u64 applied,
  *                 osdmap (osdmap.h), mdsmap (mdsmap.h),
  *                 u32 n, n x { u64 client, u64 tid, i32 status,
  *                              bytes text },
- *                 u32 next_session }
+ *                 u32 next_session,
+ *                 u64 first, u32 n, n x bytes inc }     v3: the OSD map's
+ *                                                       history (state.h)
  *
- * Version 1 (maps of the monitor's own) is not read: compat is 2.
+ * Version 1 (maps of the monitor's own) is not read: compat is 2.  A
+ * version 2 snapshot (no history) starts the history at the next epoch;
+ * a version 2 reader skips it.
  */
 
 uint8_t *
@@ -2702,7 +2808,7 @@ state_encode(const struct mon_state *s, size_t *len)
 	size_t m;
 
 	tsr_enc_init(&e);
-	m = tsr_enc_begin_struct(&e, 2, 2);
+	m = tsr_enc_begin_struct(&e, 3, 2);
 	tsr_enc_u64(&e, s->applied);
 	tsr_osdmap_encode(&e, &s->osdmap);
 	tsr_mdsmap_encode(&e, &s->mdsmap);
@@ -2715,6 +2821,11 @@ state_encode(const struct mon_state *s, size_t *len)
 		tsr_enc_bytes(&e, ss->text, ss->text ? strlen(ss->text) : 0);
 	}
 	tsr_enc_u32(&e, (uint32_t)s->next_session);
+	tsr_enc_u64(&e, s->osd_hist.first);
+	tsr_enc_u32(&e, (uint32_t)s->osd_hist.n);
+	for (size_t i = 0; i < s->osd_hist.n; i++)
+		tsr_enc_bytes(&e, s->osd_hist.data[s->osd_hist.head + i],
+			      s->osd_hist.len[s->osd_hist.head + i]);
 	tsr_enc_end_struct(&e, m);
 	if (tsr_enc_error(&e)) {
 		tsr_enc_release(&e);
@@ -2784,6 +2895,25 @@ state_decode(struct mon_state *out, const void *p, size_t len)
 		s.nsessions = i + 1;
 	}
 	s.next_session = tsr_dec_u32(&sub);
+	s.osd_hist.keep = out->osd_hist.keep;
+	if (ver >= 3) {
+		uint64_t first = tsr_dec_u64(&sub);
+		n = tsr_dec_u32(&sub);
+		/* each entry takes 4 bytes at least: the count is bounded by
+		 * what is left before anything is allocated */
+		if (tsr_dec_error(&sub) || n > tsr_dec_remaining(&sub) / 4 ||
+		    (n && first == 0) || first > UINT64_MAX - n)
+			goto bad;
+		for (uint32_t i = 0; i < n && !tsr_dec_error(&sub); i++) {
+			const void *b;
+			size_t bl;
+			tsr_dec_bytes(&sub, &b, &bl, 64u << 20);
+			if (!tsr_dec_error(&sub))
+				hist_add(&s.osd_hist, first + i, b, bl);
+		}
+		/* an entry it could not keep (no memory) leaves a shorter
+		 * history: the epochs before go to subscribers as a full map */
+	}
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) ||
 	    s.next_session >= MON_SESSIONS)
 		goto bad;

@@ -64,6 +64,24 @@ struct mon_incs {
 	size_t len[MON_INC_KEEP];
 };
 
+/* The OSD map's history: the encoded incrementals that made epochs
+ * [first, first + n), at most keep of them and MON_HIST_MAX_BYTES (the
+ * oldest go first).  It is part of the monitors' snapshots (state_encode,
+ * version 3), so a monitor restarted or brought up to date by a snapshot
+ * holds it as the others do, and an OSD that comes back after missing up
+ * to keep epochs gets every one of them: its PGs must see each epoch
+ * since their interval began (core/osd/pgsm.h). */
+#define MON_HIST_MAX_BYTES (256u << 20)
+#define MON_HIST_DEFAULT 2000
+struct mon_hist {
+	uint64_t first;
+	size_t head, n, cap;         /* entries data[head .. head + n) */
+	uint8_t **data;
+	size_t *len;
+	size_t bytes;
+	size_t keep;
+};
+
 /* How the monitor turns the OSDs' hosts and racks into the placement
  * plugin's binary map (mon.c loads the plugin; state.c knows no plugins).
  * encode returns 0 with a malloc'd blob; -EINVAL with the reason in err
@@ -89,7 +107,8 @@ struct mon_state {
 	struct mon_session sessions[MON_SESSIONS];
 	size_t nsessions, next_session;
 	uint64_t applied;          /* commands applied (log entries) */
-	struct mon_incs osd_incs, mds_incs;
+	struct mon_incs mds_incs;
+	struct mon_hist osd_hist;
 	struct mon_placer placer;  /* kept across state_decode */
 	int fatal;                 /* this monitor cannot apply the log on */
 	int keep_incs;             /* keep incrementals for subscribers (not
@@ -202,6 +221,10 @@ int state_copy(struct mon_state *dst, const struct mon_state *src);
 int state_read(const struct mon_state *s, int argc, char **argv,
 	       struct tsr_sbuf *out);
 
+/* How many epochs of the OSD map's history to keep (mon_osdmap_history). */
+void state_hist_keep(struct mon_state *s, size_t keep);
+/* The first epoch of the history (0: none). */
+uint64_t state_hist_first(const struct mon_state *s);
 /* The encoded incremental that made epoch e of the OSD map (which = 0) or
  * the MDS map (1), or NULL when this monitor does not have it. */
 const uint8_t *state_inc(const struct mon_state *s, int which, uint64_t e,

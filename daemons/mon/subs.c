@@ -16,8 +16,9 @@
  * has applied, which is committed, so an answer is never a map that could
  * be undone; a follower may be a few entries behind the leader, and the
  * subscriber then gets those epochs a moment later.  The answer is the
- * incrementals from the subscriber's epoch when this monitor still has
- * them all (state_inc), else the full map.  A subscription stays for the
+ * incrementals from the subscriber's epoch when this monitor's history
+ * still has them all (state_inc: the OSD map's last mon_osdmap_history
+ * epochs), else the full map.  A subscription stays for the
  * session's life and is pushed every new epoch as it is applied.  A
  * monitor that leaves the quorum closes its subscribers' sessions, so
  * they go to one in it instead of waiting on maps that no longer come. */
@@ -61,18 +62,21 @@ send_maps_msg(struct tsr_conn *c, const struct tsr_mon_maps *mm,
 }
 
 /* Bring a subscriber from epoch have to ours: nothing when it is current
- * (unless it asked, tid != 0), the incrementals when we have them all,
- * else the full map.  The bytes are copied into one buffer the message
- * owns. */
+ * (unless it asked, tid != 0), the incrementals when the history has them
+ * all (in as many messages as their count and bytes take), else the full
+ * map.  A subscriber that does not need every epoch (no
+ * TSR_MON_SUB_EVERY) gets the full map when that is smaller.  The bytes
+ * are copied into one buffer per message, which the message owns. */
 static void
 send_maps(struct mon *mon, struct tsr_conn *c, uint64_t tid, int which,
-	  uint64_t have)
+	  uint64_t have, int every)
 {
 	uint64_t cur = map_epoch(mon, which);
 	struct tsr_mon_maps mm = { .tid = tid, .which = (uint8_t)which, .epoch = cur };
 	uint32_t lens[TSR_MONMSG_MAX_INCS];
 	uint8_t *buf = NULL;
-	size_t total = 0;
+	size_t total = 0, len;
+	uint64_t e;
 
 	if (have >= cur) {
 		if (tid)
@@ -80,37 +84,50 @@ send_maps(struct mon *mon, struct tsr_conn *c, uint64_t tid, int which,
 		return;
 	}
 	mm.len = lens;
-	if (have != 0 && cur - have <= MON_INC_KEEP && cur - have <= TSR_MONMSG_MAX_INCS) {
-		size_t len;
-		uint64_t e;
-		for (e = have + 1; e <= cur && state_inc(&mon->st, which, e, &len); e++)
-			total += len;
-		/* many incrementals that each carry a placement map can outgrow
-		 * what a message may carry: then the full map, which is smaller */
-		if (e > cur && total <= MAX_INC_BYTES &&
-		    (buf = malloc(total ? total : 1)) != NULL) {
-			size_t at = 0;
-			for (e = have + 1; e <= cur; e++) {
-				const uint8_t *p = state_inc(&mon->st, which, e, &len);
+	for (e = have + 1; have != 0 && e <= cur && state_inc(&mon->st, which, e, &len); e++)
+		total += len;
+	if (have != 0 && e > cur &&
+	    (every || (cur - have <= MON_INC_KEEP && total <= MAX_INC_BYTES))) {
+		/* in chunks of at most TSR_MONMSG_MAX_INCS incrementals and
+		 * MAX_INC_BYTES (one larger incremental goes alone) */
+		for (uint64_t from = have + 1; from <= cur;) {
+			size_t at = 0, bytes = 0;
+			uint64_t to = from;
+			mm.n = 0;
+			while (to <= cur && mm.n < TSR_MONMSG_MAX_INCS) {
+				state_inc(&mon->st, which, to, &len);
+				if (mm.n && bytes + len > MAX_INC_BYTES)
+					break;
+				bytes += len;
+				lens[mm.n++] = (uint32_t)len;
+				to++;
+			}
+			if ((buf = malloc(bytes ? bytes : 1)) == NULL)
+				return; /* the renewal asks again */
+			for (uint64_t k = from; k < to; k++) {
+				const uint8_t *p = state_inc(&mon->st, which, k, &len);
 				memcpy(buf + at, p, len);
 				at += len;
-				lens[mm.n++] = (uint32_t)len;
 			}
+			mm.epoch = to - 1;
+			struct iovec iov = { buf, bytes };
+			send_maps_msg(c, &mm, &iov, 1, buf);
+			mm.tid = 0; /* the answer is the first; the rest follow it */
+			from = to;
 		}
+		return;
 	}
-	if (buf == NULL) {
-		struct tsr_enc e;
-		tsr_enc_init(&e);
-		if (which == TSR_MON_MAP_OSD)
-			tsr_osdmap_encode(&e, &mon->st.osdmap);
-		else
-			tsr_mdsmap_encode(&e, &mon->st.mdsmap);
-		if ((buf = tsr_enc_take(&e, &total)) == NULL)
-			return;
-		mm.full = 1;
-		mm.n = 1;
-		lens[0] = (uint32_t)total;
-	}
+	struct tsr_enc enc;
+	tsr_enc_init(&enc);
+	if (which == TSR_MON_MAP_OSD)
+		tsr_osdmap_encode(&enc, &mon->st.osdmap);
+	else
+		tsr_mdsmap_encode(&enc, &mon->st.mdsmap);
+	if ((buf = tsr_enc_take(&enc, &total)) == NULL)
+		return;
+	mm.full = 1;
+	mm.n = 1;
+	lens[0] = (uint32_t)total;
 	struct iovec iov = { buf, total };
 	send_maps_msg(c, &mm, &iov, 1, buf);
 }
@@ -191,9 +208,9 @@ subs_handle(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg)
 	for (int w = 0; w < TSR_MON_NMAPS; w++) {
 		if (!(rq.want & (1u << w)))
 			continue;
-		send_maps(mon, c, rq.tid, w, rq.have[w]);
+		send_maps(mon, c, rq.tid, w, rq.have[w], !!(rq.want & TSR_MON_SUB_EVERY));
 		if (s) {
-			s->want |= 1u << w;
+			s->want |= 1u << w | (rq.want & TSR_MON_SUB_EVERY);
 			s->have[w] = map_epoch(mon, w);
 		}
 	}
@@ -214,7 +231,8 @@ subs_push(struct mon *mon)
 	for (struct sub *s = mon->subs; s; s = s->next)
 		for (int w = 0; w < TSR_MON_NMAPS; w++)
 			if ((s->want & (1u << w)) && s->have[w] < map_epoch(mon, w)) {
-				send_maps(mon, s->conn, 0, w, s->have[w]);
+				send_maps(mon, s->conn, 0, w, s->have[w],
+					  !!(s->want & TSR_MON_SUB_EVERY));
 				s->have[w] = map_epoch(mon, w);
 			}
 }

@@ -331,7 +331,7 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	tsr_core_host_init(&o->place_host, "placement", conf, loop);
 	if ((rc = tsr_monc_create(o->msgr, loop, &mem, &o->monc, err, errlen)) < 0 ||
 	    (rc = tsr_mapsub_create(o->msgr, loop, &mem, tsr_daemon_registry(d),
-				    &o->place_host.host, TSR_MON_SUB_OSD, 0, on_map, o,
+				    &o->place_host.host, TSR_MON_SUB_OSD | TSR_MON_SUB_EVERY, 0, on_map, o,
 				    &o->sub, err, errlen)) < 0)
 		return rc;
 	fetch_keys(o);

@@ -17,6 +17,8 @@
  * "osdmap_epoch": .., "boots": .., "beacons": .., and the asks pending}.
  * `want up_thru EPOCH` and `want pg_temp POOL.PG [ID,ID...]` ask what a
  * PG would ask of the map (osdbeacon.h), for the monitors' tests.
+ * `maps` says which OSD map epoch it holds and how many full maps and
+ * incrementals it took (it subscribes for every epoch, as an OSD does).
  * `status` adds "messengers": the messengers alive in the process.
  */
 #include "beacon/osdbeacon.h"
@@ -45,6 +47,23 @@ cmd_beacon(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 	(void)argc;
 	(void)argv;
 	tsr_osd_beacon_status_json(((struct testosd *)arg)->beacon, out);
+	return 0;
+}
+
+/* maps: the OSD map held and how it came (full maps, incrementals) */
+static int
+cmd_maps(void *arg, int argc, char **argv, struct tsr_sbuf *out)
+{
+	struct testosd *t = arg;
+	struct tsr_mapsub_stats st;
+
+	(void)argc;
+	(void)argv;
+	tsr_mapsub_stats(t->sub, &st);
+	tsr_sbuf_printf(out, "{\"osdmap_epoch\": %" PRIu64 ", \"fulls\": %" PRIu64
+			", \"incs\": %" PRIu64 ", \"refused\": %" PRIu64 "}\n",
+			tsr_mapsub_epoch(t->sub, TSR_MON_MAP_OSD), st.fulls, st.incs,
+			st.refused);
 	return 0;
 }
 
@@ -115,7 +134,7 @@ testosd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	if ((rc = tsr_monc_create(t->msgr, tsr_daemon_loop(d), &mem, &t->monc, err,
 				  errlen)) < 0 ||
 	    (rc = tsr_mapsub_create(t->msgr, tsr_daemon_loop(d), &mem, NULL, NULL,
-				    TSR_MON_SUB_OSD,
+				    TSR_MON_SUB_OSD | TSR_MON_SUB_EVERY,
 				    0, NULL, NULL, &t->sub, err, errlen)) < 0)
 		return rc;
 	rc = tsr_osd_beacon_start(tsr_daemon_loop(d), t->monc, t->sub, (int32_t)id,
@@ -127,6 +146,10 @@ testosd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	if (tsr_daemon_asok(d))
 		tsr_asok_register(tsr_daemon_asok(d), "beacon",
 				  "what the monitors last said about this OSD", cmd_beacon, t);
+	if (tsr_daemon_asok(d))
+		tsr_asok_register(tsr_daemon_asok(d), "maps",
+				  "the OSD map epoch held; full maps and incrementals taken",
+				  cmd_maps, t);
 	if (tsr_daemon_asok(d))
 		tsr_asok_register(tsr_daemon_asok(d), "want",
 				  "ask the map for up_thru or a PG temp mapping", cmd_want, t);

@@ -2007,10 +2007,26 @@ START_TEST(rolling_restart)
 	int l;
 	pid_t w;
 
-	ck_assert_int_eq(tc_create(&c, 3, NULL), 0);
+	/* snapshots often: the monitors restart from them */
+	ck_assert_int_eq(tc_create(&c, 3, "mon_snapshot_every = 10;"), 0);
 	for (size_t i = 0; i < 3; i++)
 		ck_assert_int_eq(from ? tc_start_prog(&c, i, from) : tc_start(&c, i), 0);
 	ck_assert_int_ge(l = tc_wait_leader(&c, 15000), 0);
+	/* an OSD that sleeps through the restarts catches up epoch by epoch
+	 * from the monitors' history, which their snapshots carry */
+	uint64_t e0 = 0, fulls0 = 0, incs0 = 0;
+	if (from == NULL) {
+		char *out = NULL;
+		ck_assert_int_eq(tc_cli(&c, NULL, "osd add 0 --host h0"), 0);
+		ck_assert_int_eq(tc_osd_start(&c, 0), 0);
+		ck_assert_msg(await_osd(&c, 0, 1, 1, 15000) >= 0, "osd.0 never came up");
+		ck_assert_int_eq(tc_osd_asok(&c, 0, "maps", &out), 0);
+		e0 = tc_json_u64(out, "osdmap_epoch", 0);
+		fulls0 = tc_json_u64(out, "fulls", 0);
+		incs0 = tc_json_u64(out, "incs", 0);
+		free(out);
+		tc_osd_signal(&c, 0, SIGSTOP);
+	}
 	snprintf(log, sizeof(log), "%s/acked", c.dir);
 	snprintf(stop, sizeof(stop), "%s/STOP", c.dir);
 	w = writer(&c, "pool create r", 100000, log);
@@ -2067,6 +2083,31 @@ START_TEST(rolling_restart)
 			      "not in the map", i);
 	}
 	ck_assert_int_ge(nacked, 15);
+	if (from == NULL) {
+		char *out = NULL, *tree = NULL;
+		uint64_t cur = 0, e = 0;
+		tc_osd_signal(&c, 0, SIGCONT);
+		for (uint64_t t0 = tc_now_ms(); tc_now_ms() - t0 < 15000; tc_sleep_ms(100)) {
+			free(out);
+			free(tree);
+			out = tree = NULL;
+			ck_assert_int_eq(tc_cli(&c, &tree, "osd tree --format json"), 0);
+			cur = tc_json_u64(tree, "osdmap_epoch", 0);
+			if (tc_osd_asok(&c, 0, "maps", &out) == 0 &&
+			    (e = tc_json_u64(out, "osdmap_epoch", 0)) >= cur)
+				break;
+		}
+		ck_assert_msg(e >= cur, "osd.0 at epoch %llu, the map at %llu",
+			      (unsigned long long)e, (unsigned long long)cur);
+		fprintf(stderr, "rolling_restart: osd.0 slept from epoch %llu to %llu; took "
+			"%llu incrementals and %llu full maps: %s\n", (unsigned long long)e0,
+			(unsigned long long)e, (unsigned long long)(tc_json_u64(out, "incs", 0) - incs0),
+			(unsigned long long)(tc_json_u64(out, "fulls", 0) - fulls0), out);
+		ck_assert_uint_eq(tc_json_u64(out, "fulls", 0), fulls0);
+		ck_assert_uint_eq(tc_json_u64(out, "incs", 0) - incs0, e - e0);
+		free(out);
+		free(tree);
+	}
 	/* all on this build: the log carries decisions */
 	ck_assert_int_eq(tc_asok(&c, (size_t)l, "status", &st), 0);
 	ck_assert_msg(strstr(st, "\"decisions\": true") != NULL, "%s", st);

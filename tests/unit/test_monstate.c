@@ -386,6 +386,93 @@ START_TEST(alives_up_thru_and_pg_temp)
 }
 END_TEST
 
+/* The OSD map's history: the incrementals of the last `keep` epochs,
+ * which bring a map of the first epoch kept to the current one; kept in
+ * the snapshot encoding (trimmed to the reader's keep); a version 2
+ * snapshot (none) decodes with an empty history. */
+START_TEST(osdmap_history)
+{
+	struct mon_state s, t;
+	struct tsr_osdmap old;
+	size_t len;
+	int st;
+
+	state_init(&s);
+	state_hist_keep(&s, 300);
+	free(decide(&s, 1, "osd add 0 --host h0", &st, &len));
+	uint64_t start = s.osdmap.epoch;
+	for (uint64_t i = 0; i < 400; i++) {
+		char line[64];
+		snprintf(line, sizeof(line), "osd reweight 0 0.%d", (int)(i % 2) + 1);
+		free(decide(&s, 2 + i, line, &st, &len));
+		ck_assert_int_eq(st, 0);
+		if (s.osdmap.epoch == start + 100)
+			ck_assert_int_eq(tsr_osdmap_copy(&old, &s.osdmap), 0);
+	}
+	uint64_t cur = s.osdmap.epoch;
+	ck_assert_uint_eq(cur, start + 400);
+	ck_assert_uint_eq(state_hist_first(&s), cur - 299);
+	ck_assert_ptr_null(state_inc(&s, TSR_MON_MAP_OSD, cur - 300, &len));
+	ck_assert_ptr_nonnull(state_inc(&s, TSR_MON_MAP_OSD, cur, &len));
+	ck_assert_ptr_null(state_inc(&s, TSR_MON_MAP_OSD, cur + 1, &len));
+	/* the map of epoch start + 100 brought forward by the history */
+	for (uint64_t e = old.epoch + 1; e <= cur; e++) {
+		const uint8_t *p = state_inc(&s, TSR_MON_MAP_OSD, e, &len);
+		struct tsr_osdmap_inc inc;
+		char err[256];
+		ck_assert_ptr_nonnull(p);
+		ck_assert_msg(tsr_osdmap_inc_decode(p, len, &inc, err, sizeof(err)) == 0, "%s", err);
+		ck_assert_msg(tsr_osdmap_apply(&old, &inc, err, sizeof(err)) == 0, "%s", err);
+		tsr_osdmap_inc_free(&inc);
+	}
+	struct tsr_enc a, b;
+	tsr_enc_init(&a);
+	tsr_enc_init(&b);
+	tsr_osdmap_encode(&a, &old);
+	tsr_osdmap_encode(&b, &s.osdmap);
+	ck_assert_uint_eq(a.len, b.len);
+	ck_assert_int_eq(memcmp(a.buf, b.buf, a.len), 0);
+	tsr_enc_release(&a);
+	tsr_enc_release(&b);
+	tsr_osdmap_free(&old);
+
+	/* in the snapshot, whole; and trimmed for a reader keeping fewer */
+	size_t snap_len;
+	uint8_t *snap = state_encode(&s, &snap_len);
+	ck_assert_ptr_nonnull(snap);
+	state_init(&t);
+	state_hist_keep(&t, 300);
+	ck_assert_int_eq(state_decode(&t, snap, snap_len), 0);
+	ck_assert_uint_eq(state_hist_first(&t), cur - 299);
+	for (uint64_t e = cur - 299; e <= cur; e++) {
+		size_t l1, l2;
+		const uint8_t *p1 = state_inc(&s, TSR_MON_MAP_OSD, e, &l1);
+		const uint8_t *p2 = state_inc(&t, TSR_MON_MAP_OSD, e, &l2);
+		ck_assert_ptr_nonnull(p2);
+		ck_assert_uint_eq(l1, l2);
+		ck_assert_int_eq(memcmp(p1, p2, l1), 0);
+	}
+	state_free(&t);
+	state_init(&t);
+	state_hist_keep(&t, 256);
+	ck_assert_int_eq(state_decode(&t, snap, snap_len), 0);
+	ck_assert_uint_eq(state_hist_first(&t), cur - 255);
+	/* the next epoch follows on */
+	free(decide(&t, 999, "osd reweight 0 0.5", &st, &len));
+	ck_assert_ptr_nonnull(state_inc(&t, TSR_MON_MAP_OSD, cur + 1, &len));
+	ck_assert_uint_eq(state_hist_first(&t), cur - 254);
+	state_free(&t);
+	/* every cut of the snapshot is refused */
+	for (size_t cut = snap_len > 64 ? snap_len - 64 : 0; cut < snap_len; cut++) {
+		state_init(&t);
+		ck_assert_int_eq(state_decode(&t, snap, cut), -EBADMSG);
+		state_free(&t);
+	}
+	free(snap);
+	state_free(&s);
+}
+END_TEST
+
 /* osd add FIRST-LAST: many OSDs in one change, spread over hosts. */
 START_TEST(osd_add_range)
 {
@@ -481,6 +568,7 @@ main(void)
 	tcase_add_test(tc, decision_that_does_not_apply_is_fatal);
 	tcase_add_test(tc, marks_batched_in_one_epoch);
 	tcase_add_test(tc, alives_up_thru_and_pg_temp);
+	tcase_add_test(tc, osdmap_history);
 	tcase_add_test(tc, boots_batched_in_one_epoch);
 	tcase_add_test(tc, osd_add_range);
 	tcase_add_test(tc, health_codes);
