@@ -19,6 +19,7 @@ core_libtsrcore_la_SOURCES = \
 	core/plugin/elfcheck.c core/plugin/elfcheck.h \
 	core/plugin/host.c core/plugin/host.h \
 	core/event/loop.c core/event/loop.h \
+	core/event/workq.c core/event/workq.h \
 	core/auth/auth.c core/auth/auth.h core/auth/authconf.c \
 	core/msg/frame.c core/msg/frame.h \
 	core/msg/msgr.c core/msg/msgr.h core/msg/msgr_int.h \

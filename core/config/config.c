@@ -140,6 +140,11 @@ static const struct tsr_conf_opt core_options[] = {
 	{ { .name = "osd_heartbeat_grace", .type = TSR_OPT_DURATION, .def = "6s", .min = "50ms", .max = "1h",
 	    .help = "a peer that answers no ping this long is reported silent in the OSD's beacons (keep it below mon_osd_beacon_grace)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_map_keep", .type = TSR_OPT_INT, .def = "2000", .min = "64", .max = "10000000",
+	    .help = "an OSD keeps the last N OSD map epochs it took in its store (a full map "
+		    "every 64 epochs, incrementals between), so that it restarts where it "
+		    "stopped and takes only the epochs after from the monitors" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
 	{ { .name = "osd_beacon_interval", .type = TSR_OPT_DURATION, .def = "2s", .min = "10ms", .max = "10m",
 	    .help = "how often an OSD tells the monitors it is alive (keep it well below mon_osd_beacon_grace)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },

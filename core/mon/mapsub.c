@@ -10,9 +10,11 @@
 #include "event/loop.h"
 #include "log/log.h"
 #include "mon/monmsg.h"
+#include "util/sbuf.h"
 #include "util/util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,6 +509,38 @@ tsr_mapsub_unlisten(struct tsr_mapsub *s, tsr_mapsub_cb cb, void *arg)
 			s->ls[i] = (struct listener){ NULL, NULL };
 			return;
 		}
+}
+
+void
+tsr_mapsub_stats_json(struct tsr_mapsub *s, struct tsr_sbuf *out)
+{
+	struct tsr_mapsub_stats st;
+
+	tsr_mapsub_stats(s, &st);
+	tsr_sbuf_printf(out, "\"osdmap_epoch\": %" PRIu64 ", \"fulls\": %" PRIu64
+			", \"incs\": %" PRIu64 ", \"refused\": %" PRIu64,
+			tsr_mapsub_epoch(s, TSR_MON_MAP_OSD), st.fulls, st.incs, st.refused);
+}
+
+int
+tsr_mapsub_seed_osdmap(struct tsr_mapsub *s, const struct tsr_osdmap *m, char *err,
+		       size_t errlen)
+{
+	struct tsr_osdmap copy;
+	struct tsr_osdmap_epoch *ep;
+	int rc;
+
+	if (!(s->want & TSR_MON_SUB_OSD) || s->osd != NULL || m->epoch == 0)
+		return tsr_errf(err, errlen, -EINVAL, "map subscriber: seeded twice, with "
+				"no map, or without keeping the OSD map");
+	if (tsr_osdmap_copy(&copy, m) < 0)
+		return tsr_errf(err, errlen, -ENOMEM, "out of memory");
+	rc = tsr_osdmap_epoch_create(&copy, s->reg, s->host, &ep, err, errlen);
+	tsr_osdmap_free(&copy);
+	if (rc < 0)
+		return rc;
+	set_osd(s, ep);
+	return 0;
 }
 
 uint32_t

@@ -80,6 +80,14 @@ TSR_API void tsr_mapsub_destroy(struct tsr_mapsub *s);
 #define TSR_MAPSUB_LISTENERS 8
 TSR_API int tsr_mapsub_listen(struct tsr_mapsub *s, tsr_mapsub_cb cb, void *arg);
 TSR_API void tsr_mapsub_unlisten(struct tsr_mapsub *s, tsr_mapsub_cb cb, void *arg);
+/* Start from OSD map m (a copy is taken), before the first hunt: right
+ * after create, on the loop's thread or before the loop runs.  The
+ * monitors are then asked for the epochs after it (an OSD restarting
+ * from the map it stored).  Listeners are not called for it.  -EINVAL
+ * when the subscriber keeps no OSD map or holds one already; else what
+ * making the epoch returns (with err). */
+TSR_API int tsr_mapsub_seed_osdmap(struct tsr_mapsub *s, const struct tsr_osdmap *m,
+				   char *err, size_t errlen);
 /* The maps this subscriber keeps (TSR_MON_SUB_* bits). */
 TSR_API uint32_t tsr_mapsub_want(const struct tsr_mapsub *s);
 
@@ -96,5 +104,10 @@ TSR_API struct tsr_osdmap_epoch *tsr_mapsub_osdmap(struct tsr_mapsub *s);
  * first. */
 TSR_API int tsr_mapsub_mdsmap(struct tsr_mapsub *s, struct tsr_mdsmap *out);
 TSR_API void tsr_mapsub_stats(struct tsr_mapsub *s, struct tsr_mapsub_stats *out);
+/* The OSD map epoch held and how the maps came, as JSON members (no
+ * braces): "osdmap_epoch", "fulls", "incs", "refused" — for admin
+ * commands. */
+struct tsr_sbuf;
+TSR_API void tsr_mapsub_stats_json(struct tsr_mapsub *s, struct tsr_sbuf *out);
 
 #endif

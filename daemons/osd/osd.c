@@ -20,7 +20,9 @@
  * Admin commands beyond the shared ones: `beacon` (what the monitors last
  * said of this OSD), `pg ls` (the PGs it serves under the epoch it
  * holds, with its role in each), `heartbeat` (its peers and their last
- * answers), `store` (the superblock, the backend and the path).
+ * answers), `store` (the superblock, the backend and the path), `maps`
+ * (the OSD map epoch held, full maps and incrementals taken, the epochs
+ * stored).
  */
 #include "osd.h"
 #include "auth/auth.h"
@@ -54,6 +56,8 @@ struct osd {
 	struct tsr_mapsub *sub;
 	struct tsr_osd_beacon *beacon;
 	struct osd_hb *hb;
+	struct osd_mapstore *maps;   /* the epochs taken, stored */
+	struct tsr_osdmap_epoch *map_ep; /* the last epoch taken (the loop's) */
 	/* the OSDs' service keys from the monitors (auth.h) */
 	uint64_t keys_timer, keys_inflight;
 	int have_keys;
@@ -97,6 +101,11 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 	(void)full;
 	if (which != TSR_MON_MAP_OSD || (ep = tsr_mapsub_osdmap(o->sub)) == NULL)
 		return;
+	/* every epoch goes into the store, in order */
+	osd_mapstore_add(o->maps, o->map_ep ? tsr_osdmap_epoch_map(o->map_ep) : NULL,
+			 tsr_osdmap_epoch_map(ep));
+	tsr_osdmap_epoch_put(o->map_ep);
+	o->map_ep = tsr_osdmap_epoch_get(ep);
 	if (osd_pgs_compute(ep, o->whoami, &pgs, &n, &unplaced, err, sizeof(err)) < 0) {
 		/* keep serving what the last epoch said; the next tries again */
 		LOGE("osd.%d: epoch %" PRIu64 ": %s", o->whoami, epoch, err);
@@ -217,6 +226,21 @@ cmd_beacon(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 }
 
 static int
+cmd_maps(void *arg, int argc, char **argv, struct tsr_sbuf *out)
+{
+	struct osd *o = arg;
+
+	(void)argc;
+	(void)argv;
+	tsr_sbuf_printf(out, "{");
+	tsr_mapsub_stats_json(o->sub, out);
+	tsr_sbuf_printf(out, ", \"stored\": ");
+	osd_mapstore_status(o->maps, out);
+	tsr_sbuf_printf(out, "}\n");
+	return 0;
+}
+
+static int
 cmd_pg_ls(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 {
 	struct osd *o = arg;
@@ -329,11 +353,31 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 		return rc;
 	tsr_msgr_start(o->msgr);
 	tsr_core_host_init(&o->place_host, "placement", conf, loop);
+	struct tsr_osdmap stored;
+	if ((rc = osd_mapstore_open(&o->store, (size_t)tsr_conf_int(conf, "osd_map_keep"),
+				    &o->maps, &stored, err, errlen)) < 0)
+		return rc;
 	if ((rc = tsr_monc_create(o->msgr, loop, &mem, &o->monc, err, errlen)) < 0 ||
 	    (rc = tsr_mapsub_create(o->msgr, loop, &mem, tsr_daemon_registry(d),
 				    &o->place_host.host, TSR_MON_SUB_OSD | TSR_MON_SUB_EVERY, 0, on_map, o,
-				    &o->sub, err, errlen)) < 0)
+				    &o->sub, err, errlen)) < 0) {
+		tsr_osdmap_free(&stored);
 		return rc;
+	}
+	if (stored.epoch) {
+		/* from where we stopped: the monitors send the epochs after */
+		char why[256];
+		if (tsr_mapsub_seed_osdmap(o->sub, &stored, why, sizeof(why)) < 0)
+			LOGW("osd.%d: the stored OSD map of epoch %" PRIu64 " is not usable "
+			     "(%s): starting from the monitors' map", o->whoami, stored.epoch,
+			     why);
+		else
+			LOGI("osd.%d: starting from the stored OSD map of epoch %" PRIu64,
+			     o->whoami, stored.epoch);
+	}
+	if (stored.epoch && (o->map_ep = tsr_mapsub_osdmap(o->sub)) == NULL)
+		stored.epoch = 0;
+	tsr_osdmap_free(&stored);
 	fetch_keys(o);
 	rc = tsr_osd_beacon_start(loop, o->monc, o->sub, o->whoami,
 				  tsr_msgr_addr(o->msgr),
@@ -353,6 +397,9 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 		tsr_asok_register(tsr_daemon_asok(d), "store",
 				  "the store: its identity, backend and path",
 				  cmd_store, o);
+		tsr_asok_register(tsr_daemon_asok(d), "maps",
+				  "the OSD map held, how it came, and the epochs stored",
+				  cmd_maps, o);
 	}
 	LOGI("osd.%d at %s", o->whoami, tsr_msgr_addr(o->msgr));
 	return 0;
@@ -379,6 +426,8 @@ osd_stop(struct tsr_daemon *d)
 	osd_hb_destroy(o->hb);
 	free(o->pgs);
 	tsr_osdmap_epoch_put(o->pgs_ep);
+	tsr_osdmap_epoch_put(o->map_ep);
+	osd_mapstore_close(o->maps);
 	osd_store_close(&o->store);
 	free(o);
 	tsr_daemon_set_priv(d, NULL);

@@ -2,10 +2,12 @@
  * configuration names, and the superblock that ties it to one OSD of one
  * cluster), the placement groups this OSD serves under each map epoch
  * (pgs.c), the heartbeats with the OSDs it shares them with
- * (heartbeat.c), and the daemon around them (osd.c).
+ * (heartbeat.c), the OSD map epochs it took (mapstore.c), and the daemon
+ * around them (osd.c).
  *
  * Threads: everything here runs on the daemon's loop thread, but for the
- * backend's own commit threads behind the store.
+ * backend's own commit threads behind the store and the map store's
+ * writer.
  */
 #ifndef TSR_OSD_DAEMON_H
 #define TSR_OSD_DAEMON_H
@@ -93,5 +95,22 @@ void osd_hb_peers(struct osd_hb *hb, const struct tsr_osdmap_epoch *ep,
 uint32_t osd_hb_failed(void *arg, int32_t *ids, uint32_t max);
 /* JSON for the `heartbeat` admin command. */
 void osd_hb_status(struct osd_hb *hb, struct tsr_sbuf *out);
+
+/* The OSD map epochs this OSD took, in its store (mapstore.c), so that it
+ * restarts where it stopped.  open loads the newest epoch stored into
+ * *loaded (epoch 0: none; what does not decode is left out with a
+ * warning) and starts the writer; keep: epochs held (at least 64). */
+struct osd_mapstore;
+int osd_mapstore_open(struct osd_store *st, size_t keep, struct osd_mapstore **out,
+		      struct tsr_osdmap *loaded, char *err, size_t errlen);
+/* Store epoch cur (on the loop, each epoch in order; prev the one before
+ * it, or NULL): an incremental, or a full map every 64 epochs and after a
+ * gap.  Written in order by the store's worker. */
+void osd_mapstore_add(struct osd_mapstore *ms, const struct tsr_osdmap *prev,
+		      const struct tsr_osdmap *cur);
+/* JSON: the epochs stored, writes, errors. */
+void osd_mapstore_status(struct osd_mapstore *ms, struct tsr_sbuf *out);
+/* Write what is queued, then stop (before the store closes). */
+void osd_mapstore_close(struct osd_mapstore *ms);
 
 #endif

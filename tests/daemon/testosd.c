@@ -54,16 +54,11 @@ cmd_beacon(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 static int
 cmd_maps(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 {
-	struct testosd *t = arg;
-	struct tsr_mapsub_stats st;
-
 	(void)argc;
 	(void)argv;
-	tsr_mapsub_stats(t->sub, &st);
-	tsr_sbuf_printf(out, "{\"osdmap_epoch\": %" PRIu64 ", \"fulls\": %" PRIu64
-			", \"incs\": %" PRIu64 ", \"refused\": %" PRIu64 "}\n",
-			tsr_mapsub_epoch(t->sub, TSR_MON_MAP_OSD), st.fulls, st.incs,
-			st.refused);
+	tsr_sbuf_printf(out, "{");
+	tsr_mapsub_stats_json(((struct testosd *)arg)->sub, out);
+	tsr_sbuf_printf(out, "}\n");
 	return 0;
 }
 

@@ -280,6 +280,18 @@ START_TEST(boot_and_pgs)
 		ck_assert_int_eq(tc_osd_start(&c, 2), 0);
 		ck_assert_int_eq(await_up(&c, 1, 1, 15000), 0);
 		ck_assert_int_eq(await_up(&c, 2, 1, 15000), 0);
+		/* each restarted from the map epochs in its store, and took
+		 * only the epochs after them, one by one, from the monitors */
+		for (int i = 1; i <= 2; i++) {
+			ck_assert_int_eq(tc_osd_asok(&c, (size_t)i, "maps", &out), 0);
+			ck_assert_msg(tc_json_u64(out, "fulls", 99) == 0 &&
+				      tc_json_u64(out, "incs", 0) > 0 &&
+				      tc_json_u64(out, "first", 0) > 0,
+				      "osd.%d did not restart from its stored maps: %s", i, out);
+			fprintf(stderr, "boot_and_pgs: osd.%d restarted from its stored maps: "
+				"%s", i, out);
+			free(out);
+		}
 		epoch = mon_epoch(&c);
 		tsr_osdmap_epoch_put(ep);
 		ep = map_now(&c, reg, &host, epoch);

@@ -677,10 +677,11 @@ START_TEST(test_foreach)
 			nosd++;
 		}
 	/* general (keyring among them), the messenger's ms_*, the monitors'
-	 * mon_*, the OSDs' own (osd_data, backend, backend_options,
-	 * osd_addr, osd_heartbeat_interval and _grace, osd_beacon_interval) */
-	ck_assert_uint_eq(ncore, 8 + 14 + 12 + 6);
-	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 7); /* mon_members, the OSDs' */
+	 * mon_* (mon_osdmap_history among them), the OSDs' own (osd_data,
+	 * backend, backend_options, osd_addr, osd_heartbeat_interval and
+	 * _grace, osd_beacon_interval, osd_map_keep) */
+	ck_assert_uint_eq(ncore, 8 + 14 + 13 + 7);
+	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 8); /* mon_members, the OSDs' */
 	ck_assert_uint_eq(s.n, nosd);
 
 	k = seen_find(&s, "log_level");

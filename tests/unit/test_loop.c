@@ -1,5 +1,6 @@
 /* test_loop.c — event loop timers, cross-thread wake/stop, fd events, removal. */
 #include "event/loop.h"
+#include "event/workq.h"
 #include "util/util.h"
 
 #include <check.h>
@@ -1234,6 +1235,134 @@ START_TEST(test_current_loop_and_loop_thread)
 }
 END_TEST
 
+/* ---- The work queue ------------------------------------------------------------*/
+
+struct wq_ctx {
+	pthread_mutex_t mu;
+	int seq[2][2000];            /* what each poster's items saw, in order */
+	int n[2];
+	pthread_t ran_on;
+	int on_one_thread;
+	int follow_ups;
+	struct tsr_workq *q;
+};
+
+struct wq_item {
+	struct wq_ctx *c;
+	int poster, k;
+};
+
+static void
+wq_run(void *arg)
+{
+	struct wq_item *it = arg;
+	struct wq_ctx *c = it->c;
+
+	/* no lock needed against other items: one thread runs them */
+	if (c->n[0] + c->n[1] == 0)
+		c->ran_on = pthread_self();
+	else if (!pthread_equal(c->ran_on, pthread_self()))
+		c->on_one_thread = 0;
+	c->seq[it->poster][c->n[it->poster]++] = it->k;
+	free(it);
+}
+
+struct wq_poster {
+	struct wq_ctx *c;
+	int poster;
+};
+
+static void *
+wq_post_many(void *arg)
+{
+	struct wq_poster *p = arg;
+
+	for (int k = 0; k < 2000; k++) {
+		struct wq_item *it = malloc(sizeof(*it));
+		*it = (struct wq_item){ p->c, p->poster, k };
+		ck_assert_int_eq(tsr_workq_post(p->c->q, wq_run, it), 0);
+	}
+	return NULL;
+}
+
+/* Items from two posters run on one thread, each poster's in the order
+ * it posted them; destroy runs what is still queued. */
+START_TEST(test_workq_order)
+{
+	static struct wq_ctx c;
+	struct wq_poster p[2] = { { &c, 0 }, { &c, 1 } };
+	pthread_t t[2];
+
+	memset(&c, 0, sizeof(c));
+	c.on_one_thread = 1;
+	ck_assert_int_eq(tsr_workq_create("tsr-test-wq", &c.q), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, wq_post_many, &p[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	tsr_workq_destroy(c.q);
+	ck_assert(c.on_one_thread);
+	ck_assert(!pthread_equal(c.ran_on, pthread_self()));
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(c.n[i], 2000);
+		for (int k = 0; k < 2000; k++)
+			ck_assert_int_eq(c.seq[i][k], k);
+	}
+}
+END_TEST
+
+static void
+wq_follow(void *arg)
+{
+	struct wq_ctx *c = arg;
+
+	if (++c->follow_ups < 100)
+		ck_assert_int_eq(tsr_workq_post(c->q, wq_follow, c), 0);
+}
+
+static void
+wq_noop(void *arg)
+{
+	(void)arg;
+}
+
+static void
+wq_post_until_refused(void *arg)
+{
+	struct wq_ctx *c = arg;
+	int rc = 0;
+
+	/* posts go in until destroy begins (the test calls it meanwhile);
+	 * then they are refused */
+	for (int t = 0; t < 5000 && rc == 0; t++) {
+		struct timespec ts = { 0, 1000000 };
+		if ((rc = tsr_workq_post(c->q, wq_noop, NULL)) == 0)
+			nanosleep(&ts, NULL);
+	}
+	c->follow_ups = rc;
+}
+
+/* An item may post to its own queue (it runs after); once destroy has
+ * begun, posting is refused. */
+START_TEST(test_workq_follow_ups_and_shutdown)
+{
+	static struct wq_ctx c;
+
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(tsr_workq_create(NULL, &c.q), 0);
+	ck_assert_int_eq(tsr_workq_post(c.q, wq_follow, &c), 0);
+	for (int t = 0; t < 500 && tsr_workq_pending(c.q) > 0; t++) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_int_eq(c.follow_ups, 100);
+	ck_assert_uint_eq(tsr_workq_pending(c.q), 0);
+	ck_assert_int_eq(tsr_workq_post(c.q, wq_post_until_refused, &c), 0);
+	tsr_workq_destroy(c.q);
+	ck_assert_int_eq(c.follow_ups, -ESHUTDOWN);
+}
+END_TEST
+
 static Suite *
 loop_suite(void)
 {
@@ -1259,6 +1388,8 @@ loop_suite(void)
 	tcase_add_test(th, test_stop_from_thread);
 	tcase_add_test(th, test_post_from_threads);
 	tcase_add_test(th, test_current_loop_and_loop_thread);
+	tcase_add_test(th, test_workq_order);
+	tcase_add_test(th, test_workq_follow_ups_and_shutdown);
 	suite_add_tcase(s, th);
 
 	tcase_add_test(fd, test_fd_read);

@@ -1,0 +1,130 @@
+/* workq.c — a worker thread that runs posted work in order (workq.h). */
+#include "event/workq.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct item {
+	struct item *next;
+	void (*fn)(void *);
+	void *arg;
+};
+
+struct tsr_workq {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct item *head, **tail;
+	size_t pending;              /* posted, not finished */
+	int stopping;
+	pthread_t thread;
+};
+
+static void *
+run(void *arg)
+{
+	struct tsr_workq *q = arg;
+
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		struct item *it = q->head;
+		if (it == NULL) {
+			if (q->stopping)
+				break;
+			pthread_cond_wait(&q->cv, &q->mu);
+			continue;
+		}
+		q->head = it->next;
+		if (q->head == NULL)
+			q->tail = &q->head;
+		pthread_mutex_unlock(&q->mu);
+		it->fn(it->arg);
+		free(it);
+		pthread_mutex_lock(&q->mu);
+		q->pending--;
+	}
+	pthread_mutex_unlock(&q->mu);
+	return NULL;
+}
+
+int
+tsr_workq_create(const char *name, struct tsr_workq **out)
+{
+	struct tsr_workq *q = calloc(1, sizeof(*q));
+	char n16[16];
+	int rc;
+
+	*out = NULL;
+	if (q == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv, NULL);
+	q->tail = &q->head;
+	if ((rc = pthread_create(&q->thread, NULL, run, q)) != 0) {
+		pthread_cond_destroy(&q->cv);
+		pthread_mutex_destroy(&q->mu);
+		free(q);
+		return -rc;
+	}
+	if (name) {
+		size_t n = strlen(name) < sizeof(n16) - 1 ? strlen(name) : sizeof(n16) - 1;
+		memcpy(n16, name, n);
+		n16[n] = '\0';
+		pthread_setname_np(q->thread, n16);
+	}
+	*out = q;
+	return 0;
+}
+
+int
+tsr_workq_post(struct tsr_workq *q, void (*fn)(void *arg), void *arg)
+{
+	struct item *it = malloc(sizeof(*it));
+	int rc = 0;
+
+	if (it == NULL)
+		return -ENOMEM;
+	it->next = NULL;
+	it->fn = fn;
+	it->arg = arg;
+	pthread_mutex_lock(&q->mu);
+	if (q->stopping) {
+		rc = -ESHUTDOWN;
+	} else {
+		*q->tail = it;
+		q->tail = &it->next;
+		q->pending++;
+		pthread_cond_signal(&q->cv);
+	}
+	pthread_mutex_unlock(&q->mu);
+	if (rc < 0)
+		free(it);
+	return rc;
+}
+
+size_t
+tsr_workq_pending(struct tsr_workq *q)
+{
+	size_t n;
+
+	pthread_mutex_lock(&q->mu);
+	n = q->pending;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
+void
+tsr_workq_destroy(struct tsr_workq *q)
+{
+	if (q == NULL)
+		return;
+	pthread_mutex_lock(&q->mu);
+	q->stopping = 1;
+	pthread_cond_signal(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	pthread_join(q->thread, NULL);
+	pthread_cond_destroy(&q->cv);
+	pthread_mutex_destroy(&q->mu);
+	free(q);
+}

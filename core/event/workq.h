@@ -1,0 +1,35 @@
+/* workq.h — a worker thread that runs posted work in order.
+ *
+ * Work that may block (a backend's submit or reads, backend.h) must not
+ * run on an I/O thread or the daemon's loop; a daemon hands it to a
+ * work queue instead: one thread, one FIFO of (fn, arg).  Items run one
+ * at a time in the order posted, so work posted to one queue needs no
+ * lock against itself (an OSD gives each PG one queue of a shard).
+ *
+ * Threads: post from any thread, a worker included (its own queue: the
+ * item runs after the current one).  destroy runs what was posted before
+ * it, then joins the thread; posting after destroy began is refused
+ * (-ESHUTDOWN), so an item that posts a follow-up to its own queue while
+ * the queue is being destroyed must handle that.
+ */
+#ifndef TSR_EVENT_WORKQ_H
+#define TSR_EVENT_WORKQ_H
+
+#include <tessera/common.h>
+
+#include <stddef.h>
+
+struct tsr_workq;
+
+/* Start a queue whose thread is named name (at most 15 bytes kept):
+ * 0, or -errno. */
+TSR_API int tsr_workq_create(const char *name, struct tsr_workq **out);
+/* Run fn(arg) on the queue's thread after what was posted before:
+ * 0, -ENOMEM, or -ESHUTDOWN once destroy began. */
+TSR_API int tsr_workq_post(struct tsr_workq *q, void (*fn)(void *arg), void *arg);
+/* Items posted and not yet finished. */
+TSR_API size_t tsr_workq_pending(struct tsr_workq *q);
+/* Run what was posted, then stop the thread and free the queue. */
+TSR_API void tsr_workq_destroy(struct tsr_workq *q);
+
+#endif
