@@ -37,6 +37,7 @@ core_libtsrcore_la_SOURCES = \
 	core/osd/pglog.c core/osd/pglog.h \
 	core/osd/pgsm.c core/osd/pgsm.h core/osd/pgmsg.c \
 	core/osd/pgstore.c core/osd/pgstore.h \
+	core/osd/pgpush.c core/osd/pgpush.h \
 	core/mon/monc.c core/mon/monc.h \
 	core/mon/mapsub.c core/mon/mapsub.h \
 	core/beacon/osdbeacon.c core/beacon/osdbeacon.h \

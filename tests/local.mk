@@ -370,12 +370,12 @@ EXTRA_DIST += tests/sim/run.sh
 
 # What OSDs send each other about PGs.
 FUZZ_OSD_SRC = tests/fuzz/fuzz_osd.c core/osd/pgmsg.c core/osd/pglog.c \
-	core/encoding/encoding.c
+	core/osd/pgpush.c core/encoding/encoding.c core/util/util.c
 if HAVE_FUZZER
 check_DATA += tests/fuzz/fuzz_osd
 CLEANFILES += tests/fuzz/fuzz_osd
 tests/fuzz/fuzz_osd: $(FUZZ_OSD_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/osd/pgsm.h \
-		$(top_srcdir)/core/osd/pglog.h
+		$(top_srcdir)/core/osd/pglog.h $(top_srcdir)/core/osd/pgpush.h
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_CCLD)$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

@@ -1,15 +1,17 @@
 /* fuzz_osd.c — libFuzzer target for the decoders of what OSDs send each
  * other about placement groups (core/osd/pgsm.h, pgmsg.c; pglog.h): every
- * input is a PG message as it would arrive.  Whatever decodes must encode
- * again and decode to the same encoding (tsr_pgmsg_check: -EPROTO is a
- * bug); nothing may read out of bounds, leak or trip UBSan; a refusal
+ * input is a PG message as it would arrive, and a push's payload (an
+ * object's whole state, pgpush.h).  Whatever decodes must encode again
+ * and decode to the same (tsr_pgmsg_check, tsr_pgpush_check: -EPROTO is
+ * a bug); nothing may read out of bounds, leak or trip UBSan; a refusal
  * always says why.
  *
  * Built with clang -fsanitize=fuzzer,address,undefined when configure
  * finds it (tests/local.mk); tests/fuzz/run.sh runs it briefly on the
  * seed corpus in tests/fuzz/corpus/osd (messages the simulation sent:
- * tests/sim/pgsim --dump-corpus).
+ * tests/sim/pgsim --dump-corpus; push-0, a payload).
  */
+#include "osd/pgpush.h"
 #include "osd/pgsm.h"
 
 #include <errno.h>
@@ -28,5 +30,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();        /* decodes, but does not round-trip */
 	if (rc == -EBADMSG && err[0] == '\0')
 		abort();        /* a refusal without a reason */
+	err[0] = '\0';
+	rc = tsr_pgpush_check(data, size, err, sizeof(err));
+	if (rc == -EPROTO)
+		abort();
+	if (rc == -EBADMSG && err[0] == '\0')
+		abort();
 	return 0;
 }

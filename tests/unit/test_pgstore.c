@@ -8,6 +8,7 @@
  * BACKEND_BLOCKDEV_PLUGIN (the suite's environment sets them).
  */
 #include "config/options.h"
+#include "osd/pgpush.h"
 #include "osd/pgstore.h"
 #include "plugin/host.h"
 #include "plugin/registry.h"
@@ -503,6 +504,122 @@ START_TEST(damaged_version)
 }
 END_TEST
 
+/* A push: an object's data, attributes and omap read from one copy,
+ * encoded, decoded and written into another copy over a stale object of
+ * the same name, which then holds exactly the same (and the version the
+ * push names); the OSD's own attribute does not travel.  Every cut of the
+ * encoding, a reserved key and keys out of order are refused. */
+START_TEST(push_between_copies)
+{
+	static const struct tsr_coll_id cid2 = { 1, 7, TSR_SHARD_NONE };
+	struct rig r;
+	struct tsr_pgstore a, b;
+	struct tsr_pgpush p, q;
+	struct tsr_txn_op ops[10];
+	struct tsr_txn t = { 0, ops };
+	struct tsr_enc e;
+	char err[256];
+	uint8_t big[5000];
+
+	rig_open(&r, _i);
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 7);
+	memset(ops, 0, sizeof(ops));
+	ops[0] = (struct tsr_txn_op){ .type = TSR_TXN_MKCOLL, .cid = cid };
+	ops[1] = (struct tsr_txn_op){ .type = TSR_TXN_MKCOLL, .cid = cid2 };
+	ops[2] = (struct tsr_txn_op){ .type = TSR_TXN_WRITE, .cid = cid, .oid = "obj",
+				      .oid_len = 3, .data = big, .len = sizeof(big) };
+	ops[3] = (struct tsr_txn_op){ .type = TSR_TXN_SETATTR, .cid = cid, .oid = "obj",
+				      .oid_len = 3, .key = "b", .key_len = 1, .val = "2",
+				      .val_len = 1 };
+	ops[4] = (struct tsr_txn_op){ .type = TSR_TXN_SETATTR, .cid = cid, .oid = "obj",
+				      .oid_len = 3, .key = "a", .key_len = 1, .val = "one",
+				      .val_len = 3 };
+	ops[5] = (struct tsr_txn_op){ .type = TSR_TXN_SETATTR, .cid = cid, .oid = "obj",
+				      .oid_len = 3, .key = TSR_PGSTORE_VER,
+				      .key_len = TSR_PGSTORE_VER_LEN, .val = "0123456789abcdef",
+				      .val_len = 16 };
+	ops[6] = (struct tsr_txn_op){ .type = TSR_TXN_OMAP_SET, .cid = cid, .oid = "obj",
+				      .oid_len = 3, .key = "k1", .key_len = 2, .val = "v1",
+				      .val_len = 2 };
+	/* the stale copy: other data and an attribute the source lacks */
+	ops[7] = (struct tsr_txn_op){ .type = TSR_TXN_WRITE, .cid = cid2, .oid = "obj",
+				      .oid_len = 3, .data = "stale stale", .len = 11 };
+	ops[8] = (struct tsr_txn_op){ .type = TSR_TXN_SETATTR, .cid = cid2, .oid = "obj",
+				      .oid_len = 3, .key = "z", .key_len = 1, .val = "old",
+				      .val_len = 3 };
+	/* the other copy exists (its meta object with it) */
+	ops[9] = (struct tsr_txn_op){ .type = TSR_TXN_TOUCH, .cid = cid2,
+				      .oid = TSR_PGSTORE_META, .oid_len = TSR_PGSTORE_META_LEN };
+	t.nops = 10;
+	ck_assert_int_eq(commit(&r, &t), 0);
+	ck_assert_int_eq(tsr_pgstore_open(&a, r.ops, r.h, cid), 0);
+	ck_assert_int_eq(tsr_pgstore_open(&b, r.ops, r.h, cid2), 0);
+	ck_assert_int_eq(tsr_pgpush_read(&a, "nothing", 7, &p), -ENOENT);
+	ck_assert_int_eq(tsr_pgpush_read(&a, "obj", 3, &p), 0);
+	ck_assert_uint_eq(p.len, sizeof(big));
+	ck_assert_uint_eq(p.nattrs, 2);  /* the version stays home */
+	ck_assert_int_eq(memcmp(p.attrs[0].key, "a", 1), 0);
+	ck_assert_uint_eq(p.nomap, 1);
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_pgpush_encode(&e, &p), 0);
+	ck_assert_msg(tsr_pgpush_decode(e.buf, e.len, &q, err, sizeof(err)) == 0, "%s", err);
+	for (size_t cut = 0; cut < e.len; cut += cut < 64 ? 1 : 97) {
+		struct tsr_pgpush x;
+		ck_assert_int_eq(tsr_pgpush_decode(e.buf, cut, &x, err, sizeof(err)), -EBADMSG);
+	}
+
+	/* into the other copy, as a PERSIST of the push */
+	struct tsr_txn_op *pops;
+	size_t npops;
+	struct tsr_pgsm_action act;
+	struct tsr_pgstore_txn pt;
+	struct tsr_ev ev = { 9, 42 }, got;
+	ck_assert_int_eq(tsr_pgpush_ops(&q, cid2, "obj", 3, &pops, &npops), 0);
+	memset(&act, 0, sizeof(act));
+	act.type = TSR_PGSM_A_PERSIST;
+	ck_assert_int_eq(tsr_pgstore_persist(&b, &act, pops, npops, "obj", 3, &ev, &pt), 0);
+	ck_assert_int_eq(commit(&r, &pt.txn), 0);
+	tsr_pgstore_txn_free(&pt);
+	free(pops);
+	ck_assert_int_eq(tsr_pgstore_version(&b, "obj", 3, &got), 0);
+	ck_assert_int_eq(tsr_ev_cmp(got, ev), 0);
+	struct tsr_pgpush c2;
+	ck_assert_int_eq(tsr_pgpush_read(&b, "obj", 3, &c2), 0);
+	ck_assert_uint_eq(c2.len, sizeof(big));
+	ck_assert_int_eq(memcmp(c2.data, big, sizeof(big)), 0);
+	ck_assert_uint_eq(c2.nattrs, 2);  /* "z" is gone */
+	ck_assert_int_eq(memcmp(c2.attrs[1].key, "b", 1), 0);
+	ck_assert_int_eq(memcmp(c2.attrs[1].val, "2", 1), 0);
+	ck_assert_uint_eq(c2.nomap, 1);
+	ck_assert_int_eq(memcmp(c2.omap[0].val, "v1", 2), 0);
+	tsr_pgpush_free(&c2);
+	tsr_pgpush_free(&q);
+	tsr_enc_release(&e);
+
+	/* hostile: a reserved key, keys out of order */
+	for (int k = 0; k < 2; k++) {
+		struct tsr_pgpush_kv kv[2] = { { (const uint8_t *)"b", (const uint8_t *)"", 1, 0 },
+					       { (const uint8_t *)"a", (const uint8_t *)"", 1, 0 } };
+		struct tsr_pgpush bad = { .data = NULL, .len = 0, .attrs = kv, .nattrs = 2 };
+		if (k == 1) {
+			kv[0].key = (const uint8_t *)"\0x";
+			kv[0].key_len = 2;
+			bad.nattrs = 1;
+		}
+		tsr_enc_init(&e);
+		ck_assert_int_eq(tsr_pgpush_encode(&e, &bad), 0);
+		ck_assert_int_eq(tsr_pgpush_decode(e.buf, e.len, &q, err, sizeof(err)), -EBADMSG);
+		ck_assert_msg(strstr(err, "reserved, or not after") != NULL, "%s", err);
+		tsr_enc_release(&e);
+	}
+	tsr_pgpush_free(&p);
+	tsr_pgstore_close(&a);
+	tsr_pgstore_close(&b);
+	rig_close(&r);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -520,6 +637,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, copy_in_a_store, 0, 2);
 	tcase_add_loop_test(tc, damaged_version, 0, 2);
+	tcase_add_loop_test(tc, push_between_copies, 0, 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
