@@ -2231,6 +2231,23 @@ merge_history(struct tsr_pgsm *sm, const struct tsr_pg_info *o, int with_les)
 		sm->info.created = o->created;
 }
 
+/* Take the past intervals another copy knows of, those that ended before
+ * our interval and since the PG was last clean: a copy that was not fed
+ * the epochs of some (it started later, on an OSD new to the PG) learns
+ * from the others which OSDs those intervals involved, and asks them
+ * too.  (Intervals are made from the same maps everywhere, so a peer's
+ * are facts, not opinions.) */
+static int
+merge_past(struct tsr_pgsm *sm, const struct tsr_pg_intervals *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->iv[i].last < sm->info.same_interval_since &&
+		    o->iv[i].last >= sm->info.lec &&
+		    tsr_pg_intervals_add(&sm->past, &o->iv[i]) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
 static int
 on_notify(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 {
@@ -2248,6 +2265,8 @@ on_notify(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 		return rc;
 	p->answered = 1;
 	merge_history(sm, &m->info, 1);
+	if ((rc = merge_past(sm, &m->past)) < 0)
+		return rc;
 	switch (sm->state) {
 	case TSR_PGSM_GETINFO:
 	case TSR_PGSM_DOWN:
@@ -2339,6 +2358,10 @@ on_activate(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 		return rc;
 	}
 	merge_history(sm, &m->info, 0);
+	if ((rc = merge_past(sm, &m->past)) < 0) {
+		persist_free(&p);
+		return rc;
+	}
 	record_start(sm);
 	kv_info(sm, &p);
 	memset(&pd, 0, sizeof(pd));
