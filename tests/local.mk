@@ -344,7 +344,7 @@ tests/fuzz/fuzz_frame: $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/ms
 endif
 # The monitor's decoders: Raft messages, commands, replies, snapshots.
 FUZZ_MON_SRC = tests/fuzz/fuzz_mon.c core/mon/monmsg.c daemons/mon/state.c \
-	core/osd/osdmsg.c \
+	core/osd/osdmsg.c core/osd/pgmsg.c core/osd/pglog.c \
 	core/map/osdmap.c core/map/mdsmap.c core/map/maputil.c \
 	core/encoding/encoding.c core/util/util.c core/util/sbuf.c
 if HAVE_FUZZER

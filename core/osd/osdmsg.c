@@ -1,9 +1,11 @@
 /* osdmsg.c — encodings of the OSD messages (osdmsg.h). */
 #include "osd/osdmsg.h"
 #include "map/osdmap.h"
+#include "osd/pgsm.h"
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 int
@@ -70,6 +72,18 @@ tsr_osdmsg_name(uint32_t type)
 		return rc;                                                     \
 	}
 ROUND_TRIP(ping, any)
+
+/* a PG message: its own codec's check (pgmsg.c) */
+static int
+check_pg_any(const void *buf, size_t len, char *err, size_t errlen)
+{
+	char why[256] = "";
+	int rc = tsr_pgmsg_check(buf, len, why, sizeof(why));
+
+	if (rc < 0 && err && errlen)
+		snprintf(err, errlen, "%s", why);
+	return rc;
+}
 
 int
 tsr_osdmsg_check(uint32_t type, const void *buf, size_t len, char *err,

@@ -4,6 +4,10 @@
  *
  *   OSD_PING        osd -> osd: "are you alive?" (from, epoch, stamp)
  *   OSD_PING_REPLY  osd -> osd: the answer (from, epoch, the stamp back)
+ *   OSD_PG          osd -> osd: one message between the copies of a PG
+ *                   (pgsm.h): the front is its encoding (pgmsg.c), the
+ *                   message data what travels with it (a REPOP's
+ *                   transaction, a PUSH's object: pgpush.h)
  *
  * Types are TSR_MSG_USER + 64 + n (the monitors' are below, monmsg.h).
  * Every decoder refuses what a peer could not have sent: an envelope it
@@ -22,7 +26,8 @@
 
 #define TSR_OSD_MESSAGES(X)                                                    \
 	X(PING, 0, "osd ping", ping)                                           \
-	X(PING_REPLY, 1, "osd ping reply", ping)
+	X(PING_REPLY, 1, "osd ping reply", ping)                               \
+	X(PG, 2, "osd pg", pg)
 
 enum {
 #define TSR_OSD_MSG_ENUM(name, n, label, fn) TSR_MSG_OSD_##name = TSR_MSG_USER + 64 + (n),

@@ -3,6 +3,7 @@
  * and what an OSD could not have sent (an id out of range, bytes left
  * over, another envelope) is refused with a reason. */
 #include "osd/osdmsg.h"
+#include "osd/pgsm.h"
 
 #include <check.h>
 #include <errno.h>
@@ -13,6 +14,7 @@ START_TEST(registry)
 {
 	ck_assert_str_eq(tsr_osdmsg_name(TSR_MSG_OSD_PING), "osd ping");
 	ck_assert_str_eq(tsr_osdmsg_name(TSR_MSG_OSD_PING_REPLY), "osd ping reply");
+	ck_assert_str_eq(tsr_osdmsg_name(TSR_MSG_OSD_PG), "osd pg");
 	ck_assert_ptr_null(tsr_osdmsg_name(TSR_MSG_USER + 63));
 	ck_assert_int_eq(tsr_osdmsg_check(TSR_MSG_USER + 63, "", 0, NULL, 0), -ENOENT);
 	/* above the monitors' types */
@@ -52,6 +54,33 @@ START_TEST(ping_round_trip_and_refusals)
 }
 END_TEST
 
+/* A PG message through the registry: its own codec checks it, and a cut
+ * is refused with a reason. */
+START_TEST(pg_message)
+{
+	struct tsr_pgmsg m;
+	struct tsr_enc e;
+	char err[256];
+
+	memset(&m, 0, sizeof(m));
+	m.type = TSR_PGMSG_QUERY;
+	m.pgid = (struct tsr_pgid){ 3, 0x1f };
+	m.from = 4;
+	m.map_epoch = 12;
+	m.interval = 10;
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_pgmsg_encode(&e, &m), 0);
+	ck_assert_int_eq(tsr_osdmsg_check(TSR_MSG_OSD_PG, e.buf, e.len, err, sizeof(err)), 0);
+	for (size_t cut = 0; cut < e.len; cut++) {
+		err[0] = '\0';
+		ck_assert_int_eq(tsr_osdmsg_check(TSR_MSG_OSD_PG, e.buf, cut, err, sizeof(err)),
+				 -EBADMSG);
+		ck_assert_msg(err[0] != '\0', "a cut at %zu refused without a reason", cut);
+	}
+	tsr_enc_release(&e);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -62,6 +91,7 @@ main(void)
 
 	tcase_add_test(tc, registry);
 	tcase_add_test(tc, ping_round_trip_and_refusals);
+	tcase_add_test(tc, pg_message);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
