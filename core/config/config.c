@@ -140,6 +140,10 @@ static const struct tsr_conf_opt core_options[] = {
 	{ { .name = "osd_heartbeat_grace", .type = TSR_OPT_DURATION, .def = "6s", .min = "50ms", .max = "1h",
 	    .help = "a peer that answers no ping this long is reported silent in the OSD's beacons (keep it below mon_osd_beacon_grace)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_op_shards", .type = TSR_OPT_INT, .def = "2", .min = "1", .max = "64",
+	    .help = "worker threads an OSD runs its placement groups on (each PG on one, "
+		    "its events in order)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
 	{ { .name = "osd_map_keep", .type = TSR_OPT_INT, .def = "2000", .min = "64", .max = "10000000",
 	    .help = "an OSD keeps the last N OSD map epochs it took in its store (a full map "
 		    "every 64 epochs, incrementals between), so that it restarts where it "

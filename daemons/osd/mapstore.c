@@ -347,3 +347,133 @@ osd_mapstore_close(struct osd_mapstore *ms)
 	free(ms->fulls);
 	free(ms);
 }
+
+/* ---- Replaying --------------------------------------------------------------------*/
+
+struct replay {
+	struct osd_store *st;
+	uint64_t from, full;         /* the newest full map at or below from */
+	struct tsr_osdmap_epoch *ep; /* the last made */
+	const struct tsr_registry *reg;
+	const struct tsr_host *host;
+	void (*fn)(void *, struct tsr_osdmap_epoch *);
+	void *arg;
+	int n;
+	int stop;
+};
+
+static int
+find_full(void *arg, const void *key, size_t key_len, const void *val, size_t val_len)
+{
+	struct replay *r = arg;
+	const uint8_t *k = key;
+
+	(void)val;
+	(void)val_len;
+	if (key_len != 9 || k[0] != 'F' || epoch_of_key(k) > r->from)
+		return 1;
+	r->full = epoch_of_key(k);
+	return 0;
+}
+
+static int
+replay_full(void *arg, const void *key, size_t key_len, const void *val, size_t val_len)
+{
+	struct replay *r = arg;
+	struct tsr_osdmap m;
+	char err[256];
+
+	(void)key;
+	(void)key_len;
+	if (tsr_osdmap_decode(val, val_len, &m, err, sizeof(err)) < 0)
+		return 1;
+	if (tsr_osdmap_epoch_create(&m, r->reg, r->host, &r->ep, err, sizeof(err)) < 0) {
+		tsr_osdmap_free(&m);
+		return 1;
+	}
+	tsr_osdmap_free(&m);
+	if (tsr_osdmap_epoch_number(r->ep) >= r->from) {
+		r->fn(r->arg, r->ep);
+		r->n++;
+	}
+	return 1; /* one */
+}
+
+static int
+replay_inc(void *arg, const void *key, size_t key_len, const void *val, size_t val_len)
+{
+	struct replay *r = arg;
+	const uint8_t *k = key;
+	struct tsr_osdmap_inc inc;
+	struct tsr_osdmap_epoch *next;
+	char err[256];
+
+	if (key_len != 9 || k[0] != 'I' || epoch_of_key(k) != tsr_osdmap_epoch_number(r->ep) + 1)
+		return 1;
+	if (tsr_osdmap_inc_decode(val, val_len, &inc, err, sizeof(err)) < 0)
+		return 1;
+	int rc = tsr_osdmap_epoch_next(r->ep, &inc, &next, err, sizeof(err));
+	tsr_osdmap_inc_free(&inc);
+	if (rc < 0)
+		return 1;
+	tsr_osdmap_epoch_put(r->ep);
+	r->ep = next;
+	if (tsr_osdmap_epoch_number(next) >= r->from) {
+		r->fn(r->arg, next);
+		r->n++;
+	}
+	return 0;
+}
+
+int
+osd_mapstore_replay(struct osd_mapstore *ms, uint64_t from, const struct tsr_registry *reg,
+		    const struct tsr_host *host,
+		    void (*fn)(void *arg, struct tsr_osdmap_epoch *ep), void *arg)
+{
+	struct replay r = { ms->st, from, 0, NULL, reg, host, fn, arg, 0, 0 };
+	struct osd_store *st = ms->st;
+	uint8_t k[9];
+	int rc;
+
+	key_of(k, 'F', 0);
+	rc = st->ops->omap_iter(st->h, &osd_meta_coll, MAPS_OID, MAPS_OID_LEN, k, 9, find_full,
+				&r);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (r.full == 0)
+		return 0; /* nothing stored at or below from */
+	key_of(k, 'F', r.full);
+	st->ops->omap_iter(st->h, &osd_meta_coll, MAPS_OID, MAPS_OID_LEN, k, 9, replay_full, &r);
+	if (r.ep == NULL)
+		return 0;
+	/* the incrementals after it, and a full map where the run has one */
+	for (int rounds = 0; rounds < 1 << 20; rounds++) {
+		uint64_t at = tsr_osdmap_epoch_number(r.ep);
+		key_of(k, 'I', at + 1);
+		st->ops->omap_iter(st->h, &osd_meta_coll, MAPS_OID, MAPS_OID_LEN, k, 9,
+				   replay_inc, &r);
+		if (tsr_osdmap_epoch_number(r.ep) != at)
+			continue;
+		/* no incremental for at + 1: a full map of it? */
+		struct tsr_osdmap_epoch *before = r.ep;
+		key_of(k, 'F', at + 1);
+		tsr_osdmap_epoch_get(before);
+		r.ep = NULL;
+		struct replay probe = r;
+		probe.ep = NULL;
+		st->ops->omap_iter(st->h, &osd_meta_coll, MAPS_OID, MAPS_OID_LEN, k, 9,
+				   replay_full, &probe);
+		if (probe.ep == NULL || tsr_osdmap_epoch_number(probe.ep) != at + 1) {
+			tsr_osdmap_epoch_put(probe.ep);
+			r.ep = before;
+			tsr_osdmap_epoch_put(before);
+			break;
+		}
+		r.n = probe.n;
+		tsr_osdmap_epoch_put(before);
+		tsr_osdmap_epoch_put(before);
+		r.ep = probe.ep;
+	}
+	tsr_osdmap_epoch_put(r.ep);
+	return r.n;
+}

@@ -3,14 +3,16 @@
  *     tessera-osd --mkfs --id N [--conf FILE]   prepare osd.N's store
  *     tessera-osd --id N [--conf FILE] [-f]     run osd.N
  *
- * What it does so far: it opens the store its section names (backend,
+ * What it does: it opens the store its section names (backend,
  * backend_options, osd_data) and refuses one of another cluster or
- * another OSD (store.c); boots into the OSD map at osd_addr and sends
- * beacons (core/beacon/osdbeacon.c); follows the OSD map and computes,
- * under each new epoch, the placement groups it is in the acting set of
- * (pgs.c); pings the OSDs it shares them with and reports the silent ones
- * in its beacons (heartbeat.c).  It does not yet serve them: the PG log, replication, peering
- * and recovery come next (issue 18).
+ * another OSD (store.c); keeps the OSD map epochs it takes in the store
+ * and restarts from them (mapstore.c); boots into the OSD map at osd_addr
+ * once it holds the OSDs' service keys, and sends beacons
+ * (core/beacon/osdbeacon.c); computes, under each new epoch, the placement
+ * groups it is in the acting set of (pgs.c) and pings the OSDs it shares
+ * them with, reporting the silent ones in its beacons (heartbeat.c); and
+ * runs a PG machine for each PG copy it holds: peering, recovery,
+ * backfill, removal (pgrt.c).  It serves no client operations yet.
  *
  * Its runtime is one messenger (bound at osd_addr, the OSD's identity and
  * key) and the daemon's loop, with the monitor client, the map
@@ -22,7 +24,7 @@
  * holds, with its role in each), `heartbeat` (its peers and their last
  * answers), `store` (the superblock, the backend and the path), `maps`
  * (the OSD map epoch held, full maps and incrementals taken, the epochs
- * stored).
+ * stored), `pg dump` (each PG copy run here: its state and why).
  */
 #include "osd.h"
 #include "auth/auth.h"
@@ -57,6 +59,9 @@ struct osd {
 	struct tsr_osd_beacon *beacon;
 	struct osd_hb *hb;
 	struct osd_mapstore *maps;   /* the epochs taken, stored */
+	struct osd_pgrt *rt;         /* the PGs run here */
+	uint32_t beacon_ms;          /* the beacon starts with the service keys */
+	uint64_t asks_timer;         /* hands the PGs' asks to the beacon */
 	struct tsr_osdmap_epoch *map_ep; /* the last epoch taken (the loop's) */
 	/* the OSDs' service keys from the monitors (auth.h) */
 	uint64_t keys_timer, keys_inflight;
@@ -106,6 +111,7 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 			 tsr_osdmap_epoch_map(ep));
 	tsr_osdmap_epoch_put(o->map_ep);
 	o->map_ep = tsr_osdmap_epoch_get(ep);
+	osd_pgrt_map(o->rt, ep);
 	if (osd_pgs_compute(ep, o->whoami, &pgs, &n, &unplaced, err, sizeof(err)) < 0) {
 		/* keep serving what the last epoch said; the next tries again */
 		LOGE("osd.%d: epoch %" PRIu64 ": %s", o->whoami, epoch, err);
@@ -128,6 +134,45 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 	o->unplaced = unplaced;
 	o->pgs_ep = ep;
 	osd_hb_peers(o->hb, ep, pgs, n);
+}
+
+/* What the PGs asked of the monitors goes to the beacon (which sends it)
+ * every ASKS_MS, on the loop. */
+#define ASKS_MS 50
+
+static void
+asks(void *arg)
+{
+	struct osd *o = arg;
+	struct tsr_mon_pg_temp_req *temps;
+	size_t n;
+	uint64_t up_thru;
+
+	o->asks_timer = 0;
+	temps = NULL;
+	n = 0;
+	up_thru = 0;
+	if (o->beacon)
+		osd_pgrt_asks(o->rt, &up_thru, &temps, &n);
+	if (up_thru)
+		tsr_osd_beacon_want_up_thru(o->beacon, up_thru);
+	for (size_t i = 0; i < n; i++) {
+		struct tsr_pgid pgid = { temps[i].pool, temps[i].pg };
+		if (tsr_osd_beacon_want_pg_temp(o->beacon, pgid, temps[i].osds, temps[i].n) < 0)
+			LOGW("osd.%d: a PG temp ask for %" PRId64 ".%x refused", o->whoami,
+			     pgid.pool, pgid.pg);
+	}
+	free(temps);
+	if (tsr_loop_timer_add(tsr_daemon_loop(o->d), ASKS_MS * 1000000ull, asks, o,
+			       &o->asks_timer) < 0)
+		o->asks_timer = 0;
+}
+
+/* A stored epoch at start: the copies loaded from the store take it. */
+static void
+replayed(void *arg, struct tsr_osdmap_epoch *ep)
+{
+	osd_pgrt_replay(arg, ep);
 }
 
 /* ---- Service keys ---------------------------------------------------------------
@@ -189,6 +234,12 @@ keys_done(void *arg, int status, const char *text)
 			     tsr_auth_service_count(tsr_daemon_auth(o->d)));
 		o->have_keys = 1;
 		keys_arm(o, KEYS_REFRESH_MS);
+		osd_pgrt_ready(o->rt);
+		if (o->beacon == NULL &&
+		    tsr_osd_beacon_start(tsr_daemon_loop(o->d), o->monc, o->sub, o->whoami,
+					 tsr_msgr_addr(o->msgr), o->beacon_ms, osd_hb_failed,
+					 o->hb, &o->beacon, err, sizeof(err)) < 0)
+			LOGE("osd.%d: cannot boot: %s", o->whoami, err);
 	} else {
 		tsr_log(TSR_SUB_OSD, o->have_keys ? TSR_LOG_WARN : TSR_LOG_INFO,
 			"osd.%d: no service keys from the monitors yet: %s", o->whoami,
@@ -219,9 +270,15 @@ fetch_keys(void *arg)
 static int
 cmd_beacon(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 {
+	struct osd *o = arg;
+
 	(void)argc;
 	(void)argv;
-	tsr_osd_beacon_status_json(((struct osd *)arg)->beacon, out);
+	if (o->beacon == NULL)
+		tsr_sbuf_printf(out, "{\"up\": false, \"boots\": 0, \"why\": \"waiting for "
+				"the OSDs' service keys from the monitors\"}\n");
+	else
+		tsr_osd_beacon_status_json(o->beacon, out);
 	return 0;
 }
 
@@ -237,6 +294,16 @@ cmd_maps(void *arg, int argc, char **argv, struct tsr_sbuf *out)
 	tsr_sbuf_printf(out, ", \"stored\": ");
 	osd_mapstore_status(o->maps, out);
 	tsr_sbuf_printf(out, "}\n");
+	return 0;
+}
+
+static int
+cmd_pg_dump(void *arg, int argc, char **argv, struct tsr_sbuf *out)
+{
+	(void)argc;
+	(void)argv;
+	osd_pgrt_status(((struct osd *)arg)->rt, out);
+	tsr_sbuf_printf(out, "\n");
 	return 0;
 }
 
@@ -349,7 +416,10 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	    (rc = osd_hb_create(loop, o->msgr, o->whoami,
 				(uint64_t)tsr_conf_int(conf, "osd_heartbeat_interval") * 1000000u,
 				(uint64_t)tsr_conf_int(conf, "osd_heartbeat_grace") * 1000000u,
-				&o->hb, err, errlen)) < 0)
+				&o->hb, err, errlen)) < 0 ||
+	    (rc = osd_pgrt_create(&o->store, o->msgr, o->whoami,
+				  (size_t)tsr_conf_int(conf, "osd_op_shards"), &o->rt, err,
+				  errlen)) < 0)
 		return rc;
 	tsr_msgr_start(o->msgr);
 	tsr_core_host_init(&o->place_host, "placement", conf, loop);
@@ -378,13 +448,22 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	if (stored.epoch && (o->map_ep = tsr_mapsub_osdmap(o->sub)) == NULL)
 		stored.epoch = 0;
 	tsr_osdmap_free(&stored);
-	fetch_keys(o);
-	rc = tsr_osd_beacon_start(loop, o->monc, o->sub, o->whoami,
-				  tsr_msgr_addr(o->msgr),
-				  (uint32_t)tsr_conf_int(conf, "osd_beacon_interval"),
-				  osd_hb_failed, o->hb, &o->beacon, err, errlen);
-	if (rc < 0)
+	/* the PG copies in the store, fed the stored epochs since each one's
+	 * interval began */
+	uint64_t oldest;
+	if ((rc = osd_pgrt_load(o->rt, &oldest, err, errlen)) < 0)
 		return rc;
+	if (oldest) {
+		int n = osd_mapstore_replay(o->maps, oldest, tsr_daemon_registry(d),
+					    &o->place_host.host, replayed, o->rt);
+		LOGI("osd.%d: the PGs in the store took %d stored epochs from %" PRIu64,
+		     o->whoami, n, oldest);
+	}
+	asks(o);
+	/* the boot waits for the service keys: an OSD the map shows up must
+	 * be able to check the peers that then open sessions to it */
+	o->beacon_ms = (uint32_t)tsr_conf_int(conf, "osd_beacon_interval");
+	fetch_keys(o);
 	if (tsr_daemon_asok(d)) {
 		tsr_asok_register(tsr_daemon_asok(d), "beacon",
 				  "what the monitors last said about this OSD", cmd_beacon, o);
@@ -397,6 +476,9 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 		tsr_asok_register(tsr_daemon_asok(d), "store",
 				  "the store: its identity, backend and path",
 				  cmd_store, o);
+		tsr_asok_register(tsr_daemon_asok(d), "pg dump",
+				  "each PG copy run here: its state, why, its log head",
+				  cmd_pg_dump, o);
 		tsr_asok_register(tsr_daemon_asok(d), "maps",
 				  "the OSD map held, how it came, and the epochs stored",
 				  cmd_maps, o);
@@ -416,13 +498,17 @@ osd_stop(struct tsr_daemon *d)
 	 * posts runs meanwhile), then the messenger they used, then the
 	 * store (every transaction submitted commits before umount returns) */
 	tsr_osd_beacon_stop(o->beacon);
+	if (o->asks_timer)
+		tsr_loop_timer_cancel(tsr_daemon_loop(d), o->asks_timer);
 	if (o->keys_timer)
 		tsr_loop_timer_cancel(tsr_daemon_loop(d), o->keys_timer);
 	if (o->keys_inflight)
 		tsr_monc_cancel(o->monc, o->keys_inflight);
 	tsr_mapsub_destroy(o->sub);
 	tsr_monc_destroy(o->monc);
+	osd_pgrt_quiesce(o->rt);
 	tsr_msgr_destroy(o->msgr);
+	osd_pgrt_destroy(o->rt);
 	osd_hb_destroy(o->hb);
 	free(o->pgs);
 	tsr_osdmap_epoch_put(o->pgs_ep);

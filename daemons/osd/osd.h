@@ -23,6 +23,7 @@
 
 struct tsr_registry;
 struct tsr_instance;
+struct tsr_host;
 
 /* The OSD's own collection (pool ids are non-negative: none is this). */
 #define OSD_META_POOL UINT64_MAX
@@ -112,5 +113,36 @@ void osd_mapstore_add(struct osd_mapstore *ms, const struct tsr_osdmap *prev,
 void osd_mapstore_status(struct osd_mapstore *ms, struct tsr_sbuf *out);
 /* Write what is queued, then stop (before the store closes). */
 void osd_mapstore_close(struct osd_mapstore *ms);
+/* Give fn every stored epoch from `from` to the last, in order, as epochs
+ * made with reg and host (the first whole, then each from the one
+ * before): how many, or -errno (what does not decode ends it early). */
+int osd_mapstore_replay(struct osd_mapstore *ms, uint64_t from,
+			const struct tsr_registry *reg, const struct tsr_host *host,
+			void (*fn)(void *arg, struct tsr_osdmap_epoch *ep), void *arg);
+
+/* The placement groups this OSD runs (pgrt.c): one PG machine per copy,
+ * on nshards work queues.  create registers the PG message on msgr
+ * (before it starts); load finds the copies in the store (*oldest: the
+ * first epoch one needs, 0: none), replay feeds them a stored epoch (at
+ * start, in order), map feeds every copy each new epoch and makes the
+ * copies it puts here (on the loop).  asks hands over what the PGs asked
+ * of the monitors since the last call (the caller frees *temps).
+ * quiesce stops sending (before the messenger goes), destroy waits for
+ * the workers and the store. */
+struct osd_pgrt;
+struct tsr_mon_pg_temp_req;
+int osd_pgrt_create(struct osd_store *st, struct tsr_msgr *msgr, int32_t whoami,
+		    size_t nshards, struct osd_pgrt **out, char *err, size_t errlen);
+int osd_pgrt_load(struct osd_pgrt *rt, uint64_t *oldest, char *err, size_t errlen);
+void osd_pgrt_replay(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep);
+void osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep);
+/* The OSD has its service keys: what the PGs sent meanwhile goes. */
+void osd_pgrt_ready(struct osd_pgrt *rt);
+void osd_pgrt_asks(struct osd_pgrt *rt, uint64_t *up_thru,
+		   struct tsr_mon_pg_temp_req **temps, size_t *ntemps);
+/* JSON: each copy, its state and why, and the message counts. */
+void osd_pgrt_status(struct osd_pgrt *rt, struct tsr_sbuf *out);
+void osd_pgrt_quiesce(struct osd_pgrt *rt);
+void osd_pgrt_destroy(struct osd_pgrt *rt);
 
 #endif

@@ -350,6 +350,127 @@ START_TEST(heartbeats_report_silent)
 }
 END_TEST
 
+/* The PGs active+clean at their primaries under epoch min_epoch or later
+ * (`pg dump` of every running OSD), and what each OSD holds, into why. */
+static int
+count_clean(struct tc_cluster *c, const int *running, uint64_t min_epoch, char *why,
+	    size_t whylen)
+{
+	int clean = 0;
+
+	why[0] = '\0';
+	for (int i = 0; i < 4; i++) {
+		char *out = NULL;
+		int here = 0;
+		if (!running[i])
+			continue;
+		if (tc_osd_asok(c, (size_t)i, "pg dump", &out) == 0) {
+			for (const char *p = strstr(out, "{\"pgid\""); p;
+			     p = strstr(p + 1, "{\"pgid\"")) {
+				if (strncmp(strstr(p, "\"state\": ") + 9, "\"active+clean\"", 14) == 0 &&
+				    tc_json_u64(p, "epoch", 0) >= min_epoch)
+					here++;
+			}
+			size_t n = strlen(why);
+			snprintf(why + n, whylen - n, " osd.%d: %llu copies, %d active+clean;", i,
+				 (unsigned long long)tc_json_u64(out, "copies", 0), here);
+		}
+		clean += here;
+		free(out);
+	}
+	return clean;
+}
+
+static void
+await_clean(struct tc_cluster *c, const int *running, int want, const char *what)
+{
+	uint64_t t0 = tc_now_ms(), epoch;
+	char why[1024], *tree = NULL;
+	int n = 0;
+
+	ck_assert_int_eq(tc_cli(c, &tree, "osd tree --format json"), 0);
+	epoch = tc_json_u64(tree, "osdmap_epoch", 0);
+	free(tree);
+	while (tc_now_ms() - t0 < 20000 &&
+	       (n = count_clean(c, running, epoch, why, sizeof(why))) < want)
+		tc_sleep_ms(200);
+	if (n < want) {
+		for (int i = 0; i < 4; i++) {
+			char *out = NULL;
+			if (running[i] && tc_osd_asok(c, (size_t)i, "pg dump", &out) == 0)
+				fprintf(stderr, "osd.%d pg dump: %.3000s\n", i, out);
+			free(out);
+		}
+	}
+	ck_assert_msg(n >= want, "%s: %d of %d PGs active+clean at epoch %llu after 60 s:%s",
+		      what, n, want, (unsigned long long)epoch, why);
+	fprintf(stderr, "pgs_peer: %s: %d PGs active+clean at epoch %llu or later after "
+		"%.1f s\n", what, n, (unsigned long long)epoch, (double)(tc_now_ms() - t0) / 1e3);
+}
+
+/* Wait until the running OSDs hold `want` copies in all (strays gone). */
+static void
+await_copies(struct tc_cluster *c, const int *running, int want, const char *what)
+{
+	uint64_t t0 = tc_now_ms();
+	int n = -1;
+	char why[512] = "";
+
+	while (tc_now_ms() - t0 < 20000 && n != want) {
+		n = 0;
+		why[0] = '\0';
+		for (int i = 0; i < 4; i++) {
+			char *out = NULL;
+			if (running[i] && tc_osd_asok(c, (size_t)i, "pg dump", &out) == 0) {
+				int k = (int)tc_json_u64(out, "copies", 0);
+				size_t l = strlen(why);
+				n += k;
+				snprintf(why + l, sizeof(why) - l, " osd.%d: %d;", i, k);
+			}
+			free(out);
+		}
+		if (n != want)
+			tc_sleep_ms(200);
+	}
+	ck_assert_msg(n == want, "%s: %d copies held, not %d:%s", what, n, want, why);
+	fprintf(stderr, "pgs_peer: %s: %d copies:%s\n", what, n, why);
+}
+
+/* Four OSD daemons peer the PGs of a new pool over their sessions and
+ * bring every one to active+clean, each copy in a collection of its
+ * store; one killed and marked out, its PGs peer again on the three left
+ * (the monitors record their primaries' up_thru) and are active+clean
+ * again. */
+START_TEST(pgs_peer)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 };
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\";"), 0);
+	four_osds_and_a_pool(&c);
+	await_clean(&c, running, 64, "a new pool");
+
+	ck_assert_int_eq(tc_osd_signal(&c, 3, SIGKILL) & 0x7f, SIGKILL);
+	running[3] = 0;
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd down 3"), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd out 3"), 0);
+	await_clean(&c, running, 64, "osd.3 killed and out");
+	await_copies(&c, running, 64 * 3, "osd.3 killed and out");
+
+	/* back on its store (its copies loaded and fed the epochs it stored)
+	 * and in: the PGs move back, and the copies no longer needed on the
+	 * others are removed */
+	ck_assert_int_eq(tc_osd_start(&c, 3), 0);
+	running[3] = 1;
+	ck_assert_msg(await_up(&c, 3, 1, 15000) == 0, "osd.3 never came back up");
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd in 3"), 0);
+	await_clean(&c, running, 64, "osd.3 back and in");
+	await_copies(&c, running, 64 * 3, "osd.3 back and in");
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -358,6 +479,7 @@ main(void)
 		{ "store_identity", store_identity },
 		{ "boot_and_pgs", boot_and_pgs },
 		{ "heartbeats_report_silent", heartbeats_report_silent },
+		{ "pgs_peer", pgs_peer },
 	};
 
 	return tc_check_main("osd", cases, TC_NCASES(cases));

@@ -1,0 +1,1215 @@
+/* pgrt.c — the placement groups an OSD runs (osd.h): one PG machine
+ * (core/osd/pgsm.c) per copy, fed every map epoch and the other copies'
+ * messages, its actions carried out on the OSD's store and messenger.
+ *
+ * Threads.  Each PG belongs to one shard, a work queue (core/event/
+ * workq.h): its events (an epoch, a message, a commit) run there one at a
+ * time, in order, so a machine needs no lock, and the backend's blocking
+ * calls never run on the loop or an I/O thread.  The loop hands each new
+ * epoch to every PG (osd_pgrt_map); the messenger's dispatch threads hand
+ * each PG message to its PG; the backend's commit threads post commits.
+ * What a PG asks of the monitors (up_thru, PG temp) waits in the runtime
+ * for the loop to take (osd_pgrt_asks), which gives it to the beacon.
+ *
+ * Copies.  A PG gets a copy here when an epoch puts this OSD in its up or
+ * acting set; the copy's machine is fed from the epoch its pool appeared
+ * in this OSD's epochs (the machine needs every epoch since the PG was
+ * last clean: doc/architecture.md).  Copies found in the store at start
+ * are loaded and fed from their interval's first epoch, from the epochs
+ * the OSD stored (mapstore.c).  A copy the machine deletes is removed from
+ * the store a batch of objects at a time.
+ *
+ * Messages.  A PG message goes on this OSD's own lossless session to the
+ * peer (opened to it by name, so the peer's key proves who it reaches); a
+ * PG message is taken only on a session the sender opened, whose key
+ * names the OSD the message says it comes from.  A QUERY for a PG with no
+ * copy here is answered at once: nothing held.
+ *
+ * Not yet: client operations (EXEC, REPLY, REPOP payloads) — the OSD
+ * serves no clients so far.
+ */
+#include "osd.h"
+#include "auth/auth.h"
+#include "event/workq.h"
+#include "log/log.h"
+#include "mon/monmsg.h"
+#include "msg/msgr.h"
+#include "osd/osdmsg.h"
+#include "osd/pgpush.h"
+#include "osd/pgsm.h"
+#include "osd/pgstore.h"
+#include "util/sbuf.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LOGE(...) TSR_LOG_ERR(OSD, __VA_ARGS__)
+#define LOGW(...) TSR_LOG_WARN(OSD, __VA_ARGS__)
+#define LOGI(...) TSR_LOG_INFO(OSD, __VA_ARGS__)
+#define LOGD(...) TSR_LOG_DEBUG(OSD, __VA_ARGS__)
+
+#define RING 1024                    /* epochs kept for PGs that start */
+#define DELETE_BATCH 256
+
+static struct tsr_log_rate pg_refusals = TSR_LOG_RATE_INIT(5, 10000);
+
+struct ev;
+
+/* One PG's copy on this OSD. */
+struct pgi {
+	struct pgi *next;            /* the runtime's list */
+	struct osd_pgrt *rt;
+	struct tsr_pgid pgid;
+	struct tsr_workq *q;         /* its shard */
+	/* the shard's */
+	struct tsr_pgsm *sm;
+	struct tsr_pgstore ps;
+	struct tsr_osdmap_epoch *ep; /* the epoch fed last */
+	struct ev *parked, **parked_tail; /* messages from a newer map */
+	const struct tsr_msg *payload; /* the message being handled */
+	int gone;                    /* deleted: events are dropped */
+	/* what `pg ls` shows (under rt->lock) */
+	char state[24];
+	char why[160];
+	int clean;
+	uint64_t fed, les;
+	struct tsr_ev head;
+};
+
+enum { EV_MAP, EV_MSG, EV_COMMIT };
+
+struct ev {
+	struct ev *next;
+	int type;
+	struct pgi *g;
+	struct tsr_osdmap_epoch *ep; /* EV_MAP (a reference) */
+	struct tsr_pgmsg m;          /* EV_MSG */
+	struct tsr_msg *raw;         /* EV_MSG: its payload */
+	uint64_t token;              /* EV_COMMIT */
+	int rc;
+};
+
+struct peer_conn {
+	int32_t osd;
+	char addr[TSR_OSDMAP_NAME];
+	struct tsr_conn *conn;
+};
+
+struct osd_pgrt {
+	int32_t whoami;
+	struct osd_store *st;
+	struct tsr_msgr *msgr;
+	size_t nshards;
+	struct tsr_workq **q;
+	pthread_mutex_t lock;        /* the list, the peers, the asks, status */
+	struct pgi *pgs;
+	size_t npgs;
+	struct peer_conn *peers;
+	size_t npeers;
+	/* asks for the monitors, taken by the loop */
+	uint64_t want_up_thru;
+	struct tsr_mon_pg_temp_req *temps;
+	size_t ntemps;
+	/* the loop's: recent epochs, and when each pool appeared */
+	struct tsr_osdmap_epoch *ring[RING];
+	uint64_t ring_first, ring_n;
+	struct tsr_osdmap_epoch *latest; /* the newest (under lock: the
+					 dispatch threads read it) */
+	struct { int64_t pool; uint64_t since; } pools[TSR_OSDMAP_MAX_POOLS];
+	size_t npools;
+	struct tsr_pgsm_conf defaults;
+	uint64_t sent, received, refused, persists;
+	/* sends hold it read; quiesce takes it to stop them before the
+	 * messenger goes */
+	pthread_rwlock_t send_lock;
+	int stopping;
+	/* until the OSD has the service keys its peers check it with, what
+	 * it sends waits (a session opened without them is refused, and
+	 * stays so) */
+	int ready;
+	struct held *held, **held_tail;
+};
+
+struct held {
+	struct held *next;
+	int32_t to;
+	struct tsr_pgmsg m;
+	uint8_t *payload;
+	size_t plen;
+};
+
+/* ---- Status --------------------------------------------------------------------*/
+
+static void
+status_take(struct pgi *g)
+{
+	const struct tsr_pg_info *in = tsr_pgsm_info(g->sm);
+
+	pthread_mutex_lock(&g->rt->lock);
+	snprintf(g->state, sizeof(g->state), "%s",
+		 tsr_pgsm_state_name(tsr_pgsm_state(g->sm)));
+	snprintf(g->why, sizeof(g->why), "%s", tsr_pgsm_why(g->sm));
+	g->clean = tsr_pgsm_is_clean(g->sm);
+	g->les = in->les;
+	g->head = in->last_update;
+	g->fed = g->ep ? tsr_osdmap_epoch_number(g->ep) : 0;
+	pthread_mutex_unlock(&g->rt->lock);
+}
+
+/* ---- Sending ---------------------------------------------------------------------*/
+
+/* Our session to osd.to at the address epoch ep gives it (held by the
+ * caller), or NULL when the map has it down. */
+static struct tsr_conn *
+peer_conn(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to)
+{
+	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(tsr_osdmap_epoch_map(ep), to);
+	struct tsr_conn *c = NULL;
+	char target[32];
+
+	if (o == NULL || !o->up || o->addr[0] == '\0')
+		return NULL;
+	pthread_mutex_lock(&rt->lock);
+	for (size_t i = 0; i < rt->npeers; i++) {
+		struct peer_conn *p = &rt->peers[i];
+		if (p->osd != to)
+			continue;
+		if (strcmp(p->addr, o->addr) != 0) {
+			/* restarted elsewhere: a new session */
+			tsr_conn_close(p->conn);
+			tsr_conn_put(p->conn);
+			p->conn = NULL;
+			snprintf(p->addr, sizeof(p->addr), "%s", o->addr);
+		}
+		if (p->conn == NULL) {
+			snprintf(target, sizeof(target), "osd.%d", to);
+			if (tsr_msgr_connect_to(rt->msgr, o->addr, target, 1, &p->conn) < 0)
+				p->conn = NULL;
+		}
+		c = p->conn;
+		break;
+	}
+	if (c == NULL) {
+		struct peer_conn *v = realloc(rt->peers, (rt->npeers + 1) * sizeof(*v));
+		if (v) {
+			rt->peers = v;
+			struct peer_conn *p = &v[rt->npeers];
+			memset(p, 0, sizeof(*p));
+			p->osd = to;
+			snprintf(p->addr, sizeof(p->addr), "%s", o->addr);
+			snprintf(target, sizeof(target), "osd.%d", to);
+			if (tsr_msgr_connect_to(rt->msgr, o->addr, target, 1, &p->conn) == 0) {
+				rt->npeers++;
+				c = p->conn;
+			}
+		}
+	}
+	if (c)
+		tsr_conn_get(c);
+	pthread_mutex_unlock(&rt->lock);
+	return c;
+}
+
+static void
+release_payload(void *arg, int result)
+{
+	(void)result;
+	free(arg);
+}
+
+/* Forget our session to osd.to (it failed: the next send opens another). */
+static void
+peer_drop(struct osd_pgrt *rt, int32_t to, struct tsr_conn *c)
+{
+	pthread_mutex_lock(&rt->lock);
+	for (size_t i = 0; i < rt->npeers; i++)
+		if (rt->peers[i].osd == to && rt->peers[i].conn == c) {
+			tsr_conn_close(c);
+			tsr_conn_put(c);
+			rt->peers[i].conn = NULL;
+		}
+	pthread_mutex_unlock(&rt->lock);
+}
+
+static int hold(struct osd_pgrt *rt, int32_t to, const struct tsr_pgmsg *m,
+		uint8_t *payload, size_t plen);
+
+/* Send m to osd.to, with payload (owned, or NULL) as its data. */
+static void
+send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+	const struct tsr_pgmsg *m, uint8_t *payload, size_t plen)
+{
+	struct tsr_conn *c;
+	struct tsr_msg *msg;
+	struct tsr_enc e;
+
+	pthread_rwlock_rdlock(&rt->send_lock);
+	if (!rt->stopping && !__atomic_load_n(&rt->ready, __ATOMIC_ACQUIRE) &&
+	    hold(rt, to, m, payload, plen) == 0) {
+		pthread_rwlock_unlock(&rt->send_lock);
+		return;
+	}
+	c = rt->stopping || to == rt->whoami ? NULL : peer_conn(rt, ep, to);
+	if (c == NULL) {
+		pthread_rwlock_unlock(&rt->send_lock);
+		free(payload);
+		return; /* down (peering asks again when it is up), or stopping */
+	}
+	tsr_enc_init(&e);
+	if (tsr_pgmsg_encode(&e, m) < 0 || (msg = tsr_msg_from_enc(TSR_MSG_OSD_PG, &e)) == NULL) {
+		tsr_enc_release(&e);
+		free(payload);
+		tsr_conn_put(c);
+		pthread_rwlock_unlock(&rt->send_lock);
+		return;
+	}
+	if (payload) {
+		struct iovec iov = { payload, plen };
+		tsr_msg_set_data(msg, &iov, 1, release_payload, payload);
+	}
+	int rc = tsr_conn_send(c, msg, TSR_SEND_NOWAIT);
+	if (rc < 0) {
+		/* a session that failed for good: once more on a new one */
+		peer_drop(rt, to, c);
+		tsr_conn_put(c);
+		if ((c = peer_conn(rt, ep, to)) != NULL) {
+			tsr_enc_init(&e);
+			if (tsr_pgmsg_encode(&e, m) == 0 &&
+			    (msg = tsr_msg_from_enc(TSR_MSG_OSD_PG, &e)) != NULL)
+				rc = tsr_conn_send(c, msg, TSR_SEND_NOWAIT);
+			else
+				tsr_enc_release(&e);
+		}
+	}
+	if (rc == 0)
+		__atomic_add_fetch(&rt->sent, 1, __ATOMIC_RELAXED);
+	else
+		tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "pg %" PRId64 ".%x: "
+			      "%s to osd.%d not sent: %s", m->pgid.pool, m->pgid.pg,
+			      tsr_pgmsg_name(m->type), to, strerror(-rc));
+	if (c)
+		tsr_conn_put(c);
+	pthread_rwlock_unlock(&rt->send_lock);
+}
+
+/* Keep m for when the OSD is ready (a copy; payload taken): 0, or -ENOMEM. */
+static int
+hold(struct osd_pgrt *rt, int32_t to, const struct tsr_pgmsg *m, uint8_t *payload,
+     size_t plen)
+{
+	struct held *h = calloc(1, sizeof(*h));
+	struct tsr_enc e;
+	char err[64];
+
+	if (h == NULL)
+		return -ENOMEM;
+	/* a deep copy through the codec */
+	tsr_enc_init(&e);
+	if (tsr_pgmsg_encode(&e, m) < 0 ||
+	    tsr_pgmsg_decode(e.buf, e.len, &h->m, err, sizeof(err)) < 0) {
+		tsr_enc_release(&e);
+		free(h);
+		return -ENOMEM;
+	}
+	tsr_enc_release(&e);
+	h->to = to;
+	h->payload = payload;
+	h->plen = plen;
+	pthread_mutex_lock(&rt->lock);
+	*rt->held_tail = h;
+	rt->held_tail = &h->next;
+	pthread_mutex_unlock(&rt->lock);
+	return 0;
+}
+
+void
+osd_pgrt_ready(struct osd_pgrt *rt)
+{
+	struct held *h;
+	struct tsr_osdmap_epoch *ep;
+
+	pthread_mutex_lock(&rt->lock);
+	__atomic_store_n(&rt->ready, 1, __ATOMIC_RELEASE);
+	h = rt->held;
+	rt->held = NULL;
+	rt->held_tail = &rt->held;
+	ep = rt->latest ? tsr_osdmap_epoch_get(rt->latest) : NULL;
+	pthread_mutex_unlock(&rt->lock);
+	while (h) {
+		struct held *n = h->next;
+		if (ep)
+			send_pg(rt, ep, h->to, &h->m, h->payload, h->plen);
+		else
+			free(h->payload);
+		tsr_pgmsg_free(&h->m);
+		free(h);
+		h = n;
+	}
+	tsr_osdmap_epoch_put(ep);
+}
+
+/* ---- Events ----------------------------------------------------------------------*/
+
+static void run_ev(void *arg);
+
+static void
+ev_free(struct ev *e)
+{
+	if (e->ep)
+		tsr_osdmap_epoch_put(e->ep);
+	if (e->type == EV_MSG)
+		tsr_pgmsg_free(&e->m);
+	if (e->raw)
+		tsr_msg_free(e->raw, 0);
+	free(e);
+}
+
+static void
+post(struct pgi *g, struct ev *e)
+{
+	e->g = g;
+	if (tsr_workq_post(g->q, run_ev, e) < 0)
+		ev_free(e); /* stopping */
+}
+
+/* ---- Carrying out a machine's actions -------------------------------------------*/
+
+struct commit_arg {
+	struct pgi *g;
+	uint64_t token;
+};
+
+static void
+on_commit(void *arg, int rc)
+{
+	struct commit_arg *c = arg;
+	struct ev *e = calloc(1, sizeof(*e));
+
+	if (e == NULL) {
+		LOGE("osd: out of memory for a commit: the PG stalls");
+		free(c);
+		return;
+	}
+	e->type = EV_COMMIT;
+	e->token = c->token;
+	e->rc = rc;
+	post(c->g, e);
+	free(c);
+}
+
+/* The object change of a PERSIST whose payload is the message being
+ * handled: a push (the object, or its removal). */
+static int
+payload_ops(struct pgi *g, const struct tsr_pgsm_action *x, struct tsr_pgpush *push,
+	    struct tsr_txn_op **ops, size_t *nops, const struct tsr_pgmsg *m)
+{
+	const struct tsr_msg *raw = g->payload;
+	char err[200];
+	int rc;
+
+	*ops = NULL;
+	*nops = 0;
+	(void)x;
+	if (m == NULL || m->type != TSR_PGMSG_PUSH)
+		return -EOPNOTSUPP; /* a REPOP: client writes are not served yet */
+	if (m->op == TSR_PGLOG_DELETE) {
+		struct tsr_txn_op *v = calloc(2, sizeof(*v));
+		if (v == NULL)
+			return -ENOMEM;
+		for (int i = 0; i < 2; i++) {
+			v[i].type = i ? TSR_TXN_REMOVE : TSR_TXN_TOUCH;
+			v[i].cid = g->ps.cid;
+			v[i].oid = m->oid;
+			v[i].oid_len = m->oid_len;
+		}
+		*ops = v;
+		*nops = 2;
+		return 0;
+	}
+	if (raw == NULL || raw->data_len == 0 ||
+	    (rc = tsr_pgpush_decode(raw->data_iov[0].iov_base, raw->data_len, push, err,
+				    sizeof(err))) < 0) {
+		tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "pg %" PRId64 ".%x: a "
+			      "push from osd.%d whose object does not decode: %s",
+			      g->pgid.pool, g->pgid.pg, m->from, raw ? err : "no data");
+		return -EBADMSG;
+	}
+	return tsr_pgpush_ops(push, g->ps.cid, m->oid, m->oid_len, ops, nops);
+}
+
+static void
+do_persist(struct pgi *g, const struct tsr_pgsm_action *x, const struct tsr_pgmsg *m)
+{
+	struct osd_pgrt *rt = g->rt;
+	struct tsr_pgstore_txn t;
+	struct tsr_pgpush push;
+	struct tsr_txn_op *ops = NULL;
+	size_t nops = 0;
+	struct commit_arg *c;
+	int rc = 0;
+
+	memset(&push, 0, sizeof(push));
+	if (x->obj == TSR_PGSM_OBJ_OP) {
+		rc = -EOPNOTSUPP;
+	} else if (x->obj == TSR_PGSM_OBJ_PAYLOAD) {
+		rc = payload_ops(g, x, &push, &ops, &nops, m);
+	}
+	if (rc < 0) {
+		/* never acknowledged: the machine waits, and peering starts over
+		 * with the next interval */
+		LOGE("pg %" PRId64 ".%x: a change it cannot make here (%s); not "
+		     "persisted", g->pgid.pool, g->pgid.pg, strerror(-rc));
+		tsr_pgpush_free(&push);
+		return;
+	}
+	rc = tsr_pgstore_persist(&g->ps, x, ops, nops,
+				 x->obj == TSR_PGSM_OBJ_PAYLOAD && m->op != TSR_PGLOG_DELETE
+					 ? m->oid : NULL,
+				 m ? m->oid_len : 0,
+				 x->obj == TSR_PGSM_OBJ_PAYLOAD && m->op != TSR_PGLOG_DELETE
+					 ? &m->ev : NULL, &t);
+	if (rc == 0) {
+		c = tsr_xcalloc(1, sizeof(*c));
+		c->g = g;
+		c->token = x->token;
+		rc = rt->st->ops->submit(rt->st->h, &t.txn, on_commit, c);
+		if (rc < 0)
+			free(c);
+		else
+			__atomic_add_fetch(&rt->persists, 1, __ATOMIC_RELAXED);
+		tsr_pgstore_txn_free(&t);
+	}
+	if (rc < 0)
+		LOGE("pg %" PRId64 ".%x: the store refused a change: %s", g->pgid.pool,
+		     g->pgid.pg, strerror(-rc));
+	free(ops);
+	tsr_pgpush_free(&push);
+}
+
+struct wait_commit {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done, rc;
+};
+
+static void
+waited(void *arg, int rc)
+{
+	struct wait_commit *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	w->done = 1;
+	w->rc = rc;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Submit and wait (the shard's thread: a deletion's batches in turn). */
+static int
+submit_wait(struct osd_pgrt *rt, const struct tsr_txn *t)
+{
+	struct wait_commit w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+	int rc = rt->st->ops->submit(rt->st->h, t, waited, &w);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&w.mu);
+	while (!w.done)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+	return w.rc;
+}
+
+static void
+do_delete(struct pgi *g)
+{
+	int last = 0;
+
+	for (int steps = 0; !last && steps < 1 << 20; steps++) {
+		struct tsr_pgstore_txn t;
+		int rc = tsr_pgstore_delete_step(&g->ps, DELETE_BATCH, &t, &last);
+		if (rc == 0 && t.txn.nops)
+			rc = submit_wait(g->rt, &t.txn);
+		tsr_pgstore_txn_free(&t);
+		if (rc < 0) {
+			LOGE("pg %" PRId64 ".%x: removing the copy: %s", g->pgid.pool,
+			     g->pgid.pg, strerror(-rc));
+			return;
+		}
+	}
+	pthread_mutex_lock(&g->rt->lock);
+	g->gone = 1;
+	pthread_mutex_unlock(&g->rt->lock);
+	LOGI("pg %" PRId64 ".%x: the copy here is no longer needed: removed",
+	     g->pgid.pool, g->pgid.pg);
+}
+
+static void
+ask_monitors(struct pgi *g, const struct tsr_pgsm_action *x)
+{
+	struct osd_pgrt *rt = g->rt;
+
+	pthread_mutex_lock(&rt->lock);
+	if (x->type == TSR_PGSM_A_UP_THRU) {
+		if (x->epoch > rt->want_up_thru)
+			rt->want_up_thru = x->epoch;
+	} else {
+		size_t i;
+		for (i = 0; i < rt->ntemps; i++)
+			if (rt->temps[i].pool == g->pgid.pool && rt->temps[i].pg == g->pgid.pg)
+				break;
+		if (i == rt->ntemps) {
+			struct tsr_mon_pg_temp_req *v = realloc(rt->temps, (i + 1) * sizeof(*v));
+			if (v == NULL) {
+				pthread_mutex_unlock(&rt->lock);
+				return; /* asked again with the next map */
+			}
+			rt->temps = v;
+			rt->ntemps++;
+		}
+		memset(&rt->temps[i], 0, sizeof(rt->temps[i]));
+		rt->temps[i].pool = g->pgid.pool;
+		rt->temps[i].pg = g->pgid.pg;
+		rt->temps[i].n = x->ntemp <= TSR_OSDMAP_MAX_SIZE ? x->ntemp : 0;
+		memcpy(rt->temps[i].osds, x->temp, rt->temps[i].n * sizeof(x->temp[0]));
+	}
+	pthread_mutex_unlock(&rt->lock);
+}
+
+static void
+do_send(struct pgi *g, struct tsr_pgsm_action *x)
+{
+	uint8_t *payload = NULL;
+	size_t plen = 0;
+
+	if (x->attach == TSR_PGSM_ATTACH_OP) {
+		LOGE("pg %" PRId64 ".%x: a replicated write with no client operation "
+		     "served here; not sent", g->pgid.pool, g->pgid.pg);
+		return;
+	}
+	if (x->attach == TSR_PGSM_ATTACH_OBJECT) {
+		struct tsr_pgpush p;
+		int rc = tsr_pgpush_read(&g->ps, x->msg.oid, x->msg.oid_len, &p);
+		if (rc == -ENOENT) {
+			x->msg.op = TSR_PGLOG_DELETE;
+		} else if (rc < 0) {
+			LOGE("pg %" PRId64 ".%x: reading an object to push: %s", g->pgid.pool,
+			     g->pgid.pg, strerror(-rc));
+			return;
+		} else {
+			struct tsr_enc e;
+			x->msg.op = TSR_PGLOG_MODIFY;
+			if (tsr_pgstore_version(&g->ps, x->msg.oid, x->msg.oid_len,
+						&x->msg.ev) < 0)
+				x->msg.ev = (struct tsr_ev){ 0, 0 };
+			tsr_enc_init(&e);
+			if (tsr_pgpush_encode(&e, &p) < 0 ||
+			    (payload = tsr_enc_take(&e, &plen)) == NULL) {
+				tsr_enc_release(&e);
+				tsr_pgpush_free(&p);
+				return;
+			}
+		}
+		tsr_pgpush_free(&p);
+	}
+	send_pg(g->rt, g->ep, x->to, &x->msg, payload, plen);
+}
+
+static void
+carry_out(struct pgi *g, const struct tsr_pgmsg *m)
+{
+	for (int round = 0; round < 10000 && !g->gone; round++) {
+		size_t n;
+		struct tsr_pgsm_action *a = tsr_pgsm_actions(g->sm, &n), *acts;
+
+		if (n == 0)
+			break;
+		acts = tsr_xcalloc(n, sizeof(*acts));
+		memcpy(acts, a, n * sizeof(*acts));
+		memset(a, 0, n * sizeof(*a));
+		tsr_pgsm_actions_clear(g->sm);
+		for (size_t i = 0; i < n; i++) {
+			struct tsr_pgsm_action *x = &acts[i];
+			switch (x->type) {
+			case TSR_PGSM_A_SEND:
+				do_send(g, x);
+				break;
+			case TSR_PGSM_A_PERSIST:
+				do_persist(g, x, m);
+				break;
+			case TSR_PGSM_A_UP_THRU:
+			case TSR_PGSM_A_PG_TEMP:
+				ask_monitors(g, x);
+				break;
+			case TSR_PGSM_A_DELETE:
+				do_delete(g);
+				break;
+			case TSR_PGSM_A_LIST: {
+				struct tsr_pgsm_objver *objs = NULL;
+				size_t nobj = 0;
+				int end = 1;
+				if (tsr_pgstore_list(&g->ps, x->msg.oid, x->msg.oid_len, x->msg.max,
+						     &objs, &nobj, &end) < 0)
+					LOGE("pg %" PRId64 ".%x: listing for a backfill failed",
+					     g->pgid.pool, g->pgid.pg);
+				else
+					tsr_pgsm_list_done(g->sm, x->token, objs, nobj, end);
+				tsr_pgstore_list_free(objs, nobj);
+				break;
+			}
+			default:
+				/* EXEC, REPLY: no client operations are served yet */
+				LOGE("pg %" PRId64 ".%x: action %d not served yet", g->pgid.pool,
+				     g->pgid.pg, x->type);
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			tsr_pgsm_action_free(&acts[i]);
+		free(acts);
+	}
+	status_take(g);
+}
+
+/* ---- The machine's inputs ------------------------------------------------------*/
+
+static uint64_t
+up_from_of(const void *arg, int32_t osd)
+{
+	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(arg, osd);
+
+	return o && o->up ? o->up_from : 0;
+}
+
+/* The map as PG g sees it at ep: 0, or -ENOENT when the pool is gone. */
+static int
+mapview(const struct pgi *g, const struct tsr_osdmap_epoch *ep, struct tsr_pg_mapview *mv)
+{
+	const struct tsr_osdmap *m = tsr_osdmap_epoch_map(ep);
+	const struct tsr_osdmap_pool *pool = tsr_osdmap_pool(m, g->pgid.pool);
+	struct tsr_pg_mapping pm;
+	char err[200];
+
+	memset(mv, 0, sizeof(*mv));
+	mv->epoch = m->epoch;
+	if (pool == NULL || g->pgid.pg >= pool->pg_num ||
+	    tsr_osdmap_epoch_map_pg(ep, g->pgid.pool, g->pgid.pg, &pm, err, sizeof(err)) < 0)
+		return -ENOENT;
+	mv->nup = pm.nup;
+	mv->nacting = pm.nacting;
+	memcpy(mv->up, pm.up, sizeof(mv->up));
+	memcpy(mv->acting, pm.acting, sizeof(mv->acting));
+	mv->size = pool->size;
+	mv->min_size = pool->min_size;
+	for (uint32_t i = 0; i < pm.nacting; i++) {
+		const struct tsr_osdmap_osd *o = tsr_osdmap_osd(m, pm.acting[i]);
+		mv->acting_up_from[i] = o ? o->up_from : 0;
+		if (i == 0 && o)
+			mv->primary_up_thru = o->up_thru;
+	}
+	mv->osd_up_from = up_from_of;
+	mv->osd_up_arg = m;
+	return 0;
+}
+
+static void
+retry_parked(struct pgi *g)
+{
+	struct ev *p = g->parked;
+
+	g->parked = NULL;
+	g->parked_tail = &g->parked;
+	while (p) {
+		struct ev *e = p;
+		p = p->next;
+		e->next = NULL;
+		run_ev(e);
+	}
+}
+
+static void
+run_ev(void *arg)
+{
+	struct ev *e = arg;
+	struct pgi *g = e->g;
+	int rc = 0;
+
+	if (g->gone) {
+		ev_free(e);
+		return;
+	}
+	switch (e->type) {
+	case EV_MAP: {
+		struct tsr_pg_mapview mv;
+		if (g->ep && tsr_osdmap_epoch_number(e->ep) <= tsr_osdmap_epoch_number(g->ep))
+			break; /* fed already */
+		if (mapview(g, e->ep, &mv) < 0) {
+			/* the pool went: the copy goes with it */
+			tsr_osdmap_epoch_put(g->ep);
+			g->ep = tsr_osdmap_epoch_get(e->ep);
+			do_delete(g);
+			break;
+		}
+		rc = tsr_pgsm_advance_map(g->sm, &mv);
+		tsr_osdmap_epoch_put(g->ep);
+		g->ep = tsr_osdmap_epoch_get(e->ep);
+		if (rc < 0) {
+			LOGE("pg %" PRId64 ".%x: epoch %" PRIu64 " refused (%s): the copy "
+			     "waits", g->pgid.pool, g->pgid.pg, mv.epoch, strerror(-rc));
+			break;
+		}
+		carry_out(g, NULL);
+		retry_parked(g);
+		break;
+	}
+	case EV_MSG:
+		g->payload = e->raw;
+		rc = tsr_pgsm_recv(g->sm, &e->m, 1);
+		if (rc == -EAGAIN) {
+			/* from a newer map: once we have it */
+			g->payload = NULL;
+			e->next = NULL;
+			*g->parked_tail = e;
+			g->parked_tail = &e->next;
+			return;
+		}
+		if (rc < 0)
+			tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "pg %" PRId64
+				      ".%x: %s from osd.%d: %s", g->pgid.pool, g->pgid.pg,
+				      tsr_pgmsg_name(e->m.type), e->m.from, strerror(-rc));
+		carry_out(g, &e->m);
+		g->payload = NULL;
+		break;
+	case EV_COMMIT:
+		if (e->rc < 0)
+			LOGE("pg %" PRId64 ".%x: a change failed in the store: %s", g->pgid.pool,
+			     g->pgid.pg, strerror(-e->rc));
+		else if (tsr_pgsm_committed(g->sm, e->token) == 0)
+			carry_out(g, NULL);
+		break;
+	}
+	ev_free(e);
+}
+
+/* ---- Copies ------------------------------------------------------------------------*/
+
+static struct pgi *
+pgi_find(struct osd_pgrt *rt, struct tsr_pgid pgid)
+{
+	for (struct pgi *g = rt->pgs; g; g = g->next)
+		if (g->pgid.pool == pgid.pool && g->pgid.pg == pgid.pg && !g->gone)
+			return g;
+	return NULL;
+}
+
+static struct pgi *
+pgi_new(struct osd_pgrt *rt, struct tsr_pgid pgid, uint64_t created, char *err,
+	size_t errlen)
+{
+	struct pgi *g = tsr_xcalloc(1, sizeof(*g));
+	struct tsr_pgsm_conf conf = rt->defaults;
+	struct tsr_coll_id cid = { (uint64_t)pgid.pool, pgid.pg, TSR_SHARD_NONE };
+	int rc;
+
+	g->rt = rt;
+	g->pgid = pgid;
+	g->parked_tail = &g->parked;
+	g->q = rt->q[(uint64_t)(pgid.pool * 31 + pgid.pg) % rt->nshards];
+	conf.pgid = pgid;
+	conf.whoami = rt->whoami;
+	conf.created = created;
+	snprintf(g->state, sizeof(g->state), "initial");
+	if ((rc = tsr_pgstore_open(&g->ps, rt->st->ops, rt->st->h, cid)) < 0 ||
+	    (rc = tsr_pgsm_create(&conf, &g->sm)) < 0) {
+		tsr_errf(err, errlen, rc, "pg %" PRId64 ".%x: %s", pgid.pool, pgid.pg,
+			 strerror(-rc));
+		tsr_pgstore_close(&g->ps);
+		free(g);
+		return NULL;
+	}
+	pthread_mutex_lock(&rt->lock);
+	g->next = rt->pgs;
+	rt->pgs = g;
+	rt->npgs++;
+	pthread_mutex_unlock(&rt->lock);
+	return g;
+}
+
+static void
+post_map(struct pgi *g, struct tsr_osdmap_epoch *ep)
+{
+	struct ev *e = calloc(1, sizeof(*e));
+
+	if (e == NULL)
+		return;
+	e->type = EV_MAP;
+	e->ep = tsr_osdmap_epoch_get(ep);
+	post(g, e);
+}
+
+/* The epochs kept, from `from` (at least the first kept). */
+static void
+feed_from(struct osd_pgrt *rt, struct pgi *g, uint64_t from)
+{
+	for (uint64_t k = 0; k < rt->ring_n; k++) {
+		struct tsr_osdmap_epoch *ep = rt->ring[(rt->ring_first + k) % RING];
+		if (tsr_osdmap_epoch_number(ep) >= from)
+			post_map(g, ep);
+	}
+}
+
+static uint64_t
+pool_since(struct osd_pgrt *rt, int64_t pool, uint64_t epoch)
+{
+	for (size_t i = 0; i < rt->npools; i++)
+		if (rt->pools[i].pool == pool)
+			return rt->pools[i].since;
+	if (rt->npools < TSR_OSDMAP_MAX_POOLS) {
+		rt->pools[rt->npools].pool = pool;
+		rt->pools[rt->npools++].since = epoch;
+	}
+	return epoch;
+}
+
+void
+osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
+{
+	const struct tsr_osdmap *m = tsr_osdmap_epoch_map(ep);
+	uint64_t e = m->epoch;
+	char err[256];
+
+	/* keep it for copies that start later */
+	if (rt->ring_n && tsr_osdmap_epoch_number(rt->ring[(rt->ring_first + rt->ring_n - 1) %
+							   RING]) >= e)
+		return;
+	if (rt->ring_n == RING) {
+		tsr_osdmap_epoch_put(rt->ring[rt->ring_first % RING]);
+		rt->ring_first++;
+		rt->ring_n--;
+	}
+	rt->ring[(rt->ring_first + rt->ring_n) % RING] = tsr_osdmap_epoch_get(ep);
+	rt->ring_n++;
+	/* every copy gets every epoch */
+	pthread_mutex_lock(&rt->lock);
+	tsr_osdmap_epoch_put(rt->latest);
+	rt->latest = tsr_osdmap_epoch_get(ep);
+	for (struct pgi *g = rt->pgs; g; g = g->next)
+		if (!g->gone)
+			post_map(g, ep);
+	pthread_mutex_unlock(&rt->lock);
+	/* new copies: PGs this epoch puts this OSD in the up or acting set of */
+	for (size_t i = 0; i < m->npools; i++) {
+		const struct tsr_osdmap_pool *p = &m->pools[i];
+		uint64_t since = pool_since(rt, p->id, e);
+		for (uint32_t pg = 0; pg < p->pg_num; pg++) {
+			struct tsr_pg_mapping pm;
+			struct tsr_pgid pgid = { p->id, pg };
+			int mine = 0;
+			if (tsr_osdmap_epoch_map_pg(ep, p->id, pg, &pm, err, sizeof(err)) < 0)
+				break;
+			for (uint32_t k = 0; k < pm.nup; k++)
+				mine |= pm.up[k] == rt->whoami;
+			for (uint32_t k = 0; k < pm.nacting; k++)
+				mine |= pm.acting[k] == rt->whoami;
+			pthread_mutex_lock(&rt->lock);
+			int have = pgi_find(rt, pgid) != NULL;
+			pthread_mutex_unlock(&rt->lock);
+			if (!mine || have)
+				continue;
+			struct pgi *g = pgi_new(rt, pgid, since, err, sizeof(err));
+			if (g == NULL) {
+				LOGE("osd.%d: %s", rt->whoami, err);
+				continue;
+			}
+			feed_from(rt, g, since);
+		}
+	}
+}
+
+/* ---- Messages from other OSDs ----------------------------------------------------*/
+
+static void
+on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
+{
+	struct osd_pgrt *rt = arg;
+	struct ev *e = calloc(1, sizeof(*e));
+	char err[256] = "", id[16];
+	struct pgi *g;
+
+	if (e == NULL) {
+		tsr_msg_free(msg, 0);
+		return;
+	}
+	if (tsr_pgmsg_decode(msg->front, msg->front_len, &e->m, err, sizeof(err)) < 0) {
+		tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "%s: a PG message that "
+			      "does not decode: %s; dropped", tsr_conn_peer(c), err);
+		__atomic_add_fetch(&rt->refused, 1, __ATOMIC_RELAXED);
+		free(e);
+		tsr_msg_free(msg, 0);
+		return;
+	}
+	snprintf(id, sizeof(id), "%d", e->m.from);
+	if (!tsr_auth_is(tsr_conn_peer_auth(c), "osd", id)) {
+		tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "%s: a PG message "
+			      "claiming to come from osd.%d on a session that is not its; "
+			      "dropped", tsr_conn_peer(c), e->m.from);
+		__atomic_add_fetch(&rt->refused, 1, __ATOMIC_RELAXED);
+		tsr_pgmsg_free(&e->m);
+		free(e);
+		tsr_msg_free(msg, 0);
+		return;
+	}
+	__atomic_add_fetch(&rt->received, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&rt->lock);
+	g = pgi_find(rt, e->m.pgid);
+	pthread_mutex_unlock(&rt->lock);
+	if (g == NULL) {
+		/* no copy here: a query learns that at once (on our own session
+		 * to the sender); anything else is for a copy that went */
+		if (e->m.type == TSR_PGMSG_QUERY) {
+			struct tsr_pgmsg n;
+			struct tsr_osdmap_epoch *ep;
+			pthread_mutex_lock(&rt->lock);
+			ep = rt->latest ? tsr_osdmap_epoch_get(rt->latest) : NULL;
+			pthread_mutex_unlock(&rt->lock);
+			tsr_pgmsg_empty_notify(&e->m, rt->whoami, e->m.map_epoch, &n);
+			if (ep)
+				send_pg(rt, ep, e->m.from, &n, NULL, 0);
+			tsr_osdmap_epoch_put(ep);
+			tsr_pgmsg_free(&n);
+		}
+		tsr_pgmsg_free(&e->m);
+		free(e);
+		tsr_msg_free(msg, 0);
+		return;
+	}
+	e->type = EV_MSG;
+	e->raw = msg;
+	post(g, e);
+}
+
+/* ---- Life ----------------------------------------------------------------------*/
+
+struct load_ctx {
+	struct osd_pgrt *rt;
+	struct tsr_pgid *pgids;
+	size_t n;
+};
+
+static int
+found_coll(void *arg, const struct tsr_coll_id *cid)
+{
+	struct load_ctx *l = arg;
+	struct tsr_pgid *v;
+
+	if (cid->pool > INT64_MAX || cid->shard != TSR_SHARD_NONE)
+		return 0; /* the OSD's own collection */
+	if ((v = realloc(l->pgids, (l->n + 1) * sizeof(*v))) == NULL)
+		return -ENOMEM;
+	l->pgids = v;
+	v[l->n].pool = (int64_t)cid->pool;
+	v[l->n++].pg = cid->pg;
+	return 0;
+}
+
+int
+osd_pgrt_create(struct osd_store *st, struct tsr_msgr *msgr, int32_t whoami,
+		size_t nshards, struct osd_pgrt **out, char *err, size_t errlen)
+{
+	struct osd_pgrt *rt = tsr_xcalloc(1, sizeof(*rt));
+	int rc;
+
+	rt->whoami = whoami;
+	rt->st = st;
+	rt->msgr = msgr;
+	pthread_mutex_init(&rt->lock, NULL);
+	pthread_rwlock_init(&rt->send_lock, NULL);
+	rt->held_tail = &rt->held;
+	rt->defaults.log_max = 3000;
+	rt->defaults.recovery_max = 8;
+	rt->defaults.queue_max = 1024;
+	rt->defaults.backfill_window = 64;
+	rt->nshards = nshards ? nshards : 1;
+	rt->q = tsr_xcalloc(rt->nshards, sizeof(*rt->q));
+	for (size_t i = 0; i < rt->nshards; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "tsr-osd-pg%u", (unsigned)(i % 100));
+		if ((rc = tsr_workq_create(name, &rt->q[i])) < 0) {
+			osd_pgrt_destroy(rt);
+			return tsr_errf(err, errlen, rc, "the PG workers: %s", strerror(-rc));
+		}
+	}
+	if (tsr_msgr_register(msgr, TSR_MSG_OSD_PG, on_pg_msg, rt, 0) < 0) {
+		osd_pgrt_destroy(rt);
+		return tsr_errf(err, errlen, -ENOMEM, "cannot register the PG messages");
+	}
+	*out = rt;
+	return 0;
+}
+
+int
+osd_pgrt_load(struct osd_pgrt *rt, uint64_t *oldest, char *err, size_t errlen)
+{
+	struct load_ctx l = { rt, NULL, 0 };
+	int rc;
+
+	*oldest = 0;
+	rc = rt->st->ops->list_colls(rt->st->h, found_coll, &l);
+	if (rc < 0) {
+		free(l.pgids);
+		return tsr_errf(err, errlen, rc, "listing the PGs in the store: %s",
+				strerror(-rc));
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		char why[256];
+		struct pgi *g = pgi_new(rt, l.pgids[i], 0, why, sizeof(why));
+		if (g == NULL) {
+			LOGE("osd.%d: %s", rt->whoami, why);
+			continue;
+		}
+		if (!g->ps.exists || tsr_pgstore_load(&g->ps, g->sm, why, sizeof(why)) < 0) {
+			/* kept as it is, not served: an operator looks at it */
+			LOGE("osd.%d: pg %" PRId64 ".%x: %s; the copy is left as it is",
+			     rt->whoami, g->pgid.pool, g->pgid.pg,
+			     g->ps.exists ? why : "a collection with no PG meta object");
+			g->gone = 1;
+			continue;
+		}
+		uint64_t sis = tsr_pgsm_info(g->sm)->same_interval_since;
+		if (sis && (*oldest == 0 || sis < *oldest))
+			*oldest = sis;
+		status_take(g);
+	}
+	free(l.pgids);
+	return 0;
+}
+
+void
+osd_pgrt_replay(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
+{
+	uint64_t e = tsr_osdmap_epoch_number(ep);
+
+	pthread_mutex_lock(&rt->lock);
+	for (struct pgi *g = rt->pgs; g; g = g->next) {
+		uint64_t sis = tsr_pgsm_info(g->sm)->same_interval_since;
+		if (!g->gone && sis && e >= sis)
+			post_map(g, ep);
+	}
+	pthread_mutex_unlock(&rt->lock);
+}
+
+void
+osd_pgrt_asks(struct osd_pgrt *rt, uint64_t *up_thru, struct tsr_mon_pg_temp_req **temps,
+	      size_t *ntemps)
+{
+	pthread_mutex_lock(&rt->lock);
+	*up_thru = rt->want_up_thru;
+	rt->want_up_thru = 0;
+	*temps = rt->temps;
+	*ntemps = rt->ntemps;
+	rt->temps = NULL;
+	rt->ntemps = 0;
+	pthread_mutex_unlock(&rt->lock);
+}
+
+void
+osd_pgrt_status(struct osd_pgrt *rt, struct tsr_sbuf *out)
+{
+	size_t active = 0, clean = 0, n = 0;
+
+	pthread_mutex_lock(&rt->lock);
+	tsr_sbuf_printf(out, "{\"pgs\": [");
+	for (struct pgi *g = rt->pgs; g; g = g->next) {
+		if (g->gone)
+			continue;
+		tsr_sbuf_printf(out, "%s\n  {\"pgid\": \"%" PRId64 ".%x\", \"state\": \"%s%s\", "
+				"\"epoch\": %" PRIu64 ", \"les\": %" PRIu64 ", \"head\": \"%"
+				PRIu64 "'%" PRIu64 "\", \"why\": ", n ? "," : "", g->pgid.pool,
+				g->pgid.pg, g->state, g->clean ? "+clean" : "", g->fed, g->les,
+				g->head.epoch, g->head.ver);
+		tsr_sbuf_json_str(out, g->why);
+		tsr_sbuf_printf(out, "}");
+		n++;
+		active += strcmp(g->state, "active") == 0;
+		clean += g->clean;
+	}
+	tsr_sbuf_printf(out, "],\n \"copies\": %zu, \"active\": %zu, \"clean\": %zu, "
+			"\"sent\": %" PRIu64 ", \"received\": %" PRIu64 ", \"refused\": %"
+			PRIu64 ", \"persists\": %" PRIu64 "}", n, active, clean,
+			rt->sent, rt->received, rt->refused, rt->persists);
+	pthread_mutex_unlock(&rt->lock);
+}
+
+void
+osd_pgrt_quiesce(struct osd_pgrt *rt)
+{
+	if (rt == NULL)
+		return;
+	pthread_rwlock_wrlock(&rt->send_lock);
+	rt->stopping = 1;
+	pthread_rwlock_unlock(&rt->send_lock);
+}
+
+void
+osd_pgrt_destroy(struct osd_pgrt *rt)
+{
+	if (rt == NULL)
+		return;
+	/* what was posted runs, and the commits it makes post more: until the
+	 * backend has nothing in flight and the workers nothing queued */
+	for (int round = 0; round < 1000; round++) {
+		size_t pending = 0;
+		if (rt->st->ops->flush)
+			rt->st->ops->flush(rt->st->h);
+		for (size_t i = 0; i < rt->nshards; i++)
+			if (rt->q[i])
+				pending += tsr_workq_pending(rt->q[i]);
+		if (pending == 0)
+			break;
+		struct timespec ts = { 0, 5 * 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	for (size_t i = 0; i < rt->nshards; i++)
+		if (rt->q[i])
+			tsr_workq_destroy(rt->q[i]);
+	free(rt->q);
+	while (rt->pgs) {
+		struct pgi *g = rt->pgs;
+		rt->pgs = g->next;
+		while (g->parked) {
+			struct ev *e = g->parked;
+			g->parked = e->next;
+			ev_free(e);
+		}
+		tsr_pgsm_destroy(g->sm);
+		tsr_pgstore_close(&g->ps);
+		tsr_osdmap_epoch_put(g->ep);
+		free(g);
+	}
+	for (size_t i = 0; i < rt->npeers; i++) {
+		if (rt->peers[i].conn) {
+			tsr_conn_close(rt->peers[i].conn);
+			tsr_conn_put(rt->peers[i].conn);
+		}
+	}
+	free(rt->peers);
+	for (uint64_t k = 0; k < rt->ring_n; k++)
+		tsr_osdmap_epoch_put(rt->ring[(rt->ring_first + k) % RING]);
+	tsr_osdmap_epoch_put(rt->latest);
+	free(rt->temps);
+	while (rt->held) {
+		struct held *h = rt->held;
+		rt->held = h->next;
+		tsr_pgmsg_free(&h->m);
+		free(h->payload);
+		free(h);
+	}
+	pthread_rwlock_destroy(&rt->send_lock);
+	pthread_mutex_destroy(&rt->lock);
+	free(rt);
+}
