@@ -302,6 +302,7 @@ reconnect_cb(void *arg)
 	pthread_mutex_lock(&c->lock);
 	c->acts_run |= ACT_CONNECT;
 	c->timers--;
+	c->reconnect_timer = 0;
 	pthread_mutex_unlock(&c->lock);
 	conn_events(c);
 	tsr_conn_put(c);
@@ -344,7 +345,7 @@ msgr_conn_fault(struct tsr_conn *c, int err, const char *fmt, ...)
 			atomic_fetch_add(&c->refs, 1); /* the timer's */
 			c->timers++;
 			if (tsr_loop_timer_add(c->w->loop, MS(c->backoff_ms),
-					       reconnect_cb, c, NULL) < 0) {
+					       reconnect_cb, c, &c->reconnect_timer) < 0) {
 				atomic_fetch_sub(&c->refs, 1); /* the tick will do it */
 				c->timers--;
 			}
@@ -581,6 +582,14 @@ conn_events(struct tsr_conn *c)
 		if (c->state != C_CLOSED) {
 			msgr_conn_end(c, -ECONNABORTED);
 			c->announced = 0; /* the owner closed it: no event */
+		}
+		if (c->reconnect_timer &&
+		    tsr_loop_timer_cancel(c->w->loop, c->reconnect_timer) == 0) {
+			/* the backoff's timer will not run: its reference goes
+			 * (the caller of conn_events holds one of its own) */
+			c->reconnect_timer = 0;
+			c->timers--;
+			atomic_fetch_sub(&c->refs, 1);
 		}
 	} else {
 		if (acts & ACT_CONNECT && c->state == C_STANDBY && c->connector &&

@@ -131,6 +131,10 @@ struct tsr_conn {
 	unsigned acts_run;         /* taken by the worker's kick_cb */
 	int kick_pending;
 	int timers;                /* reconnect timers pending (each a ref) */
+	uint64_t reconnect_timer;  /* the last one's id (0: none), which a
+	                            * close cancels: a closed connection left
+	                            * unlisted with a timer pending would
+	                            * outlive a messenger destroyed first */
 	int pending_fd;            /* ACT_ATTACH: a resumed session's socket */
 	struct tsr_hello pending_hello;
 	char addr[64];             /* peer's listening address (connector:

@@ -12,6 +12,17 @@
 
 #define COLL_FMT "collection %" PRIu64 ".%x"
 
+void
+tsr_pgstore_init(struct tsr_pgstore *ps, const struct tsr_backend_ops *ops, void *inst,
+		 struct tsr_coll_id cid, int exists)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->ops = ops;
+	ps->inst = inst;
+	ps->cid = cid;
+	ps->exists = exists;
+}
+
 int
 tsr_pgstore_open(struct tsr_pgstore *ps, const struct tsr_backend_ops *ops, void *inst,
 		 struct tsr_coll_id cid)
@@ -19,10 +30,7 @@ tsr_pgstore_open(struct tsr_pgstore *ps, const struct tsr_backend_ops *ops, void
 	struct tsr_obj_stat st;
 	int rc;
 
-	memset(ps, 0, sizeof(*ps));
-	ps->ops = ops;
-	ps->inst = inst;
-	ps->cid = cid;
+	tsr_pgstore_init(ps, ops, inst, cid, 0);
 	rc = ops->stat(inst, &cid, TSR_PGSTORE_META, TSR_PGSTORE_META_LEN, &st);
 	if (rc == 0)
 		ps->exists = 1;

@@ -62,6 +62,11 @@ struct tsr_pgstore {
 int tsr_pgstore_open(struct tsr_pgstore *ps, const struct tsr_backend_ops *ops,
 		     void *inst, struct tsr_coll_id cid);
 
+/* Bind ps without asking the store (no call that blocks): for a copy
+ * known to be there (exists 1) or known not to be (0). */
+void tsr_pgstore_init(struct tsr_pgstore *ps, const struct tsr_backend_ops *ops,
+		      void *inst, struct tsr_coll_id cid, int exists);
+
 /* Forget what ps keeps between listings. */
 void tsr_pgstore_close(struct tsr_pgstore *ps);
 

@@ -50,6 +50,8 @@ struct osd_mapstore {
 	pthread_mutex_t lock;
 	uint64_t first, last;        /* stored, committed */
 	uint64_t writes, errors;
+	uint64_t floor;              /* the oldest epoch a PG still needs (the
+					loop's): never trimmed */
 };
 
 struct write {
@@ -309,7 +311,8 @@ osd_mapstore_add(struct osd_mapstore *ms, const struct tsr_osdmap *prev,
 		return;
 	}
 	/* the oldest run goes once the rest hold more than keep */
-	if (ms->nfulls >= 2 && cur->epoch - ms->fulls[1] >= ms->keep) {
+	if (ms->nfulls >= 2 && cur->epoch - ms->fulls[1] >= ms->keep &&
+	    (ms->floor == 0 || ms->fulls[1] <= ms->floor)) {
 		w->trim = 1;
 		w->rm_first = ms->fulls[0];
 		w->new_first = ms->fulls[1];
@@ -322,6 +325,12 @@ osd_mapstore_add(struct osd_mapstore *ms, const struct tsr_osdmap *prev,
 		return;
 	}
 	ms->queued_last = cur->epoch;
+}
+
+void
+osd_mapstore_floor(struct osd_mapstore *ms, uint64_t epoch)
+{
+	ms->floor = epoch;
 }
 
 void
@@ -353,6 +362,7 @@ osd_mapstore_close(struct osd_mapstore *ms)
 struct replay {
 	struct osd_store *st;
 	uint64_t from, full;         /* the newest full map at or below from */
+	uint64_t want;               /* replay_full: the epoch asked for */
 	struct tsr_osdmap_epoch *ep; /* the last made */
 	const struct tsr_registry *reg;
 	const struct tsr_host *host;
@@ -383,8 +393,11 @@ replay_full(void *arg, const void *key, size_t key_len, const void *val, size_t 
 	struct tsr_osdmap m;
 	char err[256];
 
-	(void)key;
-	(void)key_len;
+	/* only the full map asked for (the iteration starts at its key and
+	 * may find a later one) */
+	if (key_len != 9 || ((const uint8_t *)key)[0] != 'F' ||
+	    epoch_of_key(key) != r->want)
+		return 1;
 	if (tsr_osdmap_decode(val, val_len, &m, err, sizeof(err)) < 0)
 		return 1;
 	if (tsr_osdmap_epoch_create(&m, r->reg, r->host, &r->ep, err, sizeof(err)) < 0) {
@@ -430,7 +443,8 @@ osd_mapstore_replay(struct osd_mapstore *ms, uint64_t from, const struct tsr_reg
 		    const struct tsr_host *host,
 		    void (*fn)(void *arg, struct tsr_osdmap_epoch *ep), void *arg)
 {
-	struct replay r = { ms->st, from, 0, NULL, reg, host, fn, arg, 0, 0 };
+	struct replay r = { .st = ms->st, .from = from, .reg = reg, .host = host, .fn = fn,
+			    .arg = arg };
 	struct osd_store *st = ms->st;
 	uint8_t k[9];
 	int rc;
@@ -440,8 +454,14 @@ osd_mapstore_replay(struct osd_mapstore *ms, uint64_t from, const struct tsr_reg
 				&r);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
-	if (r.full == 0)
-		return 0; /* nothing stored at or below from */
+	if (r.full == 0) {
+		/* nothing stored at or below from: from the oldest full map
+		 * (copies that needed earlier epochs cannot be fed; they say so) */
+		if (ms->nfulls == 0)
+			return 0;
+		r.full = ms->fulls[0];
+	}
+	r.want = r.full;
 	key_of(k, 'F', r.full);
 	st->ops->omap_iter(st->h, &osd_meta_coll, MAPS_OID, MAPS_OID_LEN, k, 9, replay_full, &r);
 	if (r.ep == NULL)
@@ -461,6 +481,7 @@ osd_mapstore_replay(struct osd_mapstore *ms, uint64_t from, const struct tsr_reg
 		r.ep = NULL;
 		struct replay probe = r;
 		probe.ep = NULL;
+		probe.want = at + 1;
 		st->ops->omap_iter(st->h, &osd_meta_coll, MAPS_OID, MAPS_OID_LEN, k, 9,
 				   replay_full, &probe);
 		if (probe.ep == NULL || tsr_osdmap_epoch_number(probe.ep) != at + 1) {

@@ -163,6 +163,8 @@ asks(void *arg)
 			     pgid.pool, pgid.pg);
 	}
 	free(temps);
+	/* the stored epochs the copies may need at a restart stay */
+	osd_mapstore_floor(o->maps, osd_pgrt_min_sis(o->rt));
 	if (tsr_loop_timer_add(tsr_daemon_loop(o->d), ASKS_MS * 1000000ull, asks, o,
 			       &o->asks_timer) < 0)
 		o->asks_timer = 0;
@@ -421,6 +423,11 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 				  (size_t)tsr_conf_int(conf, "osd_op_shards"), &o->rt, err,
 				  errlen)) < 0)
 		return rc;
+	/* the PG copies in the store, loaded before any message can reach
+	 * them (fed the stored epochs below) */
+	uint64_t oldest;
+	if ((rc = osd_pgrt_load(o->rt, &oldest, err, errlen)) < 0)
+		return rc;
 	tsr_msgr_start(o->msgr);
 	tsr_core_host_init(&o->place_host, "placement", conf, loop);
 	struct tsr_osdmap stored;
@@ -448,11 +455,8 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	if (stored.epoch && (o->map_ep = tsr_mapsub_osdmap(o->sub)) == NULL)
 		stored.epoch = 0;
 	tsr_osdmap_free(&stored);
-	/* the PG copies in the store, fed the stored epochs since each one's
+	/* the PG copies in the store take the stored epochs since each one's
 	 * interval began */
-	uint64_t oldest;
-	if ((rc = osd_pgrt_load(o->rt, &oldest, err, errlen)) < 0)
-		return rc;
 	if (oldest) {
 		int n = osd_mapstore_replay(o->maps, oldest, tsr_daemon_registry(d),
 					    &o->place_host.host, replayed, o->rt);

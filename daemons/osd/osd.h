@@ -109,6 +109,9 @@ int osd_mapstore_open(struct osd_store *st, size_t keep, struct osd_mapstore **o
  * gap.  Written in order by the store's worker. */
 void osd_mapstore_add(struct osd_mapstore *ms, const struct tsr_osdmap *prev,
 		      const struct tsr_osdmap *cur);
+/* The oldest epoch a PG copy still needs (0: none): the trimming keeps
+ * it. */
+void osd_mapstore_floor(struct osd_mapstore *ms, uint64_t epoch);
 /* JSON: the epochs stored, writes, errors. */
 void osd_mapstore_status(struct osd_mapstore *ms, struct tsr_sbuf *out);
 /* Write what is queued, then stop (before the store closes). */
@@ -136,6 +139,9 @@ int osd_pgrt_create(struct osd_store *st, struct tsr_msgr *msgr, int32_t whoami,
 int osd_pgrt_load(struct osd_pgrt *rt, uint64_t *oldest, char *err, size_t errlen);
 void osd_pgrt_replay(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep);
 void osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep);
+/* The oldest interval start of the copies (0: none): the map epochs
+ * they may need at a restart. */
+uint64_t osd_pgrt_min_sis(struct osd_pgrt *rt);
 /* The OSD has its service keys: what the PGs sent meanwhile goes. */
 void osd_pgrt_ready(struct osd_pgrt *rt);
 void osd_pgrt_asks(struct osd_pgrt *rt, uint64_t *up_thru,

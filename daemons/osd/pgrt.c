@@ -56,6 +56,7 @@
 
 #define RING 1024                    /* epochs kept for PGs that start */
 #define DELETE_BATCH 256
+#define MAX_PARKED 1024u             /* messages a copy keeps for a newer map */
 
 static struct tsr_log_rate pg_refusals = TSR_LOG_RATE_INIT(5, 10000);
 
@@ -72,13 +73,17 @@ struct pgi {
 	struct tsr_pgstore ps;
 	struct tsr_osdmap_epoch *ep; /* the epoch fed last */
 	struct ev *parked, **parked_tail; /* messages from a newer map */
+	unsigned nparked;
 	const struct tsr_msg *payload; /* the message being handled */
 	int gone;                    /* deleted: events are dropped */
+	int damaged;                 /* did not load: left as it is */
+	uint64_t sis0;               /* its interval's first, as loaded (the
+					loop's: replay feeds from it) */
 	/* what `pg ls` shows (under rt->lock) */
 	char state[24];
 	char why[160];
 	int clean;
-	uint64_t fed, les;
+	uint64_t fed, les, sis;
 	struct tsr_ev head;
 };
 
@@ -98,6 +103,7 @@ struct ev {
 struct peer_conn {
 	int32_t osd;
 	char addr[TSR_OSDMAP_NAME];
+	uint64_t addr_epoch;         /* the epoch that gave addr */
 	struct tsr_conn *conn;
 };
 
@@ -129,6 +135,7 @@ struct osd_pgrt {
 	 * messenger goes */
 	pthread_rwlock_t send_lock;
 	int stopping;
+	int closing;                 /* destroy began: commits are not posted */
 	/* until the OSD has the service keys its peers check it with, what
 	 * it sends waits (a session opened without them is refused, and
 	 * stays so) */
@@ -136,12 +143,13 @@ struct osd_pgrt {
 	struct held *held, **held_tail;
 };
 
+struct payload;
 struct held {
 	struct held *next;
 	int32_t to;
+	struct tsr_osdmap_epoch *ep; /* the address's */
 	struct tsr_pgmsg m;
-	uint8_t *payload;
-	size_t plen;
+	struct payload *pl;
 };
 
 /* ---- Status --------------------------------------------------------------------*/
@@ -157,73 +165,110 @@ status_take(struct pgi *g)
 	snprintf(g->why, sizeof(g->why), "%s", tsr_pgsm_why(g->sm));
 	g->clean = tsr_pgsm_is_clean(g->sm);
 	g->les = in->les;
+	g->sis = in->same_interval_since;
 	g->head = in->last_update;
 	g->fed = g->ep ? tsr_osdmap_epoch_number(g->ep) : 0;
 	pthread_mutex_unlock(&g->rt->lock);
 }
 
-/* ---- Sending ---------------------------------------------------------------------*/
+/* ---- Sending ---------------------------------------------------------------------
+ *
+ * Every send runs on a shard's worker (which may wait for room in the
+ * session's queue: the messenger's backpressure), never on the loop or a
+ * dispatch thread, which could only drop it. */
 
-/* Our session to osd.to at the address epoch ep gives it (held by the
- * caller), or NULL when the map has it down. */
-static struct tsr_conn *
-peer_conn(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to)
+/* What travels with a message (a push's object), shared by the sends of
+ * that message: a resend on a new session sends it again.  The last
+ * release frees it. */
+struct payload {
+	int refs;
+	size_t len;
+	uint8_t *p;
+};
+
+static struct payload *
+payload_new(uint8_t *p, size_t len)
 {
-	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(tsr_osdmap_epoch_map(ep), to);
-	struct tsr_conn *c = NULL;
-	char target[32];
+	struct payload *pl = malloc(sizeof(*pl));
 
-	if (o == NULL || !o->up || o->addr[0] == '\0')
+	if (pl == NULL) {
+		free(p);
 		return NULL;
-	pthread_mutex_lock(&rt->lock);
-	for (size_t i = 0; i < rt->npeers; i++) {
-		struct peer_conn *p = &rt->peers[i];
-		if (p->osd != to)
-			continue;
-		if (strcmp(p->addr, o->addr) != 0) {
-			/* restarted elsewhere: a new session */
-			tsr_conn_close(p->conn);
-			tsr_conn_put(p->conn);
-			p->conn = NULL;
-			snprintf(p->addr, sizeof(p->addr), "%s", o->addr);
-		}
-		if (p->conn == NULL) {
-			snprintf(target, sizeof(target), "osd.%d", to);
-			if (tsr_msgr_connect_to(rt->msgr, o->addr, target, 1, &p->conn) < 0)
-				p->conn = NULL;
-		}
-		c = p->conn;
-		break;
 	}
-	if (c == NULL) {
-		struct peer_conn *v = realloc(rt->peers, (rt->npeers + 1) * sizeof(*v));
-		if (v) {
-			rt->peers = v;
-			struct peer_conn *p = &v[rt->npeers];
-			memset(p, 0, sizeof(*p));
-			p->osd = to;
-			snprintf(p->addr, sizeof(p->addr), "%s", o->addr);
-			snprintf(target, sizeof(target), "osd.%d", to);
-			if (tsr_msgr_connect_to(rt->msgr, o->addr, target, 1, &p->conn) == 0) {
-				rt->npeers++;
-				c = p->conn;
-			}
-		}
+	pl->refs = 1;
+	pl->len = len;
+	pl->p = p;
+	return pl;
+}
+
+static void
+payload_put(struct payload *pl)
+{
+	if (pl && __atomic_sub_fetch(&pl->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		free(pl->p);
+		free(pl);
 	}
-	if (c)
-		tsr_conn_get(c);
-	pthread_mutex_unlock(&rt->lock);
-	return c;
 }
 
 static void
 release_payload(void *arg, int result)
 {
 	(void)result;
-	free(arg);
+	payload_put(arg);
 }
 
-/* Forget our session to osd.to (it failed: the next send opens another). */
+/* Our session to osd.to, at the newest address any caller has seen for
+ * it (held by the caller), or NULL when ep has it down.  A caller whose
+ * epoch is older than the address's keeps the newer session: shards that
+ * lag must not close what a newer one opened. */
+static struct tsr_conn *
+peer_conn(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to)
+{
+	const struct tsr_osdmap_osd *o = tsr_osdmap_osd(tsr_osdmap_epoch_map(ep), to);
+	uint64_t e = tsr_osdmap_epoch_number(ep);
+	struct peer_conn *p = NULL;
+	struct tsr_conn *c = NULL;
+	char target[32];
+
+	if (o == NULL || !o->up || o->addr[0] == '\0')
+		return NULL;
+	pthread_mutex_lock(&rt->lock);
+	for (size_t i = 0; i < rt->npeers && p == NULL; i++)
+		if (rt->peers[i].osd == to)
+			p = &rt->peers[i];
+	if (p == NULL) {
+		struct peer_conn *v = realloc(rt->peers, (rt->npeers + 1) * sizeof(*v));
+		if (v == NULL) {
+			pthread_mutex_unlock(&rt->lock);
+			return NULL;
+		}
+		rt->peers = v;
+		p = &v[rt->npeers++];
+		memset(p, 0, sizeof(*p));
+		p->osd = to;
+	}
+	if (strcmp(p->addr, o->addr) != 0 && e > p->addr_epoch) {
+		/* restarted elsewhere: a new session */
+		if (p->conn) {
+			tsr_conn_close(p->conn);
+			tsr_conn_put(p->conn);
+			p->conn = NULL;
+		}
+		snprintf(p->addr, sizeof(p->addr), "%s", o->addr);
+		p->addr_epoch = e;
+	}
+	if (p->conn == NULL) {
+		snprintf(target, sizeof(target), "osd.%d", to);
+		if (tsr_msgr_connect_to(rt->msgr, p->addr, target, 1, &p->conn) < 0)
+			p->conn = NULL;
+	}
+	if ((c = p->conn) != NULL)
+		tsr_conn_get(c);
+	pthread_mutex_unlock(&rt->lock);
+	return c;
+}
+
+/* Forget our session to osd.to (it closed: the next send opens another). */
 static void
 peer_drop(struct osd_pgrt *rt, int32_t to, struct tsr_conn *c)
 {
@@ -237,126 +282,162 @@ peer_drop(struct osd_pgrt *rt, int32_t to, struct tsr_conn *c)
 	pthread_mutex_unlock(&rt->lock);
 }
 
-static int hold(struct osd_pgrt *rt, int32_t to, const struct tsr_pgmsg *m,
-		uint8_t *payload, size_t plen);
-
-/* Send m to osd.to, with payload (owned, or NULL) as its data. */
-static void
-send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
-	const struct tsr_pgmsg *m, uint8_t *payload, size_t plen)
+static int
+send_once(struct tsr_conn *c, const struct tsr_pgmsg *m, struct payload *pl)
 {
-	struct tsr_conn *c;
 	struct tsr_msg *msg;
 	struct tsr_enc e;
 
-	pthread_rwlock_rdlock(&rt->send_lock);
-	if (!rt->stopping && !__atomic_load_n(&rt->ready, __ATOMIC_ACQUIRE) &&
-	    hold(rt, to, m, payload, plen) == 0) {
-		pthread_rwlock_unlock(&rt->send_lock);
-		return;
-	}
-	c = rt->stopping || to == rt->whoami ? NULL : peer_conn(rt, ep, to);
-	if (c == NULL) {
-		pthread_rwlock_unlock(&rt->send_lock);
-		free(payload);
-		return; /* down (peering asks again when it is up), or stopping */
-	}
 	tsr_enc_init(&e);
 	if (tsr_pgmsg_encode(&e, m) < 0 || (msg = tsr_msg_from_enc(TSR_MSG_OSD_PG, &e)) == NULL) {
 		tsr_enc_release(&e);
-		free(payload);
-		tsr_conn_put(c);
+		return -ENOMEM;
+	}
+	if (pl) {
+		struct iovec iov = { pl->p, pl->len };
+		__atomic_add_fetch(&pl->refs, 1, __ATOMIC_ACQ_REL);
+		tsr_msg_set_data(msg, &iov, 1, release_payload, pl);
+	}
+	return tsr_conn_send(c, msg, 0);
+}
+
+static int hold(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+		const struct tsr_pgmsg *m, struct payload *pl);
+
+/* Send m to osd.to (its address as ep has it), with pl (a reference the
+ * call takes, or NULL) as its data. */
+static void
+send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+	const struct tsr_pgmsg *m, struct payload *pl)
+{
+	struct tsr_conn *c;
+	int rc;
+
+	pthread_rwlock_rdlock(&rt->send_lock);
+	if (rt->stopping || to == rt->whoami) {
 		pthread_rwlock_unlock(&rt->send_lock);
+		payload_put(pl);
 		return;
 	}
-	if (payload) {
-		struct iovec iov = { payload, plen };
-		tsr_msg_set_data(msg, &iov, 1, release_payload, payload);
+	if (hold(rt, ep, to, m, pl) == 0) {
+		pthread_rwlock_unlock(&rt->send_lock);
+		return; /* not ready: it goes when the OSD is */
 	}
-	int rc = tsr_conn_send(c, msg, TSR_SEND_NOWAIT);
-	if (rc < 0) {
-		/* a session that failed for good: once more on a new one */
+	if ((c = peer_conn(rt, ep, to)) == NULL) {
+		pthread_rwlock_unlock(&rt->send_lock);
+		payload_put(pl);
+		return; /* down: peering asks again when it is up */
+	}
+	rc = send_once(c, m, pl);
+	if (rc < 0 && rc != -EINVAL && rc != -ENOMEM && rc != -EAGAIN) {
+		/* the session closed for good (a refusal): once more on a new one */
 		peer_drop(rt, to, c);
 		tsr_conn_put(c);
-		if ((c = peer_conn(rt, ep, to)) != NULL) {
-			tsr_enc_init(&e);
-			if (tsr_pgmsg_encode(&e, m) == 0 &&
-			    (msg = tsr_msg_from_enc(TSR_MSG_OSD_PG, &e)) != NULL)
-				rc = tsr_conn_send(c, msg, TSR_SEND_NOWAIT);
-			else
-				tsr_enc_release(&e);
-		}
+		c = peer_conn(rt, ep, to);
+		rc = c ? send_once(c, m, pl) : -ENOTCONN;
 	}
 	if (rc == 0)
 		__atomic_add_fetch(&rt->sent, 1, __ATOMIC_RELAXED);
 	else
-		tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "pg %" PRId64 ".%x: "
-			      "%s to osd.%d not sent: %s", m->pgid.pool, m->pgid.pg,
-			      tsr_pgmsg_name(m->type), to, strerror(-rc));
+		tsr_log(TSR_SUB_OSD, rc == -EINVAL ? TSR_LOG_ERROR : TSR_LOG_WARN,
+			"pg %" PRId64 ".%x: %s to osd.%d not sent: %s", m->pgid.pool,
+			m->pgid.pg, tsr_pgmsg_name(m->type), to,
+			rc == -EINVAL ? "larger than a message may be (ms_max_front, "
+					"ms_max_data)" : strerror(-rc));
 	if (c)
 		tsr_conn_put(c);
+	payload_put(pl);
 	pthread_rwlock_unlock(&rt->send_lock);
 }
 
-/* Keep m for when the OSD is ready (a copy; payload taken): 0, or -ENOMEM. */
+/* Until the OSD is ready, keep m (a copy) and pl (the reference), with
+ * the epoch it was sent under: 0.  Ready: -EAGAIN (send it now). */
 static int
-hold(struct osd_pgrt *rt, int32_t to, const struct tsr_pgmsg *m, uint8_t *payload,
-     size_t plen)
+hold(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+     const struct tsr_pgmsg *m, struct payload *pl)
 {
-	struct held *h = calloc(1, sizeof(*h));
+	struct held *h;
 	struct tsr_enc e;
 	char err[64];
 
-	if (h == NULL)
-		return -ENOMEM;
+	if (__atomic_load_n(&rt->ready, __ATOMIC_ACQUIRE))
+		return -EAGAIN;
+	h = tsr_xcalloc(1, sizeof(*h));
 	/* a deep copy through the codec */
 	tsr_enc_init(&e);
 	if (tsr_pgmsg_encode(&e, m) < 0 ||
 	    tsr_pgmsg_decode(e.buf, e.len, &h->m, err, sizeof(err)) < 0) {
 		tsr_enc_release(&e);
 		free(h);
-		return -ENOMEM;
+		return -EAGAIN; /* (no memory) sent at once, to be refused */
 	}
 	tsr_enc_release(&e);
 	h->to = to;
-	h->payload = payload;
-	h->plen = plen;
+	h->pl = pl;
 	pthread_mutex_lock(&rt->lock);
+	if (rt->ready) {
+		pthread_mutex_unlock(&rt->lock);
+		tsr_pgmsg_free(&h->m);
+		free(h);
+		return -EAGAIN;
+	}
+	h->ep = tsr_osdmap_epoch_get((struct tsr_osdmap_epoch *)ep);
 	*rt->held_tail = h;
 	rt->held_tail = &h->next;
 	pthread_mutex_unlock(&rt->lock);
 	return 0;
 }
 
+/* (a worker) Send what was held, in order, until none is left; then the
+ * OSD is ready and sends go at once. */
+static void
+flush_held(void *arg)
+{
+	struct osd_pgrt *rt = arg;
+
+	for (int rounds = 0; rounds < 1 << 20; rounds++) {
+		struct held *h;
+		pthread_mutex_lock(&rt->lock);
+		h = rt->held;
+		rt->held = NULL;
+		rt->held_tail = &rt->held;
+		if (h == NULL)
+			__atomic_store_n(&rt->ready, 1, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&rt->lock);
+		if (h == NULL)
+			return;
+		while (h) {
+			struct held *n = h->next;
+			pthread_rwlock_rdlock(&rt->send_lock);
+			struct tsr_conn *c = rt->stopping ? NULL : peer_conn(rt, h->ep, h->to);
+			if (c) {
+				if (send_once(c, &h->m, h->pl) == 0)
+					__atomic_add_fetch(&rt->sent, 1, __ATOMIC_RELAXED);
+				tsr_conn_put(c);
+			}
+			pthread_rwlock_unlock(&rt->send_lock);
+			payload_put(h->pl);
+			tsr_osdmap_epoch_put(h->ep);
+			tsr_pgmsg_free(&h->m);
+			free(h);
+			h = n;
+		}
+	}
+}
+
 void
 osd_pgrt_ready(struct osd_pgrt *rt)
 {
-	struct held *h;
-	struct tsr_osdmap_epoch *ep;
-
-	pthread_mutex_lock(&rt->lock);
-	__atomic_store_n(&rt->ready, 1, __ATOMIC_RELEASE);
-	h = rt->held;
-	rt->held = NULL;
-	rt->held_tail = &rt->held;
-	ep = rt->latest ? tsr_osdmap_epoch_get(rt->latest) : NULL;
-	pthread_mutex_unlock(&rt->lock);
-	while (h) {
-		struct held *n = h->next;
-		if (ep)
-			send_pg(rt, ep, h->to, &h->m, h->payload, h->plen);
-		else
-			free(h->payload);
-		tsr_pgmsg_free(&h->m);
-		free(h);
-		h = n;
-	}
-	tsr_osdmap_epoch_put(ep);
+	if (__atomic_load_n(&rt->ready, __ATOMIC_ACQUIRE))
+		return;
+	if (tsr_workq_post(rt->q[0], flush_held, rt) < 0)
+		LOGE("osd.%d: cannot send what the PGs held", rt->whoami);
 }
 
 /* ---- Events ----------------------------------------------------------------------*/
 
 static void run_ev(void *arg);
+static void answer_nothing(struct osd_pgrt *rt, const struct tsr_pgmsg *query);
 
 static void
 ev_free(struct ev *e)
@@ -389,9 +470,14 @@ static void
 on_commit(void *arg, int rc)
 {
 	struct commit_arg *c = arg;
-	struct ev *e = calloc(1, sizeof(*e));
+	struct ev *e;
 
-	if (e == NULL) {
+	if (__atomic_load_n(&c->g->rt->closing, __ATOMIC_ACQUIRE)) {
+		/* the workers are going: durable all the same */
+		free(c);
+		return;
+	}
+	if ((e = calloc(1, sizeof(*e))) == NULL) {
 		LOGE("osd: out of memory for a commit: the PG stalls");
 		free(c);
 		return;
@@ -618,7 +704,7 @@ do_send(struct pgi *g, struct tsr_pgsm_action *x)
 		}
 		tsr_pgpush_free(&p);
 	}
-	send_pg(g->rt, g->ep, x->to, &x->msg, payload, plen);
+	send_pg(g->rt, g->ep, x->to, &x->msg, payload ? payload_new(payload, plen) : NULL);
 }
 
 static void
@@ -686,7 +772,8 @@ up_from_of(const void *arg, int32_t osd)
 	return o && o->up ? o->up_from : 0;
 }
 
-/* The map as PG g sees it at ep: 0, or -ENOENT when the pool is gone. */
+/* The map as PG g sees it at ep: 0, -ENOENT when the pool is gone, -EIO
+ * when the epoch cannot place the PG. */
 static int
 mapview(const struct pgi *g, const struct tsr_osdmap_epoch *ep, struct tsr_pg_mapview *mv)
 {
@@ -697,9 +784,16 @@ mapview(const struct pgi *g, const struct tsr_osdmap_epoch *ep, struct tsr_pg_ma
 
 	memset(mv, 0, sizeof(*mv));
 	mv->epoch = m->epoch;
-	if (pool == NULL || g->pgid.pg >= pool->pg_num ||
-	    tsr_osdmap_epoch_map_pg(ep, g->pgid.pool, g->pgid.pg, &pm, err, sizeof(err)) < 0)
+	if (pool == NULL)
 		return -ENOENT;
+	if (tsr_osdmap_epoch_map_pg(ep, g->pgid.pool, g->pgid.pg, &pm, err, sizeof(err)) < 0) {
+		/* a placement that fails (a plugin missing, a rule the map
+		 * cannot satisfy): never taken for the pool going */
+		tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_ERROR, "pg %" PRId64 ".%x: "
+			      "epoch %" PRIu64 " cannot place it (%s): the copy waits",
+			      g->pgid.pool, g->pgid.pg, m->epoch, err);
+		return -EIO;
+	}
 	mv->nup = pm.nup;
 	mv->nacting = pm.nacting;
 	memcpy(mv->up, pm.up, sizeof(mv->up));
@@ -724,6 +818,7 @@ retry_parked(struct pgi *g)
 
 	g->parked = NULL;
 	g->parked_tail = &g->parked;
+	g->nparked = 0;
 	while (p) {
 		struct ev *e = p;
 		p = p->next;
@@ -739,7 +834,14 @@ run_ev(void *arg)
 	struct pgi *g = e->g;
 	int rc = 0;
 
-	if (g->gone) {
+	if (g->damaged) {
+		ev_free(e);
+		return;
+	}
+	if (g->gone || tsr_pgsm_state(g->sm) == TSR_PGSM_DELETED) {
+		/* removed, or being removed: a query learns there is nothing */
+		if (e->type == EV_MSG && e->m.type == TSR_PGMSG_QUERY)
+			answer_nothing(g->rt, &e->m);
 		ev_free(e);
 		return;
 	}
@@ -748,21 +850,27 @@ run_ev(void *arg)
 		struct tsr_pg_mapview mv;
 		if (g->ep && tsr_osdmap_epoch_number(e->ep) <= tsr_osdmap_epoch_number(g->ep))
 			break; /* fed already */
-		if (mapview(g, e->ep, &mv) < 0) {
+		rc = mapview(g, e->ep, &mv);
+		if (rc == -ENOENT) {
 			/* the pool went: the copy goes with it */
 			tsr_osdmap_epoch_put(g->ep);
 			g->ep = tsr_osdmap_epoch_get(e->ep);
 			do_delete(g);
 			break;
 		}
+		if (rc < 0)
+			break; /* this epoch cannot place it: the next may */
 		rc = tsr_pgsm_advance_map(g->sm, &mv);
-		tsr_osdmap_epoch_put(g->ep);
-		g->ep = tsr_osdmap_epoch_get(e->ep);
 		if (rc < 0) {
-			LOGE("pg %" PRId64 ".%x: epoch %" PRIu64 " refused (%s): the copy "
-			     "waits", g->pgid.pool, g->pgid.pg, mv.epoch, strerror(-rc));
+			/* the machine keeps the epoch it had (its view points
+			 * into it): the copy waits */
+			tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_ERROR, "pg %" PRId64
+				      ".%x: epoch %" PRIu64 " refused (%s): the copy waits",
+				      g->pgid.pool, g->pgid.pg, mv.epoch, strerror(-rc));
 			break;
 		}
+		tsr_osdmap_epoch_put(g->ep);
+		g->ep = tsr_osdmap_epoch_get(e->ep);
 		carry_out(g, NULL);
 		retry_parked(g);
 		break;
@@ -771,11 +879,20 @@ run_ev(void *arg)
 		g->payload = e->raw;
 		rc = tsr_pgsm_recv(g->sm, &e->m, 1);
 		if (rc == -EAGAIN) {
-			/* from a newer map: once we have it */
+			/* from a newer map: once we have it (a bounded number:
+			 * a sender that runs that far ahead sends again) */
 			g->payload = NULL;
+			if (g->nparked >= MAX_PARKED) {
+				tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "pg %"
+					      PRId64 ".%x: %u messages wait for a newer map; "
+					      "%s from osd.%d dropped", g->pgid.pool, g->pgid.pg,
+					      MAX_PARKED, tsr_pgmsg_name(e->m.type), e->m.from);
+				break;
+			}
 			e->next = NULL;
 			*g->parked_tail = e;
 			g->parked_tail = &e->next;
+			g->nparked++;
 			return;
 		}
 		if (rc < 0)
@@ -798,6 +915,8 @@ run_ev(void *arg)
 
 /* ---- Copies ------------------------------------------------------------------------*/
 
+/* The copy of pgid here (one being loaded, or damaged, too: no other is
+ * made beside it), or NULL.  Under rt->lock. */
 static struct pgi *
 pgi_find(struct osd_pgrt *rt, struct tsr_pgid pgid)
 {
@@ -807,9 +926,21 @@ pgi_find(struct osd_pgrt *rt, struct tsr_pgid pgid)
 	return NULL;
 }
 
+static void
+pgi_link(struct osd_pgrt *rt, struct pgi *g)
+{
+	pthread_mutex_lock(&rt->lock);
+	g->next = rt->pgs;
+	rt->pgs = g;
+	rt->npgs++;
+	pthread_mutex_unlock(&rt->lock);
+}
+
+/* A copy's runtime: its machine, and its store as it is (exists: the
+ * collection is there, known without asking the store).  Not linked. */
 static struct pgi *
-pgi_new(struct osd_pgrt *rt, struct tsr_pgid pgid, uint64_t created, char *err,
-	size_t errlen)
+pgi_new(struct osd_pgrt *rt, struct tsr_pgid pgid, uint64_t created, int exists,
+	char *err, size_t errlen)
 {
 	struct pgi *g = tsr_xcalloc(1, sizeof(*g));
 	struct tsr_pgsm_conf conf = rt->defaults;
@@ -824,19 +955,13 @@ pgi_new(struct osd_pgrt *rt, struct tsr_pgid pgid, uint64_t created, char *err,
 	conf.whoami = rt->whoami;
 	conf.created = created;
 	snprintf(g->state, sizeof(g->state), "initial");
-	if ((rc = tsr_pgstore_open(&g->ps, rt->st->ops, rt->st->h, cid)) < 0 ||
-	    (rc = tsr_pgsm_create(&conf, &g->sm)) < 0) {
+	tsr_pgstore_init(&g->ps, rt->st->ops, rt->st->h, cid, exists);
+	if ((rc = tsr_pgsm_create(&conf, &g->sm)) < 0) {
 		tsr_errf(err, errlen, rc, "pg %" PRId64 ".%x: %s", pgid.pool, pgid.pg,
 			 strerror(-rc));
-		tsr_pgstore_close(&g->ps);
 		free(g);
 		return NULL;
 	}
-	pthread_mutex_lock(&rt->lock);
-	g->next = rt->pgs;
-	rt->pgs = g;
-	rt->npgs++;
-	pthread_mutex_unlock(&rt->lock);
 	return g;
 }
 
@@ -899,7 +1024,7 @@ osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
 	tsr_osdmap_epoch_put(rt->latest);
 	rt->latest = tsr_osdmap_epoch_get(ep);
 	for (struct pgi *g = rt->pgs; g; g = g->next)
-		if (!g->gone)
+		if (!g->gone && !g->damaged)
 			post_map(g, ep);
 	pthread_mutex_unlock(&rt->lock);
 	/* new copies: PGs this epoch puts this OSD in the up or acting set of */
@@ -921,17 +1046,85 @@ osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
 			pthread_mutex_unlock(&rt->lock);
 			if (!mine || have)
 				continue;
-			struct pgi *g = pgi_new(rt, pgid, since, err, sizeof(err));
+			/* (every collection in the store was found at start: a
+			 * PG with no copy then has no collection) */
+			struct pgi *g = pgi_new(rt, pgid, since, 0, err, sizeof(err));
 			if (g == NULL) {
 				LOGE("osd.%d: %s", rt->whoami, err);
 				continue;
 			}
+			pgi_link(rt, g);
 			feed_from(rt, g, since);
 		}
 	}
 }
 
 /* ---- Messages from other OSDs ----------------------------------------------------*/
+
+/* Does m name only objects a client could (no name the OSD keeps for
+ * itself: pgstore.h)?  A peer that names one would have a copy rewrite or
+ * ship the PG's own meta object. */
+static int
+names_ok(const struct tsr_pgmsg *m)
+{
+	if (tsr_pgstore_reserved(m->oid, m->oid_len))
+		return 0;
+	for (size_t i = 0; i < m->nobjs; i++)
+		if (tsr_pgstore_reserved(m->objs[i].oid, m->objs[i].oid_len))
+			return 0;
+	for (size_t i = 0; i < m->log.n; i++)
+		if (tsr_pgstore_reserved(m->log.e[i].oid, m->log.e[i].oid_len))
+			return 0;
+	for (size_t i = 0; i < m->missing.n; i++)
+		if (tsr_pgstore_reserved(m->missing.m[i].oid, m->missing.m[i].oid_len))
+			return 0;
+	return !tsr_pgstore_reserved(m->info.last_backfill, m->info.last_backfill_len);
+}
+
+/* A QUERY for a PG with no copy here (or one being removed): "nothing
+ * held", sent from a worker. */
+struct nothing {
+	struct osd_pgrt *rt;
+	struct tsr_osdmap_epoch *ep;
+	int32_t to;
+	struct tsr_pgmsg n;
+};
+
+static void
+send_nothing(void *arg)
+{
+	struct nothing *x = arg;
+
+	send_pg(x->rt, x->ep, x->to, &x->n, NULL);
+	tsr_osdmap_epoch_put(x->ep);
+	tsr_pgmsg_free(&x->n);
+	free(x);
+}
+
+static void
+answer_nothing(struct osd_pgrt *rt, const struct tsr_pgmsg *query)
+{
+	struct nothing *x = calloc(1, sizeof(*x));
+
+	if (x == NULL)
+		return;
+	pthread_mutex_lock(&rt->lock);
+	x->ep = rt->latest ? tsr_osdmap_epoch_get(rt->latest) : NULL;
+	pthread_mutex_unlock(&rt->lock);
+	if (x->ep == NULL) {
+		free(x);
+		return; /* no map yet: the query is asked again */
+	}
+	x->rt = rt;
+	tsr_pgmsg_empty_notify(query, rt->whoami, query->map_epoch, &x->n);
+	x->to = query->from;
+	if (tsr_workq_post(rt->q[(uint64_t)(query->pgid.pool * 31 + query->pgid.pg) %
+				 rt->nshards], send_nothing, x) < 0) {
+		tsr_osdmap_epoch_put(x->ep);
+		tsr_pgmsg_free(&x->n);
+		free(x);
+	}
+}
 
 static void
 on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
@@ -949,6 +1142,16 @@ on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 		tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "%s: a PG message that "
 			      "does not decode: %s; dropped", tsr_conn_peer(c), err);
 		__atomic_add_fetch(&rt->refused, 1, __ATOMIC_RELAXED);
+		free(e);
+		tsr_msg_free(msg, 0);
+		return;
+	}
+	if (!names_ok(&e->m)) {
+		tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "%s: a PG message (%s "
+			      "from osd.%d) naming an object the OSD keeps for itself; dropped",
+			      tsr_conn_peer(c), tsr_pgmsg_name(e->m.type), e->m.from);
+		__atomic_add_fetch(&rt->refused, 1, __ATOMIC_RELAXED);
+		tsr_pgmsg_free(&e->m);
 		free(e);
 		tsr_msg_free(msg, 0);
 		return;
@@ -971,18 +1174,15 @@ on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 	if (g == NULL) {
 		/* no copy here: a query learns that at once (on our own session
 		 * to the sender); anything else is for a copy that went */
-		if (e->m.type == TSR_PGMSG_QUERY) {
-			struct tsr_pgmsg n;
-			struct tsr_osdmap_epoch *ep;
-			pthread_mutex_lock(&rt->lock);
-			ep = rt->latest ? tsr_osdmap_epoch_get(rt->latest) : NULL;
-			pthread_mutex_unlock(&rt->lock);
-			tsr_pgmsg_empty_notify(&e->m, rt->whoami, e->m.map_epoch, &n);
-			if (ep)
-				send_pg(rt, ep, e->m.from, &n, NULL, 0);
-			tsr_osdmap_epoch_put(ep);
-			tsr_pgmsg_free(&n);
-		}
+		if (e->m.type == TSR_PGMSG_QUERY)
+			answer_nothing(rt, &e->m);
+		tsr_pgmsg_free(&e->m);
+		free(e);
+		tsr_msg_free(msg, 0);
+		return;
+	}
+	if (g->damaged) {
+		/* not served: silent, so no primary takes it for empty */
 		tsr_pgmsg_free(&e->m);
 		free(e);
 		tsr_msg_free(msg, 0);
@@ -1067,23 +1267,33 @@ osd_pgrt_load(struct osd_pgrt *rt, uint64_t *oldest, char *err, size_t errlen)
 	}
 	for (size_t i = 0; i < l.n; i++) {
 		char why[256];
-		struct pgi *g = pgi_new(rt, l.pgids[i], 0, why, sizeof(why));
+		struct pgi *g = pgi_new(rt, l.pgids[i], 0, 1, why, sizeof(why));
+		struct tsr_obj_stat st;
 		if (g == NULL) {
 			LOGE("osd.%d: %s", rt->whoami, why);
 			continue;
 		}
-		if (!g->ps.exists || tsr_pgstore_load(&g->ps, g->sm, why, sizeof(why)) < 0) {
-			/* kept as it is, not served: an operator looks at it */
-			LOGE("osd.%d: pg %" PRId64 ".%x: %s; the copy is left as it is",
-			     rt->whoami, g->pgid.pool, g->pgid.pg,
-			     g->ps.exists ? why : "a collection with no PG meta object");
-			g->gone = 1;
+		rc = rt->st->ops->stat(rt->st->h, &g->ps.cid, TSR_PGSTORE_META,
+				       TSR_PGSTORE_META_LEN, &st);
+		if (rc < 0)
+			snprintf(why, sizeof(why), "a collection without its PG meta object "
+				 "(%s)", strerror(-rc));
+		if (rc < 0 || tsr_pgstore_load(&g->ps, g->sm, why, sizeof(why)) < 0) {
+			/* kept as it is, not served, and no other copy made
+			 * over it: an operator looks at it */
+			LOGE("osd.%d: pg %" PRId64 ".%x: %s; the copy is left as it is, not "
+			     "served", rt->whoami, g->pgid.pool, g->pgid.pg, why);
+			g->damaged = 1;
+			snprintf(g->state, sizeof(g->state), "damaged");
+			snprintf(g->why, sizeof(g->why), "%.150s", why);
+			pgi_link(rt, g);
 			continue;
 		}
-		uint64_t sis = tsr_pgsm_info(g->sm)->same_interval_since;
-		if (sis && (*oldest == 0 || sis < *oldest))
-			*oldest = sis;
+		g->sis0 = tsr_pgsm_info(g->sm)->same_interval_since;
+		if (g->sis0 && (*oldest == 0 || g->sis0 < *oldest))
+			*oldest = g->sis0;
 		status_take(g);
+		pgi_link(rt, g);
 	}
 	free(l.pgids);
 	return 0;
@@ -1095,12 +1305,25 @@ osd_pgrt_replay(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
 	uint64_t e = tsr_osdmap_epoch_number(ep);
 
 	pthread_mutex_lock(&rt->lock);
-	for (struct pgi *g = rt->pgs; g; g = g->next) {
-		uint64_t sis = tsr_pgsm_info(g->sm)->same_interval_since;
-		if (!g->gone && sis && e >= sis)
+	for (struct pgi *g = rt->pgs; g; g = g->next)
+		if (!g->gone && !g->damaged && g->sis0 && e >= g->sis0)
 			post_map(g, ep);
+	pthread_mutex_unlock(&rt->lock);
+}
+
+uint64_t
+osd_pgrt_min_sis(struct osd_pgrt *rt)
+{
+	uint64_t min = 0;
+
+	pthread_mutex_lock(&rt->lock);
+	for (struct pgi *g = rt->pgs; g; g = g->next) {
+		uint64_t s = g->sis ? g->sis : g->sis0;
+		if (!g->gone && s && (min == 0 || s < min))
+			min = s;
 	}
 	pthread_mutex_unlock(&rt->lock);
+	return min;
 }
 
 void
@@ -1153,6 +1376,16 @@ osd_pgrt_quiesce(struct osd_pgrt *rt)
 	pthread_rwlock_wrlock(&rt->send_lock);
 	rt->stopping = 1;
 	pthread_rwlock_unlock(&rt->send_lock);
+	/* our sessions go while the messenger runs: its destroy wants the
+	 * handles given back first (msgr.h); no send opens another now */
+	pthread_mutex_lock(&rt->lock);
+	for (size_t i = 0; i < rt->npeers; i++)
+		if (rt->peers[i].conn) {
+			tsr_conn_close(rt->peers[i].conn);
+			tsr_conn_put(rt->peers[i].conn);
+			rt->peers[i].conn = NULL;
+		}
+	pthread_mutex_unlock(&rt->lock);
 }
 
 void
@@ -1174,9 +1407,14 @@ osd_pgrt_destroy(struct osd_pgrt *rt)
 		struct timespec ts = { 0, 5 * 1000000 };
 		nanosleep(&ts, NULL);
 	}
+	/* commits from here on are not posted; the workers run what they
+	 * hold, and the flush after waits for the commits that makes */
+	__atomic_store_n(&rt->closing, 1, __ATOMIC_RELEASE);
 	for (size_t i = 0; i < rt->nshards; i++)
 		if (rt->q[i])
 			tsr_workq_destroy(rt->q[i]);
+	if (rt->st->ops->flush)
+		rt->st->ops->flush(rt->st->h);
 	free(rt->q);
 	while (rt->pgs) {
 		struct pgi *g = rt->pgs;
@@ -1191,12 +1429,11 @@ osd_pgrt_destroy(struct osd_pgrt *rt)
 		tsr_osdmap_epoch_put(g->ep);
 		free(g);
 	}
-	for (size_t i = 0; i < rt->npeers; i++) {
-		if (rt->peers[i].conn) {
+	for (size_t i = 0; i < rt->npeers; i++)
+		if (rt->peers[i].conn) { /* (quiesce was not called: a failed start) */
 			tsr_conn_close(rt->peers[i].conn);
 			tsr_conn_put(rt->peers[i].conn);
 		}
-	}
 	free(rt->peers);
 	for (uint64_t k = 0; k < rt->ring_n; k++)
 		tsr_osdmap_epoch_put(rt->ring[(rt->ring_first + k) % RING]);
@@ -1206,7 +1443,8 @@ osd_pgrt_destroy(struct osd_pgrt *rt)
 		struct held *h = rt->held;
 		rt->held = h->next;
 		tsr_pgmsg_free(&h->m);
-		free(h->payload);
+		payload_put(h->pl);
+		tsr_osdmap_epoch_put(h->ep);
 		free(h);
 	}
 	pthread_rwlock_destroy(&rt->send_lock);
