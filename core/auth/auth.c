@@ -2,6 +2,7 @@
 #include "auth/auth.h"
 #include "util/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -437,11 +438,13 @@ is_type(const char *name, const char *type)
 }
 
 /* Do name (the connector) and target (the acceptor) meet in the OSDs'
- * domain? */
+ * domain?  Every handshake toward an OSD does, from another OSD, a
+ * client or an MDS: the OSD checks them all with the service secret. */
 static bool
 osd_domain(const char *name, const char *target)
 {
-	return is_type(name, "osd") && is_type(target, "osd");
+	return is_type(target, "osd") &&
+	       (is_type(name, "osd") || is_type(name, "client") || is_type(name, "mds"));
 }
 
 void
@@ -490,17 +493,21 @@ tsr_auth_service_count(const struct tsr_auth *a)
 }
 
 /* The key a proves itself with toward target: K(name), or in the OSDs'
- * domain the key under the current service secret (K(name) when it has
- * none yet: the acceptor then refuses, and says why). */
+ * domain its key under the current service secret (K(name) when it has
+ * none yet: the acceptor then refuses, and says why).  An OSD derives
+ * that key from the service secret it holds; a client or an MDS holds
+ * only its own key, as the monitors sealed it. */
 static void
 own_key(const struct tsr_auth *a, const char *target, uint8_t out[TSR_AUTH_KEY_LEN])
 {
 	uint8_t k[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
 
-	if (osd_domain(a->name, target) && osd_service_keys(a, k) > 0)
+	if (!osd_domain(a->name, target) || osd_service_keys(a, k) == 0)
+		memcpy(out, a->key, TSR_AUTH_KEY_LEN);
+	else if (is_type(a->name, "osd") || a->nsecrets > 0)
 		tsr_auth_derive(k[0], a->name, out);
 	else
-		memcpy(out, a->key, TSR_AUTH_KEY_LEN);
+		memcpy(out, k[0], TSR_AUTH_KEY_LEN);
 	sodium_memzero(k, sizeof(k));
 }
 
@@ -531,11 +538,17 @@ tsr_auth_service_seal(const struct tsr_auth *a, const char *name, uint8_t *out,
 	size_t at = 1;
 	int n;
 
-	if (a->nsecrets == 0 || !is_type(name, "osd") || !tsr_auth_name_valid(name, NULL))
+	if (a->nsecrets == 0 || !tsr_auth_name_valid(name, NULL) ||
+	    !(is_type(name, "osd") || is_type(name, "client") || is_type(name, "mds")))
 		return -EINVAL;
 	if (cap < TSR_AUTH_SEALED_MAX)
 		return -ENOSPC;
 	n = osd_service_keys(a, keys);
+	/* an OSD gets the service secrets; anyone else only its own key
+	 * under each */
+	if (!is_type(name, "osd"))
+		for (int i = 0; i < n; i++)
+			tsr_auth_derive(keys[i], name, keys[i]);
 	plain[0] = (uint8_t)n;
 	memcpy(plain + 1, keys, (size_t)n * TSR_AUTH_KEY_LEN);
 	/* one copy under each key the OSD may hold: its key derives from
@@ -603,6 +616,34 @@ tsr_auth_service_open(const struct tsr_auth *a, const uint8_t *in, size_t len,
 	}
 	sodium_memzero(plain, sizeof(plain));
 	sodium_memzero(w, sizeof(w));
+	return rc;
+}
+
+int
+tsr_auth_service_open_answer(const struct tsr_auth *a, const char *text, char *err,
+			     size_t errlen)
+{
+	static const char field[] = "\"service_keys\": \"";
+	uint8_t blob[TSR_AUTH_SEALED_MAX];
+	const char *h = text ? strstr(text, field) : NULL;
+	size_t n = 0;
+	int rc;
+
+	if (h == NULL)
+		return tsr_errf(err, errlen, -EBADMSG, "service keys for %s: the "
+				"monitor's answer holds none", a->name);
+	h += sizeof(field) - 1;
+	while (n < sizeof(blob) && isxdigit((unsigned char)h[2 * n]) &&
+	       isxdigit((unsigned char)h[2 * n + 1])) {
+		char byte[3] = { h[2 * n], h[2 * n + 1], 0 };
+		blob[n++] = (uint8_t)strtoul(byte, NULL, 16);
+	}
+	if (h[2 * n] != '"')
+		rc = tsr_errf(err, errlen, -EBADMSG, "service keys for %s: the "
+			      "monitor's answer is malformed", a->name);
+	else
+		rc = tsr_auth_service_open(a, blob, n, err, errlen);
+	sodium_memzero(blob, sizeof(blob));
 	return rc;
 }
 
@@ -699,7 +740,7 @@ tsr_auth_is(const char *name, const char *type, const char *id)
 	size_t tl = strlen(type);
 
 	return name != NULL && strncmp(name, type, tl) == 0 && name[tl] == '.' &&
-	       strcmp(name + tl + 1, id) == 0;
+	       (id == NULL || strcmp(name + tl + 1, id) == 0);
 }
 
 bool

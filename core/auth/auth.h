@@ -142,7 +142,14 @@ TSR_API int tsr_auth_accept(const struct tsr_auth *a, const struct tsr_auth_hs *
  * v1" 0 name) instead of K(name), on both sides; every other handshake
  * is as above.  So any OSD can check any other; a stolen OSD's keys
  * still let its thief be any OSD toward other OSDs (as with Ceph's
- * rotating service keys), but never a monitor, an MDS or a client. */
+ * rotating service keys), but never a monitor, an MDS or a client.
+ *
+ * Clients and MDSs reach OSDs the same way: a handshake from client.X or
+ * mds.X to an OSD proves K_S(name) = BLAKE2b(key = S, "tessera entity
+ * key v1" 0 name).  The OSD derives it from S; the client holds only its
+ * own, which the monitors seal for it (one per service secret) as they
+ * seal S for an OSD.  A stolen client key lets its thief be that client
+ * alone. */
 /* u8 copies, then per monitor secret a copy (24-byte nonce, the sealed
  * u8 count and keys, a 16-byte tag) under the OSD's key from it. */
 #define TSR_AUTH_SEALED_MAX \
@@ -151,12 +158,13 @@ TSR_API int tsr_auth_accept(const struct tsr_auth *a, const struct tsr_auth_hs *
 TSR_API void tsr_auth_service_derive(const uint8_t secret[TSR_AUTH_KEY_LEN],
 				     const char *type, uint8_t out[TSR_AUTH_KEY_LEN]);
 /* A monitor (a holds the secrets): the OSDs' service keys sealed for name
- * (an OSD) into out[cap >= TSR_AUTH_SEALED_MAX]; *len gets the size.
- * -EINVAL when a holds no secret or name is not an OSD. */
+ * (an OSD), or name's own keys in the OSDs' domain (a client, an MDS),
+ * into out[cap >= TSR_AUTH_SEALED_MAX]; *len gets the size.  -EINVAL when
+ * a holds no secret or name is none of those. */
 TSR_API int tsr_auth_service_seal(const struct tsr_auth *a, const char *name,
 				  uint8_t *out, size_t cap, size_t *len);
-/* An OSD: open what the monitors sealed for it and use those keys from
- * now on (any thread; handshakes on other threads see them at once: the
+/* An OSD (a client, an MDS): open what the monitors sealed for it and
+ * use those keys from now on (any thread; handshakes on other threads see them at once: the
  * service keys are the one part of an auth that changes, under a lock of
  * their own, so a is const here as everywhere it is shared).
  * -EACCES (not sealed for us), -EBADMSG (malformed), with err. */
@@ -164,6 +172,11 @@ TSR_API int tsr_auth_service_open(const struct tsr_auth *a, const uint8_t *in,
 				  size_t len, char *err, size_t errlen);
 /* How many OSD service keys a can prove or check with (0: none yet). */
 TSR_API int tsr_auth_service_count(const struct tsr_auth *a);
+/* Open the keys in a monitor's answer to MON_SVC_KEYS ({"service_keys":
+ * "<hex>"}, text): as tsr_auth_service_open, -EBADMSG when text holds
+ * none. */
+TSR_API int tsr_auth_service_open_answer(const struct tsr_auth *a, const char *text,
+					 char *err, size_t errlen);
 
 /* Random bytes for nonces. */
 TSR_API void tsr_auth_random(void *buf, size_t len);
@@ -199,7 +212,7 @@ enum tsr_auth_cap {
 };
 /* name (NULL: unauthenticated, allowed nothing) may do cap? */
 TSR_API bool tsr_auth_may(const char *name, enum tsr_auth_cap cap);
-/* Is name exactly TYPE.ID (e.g. "osd", "3")? */
+/* Is name exactly TYPE.ID (e.g. "osd", "3"), or of TYPE at all (id NULL)? */
 TSR_API bool tsr_auth_is(const char *name, const char *type, const char *id);
 
 #endif

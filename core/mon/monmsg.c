@@ -715,9 +715,10 @@ tsr_monmsg_svc_keys_decode(const void *buf, size_t len, struct tsr_mon_svc_keys 
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d))
 		return tsr_errf(err, errlen, -EBADMSG, "service keys: truncated or "
 				"malformed");
-	if (k->osd < 0 || k->osd >= TSR_OSDMAP_MAX_OSDS)
+	if (k->osd < -1 || k->osd >= TSR_OSDMAP_MAX_OSDS)
 		return tsr_errf(err, errlen, -EINVAL, "service keys: OSD id %d is not "
-				"in 0..%d", k->osd, TSR_OSDMAP_MAX_OSDS - 1);
+				"-1 (a client's or an MDS's own) or in 0..%d", k->osd,
+				TSR_OSDMAP_MAX_OSDS - 1);
 	return 0;
 }
 

@@ -40,7 +40,9 @@
  *                     string addr, u32 state, string version }
  *   MON_SVC_KEYS   osd.N -> any monitor: the OSDs' service keys, sealed
  *                  for osd.N (auth.h, "Service keys"); the answer's text
- *                  is {"osd": N, "service_keys": "HEX"}
+ *                  is {"osd": N, "service_keys": "HEX"}.  With osd -1
+ *                  from a client or an MDS: its own key toward OSDs,
+ *                  sealed for it ({"name": ..., "service_keys": ...})
  *       envelope v1 { u64 client, u64 tid, i32 osd }
  *                  Each is answered with MON_CMD_REPLY (the same tid).
  *                  version is the daemon's software (TSR_VERSION).

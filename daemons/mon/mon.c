@@ -611,16 +611,21 @@ beacon_words(struct mon *mon, struct tsr_conn *c, int kind, const struct tsr_mon
 
 /* A daemon's typed message: its boot or its beacon, about itself only. */
 /* MON_SVC_KEYS from osd.N (checked by the caller): the OSDs' service keys
- * sealed for it, as hex in the answer. */
+ * sealed for it, as hex in the answer; from a client or an MDS (osd -1):
+ * its own key toward OSDs. */
 static void
 send_service_keys(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_svc_keys *k)
 {
 	uint8_t blob[TSR_AUTH_SEALED_MAX];
-	char name[32], hex[2 * TSR_AUTH_SEALED_MAX + 1], text[2 * TSR_AUTH_SEALED_MAX + 64];
+	char name[TSR_AUTH_NAME_MAX], hex[2 * TSR_AUTH_SEALED_MAX + 1];
+	char text[2 * TSR_AUTH_SEALED_MAX + 64 + TSR_AUTH_NAME_MAX];
 	size_t len = 0;
 	int rc;
 
-	snprintf(name, sizeof(name), "osd.%d", k->osd);
+	if (k->osd >= 0)
+		snprintf(name, sizeof(name), "osd.%d", k->osd);
+	else
+		snprintf(name, sizeof(name), "%s", tsr_conn_peer_auth(c));
 	rc = tsr_auth_service_seal(tsr_daemon_auth(mon->d), name, blob, sizeof(blob), &len);
 	if (rc < 0) {
 		mon_reply(c, k->tid, rc, "cannot seal the service keys", NULL);
@@ -629,8 +634,12 @@ send_service_keys(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_svc_
 	for (size_t i = 0; i < len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", blob[i]);
 	hex[2 * len] = '\0';
-	snprintf(text, sizeof(text), "{\"osd\": %d, \"service_keys\": \"%s\"}",
-		 k->osd, hex);
+	if (k->osd >= 0)
+		snprintf(text, sizeof(text), "{\"osd\": %d, \"service_keys\": \"%s\"}",
+			 k->osd, hex);
+	else
+		snprintf(text, sizeof(text), "{\"name\": \"%s\", \"service_keys\": "
+			 "\"%s\"}", name, hex);
 	mon_reply(c, k->tid, 0, text, NULL);
 	explicit_bzero(blob, sizeof(blob));
 	explicit_bzero(hex, sizeof(hex));
@@ -742,6 +751,17 @@ handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t
 		osd = u.sk.osd;
 		break;
 	default:
+		return;
+	}
+	if (msg->type == TSR_MSG_MON_SVC_KEYS && rc == 0 && osd < 0) {
+		/* a client's or an MDS's own key: whoever it authenticated as */
+		if (who == NULL || !(tsr_auth_is(who, "client", NULL) ||
+				     tsr_auth_is(who, "mds", NULL))) {
+			mon_reply(c, tid, -EACCES, "permission denied: only a client or an "
+				  "MDS asks for its own key toward OSDs", NULL);
+			return;
+		}
+		send_service_keys(mon, c, &u.sk);
 		return;
 	}
 	if (id == NULL) { /* an OSD's message */

@@ -212,24 +212,13 @@ static void
 keys_done(void *arg, int status, const char *text)
 {
 	struct osd *o = arg;
-	uint8_t blob[TSR_AUTH_SEALED_MAX];
-	const char *h = status == 0 && text ? strstr(text, "\"service_keys\": \"") : NULL;
 	char err[256] = "";
-	size_t n = 0;
 	int rc = -EBADMSG;
 
 	o->keys_inflight = 0;
-	if (h != NULL) {
-		h += strlen("\"service_keys\": \"");
-		while (n < sizeof(blob) && isxdigit((unsigned char)h[2 * n]) &&
-		       isxdigit((unsigned char)h[2 * n + 1])) {
-			char byte[3] = { h[2 * n], h[2 * n + 1], 0 };
-			blob[n++] = (uint8_t)strtoul(byte, NULL, 16);
-		}
-		rc = h[2 * n] == '"' ? tsr_auth_service_open(tsr_daemon_auth(o->d), blob,
-							      n, err, sizeof(err))
-				     : -EBADMSG;
-	}
+	if (status == 0)
+		rc = tsr_auth_service_open_answer(tsr_daemon_auth(o->d), text, err,
+						  sizeof(err));
 	if (rc == 0) {
 		if (!o->have_keys)
 			LOGI("osd.%d: has the OSDs' service keys (%d)", o->whoami,

@@ -316,9 +316,9 @@ START_TEST(osd_service_keys)
 	ck_assert_ptr_nonnull(strstr(why, "no service key yet"));
 	ck_assert_int_eq(handshake(o4, o3, NULL), -1);
 
-	/* sealing: only a monitor, only for an OSD */
+	/* sealing: only a monitor, only for an OSD, a client or an MDS */
 	ck_assert_int_eq(tsr_auth_service_seal(o3, "osd.3", blob, sizeof(blob), &len), -EINVAL);
-	ck_assert_int_eq(tsr_auth_service_seal(mon, "client.x", blob, sizeof(blob), &len), -EINVAL);
+	ck_assert_int_eq(tsr_auth_service_seal(mon, "mon.b", blob, sizeof(blob), &len), -EINVAL);
 	ck_assert_int_eq(tsr_auth_service_seal(mon, "osd.3", blob, 10, &len), -ENOSPC);
 	/* osd.3's set does not open for osd.4, nor another cluster's for osd.3 */
 	ck_assert_int_eq(tsr_auth_service_seal(mon, "osd.3", blob, sizeof(blob), &len), 0);
@@ -346,10 +346,11 @@ START_TEST(osd_service_keys)
 	ck_assert_int_eq(handshake(o4, o3, NULL), 0);
 	ck_assert_int_eq(handshake(o3, o4, NULL), 0);
 	ck_assert_int_eq(handshake(o3, o4, "osd.5"), -1);  /* claims another OSD */
-	/* the other rules hold: OSDs to a monitor, a client to an OSD */
+	/* the other rules hold: OSDs to a monitor; a client with no key
+	 * from the monitors yet is refused by an OSD */
 	ck_assert_int_eq(handshake(mon, o3, NULL), 0);
 	ck_assert_int_eq(handshake(o4, cl, NULL), -1);
-	ck_assert_int_eq(tsr_auth_can_check(o4, "client.x", &why), -ENOKEY);
+	ck_assert_int_eq(handshake(cl, o4, NULL), -1);  /* an OSD to a client */
 	/* an OSD of another cluster, with that cluster's service key */
 	tsr_auth_derive(s2, "osd.9", k);
 	ck_assert_int_eq(tsr_auth_from_key("osd.9", k, &o9), 0);
@@ -382,6 +383,81 @@ START_TEST(osd_service_keys)
 	tsr_auth_destroy(o4);
 	tsr_auth_destroy(o9);
 	tsr_auth_destroy(cl);
+}
+END_TEST
+
+/* A client (and an MDS) reaches OSDs with its own key under the service
+ * secret, which the monitors seal for it: it opens for that client only;
+ * with it the client and the OSD check each other both ways; it proves
+ * that client and no other, nor an OSD; the client never holds the
+ * service secret itself (it cannot check another client, nor act as an
+ * OSD toward OSDs); after a rotation the OSD takes the key under either
+ * secret. */
+START_TEST(client_service_keys)
+{
+	uint8_t s1[32], s2[32], k[32], blob[TSR_AUTH_SEALED_MAX];
+	struct tsr_auth *mon, *mon2, *o3, *cl, *cl2, *md;
+	size_t len = 0;
+	char err[256];
+
+	tsr_auth_secret_new(s1);
+	tsr_auth_secret_new(s2);
+	ck_assert_int_eq(tsr_auth_from_secret(s1, "mon.a", &mon), 0);
+	tsr_auth_derive(s1, "osd.3", k);
+	ck_assert_int_eq(tsr_auth_from_key("osd.3", k, &o3), 0);
+	tsr_auth_derive(s1, "client.x", k);
+	ck_assert_int_eq(tsr_auth_from_key("client.x", k, &cl), 0);
+	tsr_auth_derive(s1, "client.y", k);
+	ck_assert_int_eq(tsr_auth_from_key("client.y", k, &cl2), 0);
+	tsr_auth_derive(s1, "mds.a", k);
+	ck_assert_int_eq(tsr_auth_from_key("mds.a", k, &md), 0);
+	ck_assert_int_eq(tsr_auth_service_seal(mon, "osd.3", blob, sizeof(blob), &len), 0);
+	ck_assert_int_eq(tsr_auth_service_open(o3, blob, len, err, sizeof(err)), 0);
+
+	ck_assert_int_eq(handshake(o3, cl, NULL), -1);
+	ck_assert_int_eq(tsr_auth_service_seal(mon, "client.x", blob, sizeof(blob), &len), 0);
+	ck_assert_int_eq(tsr_auth_service_open(cl2, blob, len, err, sizeof(err)), -EACCES);
+	ck_assert_int_eq(tsr_auth_service_open(cl, blob, len, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_auth_service_count(cl), 1);
+	ck_assert_int_eq(handshake(o3, cl, NULL), 0);
+	ck_assert_int_eq(handshake(o3, cl, "client.y"), -1); /* claims another */
+	ck_assert_int_eq(handshake(o3, cl, "osd.4"), -1);    /* claims an OSD */
+	ck_assert_int_eq(handshake(mon, cl, NULL), 0);       /* monitors: K(name) */
+	ck_assert_int_eq(handshake(cl, cl2, NULL), -1);      /* no secret to check */
+	ck_assert_int_eq(handshake(o3, cl2, NULL), -1);      /* none of its own */
+
+	ck_assert_int_eq(tsr_auth_service_seal(mon, "mds.a", blob, sizeof(blob), &len), 0);
+	ck_assert_int_eq(tsr_auth_service_open(md, blob, len, err, sizeof(err)), 0);
+	ck_assert_int_eq(handshake(o3, md, NULL), 0);
+
+	/* rotation: monitors with both seal the client a key under each; an
+	 * OSD with only the old service secret still takes it */
+	{
+		uint8_t both[2][32];
+		memcpy(both[0], s2, 32);
+		memcpy(both[1], s1, 32);
+		char p[256];
+		path_of(p, sizeof(p), "rot2.keyring");
+		unlink(p);
+		ck_assert_int_eq(tsr_auth_keyring_write(p, (const uint8_t (*)[32])both, 2,
+							NULL, NULL, false, err,
+							sizeof(err)), 0);
+		ck_assert_int_eq(tsr_auth_load(p, "mon.b", &mon2, err, sizeof(err)), 0);
+	}
+	ck_assert_int_eq(tsr_auth_service_seal(mon2, "client.x", blob, sizeof(blob), &len), 0);
+	ck_assert_int_eq(tsr_auth_service_open(cl, blob, len, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_auth_service_count(cl), 2);
+	ck_assert_int_eq(handshake(o3, cl, NULL), -1);  /* proves the new one first */
+	ck_assert_int_eq(tsr_auth_service_seal(mon2, "osd.3", blob, sizeof(blob), &len), 0);
+	ck_assert_int_eq(tsr_auth_service_open(o3, blob, len, err, sizeof(err)), 0);
+	ck_assert_int_eq(handshake(o3, cl, NULL), 0);
+
+	tsr_auth_destroy(mon);
+	tsr_auth_destroy(mon2);
+	tsr_auth_destroy(o3);
+	tsr_auth_destroy(cl);
+	tsr_auth_destroy(cl2);
+	tsr_auth_destroy(md);
 }
 END_TEST
 
@@ -428,6 +504,7 @@ main(void)
 	tcase_add_test(tc, keyring_refusals);
 	tcase_add_test(tc, rotation);
 	tcase_add_test(tc, osd_service_keys);
+	tcase_add_test(tc, client_service_keys);
 	tcase_add_test(tc, capabilities);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -290,6 +290,17 @@ START_TEST(daemon_messages_round_trip)
 			ck_assert_int_lt(t->check(m[i].e.buf, cut, 0, err, sizeof(err)), 0);
 		tsr_enc_release(&m[i].e);
 	}
+	/* the service keys: an OSD's id, or -1 (a client's or an MDS's own
+	 * key); nothing below */
+	for (int32_t id = -3; id <= 0; id++) {
+		struct tsr_mon_svc_keys k = { .client = 1, .tid = 5, .osd = id }, k2;
+		struct tsr_enc ke;
+		tsr_enc_init(&ke);
+		ck_assert_int_eq(tsr_monmsg_svc_keys_encode(&ke, &k), 0);
+		ck_assert_int_eq(tsr_monmsg_svc_keys_decode(ke.buf, ke.len, &k2, err, sizeof(err)),
+				 id >= -1 ? 0 : -EINVAL);
+		tsr_enc_release(&ke);
+	}
 	struct tsr_mon_osd_beacon ob2;
 	struct tsr_enc e;
 	tsr_enc_init(&e);
