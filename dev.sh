@@ -163,11 +163,14 @@ $DEV/keys; the pool "data" has 64 PGs of 3 copies.  Try:
   export TESSERA_CONF=$DEV/tessera.conf
   build/tools/tessera/tessera status
   build/tools/tessera/tessera osd tree
-  build/tools/tessera/tessera admin $DEV/run/osd-0.asok pg ls
-Stop them with ./dev.sh down.  The OSDs boot, follow the map and compute
-their placement groups; they do not store client data yet, and the MDSs
-and the FUSE mount are not written yet: this command will start them and
-mount the file system once they are (see doc/operations.md).
+  build/tools/tessera/tessera object put data hello /etc/hostname
+  build/tools/tessera/tessera object ls data
+  build/tools/tessera/tessera bench data 10 write
+  build/tools/tessera/tessera admin $DEV/run/osd-0.asok pg dump
+Stop them with ./dev.sh down.  The OSDs store and replicate objects
+(doc/client.md); the MDSs and the FUSE mount are not written yet: this
+command will start them and mount the file system once they are (see
+doc/operations.md).
 EOF
 }
 

@@ -38,6 +38,7 @@ core_libtsrcore_la_SOURCES = \
 	core/osd/pgsm.c core/osd/pgsm.h core/osd/pgmsg.c \
 	core/osd/pgstore.c core/osd/pgstore.h \
 	core/osd/pgpush.c core/osd/pgpush.h \
+	core/osd/objop.c core/osd/objop.h \
 	core/mon/monc.c core/mon/monc.h \
 	core/mon/mapsub.c core/mon/mapsub.h \
 	core/beacon/osdbeacon.c core/beacon/osdbeacon.h \

@@ -18,6 +18,7 @@ unit_tests = \
 	tests/unit/test_raft \
 	tests/unit/test_mon tests/unit/test_monstate tests/unit/test_osdmsg \
 	tests/unit/test_pglog \
+	tests/unit/test_objop \
 	tests/unit/test_pgstore \
 	tests/unit/test_monc \
 	tests/unit/test_map \
@@ -58,6 +59,9 @@ tests_unit_test_mon_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_pglog_SOURCES = tests/unit/test_pglog.c
 tests_unit_test_pglog_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_pglog_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_objop_SOURCES = tests/unit/test_objop.c
+tests_unit_test_objop_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_objop_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_pgstore_SOURCES = tests/unit/test_pgstore.c
 tests_unit_test_pgstore_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_pgstore_LDADD = $(CHECK_LDADD_ALL)
@@ -344,14 +348,14 @@ tests/fuzz/fuzz_frame: $(FUZZ_FRAME_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/ms
 endif
 # The monitor's decoders: Raft messages, commands, replies, snapshots.
 FUZZ_MON_SRC = tests/fuzz/fuzz_mon.c core/mon/monmsg.c daemons/mon/state.c \
-	core/osd/osdmsg.c core/osd/pgmsg.c core/osd/pglog.c \
+	core/osd/osdmsg.c core/osd/pgmsg.c core/osd/pglog.c core/osd/objop.c \
 	core/map/osdmap.c core/map/mdsmap.c core/map/maputil.c \
 	core/encoding/encoding.c core/util/util.c core/util/sbuf.c
 if HAVE_FUZZER
 check_DATA += tests/fuzz/fuzz_mon
 CLEANFILES += tests/fuzz/fuzz_mon
 tests/fuzz/fuzz_mon: $(FUZZ_MON_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/mon/monmsg.h \
-		$(top_srcdir)/core/osd/osdmsg.h \
+		$(top_srcdir)/core/osd/osdmsg.h $(top_srcdir)/core/osd/objop.h \
 		$(top_srcdir)/daemons/mon/state.h
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_CCLD)$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 \
@@ -368,14 +372,15 @@ tests_sim_pgsim_LDADD = core/libtsrcore.la
 TESTS += tests/sim/run.sh
 EXTRA_DIST += tests/sim/run.sh
 
-# What OSDs send each other about PGs.
+# What OSDs send each other about PGs, and a client's operations on objects.
 FUZZ_OSD_SRC = tests/fuzz/fuzz_osd.c core/osd/pgmsg.c core/osd/pglog.c \
-	core/osd/pgpush.c core/encoding/encoding.c core/util/util.c
+	core/osd/pgpush.c core/osd/objop.c core/encoding/encoding.c core/util/util.c
 if HAVE_FUZZER
 check_DATA += tests/fuzz/fuzz_osd
 CLEANFILES += tests/fuzz/fuzz_osd
 tests/fuzz/fuzz_osd: $(FUZZ_OSD_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/osd/pgsm.h \
-		$(top_srcdir)/core/osd/pglog.h $(top_srcdir)/core/osd/pgpush.h
+		$(top_srcdir)/core/osd/pglog.h $(top_srcdir)/core/osd/pgpush.h \
+		$(top_srcdir)/core/osd/objop.h
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_CCLD)$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -400,5 +405,6 @@ check_PROGRAMS += tests/integration/test_osd
 TESTS += tests/integration/test_osd
 tests_integration_test_osd_SOURCES = tests/integration/test_osd.c \
 	tests/cluster/cluster.c tests/cluster/cluster.h tests/cluster/tc_check.h
-tests_integration_test_osd_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/tests
-tests_integration_test_osd_LDADD = $(CHECK_LDADD_ALL)
+tests_integration_test_osd_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/tests \
+	-I$(top_srcdir)/client/include
+tests_integration_test_osd_LDADD = client/libtsrclient.la $(CHECK_LDADD_ALL)

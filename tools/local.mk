@@ -12,10 +12,13 @@ tools_tessera_tessera_SOURCES = \
 	tools/tessera/cmd_backend_bench.c \
 	tools/tessera/cmd_msgr.c \
 	tools/tessera/cmd_cluster.c \
-	tools/tessera/cmd_auth.c
+	tools/tessera/cmd_auth.c \
+	tools/tessera/cmd_object.c \
+	tools/tessera/cmd_bench.c
+tools_tessera_tessera_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client/include
 # The core's internal API (config, registry, messenger, maps) is not in
 # libtessera-core.so: programs of this tree link the core statically.
-tools_tessera_tessera_LDADD = core/libtsrcore.la
+tools_tessera_tessera_LDADD = client/libtsrclient.la core/libtsrcore.la
 
 # The daemons.
 bin_PROGRAMS += daemons/mon/tessera-mon
@@ -28,6 +31,6 @@ daemons_mon_tessera_mon_LDADD = core/libtsrcore.la $(PTHREAD_LIBS) -lm
 bin_PROGRAMS += daemons/osd/tessera-osd
 daemons_osd_tessera_osd_SOURCES = daemons/osd/osd.c daemons/osd/osd.h \
 	daemons/osd/store.c daemons/osd/pgs.c daemons/osd/heartbeat.c \
-	daemons/osd/mapstore.c daemons/osd/pgrt.c
+	daemons/osd/mapstore.c daemons/osd/pgrt.c daemons/osd/pgrt.h daemons/osd/ops.c
 daemons_osd_tessera_osd_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 daemons_osd_tessera_osd_LDADD = core/libtsrcore.la $(PTHREAD_LIBS) -lm

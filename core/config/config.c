@@ -140,6 +140,17 @@ static const struct tsr_conf_opt core_options[] = {
 	{ { .name = "osd_heartbeat_grace", .type = TSR_OPT_DURATION, .def = "6s", .min = "50ms", .max = "1h",
 	    .help = "a peer that answers no ping this long is reported silent in the OSD's beacons (keep it below mon_osd_beacon_grace)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "client_op_timeout", .type = TSR_OPT_DURATION, .def = "30s", .min = "100ms",
+	    .max = "1h",
+	    .help = "a client's operation that no OSD answers this long fails with "
+		    "ETIMEDOUT (it is sent again meanwhile whenever the map or its session "
+		    "changes; a write that timed out may have been applied, and applies "
+		    "once if run again)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT, 0 },
+	{ { .name = "client_inject_dup", .type = TSR_OPT_BOOL, .def = "false",
+	    .help = "for tests: a client sends every operation twice, as a network that "
+		    "duplicates would (the OSDs must apply it once)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT, 0 },
 	{ { .name = "osd_op_shards", .type = TSR_OPT_INT, .def = "2", .min = "1", .max = "64",
 	    .help = "worker threads an OSD runs its placement groups on (each PG on one, "
 		    "its events in order)" },

@@ -1,6 +1,7 @@
 /* osdmsg.c — encodings of the OSD messages (osdmsg.h). */
 #include "osd/osdmsg.h"
 #include "map/osdmap.h"
+#include "osd/objop.h"
 #include "osd/pgsm.h"
 #include "util/util.h"
 
@@ -83,6 +84,20 @@ check_pg_any(const void *buf, size_t len, char *err, size_t errlen)
 	if (rc < 0 && err && errlen)
 		snprintf(err, errlen, "%s", why);
 	return rc;
+}
+
+/* a client's operation and its reply: buf is a u32 (little-endian) front
+ * length, the front, then the data (objop.c's checks) */
+static int
+check_objop_any(const void *buf, size_t len, char *err, size_t errlen)
+{
+	return tsr_objop_check(buf, len, err, errlen);
+}
+
+static int
+check_objop_reply_any(const void *buf, size_t len, char *err, size_t errlen)
+{
+	return tsr_objop_reply_check(buf, len, err, errlen);
 }
 
 int

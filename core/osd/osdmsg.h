@@ -1,4 +1,4 @@
-/* osdmsg.h — the messages OSDs exchange (and, later, clients send them):
+/* osdmsg.h — the messages OSDs exchange, and those clients send them:
  * one X-macro registry of types, each with its own versioned encoding,
  * decoded as hostile input.
  *
@@ -8,6 +8,11 @@
  *                   (pgsm.h): the front is its encoding (pgmsg.c), the
  *                   message data what travels with it (a REPOP's
  *                   transaction, a PUSH's object: pgpush.h)
+ *   OSD_OP          client -> osd: an operation on one object (or on one
+ *                   PG), objop.h: the front is its encoding, the message
+ *                   data the sub-operations' input
+ *   OSD_OP_REPLY    osd -> client: its result, and the sub-operations'
+ *                   output as the message data
  *
  * Types are TSR_MSG_USER + 64 + n (the monitors' are below, monmsg.h).
  * Every decoder refuses what a peer could not have sent: an envelope it
@@ -27,7 +32,9 @@
 #define TSR_OSD_MESSAGES(X)                                                    \
 	X(PING, 0, "osd ping", ping)                                           \
 	X(PING_REPLY, 1, "osd ping reply", ping)                               \
-	X(PG, 2, "osd pg", pg)
+	X(PG, 2, "osd pg", pg)                                                 \
+	X(OP, 3, "osd op", objop)                                              \
+	X(OP_REPLY, 4, "osd op reply", objop_reply)
 
 enum {
 #define TSR_OSD_MSG_ENUM(name, n, label, fn) TSR_MSG_OSD_##name = TSR_MSG_USER + 64 + (n),
@@ -54,7 +61,9 @@ const char *tsr_osdmsg_name(uint32_t type);
  * decode that: 0 when it round-trips, -EBADMSG when the input does not
  * decode (err says why), -EPROTO when it decodes but does not round-trip
  * (a bug), -ENOENT for a type outside the registry.  The fuzz target runs
- * it on every type. */
+ * it on every type.  For the types that carry message data (OSD_OP,
+ * OSD_OP_REPLY) buf is a u32 (little-endian) front length, the front,
+ * then the data (tsr_objop_check); for the others, the front alone. */
 int tsr_osdmsg_check(uint32_t type, const void *buf, size_t len, char *err,
 		     size_t errlen);
 

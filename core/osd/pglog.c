@@ -57,7 +57,8 @@ tsr_pglog_op_name(uint8_t op)
 int
 tsr_oid_cmp(const void *a, size_t alen, const void *b, size_t blen)
 {
-	int c = memcmp(a, b, alen < blen ? alen : blen);
+	size_t n = alen < blen ? alen : blen;
+	int c = n ? memcmp(a, b, n) : 0;    /* (an empty name may come as NULL) */
 
 	if (c)
 		return c;

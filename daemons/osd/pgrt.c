@@ -28,7 +28,7 @@
  * Not yet: client operations (EXEC, REPLY, REPOP payloads) — the OSD
  * serves no clients so far.
  */
-#include "osd.h"
+#include "pgrt.h"
 #include "auth/auth.h"
 #include "event/workq.h"
 #include "log/log.h"
@@ -54,103 +54,9 @@
 #define LOGI(...) TSR_LOG_INFO(OSD, __VA_ARGS__)
 #define LOGD(...) TSR_LOG_DEBUG(OSD, __VA_ARGS__)
 
-#define RING 1024                    /* epochs kept for PGs that start */
 #define DELETE_BATCH 256
-#define MAX_PARKED 1024u             /* messages a copy keeps for a newer map */
 
 static struct tsr_log_rate pg_refusals = TSR_LOG_RATE_INIT(5, 10000);
-
-struct ev;
-
-/* One PG's copy on this OSD. */
-struct pgi {
-	struct pgi *next;            /* the runtime's list */
-	struct osd_pgrt *rt;
-	struct tsr_pgid pgid;
-	struct tsr_workq *q;         /* its shard */
-	/* the shard's */
-	struct tsr_pgsm *sm;
-	struct tsr_pgstore ps;
-	struct tsr_osdmap_epoch *ep; /* the epoch fed last */
-	struct ev *parked, **parked_tail; /* messages from a newer map */
-	unsigned nparked;
-	const struct tsr_msg *payload; /* the message being handled */
-	int gone;                    /* deleted: events are dropped */
-	int damaged;                 /* did not load: left as it is */
-	uint64_t sis0;               /* its interval's first, as loaded (the
-					loop's: replay feeds from it) */
-	/* what `pg ls` shows (under rt->lock) */
-	char state[24];
-	char why[160];
-	int clean;
-	uint64_t fed, les, sis;
-	struct tsr_ev head;
-};
-
-enum { EV_MAP, EV_MSG, EV_COMMIT };
-
-struct ev {
-	struct ev *next;
-	int type;
-	struct pgi *g;
-	struct tsr_osdmap_epoch *ep; /* EV_MAP (a reference) */
-	struct tsr_pgmsg m;          /* EV_MSG */
-	struct tsr_msg *raw;         /* EV_MSG: its payload */
-	uint64_t token;              /* EV_COMMIT */
-	int rc;
-};
-
-struct peer_conn {
-	int32_t osd;
-	char addr[TSR_OSDMAP_NAME];
-	uint64_t addr_epoch;         /* the epoch that gave addr */
-	struct tsr_conn *conn;
-};
-
-struct osd_pgrt {
-	int32_t whoami;
-	struct osd_store *st;
-	struct tsr_msgr *msgr;
-	size_t nshards;
-	struct tsr_workq **q;
-	pthread_mutex_t lock;        /* the list, the peers, the asks, status */
-	struct pgi *pgs;
-	size_t npgs;
-	struct peer_conn *peers;
-	size_t npeers;
-	/* asks for the monitors, taken by the loop */
-	uint64_t want_up_thru;
-	struct tsr_mon_pg_temp_req *temps;
-	size_t ntemps;
-	/* the loop's: recent epochs, and when each pool appeared */
-	struct tsr_osdmap_epoch *ring[RING];
-	uint64_t ring_first, ring_n;
-	struct tsr_osdmap_epoch *latest; /* the newest (under lock: the
-					 dispatch threads read it) */
-	struct { int64_t pool; uint64_t since; } pools[TSR_OSDMAP_MAX_POOLS];
-	size_t npools;
-	struct tsr_pgsm_conf defaults;
-	uint64_t sent, received, refused, persists;
-	/* sends hold it read; quiesce takes it to stop them before the
-	 * messenger goes */
-	pthread_rwlock_t send_lock;
-	int stopping;
-	int closing;                 /* destroy began: commits are not posted */
-	/* until the OSD has the service keys its peers check it with, what
-	 * it sends waits (a session opened without them is refused, and
-	 * stays so) */
-	int ready;
-	struct held *held, **held_tail;
-};
-
-struct payload;
-struct held {
-	struct held *next;
-	int32_t to;
-	struct tsr_osdmap_epoch *ep; /* the address's */
-	struct tsr_pgmsg m;
-	struct payload *pl;
-};
 
 /* ---- Status --------------------------------------------------------------------*/
 
@@ -177,17 +83,8 @@ status_take(struct pgi *g)
  * session's queue: the messenger's backpressure), never on the loop or a
  * dispatch thread, which could only drop it. */
 
-/* What travels with a message (a push's object), shared by the sends of
- * that message: a resend on a new session sends it again.  The last
- * release frees it. */
-struct payload {
-	int refs;
-	size_t len;
-	uint8_t *p;
-};
-
-static struct payload *
-payload_new(uint8_t *p, size_t len)
+struct payload *
+osd_payload_new(uint8_t *p, size_t len)
 {
 	struct payload *pl = malloc(sizeof(*pl));
 
@@ -201,8 +98,8 @@ payload_new(uint8_t *p, size_t len)
 	return pl;
 }
 
-static void
-payload_put(struct payload *pl)
+void
+osd_payload_put(struct payload *pl)
 {
 	if (pl && __atomic_sub_fetch(&pl->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		free(pl->p);
@@ -214,7 +111,7 @@ static void
 release_payload(void *arg, int result)
 {
 	(void)result;
-	payload_put(arg);
+	osd_payload_put(arg);
 }
 
 /* Our session to osd.to, at the newest address any caller has seen for
@@ -316,7 +213,7 @@ send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 	pthread_rwlock_rdlock(&rt->send_lock);
 	if (rt->stopping || to == rt->whoami) {
 		pthread_rwlock_unlock(&rt->send_lock);
-		payload_put(pl);
+		osd_payload_put(pl);
 		return;
 	}
 	if (hold(rt, ep, to, m, pl) == 0) {
@@ -325,7 +222,7 @@ send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 	}
 	if ((c = peer_conn(rt, ep, to)) == NULL) {
 		pthread_rwlock_unlock(&rt->send_lock);
-		payload_put(pl);
+		osd_payload_put(pl);
 		return; /* down: peering asks again when it is up */
 	}
 	rc = send_once(c, m, pl);
@@ -346,7 +243,7 @@ send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 					"ms_max_data)" : strerror(-rc));
 	if (c)
 		tsr_conn_put(c);
-	payload_put(pl);
+	osd_payload_put(pl);
 	pthread_rwlock_unlock(&rt->send_lock);
 }
 
@@ -416,7 +313,7 @@ flush_held(void *arg)
 				tsr_conn_put(c);
 			}
 			pthread_rwlock_unlock(&rt->send_lock);
-			payload_put(h->pl);
+			osd_payload_put(h->pl);
 			tsr_osdmap_epoch_put(h->ep);
 			tsr_pgmsg_free(&h->m);
 			free(h);
@@ -446,13 +343,15 @@ ev_free(struct ev *e)
 		tsr_osdmap_epoch_put(e->ep);
 	if (e->type == EV_MSG)
 		tsr_pgmsg_free(&e->m);
+	if (e->op)
+		osd_op_abort(e->op, -EAGAIN, 0); /* stopping: the client resends */
 	if (e->raw)
 		tsr_msg_free(e->raw, 0);
 	free(e);
 }
 
-static void
-post(struct pgi *g, struct ev *e)
+void
+osd_pg_post(struct pgi *g, struct ev *e)
 {
 	e->g = g;
 	if (tsr_workq_post(g->q, run_ev, e) < 0)
@@ -464,6 +363,8 @@ post(struct pgi *g, struct ev *e)
 struct commit_arg {
 	struct pgi *g;
 	uint64_t token;
+	uint8_t *wr_oid;             /* a client's write to it (osd_op_wr_add) */
+	size_t wr_len;
 };
 
 static void
@@ -472,6 +373,10 @@ on_commit(void *arg, int rc)
 	struct commit_arg *c = arg;
 	struct ev *e;
 
+	if (c->wr_oid) {
+		osd_op_wr_done(c->g, c->wr_oid, c->wr_len);
+		free(c->wr_oid);
+	}
 	if (__atomic_load_n(&c->g->rt->closing, __ATOMIC_ACQUIRE)) {
 		/* the workers are going: durable all the same */
 		free(c);
@@ -485,7 +390,7 @@ on_commit(void *arg, int rc)
 	e->type = EV_COMMIT;
 	e->token = c->token;
 	e->rc = rc;
-	post(c->g, e);
+	osd_pg_post(c->g, e);
 	free(c);
 }
 
@@ -502,8 +407,10 @@ payload_ops(struct pgi *g, const struct tsr_pgsm_action *x, struct tsr_pgpush *p
 	*ops = NULL;
 	*nops = 0;
 	(void)x;
+	if (m != NULL && m->type == TSR_PGMSG_REPOP)
+		return osd_op_repop_ops(g, m, raw, ops, nops);
 	if (m == NULL || m->type != TSR_PGMSG_PUSH)
-		return -EOPNOTSUPP; /* a REPOP: client writes are not served yet */
+		return -EINVAL;
 	if (m->op == TSR_PGLOG_DELETE) {
 		struct tsr_txn_op *v = calloc(2, sizeof(*v));
 		if (v == NULL)
@@ -536,15 +443,31 @@ do_persist(struct pgi *g, const struct tsr_pgsm_action *x, const struct tsr_pgms
 	struct tsr_pgstore_txn t;
 	struct tsr_pgpush push;
 	struct tsr_txn_op *ops = NULL;
+	const struct tsr_txn_op *cops = NULL;
 	size_t nops = 0;
+	const void *oid = NULL;
+	size_t oid_len = 0;
+	const struct tsr_ev *ev = NULL;
 	struct commit_arg *c;
 	int rc = 0;
 
 	memset(&push, 0, sizeof(push));
 	if (x->obj == TSR_PGSM_OBJ_OP) {
-		rc = -EOPNOTSUPP;
+		/* a client's write, built at its EXEC */
+		rc = osd_op_persist(g, x, &cops, &nops, &oid, &oid_len, &ev);
 	} else if (x->obj == TSR_PGSM_OBJ_PAYLOAD) {
 		rc = payload_ops(g, x, &push, &ops, &nops, m);
+		cops = ops;
+		if (rc == 0 && m->type == TSR_PGMSG_REPOP) {
+			const struct tsr_pglog_entry *en = &m->log.e[0];
+			oid = en->oid;
+			oid_len = en->oid_len;
+			ev = en->op == TSR_PGLOG_MODIFY ? &en->ev : NULL;
+		} else if (rc == 0) {
+			oid = m->oid;
+			oid_len = m->oid_len;
+			ev = m->op != TSR_PGLOG_DELETE ? &m->ev : NULL;
+		}
 	}
 	if (rc < 0) {
 		/* never acknowledged: the machine waits, and peering starts over
@@ -554,21 +477,28 @@ do_persist(struct pgi *g, const struct tsr_pgsm_action *x, const struct tsr_pgms
 		tsr_pgpush_free(&push);
 		return;
 	}
-	rc = tsr_pgstore_persist(&g->ps, x, ops, nops,
-				 x->obj == TSR_PGSM_OBJ_PAYLOAD && m->op != TSR_PGLOG_DELETE
-					 ? m->oid : NULL,
-				 m ? m->oid_len : 0,
-				 x->obj == TSR_PGSM_OBJ_PAYLOAD && m->op != TSR_PGLOG_DELETE
-					 ? &m->ev : NULL, &t);
+	rc = tsr_pgstore_persist(&g->ps, x, cops, nops, ev ? oid : NULL, ev ? oid_len : 0, ev,
+				 &t);
 	if (rc == 0) {
 		c = tsr_xcalloc(1, sizeof(*c));
 		c->g = g;
 		c->token = x->token;
+		if (x->obj == TSR_PGSM_OBJ_OP) {
+			/* later writes to it are built once it committed */
+			c->wr_oid = tsr_pglog_dup(oid, oid_len);
+			c->wr_len = oid_len;
+			if (c->wr_oid)
+				osd_op_wr_add(g, oid, oid_len);
+		}
 		rc = rt->st->ops->submit(rt->st->h, &t.txn, on_commit, c);
-		if (rc < 0)
+		if (rc < 0) {
+			if (c->wr_oid)
+				osd_op_wr_done(g, c->wr_oid, c->wr_len);
+			free(c->wr_oid);
 			free(c);
-		else
+		} else {
 			__atomic_add_fetch(&rt->persists, 1, __ATOMIC_RELAXED);
+		}
 		tsr_pgstore_txn_free(&t);
 	}
 	if (rc < 0)
@@ -632,6 +562,7 @@ do_delete(struct pgi *g)
 	pthread_mutex_lock(&g->rt->lock);
 	g->gone = 1;
 	pthread_mutex_unlock(&g->rt->lock);
+	osd_ops_drop(g);
 	LOGI("pg %" PRId64 ".%x: the copy here is no longer needed: removed",
 	     g->pgid.pool, g->pgid.pg);
 }
@@ -675,8 +606,13 @@ do_send(struct pgi *g, struct tsr_pgsm_action *x)
 	size_t plen = 0;
 
 	if (x->attach == TSR_PGSM_ATTACH_OP) {
-		LOGE("pg %" PRId64 ".%x: a replicated write with no client operation "
-		     "served here; not sent", g->pgid.pool, g->pgid.pg);
+		struct payload *pl = osd_op_repop_payload(g, x->handle);
+		if (pl == NULL) {
+			LOGE("pg %" PRId64 ".%x: a replicated write whose operation is not "
+			     "here; not sent", g->pgid.pool, g->pgid.pg);
+			return;
+		}
+		send_pg(g->rt, g->ep, x->to, &x->msg, pl);
 		return;
 	}
 	if (x->attach == TSR_PGSM_ATTACH_OBJECT) {
@@ -704,7 +640,7 @@ do_send(struct pgi *g, struct tsr_pgsm_action *x)
 		}
 		tsr_pgpush_free(&p);
 	}
-	send_pg(g->rt, g->ep, x->to, &x->msg, payload ? payload_new(payload, plen) : NULL);
+	send_pg(g->rt, g->ep, x->to, &x->msg, payload ? osd_payload_new(payload, plen) : NULL);
 }
 
 static void
@@ -749,9 +685,14 @@ carry_out(struct pgi *g, const struct tsr_pgmsg *m)
 				tsr_pgstore_list_free(objs, nobj);
 				break;
 			}
+			case TSR_PGSM_A_EXEC:
+				osd_op_exec(g, x);
+				break;
+			case TSR_PGSM_A_REPLY:
+				osd_op_reply(g, x);
+				break;
 			default:
-				/* EXEC, REPLY: no client operations are served yet */
-				LOGE("pg %" PRId64 ".%x: action %d not served yet", g->pgid.pool,
+				LOGE("pg %" PRId64 ".%x: an action of unknown type %d", g->pgid.pool,
 				     g->pgid.pg, x->type);
 			}
 		}
@@ -834,6 +775,14 @@ run_ev(void *arg)
 	struct pgi *g = e->g;
 	int rc = 0;
 
+	if (e->type == EV_OP && (g->damaged || g->gone ||
+				 tsr_pgsm_state(g->sm) == TSR_PGSM_DELETED)) {
+		/* not served here: the client places it again */
+		osd_op_abort(e->op, -ESTALE, g->ep ? tsr_osdmap_epoch_number(g->ep) : 0);
+		e->op = NULL;
+		ev_free(e);
+		return;
+	}
 	if (g->damaged) {
 		ev_free(e);
 		return;
@@ -902,6 +851,26 @@ run_ev(void *arg)
 		carry_out(g, &e->m);
 		g->payload = NULL;
 		break;
+	case EV_OP:
+		if (g->ep == NULL || tsr_osdmap_epoch_number(g->ep) < e->op->op.map_epoch) {
+			/* the client's map is newer than this copy's: once it has
+			 * it (bounded as the messages are) */
+			if (g->nparked >= MAX_PARKED) {
+				osd_op_abort(e->op, -EAGAIN, g->ep ? tsr_osdmap_epoch_number(g->ep)
+								  : 0);
+				e->op = NULL;
+				break;
+			}
+			e->next = NULL;
+			*g->parked_tail = e;
+			g->parked_tail = &e->next;
+			g->nparked++;
+			return;
+		}
+		osd_op_start(g, e->op);
+		e->op = NULL;
+		carry_out(g, NULL);
+		break;
 	case EV_COMMIT:
 		if (e->rc < 0)
 			LOGE("pg %" PRId64 ".%x: a change failed in the store: %s", g->pgid.pool,
@@ -917,8 +886,8 @@ run_ev(void *arg)
 
 /* The copy of pgid here (one being loaded, or damaged, too: no other is
  * made beside it), or NULL.  Under rt->lock. */
-static struct pgi *
-pgi_find(struct osd_pgrt *rt, struct tsr_pgid pgid)
+struct pgi *
+osd_pgi_find(struct osd_pgrt *rt, struct tsr_pgid pgid)
 {
 	for (struct pgi *g = rt->pgs; g; g = g->next)
 		if (g->pgid.pool == pgid.pool && g->pgid.pg == pgid.pg && !g->gone)
@@ -950,7 +919,9 @@ pgi_new(struct osd_pgrt *rt, struct tsr_pgid pgid, uint64_t created, int exists,
 	g->rt = rt;
 	g->pgid = pgid;
 	g->parked_tail = &g->parked;
-	g->q = rt->q[(uint64_t)(pgid.pool * 31 + pgid.pg) % rt->nshards];
+	g->q = osd_shard_of(rt, pgid);
+	pthread_mutex_init(&g->wr_mu, NULL);
+	pthread_cond_init(&g->wr_cv, NULL);
 	conf.pgid = pgid;
 	conf.whoami = rt->whoami;
 	conf.created = created;
@@ -974,7 +945,7 @@ post_map(struct pgi *g, struct tsr_osdmap_epoch *ep)
 		return;
 	e->type = EV_MAP;
 	e->ep = tsr_osdmap_epoch_get(ep);
-	post(g, e);
+	osd_pg_post(g, e);
 }
 
 /* The epochs kept, from `from` (at least the first kept). */
@@ -1042,7 +1013,7 @@ osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
 			for (uint32_t k = 0; k < pm.nacting; k++)
 				mine |= pm.acting[k] == rt->whoami;
 			pthread_mutex_lock(&rt->lock);
-			int have = pgi_find(rt, pgid) != NULL;
+			int have = osd_pgi_find(rt, pgid) != NULL;
 			pthread_mutex_unlock(&rt->lock);
 			if (!mine || have)
 				continue;
@@ -1057,6 +1028,8 @@ osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
 			feed_from(rt, g, since);
 		}
 	}
+	/* client operations that waited for this epoch */
+	osd_ops_map(rt, e);
 }
 
 /* ---- Messages from other OSDs ----------------------------------------------------*/
@@ -1169,7 +1142,7 @@ on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 	}
 	__atomic_add_fetch(&rt->received, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&rt->lock);
-	g = pgi_find(rt, e->m.pgid);
+	g = osd_pgi_find(rt, e->m.pgid);
 	pthread_mutex_unlock(&rt->lock);
 	if (g == NULL) {
 		/* no copy here: a query learns that at once (on our own session
@@ -1190,7 +1163,7 @@ on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 	}
 	e->type = EV_MSG;
 	e->raw = msg;
-	post(g, e);
+	osd_pg_post(g, e);
 }
 
 /* ---- Life ----------------------------------------------------------------------*/
@@ -1244,7 +1217,8 @@ osd_pgrt_create(struct osd_store *st, struct tsr_msgr *msgr, int32_t whoami,
 			return tsr_errf(err, errlen, rc, "the PG workers: %s", strerror(-rc));
 		}
 	}
-	if (tsr_msgr_register(msgr, TSR_MSG_OSD_PG, on_pg_msg, rt, 0) < 0) {
+	if (tsr_msgr_register(msgr, TSR_MSG_OSD_PG, on_pg_msg, rt, 0) < 0 ||
+	    osd_ops_register(rt) < 0) {
 		osd_pgrt_destroy(rt);
 		return tsr_errf(err, errlen, -ENOMEM, "cannot register the PG messages");
 	}
@@ -1363,8 +1337,10 @@ osd_pgrt_status(struct osd_pgrt *rt, struct tsr_sbuf *out)
 	}
 	tsr_sbuf_printf(out, "],\n \"copies\": %zu, \"active\": %zu, \"clean\": %zu, "
 			"\"sent\": %" PRIu64 ", \"received\": %" PRIu64 ", \"refused\": %"
-			PRIu64 ", \"persists\": %" PRIu64 "}", n, active, clean,
-			rt->sent, rt->received, rt->refused, rt->persists);
+			PRIu64 ", \"persists\": %" PRIu64 ", \"client_ops\": %" PRIu64
+			", \"client_ops_answered\": %" PRIu64 ", \"client_ops_waiting_map\": %zu}",
+			n, active, clean, rt->sent, rt->received, rt->refused, rt->persists,
+			rt->ops_in, rt->ops_done, rt->nopwait);
 	pthread_mutex_unlock(&rt->lock);
 }
 
@@ -1373,6 +1349,7 @@ osd_pgrt_quiesce(struct osd_pgrt *rt)
 {
 	if (rt == NULL)
 		return;
+	osd_ops_quiesce(rt);
 	pthread_rwlock_wrlock(&rt->send_lock);
 	rt->stopping = 1;
 	pthread_rwlock_unlock(&rt->send_lock);
@@ -1424,9 +1401,15 @@ osd_pgrt_destroy(struct osd_pgrt *rt)
 			g->parked = e->next;
 			ev_free(e);
 		}
+		osd_ops_drop(g);
 		tsr_pgsm_destroy(g->sm);
 		tsr_pgstore_close(&g->ps);
 		tsr_osdmap_epoch_put(g->ep);
+		for (size_t i = 0; i < g->nwr; i++)
+			free(g->wr[i].oid);
+		free(g->wr);
+		pthread_mutex_destroy(&g->wr_mu);
+		pthread_cond_destroy(&g->wr_cv);
 		free(g);
 	}
 	for (size_t i = 0; i < rt->npeers; i++)
@@ -1443,7 +1426,7 @@ osd_pgrt_destroy(struct osd_pgrt *rt)
 		struct held *h = rt->held;
 		rt->held = h->next;
 		tsr_pgmsg_free(&h->m);
-		payload_put(h->pl);
+		osd_payload_put(h->pl);
 		tsr_osdmap_epoch_put(h->ep);
 		free(h);
 	}

@@ -6,10 +6,12 @@
 # in the dynamic symbol table is a leak: plugins could bind to it, and it
 # would then be part of the ABI.
 #
-#   test_exports.sh [LIBRARY]
+#   test_exports.sh [LIBRARY [CLIENT_LIBRARY]]
 #
-# LIBRARY defaults to the build tree's core/.libs/libtessera-core.so (make
-# check runs it so); `make installcheck` passes the installed one.  Needs
+# LIBRARY defaults to the build tree's core/.libs/libtessera-core.so and
+# CLIENT_LIBRARY to client/.libs/libtessera-client.so, whose exports are
+# checked the same way against tessera/client.h (make check runs it so);
+# `make installcheck` passes the installed ones.  Needs
 # TOP_SRCDIR, nm ($NM) and, for the self-test, a C compiler ($CC, default
 # cc) and the convenience archive core/.libs/libtsrcore.a.
 #
@@ -53,12 +55,12 @@ check() {
 		bad=1
 	done
 	for s in $(comm -13 "$tmp/names" "$tmp/public"); do
-		echo "$1: lacks $s: declared TSR_API in an installed header, not exported (add it to core/libtessera-core.sym)"
+		echo "$1: lacks $s: declared TSR_API in an installed header, not exported (add it to $sym)"
 		bad=1
 	done
 	while read -r s v; do
 		if ! grep -qx -- "$v" "$tmp/nodes"; then
-			echo "$1: $s has version '$v', not a node of core/libtessera-core.sym"
+			echo "$1: $s has version '$v', not a node of $sym"
 			bad=1
 		fi
 	done < "$tmp/exported"
@@ -138,6 +140,27 @@ else
 		cat "$tmp/cc.err"
 		fail=$((fail + 1))
 	fi
+fi
+
+# The client library the same way: the functions of tessera/client.h,
+# each under a node of client/libtessera-client.sym (the core it carries
+# stays hidden).
+clib=${2:-client/.libs/libtessera-client.so}
+sym=$TOP_SRCDIR/client/libtessera-client.sym
+sed -n 's/^TSR_API[^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' \
+	"$TOP_SRCDIR"/client/include/tessera/client.h | sort -u > "$tmp/public"
+sed -n 's/^\([A-Z][A-Z0-9_.]*\)[ 	]*{.*/\1/p' "$sym" | sort -u > "$tmp/nodes"
+if [ ! -s "$tmp/public" ] || [ ! -s "$tmp/nodes" ]; then
+	echo "FAIL: no TSR_API declaration in client.h or no node in $sym"
+	fail=$((fail + 1))
+elif out=$(check "$clib"); then
+	pass=$((pass + 1))
+	echo "ok: $clib exports the $(wc -l < "$tmp/public") functions of" \
+		"tessera/client.h ($(paste -sd' ' "$tmp/nodes")) and nothing else"
+else
+	echo "FAIL client exports:"
+	echo "$out"
+	fail=$((fail + 1))
 fi
 
 echo "test_exports: $pass passed, $fail failed"

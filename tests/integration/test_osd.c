@@ -12,13 +12,17 @@
 #include "plugin/host.h"
 #include "plugin/registry.h"
 
+#include <tessera/client.h>
+
 #include <check.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <pthread.h>
 
 /* out names what it should (the whole output in the failure message). */
 #define assert_says(out, what)                                               \
@@ -471,6 +475,544 @@ START_TEST(pgs_peer)
 }
 END_TEST
 
+/* The CLI over the object client library: put, stat, get, ls, rm of
+ * objects of a pool of four OSDs, each answered by the PG's primary once
+ * every copy holds it; then with one OSD killed (the client's operations
+ * go to whoever serves each PG then) the objects written before read back
+ * the same, and new ones are written. */
+START_TEST(objects_cli)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 };
+	char path[512], back[512], *out = NULL;
+	FILE *f;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\";"), 0);
+	four_osds_and_a_pool(&c);
+	await_clean(&c, running, 64, "a new pool");
+	snprintf(path, sizeof(path), "%s/in.bin", c.dir);
+	snprintf(back, sizeof(back), "%s/back.bin", c.dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	for (int i = 0; i < 300000; i++)
+		fputc((i * 7 + i / 1000) & 0xff, f);
+	ck_assert_int_eq(fclose(f), 0);
+	for (int i = 0; i < 20; i++)
+		ck_assert_int_eq(tc_cli(&c, NULL, "object put data obj-%d %s", i, path), 0);
+	ck_assert_int_eq(tc_cli(&c, &out, "object stat data obj-7 --format json"), 0);
+	assert_says(out, "\"size\": 300000");
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, NULL, "object get data obj-7 %s", back), 0);
+	{
+		char cmd[1200];
+		snprintf(cmd, sizeof(cmd), "cmp -s %s %s", path, back);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	ck_assert_int_eq(tc_cli(&c, &out, "object ls data"), 0);
+	for (int i = 0; i < 20; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "obj-%d\n", i);
+		assert_says(out, name);
+	}
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, NULL, "object rm data obj-3"), 0);
+	ck_assert_int_ne(tc_cli(&c, &out, "object stat data obj-3"), 0);
+	assert_says(out, "No such file");
+	free(out);
+
+	/* one OSD killed: reads and writes go on once its PGs peer again */
+	ck_assert_int_eq(tc_osd_signal(&c, 1, SIGKILL) & 0x7f, SIGKILL);
+	running[1] = 0;
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd down 1"), 0);
+	for (int i = 0; i < 20; i += 3) {
+		if (i == 3)
+			continue;
+		ck_assert_int_eq(tc_cli(&c, NULL, "object get data obj-%d %s", i, back), 0);
+		char cmd[1200];
+		snprintf(cmd, sizeof(cmd), "cmp -s %s %s", path, back);
+		ck_assert_msg(system(cmd) == 0, "obj-%d differs after osd.1 died", i);
+	}
+	for (int i = 20; i < 25; i++)
+		ck_assert_int_eq(tc_cli(&c, NULL, "object put data obj-%d %s", i, path), 0);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+static struct tsr_client *
+client_of(struct tc_cluster *c)
+{
+	struct tsr_client *k = NULL;
+	char err[1024];
+
+	ck_assert_msg(tsr_client_connect(c->conf, "client.admin", 15000, &k, err,
+					 sizeof(err)) == 0, "connect: %s", err);
+	return k;
+}
+
+static int64_t
+pool_of(struct tsr_client *k, const char *name)
+{
+	int64_t id = -1;
+
+	ck_assert_msg(tsr_client_pool(k, name, &id) == 0, "%s", tsr_client_why());
+	return id;
+}
+
+/* Operations submitted together: how many are left, how many failed. */
+struct waitall {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int left, bad;
+};
+
+static void
+done(void *arg, int result, const struct tsr_objver *ver)
+{
+	struct waitall *w = arg;
+
+	(void)ver;
+	pthread_mutex_lock(&w->mu);
+	w->bad += result != 0;
+	w->left--;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Every kind of step through the library: a compound write applied whole
+ * (data, an attribute, omap keys), read back in one compound; guards that
+ * hold and do not (a failed guard changes nothing); appends in flight
+ * together land in the order sent; omap ranges in pages with a prefix;
+ * truncate, zero, remove; the errors a caller acts on. */
+START_TEST(client_ops)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 };
+	struct tsr_client *k;
+	struct tsr_objver v1, v2;
+	struct tsr_op *op;
+	int64_t pool;
+	char buf[4096];
+	uint64_t got = 0, size = 0;
+	size_t len = 0;
+	int rc1 = 1, rc2 = 1, rc3 = 1;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\";"), 0);
+	four_osds_and_a_pool(&c);
+	await_clean(&c, running, 64, "a new pool");
+	k = client_of(&c);
+	pool = pool_of(k, "data");
+
+	/* one compound write, read back in one compound */
+	{
+		const void *keys[3] = { "a1", "a2", "b1" }, *vals[3] = { "x", "yy", "zzz" };
+		size_t kl[3] = { 2, 2, 2 }, vl[3] = { 1, 2, 3 };
+		struct tsr_kvs range, attrs;
+		op = tsr_op_create();
+		tsr_op_create_obj(op, 1);
+		tsr_op_write_full(op, "hello world", 11);
+		tsr_op_setxattr(op, "owner", "alice", 5);
+		tsr_op_omap_set(op, keys, kl, vals, vl, 3);
+		ck_assert_msg(tsr_op_run(k, pool, "o1", 2, op, &v1) == 0, "%s", tsr_op_why(op));
+		tsr_op_destroy(op);
+		ck_assert_uint_gt(v1.ver, 0);
+
+		op = tsr_op_create();
+		tsr_op_read(op, 6, 100, buf, &got, &rc1);
+		tsr_op_getxattr(op, "owner", buf + 100, 100, &len, &rc2);
+		tsr_op_omap_get_range(op, NULL, 0, "a", 1, 10, &range, &rc3);
+		tsr_op_getxattrs(op, &attrs, NULL);
+		tsr_op_stat(op, &size, NULL, NULL);
+		ck_assert_msg(tsr_op_run(k, pool, "o1", 2, op, &v2) == 0, "%s", tsr_op_why(op));
+		tsr_op_destroy(op);
+		ck_assert_int_eq(rc1 | rc2 | rc3, 0);
+		ck_assert_uint_eq(got, 5);
+		ck_assert_int_eq(memcmp(buf, "world", 5), 0);
+		ck_assert_uint_eq(len, 5);
+		ck_assert_int_eq(memcmp(buf + 100, "alice", 5), 0);
+		ck_assert_uint_eq(range.n, 2);
+		ck_assert_int_eq(range.more, 0);
+		ck_assert_int_eq(memcmp(range.kv[1].key, "a2", 2), 0);
+		ck_assert_int_eq(memcmp(range.kv[1].val, "yy", 2), 0);
+		ck_assert_uint_eq(attrs.n, 1); /* the OSD's own attributes are not shown */
+		ck_assert_uint_eq(size, 11);
+		ck_assert(v2.epoch == v1.epoch && v2.ver == v1.ver);
+		tsr_kvs_free(&range);
+		tsr_kvs_free(&attrs);
+	}
+
+	/* guards: exclusive create of what exists; a stale version; the
+	 * write with them is not applied */
+	op = tsr_op_create();
+	tsr_op_create_obj(op, 1);
+	ck_assert_int_eq(tsr_op_run(k, pool, "o1", 2, op, NULL), -EEXIST);
+	tsr_op_destroy(op);
+	op = tsr_op_create();
+	tsr_op_assert_version(op, v1.epoch, v1.ver);
+	tsr_op_append(op, "!", 1);
+	ck_assert_msg(tsr_op_run(k, pool, "o1", 2, op, &v2) == 0, "%s", tsr_op_why(op));
+	tsr_op_destroy(op);
+	op = tsr_op_create();
+	tsr_op_assert_version(op, v1.epoch, v1.ver);  /* stale now */
+	tsr_op_append(op, "?", 1);
+	ck_assert_int_eq(tsr_op_run(k, pool, "o1", 2, op, NULL), -ECANCELED);
+	tsr_op_destroy(op);
+	op = tsr_op_create();
+	tsr_op_cmpxattr(op, "owner", TSR_CMP_EQ, "bob", 3);
+	tsr_op_truncate(op, 0);
+	ck_assert_int_eq(tsr_op_run(k, pool, "o1", 2, op, NULL), -ECANCELED);
+	tsr_op_destroy(op);
+	op = tsr_op_create();
+	tsr_op_cmpxattr(op, "owner", TSR_CMP_EQ, "alice", 5);
+	tsr_op_assert_exists(op);
+	tsr_op_append(op, "#", 1);
+	ck_assert_int_eq(tsr_op_run(k, pool, "o1", 2, op, NULL), 0);
+	tsr_op_destroy(op);
+	op = tsr_op_create();
+	tsr_op_read(op, 0, 100, buf, &got, NULL);
+	ck_assert_int_eq(tsr_op_run(k, pool, "o1", 2, op, NULL), 0);
+	tsr_op_destroy(op);
+	ck_assert_uint_eq(got, 13);
+	ck_assert_int_eq(memcmp(buf, "hello world!#", 13), 0);
+
+	/* a write and a read in one operation: refused before it is sent */
+	op = tsr_op_create();
+	tsr_op_append(op, "x", 1);
+	tsr_op_stat(op, &size, NULL, NULL);
+	ck_assert_int_eq(tsr_op_run(k, pool, "o1", 2, op, NULL), -EINVAL);
+	tsr_op_destroy(op);
+
+	/* missing things */
+	op = tsr_op_create();
+	tsr_op_stat(op, &size, NULL, NULL);
+	ck_assert_int_eq(tsr_op_run(k, pool, "nope", 4, op, NULL), -ENOENT);
+	tsr_op_destroy(op);
+	op = tsr_op_create();
+	tsr_op_remove(op);
+	ck_assert_int_eq(tsr_op_run(k, pool, "nope", 4, op, NULL), -ENOENT);
+	tsr_op_destroy(op);
+	op = tsr_op_create();
+	tsr_op_getxattr(op, "none", buf, sizeof(buf), &len, NULL);
+	ck_assert_int_eq(tsr_op_run(k, pool, "o1", 2, op, NULL), -ENODATA);
+	tsr_op_destroy(op);
+	op = tsr_op_create();
+	tsr_op_stat(op, &size, NULL, NULL);
+	ck_assert_int_eq(tsr_op_run(k, 999, "o1", 2, op, NULL), -ENOENT);
+	assert_says(tsr_op_why(op), "no pool 999");
+	tsr_op_destroy(op);
+
+	/* appends in flight together land in the order sent */
+	{
+		struct waitall w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 64, 0 };
+		struct tsr_op *ops[64];
+		char rec[64][16];
+		for (int i = 0; i < 64; i++) {
+			snprintf(rec[i], sizeof(rec[i]), "<%013d>", i);
+			ops[i] = tsr_op_create();
+			tsr_op_append(ops[i], rec[i], 15);
+			ck_assert_int_eq(tsr_op_submit(k, pool, "log", 3, ops[i], done, &w), 0);
+		}
+		pthread_mutex_lock(&w.mu);
+		while (w.left)
+			pthread_cond_wait(&w.cv, &w.mu);
+		pthread_mutex_unlock(&w.mu);
+		ck_assert_int_eq(w.bad, 0);
+		for (int i = 0; i < 64; i++)
+			tsr_op_destroy(ops[i]);
+		char *all = malloc(64 * 15);
+		op = tsr_op_create();
+		tsr_op_read(op, 0, 64 * 15, all, &got, NULL);
+		ck_assert_int_eq(tsr_op_run(k, pool, "log", 3, op, NULL), 0);
+		tsr_op_destroy(op);
+		ck_assert_uint_eq(got, 64 * 15);
+		for (int i = 0; i < 64; i++)
+			ck_assert_msg(memcmp(all + 15 * i, rec[i], 15) == 0, "record %d out of "
+				      "place: %.15s", i, all + 15 * i);
+		free(all);
+	}
+
+	/* omap pages: 300 keys, 100 at a time, under a prefix */
+	{
+		const void *keys[300], *vals[300];
+		size_t kl[300], vl[300];
+		char kb[300][16];
+		struct tsr_kvs page;
+		char after[16] = "";
+		size_t after_len = 0, total = 0;
+		for (int i = 0; i < 300; i++) {
+			snprintf(kb[i], sizeof(kb[i]), "%c%05d", i % 2 ? 'p' : 'q', i);
+			keys[i] = kb[i];
+			kl[i] = 6;
+			vals[i] = kb[i];
+			vl[i] = 6;
+		}
+		op = tsr_op_create();
+		tsr_op_omap_set(op, keys, kl, vals, vl, 300);
+		ck_assert_int_eq(tsr_op_run(k, pool, "dir", 3, op, NULL), -EINVAL); /* unsorted */
+		tsr_op_destroy(op);
+		/* sorted: the q keys after the p keys */
+		for (int i = 0, j = 0; i < 300; i++)
+			if (kb[i][0] == 'p')
+				keys[j++] = kb[i];
+		for (int i = 0, j = 150; i < 300; i++)
+			if (kb[i][0] == 'q')
+				keys[j++] = kb[i];
+		for (int i = 0; i < 300; i++)
+			vals[i] = keys[i];
+		op = tsr_op_create();
+		tsr_op_omap_set(op, keys, kl, vals, vl, 300);
+		ck_assert_msg(tsr_op_run(k, pool, "dir", 3, op, NULL) == 0, "%s", tsr_op_why(op));
+		tsr_op_destroy(op);
+		for (int pages = 0; pages < 10; pages++) {
+			op = tsr_op_create();
+			tsr_op_omap_get_range(op, after_len ? after : NULL, after_len, "p", 1, 100,
+					      &page, NULL);
+			ck_assert_int_eq(tsr_op_run(k, pool, "dir", 3, op, NULL), 0);
+			tsr_op_destroy(op);
+			for (size_t i = 0; i < page.n; i++)
+				ck_assert_int_eq(((const char *)page.kv[i].key)[0], 'p');
+			total += page.n;
+			if (page.n) {
+				memcpy(after, page.kv[page.n - 1].key, page.kv[page.n - 1].key_len);
+				after_len = page.kv[page.n - 1].key_len;
+			}
+			int more = page.more;
+			tsr_kvs_free(&page);
+			if (!more)
+				break;
+		}
+		ck_assert_uint_eq(total, 150);
+		op = tsr_op_create();
+		tsr_op_omap_rm_range(op, "p", 1, "q", 1);
+		ck_assert_int_eq(tsr_op_run(k, pool, "dir", 3, op, NULL), 0);
+		tsr_op_destroy(op);
+		op = tsr_op_create();
+		tsr_op_omap_get_range(op, NULL, 0, NULL, 0, 1000, &page, NULL);
+		ck_assert_int_eq(tsr_op_run(k, pool, "dir", 3, op, NULL), 0);
+		tsr_op_destroy(op);
+		ck_assert_uint_eq(page.n, 150);
+		ck_assert_int_eq(((const char *)page.kv[0].key)[0], 'q');
+		tsr_kvs_free(&page);
+	}
+
+	/* truncate and zero */
+	op = tsr_op_create();
+	tsr_op_write_full(op, "0123456789", 10);
+	tsr_op_zero(op, 2, 3);
+	tsr_op_truncate(op, 8);
+	ck_assert_int_eq(tsr_op_run(k, pool, "tz", 2, op, NULL), 0);
+	tsr_op_destroy(op);
+	op = tsr_op_create();
+	tsr_op_read(op, 0, 100, buf, &got, NULL);
+	ck_assert_int_eq(tsr_op_run(k, pool, "tz", 2, op, NULL), 0);
+	tsr_op_destroy(op);
+	ck_assert_uint_eq(got, 8);
+	ck_assert_int_eq(memcmp(buf, "01\0\0\0" "567", 8), 0);
+
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+
+/* The content of object i of the writes under kill. */
+static void
+fill(uint8_t *p, size_t n, int i)
+{
+	for (size_t k = 0; k < n; k++)
+		p[k] = (uint8_t)(k * 131 + (size_t)i * 7 + (k >> 9));
+}
+
+struct writer {
+	struct tsr_client *k;
+	int64_t pool;
+	int n;                       /* objects to write */
+	int *acked;                  /* 1 acknowledged, -errno failed */
+	int next, inflight, done;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct tsr_op **ops;
+	uint8_t *data;               /* n x OBJ bytes */
+};
+#define OBJ (64u << 10)
+
+struct wctx {
+	struct writer *w;
+	int i;
+};
+
+static void wsubmit(struct writer *w);
+
+static void
+wdone(void *arg, int result, const struct tsr_objver *ver)
+{
+	struct wctx *x = arg;
+	struct writer *w = x->w;
+
+	(void)ver;
+	pthread_mutex_lock(&w->mu);
+	w->acked[x->i] = result == 0 ? 1 : result;
+	w->inflight--;
+	w->done++;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	free(x);
+}
+
+/* Keep 16 writes in flight until all n went (called with w->mu held). */
+static void
+wsubmit(struct writer *w)
+{
+	while (w->inflight < 16 && w->next < w->n) {
+		int i = w->next++;
+		struct wctx *x = malloc(sizeof(*x));
+		char name[32];
+		x->w = w;
+		x->i = i;
+		snprintf(name, sizeof(name), "w-%d", i);
+		w->ops[i] = tsr_op_create();
+		tsr_op_write_full(w->ops[i], w->data + (size_t)i * OBJ, OBJ);
+		w->inflight++;
+		if (tsr_op_submit(w->k, w->pool, name, strlen(name), w->ops[i], wdone, x) < 0) {
+			w->acked[i] = -EIO;
+			w->inflight--;
+			w->done++;
+			free(x);
+		}
+	}
+}
+
+/* Acknowledged writes survive: 400 objects written 16 at a time while
+ * one OSD after another is killed (SIGKILL, at most one down at a time:
+ * a minority of each PG's three copies) and restarted; every write the
+ * library acknowledged reads back whole.  Meanwhile a journal object is
+ * appended to one record at a time, by a client that sends every
+ * request twice (client_inject_dup) and sends again whenever a primary
+ * changes: each acknowledged record is in it exactly once, in order. */
+START_TEST(writes_under_kill)
+{
+	struct tc_cluster c;
+	struct writer w;
+	struct tsr_client *k;
+	int running[4] = { 1, 1, 1, 1 }, kills = 0, victim = -1;
+	int records = 0, failed_records = 0;
+	uint64_t t0;
+	char rec[32];
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_heartbeat_interval = \"200ms\"; "
+				   "osd_heartbeat_grace = \"1500ms\"; "
+				   "client_inject_dup = true;"), 0);
+	four_osds_and_a_pool(&c);
+	await_clean(&c, running, 64, "a new pool");
+	k = client_of(&c);
+	memset(&w, 0, sizeof(w));
+	w.k = k;
+	w.pool = pool_of(k, "data");
+	w.n = 400;
+	w.acked = calloc((size_t)w.n, sizeof(int));
+	w.ops = calloc((size_t)w.n, sizeof(*w.ops));
+	w.data = malloc((size_t)w.n * OBJ);
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	for (int i = 0; i < w.n; i++)
+		fill(w.data + (size_t)i * OBJ, OBJ, i);
+
+	t0 = tc_now_ms();
+	pthread_mutex_lock(&w.mu);
+	wsubmit(&w);
+	pthread_mutex_unlock(&w.mu);
+	while (tc_now_ms() - t0 < 120000) {
+		int done;
+		/* a journal record, appended alone */
+		struct tsr_op *op = tsr_op_create();
+		snprintf(rec, sizeof(rec), "<%06d>", records + failed_records);
+		tsr_op_append(op, rec, 8);
+		int rc = tsr_op_run(k, w.pool, "journal", 7, op, NULL);
+		ck_assert_msg(rc == 0, "record %d: %s", records + failed_records, tsr_op_why(op));
+		tsr_op_destroy(op);
+		records++;
+		pthread_mutex_lock(&w.mu);
+		wsubmit(&w);
+		done = w.done;
+		pthread_mutex_unlock(&w.mu);
+		if (done >= w.n)
+			break;
+		/* every 80 writes: the OSD down comes back, the next one dies */
+		if (done >= 80 * (kills + 1) && kills < 4) {
+			if (victim >= 0) {
+				ck_assert_int_eq(tc_osd_start(&c, (size_t)victim), 0);
+				running[victim] = 1;
+			}
+			victim = kills % 4;
+			ck_assert_int_eq(tc_osd_signal(&c, (size_t)victim, SIGKILL) & 0x7f, SIGKILL);
+			running[victim] = 0;
+			fprintf(stderr, "writes_under_kill: osd.%d killed after %d writes\n",
+				victim, done);
+			kills++;
+		}
+	}
+	pthread_mutex_lock(&w.mu);
+	while (w.inflight > 0)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+	fprintf(stderr, "writes_under_kill: %d writes and %d records in %.1f s, %d kills\n",
+		w.done, records, (double)(tc_now_ms() - t0) / 1e3, kills);
+	ck_assert_int_eq(w.done, w.n);
+	ck_assert_int_ge(kills, 4);
+
+	/* every acknowledged write reads back whole */
+	{
+		uint8_t *buf = malloc(OBJ);
+		int acked = 0;
+		for (int i = 0; i < w.n; i++) {
+			char name[32];
+			uint64_t got = 0;
+			ck_assert_msg(w.acked[i] == 1, "write %d failed: %d (%s)", i, w.acked[i],
+				      tsr_op_why(w.ops[i]));
+			acked++;
+			snprintf(name, sizeof(name), "w-%d", i);
+			struct tsr_op *op = tsr_op_create();
+			tsr_op_read(op, 0, OBJ, buf, &got, NULL);
+			int rc = tsr_op_run(k, w.pool, name, strlen(name), op, NULL);
+			ck_assert_msg(rc == 0, "%s: %s", name, tsr_op_why(op));
+			tsr_op_destroy(op);
+			ck_assert_msg(got == OBJ && memcmp(buf, w.data + (size_t)i * OBJ, OBJ) == 0,
+				      "%s: %llu bytes, not what was acknowledged", name,
+				      (unsigned long long)got);
+		}
+		free(buf);
+		fprintf(stderr, "writes_under_kill: %d acknowledged writes read back\n", acked);
+	}
+	/* the journal: every record once, in order */
+	{
+		char *all = malloc((size_t)records * 8 + 64);
+		uint64_t got = 0;
+		struct tsr_op *op = tsr_op_create();
+		tsr_op_read(op, 0, (uint64_t)records * 8 + 64, all, &got, NULL);
+		ck_assert_int_eq(tsr_op_run(k, w.pool, "journal", 7, op, NULL), 0);
+		tsr_op_destroy(op);
+		ck_assert_msg(got == (uint64_t)records * 8, "the journal holds %llu bytes for %d "
+			      "records: a record applied twice or lost",
+			      (unsigned long long)got, records);
+		for (int i = 0; i < records; i++) {
+			snprintf(rec, sizeof(rec), "<%06d>", i);
+			ck_assert_msg(memcmp(all + 8 * i, rec, 8) == 0, "record %d is %.8s", i,
+				      all + 8 * i);
+		}
+		free(all);
+	}
+	for (int i = 0; i < w.n; i++)
+		tsr_op_destroy(w.ops[i]);
+	free(w.ops);
+	free(w.acked);
+	free(w.data);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -480,6 +1022,9 @@ main(void)
 		{ "boot_and_pgs", boot_and_pgs },
 		{ "heartbeats_report_silent", heartbeats_report_silent },
 		{ "pgs_peer", pgs_peer },
+		{ "objects_cli", objects_cli },
+		{ "client_ops", client_ops },
+		{ "writes_under_kill", writes_under_kill },
 	};
 
 	return tc_check_main("osd", cases, TC_NCASES(cases));

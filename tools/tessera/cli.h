@@ -30,6 +30,8 @@ extern const struct cli_cmd cli_backend_cmds[];
 extern const struct cli_cmd cli_msgr_cmds[];
 extern const struct cli_cmd cli_cluster_cmds[];
 extern const struct cli_cmd cli_auth_cmds[];
+extern const struct cli_cmd cli_object_cmds[];
+extern const struct cli_cmd cli_bench_cmds[];
 
 /* Messages of a command "tessera GROUP CMD" (cmd NULL: "tessera GROUP",
  * for one-word commands or a name given whole), each one line on stderr:

@@ -16,6 +16,8 @@ static const struct cli_cmd *const groups[] = {
 	cli_msgr_cmds,
 	cli_cluster_cmds,
 	cli_auth_cmds,
+	cli_object_cmds,
+	cli_bench_cmds,
 };
 
 static int

@@ -1,0 +1,202 @@
+/* pgrt.h — what the parts of the PG runtime share (pgrt.c: the copies,
+ * their events and sessions; ops.c: the clients' operations).  Internal
+ * to tessera-osd. */
+#ifndef TSR_OSD_PGRT_H
+#define TSR_OSD_PGRT_H
+
+#include "osd.h"
+#include "mon/monmsg.h"
+#include "msg/msgr.h"
+#include "osd/objop.h"
+#include "osd/pgsm.h"
+#include "osd/pgstore.h"
+
+#include <pthread.h>
+
+#define RING 1024                    /* epochs kept for PGs that start */
+#define MAX_PARKED 1024u             /* messages a copy keeps for a newer map */
+
+struct ev;
+
+/* One PG's copy on this OSD. */
+struct pgi {
+	struct pgi *next;            /* the runtime's list */
+	struct osd_pgrt *rt;
+	struct tsr_pgid pgid;
+	struct tsr_workq *q;         /* its shard */
+	/* the shard's */
+	struct tsr_pgsm *sm;
+	struct tsr_pgstore ps;
+	struct tsr_osdmap_epoch *ep; /* the epoch fed last */
+	struct ev *parked, **parked_tail; /* messages from a newer map */
+	unsigned nparked;
+	const struct tsr_msg *payload; /* the message being handled */
+	int gone;                    /* deleted: events are dropped */
+	int damaged;                 /* did not load: left as it is */
+	uint64_t sis0;               /* its interval's first, as loaded (the
+					loop's: replay feeds from it) */
+	struct cop *ops;             /* client operations the machine holds
+					(the shard's) */
+	uint64_t next_handle;
+	/* objects with writes submitted here and not yet committed: a
+	 * write is built only on what committed (backend.h), so one waits
+	 * for the writes before it (on the shard; commits come on the
+	 * backend's threads) */
+	pthread_mutex_t wr_mu;
+	pthread_cond_t wr_cv;
+	struct wr_obj { uint8_t *oid; size_t len; unsigned n; } *wr;
+	size_t nwr;
+	/* what `pg ls` shows (under rt->lock) */
+	char state[24];
+	char why[160];
+	int clean;
+	uint64_t fed, les, sis;
+	struct tsr_ev head;
+};
+
+enum { EV_MAP, EV_MSG, EV_COMMIT, EV_OP };
+
+struct ev {
+	struct ev *next;
+	int type;
+	struct pgi *g;
+	struct tsr_osdmap_epoch *ep; /* EV_MAP (a reference) */
+	struct tsr_pgmsg m;          /* EV_MSG */
+	struct tsr_msg *raw;         /* EV_MSG: its payload */
+	uint64_t token;              /* EV_COMMIT */
+	struct cop *op;              /* EV_OP */
+	int rc;
+};
+
+struct peer_conn {
+	int32_t osd;
+	char addr[TSR_OSDMAP_NAME];
+	uint64_t addr_epoch;         /* the epoch that gave addr */
+	struct tsr_conn *conn;
+};
+
+struct osd_pgrt {
+	int32_t whoami;
+	struct osd_store *st;
+	struct tsr_msgr *msgr;
+	size_t nshards;
+	struct tsr_workq **q;
+	pthread_mutex_t lock;        /* the list, the peers, the asks, status */
+	struct pgi *pgs;
+	size_t npgs;
+	struct peer_conn *peers;
+	size_t npeers;
+	/* asks for the monitors, taken by the loop */
+	uint64_t want_up_thru;
+	struct tsr_mon_pg_temp_req *temps;
+	size_t ntemps;
+	/* the loop's: recent epochs, and when each pool appeared */
+	struct tsr_osdmap_epoch *ring[RING];
+	uint64_t ring_first, ring_n;
+	struct tsr_osdmap_epoch *latest; /* the newest (under lock: the
+					 dispatch threads read it) */
+	struct { int64_t pool; uint64_t since; } pools[TSR_OSDMAP_MAX_POOLS];
+	size_t npools;
+	struct tsr_pgsm_conf defaults;
+	uint64_t sent, received, refused, persists;
+	/* sends hold it read; quiesce takes it to stop them before the
+	 * messenger goes */
+	pthread_rwlock_t send_lock;
+	int stopping;
+	int closing;                 /* destroy began: commits are not posted */
+	/* until the OSD has the service keys its peers check it with, what
+	 * it sends waits (a session opened without them is refused, and
+	 * stays so) */
+	int ready;
+	struct held *held, **held_tail;
+	/* client operations from a newer map than the OSD's (under lock) */
+	struct cop *opwait;
+	size_t nopwait;
+	int ops_closed;              /* quiesce began: no more are taken */
+	uint64_t ops_in, ops_done;
+};
+
+struct held {
+	struct held *next;
+	int32_t to;
+	struct tsr_osdmap_epoch *ep; /* the address's */
+	struct tsr_pgmsg m;
+	struct payload *pl;
+};
+
+/* What travels with a message (a push's object), shared by the sends of
+ * that message: a resend on a new session sends it again.  The last
+ * release frees it. */
+struct payload {
+	int refs;
+	size_t len;
+	uint8_t *p;
+};
+
+/* One client operation (ops.c). */
+struct cop {
+	struct cop *next;
+	struct osd_pgrt *rt;
+	struct tsr_conn *conn;       /* the client's session (a reference;
+					NULL once the runtime quiesced) */
+	struct tsr_msg *msg;         /* the request: op borrows from it */
+	struct tsr_objop op;
+	struct tsr_pgid pgid;
+	uint64_t handle;             /* the machine's name for it */
+	/* a write, once built (EXEC) */
+	struct tsr_ev ev;
+	uint8_t logop;               /* TSR_PGLOG_MODIFY or _DELETE */
+	struct tsr_txn_op *tops;
+	size_t ntops, captops;
+	struct tsr_txn_op scratch;   /* what an op goes to without memory */
+	int nomem;
+	uint8_t **bufs;              /* what tops point into that is ours */
+	size_t nbufs;
+	struct payload *repop;       /* tops encoded, for the replicas */
+};
+
+static inline struct tsr_workq *
+osd_shard_of(const struct osd_pgrt *rt, struct tsr_pgid pgid)
+{
+	return rt->q[(uint64_t)(pgid.pool * 31 + pgid.pg) % rt->nshards];
+}
+
+struct payload *osd_payload_new(uint8_t *p, size_t len);
+void osd_payload_put(struct payload *pl);
+
+/* Run event e on its copy's shard (freed if the runtime is stopping). */
+void osd_pg_post(struct pgi *g, struct ev *e);
+/* The copy of pgid here, or NULL (under rt->lock). */
+struct pgi *osd_pgi_find(struct osd_pgrt *rt, struct tsr_pgid pgid);
+
+/* ---- Client operations (ops.c) ---- */
+int osd_ops_register(struct osd_pgrt *rt);
+/* (the loop) a new epoch: operations that waited for it go on */
+void osd_ops_map(struct osd_pgrt *rt, uint64_t epoch);
+/* (a shard) hand op to its copy's machine (EV_OP) */
+void osd_op_start(struct pgi *g, struct cop *op);
+/* (a shard) the machine's EXEC and REPLY; the object change of PERSIST
+ * obj OP (the ops, and the object's name and new version unless it goes);
+ * the payload of a REPOP (a reference, or NULL) */
+void osd_op_exec(struct pgi *g, const struct tsr_pgsm_action *x);
+void osd_op_reply(struct pgi *g, const struct tsr_pgsm_action *x);
+int osd_op_persist(struct pgi *g, const struct tsr_pgsm_action *x,
+		   const struct tsr_txn_op **ops, size_t *nops, const void **oid,
+		   size_t *oid_len, const struct tsr_ev **ev);
+struct payload *osd_op_repop_payload(struct pgi *g, uint64_t handle);
+/* (a shard) a REPOP's transaction from the primary, checked: it may
+ * change its entry's object only, in this copy's collection.  *ops is
+ * malloc'd (the caller frees it) and points into raw. */
+int osd_op_repop_ops(struct pgi *g, const struct tsr_pgmsg *m, const struct tsr_msg *raw,
+		     struct tsr_txn_op **ops, size_t *nops);
+/* A write to oid was submitted here / committed. */
+void osd_op_wr_add(struct pgi *g, const void *oid, size_t len);
+void osd_op_wr_done(struct pgi *g, const void *oid, size_t len);
+/* Answer op with result (its map epoch: the OSD's) and free it. */
+void osd_op_abort(struct cop *op, int result, uint64_t epoch);
+/* (a shard) free the copy's operations, unanswered (it is going). */
+void osd_ops_drop(struct pgi *g);
+/* (quiesce) give back every session the operations hold. */
+void osd_ops_quiesce(struct osd_pgrt *rt);
+
+#endif
