@@ -502,7 +502,7 @@ struct flight {
 	void *arg;
 	/* where it went */
 	int32_t osd;                 /* -1: not sent */
-	struct tsr_conn *conn;       /* the session (no reference: compared only) */
+	struct tsr_conn *conn;       /* the session it went on (a reference) */
 	uint64_t epoch;              /* the map it was placed with */
 	/* when it goes again */
 	uint64_t need_epoch;         /* once the map reaches it (0: no wait) */
@@ -535,8 +535,13 @@ struct tsr_client {
 	struct flight *completed;    /* to answer, outside the lock */
 	struct sess *sess;
 	size_t nsess;
+	/* sessions to close once the lock is let go (a close waits for the
+	 * session's callbacks, which may wait for the lock) */
+	struct tsr_conn **doomed;
+	size_t ndoomed;
 	int closing;
 	int inject_dup;              /* client_inject_dup (tests) */
+	size_t max_data;             /* ms_max_data, less room for the front */
 	/* the key toward the OSDs (connect) */
 	int keys_done, keys_rc;
 	char keys_err[256];
@@ -553,6 +558,59 @@ static uint64_t
 now_ns(void)
 {
 	return tsr_now_ns();
+}
+
+/* f goes on conn now (NULL: none): the reference moves. */
+static void
+set_conn(struct flight *f, struct tsr_conn *conn)
+{
+	if (f->conn)
+		tsr_conn_put(f->conn);
+	if (conn)
+		tsr_conn_get(conn);
+	f->conn = conn;
+}
+
+/* Close conn (the caller's reference goes with it) once c->lock is let
+ * go; what went on it goes again.  Under c->lock. */
+static void
+doom(struct tsr_client *c, struct tsr_conn *conn)
+{
+	struct tsr_conn **v = realloc(c->doomed, (c->ndoomed + 1) * sizeof(*v));
+
+	for (struct flight *f = c->flights; f; f = f->next)
+		if (f->conn == conn) {
+			set_conn(f, NULL);
+			f->osd = -1;
+			f->retry_ns = now_ns();
+		}
+	if (v == NULL) {
+		/* no memory: closed at shutdown, with the messenger */
+		tsr_conn_put(conn);
+		return;
+	}
+	c->doomed = v;
+	c->doomed[c->ndoomed++] = conn;
+}
+
+/* Close the doomed sessions (not under c->lock). */
+static void
+close_doomed(struct tsr_client *c)
+{
+	struct tsr_conn **v;
+	size_t n;
+
+	pthread_mutex_lock(&c->lock);
+	v = c->doomed;
+	n = c->ndoomed;
+	c->doomed = NULL;
+	c->ndoomed = 0;
+	pthread_mutex_unlock(&c->lock);
+	for (size_t i = 0; i < n; i++) {
+		tsr_conn_close(v[i]);
+		tsr_conn_put(v[i]);
+	}
+	free(v);
 }
 
 static void on_fault(struct tsr_conn *conn, int err, void *arg);
@@ -584,8 +642,7 @@ session(struct tsr_client *c, int32_t osd, const char *addr)
 	}
 	if (s->conn) {
 		/* it moved (restarted elsewhere): the old session goes */
-		tsr_conn_close(s->conn);
-		tsr_conn_put(s->conn);
+		doom(c, s->conn);
 		s->conn = NULL;
 	}
 	snprintf(s->addr, sizeof(s->addr), "%s", addr);
@@ -614,7 +671,7 @@ place(struct tsr_client *c, struct flight *f, struct pending_send *ps)
 	int rc;
 
 	f->osd = -1;
-	f->conn = NULL;
+	set_conn(f, NULL);
 	if (ep == NULL) {
 		f->need_epoch = 1;
 		return 0;
@@ -688,7 +745,7 @@ place(struct tsr_client *c, struct flight *f, struct pending_send *ps)
 		ps->in = f->in;
 	}
 	f->osd = pm.acting_primary;
-	f->conn = ps->conn;
+	set_conn(f, ps->conn);
 	f->need_epoch = 0;
 	f->retry_ns = 0;
 	f->sends++;
@@ -727,7 +784,7 @@ send_all(struct tsr_client *c, struct pending_send *ps, size_t n)
 			pthread_mutex_lock(&c->lock);
 			for (struct flight *f = c->flights; f; f = f->next)
 				if (f == ps[i].f && f->conn == ps[i].conn) {
-					f->conn = NULL;
+					set_conn(f, NULL);
 					f->osd = -1;
 					f->retry_ns = now_ns() + RETRY_NS;
 				}
@@ -789,7 +846,11 @@ kick(struct tsr_client *c, int all)
 			    f->oid_len && pm.acting_primary == f->osd) {
 				const struct tsr_osdmap_osd *o =
 					tsr_osdmap_osd(tsr_osdmap_epoch_map(ep), f->osd);
-				same = o && o->up;
+				/* the same OSD at the same address, on the session
+				 * we hold to it */
+				for (size_t i = 0; o && o->up && i < c->nsess; i++)
+					same |= c->sess[i].osd == f->osd && c->sess[i].conn == f->conn &&
+						strcmp(c->sess[i].addr, o->addr) == 0;
 			}
 			tsr_osdmap_epoch_put(ep);
 			if (same) {
@@ -808,6 +869,7 @@ kick(struct tsr_client *c, int all)
 		pp = &f->next;
 	}
 	pthread_mutex_unlock(&c->lock);
+	close_doomed(c);
 	send_all(c, ps, n);
 	free(ps);
 	complete(c);
@@ -960,6 +1022,7 @@ finish(struct tsr_client *c, struct flight *f, int result, const struct tsr_objo
 	}
 	if (result < 0 && f->op->why[0] == '\0')
 		snprintf(f->op->why, sizeof(f->op->why), "%s", strerror(-result));
+	set_conn(f, NULL);
 	f->result = result;
 	f->ver = ver;
 	f->next = c->completed;
@@ -1021,7 +1084,7 @@ on_reply(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 		/* not served there now: once our map is as new as the OSD's,
 		 * or after a while */
 		f->osd = -1;
-		f->conn = NULL;
+		set_conn(f, NULL);
 		if (r.result == -ESTALE && r.map_epoch > epoch)
 			f->need_epoch = r.map_epoch;
 		else
@@ -1053,11 +1116,16 @@ fault_on_loop(void *arg)
 	struct tsr_client *c = x->c;
 
 	pthread_mutex_lock(&c->lock);
+	if (c->closing) {
+		/* shutdown closes the sessions; the messenger frees them */
+		pthread_mutex_unlock(&c->lock);
+		free(x);
+		return;
+	}
 	for (size_t i = 0; i < c->nsess; i++)
 		if (c->sess[i].conn == x->conn) {
 			struct sess *s = &c->sess[i];
-			tsr_conn_close(s->conn);
-			tsr_conn_put(s->conn);
+			doom(c, s->conn);
 			s->conn = NULL;
 			s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : 50;
 			if (s->backoff_ms > 2000)
@@ -1066,11 +1134,12 @@ fault_on_loop(void *arg)
 		}
 	for (struct flight *f = c->flights; f; f = f->next)
 		if (f->conn == x->conn) {
-			f->conn = NULL;
+			set_conn(f, NULL);
 			f->osd = -1;
 			f->retry_ns = now_ns();
 		}
 	pthread_mutex_unlock(&c->lock);
+	close_doomed(c);
 	tsr_conn_put(x->conn);
 	free(x);
 	kick(c, 0);
@@ -1085,6 +1154,13 @@ on_fault(struct tsr_conn *conn, int err, void *arg)
 	(void)err;
 	if (x == NULL)
 		return; /* the deadline ends what went on it */
+	pthread_mutex_lock(&c->lock);
+	int closing = c->closing;
+	pthread_mutex_unlock(&c->lock);
+	if (closing) {
+		free(x);
+		return;
+	}
 	x->c = c;
 	x->conn = conn;
 	tsr_conn_get(conn);
@@ -1154,6 +1230,11 @@ tsr_op_submit(struct tsr_client *c, int64_t pool, const void *oid, size_t oid_le
 		}
 		total += op->s[i].sub.in_len;
 	}
+	if (total > c->max_data) {
+		snprintf(op->why, sizeof(op->why), "%zu bytes of input, more than a message may "
+			 "carry (ms_max_data, %zu)", total, c->max_data);
+		return -E2BIG;
+	}
 	if (writes && reads) {
 		snprintf(op->why, sizeof(op->why), "a change with a step that returns data "
 			 "(run them as two operations)");
@@ -1213,6 +1294,7 @@ tsr_op_submit(struct tsr_client *c, int64_t pool, const void *oid, size_t oid_le
 	c->flights = f;
 	c->nflights++;
 	pthread_mutex_unlock(&c->lock);
+	close_doomed(c);
 	if (rc > 0)
 		send_all(c, &ps, 1);
 	return 0;
@@ -1305,6 +1387,11 @@ tsr_client_list(struct tsr_client *c, int64_t pool, struct tsr_list_cursor *cur,
 			return rc;
 		}
 		tsr_op_destroy(op);
+		if (names.n == 0 && names.more) {
+			tsr_kvs_free(&names);
+			return fail(-EIO, "listing PG %" PRId64 ".%x: an answer with no names that "
+				    "says more follow", pool, cur->pg);
+		}
 		for (size_t i = 0; i < names.n; i++) {
 			given++;
 			if (names.kv[i].key_len <= sizeof(cur->after)) {
@@ -1454,6 +1541,7 @@ tsr_client_connect(const char *conf_path, const char *name, uint64_t timeout_ms,
 	if (getrandom(&c->id, sizeof(c->id), 0) != sizeof(c->id))
 		c->id = tsr_now_ns() ^ ((uint64_t)getpid() << 32);
 	c->id |= 1; /* never 0: "none" */
+	c->max_data = mo.max_data;
 	mo.entity_type = TSR_ENTITY_CLIENT;
 	mo.entity_id = c->id >> 1;
 	mo.bind = NULL;
@@ -1536,6 +1624,7 @@ tsr_client_shutdown(struct tsr_client *c)
 	complete(c);
 	/* the sessions first (their events stop), then the loop, then what
 	 * ran on it */
+	close_doomed(c);
 	pthread_mutex_lock(&c->lock);
 	struct sess *ss = c->sess;
 	size_t ns = c->nsess;

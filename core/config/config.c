@@ -151,6 +151,11 @@ static const struct tsr_conf_opt core_options[] = {
 	    .help = "for tests: a client sends every operation twice, as a network that "
 		    "duplicates would (the OSDs must apply it once)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT, 0 },
+	{ { .name = "osd_pg_stats_interval", .type = TSR_OPT_DURATION, .def = "2s",
+	    .min = "100ms", .max = "1m",
+	    .help = "how often an OSD tells the monitors where the PGs it is the "
+		    "primary of stand (tessera status, pg stat, health)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
 	{ { .name = "osd_op_shards", .type = TSR_OPT_INT, .def = "2", .min = "1", .max = "64",
 	    .help = "worker threads an OSD runs its placement groups on (each PG on one, "
 		    "its events in order)" },

@@ -5,6 +5,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -823,6 +824,170 @@ tsr_monmsg_osd_alive_decode(const void *buf, size_t len, struct tsr_mon_osd_aliv
 						(long long)r->pool, r->pg);
 	}
 	return 0;
+}
+
+char *
+tsr_pg_state_str(uint32_t state, char *out, size_t len)
+{
+	static const char *const names[] = {
+#define TSR_PG_STATE_NAME(name, n, label) [n] = label,
+		TSR_PG_STATES(TSR_PG_STATE_NAME)
+#undef TSR_PG_STATE_NAME
+	};
+	size_t at = 0;
+
+	if (len == 0)
+		return out;
+	out[0] = '\0';
+	for (unsigned b = 0; b < sizeof(names) / sizeof(names[0]); b++)
+		if (state & (1u << b)) {
+			int n = snprintf(out + at, len - at, "%s%s", at ? "+" : "", names[b]);
+			if (n < 0 || (size_t)n >= len - at)
+				break;
+			at += (size_t)n;
+		}
+	if (at == 0)
+		snprintf(out, len, "unknown");
+	return out;
+}
+
+int
+tsr_monmsg_pg_stats_encode(struct tsr_enc *e, const struct tsr_mon_pg_stats *s)
+{
+	size_t mark;
+
+	if (s->n > TSR_MONMSG_MAX_PG_STATS)
+		return -EINVAL;
+	mark = tsr_enc_begin_struct(e, 1, 1);
+	tsr_enc_u64(e, s->client);
+	tsr_enc_u64(e, s->tid);
+	tsr_enc_i32(e, s->osd);
+	tsr_enc_u64(e, s->epoch);
+	tsr_enc_u32(e, s->n);
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct tsr_mon_pg_stat *p = &s->pgs[i];
+		uint32_t k = p->nacting < TSR_OSDMAP_MAX_SIZE ? p->nacting : TSR_OSDMAP_MAX_SIZE;
+		tsr_enc_i64(e, p->pool);
+		tsr_enc_u32(e, p->pg);
+		tsr_enc_u32(e, p->state);
+		tsr_enc_u64(e, p->epoch);
+		tsr_enc_u64(e, p->les);
+		tsr_enc_u64(e, p->lec);
+		tsr_enc_u64(e, p->sis);
+		tsr_enc_u64(e, p->lu_epoch);
+		tsr_enc_u64(e, p->lu_ver);
+		tsr_enc_u64(e, p->degraded);
+		tsr_enc_u64(e, p->missing);
+		tsr_enc_u32(e, k);
+		for (uint32_t j = 0; j < k; j++)
+			tsr_enc_i32(e, p->acting[j]);
+	}
+	tsr_enc_end_struct(e, mark);
+	return tsr_enc_error(e);
+}
+
+void
+tsr_monmsg_pg_stats_free(struct tsr_mon_pg_stats *s)
+{
+	free(s->pgs);
+	s->pgs = NULL;
+	s->n = 0;
+}
+
+/* The bytes of one stat with no acting set: what n entries need at least. */
+#define PG_STAT_MIN (8 + 4 + 4 + 8 * 8 + 4)
+
+int
+tsr_monmsg_pg_stats_decode(const void *buf, size_t len, struct tsr_mon_pg_stats *s,
+			   char *err, size_t errlen)
+{
+	struct tsr_dec d, sub;
+	uint8_t ver;
+	uint32_t n;
+	int rc = 0;
+
+	memset(s, 0, sizeof(*s));
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return tsr_errf(err, errlen, -EBADMSG, "pg stats: bad envelope");
+	s->client = tsr_dec_u64(&sub);
+	s->tid = tsr_dec_u64(&sub);
+	s->osd = tsr_dec_i32(&sub);
+	s->epoch = tsr_dec_u64(&sub);
+	n = tsr_dec_u32(&sub);
+	if (tsr_dec_error(&sub))
+		return tsr_errf(err, errlen, -EBADMSG, "pg stats: truncated");
+	if (n > TSR_MONMSG_MAX_PG_STATS || (uint64_t)n * PG_STAT_MIN > tsr_dec_remaining(&sub))
+		return tsr_errf(err, errlen, -EINVAL, "pg stats: %u PGs, more than %d or than "
+				"the message holds", n, TSR_MONMSG_MAX_PG_STATS);
+	if (n && (s->pgs = calloc(n, sizeof(*s->pgs))) == NULL)
+		return tsr_errf(err, errlen, -ENOMEM, "pg stats: out of memory");
+	for (uint32_t i = 0; i < n && tsr_dec_error(&sub) == 0; i++) {
+		struct tsr_mon_pg_stat *p = &s->pgs[i];
+		p->pool = tsr_dec_i64(&sub);
+		p->pg = tsr_dec_u32(&sub);
+		p->state = tsr_dec_u32(&sub);
+		p->epoch = tsr_dec_u64(&sub);
+		p->les = tsr_dec_u64(&sub);
+		p->lec = tsr_dec_u64(&sub);
+		p->sis = tsr_dec_u64(&sub);
+		p->lu_epoch = tsr_dec_u64(&sub);
+		p->lu_ver = tsr_dec_u64(&sub);
+		p->degraded = tsr_dec_u64(&sub);
+		p->missing = tsr_dec_u64(&sub);
+		p->nacting = tsr_dec_u32(&sub);
+		if (tsr_dec_error(&sub) == 0 && p->nacting > TSR_OSDMAP_MAX_SIZE) {
+			rc = tsr_errf(err, errlen, -EINVAL, "pg stats: PG %u has %u OSDs "
+				      "acting, more than %d", i, p->nacting, TSR_OSDMAP_MAX_SIZE);
+			break;
+		}
+		for (uint32_t j = 0; j < p->nacting; j++) {
+			p->acting[j] = tsr_dec_i32(&sub);
+			if (p->acting[j] < 0 || p->acting[j] >= TSR_OSDMAP_MAX_OSDS)
+				rc = tsr_errf(err, errlen, -EINVAL, "pg stats: PG %u names "
+					      "OSD %d", i, p->acting[j]);
+		}
+		if (rc == 0 && (p->pool <= 0 || p->pg >= TSR_OSDMAP_MAX_PG_NUM ||
+				(p->state & ~(uint32_t)TSR_PG_ST_ALL)))
+			rc = tsr_errf(err, errlen, -EINVAL, "pg stats: entry %u: PG %lld.%x, "
+				      "state 0x%x: not a PG or not a state", i,
+				      (long long)p->pool, p->pg, p->state);
+		if (rc)
+			break;
+		s->n = i + 1;
+	}
+	if (rc == 0 && (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) ||
+			s->n != n))
+		rc = tsr_errf(err, errlen, -EBADMSG, "pg stats: truncated or malformed");
+	if (rc == 0 && (s->osd < 0 || s->osd >= TSR_OSDMAP_MAX_OSDS))
+		rc = tsr_errf(err, errlen, -EINVAL, "pg stats: OSD id %d is not in 0..%d",
+			      s->osd, TSR_OSDMAP_MAX_OSDS - 1);
+	if (rc < 0)
+		tsr_monmsg_pg_stats_free(s);
+	return rc;
+}
+
+static int
+check_pg_stats(const void *p, size_t n, size_t data_len, char *err, size_t errlen)
+{
+	struct tsr_mon_pg_stats a, b;
+	struct tsr_enc e;
+	int rc, same;
+
+	(void)data_len;
+	if ((rc = tsr_monmsg_pg_stats_decode(p, n, &a, err, errlen)) < 0)
+		return rc;
+	tsr_enc_init(&e);
+	tsr_monmsg_pg_stats_encode(&e, &a);
+	rc = tsr_monmsg_pg_stats_decode(e.buf, e.len, &b, err, errlen);
+	tsr_enc_release(&e);
+	same = rc == 0 && a.client == b.client && a.tid == b.tid && a.osd == b.osd &&
+	       a.epoch == b.epoch && a.n == b.n &&
+	       (a.n == 0 || memcmp(a.pgs, b.pgs, a.n * sizeof(*a.pgs)) == 0);
+	tsr_monmsg_pg_stats_free(&a);
+	if (rc == 0)
+		tsr_monmsg_pg_stats_free(&b);
+	return same ? 0 : tsr_errf(err, errlen, -EPROTO, "pg stats: the round trip differs");
 }
 
 CHECK_FLAT(osd_boot, tsr_mon_osd_boot)

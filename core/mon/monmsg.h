@@ -44,6 +44,13 @@
  *                  from a client or an MDS: its own key toward OSDs,
  *                  sealed for it ({"name": ..., "service_keys": ...})
  *       envelope v1 { u64 client, u64 tid, i32 osd }
+ *   MON_PG_STATS   osd.N -> the leader: where the PGs it is the primary of
+ *                  stand (pg.h-style state bits, below), taken at epoch
+ *       envelope v1 { u64 client, u64 tid, i32 osd, u64 epoch, u32 n,
+ *                     n x { i64 pool, u32 pg, u32 state, u64 epoch,
+ *                           u64 les, u64 lec, u64 sis, u64 lu_epoch,
+ *                           u64 lu_ver, u64 degraded, u64 missing,
+ *                           u32 nacting, nacting x i32 } }
  *                  Each is answered with MON_CMD_REPLY (the same tid).
  *                  version is the daemon's software (TSR_VERSION).
  *
@@ -81,7 +88,8 @@
 	X(OSD_BEACON, 6, "osd beacon", osd_beacon)                             \
 	X(MDS_BEACON, 7, "mds beacon", mds_beacon)                             \
 	X(SVC_KEYS, 8, "service keys", svc_keys)                               \
-	X(OSD_ALIVE, 9, "osd alive", osd_alive)
+	X(OSD_ALIVE, 9, "osd alive", osd_alive)                                \
+	X(PG_STATS, 10, "pg stats", pg_stats)
 
 enum {
 #define TSR_MON_MSG_ENUM(name, n, label, fn) TSR_MSG_MON_##name = TSR_MSG_USER + (n),
@@ -281,6 +289,59 @@ TSR_API int tsr_monmsg_osd_alive_encode(struct tsr_enc *e,
 TSR_API int tsr_monmsg_osd_alive_decode(const void *buf, size_t len,
 					struct tsr_mon_osd_alive *a, char *err,
 					size_t errlen);
+
+/* A PG's state, as its primary reports it: bits, shown joined by '+'
+ * ("active+clean", "active+undersized+degraded"). */
+#define TSR_PG_STATES(X)                        \
+	X(ACTIVE, 0, "active")                  \
+	X(CLEAN, 1, "clean")                    \
+	X(PEERING, 2, "peering")                \
+	X(ACTIVATING, 3, "activating")          \
+	X(DOWN, 4, "down")                      \
+	X(INCOMPLETE, 5, "incomplete")          \
+	X(UNDERSIZED, 6, "undersized")          \
+	X(DEGRADED, 7, "degraded")              \
+	X(RECOVERING, 8, "recovering")          \
+	X(BACKFILLING, 9, "backfilling")        \
+	X(REMAPPED, 10, "remapped")             \
+	X(STALE, 11, "stale")                   \
+	X(UNKNOWN, 12, "unknown")
+enum {
+#define TSR_PG_STATE_BIT(name, n, label) TSR_PG_ST_##name = 1u << (n),
+	TSR_PG_STATES(TSR_PG_STATE_BIT)
+#undef TSR_PG_STATE_BIT
+};
+#define TSR_PG_ST_ALL ((1u << 13) - 1)
+/* "active+clean" into out (at most len bytes, NUL included): out. */
+TSR_API char *tsr_pg_state_str(uint32_t state, char *out, size_t len);
+
+#define TSR_MONMSG_MAX_PG_STATS 4096  /* PGs in one report */
+
+struct tsr_mon_pg_stat {
+	int64_t pool;
+	uint32_t pg;
+	uint32_t state;               /* TSR_PG_ST_* bits */
+	uint64_t epoch;               /* the primary's map when taken */
+	uint64_t les, lec, sis;       /* last epoch started, clean; interval */
+	uint64_t lu_epoch, lu_ver;    /* its log's head */
+	uint64_t degraded;            /* object copies the acting set lacks */
+	uint64_t missing;             /* objects the primary lacks */
+	uint32_t nacting;
+	int32_t acting[TSR_OSDMAP_MAX_SIZE];
+};
+
+struct tsr_mon_pg_stats {
+	uint64_t client, tid;
+	int32_t osd;
+	uint64_t epoch;
+	uint32_t n;
+	struct tsr_mon_pg_stat *pgs;  /* n of them (decode: malloc'd) */
+};
+TSR_API int tsr_monmsg_pg_stats_encode(struct tsr_enc *e, const struct tsr_mon_pg_stats *s);
+/* Decode (s->pgs malloc'd: tsr_monmsg_pg_stats_free). */
+TSR_API int tsr_monmsg_pg_stats_decode(const void *buf, size_t len,
+				       struct tsr_mon_pg_stats *s, char *err, size_t errlen);
+TSR_API void tsr_monmsg_pg_stats_free(struct tsr_mon_pg_stats *s);
 
 struct tsr_mon_svc_keys {
 	uint64_t client, tid;

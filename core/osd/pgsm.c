@@ -2743,6 +2743,18 @@ tsr_pgsm_degraded(const struct tsr_pgsm *sm)
 	return n;
 }
 
+int
+tsr_pgsm_backfilling(const struct tsr_pgsm *sm)
+{
+	return sm->bf_target >= 0;
+}
+
+const struct tsr_pg_mapview *
+tsr_pgsm_mapview(const struct tsr_pgsm *sm)
+{
+	return &sm->cur;
+}
+
 const char *
 tsr_pgsm_why(const struct tsr_pgsm *sm)
 {

@@ -353,6 +353,10 @@ const struct tsr_missing *tsr_pgsm_missing(const struct tsr_pgsm *sm);
 /* Objects missing on the members of the acting set, this one included
  * (the primary's count: degraded objects). */
 size_t tsr_pgsm_degraded(const struct tsr_pgsm *sm);
+/* Is the primary backfilling a member? */
+int tsr_pgsm_backfilling(const struct tsr_pgsm *sm);
+/* The map as the machine sees it now (the last epoch fed). */
+const struct tsr_pg_mapview *tsr_pgsm_mapview(const struct tsr_pgsm *sm);
 /* One line on why the PG is where it is (down: which interval; waiting
  * for which OSD). */
 const char *tsr_pgsm_why(const struct tsr_pgsm *sm);

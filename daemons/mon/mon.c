@@ -405,6 +405,7 @@ serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
 		state_health_init(&h);
 		mon_health(mon, now, &h);
 		state_health(&mon->st, &h);
+		mon_pgstats_health(mon, now, &h);
 		tsr_sbuf_printf(out, "{\"health\": \"%s\", \"checks\": [%s], "
 				"\"reasons\": [%s]", state_health_name(h.level),
 				tsr_sbuf_str(&h.checks), tsr_sbuf_str(&h.reasons));
@@ -419,6 +420,8 @@ serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
 		}
 		tsr_sbuf_printf(out, ", \"mon\": ");
 		mon_stat(mon, now, out);
+		tsr_sbuf_printf(out, ", \"pgs\": ");
+		mon_pgstats_status(mon, now, out);
 		size_t nact = 0, nstb = 0;
 		for (size_t i = 0; i < mon->st.mdsmap.nmds; i++) {
 			nact += mon->st.mdsmap.mds[i].state == TSR_MDS_ACTIVE;
@@ -432,6 +435,8 @@ serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
 				mon->st.mdsmap.epoch, mon->st.mdsmap.max_mds, nact, nstb);
 		return 0;
 	}
+	if (strcmp(argv[0], "pg") == 0)
+		return mon_pgstats_read(mon, argc, argv, now, out);
 	return state_read(&mon->st, argc, argv, out);
 }
 
@@ -702,6 +707,36 @@ on_alive(struct mon *mon, struct tsr_conn *c, const struct tsr_mon_osd_alive *a,
 	propose_batched(mon, MON_BATCH_ALIVE, w);
 }
 
+/* MON_PG_STATS from osd.N: taken by the leader (answered at once). */
+static void
+handle_pg_stats(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t now)
+{
+	const char *who = tsr_conn_peer_auth(c);
+	struct tsr_mon_pg_stats s;
+	char err[256], id[16];
+	int rc;
+
+	rc = tsr_monmsg_pg_stats_decode(msg->front, msg->front_len, &s, err, sizeof(err));
+	if (rc < 0) {
+		tsr_log_rated(&mon_refusal_lines, TSR_SUB_MON, TSR_LOG_WARN, "%s: bad pg stats: "
+			      "%s", tsr_conn_peer(c), err);
+		mon_reply(c, s.tid, rc == -ENOMEM ? -ENOMEM : -EINVAL, err, NULL);
+		return;
+	}
+	snprintf(id, sizeof(id), "%d", s.osd);
+	if (who == NULL || !tsr_auth_is(who, "osd", id)) {
+		snprintf(err, sizeof(err), "permission denied: only osd.%d may send its pg "
+			 "stats (this session is %s)", s.osd, who ? who : "not authenticated");
+		mon_reply(c, s.tid, -EACCES, err, NULL);
+	} else if (tsr_raft_role(mon->raft) != TSR_RAFT_LEADER) {
+		mon_redirect(mon, c, s.tid, now);
+	} else {
+		mon_pgstats_take(mon, &s, now);
+		mon_reply(c, s.tid, 0, "{}", NULL);
+	}
+	tsr_monmsg_pg_stats_free(&s);
+}
+
 static void
 handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t now)
 {
@@ -718,6 +753,10 @@ handle_daemon(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t
 	int32_t osd = -1;
 	int rc;
 
+	if (msg->type == TSR_MSG_MON_PG_STATS) {
+		handle_pg_stats(mon, c, msg, now);
+		return;
+	}
 	switch (msg->type) {
 	case TSR_MSG_MON_OSD_BOOT:
 		rc = tsr_monmsg_osd_boot_decode(msg->front, msg->front_len, &u.boot, err,
@@ -1670,6 +1709,7 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_OSD_BEACON, on_daemon, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_MDS_BEACON, on_daemon, mon, TSR_MSGR_INLINE);
 	tsr_msgr_register(mon->msgr, TSR_MSG_MON_SVC_KEYS, on_daemon, mon, TSR_MSGR_INLINE);
+	tsr_msgr_register(mon->msgr, TSR_MSG_MON_PG_STATS, on_daemon, mon, TSR_MSGR_INLINE);
 	mon->last_leader_ns = tsr_mono_ns();
 	mon->next_tick = mon->last_leader_ns + mon->tick_ns;
 	if ((rc = tsr_loop_timer_add(mon->loop, mon->tick_ns, tick, mon,
@@ -1741,6 +1781,7 @@ mon_stop(struct tsr_daemon *d)
 	if (mon->kv)
 		tsr_kv_close(mon->kv);
 	state_free(&mon->st);
+	mon_pgstats_free(mon);
 	if (mon->pl_inst)
 		tsr_instance_destroy(mon->pl_inst);
 	free(mon->watch);

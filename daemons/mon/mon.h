@@ -148,6 +148,8 @@ struct mon {
 	uint64_t proj_term;
 	/* each member's features and version, from its Raft messages */
 	struct tsr_mon_peer_info peers[TSR_MON_MAX];
+	struct mon_pgstats *pgstats; /* where the PGs stand (pgstats.c: the
+	                              * leader's, from the primaries) */
 	struct waiter *changes, *reads;
 	struct waiter *held;         /* changes waiting for the projected state */
 	struct mon_batch batch[MON_BATCH_KINDS]; /* OSDs' asks for the next
@@ -191,6 +193,17 @@ void mon_redirect(struct mon *mon, struct tsr_conn *c, uint64_t tid, uint64_t no
 const char *mon_leader_addr(const struct mon *mon);
 int mon_lease_valid(struct mon *mon, uint64_t now);
 void mon_waiter_free(struct waiter *w);
+
+/* pgstats.c: the primaries' reports of their PGs (the leader's). */
+struct mon_health;
+void mon_pgstats_take(struct mon *mon, const struct tsr_mon_pg_stats *s, uint64_t now);
+/* JSON object: counts by state, degraded objects, recovery rate and ETA. */
+void mon_pgstats_status(struct mon *mon, uint64_t now, struct tsr_sbuf *out);
+void mon_pgstats_health(struct mon *mon, uint64_t now, struct mon_health *h);
+/* pg stat | pg dump | pg query PGID: 0, -ENOENT (out says why). */
+int mon_pgstats_read(struct mon *mon, int argc, char **argv, uint64_t now,
+		     struct tsr_sbuf *out);
+void mon_pgstats_free(struct mon *mon);
 /* a message data release that frees it */
 void mon_free_data(void *arg, int result);
 /* WARN lines any peer can cause, at a rate */

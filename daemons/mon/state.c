@@ -687,7 +687,7 @@ static const struct change changes[] = {
 static const char *const reads[][2] = {
 	{ "status", NULL }, { "health", "detail" }, { "health", NULL }, { "osd", "tree" },
 	{ "osd", "dump" }, { "pool", "ls" }, { "mds", "stat" }, { "mon", "stat" },
-	{ "versions", NULL },
+	{ "versions", NULL }, { "pg", "stat" }, { "pg", "dump" },
 };
 
 /* Positional word k of o as an integer (num_word) or an OSD id
@@ -886,6 +886,11 @@ state_classify(int argc, char **argv, struct tsr_sbuf *out)
 					    reads[i][1] ? reads[i][1] : "");
 			return 0;
 		}
+	if (is(argc, argv, "pg", "query")) {
+		if (argc != 3)
+			return FAIL(-EINVAL, "usage: pg query POOL.PG (the PG in hexadecimal)");
+		return 0;
+	}
 	if (is(argc, argv, "osd", "beacon")) {
 		int64_t id;
 		const char *usage = "usage: osd beacon ID [--failed ID,ID...]";

@@ -247,6 +247,12 @@ const uint8_t *state_inc(const struct mon_state *s, int which, uint64_t e,
 	  "share of the namespace does not answer")                            \
 	X(POOL_MIN_SIZE, ERR, "a pool needs more OSDs in than there are "       \
 	  "(min_size): writes to it stop")                                     \
+	X(PG_AVAILABILITY, WARN, "placement groups are not active (peering, "    \
+	  "down, incomplete, or not reported by a primary): operations on "   \
+	  "their objects wait")                                                \
+	X(PG_DEGRADED, WARN, "object copies are missing from placement groups' " \
+	  "acting sets: fewer copies than the pool's size until recovery "    \
+	  "ends")                                                              \
 	X(VERSIONS_DIFFER, WARN, "the daemons have run different software "     \
 	  "versions for longer than an upgrade takes "                         \
 	  "(mon_warn_versions_differ)")

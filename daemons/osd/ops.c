@@ -41,6 +41,7 @@
 #include <time.h>
 
 #define MAX_OPWAIT 4096u             /* operations waiting for a map */
+#define MAX_OPWAIT_BYTES (256u << 20) /* and their data */
 #define WR_WAIT_S 60                 /* for the writes before: then it fails */
 
 static struct tsr_log_rate op_refusals = TSR_LOG_RATE_INIT(5, 10000);
@@ -52,6 +53,7 @@ struct out {
 	uint8_t *p;
 	size_t len, cap;
 	int err;                     /* no memory, or over the bound */
+	size_t max;                  /* what a message's data may hold */
 };
 
 static uint8_t *
@@ -59,8 +61,8 @@ out_room(struct out *o, size_t n)
 {
 	if (o->err)
 		return NULL;
-	if (n > TSR_OBJOP_MAX_DATA || o->len + n > 4u * TSR_OBJOP_MAX_DATA) {
-		o->err = -E2BIG;
+	if (n > TSR_OBJOP_MAX_DATA || o->len + n > o->max) {
+		o->err = -E2BIG; /* more than one answer may carry */
 		return NULL;
 	}
 	if (o->len + n > o->cap) {
@@ -146,8 +148,10 @@ send_reply(struct cop *op, struct tsr_objop_reply *r, struct out *o)
 				o->p = NULL;
 			}
 		}
-		if (m)
-			rc = tsr_conn_send(op->conn, m, 0);
+		/* never waiting on a client that does not read: its session
+		 * goes, and the client sends again */
+		if (m && (rc = tsr_conn_send(op->conn, m, TSR_SEND_NOWAIT)) == -EAGAIN)
+			tsr_conn_close(op->conn);
 	}
 	if (rc < 0)
 		tsr_log_rated(&op_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: the answer "
@@ -192,19 +196,40 @@ arrive(void *arg)
 	struct cop *op = arg;
 	struct osd_pgrt *rt = op->rt;
 	struct pgi *g;
-	struct ev *e;
+	struct ev *e = calloc(1, sizeof(*e));
+	int rc = 0;
 
+	/* the check and the post under one lock: an operation posted after
+	 * quiesce's barrier would keep its session past the messenger */
 	pthread_mutex_lock(&rt->lock);
-	g = osd_pgi_find(rt, op->pgid);
-	pthread_mutex_unlock(&rt->lock);
-	if (g == NULL || g->damaged || (e = calloc(1, sizeof(*e))) == NULL) {
-		/* no copy here under the OSD's map: not the primary */
-		osd_op_abort(op, g == NULL ? -ESTALE : -EAGAIN, latest_epoch(rt));
-		return;
+	g = rt->ops_closed ? NULL : osd_pgi_find(rt, op->pgid);
+	if (rt->ops_closed)
+		rc = -ESHUTDOWN;
+	else if (g == NULL)
+		rc = -ESTALE;   /* no copy here under the OSD's map: not the primary */
+	else if (g->damaged || e == NULL)
+		rc = -EAGAIN;
+	if (rc == 0) {
+		e->type = EV_OP;
+		e->op = op;
+		e->g = g;
+		if (tsr_workq_post(g->q, osd_pg_run, e) < 0) {
+			e->op = NULL;
+			rc = -EAGAIN; /* stopping */
+		}
 	}
-	e->type = EV_OP;
-	e->op = op;
-	osd_pg_post(g, e);
+	pthread_mutex_unlock(&rt->lock);
+	if (rc == -ESHUTDOWN) {
+		free(e);
+		if (op->conn) {
+			tsr_conn_put(op->conn);
+			op->conn = NULL;
+		}
+		cop_free(op);
+	} else if (rc < 0) {
+		free(e);
+		osd_op_abort(op, rc, latest_epoch(rt));
+	}
 }
 
 /* Post op to its PG's shard: 0, or -errno (op is the caller's). */
@@ -247,13 +272,17 @@ on_op_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 		return;
 	}
 	latest = rt->latest ? tsr_osdmap_epoch_number(rt->latest) : 0;
-	if (op->op.map_epoch > latest) {
-		/* the client has a newer map: the operation waits for it */
-		if (rt->nopwait >= MAX_OPWAIT) {
+	if (op->op.map_epoch > latest || rt->opwait) {
+		/* the client has a newer map: the operation waits for it (and
+		 * so does every one behind it, so that one session's operations
+		 * keep their order) */
+		if (rt->nopwait >= MAX_OPWAIT ||
+		    rt->opwait_bytes + msg->data_len > MAX_OPWAIT_BYTES) {
 			pthread_mutex_unlock(&rt->lock);
 			osd_op_abort(op, -EAGAIN, latest);
 			return;
 		}
+		rt->opwait_bytes += msg->data_len;
 		/* in the order they came: one client's operations on one
 		 * object keep theirs */
 		struct cop **tail = &rt->opwait;
@@ -274,27 +303,15 @@ on_op_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 void
 osd_ops_map(struct osd_pgrt *rt, uint64_t epoch)
 {
-	struct cop *keep = NULL, *go = NULL, **kt = &keep, **gt = &go;
-
 	pthread_mutex_lock(&rt->lock);
-	while (rt->opwait) {
+	/* in the order they came, up to the first that needs a newer epoch
+	 * still: those behind it wait with it */
+	while (rt->opwait && rt->opwait->op.map_epoch <= epoch) {
 		struct cop *op = rt->opwait;
 		rt->opwait = op->next;
 		op->next = NULL;
-		if (op->op.map_epoch <= epoch) {
-			*gt = op;
-			gt = &op->next;
-			rt->nopwait--;
-		} else {
-			*kt = op;
-			kt = &op->next;
-		}
-	}
-	rt->opwait = keep;
-	while (go) {
-		struct cop *op = go;
-		go = op->next;
-		op->next = NULL;
+		rt->nopwait--;
+		rt->opwait_bytes -= op->msg->data_len;
 		if (route(rt, op) < 0) {
 			pthread_mutex_unlock(&rt->lock);
 			osd_op_abort(op, -EAGAIN, epoch);
@@ -392,6 +409,12 @@ osd_op_reply(struct pgi *g, const struct tsr_pgsm_action *x)
 void
 osd_ops_drop(struct pgi *g)
 {
+	/* those parked for a newer map too */
+	for (struct ev *e = g->parked; e; e = e->next)
+		if (e->type == EV_OP && e->op) {
+			osd_op_abort(e->op, -ESTALE, g->ep ? tsr_osdmap_epoch_number(g->ep) : 0);
+			e->op = NULL;
+		}
 	while (g->ops) {
 		struct cop *op = g->ops;
 		g->ops = op->next;
@@ -776,6 +799,8 @@ run_read(struct pgi *g, struct cop *op, struct tsr_objop_reply *r, struct out *o
 			}
 			if (rc == 0 && more < 0)
 				rc = -EINVAL;
+			if (rc == 0 && k.more)
+				rc = -E2BIG; /* the values of these keys do not fit one answer */
 			if (rc == 0)
 				rc = kv_end(&k, o, 0);
 			else
@@ -799,7 +824,7 @@ run_read(struct pgi *g, struct cop *op, struct tsr_objop_reply *r, struct out *o
 			k.keys_only = 1;
 			for (size_t j = 0; j < n; j++)
 				collect_kv(&k, objs[j].oid, objs[j].oid_len, NULL, 0);
-			k.more = !end;
+			k.more = k.more || !end;
 			tsr_pgstore_list_free(objs, n);
 			rc = kv_end(&k, o, 1);
 			break;
@@ -857,7 +882,8 @@ top_add(struct pgi *g, struct cop *op, uint32_t type)
  * answer (a guard that does not hold, a removal of nothing, a name of the
  * OSD's own).  *exists_after: whether the object is there after it. */
 static int
-build_write(struct pgi *g, struct cop *op, const struct objstate *st, int *exists_after)
+build_write(struct pgi *g, struct cop *op, const struct objstate *st, int *exists_after,
+	    uint64_t *size_after)
 {
 	int exists = st->exists;
 	uint64_t size = st->size;
@@ -988,7 +1014,54 @@ build_write(struct pgi *g, struct cop *op, const struct objstate *st, int *exist
 		}
 	}
 	*exists_after = exists;
+	*size_after = size;
 	return op->nomem ? -ENOMEM : 0;
+}
+
+/* Encode op's ops for the replicas (once): 0, or -E2BIG past what a
+ * message may carry, -EINVAL (a transaction the backends would refuse). */
+static int
+encode_repop(struct pgi *g, struct cop *op)
+{
+	struct tsr_txn t = { (uint32_t)op->ntops, op->tops };
+	struct tsr_enc e;
+	char err[200];
+	uint8_t *p;
+	size_t len;
+	int rc;
+
+	if (op->repop)
+		return 0;
+	tsr_enc_init(&e);
+	if ((rc = tsr_txn_encode(&t, &e, err, sizeof(err))) < 0 ||
+	    (p = tsr_enc_take(&e, &len)) == NULL) {
+		tsr_enc_release(&e);
+		tsr_log_rated(&op_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "pg %" PRId64 ".%x: a "
+			      "write whose transaction would be refused: %s", g->pgid.pool,
+			      g->pgid.pg, rc < 0 ? err : "no memory");
+		return rc < 0 ? -EINVAL : -ENOMEM;
+	}
+	if (len > g->rt->max_data) {
+		free(p);
+		return -E2BIG;
+	}
+	if ((op->repop = osd_payload_new(p, len)) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Can the write op built be stored and replicated?  Refused here it is
+ * answered (-E2BIG, -EFBIG) and changes nothing; past here a store or a
+ * replica that refused it would hold the PG's writes behind it. */
+static int
+check_write(struct pgi *g, struct cop *op, uint64_t size)
+{
+	/* (room for the PG's own ops in the same transaction: pgstore.c) */
+	if (op->ntops > TSR_TXN_MAX_OPS - 64)
+		return -E2BIG;
+	if (g->rt->st->max_object && size > g->rt->st->max_object)
+		return -EFBIG;
+	return encode_repop(g, op);
 }
 
 void
@@ -996,14 +1069,18 @@ osd_op_exec(struct pgi *g, const struct tsr_pgsm_action *x)
 {
 	struct cop *op = cop_find(g, x->handle, 0);
 	struct objstate st;
+	uint64_t size = 0;
 	int exists = 0, rc;
 
 	memset(&st, 0, sizeof(st));
-	if (op == NULL)
-		return; /* (never: the machine names only what it holds) */
+	if (op == NULL) {
+		/* (never: the machine names only what it holds) */
+		tsr_pgsm_exec_done(g->sm, x->handle, st.ver, TSR_PGLOG_MODIFY, -EIO);
+		return;
+	}
 	if (!tsr_objop_is_write(&op->op)) {
 		struct tsr_objop_reply r;
-		struct out o = { NULL, 0, 0, 0 };
+		struct out o = { NULL, 0, 0, 0, g->rt->max_data };
 		cop_find(g, x->handle, 1);
 		memset(&r, 0, sizeof(r));
 		r.map_epoch = tsr_osdmap_epoch_number(g->ep);
@@ -1017,7 +1094,9 @@ osd_op_exec(struct pgi *g, const struct tsr_pgsm_action *x)
 	if (rc == 0)
 		rc = obj_state(g, op->op.oid, op->op.oid_len, &st);
 	if (rc == 0)
-		rc = build_write(g, op, &st, &exists);
+		rc = build_write(g, op, &st, &exists, &size);
+	if (rc == 0)
+		rc = check_write(g, op, size);
 	if (rc == 0 && op->ntops == 0) {
 		/* guards alone, or a change that changes nothing: a write all
 		 * the same (it is logged, and answered once every member has
@@ -1032,7 +1111,7 @@ osd_op_exec(struct pgi *g, const struct tsr_pgsm_action *x)
 		top_add(g, op, TSR_TXN_REMOVE);
 	}
 	if (rc < 0 && rc != -ENOENT && rc != -EEXIST && rc != -ECANCELED && rc != -ENODATA &&
-	    rc != -EINVAL)
+	    rc != -EINVAL && rc != -E2BIG && rc != -EFBIG)
 		tsr_log(TSR_SUB_OSD, TSR_LOG_ERROR, "pg %" PRId64 ".%x: a write could not be "
 			"built from the store: %s", g->pgid.pool, g->pgid.pg, strerror(-rc));
 	if (tsr_pgsm_exec_done(g->sm, x->handle, st.ver, op->logop, rc) < 0)
@@ -1060,28 +1139,9 @@ struct payload *
 osd_op_repop_payload(struct pgi *g, uint64_t handle)
 {
 	struct cop *op = cop_find(g, handle, 0);
-	struct tsr_txn t;
-	struct tsr_enc e;
-	char err[200];
-	uint8_t *p;
-	size_t len;
 
-	if (op == NULL)
+	if (op == NULL || encode_repop(g, op) < 0)
 		return NULL;
-	if (op->repop == NULL) {
-		t.nops = (uint32_t)op->ntops;
-		t.ops = op->tops;
-		tsr_enc_init(&e);
-		if (tsr_txn_encode(&t, &e, err, sizeof(err)) < 0 ||
-		    (p = tsr_enc_take(&e, &len)) == NULL) {
-			tsr_enc_release(&e);
-			tsr_log(TSR_SUB_OSD, TSR_LOG_ERROR, "pg %" PRId64 ".%x: a write does "
-				"not encode for the replicas: %s", g->pgid.pool, g->pgid.pg, err);
-			return NULL;
-		}
-		if ((op->repop = osd_payload_new(p, len)) == NULL)
-			return NULL;
-	}
 	__atomic_add_fetch(&op->repop->refs, 1, __ATOMIC_ACQ_REL);
 	return op->repop;
 }
@@ -1216,6 +1276,7 @@ osd_ops_quiesce(struct osd_pgrt *rt)
 	wait = rt->opwait;
 	rt->opwait = NULL;
 	rt->nopwait = 0;
+	rt->opwait_bytes = 0;
 	pthread_mutex_unlock(&rt->lock);
 	while (wait) {
 		struct cop *op = wait;

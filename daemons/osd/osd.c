@@ -62,6 +62,9 @@ struct osd {
 	struct osd_pgrt *rt;         /* the PGs run here */
 	uint32_t beacon_ms;          /* the beacon starts with the service keys */
 	uint64_t asks_timer;         /* hands the PGs' asks to the beacon */
+	/* where its PGs stand, to the monitors every stats_ms */
+	uint32_t stats_ms;
+	uint64_t stats_last_ns, stats_inflight;
 	struct tsr_osdmap_epoch *map_ep; /* the last epoch taken (the loop's) */
 	/* the OSDs' service keys from the monitors (auth.h) */
 	uint64_t keys_timer, keys_inflight;
@@ -137,8 +140,49 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 }
 
 /* What the PGs asked of the monitors goes to the beacon (which sends it)
- * every ASKS_MS, on the loop. */
+ * every ASKS_MS, on the loop; the PGs' stats go every stats_ms. */
 #define ASKS_MS 50
+
+static int
+encode_stats(struct tsr_enc *e, uint64_t client, uint64_t tid, const void *body)
+{
+	struct tsr_mon_pg_stats s = *(const struct tsr_mon_pg_stats *)body;
+
+	s.client = client;
+	s.tid = tid;
+	return tsr_monmsg_pg_stats_encode(e, &s);
+}
+
+static void
+stats_done(void *arg, int status, const char *text)
+{
+	struct osd *o = arg;
+
+	o->stats_inflight = 0;
+	if (status < 0)
+		tsr_log(TSR_SUB_OSD, TSR_LOG_INFO, "osd.%d: PG stats not taken: %s",
+			o->whoami, text ? text : strerror(-status));
+}
+
+/* The PGs this OSD is the primary of, to the leader (one report at a
+ * time: the next waits for its answer). */
+static void
+send_stats(struct osd *o)
+{
+	struct tsr_mon_pg_stat *v = NULL;
+	size_t n = osd_pgrt_stats(o->rt, &v);
+	struct tsr_mon_pg_stats s = { 0, 0, o->whoami, 0, 0, v };
+
+	s.epoch = o->map_ep ? tsr_osdmap_epoch_number(o->map_ep) : 0;
+	s.n = (uint32_t)(n < TSR_MONMSG_MAX_PG_STATS ? n : TSR_MONMSG_MAX_PG_STATS);
+	if (n > TSR_MONMSG_MAX_PG_STATS)
+		tsr_log(TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: primary of %zu PGs: the stats of "
+			"the first %d only are reported", o->whoami, n, TSR_MONMSG_MAX_PG_STATS);
+	if (tsr_monc_send_typed(o->monc, TSR_MSG_MON_PG_STATS, encode_stats, &s,
+				(uint64_t)o->stats_ms * 2, stats_done, o, &o->stats_inflight) < 0)
+		o->stats_inflight = 0;
+	free(v);
+}
 
 static void
 asks(void *arg)
@@ -163,6 +207,11 @@ asks(void *arg)
 			     pgid.pool, pgid.pg);
 	}
 	free(temps);
+	if (o->beacon && !o->stats_inflight &&
+	    tsr_now_ns() - o->stats_last_ns >= (uint64_t)o->stats_ms * 1000000u) {
+		o->stats_last_ns = tsr_now_ns();
+		send_stats(o);
+	}
 	/* the stored epochs the copies may need at a restart stay */
 	osd_mapstore_floor(o->maps, osd_pgrt_min_sis(o->rt));
 	if (tsr_loop_timer_add(tsr_daemon_loop(o->d), ASKS_MS * 1000000ull, asks, o,
@@ -412,6 +461,7 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 				  (size_t)tsr_conf_int(conf, "osd_op_shards"), &o->rt, err,
 				  errlen)) < 0)
 		return rc;
+	osd_pgrt_set_max_data(o->rt, mo.max_data);
 	/* the PG copies in the store, loaded before any message can reach
 	 * them (fed the stored epochs below) */
 	uint64_t oldest;
@@ -456,6 +506,7 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 	/* the boot waits for the service keys: an OSD the map shows up must
 	 * be able to check the peers that then open sessions to it */
 	o->beacon_ms = (uint32_t)tsr_conf_int(conf, "osd_beacon_interval");
+	o->stats_ms = (uint32_t)tsr_conf_int(conf, "osd_pg_stats_interval");
 	fetch_keys(o);
 	if (tsr_daemon_asok(d)) {
 		tsr_asok_register(tsr_daemon_asok(d), "beacon",
@@ -497,6 +548,8 @@ osd_stop(struct tsr_daemon *d)
 		tsr_loop_timer_cancel(tsr_daemon_loop(d), o->keys_timer);
 	if (o->keys_inflight)
 		tsr_monc_cancel(o->monc, o->keys_inflight);
+	if (o->stats_inflight)
+		tsr_monc_cancel(o->monc, o->stats_inflight);
 	tsr_mapsub_destroy(o->sub);
 	tsr_monc_destroy(o->monc);
 	osd_pgrt_quiesce(o->rt);

@@ -45,6 +45,7 @@ struct osd_store {
 	const struct tsr_backend_ops *ops;
 	void *h;
 	int mounted;
+	uint64_t max_object;         /* the backend's max_object_size (0: none) */
 	struct osd_super sb;         /* once mounted (or made) */
 };
 
@@ -142,10 +143,17 @@ void osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep);
 /* The oldest interval start of the copies (0: none): the map epochs
  * they may need at a restart. */
 uint64_t osd_pgrt_min_sis(struct osd_pgrt *rt);
+/* The largest data a message may carry (ms_max_data): a write whose
+ * replication would not fit is refused. */
+void osd_pgrt_set_max_data(struct osd_pgrt *rt, uint64_t max_data);
 /* The OSD has its service keys: what the PGs sent meanwhile goes. */
 void osd_pgrt_ready(struct osd_pgrt *rt);
 void osd_pgrt_asks(struct osd_pgrt *rt, uint64_t *up_thru,
 		   struct tsr_mon_pg_temp_req **temps, size_t *ntemps);
+/* Where the PGs this OSD is the primary of stand, for the monitors
+ * (malloc'd into *out: how many). */
+struct tsr_mon_pg_stat;
+size_t osd_pgrt_stats(struct osd_pgrt *rt, struct tsr_mon_pg_stat **out);
 /* JSON: each copy, its state and why, and the message counts. */
 void osd_pgrt_status(struct osd_pgrt *rt, struct tsr_sbuf *out);
 void osd_pgrt_quiesce(struct osd_pgrt *rt);

@@ -60,12 +60,79 @@ static struct tsr_log_rate pg_refusals = TSR_LOG_RATE_INIT(5, 10000);
 
 /* ---- Status --------------------------------------------------------------------*/
 
+/* The state bits the monitors are told (monmsg.h), and whether this copy
+ * is the one that tells them (the primary's). */
+static int
+stat_of(struct pgi *g, struct tsr_mon_pg_stat *st)
+{
+	const struct tsr_pg_info *in = tsr_pgsm_info(g->sm);
+	const struct tsr_pg_mapview *mv = tsr_pgsm_mapview(g->sm);
+	uint32_t b = 0;
+
+	memset(st, 0, sizeof(*st));
+	switch (tsr_pgsm_state(g->sm)) {
+	case TSR_PGSM_ACTIVE: {
+		size_t degraded = tsr_pgsm_degraded(g->sm);
+		int remapped = mv->nup != mv->nacting ||
+			       memcmp(mv->up, mv->acting, mv->nup * sizeof(mv->up[0])) != 0;
+		b = TSR_PG_ST_ACTIVE;
+		if (tsr_pgsm_is_clean(g->sm))
+			b |= TSR_PG_ST_CLEAN;
+		if (mv->nacting < mv->size)
+			b |= TSR_PG_ST_UNDERSIZED | TSR_PG_ST_DEGRADED;
+		if (degraded)
+			b |= TSR_PG_ST_DEGRADED | TSR_PG_ST_RECOVERING;
+		if (remapped)
+			b |= TSR_PG_ST_REMAPPED;
+		if (tsr_pgsm_backfilling(g->sm))
+			b |= TSR_PG_ST_BACKFILLING;
+		st->degraded = degraded;
+		break;
+	}
+	case TSR_PGSM_GETINFO:
+	case TSR_PGSM_GETLOG:
+	case TSR_PGSM_WAIT_UP_THRU:
+		b = TSR_PG_ST_PEERING;
+		break;
+	case TSR_PGSM_ACTIVATING:
+		b = TSR_PG_ST_ACTIVATING;
+		break;
+	case TSR_PGSM_DOWN:
+		b = TSR_PG_ST_DOWN;
+		break;
+	case TSR_PGSM_INCOMPLETE:
+		b = TSR_PG_ST_INCOMPLETE;
+		break;
+	default:
+		return 0; /* a replica, a stray: the primary tells */
+	}
+	if (mv->nacting == 0 || mv->acting[0] != g->rt->whoami)
+		return 0;
+	st->pool = g->pgid.pool;
+	st->pg = g->pgid.pg;
+	st->state = b;
+	st->epoch = mv->epoch;
+	st->les = in->les;
+	st->lec = in->lec;
+	st->sis = in->same_interval_since;
+	st->lu_epoch = in->last_update.epoch;
+	st->lu_ver = in->last_update.ver;
+	st->missing = tsr_pgsm_missing(g->sm)->n;
+	st->nacting = mv->nacting;
+	memcpy(st->acting, mv->acting, mv->nacting * sizeof(mv->acting[0]));
+	return 1;
+}
+
 static void
 status_take(struct pgi *g)
 {
 	const struct tsr_pg_info *in = tsr_pgsm_info(g->sm);
+	struct tsr_mon_pg_stat st;
+	int primary = stat_of(g, &st);
 
 	pthread_mutex_lock(&g->rt->lock);
+	g->primary = primary;
+	g->stat = st;
 	snprintf(g->state, sizeof(g->state), "%s",
 		 tsr_pgsm_state_name(tsr_pgsm_state(g->sm)));
 	snprintf(g->why, sizeof(g->why), "%s", tsr_pgsm_why(g->sm));
@@ -333,7 +400,6 @@ osd_pgrt_ready(struct osd_pgrt *rt)
 
 /* ---- Events ----------------------------------------------------------------------*/
 
-static void run_ev(void *arg);
 static void answer_nothing(struct osd_pgrt *rt, const struct tsr_pgmsg *query);
 
 static void
@@ -354,7 +420,7 @@ void
 osd_pg_post(struct pgi *g, struct ev *e)
 {
 	e->g = g;
-	if (tsr_workq_post(g->q, run_ev, e) < 0)
+	if (tsr_workq_post(g->q, osd_pg_run, e) < 0)
 		ev_free(e); /* stopping */
 }
 
@@ -764,12 +830,12 @@ retry_parked(struct pgi *g)
 		struct ev *e = p;
 		p = p->next;
 		e->next = NULL;
-		run_ev(e);
+		osd_pg_run(e);
 	}
 }
 
-static void
-run_ev(void *arg)
+void
+osd_pg_run(void *arg)
 {
 	struct ev *e = arg;
 	struct pgi *g = e->g;
@@ -1207,6 +1273,7 @@ osd_pgrt_create(struct osd_store *st, struct tsr_msgr *msgr, int32_t whoami,
 	rt->defaults.recovery_max = 8;
 	rt->defaults.queue_max = 1024;
 	rt->defaults.backfill_window = 64;
+	rt->max_data = 64u << 20;
 	rt->nshards = nshards ? nshards : 1;
 	rt->q = tsr_xcalloc(rt->nshards, sizeof(*rt->q));
 	for (size_t i = 0; i < rt->nshards; i++) {
@@ -1301,6 +1368,12 @@ osd_pgrt_min_sis(struct osd_pgrt *rt)
 }
 
 void
+osd_pgrt_set_max_data(struct osd_pgrt *rt, uint64_t max_data)
+{
+	rt->max_data = max_data;
+}
+
+void
 osd_pgrt_asks(struct osd_pgrt *rt, uint64_t *up_thru, struct tsr_mon_pg_temp_req **temps,
 	      size_t *ntemps)
 {
@@ -1342,6 +1415,30 @@ osd_pgrt_status(struct osd_pgrt *rt, struct tsr_sbuf *out)
 			n, active, clean, rt->sent, rt->received, rt->refused, rt->persists,
 			rt->ops_in, rt->ops_done, rt->nopwait);
 	pthread_mutex_unlock(&rt->lock);
+}
+
+size_t
+osd_pgrt_stats(struct osd_pgrt *rt, struct tsr_mon_pg_stat **out)
+{
+	struct tsr_mon_pg_stat *v = NULL;
+	size_t n = 0, cap = 0;
+
+	pthread_mutex_lock(&rt->lock);
+	for (struct pgi *g = rt->pgs; g; g = g->next) {
+		if (g->gone || g->damaged || !g->primary)
+			continue;
+		if (n == cap) {
+			struct tsr_mon_pg_stat *w;
+			cap = cap ? 2 * cap : 64;
+			if ((w = realloc(v, cap * sizeof(*w))) == NULL)
+				break;
+			v = w;
+		}
+		v[n++] = g->stat;
+	}
+	pthread_mutex_unlock(&rt->lock);
+	*out = v;
+	return n;
 }
 
 void

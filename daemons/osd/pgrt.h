@@ -52,6 +52,8 @@ struct pgi {
 	int clean;
 	uint64_t fed, les, sis;
 	struct tsr_ev head;
+	int primary;                 /* it reports the PG (below) */
+	struct tsr_mon_pg_stat stat; /* what the monitors are told */
 };
 
 enum { EV_MAP, EV_MSG, EV_COMMIT, EV_OP };
@@ -112,7 +114,9 @@ struct osd_pgrt {
 	/* client operations from a newer map than the OSD's (under lock) */
 	struct cop *opwait;
 	size_t nopwait;
+	size_t opwait_bytes;         /* their data */
 	int ops_closed;              /* quiesce began: no more are taken */
+	uint64_t max_data;           /* a message's data at most (ms_max_data) */
 	uint64_t ops_in, ops_done;
 };
 
@@ -166,6 +170,8 @@ void osd_payload_put(struct payload *pl);
 
 /* Run event e on its copy's shard (freed if the runtime is stopping). */
 void osd_pg_post(struct pgi *g, struct ev *e);
+/* The work queue item that runs one event (e->g set). */
+void osd_pg_run(void *arg);
 /* The copy of pgid here, or NULL (under rt->lock). */
 struct pgi *osd_pgi_find(struct osd_pgrt *rt, struct tsr_pgid pgid);
 

@@ -113,6 +113,15 @@ osd_store_open(struct osd_store *st, struct tsr_conf *conf,
 		return rc;
 	st->ops = tsr_instance_ops(st->inst);
 	st->h = tsr_instance_handle(st->inst);
+	/* the largest object it stores, when the plugin says (the OSD
+	 * refuses a write past it before it reaches the store) */
+	{
+		const struct tsr_opts *o = tsr_instance_opts(st->inst);
+		st->max_object = 0;
+		for (uint32_t i = 0; o && i < o->count; i++)
+			if (strcmp(o->defs[i].name, "max_object_size") == 0 && o->vals[i].i > 0)
+				st->max_object = (uint64_t)o->vals[i].i;
+	}
 	return 0;
 }
 

@@ -440,6 +440,30 @@ await_copies(struct tc_cluster *c, const int *running, int want, const char *wha
 	fprintf(stderr, "pgs_peer: %s: %d copies:%s\n", what, n, why);
 }
 
+/* Wait until `tessera pg stat` says what (a fragment of its JSON), as the
+ * primaries' reports reach the leader; the last answer on failure. */
+static void
+await_pg_stat(struct tc_cluster *c, const char *what, const char *why)
+{
+	uint64_t t0 = tc_now_ms();
+	char *out = NULL;
+
+	for (;;) {
+		free(out);
+		out = NULL;
+		if (tc_cli(c, &out, "pg stat --format json") == 0 && strstr(out, what))
+			break;
+		if (tc_now_ms() - t0 > 20000)
+			break;
+		tc_sleep_ms(200);
+	}
+	ck_assert_msg(out && strstr(out, what), "%s: pg stat never said %s; it says:\n%s", why,
+		      what, out ? out : "(nothing)");
+	fprintf(stderr, "pgs_peer: %s: pg stat says %s after %.1f s\n", why, what,
+		(double)(tc_now_ms() - t0) / 1e3);
+	free(out);
+}
+
 /* Four OSD daemons peer the PGs of a new pool over their sessions and
  * bring every one to active+clean, each copy in a collection of its
  * store; one killed and marked out, its PGs peer again on the three left
@@ -454,10 +478,31 @@ START_TEST(pgs_peer)
 				   "osd_beacon_interval = \"300ms\";"), 0);
 	four_osds_and_a_pool(&c);
 	await_clean(&c, running, 64, "a new pool");
+	/* what the primaries tell the monitors */
+	await_pg_stat(&c, "\"total\": 64, \"active\": 64, \"clean\": 64", "a new pool");
 
 	ck_assert_int_eq(tc_osd_signal(&c, 3, SIGKILL) & 0x7f, SIGKILL);
 	running[3] = 0;
 	ck_assert_int_eq(tc_cli(&c, NULL, "osd down 3"), 0);
+	/* down, not out: its PGs run on two copies of three */
+	await_pg_stat(&c, "active+undersized+degraded", "osd.3 down");
+	{
+		char *out = NULL;
+		ck_assert_int_eq(tc_cli(&c, &out, "health detail"), 0);
+		assert_says(out, "PG_DEGRADED");
+		assert_says(out, "active+undersized+degraded");
+		free(out);
+		ck_assert_int_eq(tc_cli(&c, &out, "status"), 0);
+		assert_says(out, "pgs: 64:");
+		free(out);
+		ck_assert_int_eq(tc_cli(&c, &out, "pg query 1.0 --format json"), 0);
+		assert_says(out, "\"pgid\": \"1.0\"");
+		assert_says(out, "\"acting\": [");
+		free(out);
+		ck_assert_int_ne(tc_cli(&c, &out, "pg query 1.40"), 0);
+		assert_says(out, "no PG 1.40");
+		free(out);
+	}
 	ck_assert_int_eq(tc_cli(&c, NULL, "osd out 3"), 0);
 	await_clean(&c, running, 64, "osd.3 killed and out");
 	await_copies(&c, running, 64 * 3, "osd.3 killed and out");
@@ -471,6 +516,7 @@ START_TEST(pgs_peer)
 	ck_assert_int_eq(tc_cli(&c, NULL, "osd in 3"), 0);
 	await_clean(&c, running, 64, "osd.3 back and in");
 	await_copies(&c, running, 64 * 3, "osd.3 back and in");
+	await_pg_stat(&c, "\"total\": 64, \"active\": 64, \"clean\": 64", "osd.3 back and in");
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -794,6 +840,38 @@ START_TEST(client_ops)
 		ck_assert_int_eq(((const char *)page.kv[0].key)[0], 'q');
 		tsr_kvs_free(&page);
 	}
+
+	/* writes the store or a replica could not take are refused whole,
+	 * and the PG goes on: past the backend's max_object_size; more ops
+	 * than a transaction may hold */
+	op = tsr_op_create();
+	tsr_op_write(op, 1ull << 40, "x", 1);
+	ck_assert_int_eq(tsr_op_run(k, pool, "big", 3, op, NULL), -EFBIG);
+	tsr_op_destroy(op);
+	{
+		enum { NK = 40000 };
+		char (*kb)[8] = malloc(sizeof(*kb) * NK);
+		const void **keys = malloc(sizeof(*keys) * NK), **vals = malloc(sizeof(*vals) * NK);
+		size_t *kl = malloc(sizeof(*kl) * NK);
+		for (int i = 0; i < NK; i++) {
+			snprintf(kb[i], sizeof(kb[i]), "k%06d", i);
+			keys[i] = vals[i] = kb[i];
+			kl[i] = 7;
+		}
+		op = tsr_op_create();
+		tsr_op_omap_set(op, keys, kl, vals, kl, NK);
+		tsr_op_omap_set(op, keys, kl, vals, kl, NK);
+		ck_assert_int_eq(tsr_op_run(k, pool, "big", 3, op, NULL), -E2BIG);
+		tsr_op_destroy(op);
+		free(kb);
+		free(keys);
+		free(vals);
+		free(kl);
+	}
+	op = tsr_op_create();
+	tsr_op_write_full(op, "fine", 4);
+	ck_assert_int_eq(tsr_op_run(k, pool, "big", 3, op, NULL), 0);
+	tsr_op_destroy(op);
 
 	/* truncate and zero */
 	op = tsr_op_create();

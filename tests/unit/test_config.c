@@ -679,10 +679,11 @@ START_TEST(test_foreach)
 	/* general (keyring among them), the messenger's ms_*, the monitors'
 	 * mon_* (mon_osdmap_history among them), the OSDs' own (osd_data,
 	 * backend, backend_options, osd_addr, osd_heartbeat_interval and
-	 * _grace, osd_beacon_interval, osd_map_keep, osd_op_shards), the
-	 * clients' (client_op_timeout, client_inject_dup: not an OSD's) */
-	ck_assert_uint_eq(ncore, 8 + 14 + 13 + 8 + 2);
-	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 9); /* mon_members, the OSDs' */
+	 * _grace, osd_beacon_interval, osd_map_keep, osd_op_shards,
+	 * osd_pg_stats_interval), the clients' (client_op_timeout,
+	 * client_inject_dup: not an OSD's) */
+	ck_assert_uint_eq(ncore, 8 + 14 + 13 + 9 + 2);
+	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 10); /* mon_members, the OSDs' */
 	ck_assert_uint_eq(s.n, nosd);
 
 	k = seen_find(&s, "log_level");

@@ -182,6 +182,37 @@ print_checks(const char *text, int detail)
 	}
 }
 
+/* The PG summary of status and pg stat: the counts by state, then the
+ * degraded objects and the recovery's progress. */
+static void
+print_pgs(const char *pg)
+{
+	const char *end = strstr(pg, "\"recovery\"");
+
+	jprint("pgs: ", pg, "total");
+	printf(":");
+	for (const char *p = strstr(pg, "{\"state\": "); p && (!end || p < end);
+	     p = strstr(p + 1, "{\"state\": ")) {
+		jprint(" ", p, "count");
+		jprint(" ", p, "state");
+		printf(";");
+	}
+	printf("\n");
+	const char *d = jfind(pg, "degraded_objects");
+	if (d && strtoull(d, NULL, 10) > 0) {
+		jprint("recovery: ", pg, "degraded_objects");
+		printf(" object copies degraded");
+		const char *r = end ? jfind(end, "objects_per_s") : NULL;
+		const char *eta = end ? jfind(end, "eta_s") : NULL;
+		if (r && strtod(r, NULL) > 0) {
+			printf(", %.1f/s", strtod(r, NULL));
+			if (eta && strtod(eta, NULL) >= 0)
+				printf(", about %.0f s left", strtod(eta, NULL));
+		}
+		printf("\n");
+	}
+}
+
 static void
 print_plain(const struct copts *o, const char *text)
 {
@@ -206,6 +237,9 @@ print_plain(const struct copts *o, const char *text)
 			jprint(" in; ", om, "pools");
 			printf(" pools\n");
 		}
+		const char *pg = jfind(text, "pgs");
+		if (pg)
+			print_pgs(pg);
 		const char *mm = jfind(text, "mdsmap");
 		if (mm) {
 			jprint("mdsmap: epoch ", mm, "epoch");
@@ -316,6 +350,34 @@ print_plain(const struct copts *o, const char *text)
 			jprint("  standby mds.", q, "mds");
 			jprint(" at ", q, "addr");
 			printf("\n");
+		}
+		return;
+	}
+	if (strcmp(w0, "pg") == 0 && strcmp(w1, "stat") == 0) {
+		jprint("osdmap epoch ", text, "osdmap_epoch");
+		printf("\n");
+		print_pgs(jfind(text, "pgs") ? jfind(text, "pgs") : text);
+		return;
+	}
+	if (strcmp(w0, "pg") == 0 && strcmp(w1, "dump") == 0) {
+		printf("%-10s %-36s %-8s %-12s %s\n", "PG", "STATE", "EPOCH", "HEAD", "ACTING");
+		for (const char *p = strstr(text, "{\"pgid\": "); p;
+		     p = strstr(p + 1, "{\"pgid\": ")) {
+			char id[32] = "", st[128] = "", head[48] = "-", ep[24] = "-", act[96] = "-";
+			const char *v;
+			if ((v = jfind(p, "pgid")))
+				sscanf(v, "\"%31[^\"]", id);
+			if ((v = jfind(p, "state")))
+				sscanf(v, "\"%127[^\"]", st);
+			const char *next = strstr(p + 1, "{\"pgid\": ");
+			if ((v = jfind(p, "epoch")) && (!next || v < next))
+				sscanf(v, "%23[0-9]", ep);
+			if ((v = jfind(p, "last_update")) && (!next || v < next))
+				sscanf(v, "\"%47[^\"]", head);
+			if ((v = jfind(p, "acting")) && (!next || v < next))
+				sscanf(v, "%95[^]]", act);
+			printf("%-10s %-36s %-8s %-12s %s%s\n", id, st, ep, head, act,
+			       act[0] == '[' ? "]" : "");
 		}
 		return;
 	}
@@ -469,6 +531,9 @@ READ2(c_mds_stat, "mds stat")
 CHANGE2(c_mds_fail, "mds fail", "mds stat")
 CHANGE2(c_fs_set, "fs set", "mds stat")
 READ2(c_mon_stat, "mon stat")
+READ2(c_pg_stat, "pg stat")
+READ2(c_pg_dump, "pg dump")
+READ2(c_pg_query, "pg query")
 
 static void
 common_help(FILE *f, const char *synopsis, const char *what)
@@ -557,6 +622,16 @@ HELP(h_fs_set, "fs set max_mds N",
      "Set how many ranks share the namespace (1..64).  Vacant ranks go to\n"
      "standbys; holders of ranks above the new count stand by.")
 HELP(h_mon_stat, "mon stat", "The monitors, the leader, the term, the commit index.")
+HELP(h_pg_stat, "pg stat", "The placement groups by state (active+clean, peering,\n"
+     "active+undersized+degraded, ...: each primary reports its PGs every\n"
+     "osd_pg_stats_interval; unknown: none reported to this leader yet;\n"
+     "stale: no report for 30 s), the object copies degraded, and the\n"
+     "recovery rate and ETA.")
+HELP(h_pg_dump, "pg dump", "Every placement group: its state, who reported it and when,\n"
+     "its log head, last epoch started and clean, interval, degraded and\n"
+     "missing objects, acting set.")
+HELP(h_pg_query, "pg query POOL.PG", "One placement group as pg dump shows it (the PG number\n"
+     "in hexadecimal: pg query 1.1f).")
 
 const struct cli_cmd cli_cluster_cmds[] = {
 	{ "status", "", "cluster health, monitors, map epochs", c_status, h_status },
@@ -583,5 +658,9 @@ const struct cli_cmd cli_cluster_cmds[] = {
 	{ "mds fail", "NAME", "fail an MDS (its rank goes to a standby)", c_mds_fail, h_mds_fail },
 	{ "fs set", "max_mds N", "set the number of metadata ranks", c_fs_set, h_fs_set },
 	{ "mon stat", "", "the monitors and the leader", c_mon_stat, h_mon_stat },
+	{ "pg stat", "", "PGs by state, degraded objects, recovery", c_pg_stat, h_pg_stat },
+	{ "pg dump", "", "every PG: state, reporter, log head, acting set", c_pg_dump,
+	  h_pg_dump },
+	{ "pg query", "POOL.PG", "one PG", c_pg_query, h_pg_query },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
