@@ -140,6 +140,15 @@ static const struct tsr_conf_opt core_options[] = {
 	{ { .name = "osd_heartbeat_grace", .type = TSR_OPT_DURATION, .def = "6s", .min = "50ms", .max = "1h",
 	    .help = "a peer that answers no ping this long is reported silent in the OSD's beacons (keep it below mon_osd_beacon_grace)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "mon_osd_nearfull_ratio", .type = TSR_OPT_DOUBLE, .def = "0.85", .min = "0",
+	    .max = "1",
+	    .help = "an OSD whose store is used past this share raises OSD_NEARFULL" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MON, 0 },
+	{ { .name = "mon_osd_full_ratio", .type = TSR_OPT_DOUBLE, .def = "0.95", .min = "0",
+	    .max = "1",
+	    .help = "an OSD whose store is used past this share raises OSD_FULL (set it as "
+		    "osd_full_ratio, at which the OSDs refuse writes)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MON, 0 },
 	{ { .name = "client_op_timeout", .type = TSR_OPT_DURATION, .def = "30s", .min = "100ms",
 	    .max = "1h",
 	    .help = "a client's operation that no OSD answers this long fails with "
@@ -155,6 +164,12 @@ static const struct tsr_conf_opt core_options[] = {
 	    .min = "100ms", .max = "1m",
 	    .help = "how often an OSD tells the monitors where the PGs it is the "
 		    "primary of stand (tessera status, pg stat, health)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_full_ratio", .type = TSR_OPT_DOUBLE, .def = "0.95", .min = "0",
+	    .max = "1",
+	    .help = "past this share of its store used, an OSD refuses, as a primary, client "
+		    "writes that may grow what it holds (ENOSPC); removals still go (0: "
+		    "never)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
 	{ { .name = "osd_op_shards", .type = TSR_OPT_INT, .def = "2", .min = "1", .max = "64",
 	    .help = "worker threads an OSD runs its placement groups on (each PG on one, "

@@ -863,6 +863,10 @@ tsr_monmsg_pg_stats_encode(struct tsr_enc *e, const struct tsr_mon_pg_stats *s)
 	tsr_enc_u64(e, s->tid);
 	tsr_enc_i32(e, s->osd);
 	tsr_enc_u64(e, s->epoch);
+	tsr_enc_u64(e, s->total);
+	tsr_enc_u64(e, s->used);
+	tsr_enc_u64(e, s->avail);
+	tsr_enc_u64(e, s->objects);
 	tsr_enc_u32(e, s->n);
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct tsr_mon_pg_stat *p = &s->pgs[i];
@@ -914,6 +918,10 @@ tsr_monmsg_pg_stats_decode(const void *buf, size_t len, struct tsr_mon_pg_stats 
 	s->tid = tsr_dec_u64(&sub);
 	s->osd = tsr_dec_i32(&sub);
 	s->epoch = tsr_dec_u64(&sub);
+	s->total = tsr_dec_u64(&sub);
+	s->used = tsr_dec_u64(&sub);
+	s->avail = tsr_dec_u64(&sub);
+	s->objects = tsr_dec_u64(&sub);
 	n = tsr_dec_u32(&sub);
 	if (tsr_dec_error(&sub))
 		return tsr_errf(err, errlen, -EBADMSG, "pg stats: truncated");
@@ -959,6 +967,10 @@ tsr_monmsg_pg_stats_decode(const void *buf, size_t len, struct tsr_mon_pg_stats 
 	if (rc == 0 && (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) ||
 			s->n != n))
 		rc = tsr_errf(err, errlen, -EBADMSG, "pg stats: truncated or malformed");
+	if (rc == 0 && (s->used > s->total || s->avail > s->total))
+		rc = tsr_errf(err, errlen, -EINVAL, "pg stats: a store of %llu bytes with "
+			      "%llu used and %llu free", (unsigned long long)s->total,
+			      (unsigned long long)s->used, (unsigned long long)s->avail);
 	if (rc == 0 && (s->osd < 0 || s->osd >= TSR_OSDMAP_MAX_OSDS))
 		rc = tsr_errf(err, errlen, -EINVAL, "pg stats: OSD id %d is not in 0..%d",
 			      s->osd, TSR_OSDMAP_MAX_OSDS - 1);
@@ -982,7 +994,8 @@ check_pg_stats(const void *p, size_t n, size_t data_len, char *err, size_t errle
 	rc = tsr_monmsg_pg_stats_decode(e.buf, e.len, &b, err, errlen);
 	tsr_enc_release(&e);
 	same = rc == 0 && a.client == b.client && a.tid == b.tid && a.osd == b.osd &&
-	       a.epoch == b.epoch && a.n == b.n &&
+	       a.epoch == b.epoch && a.n == b.n && a.total == b.total && a.used == b.used &&
+	       a.avail == b.avail && a.objects == b.objects &&
 	       (a.n == 0 || memcmp(a.pgs, b.pgs, a.n * sizeof(*a.pgs)) == 0);
 	tsr_monmsg_pg_stats_free(&a);
 	if (rc == 0)

@@ -46,7 +46,10 @@
  *       envelope v1 { u64 client, u64 tid, i32 osd }
  *   MON_PG_STATS   osd.N -> the leader: where the PGs it is the primary of
  *                  stand (pg.h-style state bits, below), taken at epoch
- *       envelope v1 { u64 client, u64 tid, i32 osd, u64 epoch, u32 n,
+ *                  and its store's usage (bytes in all, used, free for
+ *                  clients, objects)
+ *       envelope v1 { u64 client, u64 tid, i32 osd, u64 epoch,
+ *                     u64 total, u64 used, u64 avail, u64 objects, u32 n,
  *                     n x { i64 pool, u32 pg, u32 state, u64 epoch,
  *                           u64 les, u64 lec, u64 sis, u64 lu_epoch,
  *                           u64 lu_ver, u64 degraded, u64 missing,
@@ -334,6 +337,7 @@ struct tsr_mon_pg_stats {
 	uint64_t client, tid;
 	int32_t osd;
 	uint64_t epoch;
+	uint64_t total, used, avail, objects; /* the OSD's store (0: not known) */
 	uint32_t n;
 	struct tsr_mon_pg_stat *pgs;  /* n of them (decode: malloc'd) */
 };

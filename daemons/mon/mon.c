@@ -406,6 +406,7 @@ serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
 		mon_health(mon, now, &h);
 		state_health(&mon->st, &h);
 		mon_pgstats_health(mon, now, &h);
+		mon_pgstats_osd_health(mon, now, mon->nearfull_ratio, mon->full_ratio, &h);
 		tsr_sbuf_printf(out, "{\"health\": \"%s\", \"checks\": [%s], "
 				"\"reasons\": [%s]", state_health_name(h.level),
 				tsr_sbuf_str(&h.checks), tsr_sbuf_str(&h.reasons));
@@ -435,7 +436,8 @@ serve_read(struct mon *mon, struct tsr_mon_cmd *cmd, uint64_t now,
 				mon->st.mdsmap.epoch, mon->st.mdsmap.max_mds, nact, nstb);
 		return 0;
 	}
-	if (strcmp(argv[0], "pg") == 0)
+	if (strcmp(argv[0], "pg") == 0 ||
+	    (argc == 2 && strcmp(argv[0], "osd") == 0 && strcmp(argv[1], "df") == 0))
 		return mon_pgstats_read(mon, argc, argv, now, out);
 	return state_read(&mon->st, argc, argv, out);
 }
@@ -1678,6 +1680,8 @@ mon_start(struct tsr_daemon *d, char *err, size_t errlen)
 	mon->mds_grace_ns = (uint64_t)tsr_conf_int(conf, "mon_mds_beacon_grace") * 1000000u;
 	mon->down_out_ns = (uint64_t)tsr_conf_int(conf, "mon_osd_down_out_interval") * 1000000u;
 	mon->versions_grace_ns = (uint64_t)tsr_conf_int(conf, "mon_warn_versions_differ") * 1000000u;
+	mon->nearfull_ratio = tsr_conf_double(conf, "mon_osd_nearfull_ratio");
+	mon->full_ratio = tsr_conf_double(conf, "mon_osd_full_ratio");
 	mon->min_reporters = (unsigned)tsr_conf_int(conf, "mon_osd_min_down_reporters");
 	mon->watch = tsr_xcalloc(MON_MAX_OSDS, sizeof(*mon->watch));
 	snprintf(mon->data, sizeof(mon->data), "%s", tsr_conf_str(conf, "mon_data"));

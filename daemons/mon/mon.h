@@ -168,6 +168,7 @@ struct mon {
 	struct osd_watch *watch;     /* by OSD id */
 	uint64_t mds_grace_ns;
 	uint64_t versions_grace_ns;  /* mon_warn_versions_differ */
+	double nearfull_ratio, full_ratio; /* mon_osd_nearfull_ratio, _full_ratio */
 	uint64_t versions_differ_since; /* mono ns; 0: one version runs */
 	struct mds_watch mwatch[TSR_MDSMAP_MAX_MDS];
 	size_t nmwatch;
@@ -200,7 +201,10 @@ void mon_pgstats_take(struct mon *mon, const struct tsr_mon_pg_stats *s, uint64_
 /* JSON object: counts by state, degraded objects, recovery rate and ETA. */
 void mon_pgstats_status(struct mon *mon, uint64_t now, struct tsr_sbuf *out);
 void mon_pgstats_health(struct mon *mon, uint64_t now, struct mon_health *h);
-/* pg stat | pg dump | pg query PGID: 0, -ENOENT (out says why). */
+/* OSD_NEARFULL, OSD_FULL from the OSDs' reported usage. */
+void mon_pgstats_osd_health(struct mon *mon, uint64_t now, double nearfull, double full,
+			    struct mon_health *h);
+/* pg stat | pg dump | pg query PGID | osd df: 0, -ENOENT (out says why). */
 int mon_pgstats_read(struct mon *mon, int argc, char **argv, uint64_t now,
 		     struct tsr_sbuf *out);
 void mon_pgstats_free(struct mon *mon);

@@ -36,9 +36,17 @@ struct pg_entry {
 	uint64_t at_ns;              /* when (the monitor's clock) */
 };
 
+/* An OSD's store, as its last report said. */
+struct osd_use {
+	uint64_t total, used, avail, objects;
+	uint64_t at_ns;              /* 0: never reported */
+};
+
 struct mon_pgstats {
 	struct pg_entry *e;          /* sorted by (pool, pg) */
 	size_t n, cap;
+	struct osd_use *use;         /* by OSD id */
+	size_t nuse;
 	uint64_t reports, refused;
 	/* degraded copies over time: a ring */
 	struct { uint64_t at_ns, degraded; } sample[SAMPLES];
@@ -81,6 +89,7 @@ mon_pgstats_free(struct mon *mon)
 	if (mon->pgstats == NULL)
 		return;
 	free(mon->pgstats->e);
+	free(mon->pgstats->use);
 	free(mon->pgstats);
 	mon->pgstats = NULL;
 }
@@ -115,6 +124,23 @@ mon_pgstats_take(struct mon *mon, const struct tsr_mon_pg_stats *s, uint64_t now
 	struct mon_pgstats *p = stats_of(mon);
 
 	p->reports++;
+	if (s->total && (size_t)s->osd >= p->nuse) {
+		size_t n = (size_t)s->osd + 1;
+		struct osd_use *v = realloc(p->use, n * sizeof(*v));
+		if (v) {
+			memset(v + p->nuse, 0, (n - p->nuse) * sizeof(*v));
+			p->use = v;
+			p->nuse = n;
+		}
+	}
+	if (s->total && (size_t)s->osd < p->nuse) {
+		struct osd_use *u = &p->use[s->osd];
+		u->total = s->total;
+		u->used = s->used;
+		u->avail = s->avail;
+		u->objects = s->objects;
+		u->at_ns = now;
+	}
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct tsr_mon_pg_stat *st = &s->pgs[i];
 		const struct tsr_osdmap_pool *pool = tsr_osdmap_pool(&mon->st.osdmap, st->pool);
@@ -314,6 +340,98 @@ mon_pgstats_health(struct mon *mon, uint64_t now, struct mon_health *h)
 	}
 }
 
+/* The share of o's store in use, or -1 when not known (or stale). */
+static double
+use_ratio(const struct mon_pgstats *p, int32_t osd, uint64_t now)
+{
+	const struct osd_use *u = (size_t)osd < p->nuse ? &p->use[osd] : NULL;
+
+	if (u == NULL || u->at_ns == 0 || u->total == 0 || now - u->at_ns > MON_PG_STALE_NS)
+		return -1;
+	return (double)(u->total - u->avail) / (double)u->total;
+}
+
+void
+mon_pgstats_osd_health(struct mon *mon, uint64_t now, double nearfull, double full,
+		       struct mon_health *h)
+{
+	struct mon_pgstats *p = stats_of(mon);
+	struct tsr_sbuf dn, df;
+	size_t nn = 0, nf = 0;
+	char line[200];
+
+	tsr_sbuf_init(&dn);
+	tsr_sbuf_init(&df);
+	for (size_t i = 0; i < mon->st.osdmap.nosds; i++) {
+		int32_t id = mon->st.osdmap.osds[i].id;
+		double r = use_ratio(p, id, now);
+		if (r < 0 || (r < nearfull && r < full))
+			continue;
+		snprintf(line, sizeof(line), "osd.%d is %.1f%% full (%" PRIu64 " of %" PRIu64
+			 " bytes free)", id, r * 100, p->use[id].avail, p->use[id].total);
+		if (r >= full) {
+			tsr_sbuf_printf(&df, "%s", nf++ ? ", " : "");
+			tsr_sbuf_json_str(&df, line);
+		} else {
+			tsr_sbuf_printf(&dn, "%s", nn++ ? ", " : "");
+			tsr_sbuf_json_str(&dn, line);
+		}
+	}
+	if (nf)
+		state_health_raise(h, MON_HEALTH_OSD_FULL, tsr_sbuf_str(&df),
+				   "%zu OSDs full (mon_osd_full_ratio %.2f)", nf, full);
+	if (nn)
+		state_health_raise(h, MON_HEALTH_OSD_NEARFULL, tsr_sbuf_str(&dn),
+				   "%zu OSDs nearly full (mon_osd_nearfull_ratio %.2f)", nn,
+				   nearfull);
+	tsr_sbuf_release(&dn);
+	tsr_sbuf_release(&df);
+}
+
+/* osd df: each OSD's store against its weight, and the PGs it is acting
+ * for (as the primaries reported them). */
+static void
+osd_df(struct mon *mon, uint64_t now, struct tsr_sbuf *out)
+{
+	struct mon_pgstats *p = stats_of(mon);
+	uint64_t t_total = 0, t_used = 0, t_avail = 0;
+	double wsum = 0;
+
+	for (size_t i = 0; i < mon->st.osdmap.nosds; i++)
+		if (mon->st.osdmap.osds[i].in)
+			wsum += mon->st.osdmap.osds[i].weight * mon->st.osdmap.osds[i].reweight;
+	tsr_sbuf_printf(out, "{\"osdmap_epoch\": %" PRIu64 ", \"osds\": [",
+			mon->st.osdmap.epoch);
+	for (size_t i = 0; i < mon->st.osdmap.nosds; i++) {
+		const struct tsr_osdmap_osd *o = &mon->st.osdmap.osds[i];
+		const struct osd_use *u = (size_t)o->id < p->nuse ? &p->use[o->id] : NULL;
+		double r = use_ratio(p, o->id, now);
+		uint64_t pgs = 0;
+		for (size_t k = 0; k < p->n; k++)
+			for (uint32_t j = 0; j < p->e[k].st.nacting; j++)
+				pgs += p->e[k].st.acting[j] == o->id;
+		double share = o->in && wsum > 0 ? o->weight * o->reweight / wsum : 0;
+		tsr_sbuf_printf(out, "%s\n  {\"id\": %d, \"host\": ", i ? "," : "", o->id);
+		tsr_sbuf_json_str(out, o->host);
+		tsr_sbuf_printf(out, ", \"up\": %d, \"in\": %d, \"weight\": %.4f, \"reweight\": "
+				"%.4f, \"weight_share\": %.4f, \"pgs\": %" PRIu64, o->up, o->in,
+				o->weight, o->reweight, share, pgs);
+		if (u && u->at_ns) {
+			tsr_sbuf_printf(out, ", \"total\": %" PRIu64 ", \"used\": %" PRIu64
+					", \"avail\": %" PRIu64 ", \"objects\": %" PRIu64
+					", \"use\": %.4f, \"reported_s_ago\": %.1f", u->total,
+					u->total - u->avail, u->avail, u->objects, r < 0 ? 0 : r,
+					(double)(now - u->at_ns) / 1e9);
+			t_total += u->total;
+			t_used += u->total - u->avail;
+			t_avail += u->avail;
+		}
+		tsr_sbuf_printf(out, "}");
+	}
+	tsr_sbuf_printf(out, "],\n \"total\": %" PRIu64 ", \"used\": %" PRIu64 ", \"avail\": %"
+			PRIu64 "}", t_total, t_used, t_avail);
+}
+
 static void
 pg_json(struct mon_pgstats *p, int64_t pool, uint32_t pg, uint64_t now, struct tsr_sbuf *out)
 {
@@ -343,6 +461,10 @@ mon_pgstats_read(struct mon *mon, int argc, char **argv, uint64_t now, struct ts
 {
 	struct mon_pgstats *p = stats_of(mon);
 
+	if (argc == 2 && strcmp(argv[0], "osd") == 0 && strcmp(argv[1], "df") == 0) {
+		osd_df(mon, now, out);
+		return 0;
+	}
 	if (argc < 2 || strcmp(argv[0], "pg") != 0)
 		return -ENOENT;
 	if (strcmp(argv[1], "stat") == 0) {

@@ -687,7 +687,7 @@ static const struct change changes[] = {
 static const char *const reads[][2] = {
 	{ "status", NULL }, { "health", "detail" }, { "health", NULL }, { "osd", "tree" },
 	{ "osd", "dump" }, { "pool", "ls" }, { "mds", "stat" }, { "mon", "stat" },
-	{ "versions", NULL }, { "pg", "stat" }, { "pg", "dump" },
+	{ "versions", NULL }, { "pg", "stat" }, { "pg", "dump" }, { "osd", "df" },
 };
 
 /* Positional word k of o as an integer (num_word) or an OSD id

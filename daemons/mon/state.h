@@ -247,6 +247,11 @@ const uint8_t *state_inc(const struct mon_state *s, int which, uint64_t e,
 	  "share of the namespace does not answer")                            \
 	X(POOL_MIN_SIZE, ERR, "a pool needs more OSDs in than there are "       \
 	  "(min_size): writes to it stop")                                     \
+	X(OSD_NEARFULL, WARN, "OSDs' stores are nearly full "                    \
+	  "(mon_osd_nearfull_ratio): add OSDs or remove data before writes "  \
+	  "stop")                                                              \
+	X(OSD_FULL, ERR, "OSDs' stores are full (mon_osd_full_ratio): writes "   \
+	  "to their PGs that may grow them get ENOSPC; removals still go")    \
 	X(PG_AVAILABILITY, WARN, "placement groups are not active (peering, "    \
 	  "down, incomplete, or not reported by a primary): operations on "   \
 	  "their objects wait")                                                \

@@ -358,6 +358,23 @@ placed_here(const struct pgi *g, const struct cop *op)
 	return tsr_object_pg(op->op.oid, op->op.oid_len, pool->pg_num) == g->pgid.pg;
 }
 
+/* Does the write only remove (it may go on a full store)? */
+static int
+frees_only(const struct tsr_objop *op)
+{
+	for (uint32_t i = 0; i < op->nops; i++)
+		switch (op->ops[i].type) {
+		case TSR_OBJOP_REMOVE: case TSR_OBJOP_OMAP_RM: case TSR_OBJOP_OMAP_RM_RANGE:
+		case TSR_OBJOP_OMAP_CLEAR: case TSR_OBJOP_RMXATTR: case TSR_OBJOP_TRUNCATE:
+		case TSR_OBJOP_ASSERT_EXISTS: case TSR_OBJOP_ASSERT_VERSION:
+		case TSR_OBJOP_CMPXATTR:
+			break;
+		default:
+			return 0;
+		}
+	return 1;
+}
+
 void
 osd_op_start(struct pgi *g, struct cop *op)
 {
@@ -369,6 +386,18 @@ osd_op_start(struct pgi *g, struct cop *op)
 		 * went): it places it again */
 		osd_op_abort(op, -ESTALE, tsr_osdmap_epoch_number(g->ep));
 		return;
+	}
+	if (tsr_objop_is_write(&op->op) && !frees_only(&op->op)) {
+		int full;
+		pthread_mutex_lock(&g->rt->lock);
+		full = g->rt->full;
+		pthread_mutex_unlock(&g->rt->lock);
+		if (full) {
+			/* this store is past osd_full_ratio: what may grow it
+			 * waits for room; removals go on */
+			osd_op_abort(op, -ENOSPC, tsr_osdmap_epoch_number(g->ep));
+			return;
+		}
 	}
 	op->handle = ++g->next_handle;
 	op->next = g->ops;

@@ -171,9 +171,19 @@ send_stats(struct osd *o)
 {
 	struct tsr_mon_pg_stat *v = NULL;
 	size_t n = osd_pgrt_stats(o->rt, &v);
-	struct tsr_mon_pg_stats s = { 0, 0, o->whoami, 0, 0, v };
+	struct tsr_mon_pg_stats s;
+	struct tsr_statfs sf;
 
+	memset(&s, 0, sizeof(s));
+	s.osd = o->whoami;
+	s.pgs = v;
 	s.epoch = o->map_ep ? tsr_osdmap_epoch_number(o->map_ep) : 0;
+	if (osd_pgrt_usage(o->rt, &sf) == 0) {
+		s.total = sf.total;
+		s.used = sf.used < sf.total ? sf.used : sf.total;
+		s.avail = sf.available < sf.total ? sf.available : sf.total;
+		s.objects = sf.objects;
+	}
 	s.n = (uint32_t)(n < TSR_MONMSG_MAX_PG_STATS ? n : TSR_MONMSG_MAX_PG_STATS);
 	if (n > TSR_MONMSG_MAX_PG_STATS)
 		tsr_log(TSR_SUB_OSD, TSR_LOG_WARN, "osd.%d: primary of %zu PGs: the stats of "
@@ -462,6 +472,7 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 				  errlen)) < 0)
 		return rc;
 	osd_pgrt_set_max_data(o->rt, mo.max_data);
+	osd_pgrt_set_full_ratio(o->rt, tsr_conf_double(conf, "osd_full_ratio"));
 	/* the PG copies in the store, loaded before any message can reach
 	 * them (fed the stored epochs below) */
 	uint64_t oldest;

@@ -146,6 +146,13 @@ uint64_t osd_pgrt_min_sis(struct osd_pgrt *rt);
 /* The largest data a message may carry (ms_max_data): a write whose
  * replication would not fit is refused. */
 void osd_pgrt_set_max_data(struct osd_pgrt *rt, uint64_t max_data);
+/* Past this share of its store used, the OSD (as a primary) refuses
+ * writes that may grow what it holds with -ENOSPC (osd_full_ratio). */
+void osd_pgrt_set_full_ratio(struct osd_pgrt *rt, double ratio);
+/* The store's usage as last measured (on a PG worker, every call asks
+ * for a new measure): 0, or -EAGAIN before the first. */
+struct tsr_statfs;
+int osd_pgrt_usage(struct osd_pgrt *rt, struct tsr_statfs *out);
 /* The OSD has its service keys: what the PGs sent meanwhile goes. */
 void osd_pgrt_ready(struct osd_pgrt *rt);
 void osd_pgrt_asks(struct osd_pgrt *rt, uint64_t *up_thru,

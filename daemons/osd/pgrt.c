@@ -1374,6 +1374,58 @@ osd_pgrt_set_max_data(struct osd_pgrt *rt, uint64_t max_data)
 }
 
 void
+osd_pgrt_set_full_ratio(struct osd_pgrt *rt, double ratio)
+{
+	rt->full_ratio = ratio;
+}
+
+/* (shard 0) measure the store */
+static void
+measure(void *arg)
+{
+	struct osd_pgrt *rt = arg;
+	struct tsr_statfs sf;
+	int rc = rt->st->ops->statfs ? rt->st->ops->statfs(rt->st->h, &sf) : -EOPNOTSUPP;
+
+	pthread_mutex_lock(&rt->lock);
+	rt->usage_asked = 0;
+	if (rc == 0 && sf.total > 0) {
+		int was = rt->full;
+		rt->usage = sf;
+		rt->usage_ok = 1;
+		rt->full = rt->full_ratio > 0 &&
+			   (double)(sf.total - (sf.available < sf.total ? sf.available : sf.total)) >=
+				   rt->full_ratio * (double)sf.total;
+		if (rt->full != was)
+			tsr_log(TSR_SUB_OSD, rt->full ? TSR_LOG_ERROR : TSR_LOG_INFO,
+				"osd.%d: the store is %s: %" PRIu64 " of %" PRIu64 " bytes free "
+				"(osd_full_ratio %.2f)%s", rt->whoami, rt->full ? "full" : "no "
+				"longer full", sf.available, sf.total, rt->full_ratio,
+				rt->full ? "; writes that may grow it get ENOSPC" : "");
+	}
+	pthread_mutex_unlock(&rt->lock);
+}
+
+int
+osd_pgrt_usage(struct osd_pgrt *rt, struct tsr_statfs *out)
+{
+	int ok, ask;
+
+	pthread_mutex_lock(&rt->lock);
+	ok = rt->usage_ok;
+	*out = rt->usage;
+	ask = !rt->usage_asked;
+	rt->usage_asked = 1;
+	pthread_mutex_unlock(&rt->lock);
+	if (ask && tsr_workq_post(rt->q[0], measure, rt) < 0) {
+		pthread_mutex_lock(&rt->lock);
+		rt->usage_asked = 0;
+		pthread_mutex_unlock(&rt->lock);
+	}
+	return ok ? 0 : -EAGAIN;
+}
+
+void
 osd_pgrt_asks(struct osd_pgrt *rt, uint64_t *up_thru, struct tsr_mon_pg_temp_req **temps,
 	      size_t *ntemps)
 {

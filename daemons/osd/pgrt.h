@@ -117,6 +117,11 @@ struct osd_pgrt {
 	size_t opwait_bytes;         /* their data */
 	int ops_closed;              /* quiesce began: no more are taken */
 	uint64_t max_data;           /* a message's data at most (ms_max_data) */
+	/* the store's usage (under lock; measured on shard 0) */
+	struct tsr_statfs usage;
+	int usage_ok, usage_asked;
+	double full_ratio;
+	int full;                    /* past full_ratio: writes get -ENOSPC */
 	uint64_t ops_in, ops_done;
 };
 

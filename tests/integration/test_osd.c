@@ -893,6 +893,108 @@ START_TEST(client_ops)
 END_TEST
 
 
+/* Full stores: four OSDs on small blockdev images; 4 MiB objects are
+ * written until the primaries refuse with ENOSPC (osd_full_ratio 0.5),
+ * long before a store itself runs out; health says OSD_FULL and `osd df`
+ * shows the use; every object acknowledged before reads back; removals
+ * still go on the full stores, and once they freed room writes do too. */
+START_TEST(full_stores)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 };
+	struct tsr_client *k;
+	struct tsr_op *op;
+	int64_t pool;
+	uint8_t *buf = malloc(4u << 20), *back = malloc(4u << 20);
+	int n = 0, rc = 0;
+	char name[32], *out = NULL;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend = \"blockdev\"; "
+				   "backend_options = \"size=160M,journal_size=8M,min_free=4M\"; "
+				   "osd_beacon_interval = \"300ms\"; osd_pg_stats_interval = \"300ms\"; "
+				   "osd_full_ratio = 0.5; mon_osd_nearfull_ratio = 0.3; "
+				   "mon_osd_full_ratio = 0.5;"), 0);
+	four_osds_and_a_pool(&c);
+	await_clean(&c, running, 64, "a new pool");
+	k = client_of(&c);
+	pool = pool_of(k, "data");
+	for (size_t i = 0; i < (4u << 20); i++)
+		buf[i] = (uint8_t)(i * 7 + (i >> 12));
+	/* (the OSDs measure their stores every osd_pg_stats_interval: a few
+	 * writes may pass the ratio before they see it) */
+	for (n = 0; n < 200; n++) {
+		snprintf(name, sizeof(name), "big-%d", n);
+		op = tsr_op_create();
+		buf[0] = (uint8_t)n;
+		tsr_op_write_full(op, buf, 4u << 20);
+		rc = tsr_op_run(k, pool, name, strlen(name), op, NULL);
+		ck_assert_msg(rc == 0 || rc == -ENOSPC, "%s: %s", name, tsr_op_why(op));
+		tsr_op_destroy(op);
+		if (rc == -ENOSPC)
+			break;
+		tc_sleep_ms(20);
+	}
+	fprintf(stderr, "full_stores: ENOSPC after %d objects of 4 MiB\n", n);
+	ck_assert_int_eq(rc, -ENOSPC);
+	ck_assert_int_gt(n, 5);
+	{
+		uint64_t t0 = tc_now_ms();
+		do {
+			free(out);
+			out = NULL;
+			tc_cli(&c, &out, "health detail");
+			if (out && strstr(out, "OSD_FULL"))
+				break;
+			tc_sleep_ms(200);
+		} while (tc_now_ms() - t0 < 15000);
+		assert_says(out, "OSD_FULL");
+		free(out);
+	}
+	ck_assert_int_eq(tc_cli(&c, &out, "osd df"), 0);
+	assert_says(out, "%USE");
+	free(out);
+	/* what was acknowledged is whole */
+	for (int i = 0; i < n; i += 3) {
+		uint64_t got = 0;
+		snprintf(name, sizeof(name), "big-%d", i);
+		op = tsr_op_create();
+		tsr_op_read(op, 0, 4u << 20, back, &got, NULL);
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s", name,
+			      tsr_op_why(op));
+		tsr_op_destroy(op);
+		buf[0] = (uint8_t)i;
+		ck_assert_msg(got == (4u << 20) && memcmp(back, buf, got) == 0, "%s differs", name);
+	}
+	/* removals go on full stores */
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "big-%d", i);
+		op = tsr_op_create();
+		tsr_op_remove(op);
+		rc = tsr_op_run(k, pool, name, strlen(name), op, NULL);
+		ck_assert_msg(rc == 0, "removing %s on a full cluster: %s", name, tsr_op_why(op));
+		tsr_op_destroy(op);
+	}
+	/* and once the stores are measured again, writes go too */
+	{
+		uint64_t t0 = tc_now_ms();
+		do {
+			op = tsr_op_create();
+			tsr_op_write_full(op, "room again", 10);
+			rc = tsr_op_run(k, pool, "after", 5, op, NULL);
+			tsr_op_destroy(op);
+			if (rc != -ENOSPC)
+				break;
+			tc_sleep_ms(200);
+		} while (tc_now_ms() - t0 < 15000);
+		ck_assert_int_eq(rc, 0);
+	}
+	free(buf);
+	free(back);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 /* The content of object i of the writes under kill. */
 static void
 fill(uint8_t *p, size_t n, int i)
@@ -1103,6 +1205,7 @@ main(void)
 		{ "objects_cli", objects_cli },
 		{ "client_ops", client_ops },
 		{ "writes_under_kill", writes_under_kill },
+		{ "full_stores", full_stores },
 	};
 
 	return tc_check_main("osd", cases, TC_NCASES(cases));

@@ -266,7 +266,7 @@ START_TEST(pg_stats_codec)
 						   TSR_PG_ST_DEGRADED, .epoch = 9, .degraded = 7,
 		  .nacting = 2, .acting = { 1, 2 } },
 	};
-	struct tsr_mon_pg_stats s = { 1, 2, 2, 9, 2, pgs }, d;
+	struct tsr_mon_pg_stats s = { 1, 2, 2, 9, 100 << 20, 10 << 20, 80 << 20, 12, 2, pgs }, d;
 	const struct tsr_monmsg_type *t = tsr_monmsg_type(TSR_MSG_MON_PG_STATS);
 	struct tsr_enc e;
 	char name[128];
@@ -299,6 +299,13 @@ START_TEST(pg_stats_codec)
 	ck_assert_int_eq(tsr_monmsg_pg_stats_decode(e.buf, e.len, &d, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "names OSD"));
 	tsr_enc_release(&e);
+	pgs[1].acting[1] = 2;
+	s.used = s.total + 1;   /* more used than there is */
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_pg_stats_encode(&e, &s), 0);
+	ck_assert_int_eq(tsr_monmsg_pg_stats_decode(e.buf, e.len, &d, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "used"));
+	tsr_enc_release(&e);
 	/* a count the message cannot hold: refused before any allocation */
 	{
 		struct tsr_enc b;
@@ -309,6 +316,8 @@ START_TEST(pg_stats_codec)
 		tsr_enc_u64(&b, 2);
 		tsr_enc_i32(&b, 2);
 		tsr_enc_u64(&b, 9);
+		for (int i = 0; i < 4; i++)
+			tsr_enc_u64(&b, 0);
 		tsr_enc_u32(&b, 4000);
 		tsr_enc_end_struct(&b, mark);
 		ck_assert_int_eq(tsr_monmsg_pg_stats_decode(b.buf, b.len, &d, err, sizeof(err)),

@@ -353,6 +353,40 @@ print_plain(const struct copts *o, const char *text)
 		}
 		return;
 	}
+	if (strcmp(w0, "osd") == 0 && strcmp(w1, "df") == 0) {
+		printf("%-5s %-12s %8s %8s %10s %10s %10s %6s %5s\n", "ID", "HOST", "WEIGHT",
+		       "REWEIGHT", "SIZE MiB", "USED MiB", "AVAIL MiB", "%USE", "PGS");
+		for (const char *p = strstr(text, "{\"id\": "); p; p = strstr(p + 1, "{\"id\": ")) {
+			const char *next = strchr(p, '}'); /* the end of this OSD's object */
+			const char *v;
+			char host[64] = "";
+			double w = 0, rw = 0, use = -1;
+			unsigned long long tot = 0, used = 0, av = 0, pgs = 0;
+			int id = atoi(p + 7);
+			if ((v = jfind(p, "host")))
+				sscanf(v, "\"%63[^\"]", host);
+			if ((v = jfind(p, "weight")))
+				w = strtod(v, NULL);
+			if ((v = jfind(p, "reweight")))
+				rw = strtod(v, NULL);
+			if ((v = jfind(p, "pgs")))
+				pgs = strtoull(v, NULL, 10);
+			if ((v = jfind(p, "total")) && (!next || v < next)) {
+				tot = strtoull(v, NULL, 10);
+				used = strtoull(jfind(p, "used"), NULL, 10);
+				av = strtoull(jfind(p, "avail"), NULL, 10);
+				use = strtod(jfind(p, "use"), NULL);
+			}
+			if (use < 0)
+				printf("%-5d %-12s %8.4f %8.4f %10s %10s %10s %6s %5llu\n", id, host, w,
+				       rw, "-", "-", "-", "-", pgs);
+			else
+				printf("%-5d %-12s %8.4f %8.4f %10.1f %10.1f %10.1f %5.1f%% %5llu\n", id,
+				       host, w, rw, tot / 1048576.0, used / 1048576.0, av / 1048576.0,
+				       use * 100, pgs);
+		}
+		return;
+	}
 	if (strcmp(w0, "pg") == 0 && strcmp(w1, "stat") == 0) {
 		jprint("osdmap epoch ", text, "osdmap_epoch");
 		printf("\n");
@@ -532,6 +566,7 @@ CHANGE2(c_mds_fail, "mds fail", "mds stat")
 CHANGE2(c_fs_set, "fs set", "mds stat")
 READ2(c_mon_stat, "mon stat")
 READ2(c_pg_stat, "pg stat")
+READ2(c_osd_df, "osd df")
 READ2(c_pg_dump, "pg dump")
 READ2(c_pg_query, "pg query")
 
@@ -622,6 +657,12 @@ HELP(h_fs_set, "fs set max_mds N",
      "Set how many ranks share the namespace (1..64).  Vacant ranks go to\n"
      "standbys; holders of ranks above the new count stand by.")
 HELP(h_mon_stat, "mon stat", "The monitors, the leader, the term, the commit index.")
+HELP(h_osd_df, "osd df", "Each OSD's store: its size, bytes used and free, objects, the\n"
+     "share used, its weight's share of the OSDs in, and how many PGs it\n"
+     "acts for, as its last PG report (osd_pg_stats_interval) said.  Health\n"
+     "raises OSD_NEARFULL and OSD_FULL past mon_osd_nearfull_ratio and\n"
+     "mon_osd_full_ratio; an OSD past osd_full_ratio refuses writes that may\n"
+     "grow it (ENOSPC).")
 HELP(h_pg_stat, "pg stat", "The placement groups by state (active+clean, peering,\n"
      "active+undersized+degraded, ...: each primary reports its PGs every\n"
      "osd_pg_stats_interval; unknown: none reported to this leader yet;\n"
@@ -659,6 +700,7 @@ const struct cli_cmd cli_cluster_cmds[] = {
 	{ "fs set", "max_mds N", "set the number of metadata ranks", c_fs_set, h_fs_set },
 	{ "mon stat", "", "the monitors and the leader", c_mon_stat, h_mon_stat },
 	{ "pg stat", "", "PGs by state, degraded objects, recovery", c_pg_stat, h_pg_stat },
+	{ "osd df", "", "each OSD's store: size, used, free, PGs", c_osd_df, h_osd_df },
 	{ "pg dump", "", "every PG: state, reporter, log head, acting set", c_pg_dump,
 	  h_pg_dump },
 	{ "pg query", "POOL.PG", "one PG", c_pg_query, h_pg_query },
