@@ -139,6 +139,13 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 	osd_hb_peers(o->hb, ep, pgs, n);
 }
 
+/* The store failed a change: stop, as SIGTERM would (any thread). */
+static void
+osd_fail_stop(void *arg)
+{
+	tsr_daemon_request_stop(arg);
+}
+
 /* What the PGs asked of the monitors goes to the beacon (which sends it)
  * every ASKS_MS, on the loop; the PGs' stats go every stats_ms. */
 #define ASKS_MS 50
@@ -472,6 +479,7 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 				  errlen)) < 0)
 		return rc;
 	osd_pgrt_set_max_data(o->rt, mo.max_data);
+	osd_pgrt_set_fail_stop(o->rt, osd_fail_stop, d);
 	osd_pgrt_set_full_ratio(o->rt, tsr_conf_double(conf, "osd_full_ratio"));
 	/* the PG copies in the store, loaded before any message can reach
 	 * them (fed the stored epochs below) */

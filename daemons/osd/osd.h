@@ -153,6 +153,11 @@ void osd_pgrt_set_full_ratio(struct osd_pgrt *rt, double ratio);
  * for a new measure): 0, or -EAGAIN before the first. */
 struct tsr_statfs;
 int osd_pgrt_usage(struct osd_pgrt *rt, struct tsr_statfs *out);
+/* When the store fails a change a PG made (a write, a recovery): fn(arg),
+ * once, from any thread; the OSD stops.  A copy that cannot store what it
+ * is sent must not go on serving: its PG would wait for it forever, while
+ * without it the PG peers on the other copies. */
+void osd_pgrt_set_fail_stop(struct osd_pgrt *rt, void (*fn)(void *arg), void *arg);
 /* The OSD has its service keys: what the PGs sent meanwhile goes. */
 void osd_pgrt_ready(struct osd_pgrt *rt);
 void osd_pgrt_asks(struct osd_pgrt *rt, uint64_t *up_thru,

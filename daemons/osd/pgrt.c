@@ -58,6 +58,8 @@
 
 static struct tsr_log_rate pg_refusals = TSR_LOG_RATE_INIT(5, 10000);
 
+static void store_failed(struct pgi *g, const char *what, int rc);
+
 /* ---- Status --------------------------------------------------------------------*/
 
 /* The state bits the monitors are told (monmsg.h), and whether this copy
@@ -568,8 +570,7 @@ do_persist(struct pgi *g, const struct tsr_pgsm_action *x, const struct tsr_pgms
 		tsr_pgstore_txn_free(&t);
 	}
 	if (rc < 0)
-		LOGE("pg %" PRId64 ".%x: the store refused a change: %s", g->pgid.pool,
-		     g->pgid.pg, strerror(-rc));
+		store_failed(g, "refused a change", rc);
 	free(ops);
 	tsr_pgpush_free(&push);
 }
@@ -939,8 +940,7 @@ osd_pg_run(void *arg)
 		break;
 	case EV_COMMIT:
 		if (e->rc < 0)
-			LOGE("pg %" PRId64 ".%x: a change failed in the store: %s", g->pgid.pool,
-			     g->pgid.pg, strerror(-e->rc));
+			store_failed(g, "failed a change", e->rc);
 		else if (tsr_pgsm_committed(g->sm, e->token) == 0)
 			carry_out(g, NULL);
 		break;
@@ -1371,6 +1371,31 @@ void
 osd_pgrt_set_max_data(struct osd_pgrt *rt, uint64_t max_data)
 {
 	rt->max_data = max_data;
+}
+
+void
+osd_pgrt_set_fail_stop(struct osd_pgrt *rt, void (*fn)(void *arg), void *arg)
+{
+	rt->fail_stop = fn;
+	rt->fail_arg = arg;
+}
+
+/* The store failed a change of PG g (what, rc): the OSD stops (once). */
+static void
+store_failed(struct pgi *g, const char *what, int rc)
+{
+	struct osd_pgrt *rt = g->rt;
+
+	LOGE("pg %" PRId64 ".%x: the store %s: %s", g->pgid.pool, g->pgid.pg, what,
+	     strerror(-rc));
+	if (__atomic_exchange_n(&rt->failed, 1, __ATOMIC_ACQ_REL))
+		return;
+	tsr_log(TSR_SUB_OSD, TSR_LOG_ERROR, "osd.%d: stopping: its store failed a change "
+		"(%s); a copy that cannot store what it is sent must not serve, and its "
+		"PGs go on with their other copies.  Check the device (and free space: "
+		"`tessera osd df`) before starting it again", rt->whoami, strerror(-rc));
+	if (rt->fail_stop)
+		rt->fail_stop(rt->fail_arg);
 }
 
 void

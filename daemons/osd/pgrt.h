@@ -122,6 +122,10 @@ struct osd_pgrt {
 	int usage_ok, usage_asked;
 	double full_ratio;
 	int full;                    /* past full_ratio: writes get -ENOSPC */
+	/* the store failed a change: the OSD stops (fail_stop, once) */
+	void (*fail_stop)(void *arg);
+	void *fail_arg;
+	int failed;
 	uint64_t ops_in, ops_done;
 };
 

@@ -995,6 +995,84 @@ START_TEST(full_stores)
 }
 END_TEST
 
+/* Bug: a replica whose store ran out of space failed the write it was
+ * sent, logged it, and went on serving: the PG waited for it forever, and
+ * so did every later write of the PG (big-45 of full_stores stalled so).
+ * Now a store that fails a change stops its OSD, and the PG goes on with
+ * the other copies.  osd.3's store is small (96 MiB, no full ratio to
+ * stop writes early), the others' large: 4 MiB objects are written until
+ * osd.3 stops on its own, saying why; every write is acknowledged, and
+ * every one reads back. */
+START_TEST(store_runs_out)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 };
+	struct tsr_client *k;
+	struct tsr_op *op;
+	int64_t pool;
+	uint8_t *buf = malloc(4u << 20), *back = malloc(4u << 20);
+	char name[32], path[600], *out = NULL;
+	int n, stopped = 0;
+
+	/* (osd-3's own section after global's: the harness writes the rest
+	 * of global, then closes the section this opens) */
+	ck_assert_int_eq(tc_create(&c, 1, "backend = \"blockdev\"; "
+				   "backend_options = \"size=640M,journal_size=8M,min_free=4M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_heartbeat_interval = \"200ms\"; "
+				   "osd_heartbeat_grace = \"1500ms\"; osd_full_ratio = 0.0; }; "
+				   "osd-3 = { backend_options = "
+				   "\"size=96M,journal_size=8M,min_free=4M\";"), 0);
+	four_osds_and_a_pool(&c);
+	await_clean(&c, running, 64, "a new pool");
+	k = client_of(&c);
+	pool = pool_of(k, "data");
+	for (size_t i = 0; i < (4u << 20); i++)
+		buf[i] = (uint8_t)(i * 13 + (i >> 10));
+	snprintf(path, sizeof(path), "%s/log/osd-3.log", c.dir);
+	for (n = 0; n < 90; n++) {
+		snprintf(name, sizeof(name), "fill-%d", n);
+		buf[0] = (uint8_t)n;
+		op = tsr_op_create();
+		tsr_op_write_full(op, buf, 4u << 20);
+		int rc = tsr_op_run(k, pool, name, strlen(name), op, NULL);
+		ck_assert_msg(rc == 0, "%s: %s (osd.3 %s)", name, tsr_op_why(op),
+			      stopped ? "stopped" : "running");
+		tsr_op_destroy(op);
+		if (!stopped) {
+			FILE *f = fopen(path, "r");
+			char line[1024];
+			while (f && fgets(line, sizeof(line), f))
+				stopped |= strstr(line, "stopping: its store failed a change") != NULL;
+			if (f)
+				fclose(f);
+			if (stopped)
+				fprintf(stderr, "store_runs_out: osd.3 stopped after %d objects\n", n);
+		}
+		if (stopped && n > 40)
+			break;
+	}
+	ck_assert_msg(stopped, "osd.3 never stopped (its store of 96 MiB should have run out)");
+	for (int i = 0; i <= n && i < 90; i++) {
+		uint64_t got = 0;
+		snprintf(name, sizeof(name), "fill-%d", i);
+		op = tsr_op_create();
+		tsr_op_read(op, 0, 4u << 20, back, &got, NULL);
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s",
+			      name, tsr_op_why(op));
+		tsr_op_destroy(op);
+		buf[0] = (uint8_t)i;
+		ck_assert_msg(got == (4u << 20) && memcmp(back, buf, got) == 0, "%s differs", name);
+	}
+	ck_assert_int_eq(tc_cli(&c, &out, "osd tree --format json"), 0);
+	free(out);
+	free(buf);
+	free(back);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 /* The content of object i of the writes under kill. */
 static void
 fill(uint8_t *p, size_t n, int i)
@@ -1206,6 +1284,7 @@ main(void)
 		{ "client_ops", client_ops },
 		{ "writes_under_kill", writes_under_kill },
 		{ "full_stores", full_stores },
+		{ "store_runs_out", store_runs_out },
 	};
 
 	return tc_check_main("osd", cases, TC_NCASES(cases));
