@@ -171,6 +171,26 @@ static const struct tsr_conf_opt core_options[] = {
 		    "writes that may grow what it holds (ENOSPC); removals still go (0: "
 		    "never)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_recovery_max_active", .type = TSR_OPT_INT, .def = "8", .min = "1",
+	    .max = "1024",
+	    .help = "objects a PG's primary recovers at once (pulls and pushes in flight "
+		    "per PG): higher recovers faster and leaves less of the disk to clients" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_backfill_window", .type = TSR_OPT_INT, .def = "64", .min = "1",
+	    .max = "4096",
+	    .help = "objects a backfill compares and copies per round, per PG" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_pg_log_max", .type = TSR_OPT_INT, .def = "3000", .min = "10",
+	    .max = "1000000",
+	    .help = "entries a PG's log keeps: a copy that missed fewer changes than this "
+		    "recovers from the log, one that missed more is backfilled; a write sent "
+		    "again after its entry was trimmed is not recognised as a resend" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_pg_queue_max", .type = TSR_OPT_INT, .def = "1024", .min = "1",
+	    .max = "1000000",
+	    .help = "client operations a PG holds while it peers or recovers an object "
+		    "they wait for; more are answered EAGAIN (the client sends them again)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
 	{ { .name = "osd_op_shards", .type = TSR_OPT_INT, .def = "2", .min = "1", .max = "64",
 	    .help = "worker threads an OSD runs its placement groups on (each PG on one, "
 		    "its events in order)" },

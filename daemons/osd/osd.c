@@ -480,6 +480,10 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 		return rc;
 	osd_pgrt_set_max_data(o->rt, mo.max_data);
 	osd_pgrt_set_fail_stop(o->rt, osd_fail_stop, d);
+	osd_pgrt_set_pg_limits(o->rt, (uint32_t)tsr_conf_int(conf, "osd_pg_log_max"),
+			       (uint32_t)tsr_conf_int(conf, "osd_recovery_max_active"),
+			       (uint32_t)tsr_conf_int(conf, "osd_backfill_window"),
+			       (uint32_t)tsr_conf_int(conf, "osd_pg_queue_max"));
 	osd_pgrt_set_full_ratio(o->rt, tsr_conf_double(conf, "osd_full_ratio"));
 	/* the PG copies in the store, loaded before any message can reach
 	 * them (fed the stored epochs below) */

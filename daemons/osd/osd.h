@@ -146,6 +146,11 @@ uint64_t osd_pgrt_min_sis(struct osd_pgrt *rt);
 /* The largest data a message may carry (ms_max_data): a write whose
  * replication would not fit is refused. */
 void osd_pgrt_set_max_data(struct osd_pgrt *rt, uint64_t max_data);
+/* What each PG machine is made with (osd_pg_log_max,
+ * osd_recovery_max_active, osd_backfill_window, osd_pg_queue_max): for
+ * copies made from now on. */
+void osd_pgrt_set_pg_limits(struct osd_pgrt *rt, uint32_t log_max, uint32_t recovery_max,
+			    uint32_t backfill_window, uint32_t queue_max);
 /* Past this share of its store used, the OSD (as a primary) refuses
  * writes that may grow what it holds with -ENOSPC (osd_full_ratio). */
 void osd_pgrt_set_full_ratio(struct osd_pgrt *rt, double ratio);

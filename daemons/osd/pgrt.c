@@ -1374,6 +1374,16 @@ osd_pgrt_set_max_data(struct osd_pgrt *rt, uint64_t max_data)
 }
 
 void
+osd_pgrt_set_pg_limits(struct osd_pgrt *rt, uint32_t log_max, uint32_t recovery_max,
+		       uint32_t backfill_window, uint32_t queue_max)
+{
+	rt->defaults.log_max = log_max;
+	rt->defaults.recovery_max = recovery_max;
+	rt->defaults.backfill_window = backfill_window;
+	rt->defaults.queue_max = queue_max;
+}
+
+void
 osd_pgrt_set_fail_stop(struct osd_pgrt *rt, void (*fn)(void *arg), void *arg)
 {
 	rt->fail_stop = fn;
@@ -1488,9 +1498,13 @@ osd_pgrt_status(struct osd_pgrt *rt, struct tsr_sbuf *out)
 	tsr_sbuf_printf(out, "],\n \"copies\": %zu, \"active\": %zu, \"clean\": %zu, "
 			"\"sent\": %" PRIu64 ", \"received\": %" PRIu64 ", \"refused\": %"
 			PRIu64 ", \"persists\": %" PRIu64 ", \"client_ops\": %" PRIu64
-			", \"client_ops_answered\": %" PRIu64 ", \"client_ops_waiting_map\": %zu}",
+			", \"client_ops_answered\": %" PRIu64 ", \"client_ops_waiting_map\": %zu"
+			", \"limits\": {\"log_max\": %u, \"recovery_max\": %u, "
+			"\"backfill_window\": %u, \"queue_max\": %u}}",
 			n, active, clean, rt->sent, rt->received, rt->refused, rt->persists,
-			rt->ops_in, rt->ops_done, rt->nopwait);
+			rt->ops_in, rt->ops_done, rt->nopwait, rt->defaults.log_max,
+			rt->defaults.recovery_max, rt->defaults.backfill_window,
+			rt->defaults.queue_max);
 	pthread_mutex_unlock(&rt->lock);
 }
 

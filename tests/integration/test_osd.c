@@ -475,9 +475,17 @@ START_TEST(pgs_peer)
 	int running[4] = { 1, 1, 1, 1 };
 
 	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
-				   "osd_beacon_interval = \"300ms\";"), 0);
+				   "osd_beacon_interval = \"300ms\"; osd_recovery_max_active = 3; "
+				   "osd_backfill_window = 16;"), 0);
 	four_osds_and_a_pool(&c);
 	await_clean(&c, running, 64, "a new pool");
+	{
+		/* the recovery throttles reach the PGs */
+		char *out = NULL;
+		ck_assert_int_eq(tc_osd_asok(&c, 0, "pg dump", &out), 0);
+		assert_says(out, "\"recovery_max\": 3, \"backfill_window\": 16");
+		free(out);
+	}
 	/* what the primaries tell the monitors */
 	await_pg_stat(&c, "\"total\": 64, \"active\": 64, \"clean\": 64", "a new pool");
 
