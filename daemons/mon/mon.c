@@ -525,6 +525,23 @@ check_plugins(struct mon *mon, const struct tsr_mon_cmd *cmd, struct tsr_sbuf *o
 	size_t n = 0;
 	int rc;
 
+	if (cmd->argc == 4 && strcmp(cmd->argv[0], "osd") == 0 &&
+	    strcmp(cmd->argv[1], "placement") == 0) {
+		/* the plugin every monitor needs to build the placement map */
+		if (tsr_registry_find(reg, TSR_KIND_PLACEMENT, cmd->argv[3]) != NULL)
+			return 0;
+		tsr_sbuf_printf(out, "no placement plugin '%s' on the monitors (mon.%s has "
+				"in plugin_dir %s: ", cmd->argv[3], mon->self->name,
+				tsr_conf_str(tsr_daemon_conf(mon->d), "plugin_dir"));
+		int any = 0;
+		for (size_t i = 0; i < tsr_registry_count(reg); i++) {
+			d = tsr_plugin_desc(tsr_registry_at(reg, i));
+			if (d->kind == TSR_KIND_PLACEMENT)
+				tsr_sbuf_printf(out, "%s%s", any++ ? ", " : "", d->name);
+		}
+		tsr_sbuf_printf(out, "%s)", any ? "" : "none");
+		return -ENOENT;
+	}
 	if (!state_pool_redundancy((int)cmd->argc, cmd->argv, &name, &opts))
 		return 0;
 	if ((p = tsr_registry_find(reg, TSR_KIND_REDUNDANCY, name)) == NULL) {

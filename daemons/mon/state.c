@@ -640,7 +640,7 @@ enum chg {
 	C_OSD_ADD, C_OSD_RM, C_OSD_IN, C_OSD_OUT, C_OSD_REWEIGHT, C_OSD_SET,
 	C_OSD_UNSET, C_OSD_DOWN, C_OSD_BOOT, C_POOL_CREATE, C_POOL_SET, C_POOL_RM,
 	C_MDS_BOOT, C_MDS_ASSIGN, C_MDS_ACTIVE, C_MDS_FAIL, C_FS_SET, C_OSD_BOOTS,
-	C_OSD_ALIVES,
+	C_OSD_ALIVES, C_OSD_PLACEMENT,
 };
 
 struct change {
@@ -660,6 +660,8 @@ static const struct change changes[] = {
 	[C_OSD_OUT] = { "osd", "out", 1, 1, O_AUTO, "osd out ID[,ID...]" },
 	[C_OSD_REWEIGHT] = { "osd", "reweight", 2, 2, 0, "osd reweight ID R (0..1)" },
 	[C_OSD_SET] = { "osd", "set", 1, 1, 0, "osd set noout" },
+	[C_OSD_PLACEMENT] = { "osd", "placement", 2, 2, 0,
+			      "osd placement set PLUGIN (crush, hrw: before the first OSD)" },
 	[C_OSD_UNSET] = { "osd", "unset", 1, 1, 0, "osd unset noout" },
 	[C_OSD_DOWN] = { "osd", "down", 1, 1, 0, "osd down ID[,ID...]" },
 	[C_OSD_BOOT] = { "osd", "boot", 2, 2, 0, "osd boot ID IP:PORT (an OSD starting)" },
@@ -778,6 +780,10 @@ check_change(enum chg k, char **argv, struct cmd_opts *o, struct tsr_sbuf *out)
 			return FAIL(-EINVAL, "reweight '%s': a number in 0..1", o->pos[1]);
 		if (k == C_OSD_BOOT && !addr_ok(o->pos[1]))
 			return FAIL(-EINVAL, "osd boot: '%s' is not IP:PORT", o->pos[1]);
+		return 0;
+	case C_OSD_PLACEMENT:
+		if (strcmp(o->pos[0], "set") != 0 || !tsr_osdmap_name_ok(o->pos[1]))
+			return FAIL(-EINVAL, "usage: %s", c->usage);
 		return 0;
 	case C_OSD_SET: case C_OSD_UNSET:
 		if (strcmp(o->pos[0], "noout") != 0)
@@ -1639,6 +1645,26 @@ change(struct mon_state *s, struct draft *d, int argc, char **argv,
 		tsr_sbuf_printf(out, ", \"osdmap_epoch\": %" PRIu64 "}", d->inc.epoch);
 		return 0;
 	}
+	if (is(argc, argv, "osd", "placement")) {
+		/* the cluster's placement plugin: chosen when it is made.
+		 * With OSDs in the map a new plugin moves most of the data,
+		 * which wants a command that says first how much: not yet */
+		if (d->om->nosds || d->inc.nosds)
+			return FAIL(-EBUSY, "the OSD map holds %zu OSDs: the placement plugin "
+				    "(%s) is chosen before the first OSD is added; changing it "
+				    "on a cluster with data is not supported yet",
+				    d->om->nosds, d->om->placement);
+		if (strcmp(o.pos[1], d->om->placement) != 0) {
+			d->inc.has_pmap = 1;
+			tsr_strlcpy(d->inc.placement, o.pos[1], sizeof(d->inc.placement));
+			draft_osd_epoch(d);
+		}
+		tsr_sbuf_printf(out, "{\"placement\": ");
+		tsr_sbuf_json_str(out, o.pos[1]);
+		tsr_sbuf_printf(out, ", \"osdmap_epoch\": %" PRIu64 "}",
+				d->inc.epoch ? d->inc.epoch : d->om->epoch);
+		return 0;
+	}
 	if (is(argc, argv, "osd", "set") || is(argc, argv, "osd", "unset")) {
 		if (strcmp(o.pos[0], "noout") != 0)
 			return FAIL(-EINVAL, "unknown flag '%s' (noout)", o.pos[0]);
@@ -2194,6 +2220,9 @@ draft_seal(struct mon_state *s, struct draft *d, struct sealed *z,
 		void *blob = NULL;
 		size_t len = 0;
 
+		/* (the plugin this change chose, or the map's) */
+		if (d->inc.has_pmap && d->inc.placement[0])
+			memcpy(view.placement, d->inc.placement, sizeof(view.placement));
 		if ((view.osds = draft_osds(d, &view.nosds)) == NULL)
 			return FAIL(-ENOMEM, "out of memory");
 		rc = placement_refresh(s, &view, &blob, &len, out);
@@ -2202,7 +2231,7 @@ draft_seal(struct mon_state *s, struct draft *d, struct sealed *z,
 			return rc;
 		free(d->inc.pmap);
 		d->inc.has_pmap = 1;
-		memcpy(d->inc.placement, d->om->placement, sizeof(d->inc.placement));
+		memcpy(d->inc.placement, view.placement, sizeof(d->inc.placement));
 		d->inc.pmap = blob;
 		d->inc.pmap_len = len;
 	}
@@ -2656,8 +2685,10 @@ state_read(const struct mon_state *s, int argc, char **argv, struct tsr_sbuf *ou
 {
 	if (is(argc, argv, "osd", "dump")) {
 		const struct tsr_osdmap *m = &s->osdmap;
-		tsr_sbuf_printf(out, "{\"osdmap_epoch\": %" PRIu64 ", \"noout\": %s, "
-				"\"osds\": [", m->epoch,
+		tsr_sbuf_printf(out, "{\"osdmap_epoch\": %" PRIu64 ", \"placement\": ",
+				m->epoch);
+		tsr_sbuf_json_str(out, m->placement);
+		tsr_sbuf_printf(out, ", \"noout\": %s, \"osds\": [",
 				m->flags & TSR_OSDMAP_NOOUT ? "true" : "false");
 		for (size_t i = 0; i < m->nosds; i++) {
 			const struct tsr_osdmap_osd *o = &m->osds[i];

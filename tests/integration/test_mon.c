@@ -1283,6 +1283,16 @@ START_TEST(unknown_redundancy_refused)
 	ck_assert_int_eq(tc_cli(&c, &out, "pool create d --redundancy-opts copies=17"), 2);
 	ck_assert_contains(out, "17 is out of range [1, 16]");
 	free(out);
+	/* the placement plugin likewise: one the monitors lack is refused,
+	 * naming those they have; one they have is taken before any OSD */
+	ck_assert_int_eq(tc_cli(&c, &out, "osd placement set nosuch"), 1);
+	ck_assert_contains(out, "no placement plugin 'nosuch' on the monitors");
+	ck_assert_contains(out, "crush");
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd placement set hrw"), 0);
+	ck_assert_int_eq(tc_cli(&c, &out, "osd dump --format json"), 0);
+	ck_assert_contains(out, "\"placement\": \"hrw\"");
+	free(out);
 	ck_assert_int_eq(tc_cli(&c, NULL, "pool create e --redundancy-opts copies=2"), 0);
 	ck_assert_int_eq(tc_cli(&c, &out, "pool ls --format json"), 0);
 	ck_assert_contains(out, "\"redundancy_opts\": \"copies=2\"");

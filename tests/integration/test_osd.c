@@ -142,6 +142,10 @@ await_up(struct tc_cluster *c, int id, int up, int timeout_ms)
 
 /* One monitor, four OSD daemons on hosts h0..h3 (a cluster id, their
  * stores made, all up), and pool data of 64 PGs x 3. */
+/* The cluster's placement plugin for the next four_osds_and_a_pool (NULL:
+ * the default, crush). */
+static const char *placement_plugin;
+
 static void
 four_osds_and_a_pool(struct tc_cluster *c)
 {
@@ -151,6 +155,13 @@ four_osds_and_a_pool(struct tc_cluster *c)
 	ck_assert_int_eq(tc_fsid_new(c), 0);
 	ck_assert_int_eq(tc_start_all(c), 0);
 	ck_assert_int_ge(tc_wait_leader(c, 15000), 0);
+	if (placement_plugin) {
+		char *dump = NULL;
+		ck_assert_int_eq(tc_cli(c, NULL, "osd placement set %s", placement_plugin), 0);
+		ck_assert_int_eq(tc_cli(c, &dump, "osd dump --format json"), 0);
+		assert_says(dump, placement_plugin);
+		free(dump);
+	}
 	for (int i = 0; i < 4; i++) {
 		ck_assert_int_eq(tc_cli(c, NULL, "osd add %d --host h%d", i, i), 0);
 		ck_assert_int_eq(tc_osd_mkfs(c, (size_t)i, NULL, &out), 0);
@@ -1155,7 +1166,25 @@ wsubmit(struct writer *w)
  * appended to one record at a time, by a client that sends every
  * request twice (client_inject_dup) and sends again whenever a primary
  * changes: each acknowledged record is in it exactly once, in order. */
+static void writes_under_kill_body(void);
+
 START_TEST(writes_under_kill)
+{
+	writes_under_kill_body();
+}
+END_TEST
+
+/* The same with the hrw placement plugin, chosen before the first OSD. */
+START_TEST(writes_under_kill_hrw)
+{
+	placement_plugin = "hrw";
+	writes_under_kill_body();
+	placement_plugin = NULL;
+}
+END_TEST
+
+static void
+writes_under_kill_body(void)
 {
 	struct tc_cluster c;
 	struct writer w;
@@ -1277,7 +1306,7 @@ START_TEST(writes_under_kill)
 	tsr_client_shutdown(k);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
-END_TEST
+
 
 int
 main(void)
@@ -1291,6 +1320,7 @@ main(void)
 		{ "objects_cli", objects_cli },
 		{ "client_ops", client_ops },
 		{ "writes_under_kill", writes_under_kill },
+		{ "writes_under_kill_hrw", writes_under_kill_hrw },
 		{ "full_stores", full_stores },
 		{ "store_runs_out", store_runs_out },
 	};

@@ -511,6 +511,42 @@ START_TEST(osd_add_range)
 }
 END_TEST
 
+/* The placement plugin: chosen before the first OSD, refused after it
+ * (a new plugin would move most data), the words checked. */
+START_TEST(placement_chosen_before_osds)
+{
+	struct mon_state s;
+	struct tsr_sbuf out;
+	size_t len;
+	uint64_t e;
+	int st;
+	char *w1[] = { "osd", "placement", "put", "hrw", NULL };
+	char *w2[] = { "osd", "placement", "set", NULL };
+	char *w3[] = { "osd", "placement", "set", "no/slash", NULL };
+
+	state_init(&s);
+	ck_assert_str_eq(s.osdmap.placement, "crush");
+	free(decide(&s, 1, "osd placement set hrw", &st, &len));
+	ck_assert_int_eq(st, 0);
+	ck_assert_str_eq(s.osdmap.placement, "hrw");
+	e = s.osdmap.epoch;
+	free(decide(&s, 2, "osd placement set hrw", &st, &len));
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_eq(s.osdmap.epoch, e);   /* the same: no new epoch */
+	free(decide(&s, 3, "osd add 0 --host h0", &st, &len));
+	ck_assert_int_eq(st, 0);
+	free(decide(&s, 4, "osd placement set crush", &st, &len));
+	ck_assert_int_eq(st, -EBUSY);
+	ck_assert_str_eq(s.osdmap.placement, "hrw");
+	tsr_sbuf_init(&out);
+	ck_assert_int_eq(state_classify(4, w1, &out), -EINVAL);
+	ck_assert_int_eq(state_classify(3, w2, &out), -EINVAL);
+	ck_assert_int_eq(state_classify(4, w3, &out), -EINVAL);
+	tsr_sbuf_release(&out);
+	state_free(&s);
+}
+END_TEST
+
 /* Health: one table of stable codes; the checks raised name them. */
 START_TEST(health_codes)
 {
@@ -571,6 +607,7 @@ main(void)
 	tcase_add_test(tc, osdmap_history);
 	tcase_add_test(tc, boots_batched_in_one_epoch);
 	tcase_add_test(tc, osd_add_range);
+	tcase_add_test(tc, placement_chosen_before_osds);
 	tcase_add_test(tc, health_codes);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

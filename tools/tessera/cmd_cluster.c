@@ -556,6 +556,7 @@ CHANGE2(c_osd_down, "osd down", "osd tree")
 /* a beacon is answered by the leader from its state: nothing is logged */
 READ2(c_osd_beacon, "osd beacon")
 CHANGE2(c_osd_set, "osd set", "health")
+CHANGE2(c_osd_placement, "osd placement", "osd dump")
 CHANGE2(c_osd_unset, "osd unset", "health")
 CHANGE2(c_pool_create, "pool create", "pool ls")
 READ2(c_pool_ls, "pool ls")
@@ -636,6 +637,13 @@ HELP(h_osd_beacon, "osd beacon ID [--failed ID,ID...]",
      "debugging: OSDs send it themselves.  The monitors take it only from that\n"
      "OSD's key: --name osd.ID.")
 HELP(h_osd_set, "osd set noout", "Set a cluster flag (noout: never mark OSDs out).")
+HELP(h_osd_placement, "osd placement set PLUGIN",
+     "Choose the cluster's placement plugin (crush, the default, or hrw), which\n"
+     "every client and daemon computes placement with: before the first OSD\n"
+     "is added (with OSDs in the map it is refused: a new plugin moves most\n"
+     "of the data, and changing it on a cluster with data is not supported\n"
+     "yet).  The monitors refuse a plugin they do not have in plugin_dir.\n"
+     "`tessera osd dump` shows the plugin in use.")
 HELP(h_osd_unset, "osd unset noout", "Clear a cluster flag.")
 HELP(h_pool_create, "pool create NAME [PG_NUM] [--size N] [--min-size N] [--rule ID]\n"
      "       [--redundancy PLUGIN [--redundancy-opts K=V,...]]",
@@ -690,6 +698,8 @@ const struct cli_cmd cli_cluster_cmds[] = {
 	{ "osd down", "ID[,ID...]", "mark OSDs down", c_osd_down, h_osd_down },
 	{ "osd beacon", "ID [--failed IDS]", "an OSD's beacon (tests)", c_osd_beacon, h_osd_beacon },
 	{ "osd set", "noout", "set a cluster flag", c_osd_set, h_osd_set },
+	{ "osd placement", "set PLUGIN", "choose the placement plugin (before any OSD)",
+	  c_osd_placement, h_osd_placement },
 	{ "osd unset", "noout", "clear a cluster flag", c_osd_unset, h_osd_unset },
 	{ "pool create", "NAME [PG_NUM]", "create a pool", c_pool_create, h_pool_create },
 	{ "pool ls", "", "list pools", c_pool_ls, h_pool_ls },
