@@ -2663,6 +2663,34 @@ state_health(const struct mon_state *s, struct mon_health *h)
 			state_health_raise(h, MON_HEALTH_POOL_MIN_SIZE, "",
 					   "pool '%s' needs %u OSDs in (min_size), %zu are",
 					   m->pools[i].name, m->pools[i].min_size, in);
+	/* a pool whose rule cannot place all its copies: fewer distinct
+	 * failure domains (hosts, racks, OSDs) with OSDs in than its size */
+	for (size_t i = 0; m->nosds && i < m->npools; i++) {
+		const struct tsr_osdmap_pool *p = &m->pools[i];
+		static const char *const dom[] = { "hosts", "racks", "OSDs" };
+		size_t n = 0;
+		for (size_t a = 0; a < m->nosds; a++) {
+			const struct tsr_osdmap_osd *o = &m->osds[a];
+			int first = o->in;
+			if (p->rule == MON_RULE_RACK && o->rack[0] == '\0')
+				first = 0;
+			for (size_t b = 0; b < a && first; b++) {
+				const struct tsr_osdmap_osd *x = &m->osds[b];
+				if (!x->in)
+					continue;
+				if ((p->rule == MON_RULE_HOST && strcmp(x->host, o->host) == 0) ||
+				    (p->rule == MON_RULE_RACK && strcmp(x->rack, o->rack) == 0))
+					first = 0;
+			}
+			n += first;
+		}
+		if (p->rule < MON_RULES && n < p->size)
+			state_health_raise(h, MON_HEALTH_POOL_RULE, "",
+					   "pool '%s' (rule %u: one copy per %.*s) can place %zu of "
+					   "its %u copies: the map has %zu %s with OSDs in",
+					   p->name, p->rule, (int)strlen(dom[p->rule]) - 1,
+					   dom[p->rule], n, p->size, n, dom[p->rule]);
+	}
 	tsr_sbuf_release(&d);
 }
 

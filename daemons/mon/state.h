@@ -247,6 +247,9 @@ const uint8_t *state_inc(const struct mon_state *s, int which, uint64_t e,
 	  "share of the namespace does not answer")                            \
 	X(POOL_MIN_SIZE, ERR, "a pool needs more OSDs in than there are "       \
 	  "(min_size): writes to it stop")                                     \
+	X(POOL_RULE, WARN, "a pool's placement rule cannot place all its "     \
+	  "copies (fewer hosts, racks or OSDs with OSDs in than its size): its " \
+	  "PGs run undersized")                                                \
 	X(OSD_NEARFULL, WARN, "OSDs' stores are nearly full "                    \
 	  "(mon_osd_nearfull_ratio): add OSDs or remove data before writes "  \
 	  "stop")                                                              \

@@ -587,6 +587,25 @@ START_TEST(health_codes)
 	ck_assert_msg(strstr(tsr_sbuf_str(&h.reasons), "\"1 of 1 OSDs out\"") != NULL,
 		      "%s", tsr_sbuf_str(&h.reasons));
 	state_health_release(&h);
+	/* a rack rule on a map with no racks; a host rule with two hosts
+	 * for three copies */
+	free(decide(&s, 4, "osd in 0", &st, &len));
+	free(decide(&s, 5, "osd add 1 --host h1", &st, &len));
+	free(decide(&s, 6, "osd add 2 --host h1", &st, &len));
+	free(decide(&s, 7, "pool create racks 8 --size 2 --rule 1", &st, &len));
+	ck_assert_int_eq(st, 0);
+	free(decide(&s, 8, "pool create hosts 8 --size 3", &st, &len));
+	ck_assert_int_eq(st, 0);
+	state_health_init(&h);
+	state_health(&s, &h);
+	c = tsr_sbuf_str(&h.checks);
+	ck_assert_msg(strstr(c, "pool 'racks' (rule 1: one copy per rack) can place 0 of its 2 "
+			     "copies: the map has 0 racks with OSDs in") != NULL, "%s", c);
+	ck_assert_msg(strstr(c, "pool 'hosts' (rule 0: one copy per host) can place 2 of its 3 "
+			     "copies") != NULL, "%s", c);
+	ck_assert_msg(strstr(c, "pool 'p'") == NULL || strstr(c, "pool 'p' (rule") == NULL,
+		      "%s", c);  /* 2 copies on 2 hosts: placeable */
+	state_health_release(&h);
 	state_free(&s);
 }
 END_TEST
