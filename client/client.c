@@ -454,29 +454,6 @@ tsr_kvs_free(struct tsr_kvs *kvs)
 
 /* ---- The client ------------------------------------------------------------------*/
 
-/* What every send of an operation carries: a copy of its input. */
-struct indata {
-	int refs;
-	uint8_t *p;
-	size_t len;
-};
-
-static void
-indata_put(struct indata *d)
-{
-	if (d && __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		free(d->p);
-		free(d);
-	}
-}
-
-static void
-release_indata(void *arg, int result)
-{
-	(void)result;
-	indata_put(arg);
-}
-
 struct sess {
 	int32_t osd;
 	char addr[TSR_OSDMAP_NAME];
@@ -496,7 +473,8 @@ struct flight {
 	uint8_t *oid;
 	size_t oid_len;
 	struct tsr_op *op;
-	struct indata *in;
+	struct tsr_rbuf *in;         /* a copy of the input, which every send
+					of it carries (NULL: none) */
 	size_t in_off[TSR_OBJOP_MAX_OPS]; /* each step's input in it */
 	tsr_op_done done;
 	void *arg;
@@ -551,7 +529,7 @@ struct pending_send {
 	struct tsr_conn *conn;       /* a reference */
 	struct tsr_msg *msg;
 	struct flight *f;            /* for a failed send (still under lock then) */
-	struct indata *in;           /* the data (a reference), for a copy */
+	struct tsr_rbuf *in;         /* the data (a reference), for a copy */
 };
 
 static uint64_t
@@ -724,11 +702,8 @@ place(struct tsr_client *c, struct flight *f, struct pending_send *ps)
 		snprintf(f->op->why, sizeof(f->op->why), "the operation does not encode");
 		return rc < 0 ? rc : -ENOMEM;
 	}
-	if (f->in && f->in->len) {
-		struct iovec iov = { f->in->p, f->in->len };
-		__atomic_add_fetch(&f->in->refs, 1, __ATOMIC_ACQ_REL);
-		tsr_msg_set_data(msg, &iov, 1, release_indata, f->in);
-	}
+	if (f->in)
+		tsr_msg_set_rbuf(msg, f->in);
 	ps->conn = session(c, pm.acting_primary, o->addr);
 	tsr_osdmap_epoch_put(ep);
 	if (ps->conn == NULL) {
@@ -740,10 +715,8 @@ place(struct tsr_client *c, struct flight *f, struct pending_send *ps)
 	ps->msg = msg;
 	ps->f = f;
 	ps->in = NULL;
-	if (c->inject_dup && f->in) {
-		__atomic_add_fetch(&f->in->refs, 1, __ATOMIC_ACQ_REL);
-		ps->in = f->in;
-	}
+	if (c->inject_dup && f->in)
+		ps->in = tsr_rbuf_get(f->in);
 	f->osd = pm.acting_primary;
 	set_conn(f, ps->conn);
 	f->need_epoch = 0;
@@ -766,12 +739,9 @@ send_all(struct tsr_client *c, struct pending_send *ps, size_t n)
 			/* client_inject_dup: the same request twice (the OSD must
 			 * apply it once) */
 			dup = tsr_msg_new(TSR_MSG_OSD_OP, ps[i].msg->front, ps[i].msg->front_len);
-			if (dup && ps[i].in->len) {
-				struct iovec iov = { ps[i].in->p, ps[i].in->len };
-				__atomic_add_fetch(&ps[i].in->refs, 1, __ATOMIC_ACQ_REL);
-				tsr_msg_set_data(dup, &iov, 1, release_indata, ps[i].in);
-			}
-			indata_put(ps[i].in);
+			if (dup)
+				tsr_msg_set_rbuf(dup, ps[i].in);
+			tsr_rbuf_put(ps[i].in);
 		}
 		int rc = tsr_conn_send(ps[i].conn, ps[i].msg, 0);
 		if (rc == 0 && dup)
@@ -802,6 +772,8 @@ kick(struct tsr_client *c, int all)
 	struct pending_send *ps = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t epoch = tsr_mapsub_epoch(c->sub, TSR_MON_MAP_OSD), now = now_ns();
+	/* a new map: the primaries under it, one epoch for every flight */
+	struct tsr_osdmap_epoch *ep = all ? tsr_mapsub_osdmap(c->sub) : NULL;
 	struct flight **pp;
 
 	pthread_mutex_lock(&c->lock);
@@ -837,7 +809,6 @@ kick(struct tsr_client *c, int all)
 		}
 		if (all && !f->need_epoch && !f->retry_ns && f->osd >= 0) {
 			/* unchanged primary and session: nothing to send */
-			struct tsr_osdmap_epoch *ep = tsr_mapsub_osdmap(c->sub);
 			struct tsr_pg_mapping pm;
 			char err[64];
 			int same = 0;
@@ -852,7 +823,6 @@ kick(struct tsr_client *c, int all)
 					same |= c->sess[i].osd == f->osd && c->sess[i].conn == f->conn &&
 						strcmp(c->sess[i].addr, o->addr) == 0;
 			}
-			tsr_osdmap_epoch_put(ep);
 			if (same) {
 				f->epoch = epoch;
 				pp = &f->next;
@@ -869,6 +839,7 @@ kick(struct tsr_client *c, int all)
 		pp = &f->next;
 	}
 	pthread_mutex_unlock(&c->lock);
+	tsr_osdmap_epoch_put(ep);
 	close_doomed(c);
 	send_all(c, ps, n);
 	free(ps);
@@ -1043,7 +1014,7 @@ complete(struct tsr_client *c)
 		if (f == NULL)
 			return;
 		f->done(f->arg, f->result, &f->ver);
-		indata_put(f->in);
+		tsr_rbuf_put(f->in);
 		free(f->oid);
 		free(f);
 	}
@@ -1240,27 +1211,24 @@ tsr_op_submit(struct tsr_client *c, int64_t pool, const void *oid, size_t oid_le
 			 "(run them as two operations)");
 		return -EINVAL;
 	}
+	uint8_t *in = NULL;
 	f = calloc(1, sizeof(*f));
+	/* (tsr_rbuf_new frees in when it fails) */
 	if (f == NULL || (oid_len && (f->oid = malloc(oid_len)) == NULL) ||
-	    (f->in = calloc(1, sizeof(*f->in))) == NULL ||
-	    (total && (f->in->p = malloc(total)) == NULL)) {
-		if (f) {
+	    (total && ((in = malloc(total)) == NULL ||
+		       (f->in = tsr_rbuf_new(in, total)) == NULL))) {
+		if (f)
 			free(f->oid);
-			if (f->in)
-				free(f->in);
-		}
 		free(f);
 		return -ENOMEM;
 	}
 	/* the input travels as one copy, shared by every send of it */
-	f->in->refs = 1;
-	for (uint32_t i = 0; i < op->n; i++) {
+	for (size_t i = 0, at = 0; i < op->n; i++) {
 		const struct tsr_objop_sub *sub = &op->s[i].sub;
-		f->in_off[i] = f->in->len;
-		if (sub->in_len) {
-			memcpy(f->in->p + f->in->len, sub->in, sub->in_len);
-			f->in->len += sub->in_len;
-		}
+		f->in_off[i] = at;
+		if (sub->in_len)
+			memcpy(in + at, sub->in, sub->in_len);
+		at += sub->in_len;
 	}
 	if (oid_len)
 		memcpy(f->oid, oid, oid_len);
@@ -1275,7 +1243,7 @@ tsr_op_submit(struct tsr_client *c, int64_t pool, const void *oid, size_t oid_le
 	pthread_mutex_lock(&c->lock);
 	if (c->closing) {
 		pthread_mutex_unlock(&c->lock);
-		indata_put(f->in);
+		tsr_rbuf_put(f->in);
 		free(f->oid);
 		free(f);
 		snprintf(op->why, sizeof(op->why), "the client is shutting down");
@@ -1285,7 +1253,7 @@ tsr_op_submit(struct tsr_client *c, int64_t pool, const void *oid, size_t oid_le
 	rc = place(c, f, &ps);
 	if (rc < 0) {
 		pthread_mutex_unlock(&c->lock);
-		indata_put(f->in);
+		tsr_rbuf_put(f->in);
 		free(f->oid);
 		free(f);
 		return rc;

@@ -123,6 +123,44 @@ tsr_msg_from_enc(uint32_t type, struct tsr_enc *e)
 	return m;
 }
 
+struct tsr_rbuf *
+tsr_rbuf_new(uint8_t *p, size_t len)
+{
+	struct tsr_rbuf *b = malloc(sizeof(*b));
+
+	if (b == NULL) {
+		free(p);
+		return NULL;
+	}
+	b->refs = 1;
+	b->len = len;
+	b->p = p;
+	return b;
+}
+
+struct tsr_rbuf *
+tsr_rbuf_get(struct tsr_rbuf *b)
+{
+	__atomic_add_fetch(&b->refs, 1, __ATOMIC_ACQ_REL);
+	return b;
+}
+
+void
+tsr_rbuf_put(struct tsr_rbuf *b)
+{
+	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		free(b->p);
+		free(b);
+	}
+}
+
+static void
+release_rbuf(void *arg, int result)
+{
+	(void)result;
+	tsr_rbuf_put(arg);
+}
+
 int
 tsr_msg_set_data(struct tsr_msg *m, const struct iovec *iov, int iovcnt,
 		 tsr_msg_release_cb release, void *arg)
@@ -183,3 +221,14 @@ tsr_msg_free(struct tsr_msg *m, int result)
 	free(m);
 }
 
+
+int
+tsr_msg_set_rbuf(struct tsr_msg *m, struct tsr_rbuf *b)
+{
+	struct iovec iov = { b->p, b->len };
+	int rc = tsr_msg_set_data(m, &iov, 1, release_rbuf, tsr_rbuf_get(b));
+
+	if (rc < 0)
+		tsr_rbuf_put(b);
+	return rc;
+}

@@ -110,6 +110,21 @@ TSR_API struct tsr_msg *tsr_msg_from_enc(uint32_t type, struct tsr_enc *e);
 #define TSR_MSG_MAX_IOV 60
 TSR_API int tsr_msg_set_data(struct tsr_msg *m, const struct iovec *iov, int iovcnt,
 		     tsr_msg_release_cb release, void *arg);
+/* A buffer several messages carry as their data (a write sent to every
+ * replica, sent again on a new session): counted references, the last
+ * put frees it.  new takes p (malloc'd; freed, with NULL returned, when
+ * there is no memory); set_rbuf attaches the whole buffer to m as its
+ * data and takes a reference, given back once the messenger is done
+ * with m. */
+struct tsr_rbuf {
+	int refs;
+	size_t len;
+	uint8_t *p;
+};
+TSR_API struct tsr_rbuf *tsr_rbuf_new(uint8_t *p, size_t len);
+TSR_API struct tsr_rbuf *tsr_rbuf_get(struct tsr_rbuf *b);
+TSR_API void tsr_rbuf_put(struct tsr_rbuf *b);
+TSR_API int tsr_msg_set_rbuf(struct tsr_msg *m, struct tsr_rbuf *b);
 /* Free a message (releasing borrowed data with result). */
 TSR_API void tsr_msg_free(struct tsr_msg *m, int result);
 

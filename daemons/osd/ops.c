@@ -112,7 +112,7 @@ cop_free(struct cop *op)
 		free(op->bufs[i]);
 	free(op->bufs);
 	free(op->tops);
-	osd_payload_put(op->repop);
+	tsr_rbuf_put(op->repop);
 	free(op);
 }
 
@@ -1074,7 +1074,7 @@ encode_repop(struct pgi *g, struct cop *op)
 		free(p);
 		return -E2BIG;
 	}
-	if ((op->repop = osd_payload_new(p, len)) == NULL)
+	if ((op->repop = tsr_rbuf_new(p, len)) == NULL)
 		return -ENOMEM;
 	return 0;
 }
@@ -1164,15 +1164,14 @@ osd_op_persist(struct pgi *g, const struct tsr_pgsm_action *x, const struct tsr_
 	return 0;
 }
 
-struct payload *
+struct tsr_rbuf *
 osd_op_repop_payload(struct pgi *g, uint64_t handle)
 {
 	struct cop *op = cop_find(g, handle, 0);
 
 	if (op == NULL || encode_repop(g, op) < 0)
 		return NULL;
-	__atomic_add_fetch(&op->repop->refs, 1, __ATOMIC_ACQ_REL);
-	return op->repop;
+	return tsr_rbuf_get(op->repop);
 }
 
 int

@@ -25,8 +25,8 @@
  * names the OSD the message says it comes from.  A QUERY for a PG with no
  * copy here is answered at once: nothing held.
  *
- * Not yet: client operations (EXEC, REPLY, REPOP payloads) — the OSD
- * serves no clients so far.
+ * Clients' operations (EXEC, REPLY, a REPOP's transaction) are ops.c's:
+ * carry_out hands those actions to it.
  */
 #include "pgrt.h"
 #include "auth/auth.h"
@@ -152,37 +152,6 @@ status_take(struct pgi *g)
  * session's queue: the messenger's backpressure), never on the loop or a
  * dispatch thread, which could only drop it. */
 
-struct payload *
-osd_payload_new(uint8_t *p, size_t len)
-{
-	struct payload *pl = malloc(sizeof(*pl));
-
-	if (pl == NULL) {
-		free(p);
-		return NULL;
-	}
-	pl->refs = 1;
-	pl->len = len;
-	pl->p = p;
-	return pl;
-}
-
-void
-osd_payload_put(struct payload *pl)
-{
-	if (pl && __atomic_sub_fetch(&pl->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		free(pl->p);
-		free(pl);
-	}
-}
-
-static void
-release_payload(void *arg, int result)
-{
-	(void)result;
-	osd_payload_put(arg);
-}
-
 /* Our session to osd.to, at the newest address any caller has seen for
  * it (held by the caller), or NULL when ep has it down.  A caller whose
  * epoch is older than the address's keeps the newer session: shards that
@@ -249,7 +218,7 @@ peer_drop(struct osd_pgrt *rt, int32_t to, struct tsr_conn *c)
 }
 
 static int
-send_once(struct tsr_conn *c, const struct tsr_pgmsg *m, struct payload *pl)
+send_once(struct tsr_conn *c, const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
 {
 	struct tsr_msg *msg;
 	struct tsr_enc e;
@@ -259,22 +228,19 @@ send_once(struct tsr_conn *c, const struct tsr_pgmsg *m, struct payload *pl)
 		tsr_enc_release(&e);
 		return -ENOMEM;
 	}
-	if (pl) {
-		struct iovec iov = { pl->p, pl->len };
-		__atomic_add_fetch(&pl->refs, 1, __ATOMIC_ACQ_REL);
-		tsr_msg_set_data(msg, &iov, 1, release_payload, pl);
-	}
+	if (pl)
+		tsr_msg_set_rbuf(msg, pl);
 	return tsr_conn_send(c, msg, 0);
 }
 
 static int hold(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
-		const struct tsr_pgmsg *m, struct payload *pl);
+		const struct tsr_pgmsg *m, struct tsr_rbuf *pl);
 
 /* Send m to osd.to (its address as ep has it), with pl (a reference the
  * call takes, or NULL) as its data. */
 static void
 send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
-	const struct tsr_pgmsg *m, struct payload *pl)
+	const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
 {
 	struct tsr_conn *c;
 	int rc;
@@ -282,7 +248,7 @@ send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 	pthread_rwlock_rdlock(&rt->send_lock);
 	if (rt->stopping || to == rt->whoami) {
 		pthread_rwlock_unlock(&rt->send_lock);
-		osd_payload_put(pl);
+		tsr_rbuf_put(pl);
 		return;
 	}
 	if (hold(rt, ep, to, m, pl) == 0) {
@@ -291,7 +257,7 @@ send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 	}
 	if ((c = peer_conn(rt, ep, to)) == NULL) {
 		pthread_rwlock_unlock(&rt->send_lock);
-		osd_payload_put(pl);
+		tsr_rbuf_put(pl);
 		return; /* down: peering asks again when it is up */
 	}
 	rc = send_once(c, m, pl);
@@ -312,7 +278,7 @@ send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 					"ms_max_data)" : strerror(-rc));
 	if (c)
 		tsr_conn_put(c);
-	osd_payload_put(pl);
+	tsr_rbuf_put(pl);
 	pthread_rwlock_unlock(&rt->send_lock);
 }
 
@@ -320,7 +286,7 @@ send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
  * the epoch it was sent under: 0.  Ready: -EAGAIN (send it now). */
 static int
 hold(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
-     const struct tsr_pgmsg *m, struct payload *pl)
+     const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
 {
 	struct held *h;
 	struct tsr_enc e;
@@ -382,7 +348,7 @@ flush_held(void *arg)
 				tsr_conn_put(c);
 			}
 			pthread_rwlock_unlock(&rt->send_lock);
-			osd_payload_put(h->pl);
+			tsr_rbuf_put(h->pl);
 			tsr_osdmap_epoch_put(h->ep);
 			tsr_pgmsg_free(&h->m);
 			free(h);
@@ -673,7 +639,7 @@ do_send(struct pgi *g, struct tsr_pgsm_action *x)
 	size_t plen = 0;
 
 	if (x->attach == TSR_PGSM_ATTACH_OP) {
-		struct payload *pl = osd_op_repop_payload(g, x->handle);
+		struct tsr_rbuf *pl = osd_op_repop_payload(g, x->handle);
 		if (pl == NULL) {
 			LOGE("pg %" PRId64 ".%x: a replicated write whose operation is not "
 			     "here; not sent", g->pgid.pool, g->pgid.pg);
@@ -707,7 +673,7 @@ do_send(struct pgi *g, struct tsr_pgsm_action *x)
 		}
 		tsr_pgpush_free(&p);
 	}
-	send_pg(g->rt, g->ep, x->to, &x->msg, payload ? osd_payload_new(payload, plen) : NULL);
+	send_pg(g->rt, g->ep, x->to, &x->msg, payload ? tsr_rbuf_new(payload, plen) : NULL);
 }
 
 static void
@@ -1614,7 +1580,7 @@ osd_pgrt_destroy(struct osd_pgrt *rt)
 		struct held *h = rt->held;
 		rt->held = h->next;
 		tsr_pgmsg_free(&h->m);
-		osd_payload_put(h->pl);
+		tsr_rbuf_put(h->pl);
 		tsr_osdmap_epoch_put(h->ep);
 		free(h);
 	}

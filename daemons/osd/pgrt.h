@@ -134,17 +134,9 @@ struct held {
 	int32_t to;
 	struct tsr_osdmap_epoch *ep; /* the address's */
 	struct tsr_pgmsg m;
-	struct payload *pl;
+	struct tsr_rbuf *pl;
 };
 
-/* What travels with a message (a push's object), shared by the sends of
- * that message: a resend on a new session sends it again.  The last
- * release frees it. */
-struct payload {
-	int refs;
-	size_t len;
-	uint8_t *p;
-};
 
 /* One client operation (ops.c). */
 struct cop {
@@ -165,7 +157,7 @@ struct cop {
 	int nomem;
 	uint8_t **bufs;              /* what tops point into that is ours */
 	size_t nbufs;
-	struct payload *repop;       /* tops encoded, for the replicas */
+	struct tsr_rbuf *repop;      /* tops encoded, for the replicas */
 };
 
 static inline struct tsr_workq *
@@ -174,8 +166,6 @@ osd_shard_of(const struct osd_pgrt *rt, struct tsr_pgid pgid)
 	return rt->q[(uint64_t)(pgid.pool * 31 + pgid.pg) % rt->nshards];
 }
 
-struct payload *osd_payload_new(uint8_t *p, size_t len);
-void osd_payload_put(struct payload *pl);
 
 /* Run event e on its copy's shard (freed if the runtime is stopping). */
 void osd_pg_post(struct pgi *g, struct ev *e);
@@ -198,7 +188,7 @@ void osd_op_reply(struct pgi *g, const struct tsr_pgsm_action *x);
 int osd_op_persist(struct pgi *g, const struct tsr_pgsm_action *x,
 		   const struct tsr_txn_op **ops, size_t *nops, const void **oid,
 		   size_t *oid_len, const struct tsr_ev **ev);
-struct payload *osd_op_repop_payload(struct pgi *g, uint64_t handle);
+struct tsr_rbuf *osd_op_repop_payload(struct pgi *g, uint64_t handle);
 /* (a shard) a REPOP's transaction from the primary, checked: it may
  * change its entry's object only, in this copy's collection.  *ops is
  * malloc'd (the caller frees it) and points into raw. */

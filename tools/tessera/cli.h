@@ -53,6 +53,16 @@ int cli_unknown(const char *group, const char *check, const char *why);
 int cli_parse_uint(const char *group, const char *cmd, const char *opt,
 		   const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+/* Connect to the cluster through the object client library (conf: NULL
+ * for the default; who: the client's name) and find the pool named
+ * pool_name: 0, or CLI_FAIL after a message of "tessera GROUP CMD"
+ * (*c NULL then).  Messenger warnings are quieted: a daemon that is down
+ * is part of the answer, not noise. */
+struct tsr_client;
+int cli_client_pool(const char *group, const char *cmd, const char *conf, const char *who,
+		    uint64_t timeout_ms, const char *pool_name, struct tsr_client **c,
+		    int64_t *pool);
+
 /* "plain" or "json" from --format; -1 (after a message) otherwise. */
 int cli_parse_format(const char *s, bool *json);
 /* True when argv holds -h or --help: the command should print its help. */

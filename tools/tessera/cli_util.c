@@ -1,6 +1,9 @@
 /* cli_util.c — messages and argument parsing the `tessera` subcommands
  * share (see cli.h). */
 #include "cli.h"
+#include "log/log.h"
+
+#include <tessera/client.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -91,4 +94,25 @@ cli_parse_uint(const char *group, const char *cmd, const char *opt,
 	cli_usage_err(group, cmd, "%s takes an integer in [%" PRIu64 ", %" PRIu64
 		      "], not '%s'", opt, min, max, s);
 	return -1;
+}
+
+int
+cli_client_pool(const char *group, const char *cmd, const char *conf, const char *who,
+		uint64_t timeout_ms, const char *pool_name, struct tsr_client **c,
+		int64_t *pool)
+{
+	char err[1024];
+
+	tsr_log_set_level(TSR_SUB_MSG, TSR_LOG_ERROR);
+	if (tsr_client_connect(conf, who, timeout_ms, c, err, sizeof(err)) < 0) {
+		*c = NULL;
+		return cli_fail(group, cmd, "%s", err);
+	}
+	if (tsr_client_pool(*c, pool_name, pool) < 0) {
+		cli_fail(group, cmd, "%s", tsr_client_why());
+		tsr_client_shutdown(*c);
+		*c = NULL;
+		return CLI_FAIL;
+	}
+	return 0;
 }

@@ -298,7 +298,6 @@ bench_run(int argc, char **argv)
 	bool json = false, cleanup = true;
 	struct bench b;
 	struct slot *slots;
-	char err[1024];
 	int opt, rc = CLI_OK;
 	char *args[3];
 	int nargs = 0;
@@ -349,14 +348,8 @@ bench_run(int argc, char **argv)
 	if (run_name && (strlen(run_name) > 100 || run_name[0] == '\0'))
 		return cli_usage_err("bench", NULL, "--run-name: 1 to 100 characters");
 
-	tsr_log_set_level(TSR_SUB_MSG, TSR_LOG_ERROR);
-	if (tsr_client_connect(conf, who, 15000, &b.c, err, sizeof(err)) < 0)
-		return cli_fail("bench", NULL, "%s", err);
-	if (tsr_client_pool(b.c, args[0], &b.pool) < 0) {
-		rc = cli_fail("bench", NULL, "%s", tsr_client_why());
-		tsr_client_shutdown(b.c);
+	if ((rc = cli_client_pool("bench", NULL, conf, who, 15000, args[0], &b.c, &b.pool)) != 0)
 		return rc;
-	}
 	pthread_mutex_init(&b.mu, NULL);
 	pthread_cond_init(&b.cv, NULL);
 	b.rnd = (unsigned)getpid();

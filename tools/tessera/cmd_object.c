@@ -114,27 +114,6 @@ parse(int argc, char **argv, struct oopts *o)
 }
 
 static int
-connect_pool(const struct oopts *o, const char *sub, const char *pool_name,
-	     struct tsr_client **c, int64_t *pool)
-{
-	char err[1024];
-	int rc;
-
-	/* a monitor or an OSD that is down is part of the answer, not noise */
-	tsr_log_set_level(TSR_SUB_MSG, TSR_LOG_ERROR);
-	rc = tsr_client_connect(o->conf, o->who, o->timeout_ms, c, err, sizeof(err));
-	if (rc < 0)
-		return cli_fail("object", sub, "%s", err);
-	if (tsr_client_pool(*c, pool_name, pool) < 0) {
-		cli_fail("object", sub, "%s", tsr_client_why());
-		tsr_client_shutdown(*c);
-		*c = NULL;
-		return CLI_FAIL;
-	}
-	return 0;
-}
-
-static int
 do_put(struct tsr_client *c, int64_t pool, const char *name, const char *path)
 {
 	int fd = path == NULL || strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
@@ -369,7 +348,8 @@ object_run(int argc, char **argv)
 				     : most[k] == 3 ? "POOL NAME [FILE]" : "POOL NAME");
 	if (need[k] == 2 && o.args[2][0] == '\0')
 		return cli_usage_err("object", subs[k], "an empty object name");
-	if ((rc = connect_pool(&o, subs[k], o.args[1], &c, &pool)) != 0)
+	if ((rc = cli_client_pool("object", subs[k], o.conf, o.who, o.timeout_ms, o.args[1],
+				  &c, &pool)) != 0)
 		return rc;
 	switch (k) {
 	case 0: rc = do_put(c, pool, o.args[2], o.nargs > 3 ? o.args[3] : NULL); break;
