@@ -580,6 +580,18 @@ START_TEST(objects_cli)
 		assert_says(out, name);
 	}
 	free(out);
+	/* tessera bench: a short write run that leaves its objects, a read
+	 * run that checks every byte of them, and the cleanup */
+	ck_assert_int_eq(tc_cli(&c, &out, "bench data 1 write -b 65536 -t 4 --no-cleanup "
+				"--format json"), 0);
+	assert_says(out, "\"errors\": 0");
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, &out, "bench data 1 rand -t 4 --format json"), 0);
+	assert_says(out, "\"errors\": 0");
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, &out, "bench data 0 cleanup"), 0);
+	assert_says(out, "removed");
+	free(out);
 	ck_assert_int_eq(tc_cli(&c, NULL, "object rm data obj-3"), 0);
 	ck_assert_int_ne(tc_cli(&c, &out, "object stat data obj-3"), 0);
 	assert_says(out, "No such file");
