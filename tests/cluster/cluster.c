@@ -64,11 +64,16 @@ prog(const char *env)
  * local port of any outgoing connection (the suite makes thousands)
  * before the daemon binds it, and the daemon then cannot listen.  Other
  * test programs pick from the same range at random; a daemon that still
- * finds its port taken exits, which the tests see. */
+ * finds its port taken exits, which the tests see.  A port is never
+ * handed out twice by one process: two monitors of one cluster once drew
+ * the same port, and neither had bound it yet to make the check fail. */
 static int
 free_port(void)
 {
 	static unsigned seed;
+	enum { NGIVEN = 1024 };
+	static uint16_t given[NGIVEN];
+	static size_t ngiven;
 	unsigned low = 32768;
 	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
 
@@ -81,17 +86,26 @@ free_port(void)
 		seed = (unsigned)getpid() ^ (unsigned)tc_now_ms();
 	for (int tries = 0; tries < 200; tries++) {
 		struct sockaddr_in sa = { .sin_family = AF_INET };
-		int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, ok;
+		uint16_t port = (uint16_t)(1024 + rand_r(&seed) % (low - 1024));
+		size_t n = ngiven < NGIVEN ? ngiven : NGIVEN, k = 0;
+		int fd, one = 1, ok;
 
+		while (k < n && given[k] != port)
+			k++;
+		if (k < n)
+			continue;
 		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		sa.sin_port = htons((uint16_t)(1024 + rand_r(&seed) % (low - 1024)));
+		sa.sin_port = htons(port);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
 		if (fd < 0)
 			return -1;
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 		close(fd);
-		if (ok)
-			return ntohs(sa.sin_port);
+		if (ok) {
+			given[ngiven++ % NGIVEN] = port;
+			return port;
+		}
 	}
 	return -1;
 }
