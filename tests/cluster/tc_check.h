@@ -5,6 +5,10 @@
  *
  *     const struct tc_case cases[] = { { "maps", maps }, ... };
  *     int main(void) { return tc_check_main("mon", cases, TC_NCASES(cases)); }
+ *
+ * A case that runs long (many seconds of faults, kills or load) carries
+ * the tag "long": `make distcheck` from dev.sh sets CK_EXCLUDE_TAGS=long,
+ * since the plain and sanitizer runs before it ran every case.
  */
 #ifndef TSR_TEST_TC_CHECK_H
 #define TSR_TEST_TC_CHECK_H
@@ -17,7 +21,10 @@
 struct tc_case {
 	const char *name;
 	const TTest *test;
+	const char *tags; /* Check tags, NULL for none; see TC_LONG */
 };
+
+#define TC_LONG "long"
 
 #define TC_NCASES(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -31,6 +38,8 @@ tc_check_main(const char *suite, const struct tc_case *cases, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		TCase *tc = tcase_create(cases[i].name);
 		tcase_set_timeout(tc, 300);
+		if (cases[i].tags)
+			tcase_set_tags(tc, cases[i].tags);
 		tcase_add_test(tc, cases[i].test);
 		suite_add_tcase(s, tc);
 	}

@@ -1325,16 +1325,16 @@ main(void)
 {
 	/* one test case each: CK_RUN_CASE=name runs that one */
 	const struct tc_case cases[] = {
-		{ "store_identity", store_identity },
-		{ "boot_and_pgs", boot_and_pgs },
-		{ "heartbeats_report_silent", heartbeats_report_silent },
-		{ "pgs_peer", pgs_peer },
-		{ "objects_cli", objects_cli },
-		{ "client_ops", client_ops },
-		{ "writes_under_kill", writes_under_kill },
-		{ "writes_under_kill_hrw", writes_under_kill_hrw },
-		{ "full_stores", full_stores },
-		{ "store_runs_out", store_runs_out },
+		{ "store_identity", store_identity, NULL },
+		{ "boot_and_pgs", boot_and_pgs, NULL },
+		{ "heartbeats_report_silent", heartbeats_report_silent, NULL },
+		{ "pgs_peer", pgs_peer, TC_LONG },
+		{ "objects_cli", objects_cli, TC_LONG },
+		{ "client_ops", client_ops, NULL },
+		{ "writes_under_kill", writes_under_kill, TC_LONG },
+		{ "writes_under_kill_hrw", writes_under_kill_hrw, TC_LONG },
+		{ "full_stores", full_stores, TC_LONG },
+		{ "store_runs_out", store_runs_out, TC_LONG },
 	};
 
 	return tc_check_main("osd", cases, TC_NCASES(cases));
