@@ -94,9 +94,11 @@ struct tsr_op {
 	struct step s[TSR_OBJOP_MAX_OPS];
 	int bad;                     /* a step that could not be added */
 	char why[256];
-	/* PG_LIST: the group, and whether more follow */
+	/* PG_LIST, PG_SCRUB: the group, and whether more follow */
 	uint32_t pg;
 	int *more;
+	struct tsr_scrub_report *scrub; /* PG_SCRUB's answer */
+	uint64_t timeout_ns;         /* not client_op_timeout (0: it) */
 };
 
 struct tsr_op *
@@ -895,6 +897,26 @@ bad:
 	return rc;
 }
 
+/* PG_SCRUB's answer (objop.h): u64 objects, u32 errors, u32 repaired,
+ * then the named objects as a list with its more. */
+static int
+take_scrub(const uint8_t *p, size_t len, struct tsr_scrub_report *r, char *why,
+	   size_t whylen)
+{
+	struct tsr_dec d;
+
+	memset(r, 0, sizeof(*r));
+	tsr_dec_init(&d, p, len);
+	r->objects = tsr_dec_u64(&d);
+	r->errors = tsr_dec_u32(&d);
+	r->repaired = tsr_dec_u32(&d);
+	if (tsr_dec_error(&d)) {
+		snprintf(why, whylen, "a scrub's answer of %zu bytes: too short", len);
+		return -EBADMSG;
+	}
+	return take_list(p + 16, len - 16, 1, 1, &r->bad, why, whylen);
+}
+
 /* Hand each step its answer. */
 static int
 take_outputs(struct flight *f, const struct tsr_objop_reply *r)
@@ -950,6 +972,11 @@ take_outputs(struct flight *f, const struct tsr_objop_reply *r)
 				if (s->names)
 					src = take_list(out, olen, 1, 0, s->names, op->why,
 							sizeof(op->why));
+				break;
+			case TSR_OBJOP_PG_SCRUB:
+				if (op->scrub)
+					src = take_scrub(out, olen, op->scrub, op->why,
+							 sizeof(op->why));
 				break;
 			}
 		}
@@ -1180,7 +1207,8 @@ tsr_op_submit(struct tsr_client *c, int64_t pool, const void *oid, size_t oid_le
 		snprintf(op->why, sizeof(op->why), "an operation with no step");
 		return -EINVAL;
 	}
-	if (oid_len == 0 && !(op->n == 1 && op->s[0].sub.type == TSR_OBJOP_PG_LIST)) {
+	if (oid_len == 0 && !(op->n == 1 && (op->s[0].sub.type == TSR_OBJOP_PG_LIST ||
+					     op->s[0].sub.type == TSR_OBJOP_PG_SCRUB))) {
 		snprintf(op->why, sizeof(op->why), "an empty object name");
 		return -EINVAL;
 	}
@@ -1239,7 +1267,7 @@ tsr_op_submit(struct tsr_client *c, int64_t pool, const void *oid, size_t oid_le
 	f->done = done;
 	f->arg = arg;
 	f->osd = -1;
-	f->deadline_ns = now_ns() + c->op_timeout_ns;
+	f->deadline_ns = now_ns() + (op->timeout_ns ? op->timeout_ns : c->op_timeout_ns);
 	pthread_mutex_lock(&c->lock);
 	if (c->closing) {
 		pthread_mutex_unlock(&c->lock);
@@ -1306,6 +1334,49 @@ tsr_op_run(struct tsr_client *c, int64_t pool, const void *oid, size_t oid_len,
 	if (ver)
 		*ver = w.ver;
 	return w.result;
+}
+
+int
+tsr_pg_scrub(struct tsr_client *c, int64_t pool, uint32_t pg, unsigned flags,
+	     uint64_t timeout_ms, struct tsr_scrub_report *out)
+{
+	struct tsr_osdmap_epoch *ep = tsr_mapsub_osdmap(c->sub);
+	const struct tsr_osdmap_pool *p = ep ? tsr_osdmap_pool(tsr_osdmap_epoch_map(ep), pool)
+					     : NULL;
+	uint32_t pg_num = p ? p->pg_num : 0;
+	struct tsr_op *op;
+	struct step *s;
+	int rc, src = 0;
+
+	tsr_osdmap_epoch_put(ep);
+	memset(out, 0, sizeof(*out));
+	if (pg_num == 0)
+		return fail(-ENOENT, "no pool %" PRId64 " in the OSD map", pool);
+	if (pg >= pg_num)
+		return fail(-ENOENT, "pool %" PRId64 " has %u PGs: no PG %x", pool, pg_num, pg);
+	if (flags & ~(unsigned)(TSR_SCRUB_DEEP | TSR_SCRUB_REPAIR))
+		return fail(-EINVAL, "scrub flags 0x%x: only TSR_SCRUB_DEEP and "
+			    "TSR_SCRUB_REPAIR are defined", flags);
+	if ((op = tsr_op_create()) == NULL)
+		return -ENOMEM;
+	s = add(op, TSR_OBJOP_PG_SCRUB);
+	s->sub.flags = (uint16_t)((flags & TSR_SCRUB_DEEP ? TSR_OBJOP_SCRUB_DEEP : 0) |
+				  (flags & TSR_SCRUB_REPAIR ? TSR_OBJOP_SCRUB_REPAIR : 0));
+	s->rc = &src;
+	op->pg = pg;
+	op->scrub = out;
+	op->timeout_ns = timeout_ms * 1000000u;
+	rc = tsr_op_run(c, pool, NULL, 0, op, NULL);
+	if (rc == 0)
+		rc = src;
+	if (rc < 0) {
+		fail(rc, "scrubbing PG %" PRId64 ".%x: %s", pool, pg,
+		     rc == -EBUSY ? "the PG is not active+clean now (scrub it once it is)"
+		     : tsr_op_why(op));
+		tsr_kvs_free(&out->bad);
+	}
+	tsr_op_destroy(op);
+	return rc;
 }
 
 int

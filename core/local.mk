@@ -37,6 +37,7 @@ core_libtsrcore_la_SOURCES = \
 	core/osd/pglog.c core/osd/pglog.h \
 	core/osd/pgsm.c core/osd/pgsm.h core/osd/pgmsg.c \
 	core/osd/pgstore.c core/osd/pgstore.h \
+	core/osd/scrub.c core/osd/scrub.h \
 	core/osd/pgpush.c core/osd/pgpush.h \
 	core/osd/objop.c core/osd/objop.h \
 	core/mon/monc.c core/mon/monc.h \

@@ -20,6 +20,7 @@ unit_tests = \
 	tests/unit/test_pglog \
 	tests/unit/test_objop \
 	tests/unit/test_pgstore \
+	tests/unit/test_scrub \
 	tests/unit/test_monc \
 	tests/unit/test_map \
 	tests/unit/test_osdmap_epoch \
@@ -62,9 +63,12 @@ tests_unit_test_pglog_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_objop_SOURCES = tests/unit/test_objop.c
 tests_unit_test_objop_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_objop_LDADD = $(CHECK_LDADD_ALL)
-tests_unit_test_pgstore_SOURCES = tests/unit/test_pgstore.c
+tests_unit_test_pgstore_SOURCES = tests/unit/test_pgstore.c tests/unit/store_rig.h
 tests_unit_test_pgstore_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_pgstore_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_scrub_SOURCES = tests/unit/test_scrub.c tests/unit/store_rig.h
+tests_unit_test_scrub_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_scrub_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_osdmsg_SOURCES = tests/unit/test_osdmsg.c
 tests_unit_test_osdmsg_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_osdmsg_LDADD = $(CHECK_LDADD_ALL)
@@ -72,7 +76,8 @@ tests_unit_test_monc_SOURCES = tests/unit/test_monc.c
 tests_unit_test_monc_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_monc_LDADD = $(CHECK_LDADD_ALL)
 # the monitor's replicated state, built from the daemon's source
-tests_unit_test_monstate_SOURCES = tests/unit/test_monstate.c daemons/mon/state.c
+tests_unit_test_monstate_SOURCES = tests/unit/test_monstate.c daemons/mon/state.c \
+	daemons/mon/pgstats.c
 tests_unit_test_monstate_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/daemons/mon
 tests_unit_test_monstate_LDADD = $(CHECK_LDADD_ALL)
 # the redundancy-replica plugin, loaded from $PLUGIN_DIR as daemons do

@@ -191,6 +191,33 @@ static const struct tsr_conf_opt core_options[] = {
 	    .help = "client operations a PG holds while it peers or recovers an object "
 		    "they wait for; more are answered EAGAIN (the client sends them again)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_scrub_interval", .type = TSR_OPT_DURATION, .def = "1d", .min = "0s",
+	    .max = "365d",
+	    .help = "a PG is scrubbed (its copies' versions, sizes, attributes and omaps "
+		    "compared) this long after its last scrub, when active+clean (0: only "
+		    "when asked, tessera pg scrub)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_deep_scrub_interval", .type = TSR_OPT_DURATION, .def = "7d",
+	    .min = "0s", .max = "365d",
+	    .help = "a PG is deep-scrubbed (its copies' data read whole and compared too) "
+		    "this long after its last deep scrub (0: only when asked, tessera pg "
+		    "deep-scrub)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_scrub_chunk_max", .type = TSR_OPT_INT, .def = "64", .min = "1",
+	    .max = "512",
+	    .help = "objects a scrub compares at a time: the PG's shard reads them on each "
+		    "copy while its other work waits" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_max_scrubs", .type = TSR_OPT_INT, .def = "1", .min = "0",
+	    .max = "64",
+	    .help = "scheduled scrubs an OSD runs at once as a primary (0: none on a "
+		    "schedule; those asked for with tessera pg scrub always run)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_scrub_auto_repair", .type = TSR_OPT_BOOL, .def = "false",
+	    .help = "scheduled scrubs repair what they find (as tessera pg repair does: "
+		    "each bad copy is rebuilt from the authoritative one) instead of only "
+		    "reporting it" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
 	{ { .name = "osd_op_shards", .type = TSR_OPT_INT, .def = "2", .min = "1", .max = "64",
 	    .help = "worker threads an OSD runs its placement groups on (each PG on one, "
 		    "its events in order)" },

@@ -851,6 +851,49 @@ tsr_pg_state_str(uint32_t state, char *out, size_t len)
 	return out;
 }
 
+/* An inconsistent object's name, b[0..n): 1..TSR_PG_STAT_BAD_NAME - 1
+ * printable ASCII bytes (no NUL); 0, or -EINVAL naming entry i, its PG
+ * and the name's place j. */
+static int
+pg_bad_name_check(const struct tsr_mon_pg_stat *p, uint32_t i, uint32_t j, const char *b,
+		  size_t n, char *err, size_t errlen)
+{
+	if (n == 0 || n >= TSR_PG_STAT_BAD_NAME)
+		return tsr_errf(err, errlen, -EINVAL, "pg stats: entry %u: PG %lld.%x: the "
+				"name of inconsistent object %u has %zu bytes, not 1..%d", i,
+				(long long)p->pool, p->pg, j, n, TSR_PG_STAT_BAD_NAME - 1);
+	for (size_t k = 0; k < n; k++)
+		if (b[k] < 0x20 || b[k] > 0x7e)
+			return tsr_errf(err, errlen, -EINVAL, "pg stats: entry %u: PG %lld.%x: "
+					"the name of inconsistent object %u has byte 0x%02x at "
+					"%zu, not printable ASCII", i, (long long)p->pool, p->pg,
+					j, (unsigned)(unsigned char)b[k], k);
+	return 0;
+}
+
+/* What a PG's scrub fields may hold (monmsg.h): 0, or -EINVAL with the
+ * reason naming entry i and its PG. */
+static int
+pg_scrub_check(const struct tsr_mon_pg_stat *p, uint32_t i, char *err, size_t errlen)
+{
+	int rc;
+
+	if (p->nbad > TSR_PG_STAT_MAX_BAD)
+		return tsr_errf(err, errlen, -EINVAL, "pg stats: entry %u: PG %lld.%x names "
+				"%u inconsistent objects, more than %d", i, (long long)p->pool,
+				p->pg, p->nbad, TSR_PG_STAT_MAX_BAD);
+	if (p->scrub_errors < p->nbad)
+		return tsr_errf(err, errlen, -EINVAL, "pg stats: entry %u: PG %lld.%x names "
+				"%u inconsistent objects but counts %u scrub errors", i,
+				(long long)p->pool, p->pg, p->nbad, p->scrub_errors);
+	for (uint32_t j = 0; j < p->nbad; j++)
+		if ((rc = pg_bad_name_check(p, i, j, p->bad[j],
+					    strnlen(p->bad[j], TSR_PG_STAT_BAD_NAME), err,
+					    errlen)) < 0)
+			return rc;
+	return 0;
+}
+
 int
 tsr_monmsg_pg_stats_encode(struct tsr_enc *e, const struct tsr_mon_pg_stats *s)
 {
@@ -858,7 +901,12 @@ tsr_monmsg_pg_stats_encode(struct tsr_enc *e, const struct tsr_mon_pg_stats *s)
 
 	if (s->n > TSR_MONMSG_MAX_PG_STATS)
 		return -EINVAL;
-	mark = tsr_enc_begin_struct(e, 1, 1);
+	for (uint32_t i = 0; i < s->n; i++)
+		if (pg_scrub_check(&s->pgs[i], i, NULL, 0) < 0)
+			return -EINVAL;
+	/* v2, compat 1: the scrub fields come as a section of their own
+	 * after the v1 entries, which a v1 decoder skips (monmsg.h). */
+	mark = tsr_enc_begin_struct(e, 2, 1);
 	tsr_enc_u64(e, s->client);
 	tsr_enc_u64(e, s->tid);
 	tsr_enc_i32(e, s->osd);
@@ -873,7 +921,7 @@ tsr_monmsg_pg_stats_encode(struct tsr_enc *e, const struct tsr_mon_pg_stats *s)
 		uint32_t k = p->nacting < TSR_OSDMAP_MAX_SIZE ? p->nacting : TSR_OSDMAP_MAX_SIZE;
 		tsr_enc_i64(e, p->pool);
 		tsr_enc_u32(e, p->pg);
-		tsr_enc_u32(e, p->state);
+		tsr_enc_u32(e, p->state & TSR_PG_ST_V1);
 		tsr_enc_u64(e, p->epoch);
 		tsr_enc_u64(e, p->les);
 		tsr_enc_u64(e, p->lec);
@@ -885,6 +933,16 @@ tsr_monmsg_pg_stats_encode(struct tsr_enc *e, const struct tsr_mon_pg_stats *s)
 		tsr_enc_u32(e, k);
 		for (uint32_t j = 0; j < k; j++)
 			tsr_enc_i32(e, p->acting[j]);
+	}
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct tsr_mon_pg_stat *p = &s->pgs[i];
+		tsr_enc_u32(e, p->state & ~(uint32_t)TSR_PG_ST_V1);
+		tsr_enc_u64(e, p->last_scrub);
+		tsr_enc_u64(e, p->last_deep_scrub);
+		tsr_enc_u32(e, p->scrub_errors);
+		tsr_enc_u32(e, p->nbad);
+		for (uint32_t j = 0; j < p->nbad; j++)
+			tsr_enc_str(e, p->bad[j]);
 	}
 	tsr_enc_end_struct(e, mark);
 	return tsr_enc_error(e);
@@ -912,7 +970,7 @@ tsr_monmsg_pg_stats_decode(const void *buf, size_t len, struct tsr_mon_pg_stats 
 
 	memset(s, 0, sizeof(*s));
 	tsr_dec_init(&d, buf, len);
-	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+	if (tsr_dec_begin_struct(&d, 2, &ver, &sub) < 0)
 		return tsr_errf(err, errlen, -EBADMSG, "pg stats: bad envelope");
 	s->client = tsr_dec_u64(&sub);
 	s->tid = tsr_dec_u64(&sub);
@@ -956,13 +1014,48 @@ tsr_monmsg_pg_stats_decode(const void *buf, size_t len, struct tsr_mon_pg_stats 
 					      "OSD %d", i, p->acting[j]);
 		}
 		if (rc == 0 && (p->pool <= 0 || p->pg >= TSR_OSDMAP_MAX_PG_NUM ||
-				(p->state & ~(uint32_t)TSR_PG_ST_ALL)))
+				(p->state & ~(uint32_t)TSR_PG_ST_V1)))
 			rc = tsr_errf(err, errlen, -EINVAL, "pg stats: entry %u: PG %lld.%x, "
 				      "state 0x%x: not a PG or not a state", i,
 				      (long long)p->pool, p->pg, p->state);
 		if (rc)
 			break;
 		s->n = i + 1;
+	}
+	/* v2: the scrub section, entry by entry as above (v1: all 0) */
+	for (uint32_t i = 0; rc == 0 && ver >= 2 && i < s->n && tsr_dec_error(&sub) == 0;
+	     i++) {
+		struct tsr_mon_pg_stat *p = &s->pgs[i];
+		uint32_t st2 = tsr_dec_u32(&sub);
+		p->last_scrub = tsr_dec_u64(&sub);
+		p->last_deep_scrub = tsr_dec_u64(&sub);
+		p->scrub_errors = tsr_dec_u32(&sub);
+		p->nbad = tsr_dec_u32(&sub);
+		if (tsr_dec_error(&sub))
+			break;
+		if (st2 & (TSR_PG_ST_V1 | ~(uint32_t)TSR_PG_ST_ALL)) {
+			rc = tsr_errf(err, errlen, -EINVAL, "pg stats: entry %u: PG %lld.%x, "
+				      "v2 state 0x%x: not a state from scrubbing on", i,
+				      (long long)p->pool, p->pg, st2);
+			break;
+		}
+		p->state |= st2;
+		if (p->nbad > TSR_PG_STAT_MAX_BAD) {
+			rc = pg_scrub_check(p, i, err, errlen);
+			break;
+		}
+		for (uint32_t j = 0; j < p->nbad && rc == 0; j++) {
+			const void *b;
+			size_t blen;
+			/* any length the input holds: checked below, with a reason */
+			tsr_dec_bytes(&sub, &b, &blen, SIZE_MAX);
+			if (b == NULL)
+				break;
+			if ((rc = pg_bad_name_check(p, i, j, b, blen, err, errlen)) == 0)
+				memcpy(p->bad[j], b, blen);
+		}
+		if (rc == 0 && tsr_dec_error(&sub) == 0)
+			rc = pg_scrub_check(p, i, err, errlen);
 	}
 	if (rc == 0 && (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) ||
 			s->n != n))

@@ -47,13 +47,24 @@
  *   MON_PG_STATS   osd.N -> the leader: where the PGs it is the primary of
  *                  stand (pg.h-style state bits, below), taken at epoch
  *                  and its store's usage (bytes in all, used, free for
- *                  clients, objects)
- *       envelope v1 { u64 client, u64 tid, i32 osd, u64 epoch,
+ *                  clients, objects); v2 on, what the PGs' scrubs found
+ *       envelope v2, compat 1 {
+ *                     u64 client, u64 tid, i32 osd, u64 epoch,
  *                     u64 total, u64 used, u64 avail, u64 objects, u32 n,
  *                     n x { i64 pool, u32 pg, u32 state, u64 epoch,
  *                           u64 les, u64 lec, u64 sis, u64 lu_epoch,
  *                           u64 lu_ver, u64 degraded, u64 missing,
- *                           u32 nacting, nacting x i32 } }
+ *                           u32 nacting, nacting x i32 },
+ *                     n x { u32 state_v2, u64 last_scrub,   v2 on: the
+ *                           u64 last_deep_scrub,            same PGs in
+ *                           u32 scrub_errors, u32 nbad,     the same order
+ *                           nbad x string bad } }
+ *                  state holds only the v1 bits (TSR_PG_ST_V1: a v1
+ *                  decoder refuses any other), state_v2 only the bits from
+ *                  SCRUBBING on; a PG's state is the two OR'ed.  A v1
+ *                  monitor skips the second section (the envelope's
+ *                  length) and sees a scrubbing PG as, say, active+clean.
+ *                  A v1 report decodes with the scrub fields all 0.
  *                  Each is answered with MON_CMD_REPLY (the same tid).
  *                  version is the daemon's software (TSR_VERSION).
  *
@@ -308,17 +319,28 @@ TSR_API int tsr_monmsg_osd_alive_decode(const void *buf, size_t len,
 	X(BACKFILLING, 9, "backfilling")        \
 	X(REMAPPED, 10, "remapped")             \
 	X(STALE, 11, "stale")                   \
-	X(UNKNOWN, 12, "unknown")
+	X(UNKNOWN, 12, "unknown")               \
+	X(SCRUBBING, 13, "scrubbing")           \
+	X(DEEP, 14, "deep")                     \
+	X(INCONSISTENT, 15, "inconsistent")     \
+	X(REPAIR, 16, "repair")
+/* DEEP: with SCRUBBING, the scrub is a deep one (it reads and compares
+ * the data, not only sizes and attributes); REPAIR: with SCRUBBING, it
+ * repairs what it finds.  INCONSISTENT: the last scrub found objects
+ * whose copies differ and they are not repaired since. */
 enum {
 #define TSR_PG_STATE_BIT(name, n, label) TSR_PG_ST_##name = 1u << (n),
 	TSR_PG_STATES(TSR_PG_STATE_BIT)
 #undef TSR_PG_STATE_BIT
 };
-#define TSR_PG_ST_ALL ((1u << 13) - 1)
+#define TSR_PG_ST_ALL ((1u << 17) - 1)
+#define TSR_PG_ST_V1 ((1u << 13) - 1)   /* the bits a v1 report may carry */
 /* "active+clean" into out (at most len bytes, NUL included): out. */
 TSR_API char *tsr_pg_state_str(uint32_t state, char *out, size_t len);
 
 #define TSR_MONMSG_MAX_PG_STATS 4096  /* PGs in one report */
+#define TSR_PG_STAT_MAX_BAD 4         /* inconsistent objects named per PG */
+#define TSR_PG_STAT_BAD_NAME 96       /* one such name, with its NUL */
 
 struct tsr_mon_pg_stat {
 	int64_t pool;
@@ -331,6 +353,19 @@ struct tsr_mon_pg_stat {
 	uint64_t missing;             /* objects the primary lacks */
 	uint32_t nacting;
 	int32_t acting[TSR_OSDMAP_MAX_SIZE];
+	/* v2 on (0 from a v1 sender).  Wall-clock Unix seconds when the last
+	 * scrub and the last deep scrub of the PG completed (0: never; a deep
+	 * scrub sets both); the objects that scrub found inconsistent and
+	 * that are not repaired since, and up to TSR_PG_STAT_MAX_BAD of their
+	 * names: 1..95 printable ASCII bytes (0x20..0x7e, the OSD escapes and
+	 * truncates longer or other names), NUL-terminated, the rest of each
+	 * array zero.  Decoding refuses nbad > TSR_PG_STAT_MAX_BAD, a name
+	 * that is empty, too long or not printable, and scrub_errors < nbad;
+	 * encoding refuses them with -EINVAL. */
+	uint64_t last_scrub, last_deep_scrub;
+	uint32_t scrub_errors;
+	uint32_t nbad;
+	char bad[TSR_PG_STAT_MAX_BAD][TSR_PG_STAT_BAD_NAME];
 };
 
 struct tsr_mon_pg_stats {
@@ -341,6 +376,8 @@ struct tsr_mon_pg_stats {
 	uint32_t n;
 	struct tsr_mon_pg_stat *pgs;  /* n of them (decode: malloc'd) */
 };
+/* Writes v2; -EINVAL (nothing usable written) when a count exceeds its
+ * bound or a PG's scrub fields are what decoding refuses (above). */
 TSR_API int tsr_monmsg_pg_stats_encode(struct tsr_enc *e, const struct tsr_mon_pg_stats *s);
 /* Decode (s->pgs malloc'd: tsr_monmsg_pg_stats_free). */
 TSR_API int tsr_monmsg_pg_stats_decode(const void *buf, size_t len,

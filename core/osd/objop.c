@@ -45,6 +45,7 @@ tsr_objop_reads(uint16_t type)
 	case TSR_OBJOP_OMAP_GET_KEYS:
 	case TSR_OBJOP_OMAP_GET_RANGE:
 	case TSR_OBJOP_PG_LIST:
+	case TSR_OBJOP_PG_SCRUB:
 		return 1;
 	}
 	return 0;
@@ -96,6 +97,7 @@ uses(uint16_t type, unsigned *fields, int *in)
 	case TSR_OBJOP_OMAP_RM: *in = IN_KEYS; break;
 	case TSR_OBJOP_OMAP_RM_RANGE: *fields = USE_NAME; *in = IN_KEY; break;
 	case TSR_OBJOP_PG_LIST: *fields = USE_NAME0 | USE_LEN; break;
+	case TSR_OBJOP_PG_SCRUB: *fields = USE_FLAGS; break;
 	default: break;   /* STAT, REMOVE, GETXATTRS, ASSERT_EXISTS, OMAP_CLEAR */
 	}
 }
@@ -135,8 +137,13 @@ sub_fields(const struct tsr_objop_sub *s, uint32_t in_len, uint32_t i, char *err
 	uses(s->type, &f, &in);
 	if (!(f & USE_FLAGS) && s->flags)
 		return op_fail(err, errlen, -EBADMSG, i, s->type, "flags 0x%x, which only "
-			       "create takes", s->flags);
-	if (s->flags & ~TSR_OBJOP_EXCL)
+			       "create and pg-scrub take", s->flags);
+	if (s->type == TSR_OBJOP_PG_SCRUB &&
+	    (s->flags & ~(TSR_OBJOP_SCRUB_DEEP | TSR_OBJOP_SCRUB_REPAIR)))
+		return op_fail(err, errlen, -EBADMSG, i, s->type, "flags 0x%x, only 0x%x "
+			       "(deep) and 0x%x (repair) are defined", s->flags,
+			       TSR_OBJOP_SCRUB_DEEP, TSR_OBJOP_SCRUB_REPAIR);
+	if (s->type != TSR_OBJOP_PG_SCRUB && (s->flags & ~TSR_OBJOP_EXCL))
 		return op_fail(err, errlen, -EBADMSG, i, s->type, "flags 0x%x, only 0x%x "
 			       "(exclusive) is defined", s->flags, TSR_OBJOP_EXCL);
 	if (!(f & USE_OFF) && s->off)
@@ -356,16 +363,19 @@ decode_op(const void *front, size_t front_len, const uint8_t *data, size_t data_
 	if (at != data_len)
 		return tsr_errf(err, errlen, -EBADMSG, "osd op: the inputs take %" PRIu64
 				" bytes of the data's %zu", at, data_len);
-	/* PG_LIST names no object: it stands alone with an empty oid */
+	/* PG_LIST and PG_SCRUB name no object: each stands alone with an
+	 * empty oid */
 	for (uint32_t i = 0; i < op->nops; i++)
-		if (op->ops[i].type == TSR_OBJOP_PG_LIST && op->nops > 1)
-			return op_fail(err, errlen, -EBADMSG, i, TSR_OBJOP_PG_LIST,
+		if ((op->ops[i].type == TSR_OBJOP_PG_LIST ||
+		     op->ops[i].type == TSR_OBJOP_PG_SCRUB) && op->nops > 1)
+			return op_fail(err, errlen, -EBADMSG, i, op->ops[i].type,
 				       "must be the only sub-operation (there are %" PRIu32 ")",
 				       op->nops);
-	if (op->ops[0].type == TSR_OBJOP_PG_LIST) {
+	if (op->ops[0].type == TSR_OBJOP_PG_LIST || op->ops[0].type == TSR_OBJOP_PG_SCRUB) {
 		if (op->oid_len)
-			return tsr_errf(err, errlen, -EBADMSG, "osd op: pg-list with an oid "
-					"of %zu bytes (it lists a PG: no object)", op->oid_len);
+			return tsr_errf(err, errlen, -EBADMSG, "osd op: %s with an oid of %zu "
+					"bytes (it acts on a PG: no object)",
+					tsr_objop_name(op->ops[0].type), op->oid_len);
 	} else if (op->oid_len == 0) {
 		return tsr_errf(err, errlen, -EBADMSG, "osd op: empty oid");
 	} else if (op->oid_len > TSR_OBJOP_MAX_OID) {

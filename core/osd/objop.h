@@ -9,7 +9,8 @@
  * write may hold guards (ASSERT_*, CMPXATTR, CREATE exclusive) but no
  * sub-operation that returns data (a write's answer must be the same when
  * it is sent again after a change of primary, and only its result and
- * version are kept for that).  PG_LIST stands alone, with no object.
+ * version are kept for that).  PG_LIST and PG_SCRUB stand alone, with no
+ * object.
  *
  * The request (OSD_OP):
  *
@@ -93,6 +94,15 @@
  *   PG_LIST     name = list after this object (empty: from the first),
  *               len = at most this many (1 .. TSR_OBJOP_MAX_KEYS)
  *                                    -> u8 more, keylist of object names
+ *   PG_SCRUB    flags = TSR_OBJOP_SCRUB_DEEP, _REPAIR
+ *                                    scrub the PG (doc/operations.md);
+ *                                    answered when it is over:
+ *                                    -> u64 objects, u32 errors (objects
+ *                                       inconsistent and not repaired),
+ *                                       u32 repaired, u8 more, kvlist of
+ *                                       inconsistent objects, repaired or
+ *                                       not (name -> what differs, text),
+ *                                       more: not all of them are named
  *
  * Lists (input and output):
  *   keylist = u32 n, n x bytes key
@@ -145,7 +155,8 @@
 	X(OMAP_RM, 20, "omap-rm", 1)                            \
 	X(OMAP_RM_RANGE, 21, "omap-rm-range", 1)                \
 	X(OMAP_CLEAR, 22, "omap-clear", 1)                      \
-	X(PG_LIST, 23, "pg-list", 0)
+	X(PG_LIST, 23, "pg-list", 0)                            \
+	X(PG_SCRUB, 24, "pg-scrub", 0)
 
 enum {
 #define TSR_OBJOP_ENUM(name, n, label, writes) TSR_OBJOP_##name = (n),
@@ -157,11 +168,14 @@ enum {
 const char *tsr_objop_name(uint16_t type);
 /* Does a sub-operation of this type change the object? */
 int tsr_objop_writes(uint16_t type);
-/* Does it return data (READ, STAT, GET*, OMAP_GET_*, PG_LIST)? */
+/* Does it return data (READ, STAT, GET*, OMAP_GET_*, PG_LIST, PG_SCRUB)? */
 int tsr_objop_reads(uint16_t type);
 
 /* sub-operation flags */
 #define TSR_OBJOP_EXCL 0x1u           /* CREATE: fail if it exists */
+#define TSR_OBJOP_SCRUB_DEEP 0x1u     /* PG_SCRUB: data CRCs too */
+#define TSR_OBJOP_SCRUB_REPAIR 0x2u   /* PG_SCRUB: repair what differs */
+#define TSR_OBJOP_SCRUB_MAX_NAMED 100u /* objects a PG_SCRUB answer names */
 
 /* request flags: none yet (must be 0) */
 

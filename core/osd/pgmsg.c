@@ -51,6 +51,14 @@ tsr_pgmsg_free(struct tsr_pgmsg *m)
 	free(m->objs);
 	m->objs = NULL;
 	m->nobjs = 0;
+	free(m->oid2);
+	m->oid2 = NULL;
+	m->oid2_len = 0;
+	for (size_t i = 0; i < m->nsobjs; i++)
+		free(m->sobjs[i].oid);
+	free(m->sobjs);
+	m->sobjs = NULL;
+	m->nsobjs = 0;
 }
 
 int
@@ -123,6 +131,32 @@ tsr_pgmsg_encode(struct tsr_enc *e, const struct tsr_pgmsg *m)
 	case TSR_PGMSG_PROGRESS_ACK:
 		tsr_enc_bytes(e, m->oid, m->oid_len);
 		tsr_enc_u8(e, m->done);
+		break;
+	case TSR_PGMSG_REPAIR:
+		tsr_enc_bytes(e, m->oid, m->oid_len);
+		tsr_ev_encode(e, m->ev);
+		break;
+	case TSR_PGMSG_SCRUB:
+		tsr_enc_u64(e, m->token);
+		tsr_enc_bytes(e, m->oid, m->oid_len);
+		tsr_enc_bytes(e, m->oid2, m->oid2_len);
+		tsr_enc_u32(e, m->max);
+		tsr_enc_u8(e, m->deep);
+		break;
+	case TSR_PGMSG_SCRUB_MAP:
+		tsr_enc_u64(e, m->token);
+		tsr_enc_u8(e, m->done);
+		tsr_enc_u32(e, (uint32_t)m->nsobjs);
+		for (size_t i = 0; i < m->nsobjs; i++) {
+			const struct tsr_scrub_obj *o = &m->sobjs[i];
+			tsr_enc_bytes(e, o->oid, o->oid_len);
+			tsr_ev_encode(e, o->ev);
+			tsr_enc_u64(e, o->size);
+			tsr_enc_u32(e, o->attr_crc);
+			tsr_enc_u32(e, o->omap_crc);
+			tsr_enc_u32(e, o->data_crc);
+			tsr_enc_u8(e, o->flags);
+		}
 		break;
 	}
 	tsr_enc_end_struct(e, mark);
@@ -282,6 +316,73 @@ tsr_pgmsg_decode(const void *buf, size_t len, struct tsr_pgmsg *m, char *err, si
 		if (oid_len && (rc = dup_oid(m, oid, oid_len)) < 0)
 			return rc;
 		break;
+	case TSR_PGMSG_REPAIR:
+		tsr_dec_bytes(&s, &oid, &oid_len, TSR_PGLOG_MAX_OID);
+		m->ev = tsr_ev_decode(&s);
+		if (tsr_dec_error(&s) || oid_len == 0 || tsr_ev_none(m->ev))
+			return bad(m, err, errlen, "bad object name or version");
+		if ((rc = dup_oid(m, oid, oid_len)) < 0)
+			return rc;
+		break;
+	case TSR_PGMSG_SCRUB: {
+		const void *upto;
+		size_t upto_len;
+		m->token = tsr_dec_u64(&s);
+		tsr_dec_bytes(&s, &oid, &oid_len, TSR_PGLOG_MAX_OID);
+		tsr_dec_bytes(&s, &upto, &upto_len, TSR_PGLOG_MAX_OID);
+		m->max = tsr_dec_u32(&s);
+		m->deep = tsr_dec_u8(&s);
+		if (tsr_dec_error(&s) || m->deep > 1 || m->max == 0 ||
+		    m->max > TSR_PGMSG_MAX_SCRUB ||
+		    (oid_len && upto_len && tsr_oid_cmp(oid, oid_len, upto, upto_len) >= 0))
+			return bad(m, err, errlen, "bad range, count or flag");
+		if (oid_len && (rc = dup_oid(m, oid, oid_len)) < 0)
+			return rc;
+		if (upto_len) {
+			if ((m->oid2 = tsr_pglog_dup(upto, upto_len)) == NULL) {
+				tsr_pgmsg_free(m);
+				return -ENOMEM;
+			}
+			m->oid2_len = upto_len;
+		}
+		break;
+	}
+	case TSR_PGMSG_SCRUB_MAP: {
+		uint32_t n;
+		m->token = tsr_dec_u64(&s);
+		m->done = tsr_dec_u8(&s);
+		n = tsr_dec_u32(&s);
+		/* an entry is at least 4 + 16 + 8 + 12 + 1 bytes */
+		if (tsr_dec_error(&s) || m->done > 1 || n > TSR_PGMSG_MAX_SCRUB ||
+		    n > tsr_dec_remaining(&s) / 41)
+			return bad(m, err, errlen, "bad count or flag");
+		if (n && (m->sobjs = calloc(n, sizeof(*m->sobjs))) == NULL) {
+			tsr_pgmsg_free(m);
+			return -ENOMEM;
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			struct tsr_scrub_obj *o = &m->sobjs[i];
+			tsr_dec_bytes(&s, &oid, &oid_len, TSR_PGLOG_MAX_OID);
+			o->ev = tsr_ev_decode(&s);
+			o->size = tsr_dec_u64(&s);
+			o->attr_crc = tsr_dec_u32(&s);
+			o->omap_crc = tsr_dec_u32(&s);
+			o->data_crc = tsr_dec_u32(&s);
+			o->flags = tsr_dec_u8(&s);
+			if (tsr_dec_error(&s) || oid_len == 0 || (o->flags & ~TSR_SCRUB_F_ALL) ||
+			    (i > 0 && tsr_oid_cmp(m->sobjs[i - 1].oid, m->sobjs[i - 1].oid_len,
+						  oid, oid_len) >= 0))
+				return bad(m, err, errlen, "objects empty, flagged unknown or "
+					   "out of order");
+			if ((o->oid = tsr_pglog_dup(oid, oid_len)) == NULL) {
+				tsr_pgmsg_free(m);
+				return -ENOMEM;
+			}
+			o->oid_len = oid_len;
+			m->nsobjs++;
+		}
+		break;
+	}
 	case TSR_PGMSG_SCAN_REPLY: {
 		uint32_t n;
 		m->done = tsr_dec_u8(&s);

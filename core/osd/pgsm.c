@@ -1511,6 +1511,13 @@ complete_writes(struct tsr_pgsm *sm)
 	int any = 0;
 
 	while (sm->nfl && sm->fl[0].waiting == 0) {
+		/* every member holds it: each is a source for it now (a repair
+		 * of this copy pulls it: tsr_pgsm_repair) */
+		for (uint32_t i = 1; i < sm->cur.nacting; i++) {
+			struct peer *pe = peer_find(sm, sm->cur.acting[i]);
+			if (pe && tsr_ev_cmp(pe->info.last_update, sm->fl[0].ev) < 0)
+				pe->info.last_update = sm->fl[0].ev;
+		}
 		reply(sm, sm->fl[0].handle, sm->fl[0].result, sm->fl[0].ev);
 		inflight_drop(sm, 0);
 		any = 1;
@@ -2509,6 +2516,104 @@ on_push_ack(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 	return 0;
 }
 
+/* ---- scrub repairs ------------------------------------------------------------ */
+
+/* The newest entry of l on oid, or NULL. */
+static const struct tsr_pglog_entry *
+log_newest(const struct tsr_pglog *l, const void *oid, size_t oid_len)
+{
+	for (size_t i = l->n; i-- > 0;)
+		if (tsr_oid_cmp(l->e[i].oid, l->e[i].oid_len, oid, oid_len) == 0)
+			return &l->e[i];
+	return NULL;
+}
+
+/* This copy's oid is bad: it misses it at need (have none), durably. */
+static int
+mark_bad(struct tsr_pgsm *sm, const void *oid, size_t oid_len, struct tsr_ev need)
+{
+	struct persist p;
+
+	memset(&p, 0, sizeof(p));
+	if (missing_set(sm, &p, oid, oid_len, need, (struct tsr_ev){ 0, 0 }) < 0) {
+		persist_free(&p);
+		return -ENOMEM;
+	}
+	update_last_complete(sm);
+	kv_info(sm, &p);
+	return persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, NULL);
+}
+
+int
+tsr_pgsm_object_busy(const struct tsr_pgsm *sm, const void *oid, size_t oid_len)
+{
+	if (write_in_flight(sm, oid, oid_len) || object_degraded(sm, oid, oid_len))
+		return 1;
+	for (size_t i = 0; i < sm->nq; i++)
+		if (tsr_oid_cmp(sm->q[i].op.oid, sm->q[i].op.oid_len, oid, oid_len) == 0)
+			return 1;
+	return 0;
+}
+
+int
+tsr_pgsm_repair(struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t osd,
+		struct tsr_ev ev)
+{
+	const struct tsr_pglog_entry *x;
+	int k, rc;
+
+	if (sm->state != TSR_PGSM_ACTIVE || sm->role != ROLE_PRIMARY)
+		return -EAGAIN;
+	if ((k = acting_index(sm, osd)) < 0 || oid_len == 0 || tsr_ev_none(ev))
+		return -EINVAL;
+	if (tsr_pgsm_object_busy(sm, oid, oid_len))
+		return -EBUSY;
+	/* the scrub saw the object at ev: a write since makes that stale */
+	x = log_newest(&sm->log, oid, oid_len);
+	if ((x && (x->op != TSR_PGLOG_MODIFY || tsr_ev_cmp(x->ev, ev) != 0)) ||
+	    tsr_ev_cmp(ev, sm->info.last_update) > 0)
+		return -ESTALE;
+	if (k == 0) {
+		if ((rc = mark_bad(sm, oid, oid_len, ev)) < 0)
+			return rc;
+	} else {
+		struct peer *pe = peer_find(sm, osd);
+		struct tsr_pgsm_action *a;
+		if (pe == NULL)
+			return -EINVAL;
+		/* the member records it before the push that follows on the
+		 * same session, so it takes the push */
+		if ((a = send_new(sm, osd, TSR_PGMSG_REPAIR, sm->info.same_interval_since)) == NULL ||
+		    (a->msg.oid = tsr_pglog_dup(oid, oid_len)) == NULL)
+			return -ENOMEM;
+		a->msg.oid_len = oid_len;
+		a->msg.ev = ev;
+		if (tsr_missing_add(&pe->missing, oid, oid_len, ev, (struct tsr_ev){ 0, 0 }) < 0)
+			return -ENOMEM;
+	}
+	sm->clean = 0;
+	why(sm, "active: repairing osd.%d's copy of an object at %llu'%llu", osd,
+	    (unsigned long long)ev.epoch, (unsigned long long)ev.ver);
+	recover_some(sm);
+	return 0;
+}
+
+/* The primary found our copy of an object bad. */
+static int
+on_repair(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
+{
+	const struct tsr_pglog_entry *x;
+
+	if (sm->state != TSR_PGSM_REPLICA || m->from != sm->cur.acting[0])
+		return 0;
+	/* a write since: what we hold is newer than what the scrub saw (the
+	 * primary's push then finds us holding it, and is acknowledged) */
+	x = log_newest(&sm->log, m->oid, m->oid_len);
+	if (x && tsr_ev_cmp(x->ev, m->ev) > 0)
+		return 0;
+	return mark_bad(sm, m->oid, m->oid_len, m->ev);
+}
+
 int
 tsr_pgsm_recv(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 {
@@ -2590,6 +2695,11 @@ tsr_pgsm_recv(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 	case TSR_PGMSG_PROGRESS:
 	case TSR_PGMSG_PROGRESS_ACK:
 		return on_backfill_msg(sm, m);
+	case TSR_PGMSG_REPAIR:
+		return on_repair(sm, m);
+	case TSR_PGMSG_SCRUB:
+	case TSR_PGMSG_SCRUB_MAP:
+		return 0; /* the OSD's (daemons/osd/scrub.c), never handed in */
 	case TSR_PGMSG_PURGE:
 		if (sm->role == ROLE_STRAY && !in_set(sm->cur.up, sm->cur.nup, sm->conf.whoami)) {
 			action_new(sm, TSR_PGSM_A_DELETE);

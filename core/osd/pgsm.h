@@ -141,7 +141,11 @@ struct tsr_pg_mapview {
 	X(SCAN, 13, "pg scan")             /* backfill: list your objects */  \
 	X(SCAN_REPLY, 14, "pg scan reply")                                 \
 	X(PROGRESS, 15, "pg backfill progress") /* you hold all up to */   \
-	X(PROGRESS_ACK, 16, "pg backfill progress ack")
+	X(PROGRESS_ACK, 16, "pg backfill progress ack")                   \
+	X(REPAIR, 17, "pg repair")         /* your copy of oid is bad: you
+					      miss it at ev */              \
+	X(SCRUB, 18, "pg scrub")           /* your scrub map of a range */ \
+	X(SCRUB_MAP, 19, "pg scrub map")
 
 enum {
 #define TSR_PGMSG_ENUM(name, n, label) TSR_PGMSG_##name = (n),
@@ -157,6 +161,24 @@ struct tsr_pgsm_objver {
 	struct tsr_ev ev;
 };
 #define TSR_PGMSG_MAX_SCAN 4096u     /* objects in one SCAN_REPLY */
+
+/* An object as one copy describes it to a scrub (core/osd/scrub.h). */
+#define TSR_SCRUB_F_READ_ERR 1u      /* reading it failed: digests void */
+#define TSR_SCRUB_F_NO_VERSION 2u    /* its version attribute is missing or
+					damaged (ev 0'0) */
+#define TSR_SCRUB_F_ALL 3u
+struct tsr_scrub_obj {
+	uint8_t *oid;                /* owned */
+	size_t oid_len;
+	struct tsr_ev ev;
+	uint64_t size;
+	uint32_t attr_crc;           /* its attributes but the version, names
+					and values in name order (CRC32C) */
+	uint32_t omap_crc;           /* its omap, keys and values in order */
+	uint32_t data_crc;           /* its data (a deep scrub; else 0) */
+	uint8_t flags;               /* TSR_SCRUB_F_* */
+};
+#define TSR_PGMSG_MAX_SCRUB 1024u    /* objects in one SCRUB_MAP */
 
 struct tsr_pgmsg {
 	uint8_t type;
@@ -187,6 +209,15 @@ struct tsr_pgmsg {
 	struct tsr_pgsm_objver *objs;/* SCAN_REPLY: names and versions, in
 					order (owned) */
 	size_t nobjs;
+	/* SCRUB: the objects after oid (none: from the first) up to and
+	 * including oid2 (none: to the last), at most max of them;
+	 * SCRUB_MAP: those (done: none is left in the range), in order */
+	uint8_t *oid2;               /* owned */
+	size_t oid2_len;
+	uint8_t deep;                /* SCRUB: data CRCs too */
+	uint64_t token;              /* SCRUB, SCRUB_MAP: the scrub's */
+	struct tsr_scrub_obj *sobjs; /* SCRUB_MAP (owned) */
+	size_t nsobjs;
 };
 
 void tsr_pgmsg_free(struct tsr_pgmsg *m);
@@ -330,6 +361,18 @@ int tsr_pgsm_op(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op);
  * (a guard) and changes nothing.  */
 int tsr_pgsm_exec_done(struct tsr_pgsm *sm, uint64_t handle, struct tsr_ev prior,
 		       uint8_t op, int32_t result);
+
+/* Scrub and repair (the primary, active).  Is a write to oid under way
+ * or the object missing on a member, so that its copies may differ for
+ * now? */
+int tsr_pgsm_object_busy(const struct tsr_pgsm *sm, const void *oid, size_t oid_len);
+/* osd's copy of oid is bad (a scrub found it so): it is missing there at
+ * version ev, the authoritative copy's, and recovery copies it back.  A
+ * member is told (REPAIR) and records it; this copy records it at once.
+ * -EBUSY while the object is busy (above), -EINVAL when osd is no member
+ * of the acting set, -EAGAIN when the PG is not active. */
+int tsr_pgsm_repair(struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t osd,
+		    struct tsr_ev ev);
 
 /* The actions queued since the last call: *n of them, valid until the
  * next call on the machine.  Take them all, then carry them out. */

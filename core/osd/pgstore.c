@@ -284,64 +284,87 @@ list_ctx_free(struct list_ctx *l)
 }
 
 /* The names after `after` (all of them from the first when after_len is
- * 0), up to max, the reserved ones skipped; *end when none follow.  A
- * backend's cursor is opaque, so a listing that goes on where the last
- * one ended (a backfill's next window) resumes from the cursor kept;
- * any other walks from the first name and drops those not after. */
+ * 0) up to and including upto (upto_len 0: no bound), up to max, the
+ * reserved ones skipped.  *end when none of the range follows them: with
+ * exact, known by reading a name ahead; else when the listing ran out or
+ * passed upto.  A backend's cursor is opaque, so a listing that goes on
+ * where the last one ended (a backfill's or a scrub's next window: after
+ * the last name it returned, or after its upto once it passed it)
+ * resumes from a cursor kept; any other walks from the first name.
+ * Either drops the names not after.  The cursor kept is the one before
+ * the backend's answer that held the first name beyond the window (or
+ * after the last answer, when none did): names read ahead are read again
+ * rather than kept, as objects made meanwhile may fall among them. */
 static int
-list_names(struct tsr_pgstore *ps, const void *after, size_t after_len, uint32_t max,
-	   struct list_ctx *l, int *end)
+list_names(struct tsr_pgstore *ps, const void *after, size_t after_len, const void *upto,
+	   size_t upto_len, uint32_t max, int exact, struct list_ctx *l, int *end)
 {
-	struct tsr_cursor *cur = calloc(1, sizeof(*cur));
-	int rc = 0, resumed = 0;
+	struct tsr_cursor *cur = calloc(1, sizeof(*cur)), *prev = malloc(sizeof(*prev));
+	size_t k = 0, at = 0;   /* names[0, k) taken, [at, n) not looked at yet */
+	int rc = 0, past = 0, done = 0;
 
 	memset(l, 0, sizeof(*l));
 	l->ps = ps;
 	*end = 1;
-	if (cur == NULL)
+	if (cur == NULL || prev == NULL) {
+		free(cur);
+		free(prev);
 		return -ENOMEM;
+	}
 	if (max == 0)
 		max = 1;
 	if (after_len && ps->cur && ps->cur_after_len == after_len &&
-	    memcmp(ps->cur_after, after, after_len) == 0) {
+	    memcmp(ps->cur_after, after, after_len) == 0)
 		*cur = *ps->cur;
-		resumed = 1;
-	}
-	for (int rounds = 0; rounds < 1 << 20 && l->n < max; rounds++) {
-		size_t before = l->n, k = before;
-		rc = ps->ops->list_objects(ps->inst, &ps->cid, cur, (uint32_t)(max - l->n),
-					   list_name, l);
+	tsr_pgstore_close(ps); /* what was kept is taken or stale */
+	for (int rounds = 0; rounds < 1 << 20; rounds++) {
+		*prev = *cur;
+		rc = ps->ops->list_objects(ps->inst, &ps->cid, cur,
+					   k < max ? (uint32_t)(max - k) : 1, list_name, l);
 		if (rc < 0)
 			break;
-		for (size_t i = before; i < l->n; i++) {
-			if (!resumed && after_len &&
-			    tsr_oid_cmp(l->names[i], l->lens[i], after, after_len) <= 0) {
-				free(l->names[i]);
+		done = cur->len == 0; /* the collection is exhausted */
+		for (; at < l->n && k < max; at++) {
+			if (after_len &&
+			    tsr_oid_cmp(l->names[at], l->lens[at], after, after_len) <= 0) {
+				free(l->names[at]);
 				continue;
 			}
-			l->names[k] = l->names[i];
-			l->lens[k++] = l->lens[i];
+			if (upto_len &&
+			    tsr_oid_cmp(l->names[at], l->lens[at], upto, upto_len) > 0) {
+				past = 1;
+				break;
+			}
+			l->names[k] = l->names[at];
+			l->lens[k++] = l->lens[at];
 		}
-		l->n = k;
-		if (cur->len == 0)
-			break; /* the collection is exhausted */
+		/* enough taken, and (exact) a name read ahead; names not
+		 * looked at are all from this answer */
+		if (past || done || (k == max && (!exact || at < l->n)))
+			break;
 	}
-	*end = rc == 0 && cur->len == 0;
-	/* keep where this listing ended, for the next */
-	free(ps->cur_after);
-	ps->cur_after = NULL;
-	ps->cur_after_len = 0;
-	if (rc == 0 && !*end && l->n) {
-		ps->cur_after = malloc(l->lens[l->n - 1] ? l->lens[l->n - 1] : 1);
-		if (ps->cur_after) {
-			memcpy(ps->cur_after, l->names[l->n - 1], l->lens[l->n - 1]);
-			ps->cur_after_len = l->lens[l->n - 1];
-			free(ps->cur);
-			ps->cur = cur;
-			cur = NULL;
-		}
+	if (at < l->n && upto_len &&
+	    tsr_oid_cmp(l->names[at], l->lens[at], upto, upto_len) > 0)
+		past = 1;
+	*end = rc == 0 && (past || (done && at == l->n) ||
+			   (upto_len && k &&
+			    tsr_oid_cmp(l->names[k - 1], l->lens[k - 1], upto, upto_len) == 0));
+	/* keep where the next listing may resume: after the last name
+	 * returned, or after upto once passed */
+	const void *key = past ? upto : k ? l->names[k - 1] : NULL;
+	size_t key_len = past ? upto_len : k ? l->lens[k - 1] : 0;
+	struct tsr_cursor **from = at < l->n ? &prev : done ? NULL : &cur;
+	if (rc == 0 && key && from && (ps->cur_after = malloc(key_len ? key_len : 1))) {
+		memcpy(ps->cur_after, key, key_len);
+		ps->cur_after_len = key_len;
+		ps->cur = *from;
+		*from = NULL;
 	}
+	for (; at < l->n; at++)
+		free(l->names[at]);
+	l->n = k;
 	free(cur);
+	free(prev);
 	return rc;
 }
 
@@ -358,7 +381,7 @@ tsr_pgstore_list(struct tsr_pgstore *ps, const void *after, size_t after_len,
 	*end = 1;
 	if (!ps->exists)
 		return 0;
-	if ((rc = list_names(ps, after, after_len, max, &l, end)) < 0)
+	if ((rc = list_names(ps, after, after_len, NULL, 0, max, 0, &l, end)) < 0)
 		goto out;
 	if (l.n && (v = calloc(l.n, sizeof(*v))) == NULL) {
 		rc = -ENOMEM;
@@ -393,6 +416,39 @@ tsr_pgstore_list_free(struct tsr_pgsm_objver *objs, size_t n)
 	free(objs);
 }
 
+int
+tsr_pgstore_list_range(struct tsr_pgstore *ps, const void *after, size_t after_len,
+		       const void *upto, size_t upto_len, uint32_t max, uint8_t ***names,
+		       size_t **lens, size_t *n, int *end)
+{
+	struct list_ctx l;
+	int rc;
+
+	*names = NULL;
+	*lens = NULL;
+	*n = 0;
+	*end = 1;
+	if (!ps->exists)
+		return 0;
+	if ((rc = list_names(ps, after, after_len, upto, upto_len, max, 1, &l, end)) < 0) {
+		list_ctx_free(&l);
+		return rc;
+	}
+	*names = l.names;
+	*lens = l.lens;
+	*n = l.n;
+	return 0;
+}
+
+void
+tsr_pgstore_names_free(uint8_t **names, size_t *lens, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(lens);
+}
+
 /* ---- Deleting ------------------------------------------------------------------*/
 
 int
@@ -406,7 +462,7 @@ tsr_pgstore_delete_step(struct tsr_pgstore *ps, uint32_t max, struct tsr_pgstore
 	*last = 1;
 	if (!ps->exists)
 		return 0;
-	if ((rc = list_names(ps, NULL, 0, max, &l, &end)) < 0) {
+	if ((rc = list_names(ps, NULL, 0, NULL, 0, max, 0, &l, &end)) < 0) {
 		list_ctx_free(&l);
 		return rc;
 	}

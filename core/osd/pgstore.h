@@ -53,8 +53,8 @@ struct tsr_pgstore {
 	int exists;                  /* the collection is there (or a PERSIST
 					that makes it went to the backend) */
 	struct tsr_cursor *cur;      /* where the last listing ended, after */
-	uint8_t *cur_after;          /* this name (tsr_pgstore_list) */
-	size_t cur_after_len;
+	uint8_t *cur_after;          /* this name (tsr_pgstore_list, */
+	size_t cur_after_len;        /* tsr_pgstore_list_range) */
 };
 
 /* Bind ps to collection cid of the mounted store (ops, inst), and find
@@ -109,6 +109,18 @@ void tsr_pgstore_txn_free(struct tsr_pgstore_txn *t);
 int tsr_pgstore_list(struct tsr_pgstore *ps, const void *after, size_t after_len,
 		     uint32_t max, struct tsr_pgsm_objver **objs, size_t *n, int *end);
 void tsr_pgstore_list_free(struct tsr_pgsm_objver *objs, size_t n);
+
+/* The names of the copy's objects after `after` (after_len 0: from the
+ * first) up to and including upto (upto_len 0: no bound), at most max (0
+ * counts as 1), in name order: (*names)[i], (*lens)[i] bytes, *n of them
+ * (the arrays and each name malloc'd: tsr_pgstore_names_free).  *end
+ * exactly when no object of the range follows them (the listing reads a
+ * name ahead).  The next window resumes where this one ended when it goes
+ * on after the last name returned, or after upto (a scrub's walk). */
+int tsr_pgstore_list_range(struct tsr_pgstore *ps, const void *after, size_t after_len,
+			   const void *upto, size_t upto_len, uint32_t max, uint8_t ***names,
+			   size_t **lens, size_t *n, int *end);
+void tsr_pgstore_names_free(uint8_t **names, size_t *lens, size_t n);
 
 /* The DELETE action, a step at a time: a transaction removing up to max
  * of the copy's objects, and the collection once none is left (*last

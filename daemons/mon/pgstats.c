@@ -14,6 +14,14 @@
  * Recovery progress: the degraded object copies of all PGs, sampled at
  * most once a second, give a rate over the last samples and an ETA.
  *
+ * Scrubs: a report carries when the PG was last scrubbed and deep
+ * scrubbed and what the last scrub found inconsistent (up to
+ * TSR_PG_STAT_MAX_BAD object names).  One check, PG_DAMAGED, stands for
+ * what Ceph splits into PG_DAMAGED and OSD_SCRUB_ERRORS (both come from
+ * the same counts): its summary counts the errors and PGs, its detail
+ * names each PG's objects.  A stale report still counts: data found
+ * damaged stays so until a scrub says otherwise.
+ *
  * All of it runs on the monitor's loop, under mon->lock.
  */
 #include "mon.h"
@@ -26,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MON_PG_STALE_NS (30ull * 1000000000u)
 #define SAMPLES 30
@@ -284,6 +293,60 @@ mon_pgstats_status(struct mon *mon, uint64_t now, struct tsr_sbuf *out)
 			rate, rate > 0 ? (double)sm.degraded / rate : -1.0);
 }
 
+/* "pg 1.1a: 2 inconsistent objects: obj-17, obj-3" into out, the names
+ * as JSON escapes them later (printable ASCII, the decoder checked). */
+static void
+damaged_line(const struct tsr_mon_pg_stat *st, char *out, size_t len)
+{
+	char name[160];
+	size_t at;
+	int n;
+
+	if (st->scrub_errors == 0) {
+		snprintf(out, len, "pg %" PRId64 ".%x is %s (its primary named no object)",
+			 st->pool, st->pg, tsr_pg_state_str(st->state, name, sizeof(name)));
+		return;
+	}
+	n = snprintf(out, len, "pg %" PRId64 ".%x: %u inconsistent object%s", st->pool,
+		     st->pg, st->scrub_errors, st->scrub_errors == 1 ? "" : "s");
+	at = n < 0 ? len : (size_t)n;
+	for (uint32_t j = 0; j < st->nbad && at < len; j++) {
+		n = snprintf(out + at, len - at, "%s%s", j ? ", " : ": ", st->bad[j]);
+		at += n < 0 ? len : (size_t)n;
+	}
+	if (st->scrub_errors > st->nbad && st->nbad && at < len)
+		snprintf(out + at, len - at, " and %u more", st->scrub_errors - st->nbad);
+}
+
+/* PG_DAMAGED (the file's comment). */
+static void
+damage_health(struct mon *mon, struct mon_health *h)
+{
+	struct mon_pgstats *p = stats_of(mon);
+	struct tsr_sbuf d;
+	uint64_t errors = 0;
+	size_t damaged = 0;
+	char line[640];
+
+	tsr_sbuf_init(&d);
+	for (size_t i = 0; i < p->n; i++) {
+		const struct tsr_mon_pg_stat *st = &p->e[i].st;
+		if (!(st->state & TSR_PG_ST_INCONSISTENT) && st->scrub_errors == 0)
+			continue;
+		errors += st->scrub_errors;
+		if (damaged++ < 50) {
+			damaged_line(st, line, sizeof(line));
+			tsr_sbuf_printf(&d, "%s", damaged > 1 ? ", " : "");
+			tsr_sbuf_json_str(&d, line);
+		}
+	}
+	if (damaged)
+		state_health_raise(h, MON_HEALTH_PG_DAMAGED, tsr_sbuf_str(&d), "%" PRIu64
+				   " scrub error%s in %zu PG%s; possible data damage", errors,
+				   errors == 1 ? "" : "s", damaged, damaged == 1 ? "" : "s");
+	tsr_sbuf_release(&d);
+}
+
 void
 mon_pgstats_health(struct mon *mon, uint64_t now, struct mon_health *h)
 {
@@ -338,6 +401,7 @@ mon_pgstats_health(struct mon *mon, uint64_t now, struct mon_health *h)
 				   sm.degraded, sm.degraded_pgs);
 		tsr_sbuf_release(&d);
 	}
+	damage_health(mon, h); /* the PGs of the map only: summarize pruned */
 }
 
 /* The share of o's store in use, or -1 when not known (or stale). */
@@ -432,12 +496,28 @@ osd_df(struct mon *mon, uint64_t now, struct tsr_sbuf *out)
 			PRIu64 "}", t_total, t_used, t_avail);
 }
 
+/* Unix seconds t as ISO 8601 in UTC ("2024-05-01T12:34:56Z"), "never"
+ * for 0; a time past year 9999 (a report no clock made) as "unix T". */
+static const char *
+iso_time(uint64_t t, char *out, size_t len)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (t == 0)
+		return "never";
+	if (t > 253402300799ull || gmtime_r(&tt, &tm) == NULL ||
+	    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(out, len, "unix %" PRIu64, t);
+	return out;
+}
+
 static void
 pg_json(struct mon_pgstats *p, int64_t pool, uint32_t pg, uint64_t now, struct tsr_sbuf *out)
 {
 	const struct pg_entry *e;
 	uint32_t st = state_now(p, pool, pg, now, &e);
-	char name[160];
+	char name[160], t1[32], t2[32];
 
 	tsr_sbuf_printf(out, "{\"pgid\": \"%" PRId64 ".%x\", \"state\": \"%s\"", pool, pg,
 			tsr_pg_state_str(st, name, sizeof(name)));
@@ -451,6 +531,15 @@ pg_json(struct mon_pgstats *p, int64_t pool, uint32_t pg, uint64_t now, struct t
 				e->st.degraded, e->st.missing);
 		for (uint32_t k = 0; k < e->st.nacting; k++)
 			tsr_sbuf_printf(out, "%s%d", k ? ", " : "", e->st.acting[k]);
+		tsr_sbuf_printf(out, "], \"last_scrub\": \"%s\", \"last_deep_scrub\": \"%s\", "
+				"\"scrub_errors\": %u, \"inconsistent\": [",
+				iso_time(e->st.last_scrub, t1, sizeof(t1)),
+				iso_time(e->st.last_deep_scrub, t2, sizeof(t2)),
+				e->st.scrub_errors);
+		for (uint32_t k = 0; k < e->st.nbad; k++) {
+			tsr_sbuf_printf(out, "%s", k ? ", " : "");
+			tsr_sbuf_json_str(out, e->st.bad[k]);
+		}
 		tsr_sbuf_printf(out, "]");
 	}
 	tsr_sbuf_printf(out, "}");

@@ -261,6 +261,9 @@ const uint8_t *state_inc(const struct mon_state *s, int which, uint64_t e,
 	X(PG_DEGRADED, WARN, "object copies are missing from placement groups' " \
 	  "acting sets: fewer copies than the pool's size until recovery "    \
 	  "ends")                                                              \
+	X(PG_DAMAGED, ERR, "a scrub found objects whose copies differ "          \
+	  "(inconsistent PGs, scrub errors): data may be damaged until the "  \
+	  "PGs are repaired")                                                  \
 	X(VERSIONS_DIFFER, WARN, "the daemons have run different software "     \
 	  "versions for longer than an upgrade takes "                         \
 	  "(mon_warn_versions_differ)")

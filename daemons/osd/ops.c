@@ -188,6 +188,32 @@ osd_op_abort(struct cop *op, int result, uint64_t epoch)
 	cop_free(op);
 }
 
+void
+osd_op_answer(struct cop *op, int result, uint64_t epoch, const void *out, size_t len)
+{
+	struct tsr_objop_reply r;
+	struct out o;
+
+	memset(&r, 0, sizeof(r));
+	memset(&o, 0, sizeof(o));
+	o.max = op->rt->max_data;
+	r.result = result;
+	r.map_epoch = epoch;
+	if (result == 0) {
+		out_put(&o, out, len);
+		if (o.err)
+			r.result = o.err;
+		r.nops = 1;
+		r.ops[0].rc = r.result;
+		r.ops[0].out = o.p;
+		r.ops[0].out_len = o.err ? 0 : o.len;
+		if (o.err)
+			o.len = 0;
+	}
+	send_reply(op, &r, &o);
+	cop_free(op);
+}
+
 /* ---- Taking operations in -------------------------------------------------------*/
 
 static void
@@ -398,6 +424,10 @@ osd_op_start(struct pgi *g, struct cop *op)
 			osd_op_abort(op, -ENOSPC, tsr_osdmap_epoch_number(g->ep));
 			return;
 		}
+	}
+	if (op->op.ops[0].type == TSR_OBJOP_PG_SCRUB) {
+		osd_scrub_request(g, op); /* answered when the run is over */
+		return;
 	}
 	op->handle = ++g->next_handle;
 	op->next = g->ops;

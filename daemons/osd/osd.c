@@ -229,6 +229,8 @@ asks(void *arg)
 		o->stats_last_ns = tsr_now_ns();
 		send_stats(o);
 	}
+	if (o->beacon)
+		osd_scrub_tick(o->rt);
 	/* the stored epochs the copies may need at a restart stay */
 	osd_mapstore_floor(o->maps, osd_pgrt_min_sis(o->rt));
 	if (tsr_loop_timer_add(tsr_daemon_loop(o->d), ASKS_MS * 1000000ull, asks, o,
@@ -485,6 +487,11 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 			       (uint32_t)tsr_conf_int(conf, "osd_backfill_window"),
 			       (uint32_t)tsr_conf_int(conf, "osd_pg_queue_max"));
 	osd_pgrt_set_full_ratio(o->rt, tsr_conf_double(conf, "osd_full_ratio"));
+	osd_pgrt_set_scrub(o->rt, (uint64_t)tsr_conf_int(conf, "osd_scrub_interval") / 1000,
+			   (uint64_t)tsr_conf_int(conf, "osd_deep_scrub_interval") / 1000,
+			   (uint32_t)tsr_conf_int(conf, "osd_scrub_chunk_max"),
+			   (uint32_t)tsr_conf_int(conf, "osd_max_scrubs"),
+			   tsr_conf_bool(conf, "osd_scrub_auto_repair"));
 	/* the PG copies in the store, loaded before any message can reach
 	 * them (fed the stored epochs below) */
 	uint64_t oldest;

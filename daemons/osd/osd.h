@@ -154,6 +154,13 @@ void osd_pgrt_set_pg_limits(struct osd_pgrt *rt, uint32_t log_max, uint32_t reco
 /* Past this share of its store used, the OSD (as a primary) refuses
  * writes that may grow what it holds with -ENOSPC (osd_full_ratio). */
 void osd_pgrt_set_full_ratio(struct osd_pgrt *rt, double ratio);
+/* Scrub: every interval_s and deep_interval_s (0: never on a schedule),
+ * chunk objects compared at a time, at most max_scrubs scheduled runs at
+ * once, repairs without being asked (scrub.c). */
+void osd_pgrt_set_scrub(struct osd_pgrt *rt, uint64_t interval_s, uint64_t deep_interval_s,
+			uint32_t chunk, uint32_t max_scrubs, int auto_repair);
+/* (the loop) scrubs that are due start; retries and timeouts are seen */
+void osd_scrub_tick(struct osd_pgrt *rt);
 /* The store's usage as last measured (on a PG worker, every call asks
  * for a new measure): 0, or -EAGAIN before the first. */
 struct tsr_statfs;

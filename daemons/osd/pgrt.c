@@ -122,6 +122,7 @@ stat_of(struct pgi *g, struct tsr_mon_pg_stat *st)
 	st->missing = tsr_pgsm_missing(g->sm)->n;
 	st->nacting = mv->nacting;
 	memcpy(st->acting, mv->acting, mv->nacting * sizeof(mv->acting[0]));
+	osd_scrub_stat(g, st);
 	return 1;
 }
 
@@ -280,6 +281,12 @@ send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 		tsr_conn_put(c);
 	tsr_rbuf_put(pl);
 	pthread_rwlock_unlock(&rt->send_lock);
+}
+
+void
+osd_pg_send(struct pgi *g, int32_t to, const struct tsr_pgmsg *m)
+{
+	send_pg(g->rt, g->ep, to, m, NULL);
 }
 
 /* Until the OSD is ready, keep m (a copy) and pl (the reference), with
@@ -560,8 +567,8 @@ waited(void *arg, int rc)
 }
 
 /* Submit and wait (the shard's thread: a deletion's batches in turn). */
-static int
-submit_wait(struct osd_pgrt *rt, const struct tsr_txn *t)
+int
+osd_pg_submit_wait(struct osd_pgrt *rt, const struct tsr_txn *t)
 {
 	struct wait_commit w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
 	int rc = rt->st->ops->submit(rt->st->h, t, waited, &w);
@@ -584,7 +591,7 @@ do_delete(struct pgi *g)
 		struct tsr_pgstore_txn t;
 		int rc = tsr_pgstore_delete_step(&g->ps, DELETE_BATCH, &t, &last);
 		if (rc == 0 && t.txn.nops)
-			rc = submit_wait(g->rt, &t.txn);
+			rc = osd_pg_submit_wait(g->rt, &t.txn);
 		tsr_pgstore_txn_free(&t);
 		if (rc < 0) {
 			LOGE("pg %" PRId64 ".%x: removing the copy: %s", g->pgid.pool,
@@ -595,6 +602,7 @@ do_delete(struct pgi *g)
 	pthread_mutex_lock(&g->rt->lock);
 	g->gone = 1;
 	pthread_mutex_unlock(&g->rt->lock);
+	osd_scrub_drop(g);
 	osd_ops_drop(g);
 	LOGI("pg %" PRId64 ".%x: the copy here is no longer needed: removed",
 	     g->pgid.pool, g->pgid.pg);
@@ -859,7 +867,10 @@ osd_pg_run(void *arg)
 	}
 	case EV_MSG:
 		g->payload = e->raw;
-		rc = tsr_pgsm_recv(g->sm, &e->m, 1);
+		if (e->m.type == TSR_PGMSG_SCRUB || e->m.type == TSR_PGMSG_SCRUB_MAP)
+			rc = osd_scrub_msg(g, &e->m);
+		else
+			rc = tsr_pgsm_recv(g->sm, &e->m, 1);
 		if (rc == -EAGAIN) {
 			/* from a newer map: once we have it (a bounded number:
 			 * a sender that runs that far ahead sends again) */
@@ -910,6 +921,15 @@ osd_pg_run(void *arg)
 		else if (tsr_pgsm_committed(g->sm, e->token) == 0)
 			carry_out(g, NULL);
 		break;
+	case EV_SCRUB:
+		osd_scrub_event(g, e->rc);
+		carry_out(g, NULL);
+		break;
+	}
+	if (!g->gone && !g->damaged && g->scrub.running) {
+		osd_scrub_check(g);
+		if (!g->scrub.running)
+			carry_out(g, NULL); /* stopped: the stats say so */
 	}
 	ev_free(e);
 }
@@ -1072,8 +1092,12 @@ osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
 static int
 names_ok(const struct tsr_pgmsg *m)
 {
-	if (tsr_pgstore_reserved(m->oid, m->oid_len))
+	if (tsr_pgstore_reserved(m->oid, m->oid_len) ||
+	    tsr_pgstore_reserved(m->oid2, m->oid2_len))
 		return 0;
+	for (size_t i = 0; i < m->nsobjs; i++)
+		if (tsr_pgstore_reserved(m->sobjs[i].oid, m->sobjs[i].oid_len))
+			return 0;
 	for (size_t i = 0; i < m->nobjs; i++)
 		if (tsr_pgstore_reserved(m->objs[i].oid, m->objs[i].oid_len))
 			return 0;
@@ -1375,6 +1399,17 @@ store_failed(struct pgi *g, const char *what, int rc)
 }
 
 void
+osd_pgrt_set_scrub(struct osd_pgrt *rt, uint64_t interval_s, uint64_t deep_interval_s,
+		   uint32_t chunk, uint32_t max_scrubs, int auto_repair)
+{
+	rt->scrub_interval_s = interval_s;
+	rt->deep_interval_s = deep_interval_s;
+	rt->scrub_chunk = chunk;
+	rt->max_scrubs = max_scrubs;
+	rt->scrub_auto_repair = auto_repair;
+}
+
+void
 osd_pgrt_set_full_ratio(struct osd_pgrt *rt, double ratio)
 {
 	rt->full_ratio = ratio;
@@ -1555,6 +1590,7 @@ osd_pgrt_destroy(struct osd_pgrt *rt)
 			g->parked = e->next;
 			ev_free(e);
 		}
+		osd_scrub_drop(g);
 		osd_ops_drop(g);
 		tsr_pgsm_destroy(g->sm);
 		tsr_pgstore_close(&g->ps);

@@ -10,6 +10,7 @@
 #include "osd/objop.h"
 #include "osd/pgsm.h"
 #include "osd/pgstore.h"
+#include "osd/scrub.h"
 
 #include <pthread.h>
 
@@ -17,6 +18,55 @@
 #define MAX_PARKED 1024u             /* messages a copy keeps for a newer map */
 
 struct ev;
+
+/* The scrub of a PG this OSD is the primary of (scrub.c; the shard's,
+ * but pub: under rt->lock). */
+#define SCRUB_MAX_BAD 4              /* = TSR_PG_STAT_MAX_BAD */
+#define SCRUB_BAD_NAME 96            /* = TSR_PG_STAT_BAD_NAME */
+struct scrub_named;
+struct pg_scrub {
+	int loaded;                  /* the last result was read from the store */
+	/* a run */
+	int running;
+	unsigned flags;              /* TSR_OBJOP_SCRUB_* */
+	uint64_t token, interval;
+	int32_t osds[TSR_OSDMAP_MAX_SIZE];
+	uint32_t ncopies;
+	uint8_t *cursor;             /* the range compared so far ends here */
+	size_t cursor_len;
+	uint8_t *upto;               /* this chunk's last name (the primary's) */
+	size_t upto_len;
+	struct tsr_scrub_map maps[TSR_OSDMAP_MAX_SIZE];
+	uint8_t got[TSR_OSDMAP_MAX_SIZE], ended[TSR_OSDMAP_MAX_SIZE];
+	unsigned retries;            /* of this chunk (objects unsettled) */
+	int retry_wait;              /* waiting to ask again */
+	uint64_t asked_ns;           /* when this chunk's maps were asked */
+	uint64_t started_s;
+	uint64_t objects, errors, repaired;
+	uint64_t busy;               /* differing, but being written: skipped */
+	struct scrub_named *named;   /* what the answer names */
+	size_t nnamed;
+	int more_named;
+	char bad[SCRUB_MAX_BAD][SCRUB_BAD_NAME];
+	uint32_t nbad;
+	struct cop *waiters;         /* asked for this run */
+	struct cop *next_waiters;    /* asked for what this run does not do */
+	unsigned next_flags;
+	int next_asked;
+	/* what the last complete run found (kept on the meta object) */
+	uint64_t last_scrub, last_deep;
+	uint32_t last_errors, last_nbad;
+	char last_bad[SCRUB_MAX_BAD][SCRUB_BAD_NAME];
+	uint64_t base_s;             /* before the first scrub: when the copy
+					came up here (the schedule counts from it) */
+	/* for the scheduler (under rt->lock) */
+	struct {
+		int running;
+		uint64_t poke_ns;    /* look again then (a retry, a timeout) */
+		uint64_t due_s;      /* the next scheduled scrub, 0: none */
+		int due_deep;
+	} pub;
+};
 
 /* One PG's copy on this OSD. */
 struct pgi {
@@ -54,9 +104,10 @@ struct pgi {
 	struct tsr_ev head;
 	int primary;                 /* it reports the PG (below) */
 	struct tsr_mon_pg_stat stat; /* what the monitors are told */
+	struct pg_scrub scrub;
 };
 
-enum { EV_MAP, EV_MSG, EV_COMMIT, EV_OP };
+enum { EV_MAP, EV_MSG, EV_COMMIT, EV_OP, EV_SCRUB };
 
 struct ev {
 	struct ev *next;
@@ -67,7 +118,7 @@ struct ev {
 	struct tsr_msg *raw;         /* EV_MSG: its payload */
 	uint64_t token;              /* EV_COMMIT */
 	struct cop *op;              /* EV_OP */
-	int rc;
+	int rc;                      /* EV_COMMIT; EV_SCRUB: SCRUB_EV_* */
 };
 
 struct peer_conn {
@@ -127,6 +178,13 @@ struct osd_pgrt {
 	void *fail_arg;
 	int failed;
 	uint64_t ops_in, ops_done;
+	/* scrub (scrub.c): the configuration, and the runs (under lock) */
+	uint64_t scrub_interval_s, deep_interval_s;
+	uint32_t scrub_chunk, max_scrubs;
+	int scrub_auto_repair;
+	uint32_t scrubs;             /* runs under way here */
+	uint64_t scrub_tokens;
+	uint64_t scrub_tick_ns;      /* the scheduler's last look */
 };
 
 struct held {
@@ -174,6 +232,29 @@ void osd_pg_run(void *arg);
 /* The copy of pgid here, or NULL (under rt->lock). */
 struct pgi *osd_pgi_find(struct osd_pgrt *rt, struct tsr_pgid pgid);
 
+/* Send m to osd.to (under g's epoch). */
+void osd_pg_send(struct pgi *g, int32_t to, const struct tsr_pgmsg *m);
+/* Submit t and wait for its commit (the shard's thread). */
+int osd_pg_submit_wait(struct osd_pgrt *rt, const struct tsr_txn *t);
+
+/* ---- Scrub (scrub.c), on the copy's shard unless said ---- */
+enum { SCRUB_EV_SCHED = 1, SCRUB_EV_TICK = 2 };
+/* a client's PG_SCRUB (taken: answered when the run is over) */
+void osd_scrub_request(struct pgi *g, struct cop *op);
+/* EV_SCRUB */
+void osd_scrub_event(struct pgi *g, int kind);
+/* SCRUB or SCRUB_MAP from a peer: 0, or -EAGAIN when it comes from a
+ * newer map than the copy's (hand it in again then) */
+int osd_scrub_msg(struct pgi *g, struct tsr_pgmsg *m);
+/* after any event: a run whose interval ended stops */
+void osd_scrub_check(struct pgi *g);
+/* the scrub's part of what the monitors are told */
+void osd_scrub_stat(struct pgi *g, struct tsr_mon_pg_stat *st);
+/* the copy goes (or the runtime): waiters answered, memory freed */
+void osd_scrub_drop(struct pgi *g);
+/* (the loop) the schedule: runs that are due, retries and timeouts */
+void osd_scrub_tick(struct osd_pgrt *rt);
+
 /* ---- Client operations (ops.c) ---- */
 int osd_ops_register(struct osd_pgrt *rt);
 /* (the loop) a new epoch: operations that waited for it go on */
@@ -199,6 +280,9 @@ void osd_op_wr_add(struct pgi *g, const void *oid, size_t len);
 void osd_op_wr_done(struct pgi *g, const void *oid, size_t len);
 /* Answer op with result (its map epoch: the OSD's) and free it. */
 void osd_op_abort(struct cop *op, int result, uint64_t epoch);
+/* Answer op (one sub-operation) with result and out (len bytes, copied)
+ * as its output, and free it. */
+void osd_op_answer(struct cop *op, int result, uint64_t epoch, const void *out, size_t len);
 /* (a shard) free the copy's operations, unanswered (it is going). */
 void osd_ops_drop(struct pgi *g);
 /* (quiesce) give back every session the operations hold. */

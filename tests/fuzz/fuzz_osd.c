@@ -13,7 +13,9 @@
  * finds it (tests/local.mk); tests/fuzz/run.sh runs it briefly on the
  * seed corpus in tests/fuzz/corpus/osd (messages the simulation sent:
  * tests/sim/pgsim --dump-corpus; push-0, a payload; op-0 and op-reply-0,
- * an operation of several sub-operations and a reply).
+ * an operation of several sub-operations and a reply; pg-repair-0,
+ * pg-scrub-* and pg-scrub-map-0, made by hand as the OSD fills them: the
+ * simulation does not scrub).
  */
 #include "osd/objop.h"
 #include "osd/pgpush.h"

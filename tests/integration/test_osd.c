@@ -615,6 +615,47 @@ START_TEST(objects_cli)
 }
 END_TEST
 
+/* The schedule: with intervals of seconds, every PG's primary scrubs and
+ * deep-scrubs it by itself, at most osd_max_scrubs PGs at a time per OSD,
+ * and the monitors show when (pg dump's last_scrub, last_deep_scrub). */
+START_TEST(scrub_on_schedule)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 };
+	uint64_t t0;
+	char *out = NULL;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_pg_stats_interval = \"300ms\"; "
+				   "osd_scrub_interval = \"1s\"; "
+				   "osd_deep_scrub_interval = \"2s\"; osd_max_scrubs = 4;"), 0);
+	four_osds_and_a_pool(&c);
+	await_clean(&c, running, 64, "a new pool");
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(tc_cli(&c, NULL, "object put data obj-%d %s/tessera.conf", i,
+					c.dir), 0);
+	t0 = tc_now_ms();
+	for (;;) {
+		free(out);
+		out = NULL;
+		ck_assert_int_eq(tc_cli(&c, &out, "pg dump --format json"), 0);
+		if (!strstr(out, "\"last_deep_scrub\": \"never\"") &&
+		    !strstr(out, "\"last_scrub\": \"never\"") && strstr(out, "\"1.3f\""))
+			break;
+		ck_assert_msg(tc_now_ms() - t0 < 40000, "40 s on, PGs never scrubbed:\n%.4000s",
+			      out);
+		tc_sleep_ms(500);
+	}
+	fprintf(stderr, "scrub_on_schedule: 64 PGs scrubbed and deep-scrubbed in %.1f s\n",
+		(double)(tc_now_ms() - t0) / 1e3);
+	assert_says(out, "\"scrub_errors\": 0");
+	ck_assert_ptr_null(strstr(out, "\"scrub_errors\": 1"));
+	free(out);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 static struct tsr_client *
 client_of(struct tc_cluster *c)
 {
@@ -634,6 +675,258 @@ pool_of(struct tsr_client *k, const char *name)
 	ck_assert_msg(tsr_client_pool(k, name, &id) == 0, "%s", tsr_client_why());
 	return id;
 }
+
+/* The OSDs of `pgid`'s copies as their own `pg dump` says: the primary's
+ * index, and a mask of the replicas (-1: none yet). */
+static int
+copies_of(struct tc_cluster *c, const char *pgid, unsigned *replicas)
+{
+	char want[64];
+	int primary = -1;
+
+	*replicas = 0;
+	snprintf(want, sizeof(want), "{\"pgid\": \"%s\", \"state\": \"", pgid);
+	for (int i = 0; i < 4; i++) {
+		char *out = NULL;
+		const char *p;
+		if (tc_osd_asok(c, (size_t)i, "pg dump", &out) == 0 &&
+		    (p = strstr(out, want)) != NULL) {
+			p += strlen(want);
+			if (strncmp(p, "active", 6) == 0)
+				primary = i;
+			else if (strncmp(p, "replica", 7) == 0)
+				*replicas |= 1u << i;
+		}
+		free(out);
+	}
+	return primary;
+}
+
+/* Flip a byte in the middle of the largest data file of osd.i's store (a
+ * file-backend store holding one object's data besides small ones): bit
+ * rot, under the running daemon. */
+static void
+rot_largest(struct tc_cluster *c, int i)
+{
+	char cmd[1024], *out = NULL, *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	FILE *f;
+	long size;
+
+	snprintf(cmd, sizeof(cmd), "find %s/osd-%d/data -type f -printf '%%s %%p\\n' | "
+		 "sort -n | tail -1 | cut -d' ' -f2-", c->dir, i);
+	ck_assert_int_eq(tc_run(argv, &out), 0);
+	out[strcspn(out, "\n")] = '\0';
+	ck_assert_msg(out[0] == '/', "osd.%d: no data file found (%s)", i, out);
+	ck_assert_ptr_nonnull(f = fopen(out, "r+b"));
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	size = ftell(f);
+	ck_assert_int_gt(size, 1000);
+	ck_assert_int_eq(fseek(f, size / 2, SEEK_SET), 0);
+	int ch = fgetc(f);
+	ck_assert_int_eq(fseek(f, size / 2, SEEK_SET), 0);
+	fputc(ch ^ 0x5a, f);
+	ck_assert_int_eq(fclose(f), 0);
+	free(out);
+}
+
+/* Run `pg CMD PGID`, again while the PG is not active+clean (a repair
+ * recovering, a report not in yet): its exit status, output in *out. */
+static int
+pg_cmd(struct tc_cluster *c, const char *cmd, const char *pgid, char **out)
+{
+	uint64_t t0 = tc_now_ms();
+	int rc;
+
+	for (;;) {
+		*out = NULL;
+		rc = tc_cli(c, out, "pg %s %s --format json", cmd, pgid);
+		if (rc == 0 || !*out || !strstr(*out, "not active+clean") ||
+		    tc_now_ms() - t0 > 20000)
+			return rc;
+		free(*out);
+		tc_sleep_ms(200);
+	}
+}
+
+/* Wait until `health detail` says (or, want 0, no longer says) what. */
+static void
+await_health(struct tc_cluster *c, const char *what, int want, const char *why)
+{
+	uint64_t t0 = tc_now_ms();
+	char *out = NULL;
+	int says = !want;
+
+	while (tc_now_ms() - t0 < 20000) {
+		free(out);
+		out = NULL;
+		tc_cli(c, &out, "health detail");
+		says = out && strstr(out, what) != NULL;
+		if (says == want)
+			break;
+		tc_sleep_ms(300);
+	}
+	ck_assert_msg(says == want, "%s: health detail %s \"%s\" after 20 s:\n%s", why,
+		      want ? "never says" : "still says", what, out ? out : "(nothing)");
+	free(out);
+}
+
+/* Writes to a pool's objects w-0..w-7 (their whole contents, an
+ * attribute and an omap key each time) until told to stop, from a thread
+ * of its own: a scrub meanwhile must not take them for damage. */
+struct churn {
+	struct tc_cluster *c;
+	int64_t pool;
+	volatile int stop;
+	int writes, failed;
+};
+
+static void *
+churn_run(void *arg)
+{
+	struct churn *w = arg;
+	struct tsr_client *k = NULL;
+	char err[1024], buf[3000];
+
+	if (tsr_client_connect(w->c->conf, "client.admin", 15000, &k, err, sizeof(err)) < 0) {
+		w->failed = -1;
+		return NULL;
+	}
+	for (int i = 0; !w->stop && i < 100000; i++) {
+		struct tsr_op *op = tsr_op_create();
+		char name[16], val[16];
+		const void *key = "k";
+		size_t klen = 1, vlen;
+
+		snprintf(name, sizeof(name), "w-%d", i % 8);
+		vlen = (size_t)snprintf(val, sizeof(val), "%d", i);
+		memset(buf, 'a' + i % 26, sizeof(buf));
+		tsr_op_write_full(op, buf, 1000 + (size_t)(i % 2000));
+		tsr_op_setxattr(op, "user.n", val, vlen);
+		{
+			const void *vals[1] = { val };
+			tsr_op_omap_set(op, &key, &klen, vals, &vlen, 1);
+		}
+		if (tsr_op_run(k, w->pool, name, strlen(name), op, NULL) == 0)
+			w->writes++;
+		else
+			w->failed++;
+		tsr_op_destroy(op);
+	}
+	tsr_client_shutdown(k);
+	return NULL;
+}
+
+/* Bit rot found and repaired.  A deep scrub of a healthy PG finds
+ * nothing; a byte flipped in a replica's stored data (the store's
+ * checksums make it a read error there) makes the object inconsistent:
+ * the deep scrub names it and the OSD, health names it (PG_DAMAGED), and
+ * a shallow scrub, which reads no data, cannot see it.  pg repair rebuilds
+ * that copy from the others; a deep scrub then finds the PG whole and the
+ * health check clears.  Then the primary's own copy rots: a client's read
+ * of it fails with EIO until pg repair pulls a good copy back, and the
+ * object reads back byte for byte. */
+START_TEST(scrub_repairs_bit_rot)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 }, primary;
+	char path[512], back[512], pgid[32], cmd[1200], *out = NULL;
+	unsigned replicas;
+	int64_t pool;
+	FILE *f;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_pg_stats_interval = \"300ms\";"), 0);
+	four_osds_and_a_pool(&c);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create one 1 --size 3"), 0);
+	await_clean(&c, running, 65, "a pool of one PG");
+	{
+		struct tsr_client *k = client_of(&c);
+		pool = pool_of(k, "one");
+		tsr_client_shutdown(k);
+	}
+	snprintf(pgid, sizeof(pgid), "%" PRId64 ".0", pool);
+	snprintf(path, sizeof(path), "%s/in.bin", c.dir);
+	snprintf(back, sizeof(back), "%s/back.bin", c.dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	for (int i = 0; i < 400000; i++)
+		fputc((int)((i * 2654435761u) >> 13) & 0xff, f);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "object put one victim %s", path), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "object put one small-1 %s/tessera.conf", c.dir), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "object put one small-2 %s/tessera.conf", c.dir), 0);
+	primary = copies_of(&c, pgid, &replicas);
+	ck_assert_msg(primary >= 0 && __builtin_popcount(replicas) == 2,
+		      "PG %s: primary osd.%d, replicas 0x%x", pgid, primary, replicas);
+
+	/* healthy: nothing to find */
+	ck_assert_int_eq(pg_cmd(&c, "deep-scrub", pgid, &out), 0);
+	assert_says(out, "\"objects\": 3, \"inconsistent\": 0");
+	free(out);
+
+	/* a replica's copy rots */
+	int victim = __builtin_ctz(replicas);
+	rot_largest(&c, victim);
+	ck_assert_int_eq(pg_cmd(&c, "scrub", pgid, &out), 0); /* no data read: unseen */
+	assert_says(out, "\"inconsistent\": 0");
+	free(out);
+	ck_assert_int_ne(pg_cmd(&c, "deep-scrub", pgid, &out), 0);
+	assert_says(out, "\"inconsistent\": 1");
+	assert_says(out, "\"name\": \"victim\"");
+	snprintf(cmd, sizeof(cmd), "osd.%d: read error", victim);
+	assert_says(out, cmd);
+	free(out);
+	await_health(&c, "victim", 1, "after the deep scrub");
+	await_health(&c, "PG_DAMAGED", 1, "after the deep scrub");
+
+	ck_assert_int_eq(pg_cmd(&c, "repair", pgid, &out), 0);
+	assert_says(out, "\"repaired\": 1");
+	free(out);
+	ck_assert_int_eq(pg_cmd(&c, "deep-scrub", pgid, &out), 0);
+	assert_says(out, "\"objects\": 3, \"inconsistent\": 0");
+	free(out);
+	await_health(&c, "PG_DAMAGED", 0, "after the repair");
+
+	/* the primary's own copy rots: reads fail until it is repaired */
+	rot_largest(&c, primary);
+	ck_assert_int_ne(tc_cli(&c, &out, "object get one victim %s", back), 0);
+	assert_says(out, "Input/output error");
+	free(out);
+	ck_assert_int_eq(pg_cmd(&c, "repair", pgid, &out), 0);
+	assert_says(out, "\"repaired\": 1");
+	snprintf(cmd, sizeof(cmd), "osd.%d: read error", primary);
+	assert_says(out, cmd);
+	free(out);
+	ck_assert_msg(pg_cmd(&c, "deep-scrub", pgid, &out) == 0, "after the primary's "
+		      "repair: %s", out ? out : "");
+	assert_says(out, "\"inconsistent\": 0");
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, NULL, "object get one victim %s", back), 0);
+	snprintf(cmd, sizeof(cmd), "cmp -s %s %s", path, back);
+	ck_assert_msg(system(cmd) == 0, "victim differs after its repair");
+
+	/* scrubs while a client rewrites objects: nothing inconsistent */
+	{
+		struct churn w = { &c, pool, 0, 0, 0 };
+		pthread_t t;
+		ck_assert_int_eq(pthread_create(&t, NULL, churn_run, &w), 0);
+		for (int i = 0; i < 6; i++) {
+			ck_assert_msg(pg_cmd(&c, i % 2 ? "deep-scrub" : "scrub", pgid, &out) == 0,
+				      "a scrub under writes, %d writes in: %s", w.writes,
+				      out ? out : "");
+			assert_says(out, "\"inconsistent\": 0");
+			free(out);
+		}
+		w.stop = 1;
+		pthread_join(t, NULL);
+		ck_assert_int_eq(w.failed, 0);
+		ck_assert_int_gt(w.writes, 0);
+		fprintf(stderr, "scrub_repairs_bit_rot: 6 scrubs under %d writes, none "
+			"inconsistent\n", w.writes);
+	}
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
 
 /* Operations submitted together: how many are left, how many failed. */
 struct waitall {
@@ -1335,6 +1628,8 @@ main(void)
 		{ "writes_under_kill_hrw", writes_under_kill_hrw, TC_LONG },
 		{ "full_stores", full_stores, TC_LONG },
 		{ "store_runs_out", store_runs_out, TC_LONG },
+		{ "scrub_repairs_bit_rot", scrub_repairs_bit_rot, TC_LONG },
+		{ "scrub_on_schedule", scrub_on_schedule, TC_LONG },
 	};
 
 	return tc_check_main("osd", cases, TC_NCASES(cases));

@@ -327,6 +327,241 @@ START_TEST(pg_stats_codec)
 }
 END_TEST
 
+/* A v2 report's scrub fields: they round-trip with the state bits from
+ * SCRUBBING on, every cut is refused, and the states read as `tessera
+ * status` shows them. */
+START_TEST(pg_stats_scrub_round_trip)
+{
+	struct tsr_mon_pg_stat pgs[3] = {
+		{ .pool = 1, .pg = 0x1a, .state = TSR_PG_ST_ACTIVE | TSR_PG_ST_CLEAN |
+						  TSR_PG_ST_INCONSISTENT, .epoch = 9,
+		  .nacting = 2, .acting = { 0, 1 }, .last_scrub = 1700000100,
+		  .last_deep_scrub = 1700000000, .scrub_errors = 6, .nbad = 2,
+		  .bad = { "obj-17", "obj-3" } },
+		{ .pool = 1, .pg = 0x1b, .state = TSR_PG_ST_ACTIVE | TSR_PG_ST_CLEAN |
+						  TSR_PG_ST_SCRUBBING | TSR_PG_ST_DEEP, .epoch = 9,
+		  .nacting = 1, .acting = { 2 } },
+		{ .pool = 2, .pg = 0, .state = TSR_PG_ST_ACTIVE | TSR_PG_ST_CLEAN |
+					       TSR_PG_ST_SCRUBBING | TSR_PG_ST_DEEP |
+					       TSR_PG_ST_INCONSISTENT | TSR_PG_ST_REPAIR,
+		  .epoch = 9, .scrub_errors = 4, .nbad = 4,
+		  .bad = { " ", "~x~", "a\"b\\c", "" } },
+	};
+	struct tsr_mon_pg_stats s = { 1, 2, 2, 9, 0, 0, 0, 0, 3, pgs }, d;
+	const struct tsr_monmsg_type *t = tsr_monmsg_type(TSR_MSG_MON_PG_STATS);
+	struct tsr_enc e;
+	char name[160];
+
+	memset(pgs[2].bad[3], 'n', TSR_PG_STAT_BAD_NAME - 1); /* the longest name */
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_monmsg_pg_stats_encode(&e, &s), 0);
+	ck_assert_uint_eq(e.buf[0], 2);    /* version 2 */
+	ck_assert_uint_eq(e.buf[1], 1);    /* compat 1: a v1 monitor reads it */
+	ck_assert_int_eq(t->check(e.buf, e.len, 0, err, sizeof(err)), 0);
+	ck_assert_int_eq(tsr_monmsg_pg_stats_decode(e.buf, e.len, &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d.n, 3);
+	for (int i = 0; i < 3; i++) {
+		const struct tsr_mon_pg_stat *a = &pgs[i], *b = &d.pgs[i];
+		ck_assert_uint_eq(b->state, a->state);
+		ck_assert_uint_eq(b->last_scrub, a->last_scrub);
+		ck_assert_uint_eq(b->last_deep_scrub, a->last_deep_scrub);
+		ck_assert_uint_eq(b->scrub_errors, a->scrub_errors);
+		ck_assert_uint_eq(b->nbad, a->nbad);
+		for (int j = 0; j < TSR_PG_STAT_MAX_BAD; j++)
+			ck_assert_mem_eq(b->bad[j], a->bad[j], TSR_PG_STAT_BAD_NAME);
+		ck_assert_int_eq(b->acting[0], a->acting[0]);
+	}
+	tsr_monmsg_pg_stats_free(&d);
+	for (size_t cut = 0; cut < e.len; cut++)
+		ck_assert_int_lt(t->check(e.buf, cut, 0, err, sizeof(err)), 0);
+	tsr_enc_release(&e);
+	ck_assert_str_eq(tsr_pg_state_str(pgs[1].state, name, sizeof(name)),
+			 "active+clean+scrubbing+deep");
+	ck_assert_str_eq(tsr_pg_state_str(pgs[0].state & ~TSR_PG_ST_SCRUBBING, name,
+					  sizeof(name)), "active+clean+inconsistent");
+	ck_assert_str_eq(tsr_pg_state_str(pgs[2].state, name, sizeof(name)),
+			 "active+clean+scrubbing+deep+inconsistent+repair");
+	ck_assert_str_eq(tsr_pg_state_str(TSR_PG_ST_ALL, name, sizeof(name)),
+			 "active+clean+peering+activating+down+incomplete+undersized+"
+			 "degraded+recovering+backfilling+remapped+stale+unknown+"
+			 "scrubbing+deep+inconsistent+repair");
+}
+END_TEST
+
+/* One PG, active+clean (the v1 fields), written as v1 or as v2 with the
+ * scrub section as given: a message no encoder of ours writes. */
+static void
+pg_report_raw(struct tsr_enc *b, int v2, uint32_t state, uint32_t st2, uint32_t errors,
+	      uint32_t nbad, const char *const *names, const size_t *lens)
+{
+	size_t mark;
+
+	tsr_enc_init(b);
+	mark = tsr_enc_begin_struct(b, v2 ? 2 : 1, 1);
+	tsr_enc_u64(b, 1);            /* client */
+	tsr_enc_u64(b, 2);            /* tid */
+	tsr_enc_i32(b, 3);            /* osd */
+	tsr_enc_u64(b, 9);            /* epoch */
+	for (int i = 0; i < 4; i++)
+		tsr_enc_u64(b, 0);    /* total, used, avail, objects */
+	tsr_enc_u32(b, 1);
+	tsr_enc_i64(b, 1);            /* pool */
+	tsr_enc_u32(b, 0x1a);         /* pg */
+	tsr_enc_u32(b, state);
+	for (int i = 0; i < 8; i++)
+		tsr_enc_u64(b, 9);    /* epoch .. missing */
+	tsr_enc_u32(b, 1);
+	tsr_enc_i32(b, 3);
+	if (v2) {
+		tsr_enc_u32(b, st2);
+		tsr_enc_u64(b, 1700000000);
+		tsr_enc_u64(b, 1700000000);
+		tsr_enc_u32(b, errors);
+		tsr_enc_u32(b, nbad);
+		for (uint32_t j = 0; j < nbad; j++)
+			tsr_enc_bytes(b, names[j], lens[j]);
+	}
+	tsr_enc_end_struct(b, mark);
+	ck_assert_int_eq(tsr_enc_error(b), 0);
+}
+
+/* Versions: a v1 report (an OSD not yet upgraded) decodes with the scrub
+ * fields 0; a v2 report reads, as a v1 monitor reads it, as the v1
+ * layout with no state bit a v1 decoder refuses, and the envelope skips
+ * the scrub section. */
+START_TEST(pg_stats_versions)
+{
+	struct tsr_mon_pg_stats d;
+	struct tsr_enc b;
+	const char *names[] = { "x" };
+	const size_t lens[] = { 1 };
+
+	pg_report_raw(&b, 0, TSR_PG_ST_ACTIVE | TSR_PG_ST_CLEAN, 0, 0, 0, NULL, NULL);
+	ck_assert_int_eq(tsr_monmsg_pg_stats_decode(b.buf, b.len, &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d.n, 1);
+	ck_assert_uint_eq(d.pgs[0].state, TSR_PG_ST_ACTIVE | TSR_PG_ST_CLEAN);
+	ck_assert_uint_eq(d.pgs[0].last_scrub, 0);
+	ck_assert_uint_eq(d.pgs[0].last_deep_scrub, 0);
+	ck_assert_uint_eq(d.pgs[0].scrub_errors, 0);
+	ck_assert_uint_eq(d.pgs[0].nbad, 0);
+	ck_assert_uint_eq(d.pgs[0].lu_ver, 9);
+	ck_assert_int_eq(tsr_monmsg_type(TSR_MSG_MON_PG_STATS)->check(b.buf, b.len, 0, err,
+								      sizeof(err)), 0);
+	tsr_monmsg_pg_stats_free(&d);
+	tsr_enc_release(&b);
+	/* a v1 report with a bit from scrubbing on: refused as before */
+	pg_report_raw(&b, 0, TSR_PG_ST_ACTIVE | TSR_PG_ST_SCRUBBING, 0, 0, 0, NULL, NULL);
+	ck_assert_int_eq(tsr_monmsg_pg_stats_decode(b.buf, b.len, &d, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "not a state"));
+	tsr_enc_release(&b);
+	/* the raw v2 builder agrees with the encoder */
+	pg_report_raw(&b, 1, TSR_PG_ST_ACTIVE, TSR_PG_ST_SCRUBBING | TSR_PG_ST_INCONSISTENT,
+		      1, 1, names, lens);
+	ck_assert_int_eq(tsr_monmsg_pg_stats_decode(b.buf, b.len, &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d.pgs[0].state, TSR_PG_ST_ACTIVE | TSR_PG_ST_SCRUBBING |
+					  TSR_PG_ST_INCONSISTENT);
+	ck_assert_str_eq(d.pgs[0].bad[0], "x");
+	{
+		struct tsr_enc e;
+		tsr_enc_init(&e);
+		ck_assert_int_eq(tsr_monmsg_pg_stats_encode(&e, &d), 0);
+		ck_assert_uint_eq(e.len, b.len);
+		ck_assert_mem_eq(e.buf, b.buf, b.len);
+		tsr_enc_release(&e);
+	}
+	tsr_monmsg_pg_stats_free(&d);
+	/* as a v1 monitor reads it: the v1 fields, then the envelope's end */
+	{
+		struct tsr_dec dec, sub;
+		uint8_t ver;
+		tsr_dec_init(&dec, b.buf, b.len);
+		ck_assert_int_eq(tsr_dec_begin_struct(&dec, 1, &ver, &sub), 0);
+		ck_assert_uint_eq(ver, 2);
+		(void)tsr_dec_u64(&sub);         /* client, tid */
+		(void)tsr_dec_u64(&sub);
+		ck_assert_int_eq(tsr_dec_i32(&sub), 3);
+		for (int i = 0; i < 5; i++)
+			(void)tsr_dec_u64(&sub); /* epoch, total .. objects */
+		ck_assert_uint_eq(tsr_dec_u32(&sub), 1);
+		(void)tsr_dec_i64(&sub);
+		(void)tsr_dec_u32(&sub);
+		ck_assert_uint_eq(tsr_dec_u32(&sub), TSR_PG_ST_ACTIVE);
+		for (int i = 0; i < 8; i++)
+			(void)tsr_dec_u64(&sub);
+		ck_assert_uint_eq(tsr_dec_u32(&sub), 1);
+		ck_assert_int_eq(tsr_dec_i32(&sub), 3);
+		ck_assert_uint_gt(tsr_dec_remaining(&sub), 0); /* the scrub section */
+		ck_assert_int_eq(tsr_dec_end_struct(&dec, &sub), 0);
+		ck_assert_uint_eq(tsr_dec_remaining(&dec), 0);
+	}
+	tsr_enc_release(&b);
+}
+END_TEST
+
+/* What no OSD may send in the scrub section, each refused with a reason;
+ * and the encoder refuses to write it. */
+static const struct {
+	uint32_t st2, errors, nbad;
+	const char *names[5];
+	size_t lens[5];                 /* 0: strlen */
+	const char *why;
+} scrub_refusals[] = {
+	{ 0, 5, 5, { "a", "b", "c", "d", "e" }, { 0 }, "5 inconsistent objects, more than 4" },
+	{ 0, 1, 2, { "a", "b" }, { 0 }, "but counts 1 scrub errors" },
+	{ 0, 1, 1, { "" }, { 0 }, "object 0 has 0 bytes, not 1..95" },
+	{ 0, 2, 2, { "a", "" }, { 0 }, "object 1 has 0 bytes" },
+	{ 0, 1, 1, { NULL }, { 96 }, "has 96 bytes, not 1..95" },
+	{ 0, 1, 1, { "a\nb" }, { 0 }, "byte 0x0a at 1, not printable" },
+	{ 0, 1, 1, { "ab\x7f" }, { 0 }, "byte 0x7f at 2" },
+	{ 0, 1, 1, { "\xc3\xa9" }, { 0 }, "byte 0xc3 at 0" },
+	{ 0, 1, 1, { "a\0b" }, { 3 }, "byte 0x00 at 1" },
+	{ TSR_PG_ST_ACTIVE, 0, 0, { NULL }, { 0 }, "v2 state 0x1: not a state" },
+	{ 1u << 17, 0, 0, { NULL }, { 0 }, "v2 state 0x20000: not a state" },
+};
+
+START_TEST(pg_stats_scrub_refused)
+{
+	static char longname[96];
+	struct tsr_mon_pg_stats d;
+	struct tsr_enc b;
+	const char *names[5];
+	size_t lens[5];
+	uint32_t n = scrub_refusals[_i].nbad;
+
+	memset(longname, 'n', sizeof(longname));
+	for (uint32_t j = 0; j < n; j++) {
+		names[j] = scrub_refusals[_i].names[j] ? scrub_refusals[_i].names[j] : longname;
+		lens[j] = scrub_refusals[_i].lens[j] ? scrub_refusals[_i].lens[j]
+						    : strlen(names[j]);
+	}
+	pg_report_raw(&b, 1, TSR_PG_ST_ACTIVE, scrub_refusals[_i].st2,
+		      scrub_refusals[_i].errors, n, names, lens);
+	ck_assert_int_eq(tsr_monmsg_pg_stats_decode(b.buf, b.len, &d, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_msg(strstr(err, scrub_refusals[_i].why) != NULL, "%s", err);
+	ck_assert_ptr_nonnull(strstr(err, "PG 1.1a"));
+	ck_assert_ptr_null(d.pgs);
+	ck_assert_int_eq(tsr_monmsg_type(TSR_MSG_MON_PG_STATS)->check(b.buf, b.len, 0, err,
+								      sizeof(err)), -EINVAL);
+	tsr_enc_release(&b);
+	/* the encoder refuses the same fields (but the state bits, which it
+	 * splits, and a NUL, which a C string cannot hold) */
+	if (scrub_refusals[_i].st2 == 0 && (n == 0 || memchr(names[0], 0, lens[0]) == NULL)) {
+		struct tsr_mon_pg_stat pg = { .pool = 1, .pg = 0x1a, .state = TSR_PG_ST_ACTIVE,
+					      .scrub_errors = scrub_refusals[_i].errors,
+					      .nbad = n };
+		struct tsr_mon_pg_stats s = { .osd = 3, .epoch = 9, .n = 1, .pgs = &pg };
+		for (uint32_t j = 0; j < n && j < TSR_PG_STAT_MAX_BAD; j++)
+			memcpy(pg.bad[j], names[j], lens[j] < TSR_PG_STAT_BAD_NAME
+						    ? lens[j] : TSR_PG_STAT_BAD_NAME);
+		tsr_enc_init(&b);
+		ck_assert_int_eq(tsr_monmsg_pg_stats_encode(&b, &s), -EINVAL);
+		tsr_enc_release(&b);
+	}
+}
+END_TEST
+
 /* The daemons' typed messages: each encodes, passes its registry check
  * (a round trip to the same values), and every cut of it is refused. */
 START_TEST(daemon_messages_round_trip)
@@ -505,6 +740,10 @@ main(void)
 	tcase_add_test(tc, long_word_answered);
 	tcase_add_test(tc, registry_complete);
 	tcase_add_test(tc, pg_stats_codec);
+	tcase_add_test(tc, pg_stats_scrub_round_trip);
+	tcase_add_test(tc, pg_stats_versions);
+	tcase_add_loop_test(tc, pg_stats_scrub_refused, 0,
+			    (int)(sizeof(scrub_refusals) / sizeof(scrub_refusals[0])));
 	tcase_add_test(tc, daemon_messages_round_trip);
 	tcase_add_test(tc, daemon_messages_refused);
 	tcase_add_test(tc, osd_alive_refused);

@@ -1,5 +1,7 @@
 /* test_monstate.c — the monitors' replicated state (daemons/mon/state.c):
- * decisions on a projected state, applied elsewhere, give the same maps. */
+ * decisions on a projected state, applied elsewhere, give the same maps;
+ * and the leader's view of the PGs (daemons/mon/pgstats.c). */
+#include "mon.h"
 #include "state.h"
 #include "mon/monmsg.h"
 #include "crc/crc32c_impl.h"
@@ -610,6 +612,138 @@ START_TEST(health_codes)
 }
 END_TEST
 
+/* One PG of pool 1 as its primary osd.0 reports it. */
+static struct tsr_mon_pg_stat
+pg_of(uint32_t pg, uint32_t state, uint64_t epoch)
+{
+	struct tsr_mon_pg_stat st = { .pool = 1, .pg = pg, .state = state, .epoch = epoch,
+				      .nacting = 1, .acting = { 0 } };
+	return st;
+}
+
+static char *
+pg_read(struct mon *m, const char *line, uint64_t now)
+{
+	char *argv[8];
+	int n = words(line, argv, 7);
+	struct tsr_sbuf out;
+	char *r;
+
+	tsr_sbuf_init(&out);
+	ck_assert_int_eq(mon_pgstats_read(m, n, argv, now, &out), 0);
+	r = strdup(tsr_sbuf_str(&out));
+	tsr_sbuf_release(&out);
+	free_words(argv, n);
+	return r;
+}
+
+/* Scrub results at the leader: PG_DAMAGED (an error) counts the scrub
+ * errors and names each PG's inconsistent objects, `pg query` and `pg
+ * dump` show the scrub times in UTC and the objects, the status the
+ * scrubbing and inconsistent states; once the PGs are repaired the
+ * check clears. */
+START_TEST(pg_damaged_health)
+{
+	struct mon *m = calloc(1, sizeof(*m));
+	struct tsr_mon_pg_stat pgs[4];
+	struct tsr_mon_pg_stats rep = { .osd = 0, .n = 4, .pgs = pgs };
+	struct mon_health h;
+	struct tsr_sbuf out;
+	const uint64_t now = 1000000000000ull;
+	uint64_t ep;
+	size_t len;
+	int st;
+	char *r;
+	const char *c;
+
+	ck_assert_ptr_nonnull(m);
+	state_init(&m->st);
+	free(decide(&m->st, 1, "osd add 0 --host h0", &st, &len));
+	free(decide(&m->st, 2, "pool create p 4 --size 1", &st, &len));
+	ck_assert_int_eq(st, 0);
+	ck_assert_int_eq(m->st.osdmap.pools[0].id, 1);
+	ep = m->st.osdmap.epoch;
+	rep.epoch = ep;
+	pgs[0] = pg_of(0, TSR_PG_ST_ACTIVE | TSR_PG_ST_CLEAN, ep);
+	pgs[0].last_scrub = pgs[0].last_deep_scrub = 1700000000; /* 2023-11-14T22:13:20Z */
+	pgs[1] = pg_of(1, TSR_PG_ST_ACTIVE | TSR_PG_ST_CLEAN | TSR_PG_ST_INCONSISTENT, ep);
+	pgs[1].last_scrub = 1700000100;
+	pgs[1].scrub_errors = 2;
+	pgs[1].nbad = 2;
+	strcpy(pgs[1].bad[0], "obj-17");
+	strcpy(pgs[1].bad[1], "obj-3");
+	pgs[2] = pg_of(2, TSR_PG_ST_ACTIVE | TSR_PG_ST_CLEAN | TSR_PG_ST_SCRUBBING |
+			      TSR_PG_ST_DEEP, ep);
+	pgs[3] = pg_of(3, TSR_PG_ST_ACTIVE | TSR_PG_ST_CLEAN | TSR_PG_ST_INCONSISTENT, ep);
+	pgs[3].scrub_errors = 6;
+	pgs[3].nbad = 1;
+	strcpy(pgs[3].bad[0], "a\"b");
+	mon_pgstats_take(m, &rep, now);
+
+	state_health_init(&h);
+	mon_pgstats_health(m, now, &h);
+	ck_assert_int_eq(h.level, 2);
+	c = tsr_sbuf_str(&h.checks);
+	ck_assert_msg(strstr(c, "{\"code\": \"PG_DAMAGED\", \"severity\": \"HEALTH_ERR\", "
+			     "\"summary\": \"8 scrub errors in 2 PGs; possible data damage\"")
+		      != NULL, "%s", c);
+	ck_assert_msg(strstr(c, "\"detail\": [\"pg 1.1: 2 inconsistent objects: obj-17, obj-3\", "
+			     "\"pg 1.3: 6 inconsistent objects: a\\\"b and 5 more\"]") != NULL,
+		      "%s", c);
+	ck_assert_msg(strstr(c, "PG_AVAILABILITY") == NULL, "%s", c);
+	state_health_release(&h);
+
+	tsr_sbuf_init(&out);
+	mon_pgstats_status(m, now, &out);
+	c = tsr_sbuf_str(&out);
+	ck_assert_msg(strstr(c, "{\"state\": \"active+clean+scrubbing+deep\", \"count\": 1}")
+		      != NULL, "%s", c);
+	ck_assert_msg(strstr(c, "{\"state\": \"active+clean+inconsistent\", \"count\": 2}")
+		      != NULL, "%s", c);
+	ck_assert_msg(strstr(c, "\"clean\": 4") != NULL, "%s", c);
+	tsr_sbuf_release(&out);
+
+	r = pg_read(m, "pg query 1.1", now);
+	ck_assert_msg(strstr(r, "\"last_scrub\": \"2023-11-14T22:15:00Z\", \"last_deep_scrub\": "
+			     "\"never\", \"scrub_errors\": 2, \"inconsistent\": [\"obj-17\", "
+			     "\"obj-3\"]}") != NULL, "%s", r);
+	free(r);
+	r = pg_read(m, "pg dump", now);
+	ck_assert_msg(strstr(r, "\"last_scrub\": \"2023-11-14T22:13:20Z\", \"last_deep_scrub\": "
+			     "\"2023-11-14T22:13:20Z\", \"scrub_errors\": 0, \"inconsistent\": []")
+		      != NULL, "%s", r);
+	ck_assert_msg(strstr(r, "\"inconsistent\": [\"a\\\"b\"]") != NULL, "%s", r);
+	free(r);
+
+	/* inconsistent with no error counted: still damage, said so */
+	pgs[3].scrub_errors = 0;
+	pgs[3].nbad = 0;
+	pgs[1].state &= ~(uint32_t)TSR_PG_ST_INCONSISTENT;
+	pgs[1].scrub_errors = pgs[1].nbad = 0;
+	mon_pgstats_take(m, &rep, now + 1);
+	state_health_init(&h);
+	mon_pgstats_health(m, now + 1, &h);
+	c = tsr_sbuf_str(&h.checks);
+	ck_assert_msg(strstr(c, "\"summary\": \"0 scrub errors in 1 PG; possible data damage\", "
+			     ) != NULL, "%s", c);
+	ck_assert_msg(strstr(c, "\"pg 1.3 is active+clean+inconsistent (its primary named no "
+			     "object)\"") != NULL, "%s", c);
+	state_health_release(&h);
+	/* repaired: the check clears */
+	pgs[3].state &= ~(uint32_t)TSR_PG_ST_INCONSISTENT;
+	mon_pgstats_take(m, &rep, now + 2);
+	state_health_init(&h);
+	mon_pgstats_health(m, now + 2, &h);
+	ck_assert_int_eq(h.level, 0);
+	ck_assert_msg(strstr(tsr_sbuf_str(&h.checks), "PG_DAMAGED") == NULL, "%s",
+		      tsr_sbuf_str(&h.checks));
+	state_health_release(&h);
+	mon_pgstats_free(m);
+	state_free(&m->st);
+	free(m);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -628,6 +762,7 @@ main(void)
 	tcase_add_test(tc, osd_add_range);
 	tcase_add_test(tc, placement_chosen_before_osds);
 	tcase_add_test(tc, health_codes);
+	tcase_add_test(tc, pg_damaged_health);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -192,6 +192,7 @@ spec_uses(uint16_t t)
 	case TSR_OBJOP_OMAP_GET_RANGE: return T_NAME | T_LEN | T_IN;
 	case TSR_OBJOP_OMAP_RM_RANGE: return T_NAME | T_IN;
 	case TSR_OBJOP_PG_LIST: return T_NAME | T_LEN;
+	case TSR_OBJOP_PG_SCRUB: return T_FLAGS;
 	default: return 0;
 	}
 }
@@ -230,15 +231,18 @@ valid_sub(struct tsr_objop_sub *s, uint16_t t)
 		s->in = (const uint8_t *)"m"; s->in_len = 1; break;
 	case TSR_OBJOP_PG_LIST: s->name = (const uint8_t *)"after"; s->name_len = 5;
 		s->len = 1000; break;
+	case TSR_OBJOP_PG_SCRUB:
+		s->flags = TSR_OBJOP_SCRUB_DEEP | TSR_OBJOP_SCRUB_REPAIR; break;
 	default: break;
 	}
 }
 
-/* A compound for type t: t at index 1 behind a guard, or PG_LIST alone. */
+/* A compound for type t: t at index 1 behind a guard, or PG_LIST or
+ * PG_SCRUB alone. */
 static void
 compound_for(struct tsr_objop *op, uint16_t t)
 {
-	if (t == TSR_OBJOP_PG_LIST) {
+	if (t == TSR_OBJOP_PG_LIST || t == TSR_OBJOP_PG_SCRUB) {
 		base(op, 1);
 		op->oid = NULL;
 		op->oid_len = 0;
@@ -307,15 +311,16 @@ START_TEST(names_and_kinds)
 	ck_assert_str_eq(tsr_objop_name(TSR_OBJOP_WRITE_FULL), "write-full");
 	ck_assert_str_eq(tsr_objop_name(TSR_OBJOP_PG_LIST), "pg-list");
 	ck_assert_ptr_null(tsr_objop_name(0));
-	ck_assert_ptr_null(tsr_objop_name(24));
+	ck_assert_str_eq(tsr_objop_name(TSR_OBJOP_PG_SCRUB), "pg-scrub");
+	ck_assert_ptr_null(tsr_objop_name(25));
 	ck_assert(tsr_objop_writes(TSR_OBJOP_OMAP_SET));
 	ck_assert(!tsr_objop_writes(TSR_OBJOP_CMPXATTR));
 	ck_assert(!tsr_objop_writes(0));
-	for (uint16_t t = 1; t <= 23; t++) {
+	for (uint16_t t = 1; t <= 24; t++) {
 		int reads = t == TSR_OBJOP_READ || t == TSR_OBJOP_STAT ||
 			    t == TSR_OBJOP_GETXATTR || t == TSR_OBJOP_GETXATTRS ||
 			    t == TSR_OBJOP_OMAP_GET_KEYS || t == TSR_OBJOP_OMAP_GET_RANGE ||
-			    t == TSR_OBJOP_PG_LIST;
+			    t == TSR_OBJOP_PG_LIST || t == TSR_OBJOP_PG_SCRUB;
 
 		ck_assert_ptr_nonnull(tsr_objop_name(t));
 		ck_assert_int_eq(tsr_objop_reads(t), reads);
@@ -634,8 +639,8 @@ START_TEST(unused_fields_refused)
 	struct tsr_objop op;
 	char word[64];
 
-	for (uint16_t t = 1; t <= 23; t++) {
-		uint32_t at = t == TSR_OBJOP_PG_LIST ? 0 : 1;
+	for (uint16_t t = 1; t <= 24; t++) {
+		uint32_t at = t == TSR_OBJOP_PG_LIST || t == TSR_OBJOP_PG_SCRUB ? 0 : 1;
 		unsigned u = spec_uses(t);
 
 		compound_for(&op, t);
@@ -664,7 +669,8 @@ START_TEST(unused_fields_refused)
 			compound_for(&op, t);
 			op.ops[at].flags = TSR_OBJOP_EXCL;
 			REFUSED(&op, 0, -EBADMSG, word);
-			REFUSED(&op, 0, -EBADMSG, "flags 0x1, which only create takes");
+			REFUSED(&op, 0, -EBADMSG, "flags 0x1, which only create and pg-scrub "
+				"take");
 		}
 		if (!(u & T_IN)) {
 			compound_for(&op, t);
@@ -848,8 +854,8 @@ START_TEST(compound_refused)
 	struct tsr_objop op;
 
 	/* a write may not return data: every read type, in a write */
-	for (uint16_t t = 1; t <= 23; t++) {
-		if (!tsr_objop_reads(t) || t == TSR_OBJOP_PG_LIST)
+	for (uint16_t t = 1; t <= 24; t++) {
+		if (!tsr_objop_reads(t) || t == TSR_OBJOP_PG_LIST || t == TSR_OBJOP_PG_SCRUB)
 			continue;
 		base(&op, 3);
 		valid_sub(&op.ops[0], TSR_OBJOP_WRITE_FULL);
@@ -886,6 +892,20 @@ START_TEST(compound_refused)
 	op.oid_len = 0;
 	REFUSED(&op, 0, -EBADMSG, "op 0 (pg-list): must be the only sub-operation");
 
+	/* PG_SCRUB: alone, with no object, with its two flags only */
+	compound_for(&op, TSR_OBJOP_PG_SCRUB);
+	ACCEPTED(&op);
+	op.oid = (const uint8_t *)"obj";
+	op.oid_len = 3;
+	REFUSED(&op, 0, -EBADMSG, "pg-scrub with an oid of 3 bytes");
+	compound_for(&op, TSR_OBJOP_PG_SCRUB);
+	op.ops[0].flags = 0x4;
+	REFUSED(&op, 0, -EBADMSG, "op 0 (pg-scrub): flags 0x4, only 0x1 (deep) and 0x2 "
+		"(repair) are defined");
+	base(&op, 2);
+	valid_sub(&op.ops[1], TSR_OBJOP_PG_SCRUB);
+	REFUSED(&op, 0, -EBADMSG, "op 1 (pg-scrub): must be the only sub-operation");
+
 	/* the oid */
 	base(&op, 1);
 	op.oid_len = 0;
@@ -908,8 +928,8 @@ START_TEST(compound_refused)
 	base(&op, 3);
 	op.ops[2].type = 0;
 	REFUSED(&op, 0, -EBADMSG, "op 2: unknown type 0");
-	op.ops[2].type = 24;
-	REFUSED(&op, 0, -EBADMSG, "op 2: unknown type 24");
+	op.ops[2].type = 25;
+	REFUSED(&op, 0, -EBADMSG, "op 2: unknown type 25");
 	op.ops[2].type = 0xffff;
 	REFUSED(&op, 0, -EBADMSG, "op 2: unknown type 65535");
 

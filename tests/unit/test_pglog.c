@@ -190,13 +190,37 @@ sample(int type, struct tsr_pgmsg *m)
 		}
 		m->nobjs = 2;
 	}
+	if (type == TSR_PGMSG_SCRUB) {
+		m->oid2 = malloc(3);
+		memcpy(m->oid2, "zzz", 3);
+		m->oid2_len = 3;
+		m->deep = 1;
+		m->token = 7;
+	}
+	if (type == TSR_PGMSG_SCRUB_MAP) {
+		m->token = 7;
+		m->sobjs = calloc(2, sizeof(*m->sobjs));
+		for (int i = 0; i < 2; i++) {
+			struct tsr_scrub_obj *o = &m->sobjs[i];
+			o->oid = malloc(2);
+			memcpy(o->oid, i ? "ob" : "oa", 2);
+			o->oid_len = 2;
+			o->ev = (struct tsr_ev){ 88, 5 + (uint64_t)i };
+			o->size = 4096u << i;
+			o->attr_crc = 0x1234u + (uint32_t)i;
+			o->omap_crc = 0x5678u;
+			o->data_crc = 0x9abcu;
+			o->flags = i ? TSR_SCRUB_F_READ_ERR : 0;
+		}
+		m->nsobjs = 2;
+	}
 }
 
 START_TEST(messages_round_trip_and_cuts)
 {
 	char err[256];
 
-	for (int type = 1; type <= TSR_PGMSG_PROGRESS_ACK; type++) {
+	for (int type = 1; type <= TSR_PGMSG_SCRUB_MAP; type++) {
 		struct tsr_pgmsg m, d;
 		struct tsr_enc e;
 
@@ -214,8 +238,19 @@ START_TEST(messages_round_trip_and_cuts)
 			ck_assert_uint_eq(d.log.n, 2);
 			ck_assert(tsr_ev_cmp(d.log.head, (struct tsr_ev){ 88, 12 }) == 0);
 		}
-		if (type == TSR_PGMSG_PUSH)
+		if (type == TSR_PGMSG_PUSH || type == TSR_PGMSG_REPAIR)
 			ck_assert_int_eq(memcmp(d.oid, "obj", 3), 0);
+		if (type == TSR_PGMSG_SCRUB) {
+			ck_assert_uint_eq(d.oid2_len, 3);
+			ck_assert_uint_eq(d.deep, 1);
+			ck_assert_uint_eq(d.token, 7);
+		}
+		if (type == TSR_PGMSG_SCRUB_MAP) {
+			ck_assert_uint_eq(d.nsobjs, 2);
+			ck_assert_uint_eq(d.sobjs[1].size, 8192);
+			ck_assert_uint_eq(d.sobjs[1].flags, TSR_SCRUB_F_READ_ERR);
+			ck_assert_uint_eq(d.sobjs[0].attr_crc, 0x1234u);
+		}
 		tsr_pgmsg_free(&d);
 		for (size_t cut = 0; cut < e.len; cut++)
 			ck_assert_msg(tsr_pgmsg_check(e.buf, cut, err, sizeof(err)) == -EBADMSG,
@@ -305,6 +340,32 @@ START_TEST(hostile_messages)
 	sample(TSR_PGMSG_SCAN, &m);
 	m.max = TSR_PGMSG_MAX_SCAN + 1;
 	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	tsr_pgmsg_free(&m);
+	/* a scrub map out of order or with unknown flags; a scrub of an empty
+	 * range, or of too many objects */
+	sample(TSR_PGMSG_SCRUB_MAP, &m);
+	m.sobjs[1].oid[1] = 'a';
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "out of order"));
+	tsr_pgmsg_free(&m);
+	sample(TSR_PGMSG_SCRUB_MAP, &m);
+	m.sobjs[0].flags = 0x80;
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "flagged unknown"));
+	tsr_pgmsg_free(&m);
+	sample(TSR_PGMSG_SCRUB, &m);
+	m.oid2[0] = 'a'; /* "azz" is below "obj" */
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "bad range"));
+	m.oid2[0] = 'z';
+	m.max = TSR_PGMSG_MAX_SCRUB + 1;
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	tsr_pgmsg_free(&m);
+	/* a repair with no version to recover */
+	sample(TSR_PGMSG_REPAIR, &m);
+	m.ev = (struct tsr_ev){ 0, 0 };
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "pg repair"));
 	tsr_pgmsg_free(&m);
 	/* an info whose tail is above its head */
 	sample(TSR_PGMSG_NOTIFY, &m);

@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define OPT(n, v) { .name = (n), .kind = TSR_SRC_TEXT, .s = (v), .where = "test" }
 
 static struct tsr_core_host core_host;
 static struct tsr_registry *registry;
@@ -29,82 +28,13 @@ static char root[] = "/tmp/tsr-test-pgstore.XXXXXX";
 
 /* ---- A store --------------------------------------------------------------*/
 
-struct rig {
-	struct tsr_instance *inst;
-	const struct tsr_backend_ops *ops;
-	void *h;
-};
-
-static const char *const backends[] = { "file", "blockdev" };
-
-static void
-rig_open(struct rig *r, int which)
-{
-	const char *env = which == 0 ? "BACKEND_FILE_PLUGIN" : "BACKEND_BLOCKDEV_PLUGIN";
-	const char *so = getenv(env);
-	const struct tsr_plugin *p = NULL;
-	char err[1024], dir[256], path[300];
-	struct tsr_srcval src[6];
-	size_t n = 0;
-
-	ck_assert_msg(so && *so, "%s is not set: it names the %s backend's plugin", env,
-		      backends[which]);
-	if (tsr_registry_load_file(registry, so, &p, err, sizeof(err)) < 0)
-		ck_abort_msg("%s: %s", so, err);
-	static int count;
-	snprintf(dir, sizeof(dir), "%s/%s-%d-%d", root, backends[which], (int)getpid(),
-		 count++);
-	ck_assert_int_eq(mkdir(dir, 0700), 0);
-	if (which == 0) {
-		snprintf(path, sizeof(path), "%s", dir);
-		src[n++] = (struct tsr_srcval)OPT("journal_size", "4M");
-	} else {
-		snprintf(path, sizeof(path), "%s/dev.img", dir);
-		src[n++] = (struct tsr_srcval)OPT("size", "64M");
-		src[n++] = (struct tsr_srcval)OPT("journal_size", "4M");
-		src[n++] = (struct tsr_srcval)OPT("min_free", "0");
-	}
-	src[n++] = (struct tsr_srcval)OPT("path", path);
-	if (tsr_instance_create(p, &core_host.host, src, n, &r->inst, err, sizeof(err)) < 0)
-		ck_abort_msg("%s instance: %s", backends[which], err);
-	r->h = tsr_instance_handle(r->inst);
-	r->ops = tsr_instance_ops(r->inst);
-	if (r->ops->mkfs(r->h, err, sizeof(err)) < 0 || r->ops->mount(r->h, err, sizeof(err)) < 0)
-		ck_abort_msg("%s: %s", backends[which], err);
-}
-
-static void
-rig_close(struct rig *r)
-{
-	ck_assert_int_eq(r->ops->umount(r->h), 0);
-	tsr_instance_destroy(r->inst);
-}
-
-struct commit {
-	int done, rc;
-};
-
-static void
-on_commit(void *arg, int rc)
-{
-	struct commit *c = arg;
-
-	c->rc = rc;
-	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
-}
+#include "store_rig.h"
 
 /* Submit and wait until it is durable: its result. */
 static int
 commit(struct rig *r, const struct tsr_txn *t)
 {
-	struct commit c = { 0, 0 };
-	int rc = r->ops->submit(r->h, t, on_commit, &c);
-
-	if (rc < 0)
-		return rc;
-	ck_assert_int_eq(r->ops->flush(r->h), 0);
-	ck_assert(__atomic_load_n(&c.done, __ATOMIC_ACQUIRE));
-	return c.rc;
+	return rig_commit(r, t);
 }
 
 /* ---- The machine on one OSD -------------------------------------------------*/

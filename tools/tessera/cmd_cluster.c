@@ -394,10 +394,12 @@ print_plain(const struct copts *o, const char *text)
 		return;
 	}
 	if (strcmp(w0, "pg") == 0 && strcmp(w1, "dump") == 0) {
-		printf("%-10s %-36s %-8s %-12s %s\n", "PG", "STATE", "EPOCH", "HEAD", "ACTING");
+		printf("%-10s %-36s %-8s %-12s %-20s %-20s %-6s %s\n", "PG", "STATE", "EPOCH",
+		       "HEAD", "LAST_SCRUB", "LAST_DEEP_SCRUB", "ERRORS", "ACTING");
 		for (const char *p = strstr(text, "{\"pgid\": "); p;
 		     p = strstr(p + 1, "{\"pgid\": ")) {
-			char id[32] = "", st[128] = "", head[48] = "-", ep[24] = "-", act[96] = "-";
+			char id[32] = "", st[160] = "", head[48] = "-", ep[24] = "-", act[96] = "-";
+			char ls[32] = "-", lds[32] = "-", errs[16] = "-";
 			const char *v;
 			if ((v = jfind(p, "pgid")))
 				sscanf(v, "\"%31[^\"]", id);
@@ -410,8 +412,33 @@ print_plain(const struct copts *o, const char *text)
 				sscanf(v, "\"%47[^\"]", head);
 			if ((v = jfind(p, "acting")) && (!next || v < next))
 				sscanf(v, "%95[^]]", act);
-			printf("%-10s %-36s %-8s %-12s %s%s\n", id, st, ep, head, act,
-			       act[0] == '[' ? "]" : "");
+			if ((v = jfind(p, "last_scrub")) && (!next || v < next))
+				sscanf(v, "\"%31[^\"]", ls);
+			if ((v = jfind(p, "last_deep_scrub")) && (!next || v < next))
+				sscanf(v, "\"%31[^\"]", lds);
+			if ((v = jfind(p, "scrub_errors")) && (!next || v < next))
+				sscanf(v, "%15[0-9]", errs);
+			printf("%-10s %-36s %-8s %-12s %-20s %-20s %-6s %s%s\n", id, st, ep, head, ls,
+			       lds, errs, act, act[0] == '[' ? "]" : "");
+			/* the objects the last scrub found inconsistent, a line */
+			if ((v = jfind(p, "inconsistent")) && (!next || v < next) &&
+			    v[0] == '[' && v[1] == '"') {
+				unsigned long named = 0, all = strtoul(errs, NULL, 10);
+				printf("%-10s inconsistent: ", "");
+				for (v++; *v == '"';) {
+					v = print_jstr(v + 1);
+					named++;
+					if (*v == '"')
+						v++;
+					if (strncmp(v, ", ", 2) != 0)
+						break;
+					printf(", ");
+					v += 2;
+				}
+				if (all > named)
+					printf(" and %lu more", all - named);
+				printf("\n");
+			}
 		}
 		return;
 	}
@@ -678,7 +705,8 @@ HELP(h_pg_stat, "pg stat", "The placement groups by state (active+clean, peering
      "recovery rate and ETA.")
 HELP(h_pg_dump, "pg dump", "Every placement group: its state, who reported it and when,\n"
      "its log head, last epoch started and clean, interval, degraded and\n"
-     "missing objects, acting set.")
+     "missing objects, acting set, when it was last scrubbed and deep\n"
+     "scrubbed (UTC), and the objects its last scrub found inconsistent.")
 HELP(h_pg_query, "pg query POOL.PG", "One placement group as pg dump shows it (the PG number\n"
      "in hexadecimal: pg query 1.1f).")
 
@@ -711,7 +739,7 @@ const struct cli_cmd cli_cluster_cmds[] = {
 	{ "mon stat", "", "the monitors and the leader", c_mon_stat, h_mon_stat },
 	{ "pg stat", "", "PGs by state, degraded objects, recovery", c_pg_stat, h_pg_stat },
 	{ "osd df", "", "each OSD's store: size, used, free, PGs", c_osd_df, h_osd_df },
-	{ "pg dump", "", "every PG: state, reporter, log head, acting set", c_pg_dump,
+	{ "pg dump", "", "every PG: state, reporter, log head, acting set, scrubs", c_pg_dump,
 	  h_pg_dump },
 	{ "pg query", "POOL.PG", "one PG", c_pg_query, h_pg_query },
 	{ NULL, NULL, NULL, NULL, NULL }

@@ -279,23 +279,31 @@ struct ls_ctx {
 	uint64_t n;
 };
 
+/* A JSON string of bytes (as they are, control characters escaped). */
+static void
+json_bytes(const void *p, size_t len)
+{
+	putchar('"');
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = ((const unsigned char *)p)[i];
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
 static int
 print_name(void *arg, const void *name, size_t len)
 {
 	struct ls_ctx *l = arg;
 
 	if (l->json) {
-		printf("%s\"", l->n ? ", " : "");
-		for (size_t i = 0; i < len; i++) {
-			unsigned char ch = ((const unsigned char *)name)[i];
-			if (ch == '"' || ch == '\\')
-				printf("\\%c", ch);
-			else if (ch < 0x20)
-				printf("\\u%04x", ch);
-			else
-				putchar(ch);
-		}
-		printf("\"");
+		printf("%s", l->n ? ", " : "");
+		json_bytes(name, len);
 	} else {
 		fwrite(name, 1, len, stdout);
 		putchar('\n');
@@ -363,8 +371,201 @@ object_run(int argc, char **argv)
 	return rc;
 }
 
+/* ---- tessera pg scrub|deep-scrub|repair ---------------------------------------- */
+
+static void
+scrub_help_text(FILE *f, const char *which)
+{
+	fprintf(f,
+		"Usage: tessera pg %s POOL.PG [--max-wait SECONDS] [--format plain|json]\n"
+		"\n", which);
+	fprintf(f,
+		"  pg scrub       compare the copies of every object of the PG:\n"
+		"                 versions, sizes, attributes and omaps\n"
+		"  pg deep-scrub  the same, and their data, read whole (CRC32C)\n"
+		"  pg repair      a deep scrub that rebuilds each bad copy from the\n"
+		"                 authoritative one (the newest version, then the copies\n"
+		"                 that agree most, the primary's on a tie)\n"
+		"\n"
+		"POOL is the pool's name or number, PG the PG number in hexadecimal\n"
+		"(as pg dump shows it: 1.1f).  The PG's primary runs the scrub; the\n"
+		"command waits for it and prints the objects compared and each\n"
+		"inconsistent object with what differs on which OSD.  The PG must be\n"
+		"active+clean.  What the last scrub found shows in pg query and, while\n"
+		"objects are inconsistent, in health (PG_DAMAGED).\n"
+		"\n"
+		"Options:\n"
+		"  -c, --conf FILE       the cluster's configuration ($TESSERA_CONF)\n"
+		"  -n, --name NAME       the client to act as (default client.admin)\n"
+		"      --timeout MS      how long to wait for the monitors at connect\n"
+		"                        (default 15000)\n"
+		"      --max-wait SECONDS  how long to wait for the scrub (default 3600)\n"
+		"      --format FMT      plain (default) or json\n"
+		"\n"
+		"Exit status: 0 the scrub is done and no object is left inconsistent, 1\n"
+		"inconsistent objects remain (repair them with tessera pg repair) or\n"
+		"the scrub could not run (the message says why: EBUSY when the PG is\n"
+		"not active+clean), 2 usage error.\n");
+}
+
+static void
+scrub_help(FILE *f)
+{
+	scrub_help_text(f, "scrub");
+}
+
+static void
+deep_scrub_help(FILE *f)
+{
+	scrub_help_text(f, "deep-scrub");
+}
+
+static void
+repair_help(FILE *f)
+{
+	scrub_help_text(f, "repair");
+}
+
+static int
+scrub_run(int argc, char **argv, const char *which, unsigned flags)
+{
+	static const struct option longopts[] = {
+		{ "conf", required_argument, NULL, 'c' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "max-wait", required_argument, NULL, 'w' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *conf = getenv("TESSERA_CONF"), *pgid = NULL, *dot;
+	const char *who = getenv("TESSERA_NAME") ? getenv("TESSERA_NAME") : "client.admin";
+	uint64_t timeout_ms = 15000, wait_s = 3600, pgnum;
+	struct tsr_scrub_report r;
+	struct tsr_client *c = NULL;
+	char poolname[256], *end;
+	bool json = false;
+	int64_t pool;
+	int ch, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "c:n:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': conf = optarg; break;
+		case 'n': who = optarg; break;
+		case 't':
+			if (cli_parse_uint("pg", which, "--timeout", optarg, 1, 3600000,
+					   &timeout_ms) < 0)
+				return CLI_USAGE;
+			break;
+		case 'w':
+			if (cli_parse_uint("pg", which, "--max-wait", optarg, 1, 7 * 86400,
+					   &wait_s) < 0)
+				return CLI_USAGE;
+			break;
+		case 'f':
+			if (cli_parse_format(optarg, &json) < 0)
+				return CLI_USAGE;
+			break;
+		case 'h':
+			scrub_help_text(stdout, which);
+			return CLI_OK;
+		default:
+			return cli_bad_option("pg", which, ch, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage_err("pg", which, "needs one PG, as POOL.PG (1.1f)");
+	pgid = argv[optind];
+	dot = strrchr(pgid, '.');
+	if (dot == NULL || dot == pgid || (size_t)(dot - pgid) >= sizeof(poolname) ||
+	    dot[1] == '\0')
+		return cli_usage_err("pg", which, "\"%s\" is no PG: POOL.PG, the PG in "
+				     "hexadecimal (1.1f)", pgid);
+	errno = 0;
+	pgnum = strtoull(dot + 1, &end, 16);
+	if (errno || *end || pgnum > UINT32_MAX)
+		return cli_usage_err("pg", which, "\"%s\" is no PG number (hexadecimal)",
+				     dot + 1);
+	memcpy(poolname, pgid, (size_t)(dot - pgid));
+	poolname[dot - pgid] = '\0';
+	tsr_log_set_level(TSR_SUB_MSG, TSR_LOG_ERROR);
+	{
+		char err[1024];
+		if (tsr_client_connect(conf, who, timeout_ms, &c, err, sizeof(err)) < 0)
+			return cli_fail("pg", which, "%s", err);
+	}
+	pool = strtoll(poolname, &end, 10);
+	if (*end != '\0' || pool <= 0) {
+		if (tsr_client_pool(c, poolname, &pool) < 0) {
+			rc = cli_fail("pg", which, "%s", tsr_client_why());
+			tsr_client_shutdown(c);
+			return rc;
+		}
+	}
+	rc = tsr_pg_scrub(c, pool, (uint32_t)pgnum, flags, wait_s * 1000, &r);
+	tsr_client_shutdown(c);
+	if (rc < 0)
+		return cli_fail("pg", which, "%s", tsr_client_why());
+	if (json) {
+		printf("{\"pg\": \"%" PRId64 ".%" PRIx64 "\", \"scrub\": \"%s\", \"objects\": %"
+		       PRIu64 ", \"inconsistent\": %u, \"repaired\": %u, \"named_all\": %s, "
+		       "\"objects_inconsistent\": [", pool, pgnum, which, r.objects, r.errors,
+		       r.repaired, r.bad.more ? "false" : "true");
+		for (size_t i = 0; i < r.bad.n; i++) {
+			printf("%s{\"name\": ", i ? ", " : "");
+			json_bytes(r.bad.kv[i].key, r.bad.kv[i].key_len);
+			printf(", \"what\": ");
+			json_bytes(r.bad.kv[i].val, r.bad.kv[i].val_len);
+			printf("}");
+		}
+		printf("]}\n");
+	} else {
+		printf("pg %" PRId64 ".%" PRIx64 ": %s done: %" PRIu64 " objects, %u inconsistent, "
+		       "%u repaired\n", pool, pgnum, which, r.objects, r.errors, r.repaired);
+		for (size_t i = 0; i < r.bad.n; i++) {
+			printf("  ");
+			fwrite(r.bad.kv[i].key, 1, r.bad.kv[i].key_len, stdout);
+			printf(": %.*s\n", (int)r.bad.kv[i].val_len,
+			       (const char *)r.bad.kv[i].val);
+		}
+		if (r.bad.more)
+			printf("  (and more: pg query and the primary's log name them all)\n");
+	}
+	fflush(stdout);
+	rc = r.errors ? cli_fail("pg", which, "%u objects are inconsistent: tessera pg "
+				 "repair %s repairs them", r.errors, pgid) : CLI_OK;
+	tsr_kvs_free(&r.bad);
+	return rc;
+}
+
+static int
+scrub_cmd(int argc, char **argv)
+{
+	return scrub_run(argc, argv, "scrub", 0);
+}
+
+static int
+deep_scrub_cmd(int argc, char **argv)
+{
+	return scrub_run(argc, argv, "deep-scrub", TSR_SCRUB_DEEP);
+}
+
+static int
+repair_cmd(int argc, char **argv)
+{
+	return scrub_run(argc, argv, "repair", TSR_SCRUB_DEEP | TSR_SCRUB_REPAIR);
+}
+
 const struct cli_cmd cli_object_cmds[] = {
 	{ "object", "put|get|stat|rm|ls POOL [NAME [FILE]]",
 	  "store, fetch, list and remove the objects of a pool", object_run, object_help },
+	{ "pg scrub", "POOL.PG", "compare a PG's copies (versions, sizes, attributes)",
+	  scrub_cmd, scrub_help },
+	{ "pg deep-scrub", "POOL.PG", "compare a PG's copies, their data too",
+	  deep_scrub_cmd, deep_scrub_help },
+	{ "pg repair", "POOL.PG", "deep-scrub a PG and rebuild its bad copies",
+	  repair_cmd, repair_help },
 	{ NULL, NULL, NULL, NULL, NULL }
 };

@@ -171,6 +171,29 @@ TSR_API int tsr_client_list(struct tsr_client *c, int64_t pool,
 			    struct tsr_list_cursor *cursor, uint64_t max,
 			    int (*fn)(void *arg, const void *name, size_t len), void *arg);
 
+/* ---- Scrubbing a PG ---- */
+
+/* Scrub PG pg of pool (doc/operations.md, "Scrub"): its primary compares
+ * the copies of every object — versions, sizes, attributes, omaps and,
+ * deep, the data — and, asked to repair, rebuilds each bad copy from the
+ * authoritative one.  Returns when the scrub is over, within timeout_ms (0:
+ * client_op_timeout): 0 with *out filled (tsr_kvs_free(&out->bad) after),
+ * -EBUSY when the PG is not active+clean, or another error.  A scrub
+ * interrupted by a change of the acting set is run again on the new
+ * primary. */
+#define TSR_SCRUB_DEEP 0x1u          /* read and compare the data too */
+#define TSR_SCRUB_REPAIR 0x2u        /* repair what differs (deep) */
+struct tsr_scrub_report {
+	uint64_t objects;            /* objects compared */
+	uint32_t errors;             /* inconsistent, not repaired */
+	uint32_t repaired;           /* inconsistent, being repaired */
+	struct tsr_kvs bad;          /* inconsistent objects, repaired or not:
+					name -> what differs (text); more: not
+					every one is named */
+};
+TSR_API int tsr_pg_scrub(struct tsr_client *c, int64_t pool, uint32_t pg, unsigned flags,
+			 uint64_t timeout_ms, struct tsr_scrub_report *out);
+
 /* Why the last failed call on c failed (this thread's). */
 TSR_API const char *tsr_client_why(void);
 
