@@ -332,11 +332,41 @@ tsr_pg_intervals_free(struct tsr_pg_intervals *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/* Intervals are made from the same maps everywhere, so two never overlap
+ * but for where one is a partial view: a copy that started late (an OSD
+ * new to the PG) dates its first interval from when it started, inside
+ * an interval that others saw begin earlier.  The view that begins
+ * earlier holds for the epochs both cover; the other keeps what lies
+ * beyond.  So intervals stay in order without overlap, as their decoder
+ * requires of what peers send. */
 int
-tsr_pg_intervals_add(struct tsr_pg_intervals *p, const struct tsr_pg_interval *iv)
+tsr_pg_intervals_add(struct tsr_pg_intervals *p, const struct tsr_pg_interval *in)
 {
-	size_t i = p->n;
+	struct tsr_pg_interval one = *in;
+	const struct tsr_pg_interval *iv = &one;
+	size_t i;
 
+	for (size_t k = 0; k < p->n; k++) {
+		const struct tsr_pg_interval *e = &p->iv[k];
+		if (e->first < one.first && e->last >= one.first) {
+			if (e->last >= one.last)
+				return 0; /* all of it seen by a fuller view */
+			one.first = e->last + 1;
+		}
+	}
+	for (size_t k = 0; k < p->n;) {
+		struct tsr_pg_interval *e = &p->iv[k];
+		if (e->first > one.first && e->first <= one.last) {
+			if (e->last <= one.last) {
+				memmove(e, e + 1, (p->n - k - 1) * sizeof(*e));
+				p->n--;
+				continue;
+			}
+			e->first = one.last + 1;
+		}
+		k++;
+	}
+	i = p->n;
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 8;
 		struct tsr_pg_interval *n = realloc(p->iv, cap * sizeof(*n));

@@ -975,6 +975,7 @@ interval_covered(const struct tsr_pg_interval *iv, int32_t osd, const struct tsr
 /* ---- peering -------------------------------------------------------------------- */
 
 static int activate(struct tsr_pgsm *sm);
+static int answer_info(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, int type);
 static void requeue(struct tsr_pgsm *sm);
 static void recover_some(struct tsr_pgsm *sm);
 static void check_clean(struct tsr_pgsm *sm);
@@ -1281,6 +1282,17 @@ start_interval(struct tsr_pgsm *sm)
 	why(sm, sm->role == ROLE_MEMBER ? "waiting for the primary osd.%d"
 		: "not in the acting set (primary osd.%d)",
 	    sm->cur.nacting ? sm->cur.acting[0] : -1);
+	if (sm->role == ROLE_STRAY && sm->cur.nacting) {
+		/* a stray tells the primary, unasked, that it holds a copy: a
+		 * primary whose peering does not reach back to an interval
+		 * this copy served in (a second change after an OSD joined)
+		 * would never learn of it, and it would stay for ever */
+		struct tsr_pgmsg q;
+		memset(&q, 0, sizeof(q));
+		q.from = sm->cur.acting[0];
+		q.interval = sm->info.same_interval_since;
+		return answer_info(sm, &q, TSR_PGMSG_NOTIFY);
+	}
 	return 0;
 }
 
@@ -2281,6 +2293,12 @@ on_notify(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 		return getinfo_check(sm);
 	case TSR_PGSM_ACTIVE:
 		recover_some(sm);    /* it may hold an unfound object */
+		/* a stray that spoke up once the PG was clean: no longer needed
+		 * (check_clean tells those heard from before) */
+		if (sm->clean && acting_index(sm, m->from) < 0 &&
+		    !in_set(sm->cur.up, sm->cur.nup, m->from) && osd_up(sm, m->from) &&
+		    send_new(sm, m->from, TSR_PGMSG_PURGE, sm->info.same_interval_since) == NULL)
+			return -ENOMEM;
 		break;
 	}
 	return 0;
@@ -2544,6 +2562,17 @@ mark_bad(struct tsr_pgsm *sm, const void *oid, size_t oid_len, struct tsr_ev nee
 	return persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, NULL);
 }
 
+size_t
+tsr_pgsm_writes_after(const struct tsr_pgsm *sm, const void *after, size_t after_len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sm->nfl; i++)
+		n += after_len == 0 ||
+		     tsr_oid_cmp(sm->fl[i].oid, sm->fl[i].oid_len, after, after_len) > 0;
+	return n;
+}
+
 int
 tsr_pgsm_object_busy(const struct tsr_pgsm *sm, const void *oid, size_t oid_len)
 {
@@ -2556,16 +2585,31 @@ tsr_pgsm_object_busy(const struct tsr_pgsm *sm, const void *oid, size_t oid_len)
 }
 
 int
-tsr_pgsm_repair(struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t osd,
-		struct tsr_ev ev)
+tsr_pgsm_last_write(const struct tsr_pgsm *sm, const void *oid, size_t oid_len,
+		    struct tsr_ev *ev)
+{
+	const struct tsr_pglog_entry *x = log_newest(&sm->log, oid, oid_len);
+
+	if (x)
+		*ev = x->ev;
+	return x != NULL;
+}
+
+int
+tsr_pgsm_repair(struct tsr_pgsm *sm, const void *oid, size_t oid_len,
+		const int32_t *osds, size_t n, struct tsr_ev ev)
 {
 	const struct tsr_pglog_entry *x;
-	int k, rc;
+	int rc;
 
 	if (sm->state != TSR_PGSM_ACTIVE || sm->role != ROLE_PRIMARY)
 		return -EAGAIN;
-	if ((k = acting_index(sm, osd)) < 0 || oid_len == 0 || tsr_ev_none(ev))
-		return -EINVAL;
+	if (n == 0 || n >= sm->cur.nacting || oid_len == 0 || tsr_ev_none(ev))
+		return -EINVAL; /* (a good copy must be left to copy from) */
+	for (size_t i = 0; i < n; i++)
+		if (acting_index(sm, osds[i]) < 0 ||
+		    (osds[i] != sm->conf.whoami && peer_find(sm, osds[i]) == NULL))
+			return -EINVAL;
 	if (tsr_pgsm_object_busy(sm, oid, oid_len))
 		return -EBUSY;
 	/* the scrub saw the object at ev: a write since makes that stale */
@@ -2573,17 +2617,19 @@ tsr_pgsm_repair(struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t os
 	if ((x && (x->op != TSR_PGLOG_MODIFY || tsr_ev_cmp(x->ev, ev) != 0)) ||
 	    tsr_ev_cmp(ev, sm->info.last_update) > 0)
 		return -ESTALE;
-	if (k == 0) {
-		if ((rc = mark_bad(sm, oid, oid_len, ev)) < 0)
-			return rc;
-	} else {
-		struct peer *pe = peer_find(sm, osd);
+	/* every bad copy marked before recovery picks a source */
+	for (size_t i = 0; i < n; i++) {
+		if (osds[i] == sm->conf.whoami) {
+			if ((rc = mark_bad(sm, oid, oid_len, ev)) < 0)
+				return rc;
+			continue;
+		}
+		struct peer *pe = peer_find(sm, osds[i]);
 		struct tsr_pgsm_action *a;
-		if (pe == NULL)
-			return -EINVAL;
 		/* the member records it before the push that follows on the
 		 * same session, so it takes the push */
-		if ((a = send_new(sm, osd, TSR_PGMSG_REPAIR, sm->info.same_interval_since)) == NULL ||
+		if ((a = send_new(sm, osds[i], TSR_PGMSG_REPAIR,
+				  sm->info.same_interval_since)) == NULL ||
 		    (a->msg.oid = tsr_pglog_dup(oid, oid_len)) == NULL)
 			return -ENOMEM;
 		a->msg.oid_len = oid_len;
@@ -2592,7 +2638,7 @@ tsr_pgsm_repair(struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t os
 			return -ENOMEM;
 	}
 	sm->clean = 0;
-	why(sm, "active: repairing osd.%d's copy of an object at %llu'%llu", osd,
+	why(sm, "active: repairing %zu copies of an object at %llu'%llu", n,
 	    (unsigned long long)ev.epoch, (unsigned long long)ev.ver);
 	recover_some(sm);
 	return 0;

@@ -366,13 +366,23 @@ int tsr_pgsm_exec_done(struct tsr_pgsm *sm, uint64_t handle, struct tsr_ev prior
  * or the object missing on a member, so that its copies may differ for
  * now? */
 int tsr_pgsm_object_busy(const struct tsr_pgsm *sm, const void *oid, size_t oid_len);
-/* osd's copy of oid is bad (a scrub found it so): it is missing there at
- * version ev, the authoritative copy's, and recovery copies it back.  A
- * member is told (REPAIR) and records it; this copy records it at once.
- * -EBUSY while the object is busy (above), -EINVAL when osd is no member
- * of the acting set, -EAGAIN when the PG is not active. */
-int tsr_pgsm_repair(struct tsr_pgsm *sm, const void *oid, size_t oid_len, int32_t osd,
-		    struct tsr_ev ev);
+/* Writes under way (not yet held by every member) on objects named after
+ * after (after_len 0: any). */
+size_t tsr_pgsm_writes_after(const struct tsr_pgsm *sm, const void *after, size_t after_len);
+/* The copies of oid on osds[0..n) are bad (a scrub found them so): each
+ * is missing there at version ev, the authoritative copy's, and recovery
+ * copies it back from a copy not among them.  A member is told (REPAIR)
+ * and records it; this copy records it at once.  All are marked before
+ * recovery starts, so no bad copy is a source.  -EBUSY while the object
+ * is busy (above), -ESTALE when a write followed ev, -EINVAL when an osd
+ * is no member of the acting set or every member is named, -EAGAIN when
+ * the PG is not active. */
+int tsr_pgsm_repair(struct tsr_pgsm *sm, const void *oid, size_t oid_len,
+		    const int32_t *osds, size_t n, struct tsr_ev ev);
+/* The version of the newest entry of this copy's log on oid (1), or 0
+ * when the log has none. */
+int tsr_pgsm_last_write(const struct tsr_pgsm *sm, const void *oid, size_t oid_len,
+			struct tsr_ev *ev);
 
 /* The actions queued since the last call: *n of them, valid until the
  * next call on the machine.  Take them all, then carry them out. */

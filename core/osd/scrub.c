@@ -281,7 +281,7 @@ judge(const struct tsr_scrub_obj *const *o, size_t ncopies, int final,
 {
 	struct tsr_ev newest = { 0, 0 };
 	size_t best = 0;
-	int auth = -1, have = 0;
+	int auth = -1, have = 0, tie = 0;
 	uint32_t any = 0;
 
 	memset(b, 0, sizeof(*b));
@@ -308,8 +308,11 @@ judge(const struct tsr_scrub_obj *const *o, size_t ncopies, int final,
 			    same_contents(o[d], o[c]))
 				size++;
 		if (size > best) {
+			tie = 0;
 			best = size;
 			auth = (int)c;
+		} else if (size == best) {
+			tie = 1;
 		}
 	}
 	for (size_t c = 0; c < ncopies; c++) {
@@ -343,6 +346,7 @@ judge(const struct tsr_scrub_obj *const *o, size_t ncopies, int final,
 		return 0;
 	}
 	b->auth = auth;
+	b->tie = tie;
 	if (auth >= 0)
 		b->ev = o[auth]->ev;
 	return 1;

@@ -13,7 +13,8 @@
  *   - the newest version;
  *   - among copies at that version, the largest group that agree in
  *     size, attributes, omap and (deep) data;
- *   - a tie goes to the group with the lowest index (the primary is 0).
+ *   - a tie goes to the group with the lowest index (the primary is 0),
+ *     and is flagged (tie): nothing says which group is right.
  * A copy that lacks the object while another holds it is missing it: a
  * scrub never decides that an object should not exist (a deleted object
  * is gone from every copy when its delete is acknowledged).
@@ -81,6 +82,10 @@ struct tsr_scrub_bad {
 	int auth;                    /* the authoritative copy's index; -1
 					when no copy was read whole */
 	struct tsr_ev ev;            /* its version (auth >= 0) */
+	int tie;                     /* another group of copies as large as the
+					authority's holds other contents at its
+					version: no majority (a repair would
+					only guess) */
 	uint32_t errs[TSR_OSDMAP_MAX_SIZE]; /* per copy: TSR_SCRUB_ERR_* bits
 					(0: it agrees with the authority) */
 };

@@ -1307,6 +1307,11 @@ shard_quiesce(void *arg)
 			continue;
 		for (struct cop *op = g->ops; op; op = op->next)
 			drop_conn(op);
+		/* and the scrubs' (scrub.c: answered, or not, when they end) */
+		for (struct cop *op = g->scrub.waiters; op; op = op->next)
+			drop_conn(op);
+		for (struct cop *op = g->scrub.next_waiters; op; op = op->next)
+			drop_conn(op);
 		for (struct ev *e = g->parked; e; e = e->next)
 			if (e->type == EV_OP)
 				drop_conn(e->op);

@@ -480,7 +480,7 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 				  (size_t)tsr_conf_int(conf, "osd_op_shards"), &o->rt, err,
 				  errlen)) < 0)
 		return rc;
-	osd_pgrt_set_max_data(o->rt, mo.max_data);
+	osd_pgrt_set_max_data(o->rt, mo.max_data, mo.max_front);
 	osd_pgrt_set_fail_stop(o->rt, osd_fail_stop, d);
 	osd_pgrt_set_pg_limits(o->rt, (uint32_t)tsr_conf_int(conf, "osd_pg_log_max"),
 			       (uint32_t)tsr_conf_int(conf, "osd_recovery_max_active"),

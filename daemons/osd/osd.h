@@ -145,7 +145,7 @@ void osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep);
 uint64_t osd_pgrt_min_sis(struct osd_pgrt *rt);
 /* The largest data a message may carry (ms_max_data): a write whose
  * replication would not fit is refused. */
-void osd_pgrt_set_max_data(struct osd_pgrt *rt, uint64_t max_data);
+void osd_pgrt_set_max_data(struct osd_pgrt *rt, uint64_t max_data, uint32_t max_front);
 /* What each PG machine is made with (osd_pg_log_max,
  * osd_recovery_max_active, osd_backfill_window, osd_pg_queue_max): for
  * copies made from now on. */

@@ -1080,6 +1080,29 @@ osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
 			feed_from(rt, g, since);
 		}
 	}
+	/* messages that waited for this epoch's copies */
+	pthread_mutex_lock(&rt->lock);
+	struct ev *early = rt->early;
+	rt->early = NULL;
+	rt->early_tail = &rt->early;
+	rt->nearly = 0;
+	while (early) {
+		struct ev *x = early;
+		early = x->next;
+		x->next = NULL;
+		if (x->m.map_epoch > e) {
+			*rt->early_tail = x;
+			rt->early_tail = &x->next;
+			rt->nearly++;
+			continue;
+		}
+		struct pgi *g = osd_pgi_find(rt, x->m.pgid);
+		if (g && !g->damaged)
+			osd_pg_post(g, x);
+		else
+			ev_free(x); /* not made here after all */
+	}
+	pthread_mutex_unlock(&rt->lock);
 	/* client operations that waited for this epoch */
 	osd_ops_map(rt, e);
 }
@@ -1199,6 +1222,19 @@ on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 	__atomic_add_fetch(&rt->received, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&rt->lock);
 	g = osd_pgi_find(rt, e->m.pgid);
+	if (g == NULL && e->m.type != TSR_PGMSG_QUERY && rt->nearly < MAX_EARLY &&
+	    (rt->latest == NULL || tsr_osdmap_epoch_number(rt->latest) < e->m.map_epoch)) {
+		/* the map that makes the copy here has not come yet: it waits
+		 * for it (osd_pgrt_map) */
+		e->type = EV_MSG;
+		e->raw = msg;
+		e->next = NULL;
+		*rt->early_tail = e;
+		rt->early_tail = &e->next;
+		rt->nearly++;
+		pthread_mutex_unlock(&rt->lock);
+		return;
+	}
 	pthread_mutex_unlock(&rt->lock);
 	if (g == NULL) {
 		/* no copy here: a query learns that at once (on our own session
@@ -1259,6 +1295,7 @@ osd_pgrt_create(struct osd_store *st, struct tsr_msgr *msgr, int32_t whoami,
 	pthread_mutex_init(&rt->lock, NULL);
 	pthread_rwlock_init(&rt->send_lock, NULL);
 	rt->held_tail = &rt->held;
+	rt->early_tail = &rt->early;
 	rt->defaults.log_max = 3000;
 	rt->defaults.recovery_max = 8;
 	rt->defaults.queue_max = 1024;
@@ -1358,9 +1395,10 @@ osd_pgrt_min_sis(struct osd_pgrt *rt)
 }
 
 void
-osd_pgrt_set_max_data(struct osd_pgrt *rt, uint64_t max_data)
+osd_pgrt_set_max_data(struct osd_pgrt *rt, uint64_t max_data, uint32_t max_front)
 {
 	rt->max_data = max_data;
+	rt->max_front = max_front;
 }
 
 void
@@ -1612,6 +1650,11 @@ osd_pgrt_destroy(struct osd_pgrt *rt)
 		tsr_osdmap_epoch_put(rt->ring[(rt->ring_first + k) % RING]);
 	tsr_osdmap_epoch_put(rt->latest);
 	free(rt->temps);
+	while (rt->early) {
+		struct ev *x = rt->early;
+		rt->early = x->next;
+		ev_free(x);
+	}
 	while (rt->held) {
 		struct held *h = rt->held;
 		rt->held = h->next;

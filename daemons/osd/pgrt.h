@@ -16,6 +16,8 @@
 
 #define RING 1024                    /* epochs kept for PGs that start */
 #define MAX_PARKED 1024u             /* messages a copy keeps for a newer map */
+#define MAX_EARLY 4096u              /* messages kept for copies a newer map
+					will make here */
 
 struct ev;
 
@@ -39,11 +41,15 @@ struct pg_scrub {
 	struct tsr_scrub_map maps[TSR_OSDMAP_MAX_SIZE];
 	uint8_t got[TSR_OSDMAP_MAX_SIZE], ended[TSR_OSDMAP_MAX_SIZE];
 	unsigned retries;            /* of this chunk (objects unsettled) */
+	unsigned write_waits;        /* for the writes under way to land */
 	int retry_wait;              /* waiting to ask again */
 	uint64_t asked_ns;           /* when this chunk's maps were asked */
 	uint64_t started_s;
 	uint64_t objects, errors, repaired;
 	uint64_t busy;               /* differing, but being written: skipped */
+	struct tsr_ev asked_head;    /* the PG's head when the chunk was asked */
+	uint64_t retry_after_s;      /* a run failed: none on schedule before */
+	unsigned nwaiters;
 	struct scrub_named *named;   /* what the answer names */
 	size_t nnamed;
 	int more_named;
@@ -162,12 +168,18 @@ struct osd_pgrt {
 	 * stays so) */
 	int ready;
 	struct held *held, **held_tail;
+	/* PG messages for a copy not here yet, from a newer map than the
+	 * OSD's, which may make it (under lock): a stray's word to a new
+	 * primary must not be lost */
+	struct ev *early, **early_tail;
+	size_t nearly;
 	/* client operations from a newer map than the OSD's (under lock) */
 	struct cop *opwait;
 	size_t nopwait;
 	size_t opwait_bytes;         /* their data */
 	int ops_closed;              /* quiesce began: no more are taken */
 	uint64_t max_data;           /* a message's data at most (ms_max_data) */
+	uint32_t max_front;          /* and its front (ms_max_front) */
 	/* the store's usage (under lock; measured on shard 0) */
 	struct tsr_statfs usage;
 	int usage_ok, usage_asked;

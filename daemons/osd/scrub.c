@@ -4,16 +4,19 @@
  * A run walks the PG in name order, a chunk of osd_scrub_chunk_max
  * objects at a time, on the PG's shard:
  *
- *   1. the primary describes its next chunk (tsr_scrub_map_build) and asks
+ *   1. once the writes under way on the objects left to compare are held
+ *      by every copy (waiting a few seconds at most), the primary
+ *      describes its next chunk (tsr_scrub_map_build) and asks
  *      every other member of the acting set for its map of the same range
  *      (SCRUB: after the cursor, up to the chunk's last name; to the end
  *      when the primary has no more);
  *   2. the members answer (SCRUB_MAP), each from its own store on its
- *      shard, after every write that reached it before the ask;
+ *      shard;
  *   3. with every map in, the primary compares them (tsr_scrub_compare).
- *      Copies that differ only in version may be in the middle of a write:
- *      the chunk is asked again a little later, up to SCRUB_RETRIES times,
- *      then they are reported.  Each inconsistent object is logged, named
+ *      Copies that differ only in version or presence may be in the
+ *      middle of a write: the chunk is asked again a little later, up to
+ *      SCRUB_RETRIES times, then they are reported, unless the object is
+ *      being written or was written since the ask (skipped).  Each inconsistent object is logged, named
  *      in the answer and in the PG's stats (health PG_DAMAGED); a repair
  *      run hands each bad copy to the PG machine (tsr_pgsm_repair), which
  *      marks it missing there and recovers it from the authoritative copy
@@ -52,9 +55,11 @@
 
 #define SCRUB_RETRIES 3              /* asks of a chunk with unsettled objects */
 #define SCRUB_RETRY_MS 200
+#define SCRUB_WRITE_WAITS 25         /* for writes to land, SCRUB_RETRY_MS each */
 #define SCRUB_TIMEOUT_S 60           /* for a member's map */
 #define SCRUB_TICK_MS 1000           /* the scheduler looks this often */
-#define SCRUB_MAP_BYTES (768u << 10) /* a SCRUB_MAP's front at most, about */
+#define SCRUB_BACKOFF_S 300          /* after a failed run, none on schedule */
+#define SCRUB_MAX_WAITERS 64         /* clients waiting on one PG's scrub */
 #define SCRUB_ATTR "\0scrub"         /* on the meta object: the last result */
 #define SCRUB_ATTR_LEN 6
 
@@ -216,6 +221,8 @@ publish(struct pgi *g)
 	       rt->deep_interval_s + spread % (rt->deep_interval_s / 10 + 1) : 0;
 	s->pub.due_deep = deep && (light == 0 || deep <= light);
 	s->pub.due_s = s->pub.due_deep ? deep : light;
+	if (s->pub.due_s && s->pub.due_s < s->retry_after_s)
+		s->pub.due_s = s->retry_after_s; /* it failed: the others first */
 	pthread_mutex_unlock(&rt->lock);
 }
 
@@ -282,6 +289,7 @@ answer(struct pgi *g, struct cop *list, int rc)
 
 static int start(struct pgi *g, unsigned flags, const char **why);
 static void next_chunk(struct pgi *g);
+static void compare(struct pgi *g);
 
 /* The run is over (rc 0: complete). */
 static void
@@ -320,40 +328,52 @@ finish(struct pgi *g, int rc, const char *why)
 	if (g->rt->scrubs)
 		g->rt->scrubs--;
 	pthread_mutex_unlock(&g->rt->lock);
+	s->nwaiters = 0;
+	if (rc < 0)
+		s->retry_after_s = wall_s() + SCRUB_BACKOFF_S;
 	if (s->next_asked) {
-		/* asked during the run for what it did not do */
+		/* asked during the run for what it did not do: a run of its
+		 * own, or (this one failed) the same answer, which the client
+		 * acts on (-EAGAIN: again, at the new primary) */
 		struct cop *next = s->next_waiters;
 		unsigned flags = s->next_flags;
 		const char *no = NULL;
+		int src;
 		s->next_waiters = NULL;
 		s->next_asked = 0;
 		s->next_flags = 0;
-		if (start(g, flags, &no) < 0) {
-			LOGW("pg %s: the scrub asked for cannot start: %s", id, no);
-			answer(g, next, -EBUSY);
-		} else {
-			s->waiters = next;
+		s->waiters = next;
+		if (rc < 0 || (src = start(g, flags, &no)) < 0) {
+			s->waiters = NULL;
+			if (rc >= 0)
+				LOGW("pg %s: the scrub asked for cannot start: %s", id, no);
+			answer(g, next, rc < 0 ? rc : src);
 		}
 	}
 	publish(g);
 }
 
-/* Whether the PG may be scrubbed now (why not, if not). */
+/* 0 when the PG may be scrubbed now, or what the client is answered
+ * (why not, in *why): -ESTALE not its primary here (it places the scrub
+ * again), -EAGAIN not active yet (it asks again), -EBUSY not clean. */
 static int
 may_scrub(struct pgi *g, const char **why)
 {
 	const struct tsr_pg_mapview *mv = tsr_pgsm_mapview(g->sm);
 
-	if (tsr_pgsm_state(g->sm) != TSR_PGSM_ACTIVE || mv->nacting == 0 ||
-	    mv->acting[0] != g->rt->whoami) {
-		*why = "not active with this OSD its primary";
-		return 0;
+	if (mv->nacting == 0 || mv->acting[0] != g->rt->whoami) {
+		*why = "this OSD is not its primary";
+		return -ESTALE;
+	}
+	if (tsr_pgsm_state(g->sm) != TSR_PGSM_ACTIVE) {
+		*why = "not active yet";
+		return -EAGAIN;
 	}
 	if (!tsr_pgsm_is_clean(g->sm)) {
 		*why = "not clean (recovering, degraded or remapped): scrub it once it is";
-		return 0;
+		return -EBUSY;
 	}
-	return 1;
+	return 0;
 }
 
 static int
@@ -363,10 +383,12 @@ start(struct pgi *g, unsigned flags, const char **why)
 	const struct tsr_pg_mapview *mv = tsr_pgsm_mapview(g->sm);
 	char id[32];
 
+	int rc;
+
 	if (!s->loaded)
 		result_load(g);
-	if (!may_scrub(g, why))
-		return -EBUSY;
+	if ((rc = may_scrub(g, why)) < 0)
+		return rc;
 	run_free(s);
 	s->running = 1;
 	s->flags = flags;
@@ -375,6 +397,7 @@ start(struct pgi *g, unsigned flags, const char **why)
 	memcpy(s->osds, mv->acting, mv->nacting * sizeof(mv->acting[0]));
 	s->retries = 0;
 	s->retry_wait = 0;
+	s->write_waits = 0;
 	s->objects = s->errors = s->repaired = s->busy = 0;
 	s->nbad = 0;
 	memset(s->bad, 0, sizeof(s->bad));
@@ -400,6 +423,17 @@ next_chunk(struct pgi *g)
 	struct tsr_scrub_obj *objs = NULL;
 	size_t n = 0;
 
+	/* the copies are described once the writes under way on what is left
+	 * to compare are held by all (a few seconds at most: then on, and
+	 * the objects still being written are left out) */
+	if (tsr_pgsm_writes_after(g->sm, s->cursor, s->cursor_len) &&
+	    s->write_waits < SCRUB_WRITE_WAITS) {
+		s->write_waits++;
+		s->retry_wait = 1;
+		publish(g);
+		return;
+	}
+	s->write_waits = 0;
 	maps_free(s);
 	free(s->upto);
 	s->upto = NULL;
@@ -422,6 +456,7 @@ next_chunk(struct pgi *g)
 		s->upto_len = s->upto ? objs[n - 1].oid_len : 0;
 	}
 	s->asked_ns = tsr_now_ns();
+	s->asked_head = tsr_pgsm_info(g->sm)->last_update;
 	for (uint32_t k = 1; k < s->ncopies; k++) {
 		struct tsr_pgmsg m;
 		memset(&m, 0, sizeof(m));
@@ -439,6 +474,10 @@ next_chunk(struct pgi *g)
 		m.max = 2 * chunk < TSR_PGMSG_MAX_SCRUB ? 2 * chunk : TSR_PGMSG_MAX_SCRUB;
 		m.deep = (uint8_t)deep;
 		osd_pg_send(g, s->osds[k], &m);
+	}
+	if (s->ncopies == 1) {
+		compare(g); /* a pool of one copy: nothing to wait for */
+		return;
 	}
 	publish(g);
 }
@@ -471,26 +510,36 @@ take_bad(struct pgi *g, const struct tsr_scrub_bad *b)
 		snprintf(what + at, sizeof(what) - at, "%s(no copy could be read whole)",
 			 at ? " " : "");
 	if ((s->flags & TSR_OBJOP_SCRUB_REPAIR) && b->auth >= 0) {
-		for (uint32_t k = 0; k < s->ncopies; k++) {
-			int rc;
-			if (b->errs[k] == 0)
-				continue;
-			tried++;
-			rc = tsr_pgsm_repair(g->sm, b->oid, b->oid_len, s->osds[k], b->ev);
-			if (rc == 0)
-				fixed++;
-			else
-				LOGW("pg %s: object %s: osd.%d's copy not repaired: %s",
-				     pgname(g, id, sizeof(id)), name, s->osds[k],
-				     rc == -EBUSY ? "a write or recovery of it is under way"
-				     : rc == -ESTALE ? "written since the scrub saw it"
-				     : strerror(-rc));
+		int32_t bad[TSR_OSDMAP_MAX_SIZE];
+		struct tsr_ev stored;
+		size_t nbadc = 0;
+		const char *no = NULL;
+		int rc;
+		for (uint32_t k = 0; k < s->ncopies; k++)
+			if (b->errs[k])
+				bad[nbadc++] = s->osds[k];
+		tried = 1;
+		if (b->tie) {
+			no = "no majority of the copies agrees: which is right is not known "
+			     "(restore the object from elsewhere, or rewrite it)";
+		} else if (tsr_pgstore_version(&g->ps, b->oid, b->oid_len, &stored) == 0 &&
+			   tsr_ev_cmp(stored, b->ev) != 0) {
+			no = "written since the scrub saw it";
+		} else if ((rc = tsr_pgsm_repair(g->sm, b->oid, b->oid_len, bad, nbadc,
+						 b->ev)) == 0) {
+			fixed = 1;
+		} else {
+			no = rc == -EBUSY ? "a write or recovery of it is under way"
+			     : rc == -ESTALE ? "written since the scrub saw it" : strerror(-rc);
 		}
+		if (no)
+			LOGW("pg %s: object %s not repaired: %s", pgname(g, id, sizeof(id)), name,
+			     no);
 	}
 	tsr_log(TSR_SUB_OSD, TSR_LOG_ERROR, "pg %s: object %s is inconsistent: %s%s",
 		pgname(g, id, sizeof(id)), name, what,
-		tried == 0 ? "" : fixed == tried ? "; repairing" : "; not all repaired");
-	if (tried && fixed == tried) {
+		tried == 0 ? "" : fixed ? "; repairing" : "; not repaired");
+	if (fixed) {
 		s->repaired++;
 		size_t l = strlen(what);
 		snprintf(what + l, sizeof(what) - l, "; repairing");
@@ -545,7 +594,21 @@ compare(struct pgi *g)
 		}
 	}
 	if (!all_ended && bound == NULL) {
-		finish(g, -EPROTO, "a copy said it had more objects and listed none");
+		/* a copy whose listed objects all went before it described
+		 * them: ask again, within bounds */
+		if (s->retries < SCRUB_RETRIES) {
+			s->retries++;
+			s->retry_wait = 1;
+			publish(g);
+			return;
+		}
+		for (uint32_t k = 0; k < s->ncopies; k++)
+			if (!s->ended[k] && s->maps[k].n == 0) {
+				snprintf(why, sizeof(why), "osd.%d said it had more objects and "
+					 "listed none, %u times", s->osds[k], SCRUB_RETRIES + 1);
+				break;
+			}
+		finish(g, -EPROTO, why);
 		return;
 	}
 	rc = tsr_scrub_compare(s->maps, s->ncopies, bound, bound ? bound_len : 0, final, &bad,
@@ -564,9 +627,13 @@ compare(struct pgi *g)
 		return;
 	}
 	for (size_t i = 0; i < nbad; i++) {
-		/* a write of it under way now (its copies differ for that), or
-		 * its recovery: the next scrub sees it settled */
-		if (tsr_pgsm_object_busy(g->sm, bad[i].oid, bad[i].oid_len)) {
+		struct tsr_ev last;
+		/* a write of it under way now, or made since the maps were
+		 * asked (its copies differ for that), or its recovery: the next
+		 * scrub sees it settled */
+		if (tsr_pgsm_object_busy(g->sm, bad[i].oid, bad[i].oid_len) ||
+		    (tsr_pgsm_last_write(g->sm, bad[i].oid, bad[i].oid_len, &last) &&
+		     tsr_ev_cmp(last, s->asked_head) > 0)) {
 			s->busy++;
 			continue;
 		}
@@ -612,12 +679,18 @@ osd_scrub_request(struct pgi *g, struct cop *op)
 	unsigned flags = op->op.ops[0].flags;
 	const char *why = NULL;
 	char id[32];
+	int rc;
 
 	if (!s->loaded)
 		result_load(g);
 	if (flags & TSR_OBJOP_SCRUB_REPAIR)
 		flags |= TSR_OBJOP_SCRUB_DEEP; /* a repair compares the data too */
+	if (s->running && s->nwaiters >= SCRUB_MAX_WAITERS) {
+		answer(g, op, -EBUSY);
+		return;
+	}
 	if (s->running) {
+		s->nwaiters++;
 		if ((s->flags & flags) == flags) {
 			op->next = s->waiters; /* this run does it */
 			s->waiters = op;
@@ -631,11 +704,13 @@ osd_scrub_request(struct pgi *g, struct cop *op)
 	}
 	op->next = NULL;
 	s->waiters = op;
-	if (start(g, flags, &why) < 0) {
+	s->nwaiters = 1;
+	if ((rc = start(g, flags, &why)) < 0) {
 		s->waiters = NULL;
+		s->nwaiters = 0;
 		LOGI("pg %s: scrub asked for by %s refused: %s", pgname(g, id, sizeof(id)),
 		     op->conn ? tsr_conn_peer(op->conn) : "a client", why);
-		answer(g, op, -EBUSY);
+		answer(g, op, rc);
 	}
 }
 
@@ -708,10 +783,11 @@ osd_scrub_msg(struct pgi *g, struct tsr_pgmsg *m)
 			     pgname(g, id, sizeof(id)), m->from, strerror(-rc));
 			return 0; /* the primary's run times out */
 		}
-		/* within a message front (ms_max_front, at least 1 MiB), however
-		 * long the names: the primary compares up to the last sent */
-		size_t bytes = 0, keep = 0;
-		while (keep < n && (keep == 0 || bytes + 64 + objs[keep].oid_len <= SCRUB_MAP_BYTES))
+		/* within three quarters of a message front (ms_max_front),
+		 * however long the names: the primary compares up to the last
+		 * sent */
+		size_t bytes = 0, keep = 0, cap = (size_t)g->rt->max_front / 4 * 3;
+		while (keep < n && (keep == 0 || bytes + 64 + objs[keep].oid_len <= cap))
 			bytes += 64 + objs[keep++].oid_len;
 		if (keep < n) {
 			for (size_t i = keep; i < n; i++)

@@ -374,7 +374,7 @@ count_clean(struct tc_cluster *c, const int *running, uint64_t min_epoch, char *
 	int clean = 0;
 
 	why[0] = '\0';
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < (int)c->nosd; i++) {
 		char *out = NULL;
 		int here = 0;
 		if (!running[i])
@@ -410,7 +410,7 @@ await_clean(struct tc_cluster *c, const int *running, int want, const char *what
 	       (n = count_clean(c, running, epoch, why, sizeof(why))) < want)
 		tc_sleep_ms(200);
 	if (n < want) {
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < (int)c->nosd; i++) {
 			char *out = NULL;
 			if (running[i] && tc_osd_asok(c, (size_t)i, "pg dump", &out) == 0)
 				fprintf(stderr, "osd.%d pg dump: %.3000s\n", i, out);
@@ -434,7 +434,7 @@ await_copies(struct tc_cluster *c, const int *running, int want, const char *wha
 	while (tc_now_ms() - t0 < 20000 && n != want) {
 		n = 0;
 		why[0] = '\0';
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < (int)c->nosd; i++) {
 			char *out = NULL;
 			if (running[i] && tc_osd_asok(c, (size_t)i, "pg dump", &out) == 0) {
 				int k = (int)tc_json_u64(out, "copies", 0);
@@ -447,6 +447,18 @@ await_copies(struct tc_cluster *c, const int *running, int want, const char *wha
 		if (n != want)
 			tc_sleep_ms(200);
 	}
+	if (n != want)
+		for (int i = 0; i < (int)c->nosd; i++) {
+			char *out = NULL;
+			if (running[i] && tc_osd_asok(c, (size_t)i, "pg dump", &out) == 0)
+				for (const char *p = strstr(out, "{\"pgid\""); p;
+				     p = strstr(p + 1, "{\"pgid\""))
+					if (strncmp(strstr(p, "\"state\": ") + 9, "\"active+clean\"",
+						    14) != 0 &&
+					    strncmp(strstr(p, "\"state\": ") + 9, "\"replica\"", 9))
+						fprintf(stderr, "osd.%d: %.300s\n", i, p);
+			free(out);
+		}
 	ck_assert_msg(n == want, "%s: %d copies held, not %d:%s", what, n, want, why);
 	fprintf(stderr, "pgs_peer: %s: %d copies:%s\n", what, n, why);
 }
@@ -615,46 +627,6 @@ START_TEST(objects_cli)
 }
 END_TEST
 
-/* The schedule: with intervals of seconds, every PG's primary scrubs and
- * deep-scrubs it by itself, at most osd_max_scrubs PGs at a time per OSD,
- * and the monitors show when (pg dump's last_scrub, last_deep_scrub). */
-START_TEST(scrub_on_schedule)
-{
-	struct tc_cluster c;
-	int running[4] = { 1, 1, 1, 1 };
-	uint64_t t0;
-	char *out = NULL;
-
-	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
-				   "osd_beacon_interval = \"300ms\"; "
-				   "osd_pg_stats_interval = \"300ms\"; "
-				   "osd_scrub_interval = \"1s\"; "
-				   "osd_deep_scrub_interval = \"2s\"; osd_max_scrubs = 4;"), 0);
-	four_osds_and_a_pool(&c);
-	await_clean(&c, running, 64, "a new pool");
-	for (int i = 0; i < 10; i++)
-		ck_assert_int_eq(tc_cli(&c, NULL, "object put data obj-%d %s/tessera.conf", i,
-					c.dir), 0);
-	t0 = tc_now_ms();
-	for (;;) {
-		free(out);
-		out = NULL;
-		ck_assert_int_eq(tc_cli(&c, &out, "pg dump --format json"), 0);
-		if (!strstr(out, "\"last_deep_scrub\": \"never\"") &&
-		    !strstr(out, "\"last_scrub\": \"never\"") && strstr(out, "\"1.3f\""))
-			break;
-		ck_assert_msg(tc_now_ms() - t0 < 40000, "40 s on, PGs never scrubbed:\n%.4000s",
-			      out);
-		tc_sleep_ms(500);
-	}
-	fprintf(stderr, "scrub_on_schedule: 64 PGs scrubbed and deep-scrubbed in %.1f s\n",
-		(double)(tc_now_ms() - t0) / 1e3);
-	assert_says(out, "\"scrub_errors\": 0");
-	ck_assert_ptr_null(strstr(out, "\"scrub_errors\": 1"));
-	free(out);
-	ck_assert_int_eq(tc_destroy(&c), 0);
-}
-END_TEST
 
 static struct tsr_client *
 client_of(struct tc_cluster *c)
@@ -863,6 +835,21 @@ START_TEST(scrub_repairs_bit_rot)
 	ck_assert_int_eq(pg_cmd(&c, "deep-scrub", pgid, &out), 0);
 	assert_says(out, "\"objects\": 3, \"inconsistent\": 0");
 	free(out);
+	/* a pool of one copy: nothing to compare with, and the scrub ends
+	 * (it once waited for maps no member would send) */
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create single 1 --size 1 --min-size 1"), 0);
+	await_clean(&c, running, 66, "a pool of one copy");
+	ck_assert_int_eq(tc_cli(&c, NULL, "object put single alone %s/tessera.conf", c.dir),
+			 0);
+	{
+		struct tsr_client *k = client_of(&c);
+		char single[32];
+		snprintf(single, sizeof(single), "%" PRId64 ".0", pool_of(k, "single"));
+		tsr_client_shutdown(k);
+		ck_assert_int_eq(pg_cmd(&c, "deep-scrub", single, &out), 0);
+		assert_says(out, "\"objects\": 1, \"inconsistent\": 0");
+		free(out);
+	}
 
 	/* a replica's copy rots */
 	int victim = __builtin_ctz(replicas);
@@ -924,6 +911,248 @@ START_TEST(scrub_repairs_bit_rot)
 		fprintf(stderr, "scrub_repairs_bit_rot: 6 scrubs under %d writes, none "
 			"inconsistent\n", w.writes);
 	}
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* A whole PG down: every OSD of a PG killed at once, then started again
+ * on their stores.  Nothing acknowledged is missing: every object reads
+ * back byte for byte, and a deep scrub finds the three copies alike. */
+START_TEST(whole_pg_down)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 }, primary, nobj = 40;
+	struct tsr_client *k;
+	char pgid[32], *out = NULL, ids[32] = "";
+	unsigned replicas, all;
+	int64_t pool;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_pg_stats_interval = \"300ms\";"), 0);
+	four_osds_and_a_pool(&c);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create one 1 --size 3"), 0);
+	await_clean(&c, running, 65, "a pool of one PG");
+	k = client_of(&c);
+	pool = pool_of(k, "one");
+	for (int i = 0; i < nobj; i++) {
+		struct tsr_op *op = tsr_op_create();
+		char name[16], buf[5000];
+		snprintf(name, sizeof(name), "o-%d", i);
+		memset(buf, 'A' + i % 26, sizeof(buf));
+		tsr_op_write_full(op, buf, 100 + (size_t)i * 97);
+		tsr_op_setxattr(op, "user.i", name, strlen(name));
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s",
+			      name, tsr_op_why(op));
+		tsr_op_destroy(op);
+	}
+	tsr_client_shutdown(k);
+	snprintf(pgid, sizeof(pgid), "%" PRId64 ".0", pool);
+	primary = copies_of(&c, pgid, &replicas);
+	ck_assert_msg(primary >= 0 && __builtin_popcount(replicas) == 2,
+		      "PG %s: primary osd.%d, replicas 0x%x", pgid, primary, replicas);
+	all = replicas | 1u << primary;
+
+	/* all three at once, then marked down, then back */
+	for (int i = 0; i < 4; i++)
+		if (all & 1u << i) {
+			ck_assert_int_eq(tc_osd_signal(&c, (size_t)i, SIGKILL) & 0x7f, SIGKILL);
+			running[i] = 0;
+			snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%d",
+				 ids[0] ? "," : "", i);
+		}
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd down %s", ids), 0);
+	for (int i = 0; i < 4; i++)
+		if (all & 1u << i) {
+			ck_assert_int_eq(tc_osd_start(&c, (size_t)i), 0);
+			running[i] = 1;
+		}
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(await_up(&c, i, 1, 15000) == 0, "osd.%d never came back", i);
+	await_clean(&c, running, 65, "the PG's OSDs back");
+
+	k = client_of(&c);
+	for (int i = 0; i < nobj; i++) {
+		struct tsr_op *op = tsr_op_create();
+		char name[16], buf[5000], want[5000], x[16];
+		size_t xlen = 0;
+		uint64_t got = 0;
+		int rrc = -1, xrc = -1;
+		snprintf(name, sizeof(name), "o-%d", i);
+		memset(want, 'A' + i % 26, sizeof(want));
+		tsr_op_read(op, 0, sizeof(buf), buf, &got, &rrc);
+		tsr_op_getxattr(op, "user.i", x, sizeof(x), &xlen, &xrc);
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s",
+			      name, tsr_op_why(op));
+		ck_assert_int_eq(rrc, 0);
+		ck_assert_int_eq(xrc, 0);
+		ck_assert_msg(got == 100 + (uint64_t)i * 97 && memcmp(buf, want, got) == 0,
+			      "%s: %llu bytes read back, not what was written", name,
+			      (unsigned long long)got);
+		ck_assert_msg(xlen == strlen(name) && memcmp(x, name, xlen) == 0,
+			      "%s: its attribute lost", name);
+		tsr_op_destroy(op);
+	}
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(pg_cmd(&c, "deep-scrub", pgid, &out), 0);
+	{
+		char want[64];
+		snprintf(want, sizeof(want), "\"objects\": %d, \"inconsistent\": 0", nobj);
+		assert_says(out, want);
+	}
+	free(out);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* Each PG's acting set from `pg dump` (the monitors' view): sets[pg]
+ * for pool 1's 64 PGs, as a bit mask of OSDs; how many were read. */
+static int
+acting_sets(struct tc_cluster *c, unsigned sets[64])
+{
+	char *out = NULL;
+	int n = 0;
+
+	memset(sets, 0, 64 * sizeof(sets[0]));
+	ck_assert_int_eq(tc_cli(c, &out, "pg dump --format json"), 0);
+	for (const char *p = strstr(out, "{\"pgid\": \"1."); p;
+	     p = strstr(p + 1, "{\"pgid\": \"1.")) {
+		unsigned pg = (unsigned)strtoul(p + 12, NULL, 16);
+		const char *a = strstr(p, "\"acting\": [");
+		if (a == NULL || pg >= 64)
+			continue;
+		a += 11;
+		while (*a && *a != ']') {
+			char *end;
+			long id = strtol(a, &end, 10);
+			if (end == a)
+				break;
+			sets[pg] |= 1u << id;
+			a = end + (*end == ',' ? 1 : 0);
+			while (*a == ' ')
+				a++;
+		}
+		n++;
+	}
+	free(out);
+	return n;
+}
+
+/* Growth: a fifth OSD joins a cluster holding data.  The PGs rebalance
+ * onto it by themselves (backfill), about its share of the copies moves
+ * (printed next to the optimum, a fifth), every PG ends active+clean with
+ * its three copies on the OSDs' stores, and every object reads back. */
+START_TEST(growth)
+{
+	struct tc_cluster c;
+	int running[5] = { 1, 1, 1, 1, 0 }, nobj = 200, moved = 0, onto = 0;
+	unsigned before[64], after[64];
+	struct tsr_client *k;
+	char *out = NULL;
+	int64_t pool;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_pg_stats_interval = \"300ms\";"), 0);
+	four_osds_and_a_pool(&c);
+	await_clean(&c, running, 64, "a new pool");
+	k = client_of(&c);
+	pool = pool_of(k, "data");
+	for (int i = 0; i < nobj; i++) {
+		struct tsr_op *op = tsr_op_create();
+		char name[16], buf[3000];
+		snprintf(name, sizeof(name), "g-%d", i);
+		memset(buf, 'a' + i % 26, sizeof(buf));
+		tsr_op_write_full(op, buf, 500 + (size_t)i * 11);
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s",
+			      name, tsr_op_why(op));
+		tsr_op_destroy(op);
+	}
+	ck_assert_int_eq(acting_sets(&c, before), 64);
+
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd add 4 --host h4"), 0);
+	ck_assert_int_eq(tc_osd_mkfs(&c, 4, NULL, &out), 0);
+	free(out);
+	ck_assert_int_eq(tc_osd_start(&c, 4), 0);
+	running[4] = 1;
+	ck_assert_msg(await_up(&c, 4, 1, 15000) == 0, "osd.4 never came up");
+	await_clean(&c, running, 64, "after osd.4 joined");
+	await_copies(&c, running, 64 * 3, "after osd.4 joined");
+	/* the monitors' view, once the primaries' reports caught up */
+	for (uint64_t t0 = tc_now_ms();; tc_sleep_ms(200)) {
+		int whole = acting_sets(&c, after) == 64;
+		for (int pg = 0; pg < 64; pg++)
+			whole = whole && __builtin_popcount(after[pg]) == 3;
+		if (whole || tc_now_ms() - t0 > 10000)
+			break;
+	}
+	for (int pg = 0; pg < 64; pg++) {
+		ck_assert_msg(__builtin_popcount(after[pg]) == 3, "PG 1.%x on OSDs 0x%x", pg,
+			      after[pg]);
+		moved += __builtin_popcount(after[pg] & ~before[pg]);
+		onto += (after[pg] >> 4) & 1;
+	}
+	fprintf(stderr, "growth: %d of 192 PG copies moved (%d onto osd.4); the optimum "
+		"is a fifth, 38.4\n", moved, onto);
+	ck_assert_int_eq(moved, onto); /* only onto the new OSD */
+	ck_assert_msg(onto >= 20 && onto <= 60, "%d copies onto osd.4: far from 38", onto);
+
+	for (int i = 0; i < nobj; i++) {
+		struct tsr_op *op = tsr_op_create();
+		char name[16], buf[5000], want[3000];
+		uint64_t got = 0;
+		int rrc = -1;
+		snprintf(name, sizeof(name), "g-%d", i);
+		memset(want, 'a' + i % 26, sizeof(want));
+		tsr_op_read(op, 0, sizeof(buf), buf, &got, &rrc);
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s",
+			      name, tsr_op_why(op));
+		ck_assert_msg(rrc == 0 && got == 500 + (uint64_t)i * 11 &&
+			      memcmp(buf, want, got) == 0, "%s read back wrong", name);
+		tsr_op_destroy(op);
+	}
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* The schedule: with intervals of seconds, every PG's primary scrubs and
+ * deep-scrubs it by itself, at most osd_max_scrubs PGs at a time per OSD,
+ * and the monitors show when (pg dump's last_scrub, last_deep_scrub). */
+START_TEST(scrub_on_schedule)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 };
+	uint64_t t0;
+	char *out = NULL;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_pg_stats_interval = \"300ms\"; "
+				   "osd_scrub_interval = \"1s\"; "
+				   "osd_deep_scrub_interval = \"2s\"; osd_max_scrubs = 4;"), 0);
+	four_osds_and_a_pool(&c);
+	await_clean(&c, running, 64, "a new pool");
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(tc_cli(&c, NULL, "object put data obj-%d %s/tessera.conf", i,
+					c.dir), 0);
+	t0 = tc_now_ms();
+	for (;;) {
+		free(out);
+		out = NULL;
+		ck_assert_int_eq(tc_cli(&c, &out, "pg dump --format json"), 0);
+		if (!strstr(out, "\"last_deep_scrub\": \"never\"") &&
+		    !strstr(out, "\"last_scrub\": \"never\"") && strstr(out, "\"1.3f\""))
+			break;
+		ck_assert_msg(tc_now_ms() - t0 < 40000, "40 s on, PGs never scrubbed:\n%.4000s",
+			      out);
+		tc_sleep_ms(500);
+	}
+	fprintf(stderr, "scrub_on_schedule: 64 PGs scrubbed and deep-scrubbed in %.1f s\n",
+		(double)(tc_now_ms() - t0) / 1e3);
+	assert_says(out, "\"scrub_errors\": 0");
+	ck_assert_ptr_null(strstr(out, "\"scrub_errors\": 1"));
+	free(out);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -1630,6 +1859,8 @@ main(void)
 		{ "store_runs_out", store_runs_out, TC_LONG },
 		{ "scrub_repairs_bit_rot", scrub_repairs_bit_rot, TC_LONG },
 		{ "scrub_on_schedule", scrub_on_schedule, TC_LONG },
+		{ "whole_pg_down", whole_pg_down, TC_LONG },
+		{ "growth", growth, TC_LONG },
 	};
 
 	return tc_check_main("osd", cases, TC_NCASES(cases));

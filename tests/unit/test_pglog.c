@@ -127,6 +127,68 @@ START_TEST(intervals_merge_and_trim)
 }
 END_TEST
 
+/* A copy that started late (an OSD new to the PG) dates its first
+ * interval from its start, inside one its peers saw begin earlier: merged,
+ * the fuller view holds where both reach and the intervals stay apart, so
+ * that they encode into what a peer decodes (they once did not: a new
+ * OSD's PGs never peered). */
+START_TEST(intervals_partial_views_merge_apart)
+{
+	struct tsr_pg_intervals p, late;
+	struct tsr_pg_interval iv;
+	struct tsr_enc e;
+	struct tsr_dec d;
+	char err[256];
+
+	memset(&p, 0, sizeof(p));
+	memset(&late, 0, sizeof(late));
+	memset(&iv, 0, sizeof(iv));
+	iv.n = 3;
+	iv.acting[0] = 0;
+	iv.acting[1] = 1;
+	iv.acting[2] = 2;
+	/* the full view: [10,15] [16,22] [23,25] */
+	iv.first = 10, iv.last = 15;
+	ck_assert_int_eq(tsr_pg_intervals_add(&p, &iv), 0);
+	iv.first = 16, iv.last = 22;
+	ck_assert_int_eq(tsr_pg_intervals_add(&p, &iv), 0);
+	iv.first = 23, iv.last = 25;
+	ck_assert_int_eq(tsr_pg_intervals_add(&p, &iv), 0);
+	/* the late copy: [21,22] [23,27] */
+	iv.first = 21, iv.last = 22;
+	ck_assert_int_eq(tsr_pg_intervals_add(&late, &iv), 0);
+	iv.first = 23, iv.last = 27;
+	ck_assert_int_eq(tsr_pg_intervals_add(&late, &iv), 0);
+	/* either way round */
+	for (int round = 0; round < 2; round++) {
+		struct tsr_pg_intervals m, back;
+		memset(&m, 0, sizeof(m));
+		ck_assert_int_eq(tsr_pg_intervals_copy(&m, round ? &late : &p), 0);
+		ck_assert_int_eq(tsr_pg_intervals_merge(&m, round ? &p : &late), 0);
+		ck_assert_uint_eq(m.n, 3);
+		ck_assert_uint_eq(m.iv[0].first, 10);
+		ck_assert_uint_eq(m.iv[1].first, 16);
+		ck_assert_uint_eq(m.iv[1].last, 22);
+		ck_assert_uint_eq(m.iv[2].first, 23);
+		ck_assert_uint_eq(m.iv[2].last, 27);
+		tsr_enc_init(&e);
+		tsr_pg_intervals_encode(&e, &m);
+		tsr_dec_init(&d, e.buf, e.len);
+		ck_assert_msg(tsr_pg_intervals_decode(&d, &back, err, sizeof(err)) == 0, "%s", err);
+		ck_assert_uint_eq(back.n, 3);
+		tsr_pg_intervals_free(&back);
+		tsr_enc_release(&e);
+		tsr_pg_intervals_free(&m);
+	}
+	/* a partial view wholly inside a fuller one adds nothing */
+	iv.first = 17, iv.last = 20;
+	ck_assert_int_eq(tsr_pg_intervals_add(&p, &iv), 0);
+	ck_assert_uint_eq(p.n, 3);
+	tsr_pg_intervals_free(&p);
+	tsr_pg_intervals_free(&late);
+}
+END_TEST
+
 /* One message of each type, filled as the machine fills them. */
 static void
 sample(int type, struct tsr_pgmsg *m)
@@ -428,6 +490,7 @@ main(void)
 	tcase_add_test(tc, log_operations);
 	tcase_add_test(tc, missing_set);
 	tcase_add_test(tc, intervals_merge_and_trim);
+	tcase_add_test(tc, intervals_partial_views_merge_apart);
 	tcase_add_test(tc, messages_round_trip_and_cuts);
 	tcase_add_test(tc, hostile_messages);
 	tcase_add_test(tc, machine_load_checks);

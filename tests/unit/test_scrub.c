@@ -146,6 +146,7 @@ START_TEST(compare_majority)
 		errs[odd] = TSR_SCRUB_ERR_DATA;
 		ck_assert_uint_eq(compare(m, 3, NULL, 1, &bad, &unsettled), 1);
 		assert_bad(&bad[0], "b", odd == 0 ? 1 : 0, errs, 3);
+		ck_assert_int_eq(bad[0].tie, 0);
 		free(bad);
 	}
 	/* every copy different: the primary's; two groups of two: the one
@@ -160,20 +161,23 @@ START_TEST(compare_majority)
 		       TSR_SCRUB_ERR_DATA;
 	ck_assert_uint_eq(compare(m3, 3, NULL, 0, &bad, &unsettled), 1);
 	assert_bad(&bad[0], "a", 0, (uint32_t[]){ 0, all, all }, 3);
+	ck_assert_int_eq(bad[0].tie, 1); /* no majority: flagged */
 	free(bad);
 	ck_assert_uint_eq(compare(m4, 4, NULL, 0, &bad, &unsettled), 1);
 	assert_bad(&bad[0], "a", 0, (uint32_t[]){ 0, all, all, 0 }, 4);
+	ck_assert_int_eq(bad[0].tie, 1);
 	free(bad);
 	/* the two of copies 1 and 2 outnumber the primary's */
 	struct tsr_scrub_map m5[] = { MAP(y), MAP(x), MAP(x), MAP(z) };
 	ck_assert_uint_eq(compare(m5, 4, NULL, 0, &bad, &unsettled), 1);
 	assert_bad(&bad[0], "a", 1, (uint32_t[]){ all, 0, 0, all }, 4);
+	ck_assert_int_eq(bad[0].tie, 0);
 	free(bad);
 }
 END_TEST
 
-/* Two copies that differ: the primary is the authority; each field that
- * differs is named. */
+/* Two copies that differ: the primary is the authority, flagged as a tie;
+ * each field that differs is named. */
 START_TEST(compare_two_copies)
 {
 	struct tsr_scrub_obj p[] = { obj("a", 1, 0, 0), obj("b", 1, 0, 0), obj("c", 1, 0, 0) };
@@ -192,6 +196,7 @@ START_TEST(compare_two_copies)
 	assert_bad(&bad[1], "b", 0, (uint32_t[]){ 0, TSR_SCRUB_ERR_OMAP }, 2);
 	assert_bad(&bad[2], "c", 0, (uint32_t[]){ 0, TSR_SCRUB_ERR_DATA }, 2);
 	ck_assert_str_eq(tsr_scrub_errs_str(bad[0].errs[1], s, sizeof(s)), "size+attributes");
+	ck_assert_int_eq(bad[0].tie, 1); /* one against one */
 	free(bad);
 }
 END_TEST

@@ -525,8 +525,11 @@ scrub_run(int argc, char **argv, const char *which, unsigned flags)
 		printf("pg %" PRId64 ".%" PRIx64 ": %s done: %" PRIu64 " objects, %u inconsistent, "
 		       "%u repaired\n", pool, pgnum, which, r.objects, r.errors, r.repaired);
 		for (size_t i = 0; i < r.bad.n; i++) {
+			const uint8_t *k = r.bad.kv[i].key;
 			printf("  ");
-			fwrite(r.bad.kv[i].key, 1, r.bad.kv[i].key_len, stdout);
+			for (size_t j = 0; j < r.bad.kv[i].key_len; j++)
+				printf(k[j] >= 0x20 && k[j] < 0x7f && k[j] != '\\' ? "%c"
+				       : "\\x%02x", k[j]);
 			printf(": %.*s\n", (int)r.bad.kv[i].val_len,
 			       (const char *)r.bad.kv[i].val);
 		}
