@@ -1323,8 +1323,12 @@ tsr_pgsm_advance_map(struct tsr_pgsm *sm, const struct tsr_pg_mapview *mv)
 		iv.primary = sm->cur.nacting ? sm->cur.acting[0] : -1;
 		iv.n = sm->cur.nacting;
 		memcpy(iv.acting, sm->cur.acting, sizeof(iv.acting));
+		/* (the first interval of a copy that started late began, for
+		 * the others, before the copy's first epoch: whether its
+		 * primary's up_thru reached that start is not known here, so
+		 * it may have written) */
 		iv.maybe_rw = sm->cur.nacting > 0 && sm->cur.nacting >= sm->cur.min_size &&
-			      sm->cur.primary_up_thru >= iv.first;
+			      (sm->cur.primary_up_thru >= iv.first || iv.first == sm->conf.created);
 		if (iv.n && tsr_pg_intervals_add(&sm->past, &iv) < 0)
 			return -ENOMEM;
 		/* kept back to the last clean epoch: peering needs those since
@@ -1783,6 +1787,18 @@ recover_some_(struct tsr_pgsm *sm)
 	}
 }
 
+/* May a stray with this info be deleted?  Only when everything it holds
+ * is in this copy's history: a stray whose head is newer than ours, or
+ * not in our log, holds writes we never saw (a peering that did not reach
+ * its interval), and stays for an operator to look at. */
+static int
+purgeable(const struct tsr_pgsm *sm, const struct tsr_pg_info *in)
+{
+	if (tsr_ev_none(in->last_update) || tsr_ev_cmp(in->last_update, sm->log.tail) <= 0)
+		return tsr_ev_cmp(in->last_update, sm->info.last_update) <= 0;
+	return tsr_pglog_find(&sm->log, in->last_update) >= 0;
+}
+
 static void
 check_clean(struct tsr_pgsm *sm)
 {
@@ -1851,7 +1867,7 @@ check_clean(struct tsr_pgsm *sm)
 	/* copies elsewhere are no longer needed */
 	for (size_t i = 0; i < sm->npeers; i++)
 		if (sm->peers[i].answered && acting_index(sm, sm->peers[i].osd) < 0 &&
-		    osd_up(sm, sm->peers[i].osd))
+		    osd_up(sm, sm->peers[i].osd) && purgeable(sm, &sm->peers[i].info))
 			(void)send_new(sm, sm->peers[i].osd, TSR_PGMSG_PURGE,
 				       sm->info.same_interval_since);
 }
@@ -2297,6 +2313,7 @@ on_notify(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 		 * (check_clean tells those heard from before) */
 		if (sm->clean && acting_index(sm, m->from) < 0 &&
 		    !in_set(sm->cur.up, sm->cur.nup, m->from) && osd_up(sm, m->from) &&
+		    purgeable(sm, &m->info) &&
 		    send_new(sm, m->from, TSR_PGMSG_PURGE, sm->info.same_interval_since) == NULL)
 			return -ENOMEM;
 		break;

@@ -1044,8 +1044,6 @@ osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
 	rt->ring_n++;
 	/* every copy gets every epoch */
 	pthread_mutex_lock(&rt->lock);
-	tsr_osdmap_epoch_put(rt->latest);
-	rt->latest = tsr_osdmap_epoch_get(ep);
 	for (struct pgi *g = rt->pgs; g; g = g->next)
 		if (!g->gone && !g->damaged)
 			post_map(g, ep);
@@ -1080,29 +1078,47 @@ osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
 			feed_from(rt, g, since);
 		}
 	}
-	/* messages that waited for this epoch's copies */
+	/* the epoch is the OSD's now that its copies are made (until then a
+	 * message of it for a copy not made yet waits, below), and the
+	 * messages that waited for them go, ahead of any that follow */
 	pthread_mutex_lock(&rt->lock);
-	struct ev *early = rt->early;
+	tsr_osdmap_epoch_put(rt->latest);
+	rt->latest = tsr_osdmap_epoch_get(ep);
+	struct ev *early = rt->early, *nothing = NULL;
 	rt->early = NULL;
 	rt->early_tail = &rt->early;
 	rt->nearly = 0;
+	rt->early_bytes = 0;
 	while (early) {
 		struct ev *x = early;
+		struct pgi *g = osd_pgi_find(rt, x->m.pgid);
 		early = x->next;
 		x->next = NULL;
-		if (x->m.map_epoch > e) {
+		if (g == NULL && x->m.map_epoch > e) {
+			/* still no copy: a later map may make it */
 			*rt->early_tail = x;
 			rt->early_tail = &x->next;
 			rt->nearly++;
+			rt->early_bytes += x->raw ? x->raw->front_len + x->raw->data_len : 0;
 			continue;
 		}
-		struct pgi *g = osd_pgi_find(rt, x->m.pgid);
-		if (g && !g->damaged)
+		if (g && !g->damaged) {
+			/* (one from a newer map still waits, in the copy) */
 			osd_pg_post(g, x);
-		else
+		} else if (x->m.type == TSR_PGMSG_QUERY) {
+			x->next = nothing; /* answered below, out of the lock */
+			nothing = x;
+		} else {
 			ev_free(x); /* not made here after all */
+		}
 	}
 	pthread_mutex_unlock(&rt->lock);
+	while (nothing) {
+		struct ev *x = nothing;
+		nothing = x->next;
+		answer_nothing(rt, &x->m);
+		ev_free(x);
+	}
 	/* client operations that waited for this epoch */
 	osd_ops_map(rt, e);
 }
@@ -1178,6 +1194,16 @@ answer_nothing(struct osd_pgrt *rt, const struct tsr_pgmsg *query)
 	}
 }
 
+/* Does a message for pgid wait for a map (under rt->lock)? */
+static int
+early_has(const struct osd_pgrt *rt, struct tsr_pgid pgid)
+{
+	for (const struct ev *x = rt->early; x; x = x->next)
+		if (x->m.pgid.pool == pgid.pool && x->m.pgid.pg == pgid.pg)
+			return 1;
+	return 0;
+}
+
 static void
 on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 {
@@ -1222,16 +1248,33 @@ on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 	__atomic_add_fetch(&rt->received, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&rt->lock);
 	g = osd_pgi_find(rt, e->m.pgid);
-	if (g == NULL && e->m.type != TSR_PGMSG_QUERY && rt->nearly < MAX_EARLY &&
-	    (rt->latest == NULL || tsr_osdmap_epoch_number(rt->latest) < e->m.map_epoch)) {
+	if ((g == NULL && (rt->latest == NULL ||
+			   tsr_osdmap_epoch_number(rt->latest) < e->m.map_epoch)) ||
+	    early_has(rt, e->m.pgid)) {
 		/* the map that makes the copy here has not come yet: it waits
-		 * for it (osd_pgrt_map) */
+		 * for it (osd_pgrt_map; a query is answered then, by the copy
+		 * or with "nothing held": its sender does not ask again), and
+		 * so does what follows it for the same PG, to keep the order */
+		size_t bytes = msg->front_len + msg->data_len;
+		if (rt->nearly >= MAX_EARLY || rt->early_bytes + bytes > MAX_EARLY_BYTES) {
+			pthread_mutex_unlock(&rt->lock);
+			tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "%s: %s for pg %"
+				      PRId64 ".%x from epoch %" PRIu64 " dropped: %zu messages "
+				      "(%zu bytes) already wait for maps this OSD lacks",
+				      tsr_conn_peer(c), tsr_pgmsg_name(e->m.type), e->m.pgid.pool,
+				      e->m.pgid.pg, e->m.map_epoch, rt->nearly, rt->early_bytes);
+			tsr_pgmsg_free(&e->m);
+			free(e);
+			tsr_msg_free(msg, 0);
+			return;
+		}
 		e->type = EV_MSG;
 		e->raw = msg;
 		e->next = NULL;
 		*rt->early_tail = e;
 		rt->early_tail = &e->next;
 		rt->nearly++;
+		rt->early_bytes += bytes;
 		pthread_mutex_unlock(&rt->lock);
 		return;
 	}

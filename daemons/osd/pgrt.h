@@ -18,6 +18,7 @@
 #define MAX_PARKED 1024u             /* messages a copy keeps for a newer map */
 #define MAX_EARLY 4096u              /* messages kept for copies a newer map
 					will make here */
+#define MAX_EARLY_BYTES (64u << 20)  /* and their size */
 
 struct ev;
 
@@ -172,7 +173,7 @@ struct osd_pgrt {
 	 * OSD's, which may make it (under lock): a stray's word to a new
 	 * primary must not be lost */
 	struct ev *early, **early_tail;
-	size_t nearly;
+	size_t nearly, early_bytes;
 	/* client operations from a newer map than the OSD's (under lock) */
 	struct cop *opwait;
 	size_t nopwait;

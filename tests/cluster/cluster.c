@@ -176,7 +176,7 @@ tc_write_conf(struct tc_cluster *c, const char *path, const char *extra)
 		c->dir, c->dir, plugins, c->dir, c->dir, c->dir);
 	for (size_t i = 0; i < c->nmon; i++)
 		fprintf(f, "%s%s=%s", i ? ", " : "", c->mon[i].name, c->mon[i].addr);
-	fprintf(f, "\";\n%s\n};\n", extra ? extra : c->extra);
+	fprintf(f, "\";\n%s\n};\n%s\n", extra ? extra : c->extra, c->sections);
 	return fclose(f) == 0 ? 0 : -1;
 }
 

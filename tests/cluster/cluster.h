@@ -53,6 +53,7 @@ struct tc_cluster {
 	struct tc_daemon mds[TC_MAX_MDSS]; /* name: "m0", "m1", ... */
 	char fsid[40];           /* the cluster's id: "" unless tc_fsid_new */
 	char extra[1024];        /* more text for the global section */
+	char sections[1024];     /* sections after it ("osd-1 = { ... };") */
 	int real_osds;           /* tc_osd_start runs $TESSERA_OSD, not $TESTOSD */
 	uint8_t secret[32];      /* the cluster secret (keys/) */
 	struct tsr_auth *admin;  /* client.admin, for tc_client_open */

@@ -1708,12 +1708,21 @@ START_TEST(writes_under_kill)
 }
 END_TEST
 
-/* The same with the hrw placement plugin, chosen before the first OSD. */
+/* Each OSD on an address of its own for the next writes_under_kill_body
+ * (0: all on 127.0.0.1). */
+static int own_addresses;
+
+/* The same with the hrw placement plugin, chosen before the first OSD,
+ * and each OSD a "host" on an address of its own (127.0.0.2 to
+ * 127.0.0.5): clients and peers reach each at the address the map gives
+ * for it. */
 START_TEST(writes_under_kill_hrw)
 {
 	placement_plugin = "hrw";
+	own_addresses = 1;
 	writes_under_kill_body();
 	placement_plugin = NULL;
+	own_addresses = 0;
 }
 END_TEST
 
@@ -1733,7 +1742,20 @@ writes_under_kill_body(void)
 				   "osd_heartbeat_interval = \"200ms\"; "
 				   "osd_heartbeat_grace = \"1500ms\"; "
 				   "client_inject_dup = true;"), 0);
+	for (int i = 0; own_addresses && i < 4; i++)
+		snprintf(c.sections + strlen(c.sections), sizeof(c.sections) - strlen(c.sections),
+			 "osd-%d = { osd_addr = \"127.0.0.%d:0\"; };\n", i, i + 2);
 	four_osds_and_a_pool(&c);
+	if (own_addresses) {
+		char *dump = NULL;
+		ck_assert_int_eq(tc_cli(&c, &dump, "osd dump --format json"), 0);
+		for (int i = 0; i < 4; i++) {
+			char want[32];
+			snprintf(want, sizeof(want), "\"127.0.0.%d:", i + 2);
+			assert_says(dump, want);
+		}
+		free(dump);
+	}
 	await_clean(&c, running, 64, "a new pool");
 	k = client_of(&c);
 	memset(&w, 0, sizeof(w));
