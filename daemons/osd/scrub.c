@@ -287,6 +287,16 @@ answer(struct pgi *g, struct cop *list, int rc)
 	tsr_enc_release(&e);
 }
 
+/* A run ended: its slot among the OSD's scrubs is free. */
+static void
+slot_release(struct osd_pgrt *rt)
+{
+	pthread_mutex_lock(&rt->lock);
+	if (rt->scrubs)
+		rt->scrubs--;
+	pthread_mutex_unlock(&rt->lock);
+}
+
 static int start(struct pgi *g, unsigned flags, const char **why);
 static void next_chunk(struct pgi *g);
 static void compare(struct pgi *g);
@@ -324,10 +334,7 @@ finish(struct pgi *g, int rc, const char *why)
 	run_free(s);
 	s->running = 0;
 	s->retry_wait = 0;
-	pthread_mutex_lock(&g->rt->lock);
-	if (g->rt->scrubs)
-		g->rt->scrubs--;
-	pthread_mutex_unlock(&g->rt->lock);
+	slot_release(g->rt);
 	s->nwaiters = 0;
 	if (rc < 0)
 		s->retry_after_s = wall_s() + SCRUB_BACKOFF_S;
@@ -871,25 +878,12 @@ osd_scrub_drop(struct pgi *g)
 {
 	struct pg_scrub *s = &g->scrub;
 	struct cop *w = s->waiters, *n = s->next_waiters;
-	uint64_t epoch = g->ep ? tsr_osdmap_epoch_number(g->ep) : 0;
 
 	s->waiters = s->next_waiters = NULL;
-	while (w) {
-		struct cop *op = w;
-		w = op->next;
-		osd_op_abort(op, -EAGAIN, epoch);
-	}
-	while (n) {
-		struct cop *op = n;
-		n = op->next;
-		osd_op_abort(op, -EAGAIN, epoch);
-	}
-	if (s->running) {
-		pthread_mutex_lock(&g->rt->lock);
-		if (g->rt->scrubs)
-			g->rt->scrubs--;
-		pthread_mutex_unlock(&g->rt->lock);
-	}
+	answer(g, w, -EAGAIN);
+	answer(g, n, -EAGAIN);
+	if (s->running)
+		slot_release(g->rt);
 	s->running = 0;
 	run_free(s);
 }
