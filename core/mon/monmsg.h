@@ -323,8 +323,11 @@ TSR_API int tsr_monmsg_osd_alive_decode(const void *buf, size_t len,
 	X(SCRUBBING, 13, "scrubbing")           \
 	X(DEEP, 14, "deep")                     \
 	X(INCONSISTENT, 15, "inconsistent")     \
-	X(REPAIR, 16, "repair")
-/* DEEP: with SCRUBBING, the scrub is a deep one (it reads and compares
+	X(REPAIR, 16, "repair")                 \
+	X(PEERED, 17, "peered")
+/* PEERED: peered below the pool's min_size: it serves reads of what is
+ * known committed, writes wait (not active).
+ * DEEP: with SCRUBBING, the scrub is a deep one (it reads and compares
  * the data, not only sizes and attributes); REPAIR: with SCRUBBING, it
  * repairs what it finds.  INCONSISTENT: the last scrub found objects
  * whose copies differ and they are not repaired since. */
@@ -333,7 +336,7 @@ enum {
 	TSR_PG_STATES(TSR_PG_STATE_BIT)
 #undef TSR_PG_STATE_BIT
 };
-#define TSR_PG_ST_ALL ((1u << 17) - 1)
+#define TSR_PG_ST_ALL ((1u << 18) - 1)
 #define TSR_PG_ST_V1 ((1u << 13) - 1)   /* the bits a v1 report may carry */
 /* "active+clean" into out (at most len bytes, NUL included): out. */
 TSR_API char *tsr_pg_state_str(uint32_t state, char *out, size_t len);

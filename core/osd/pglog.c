@@ -556,7 +556,7 @@ tsr_pglog_entries_decode(struct tsr_dec *d, struct tsr_pglog *out, char *err,
 void
 tsr_pg_info_encode(struct tsr_enc *e, const struct tsr_pg_info *i)
 {
-	size_t m = tsr_enc_begin_struct(e, 1, 1);
+	size_t m = tsr_enc_begin_struct(e, 2, 1);
 
 	tsr_enc_i64(e, i->pgid.pool);
 	tsr_enc_u32(e, i->pgid.pg);
@@ -571,6 +571,7 @@ tsr_pg_info_encode(struct tsr_enc *e, const struct tsr_pg_info *i)
 	tsr_enc_u8(e, i->backfilling);
 	tsr_enc_bytes(e, i->last_backfill, i->last_backfill_len);
 	tsr_enc_u64(e, i->backfill_since);
+	tsr_ev_encode(e, i->committed);          /* v2 */
 	tsr_enc_end_struct(e, m);
 }
 
@@ -598,6 +599,8 @@ tsr_pg_info_decode(struct tsr_dec *d, struct tsr_pg_info *i, char *err, size_t e
 	i->backfilling = tsr_dec_u8(&s);
 	tsr_dec_bytes(&s, &lb, &lb_len, TSR_PGLOG_MAX_OID);
 	i->backfill_since = tsr_dec_u64(&s);
+	if (v >= 2)
+		i->committed = tsr_ev_decode(&s);
 	if (tsr_dec_end_struct(d, &s) < 0)
 		return done(d, err, errlen, "PG info");
 	if (i->pgid.pool < 0)
@@ -610,6 +613,12 @@ tsr_pg_info_decode(struct tsr_dec *d, struct tsr_pg_info *i, char *err, size_t e
 			    (unsigned long long)i->log_tail.ver,
 			    (unsigned long long)i->last_complete.epoch,
 			    (unsigned long long)i->last_complete.ver,
+			    (unsigned long long)i->last_update.epoch,
+			    (unsigned long long)i->last_update.ver);
+	if (tsr_ev_cmp(i->committed, i->last_update) > 0)
+		return fail(d, err, errlen, "PG info: committed %llu'%llu above last update "
+			    "%llu'%llu", (unsigned long long)i->committed.epoch,
+			    (unsigned long long)i->committed.ver,
 			    (unsigned long long)i->last_update.epoch,
 			    (unsigned long long)i->last_update.ver);
 	if (i->backfilling > 1)

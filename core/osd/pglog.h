@@ -196,6 +196,11 @@ struct tsr_pg_info {
 	size_t last_backfill_len;
 	uint64_t backfill_since;      /* the interval in which this copy became
 					 one being backfilled */
+	/* every write at or below is held by every member of the interval
+	 * that made it (acknowledged, or as good as: no later peering drops
+	 * it).  Known late on members (the primary says so with its next
+	 * write or its tick); 0'0: nothing known.  At most last_update. */
+	struct tsr_ev committed;
 };
 
 void tsr_pg_info_free(struct tsr_pg_info *i);

@@ -1,6 +1,6 @@
 /* pgmsg.c — the encodings of the messages between a PG's copies (pgsm.h).
  *
- *   pgmsg = envelope v1 { u8 type, i64 pool, u32 pg, i32 from,
+ *   pgmsg = envelope v2 (compat 1) { u8 type, i64 pool, u32 pg, i32 from,
  *                         u64 map_epoch, u64 interval, body }
  *   body by type:
  *     QUERY, PURGE    (nothing)
@@ -9,13 +9,17 @@
  *     LOG             info, missing, entries     (tail: info.log_tail)
  *     ACTIVATE        info, intervals, u8 whole, ev tail, entries
  *     ACTIVATE_ACK    info, missing
- *     REPOP           ev trim_to, entries        (exactly one)
+ *     REPOP           ev trim_to, entries        (exactly one),
+ *                     ev committed (envelope v2)
  *     REPOP_REPLY     ev, i32 result
  *     PULL, PUSH_ACK  bytes oid, ev
  *     PUSH            bytes oid, ev, u8 op, u8 backfill
  *     SCAN            bytes after (empty: from the first), u32 max
  *     SCAN_REPLY      u8 done, u32 n, n x { bytes oid, ev }   (in order)
  *     PROGRESS(_ACK)  bytes last_backfill, u8 done
+ *     REPAIR          bytes oid, ev
+ *     SCRUB, SCRUB_MAP  (scrub.h)
+ *     COMMIT          ev (the primary's committed; v2)
  * (info, intervals, missing, entries: pglog.h.)
  */
 #include "osd/pgsm.h"
@@ -64,7 +68,7 @@ tsr_pgmsg_free(struct tsr_pgmsg *m)
 int
 tsr_pgmsg_encode(struct tsr_enc *e, const struct tsr_pgmsg *m)
 {
-	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+	size_t mark = tsr_enc_begin_struct(e, 2, 1);
 
 	tsr_enc_u8(e, m->type);
 	tsr_enc_i64(e, m->pgid.pool);
@@ -100,6 +104,10 @@ tsr_pgmsg_encode(struct tsr_enc *e, const struct tsr_pgmsg *m)
 	case TSR_PGMSG_REPOP:
 		tsr_ev_encode(e, m->trim_to);
 		tsr_pglog_entries_encode(e, &m->log, 0, m->log.n);
+		tsr_ev_encode(e, m->committed);
+		break;
+	case TSR_PGMSG_COMMIT:
+		tsr_ev_encode(e, m->ev);
 		break;
 	case TSR_PGMSG_REPOP_REPLY:
 		tsr_ev_encode(e, m->ev);
@@ -279,6 +287,13 @@ tsr_pgmsg_decode(const void *buf, size_t len, struct tsr_pgmsg *m, char *err, si
 		if (dec_entries(&s, m, (struct tsr_ev){ 0, 0 }, 0, (struct tsr_ev){ 0, 0 }, err,
 				errlen) < 0 || m->log.n != 1)
 			return bad(m, err, errlen, "not exactly one entry");
+		if (v >= 2)
+			m->committed = tsr_ev_decode(&s);
+		if (tsr_ev_cmp(m->committed, m->log.e[0].ev) >= 0)
+			return bad(m, err, errlen, "committed at or above its own entry");
+		break;
+	case TSR_PGMSG_COMMIT:
+		m->ev = tsr_ev_decode(&s);
 		break;
 	case TSR_PGMSG_REPOP_REPLY:
 		m->ev = tsr_ev_decode(&s);

@@ -135,6 +135,8 @@ struct tsr_pgsm {
 	uint64_t scan_token;
 	uint64_t next_token;
 	struct tsr_ev trim_to;       /* the primary's last trim */
+	struct tsr_ev sent_committed;/* the primary's info.committed as last
+					sent to the members (this interval) */
 
 	struct tsr_pgsm_action *act;
 	size_t nact, capact;
@@ -473,6 +475,17 @@ persist_emit(struct tsr_pgsm *sm, struct persist *p, int obj, uint64_t handle,
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+/* Writes up to ev are known held by every member of the interval that
+ * made each: raise info.committed (never above what this copy logged). */
+static void
+committed_raise(struct tsr_pgsm *sm, struct tsr_ev ev)
+{
+	if (tsr_ev_cmp(ev, sm->info.last_update) > 0)
+		ev = sm->info.last_update;
+	if (tsr_ev_cmp(ev, sm->info.committed) > 0)
+		sm->info.committed = ev;
 }
 
 /* last_complete: the newest version below which nothing is missing. */
@@ -835,8 +848,8 @@ rebase_backfill(struct tsr_pgsm *sm, struct persist *p, const struct tsr_pglog *
  * authority's whole log; else the entries that follow our head).  The
  * changes go into p. */
 static int
-merge_log(struct tsr_pgsm *sm, struct persist *p, const struct tsr_pglog *a, int whole,
-	  struct tsr_ev a_tail, struct tsr_ev a_head)
+merge_log_(struct tsr_pgsm *sm, struct persist *p, const struct tsr_pglog *a, int whole,
+	   struct tsr_ev a_tail, struct tsr_ev a_head)
 {
 	struct tsr_pglog div;
 	struct tsr_ev common;
@@ -918,6 +931,19 @@ merge_log(struct tsr_pgsm *sm, struct persist *p, const struct tsr_pglog *a, int
 		sm->log.head = a_head;
 	sm->info.last_update = sm->log.head;
 	sm->info.log_tail = sm->log.tail;
+	return rc;
+}
+
+static int
+merge_log(struct tsr_pgsm *sm, struct persist *p, const struct tsr_pglog *a, int whole,
+	  struct tsr_ev a_tail, struct tsr_ev a_head)
+{
+	int rc = merge_log_(sm, p, a, whole, a_tail, a_head);
+
+	/* (what was committed is in every authority's log, so a rollback
+	 * never goes below it; kept within the log all the same) */
+	if (tsr_ev_cmp(sm->info.committed, sm->info.last_update) > 0)
+		sm->info.committed = sm->info.last_update;
 	return rc;
 }
 
@@ -1166,6 +1192,11 @@ activate(struct tsr_pgsm *sm)
 	memset(&p, 0, sizeof(p));
 	sm->state = TSR_PGSM_ACTIVATING;
 	sm->own_activated = 0;
+	/* what any copy heard from knew committed is in this log (an
+	 * authority holds every write as good as acknowledged) */
+	for (size_t i = 0; i < sm->npeers; i++)
+		if (sm->peers[i].answered)
+			committed_raise(sm, sm->peers[i].info.committed);
 	record_start(sm);
 	kv_info(sm, &p);
 	memset(&pd, 0, sizeof(pd));
@@ -1224,11 +1255,14 @@ activated_check(struct tsr_pgsm *sm)
 	sm->state = TSR_PGSM_ACTIVE;
 	why(sm, "active");
 	/* every member holds the start: it is history now (raised only here,
-	 * so no peering waits for a start that never completed) */
+	 * so no peering waits for a start that never completed), and so is
+	 * the log it started with (min_size members hold all of it) */
 	if (sm->info.les == sm->info.same_interval_since &&
-	    sm->info.les > sm->info.history_les) {
+	    (sm->info.les > sm->info.history_les ||
+	     tsr_ev_cmp(sm->info.last_update, sm->info.committed) > 0)) {
 		struct persist p;
 		sm->info.history_les = sm->info.les;
+		committed_raise(sm, sm->info.last_update);
 		memset(&p, 0, sizeof(p));
 		kv_info(sm, &p);
 		(void)persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, NULL);
@@ -1266,6 +1300,7 @@ start_interval(struct tsr_pgsm *sm)
 	sm->own_activated = 0;
 	sm->temp_asked = 0;
 	sm->scan_for = -1;
+	sm->sent_committed = (struct tsr_ev){ 0, 0 };
 	backfill_reset(sm);
 	sm->my_index = acting_index(sm, sm->conf.whoami);
 	sm->role = sm->my_index == 0 ? ROLE_PRIMARY
@@ -1436,6 +1471,16 @@ enqueue(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op, struct tsr_ev dup_of)
 	return 0;
 }
 
+/* The newest entry of l on oid, or NULL. */
+static const struct tsr_pglog_entry *
+log_newest(const struct tsr_pglog *l, const void *oid, size_t oid_len)
+{
+	for (size_t i = l->n; i-- > 0;)
+		if (tsr_oid_cmp(l->e[i].oid, l->e[i].oid_len, oid, oid_len) == 0)
+			return &l->e[i];
+	return NULL;
+}
+
 /* Try to run op now: 1 ran (or was answered), 0 must wait. */
 static int
 try_op(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op)
@@ -1447,12 +1492,19 @@ try_op(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op)
 		return 0;
 	if (object_degraded(sm, op->oid, op->oid_len))
 		return 0;
-	/* below min_size the PG serves neither writes nor reads: they wait
-	 * for the map to bring members back.  (A read there could see a
-	 * write the last primary logged alone and never acknowledged, which
-	 * a later peering may drop.) */
-	if (sm->cur.nacting < sm->cur.min_size)
-		return 0;
+	/* below min_size the PG takes no writes: they wait for the map to
+	 * bring members back.  It serves a read of an object whose last
+	 * write is known committed; not one the last primary may have
+	 * logged alone and never acknowledged, which a later peering may
+	 * drop (the read would show what then never happened). */
+	if (sm->cur.nacting < sm->cur.min_size) {
+		const struct tsr_pglog_entry *x;
+		if (op->kind != TSR_PGSM_OP_READ)
+			return 0;
+		x = log_newest(&sm->log, op->oid, op->oid_len);
+		if (x && tsr_ev_cmp(x->ev, sm->info.committed) > 0)
+			return 0;
+	}
 	if (op->kind == TSR_PGSM_OP_WRITE && (k = tsr_pglog_find_reqid(&sm->log, op->reqid)) >= 0) {
 		/* sent again: answer as the first time, once it is complete.
 		 * An entry in an active PG's log is on every member (activation
@@ -1534,6 +1586,7 @@ complete_writes(struct tsr_pgsm *sm)
 			if (pe && tsr_ev_cmp(pe->info.last_update, sm->fl[0].ev) < 0)
 				pe->info.last_update = sm->fl[0].ev;
 		}
+		committed_raise(sm, sm->fl[0].ev);
 		reply(sm, sm->fl[0].handle, sm->fl[0].result, sm->fl[0].ev);
 		inflight_drop(sm, 0);
 		any = 1;
@@ -1636,9 +1689,11 @@ tsr_pgsm_exec_done(struct tsr_pgsm *sm, uint64_t handle, struct tsr_ev prior, ui
 		a->attach = TSR_PGSM_ATTACH_OP;
 		a->handle = handle;
 		a->msg.trim_to = sm->trim_to;
+		a->msg.committed = sm->info.committed;
 		if ((rc = tsr_pglog_append(&a->msg.log, &x)) < 0)
 			return rc;
 	}
+	sm->sent_committed = sm->info.committed;
 	requeue(sm);
 	return 0;
 }
@@ -2400,6 +2455,7 @@ on_activate(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 		return rc;
 	}
 	merge_history(sm, &m->info, 0);
+	committed_raise(sm, m->info.committed);
 	if ((rc = merge_past(sm, &m->past)) < 0) {
 		persist_free(&p);
 		return rc;
@@ -2456,6 +2512,7 @@ on_repop(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 		}
 	}
 	sm->info.last_update = x->ev;
+	committed_raise(sm, m->committed);
 	update_last_complete(sm);
 	kv_info(sm, &p);
 	memset(&pd, 0, sizeof(pd));
@@ -2553,15 +2610,6 @@ on_push_ack(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 
 /* ---- scrub repairs ------------------------------------------------------------ */
 
-/* The newest entry of l on oid, or NULL. */
-static const struct tsr_pglog_entry *
-log_newest(const struct tsr_pglog *l, const void *oid, size_t oid_len)
-{
-	for (size_t i = l->n; i-- > 0;)
-		if (tsr_oid_cmp(l->e[i].oid, l->e[i].oid_len, oid, oid_len) == 0)
-			return &l->e[i];
-	return NULL;
-}
 
 /* This copy's oid is bad: it misses it at need (have none), durably. */
 static int
@@ -2760,6 +2808,16 @@ tsr_pgsm_recv(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 		return on_backfill_msg(sm, m);
 	case TSR_PGMSG_REPAIR:
 		return on_repair(sm, m);
+	case TSR_PGMSG_COMMIT: {
+		struct persist p;
+		if (sm->state != TSR_PGSM_REPLICA || m->from != sm->cur.acting[0] ||
+		    tsr_ev_cmp(m->ev, sm->info.committed) <= 0)
+			return 0;
+		committed_raise(sm, m->ev);
+		memset(&p, 0, sizeof(p));
+		kv_info(sm, &p);
+		return persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, NULL);
+	}
 	case TSR_PGMSG_SCRUB:
 	case TSR_PGMSG_SCRUB_MAP:
 		return 0; /* the OSD's (daemons/osd/scrub.c), never handed in */
@@ -2869,6 +2927,39 @@ tsr_pgsm_committed(struct tsr_pgsm *sm, uint64_t token)
 }
 
 /* ---- status --------------------------------------------------------------------- */
+
+int
+tsr_pgsm_commit_due(const struct tsr_pgsm *sm)
+{
+	return sm->role == ROLE_PRIMARY && sm->state == TSR_PGSM_ACTIVE &&
+	       sm->cur.nacting > 1 && tsr_ev_cmp(sm->info.committed, sm->sent_committed) > 0;
+}
+
+int
+tsr_pgsm_tick(struct tsr_pgsm *sm)
+{
+	struct persist p;
+	int rc;
+
+	if (!tsr_pgsm_commit_due(sm))
+		return 0;
+	/* the writes went quiet: the members learn how far they are
+	 * committed (reads below min_size serve no further), and so does
+	 * this copy's store */
+	memset(&p, 0, sizeof(p));
+	kv_info(sm, &p);
+	if ((rc = persist_emit(sm, &p, TSR_PGSM_OBJ_NONE, 0, 0, NULL)) < 0)
+		return rc;
+	for (uint32_t i = 1; i < sm->cur.nacting; i++) {
+		struct tsr_pgsm_action *a = send_new(sm, sm->cur.acting[i], TSR_PGMSG_COMMIT,
+						     sm->info.same_interval_since);
+		if (a == NULL)
+			return -ENOMEM;
+		a->msg.ev = sm->info.committed;
+	}
+	sm->sent_committed = sm->info.committed;
+	return 0;
+}
 
 int
 tsr_pgsm_state(const struct tsr_pgsm *sm)

@@ -68,6 +68,11 @@
  * same_interval_since): a skipped epoch could hide an interval that took
  * writes (advance_map refuses the wrong one with -EINVAL).
  *
+ * Below min_size the PG activates ("peered") but takes no writes.  It
+ * serves reads of objects whose newest entry is at or below
+ * info.committed (pglog.h): never one a lone copy logged and no one
+ * acknowledged, which a later peering may drop.
+ *
  * An OSD restarted in place may have lost what it did not persist: it
  * serves a PG only in an interval that begins once the map shows its new
  * incarnation up (a member's up_from changing starts a new interval), so
@@ -145,7 +150,9 @@ struct tsr_pg_mapview {
 	X(REPAIR, 17, "pg repair")         /* your copy of oid is bad: you
 					      miss it at ev */              \
 	X(SCRUB, 18, "pg scrub")           /* your scrub map of a range */ \
-	X(SCRUB_MAP, 19, "pg scrub map")
+	X(SCRUB_MAP, 19, "pg scrub map")                                   \
+	X(COMMIT, 20, "pg commit")         /* writes up to ev are held by
+					      every member */
 
 enum {
 #define TSR_PGMSG_ENUM(name, n, label) TSR_PGMSG_##name = (n),
@@ -194,8 +201,10 @@ struct tsr_pgmsg {
 	uint8_t whole;               /* ACTIVATE: log is the whole log (the
 					member diverged), else what follows
 					its last_update */
-	struct tsr_ev ev;            /* REPOP_REPLY, PULL, PUSH, PUSH_ACK */
+	struct tsr_ev ev;            /* REPOP_REPLY, PULL, PUSH, PUSH_ACK,
+					COMMIT */
 	struct tsr_ev trim_to;       /* REPOP: entries at or below may go */
+	struct tsr_ev committed;     /* REPOP: the primary's info.committed */
 	uint8_t *oid;                /* PULL, PUSH, PUSH_ACK (owned) */
 	size_t oid_len;
 	uint8_t op;                  /* PUSH: MODIFY (contents along) or
@@ -354,6 +363,12 @@ int tsr_pgsm_advance_map(struct tsr_pgsm *sm, const struct tsr_pg_mapview *mv);
 int tsr_pgsm_recv(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload);
 /* A PERSIST is durable. */
 int tsr_pgsm_committed(struct tsr_pgsm *sm, uint64_t token);
+/* Time passes: the caller calls this about once a second while
+ * tsr_pgsm_commit_due() says so.  A primary whose writes went quiet tells
+ * its members how far they are committed (info.committed), which is as
+ * far as a member left alone below min_size serves reads. */
+int tsr_pgsm_tick(struct tsr_pgsm *sm);
+int tsr_pgsm_commit_due(const struct tsr_pgsm *sm);
 /* A client operation (the caller checked its map epoch). */
 int tsr_pgsm_op(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op);
 /* The write EXEC named has been built: prior is the object's version

@@ -229,8 +229,10 @@ asks(void *arg)
 		o->stats_last_ns = tsr_now_ns();
 		send_stats(o);
 	}
-	if (o->beacon)
+	if (o->beacon) {
 		osd_scrub_tick(o->rt);
+		osd_pgrt_tick(o->rt);
+	}
 	/* the stored epochs the copies may need at a restart stay */
 	osd_mapstore_floor(o->maps, osd_pgrt_min_sis(o->rt));
 	if (tsr_loop_timer_add(tsr_daemon_loop(o->d), ASKS_MS * 1000000ull, asks, o,

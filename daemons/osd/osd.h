@@ -161,6 +161,9 @@ void osd_pgrt_set_scrub(struct osd_pgrt *rt, uint64_t interval_s, uint64_t deep_
 			uint32_t chunk, uint32_t max_scrubs, int auto_repair);
 /* (the loop) scrubs that are due start; retries and timeouts are seen */
 void osd_scrub_tick(struct osd_pgrt *rt);
+/* Called often (the loop's timer): about once a second, each PG whose
+ * machine wants time to pass (tsr_pgsm_tick) gets it on its shard. */
+void osd_pgrt_tick(struct osd_pgrt *rt);
 /* The store's usage as last measured (on a PG worker, every call asks
  * for a new measure): 0, or -EAGAIN before the first. */
 struct tsr_statfs;

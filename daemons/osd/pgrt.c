@@ -77,7 +77,8 @@ stat_of(struct pgi *g, struct tsr_mon_pg_stat *st)
 		size_t degraded = tsr_pgsm_degraded(g->sm);
 		int remapped = mv->nup != mv->nacting ||
 			       memcmp(mv->up, mv->acting, mv->nup * sizeof(mv->up[0])) != 0;
-		b = TSR_PG_ST_ACTIVE;
+		/* below min_size it takes no writes: peered, not active */
+		b = mv->nacting < mv->min_size ? TSR_PG_ST_PEERED : TSR_PG_ST_ACTIVE;
 		if (tsr_pgsm_is_clean(g->sm))
 			b |= TSR_PG_ST_CLEAN;
 		if (mv->nacting < mv->size)
@@ -140,9 +141,11 @@ status_take(struct pgi *g)
 		 tsr_pgsm_state_name(tsr_pgsm_state(g->sm)));
 	snprintf(g->why, sizeof(g->why), "%s", tsr_pgsm_why(g->sm));
 	g->clean = tsr_pgsm_is_clean(g->sm);
+	g->commit_due = tsr_pgsm_commit_due(g->sm);
 	g->les = in->les;
 	g->sis = in->same_interval_since;
 	g->head = in->last_update;
+	g->committed = in->committed;
 	g->fed = g->ep ? tsr_osdmap_epoch_number(g->ep) : 0;
 	pthread_mutex_unlock(&g->rt->lock);
 }
@@ -925,6 +928,13 @@ osd_pg_run(void *arg)
 		osd_scrub_event(g, e->rc);
 		carry_out(g, NULL);
 		break;
+	case EV_TICK:
+		if ((rc = tsr_pgsm_tick(g->sm)) < 0)
+			tsr_log_rated(&pg_refusals, TSR_SUB_OSD, TSR_LOG_WARN, "pg %" PRId64
+				      ".%x: a tick failed: %s", g->pgid.pool, g->pgid.pg,
+				      strerror(-rc));
+		carry_out(g, NULL);
+		break;
 	}
 	if (!g->gone && !g->damaged && g->scrub.running) {
 		osd_scrub_check(g);
@@ -932,6 +942,30 @@ osd_pg_run(void *arg)
 			carry_out(g, NULL); /* stopped: the stats say so */
 	}
 	ev_free(e);
+}
+
+#define COMMIT_TICK_MS 1000
+
+void
+osd_pgrt_tick(struct osd_pgrt *rt)
+{
+	uint64_t now = tsr_now_ns();
+
+	if (now - rt->commit_tick_ns < COMMIT_TICK_MS * 1000000ull)
+		return;
+	rt->commit_tick_ns = now;
+	pthread_mutex_lock(&rt->lock);
+	for (struct pgi *g = rt->pgs; g; g = g->next) {
+		struct ev *e;
+		if (g->gone || g->damaged || !g->commit_due ||
+		    (e = calloc(1, sizeof(*e))) == NULL)
+			continue;
+		g->commit_due = 0;   /* (status_take says again if need be) */
+		e->type = EV_TICK;
+		e->g = g;
+		osd_pg_post(g, e);
+	}
+	pthread_mutex_unlock(&rt->lock);
 }
 
 /* ---- Copies ------------------------------------------------------------------------*/
@@ -1568,9 +1602,10 @@ osd_pgrt_status(struct osd_pgrt *rt, struct tsr_sbuf *out)
 			continue;
 		tsr_sbuf_printf(out, "%s\n  {\"pgid\": \"%" PRId64 ".%x\", \"state\": \"%s%s\", "
 				"\"epoch\": %" PRIu64 ", \"les\": %" PRIu64 ", \"head\": \"%"
-				PRIu64 "'%" PRIu64 "\", \"why\": ", n ? "," : "", g->pgid.pool,
-				g->pgid.pg, g->state, g->clean ? "+clean" : "", g->fed, g->les,
-				g->head.epoch, g->head.ver);
+				PRIu64 "'%" PRIu64 "\", \"committed\": \"%" PRIu64 "'%" PRIu64
+				"\", \"why\": ", n ? "," : "", g->pgid.pool, g->pgid.pg, g->state,
+				g->clean ? "+clean" : "", g->fed, g->les, g->head.epoch, g->head.ver,
+				g->committed.epoch, g->committed.ver);
 		tsr_sbuf_json_str(out, g->why);
 		tsr_sbuf_printf(out, "}");
 		n++;

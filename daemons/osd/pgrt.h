@@ -108,13 +108,14 @@ struct pgi {
 	char why[160];
 	int clean;
 	uint64_t fed, les, sis;
-	struct tsr_ev head;
+	struct tsr_ev head, committed;
 	int primary;                 /* it reports the PG (below) */
+	int commit_due;              /* tsr_pgsm_commit_due(): a tick is due */
 	struct tsr_mon_pg_stat stat; /* what the monitors are told */
 	struct pg_scrub scrub;
 };
 
-enum { EV_MAP, EV_MSG, EV_COMMIT, EV_OP, EV_SCRUB };
+enum { EV_MAP, EV_MSG, EV_COMMIT, EV_OP, EV_SCRUB, EV_TICK };
 
 struct ev {
 	struct ev *next;
@@ -198,6 +199,7 @@ struct osd_pgrt {
 	uint32_t scrubs;             /* runs under way here */
 	uint64_t scrub_tokens;
 	uint64_t scrub_tick_ns;      /* the scheduler's last look */
+	uint64_t commit_tick_ns;     /* osd_pgrt_tick's last round */
 };
 
 struct held {

@@ -915,6 +915,52 @@ START_TEST(scrub_repairs_bit_rot)
 }
 END_TEST
 
+/* Objects o-0 .. o-(n-1) of pool: o-i holds 100 + 97 i bytes of one
+ * letter (first + i, wrapping within the alphabet) and its own name in
+ * the attribute user.i. */
+static void
+put_lettered(struct tsr_client *k, int64_t pool, int n, char first)
+{
+	for (int i = 0; i < n; i++) {
+		struct tsr_op *op = tsr_op_create();
+		char name[16], buf[5000];
+		snprintf(name, sizeof(name), "o-%d", i);
+		memset(buf, first + i % 26, sizeof(buf));
+		tsr_op_write_full(op, buf, 100 + (size_t)i * 97);
+		tsr_op_setxattr(op, "user.i", name, strlen(name));
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s",
+			      name, tsr_op_why(op));
+		tsr_op_destroy(op);
+	}
+}
+
+/* Every object put_lettered() made reads back whole, its attribute too. */
+static void
+check_lettered(struct tsr_client *k, int64_t pool, int n, char first, const char *when)
+{
+	for (int i = 0; i < n; i++) {
+		struct tsr_op *op = tsr_op_create();
+		char name[16], buf[5000], want[5000], x[16];
+		size_t xlen = 0;
+		uint64_t got = 0;
+		int rrc = -1, xrc = -1;
+		snprintf(name, sizeof(name), "o-%d", i);
+		memset(want, first + i % 26, sizeof(want));
+		tsr_op_read(op, 0, sizeof(buf), buf, &got, &rrc);
+		tsr_op_getxattr(op, "user.i", x, sizeof(x), &xlen, &xrc);
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s %s: %s",
+			      name, when, tsr_op_why(op));
+		ck_assert_int_eq(rrc, 0);
+		ck_assert_int_eq(xrc, 0);
+		ck_assert_msg(got == 100 + (uint64_t)i * 97 && memcmp(buf, want, got) == 0,
+			      "%s %s: %llu bytes read back, not what was written", name, when,
+			      (unsigned long long)got);
+		ck_assert_msg(xlen == strlen(name) && memcmp(x, name, xlen) == 0,
+			      "%s %s: its attribute lost", name, when);
+		tsr_op_destroy(op);
+	}
+}
+
 /* A whole PG down: every OSD of a PG killed at once, then started again
  * on their stores.  Nothing acknowledged is missing: every object reads
  * back byte for byte, and a deep scrub finds the three copies alike. */
@@ -935,17 +981,7 @@ START_TEST(whole_pg_down)
 	await_clean(&c, running, 65, "a pool of one PG");
 	k = client_of(&c);
 	pool = pool_of(k, "one");
-	for (int i = 0; i < nobj; i++) {
-		struct tsr_op *op = tsr_op_create();
-		char name[16], buf[5000];
-		snprintf(name, sizeof(name), "o-%d", i);
-		memset(buf, 'A' + i % 26, sizeof(buf));
-		tsr_op_write_full(op, buf, 100 + (size_t)i * 97);
-		tsr_op_setxattr(op, "user.i", name, strlen(name));
-		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s",
-			      name, tsr_op_why(op));
-		tsr_op_destroy(op);
-	}
+	put_lettered(k, pool, nobj, 'A');
 	tsr_client_shutdown(k);
 	snprintf(pgid, sizeof(pgid), "%" PRId64 ".0", pool);
 	primary = copies_of(&c, pgid, &replicas);
@@ -972,27 +1008,7 @@ START_TEST(whole_pg_down)
 	await_clean(&c, running, 65, "the PG's OSDs back");
 
 	k = client_of(&c);
-	for (int i = 0; i < nobj; i++) {
-		struct tsr_op *op = tsr_op_create();
-		char name[16], buf[5000], want[5000], x[16];
-		size_t xlen = 0;
-		uint64_t got = 0;
-		int rrc = -1, xrc = -1;
-		snprintf(name, sizeof(name), "o-%d", i);
-		memset(want, 'A' + i % 26, sizeof(want));
-		tsr_op_read(op, 0, sizeof(buf), buf, &got, &rrc);
-		tsr_op_getxattr(op, "user.i", x, sizeof(x), &xlen, &xrc);
-		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s",
-			      name, tsr_op_why(op));
-		ck_assert_int_eq(rrc, 0);
-		ck_assert_int_eq(xrc, 0);
-		ck_assert_msg(got == 100 + (uint64_t)i * 97 && memcmp(buf, want, got) == 0,
-			      "%s: %llu bytes read back, not what was written", name,
-			      (unsigned long long)got);
-		ck_assert_msg(xlen == strlen(name) && memcmp(x, name, xlen) == 0,
-			      "%s: its attribute lost", name);
-		tsr_op_destroy(op);
-	}
+	check_lettered(k, pool, nobj, 'A', "after the restart");
 	tsr_client_shutdown(k);
 	ck_assert_int_eq(pg_cmd(&c, "deep-scrub", pgid, &out), 0);
 	{
@@ -1864,6 +1880,158 @@ writes_under_kill_body(void)
 }
 
 
+/* What osd.i's copy of pgid knows committed and holds: its `pg dump`
+ * "head" and "committed" equal (and not 0'0), or 0. */
+static int
+committed_all(struct tc_cluster *c, int i, const char *pgid, char *head, size_t len)
+{
+	char want[64], *out = NULL;
+	const char *p, *h, *k;
+	int ok = 0;
+
+	snprintf(want, sizeof(want), "{\"pgid\": \"%s\", ", pgid);
+	head[0] = '\0';
+	if (tc_osd_asok(c, (size_t)i, "pg dump", &out) == 0 && (p = strstr(out, want)) != NULL &&
+	    (h = strstr(p, "\"head\": \"")) != NULL && (k = strstr(p, "\"committed\": \"")) != NULL) {
+		h += 9;
+		k += 14;
+		size_t hn = strcspn(h, "\""), kn = strcspn(k, "\"");
+		snprintf(head, len, "%.*s", (int)hn, h);
+		ok = hn == kn && strncmp(h, k, hn) == 0 && strncmp(h, "0'0", hn) != 0;
+	}
+	free(out);
+	return ok;
+}
+
+/* Below min_size.  Pool "one" (one PG, 3 copies, min_size 2) holds 40
+ * objects; its primary and one replica are killed and marked down (noout):
+ * the last copy peers alone ("peered", not active), every object and
+ * attribute reads back from it, and a write waits: it completes only when
+ * the two OSDs return.  The lone copy is a replica, so it serves reads as
+ * far as the primary told it writes were committed (the primary's tick). */
+START_TEST(min_size)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 }, primary, survivor = -1, nobj = 40;
+	struct tsr_client *k;
+	char pgid[32], *out = NULL, ids[32] = "", head[64], head0[64];
+	unsigned replicas;
+	int64_t pool;
+	struct waitall w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 1, 0 };
+	struct tsr_op *wop;
+	uint64_t t0;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_pg_stats_interval = \"300ms\";"), 0);
+	four_osds_and_a_pool(&c);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create one 1 --size 3 --min-size 2"), 0);
+	await_clean(&c, running, 65, "a pool of one PG");
+	k = client_of(&c);
+	pool = pool_of(k, "one");
+	put_lettered(k, pool, nobj, 'a');
+	snprintf(pgid, sizeof(pgid), "%" PRId64 ".0", pool);
+	primary = copies_of(&c, pgid, &replicas);
+	ck_assert_msg(primary >= 0 && __builtin_popcount(replicas) == 2,
+		      "PG %s: primary osd.%d, replicas 0x%x", pgid, primary, replicas);
+	for (int i = 3; i >= 0; i--)
+		if (replicas & 1u << i)
+			survivor = i;
+	/* the replica learns how far the writes are committed within a
+	 * tick of the primary's (about a second) */
+	ck_assert_msg(committed_all(&c, primary, pgid, head0, sizeof(head0)),
+		      "the primary osd.%d does not know its writes (head %s) committed", primary,
+		      head0);
+	t0 = tc_now_ms();
+	while (!committed_all(&c, survivor, pgid, head, sizeof(head)) && tc_now_ms() - t0 < 15000)
+		tc_sleep_ms(100);
+	ck_assert_msg(committed_all(&c, survivor, pgid, head, sizeof(head)),
+		      "osd.%d never learned that its writes (head %s) are committed", survivor,
+		      head);
+	ck_assert_msg(strcmp(head, head0) == 0, "osd.%d's head %s, the primary's %s", survivor,
+		      head, head0);
+	fprintf(stderr, "min_size: osd.%d knew its writes to %s committed after %.1f s\n",
+		survivor, head, (double)(tc_now_ms() - t0) / 1e3);
+
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd set noout"), 0);
+	for (int i = 0; i < 4; i++)
+		if ((replicas | 1u << primary) & 1u << i && i != survivor) {
+			ck_assert_int_eq(tc_osd_signal(&c, (size_t)i, SIGKILL) & 0x7f, SIGKILL);
+			running[i] = 0;
+			snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%d",
+				 ids[0] ? "," : "", i);
+		}
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd down %s", ids), 0);
+	await_pg_stat(&c, "peered", "two of three copies down");
+
+	/* reads of what is there */
+	t0 = tc_now_ms();
+	check_lettered(k, pool, nobj, 'a', "below min_size");
+	fprintf(stderr, "min_size: %d objects read from osd.%d alone in %.1f s\n", nobj,
+		survivor, (double)(tc_now_ms() - t0) / 1e3);
+	ck_assert_int_eq(tc_cli(&c, &out, "health --format json"), 0);
+	assert_says(out, "PG_AVAILABILITY");
+	free(out);
+	out = NULL;
+
+	/* a write waits for the copies */
+	{
+		char buf[3000];
+		memset(buf, 'Z', sizeof(buf));
+		wop = tsr_op_create();
+		tsr_op_write_full(wop, buf, sizeof(buf));
+		ck_assert_int_eq(tsr_op_submit(k, pool, "o-0", 3, wop, done, &w), 0);
+	}
+	tc_sleep_ms(2000);
+	pthread_mutex_lock(&w.mu);
+	ck_assert_msg(w.left == 1, "a write below min_size answered (%s)",
+		      w.bad ? "an error" : "done");
+	pthread_mutex_unlock(&w.mu);
+	for (int i = 0; i < 4; i++)
+		if (!running[i]) {
+			ck_assert_int_eq(tc_osd_start(&c, (size_t)i), 0);
+			running[i] = 1;
+		}
+	t0 = tc_now_ms();
+	pthread_mutex_lock(&w.mu);
+	while (w.left && tc_now_ms() - t0 < 25000) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&w.cv, &w.mu, &ts);
+	}
+	ck_assert_msg(w.left == 0 && w.bad == 0, "the write that waited: %s",
+		      w.left ? "never answered" : tsr_op_why(wop));
+	pthread_mutex_unlock(&w.mu);
+	fprintf(stderr, "min_size: the write waited, and completed %.1f s after the OSDs "
+		"restarted\n", (double)(tc_now_ms() - t0) / 1e3);
+	tsr_op_destroy(wop);
+	{
+		struct tsr_op *op = tsr_op_create();
+		char buf[5000];
+		uint64_t got = 0;
+		int rrc = -1;
+		tsr_op_read(op, 0, sizeof(buf), buf, &got, &rrc);
+		ck_assert_int_eq(tsr_op_run(k, pool, "o-0", 3, op, NULL), 0);
+		ck_assert_msg(rrc == 0 && got == 3000 && buf[0] == 'Z' && buf[2999] == 'Z',
+			      "o-0 after the write that waited: %llu bytes",
+			      (unsigned long long)got);
+		tsr_op_destroy(op);
+	}
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd unset noout"), 0);
+	await_clean(&c, running, 65, "the two OSDs back");
+	ck_assert_int_eq(pg_cmd(&c, "deep-scrub", pgid, &out), 0);
+	{
+		char want[64];
+		snprintf(want, sizeof(want), "\"objects\": %d, \"inconsistent\": 0", nobj);
+		assert_says(out, want);
+	}
+	free(out);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1882,6 +2050,7 @@ main(void)
 		{ "scrub_repairs_bit_rot", scrub_repairs_bit_rot, TC_LONG },
 		{ "scrub_on_schedule", scrub_on_schedule, TC_LONG },
 		{ "whole_pg_down", whole_pg_down, TC_LONG },
+		{ "min_size", min_size, TC_LONG },
 		{ "growth", growth, TC_LONG },
 	};
 

@@ -4,7 +4,9 @@
  * out and back, and every seed checked for the invariants the thrash test
  * checks on real daemons:
  *
- *   - every read answers what the last acknowledged write left;
+ *   - every read answers what the last acknowledged write left, or what
+ *     the write under way on its object leaves; and once a read has
+ *     shown that write, no later read shows the object without it;
  *   - after the faults stop and everything is back, every PG becomes
  *     active+clean within a bounded time, and every member of its acting
  *     set holds exactly what the acknowledged writes left, at the same
@@ -24,7 +26,7 @@
  * committed.  The monitor marks a crashed OSD down after a delay, out
  * after a longer one, up again when it restarts (a new up_from), and
  * records up_thru when asked.  The client keeps a few operations in flight
- * (one per object), sends each to the primary of its newest map, and sends
+ * (one write per object, and a read beside it), sends each to the primary of its newest map, and sends
  * it again (the same request id) when no answer comes.
  *
  * Usage: pgsim [--seeds N] [--first S] [--steps N] [--verbose]
@@ -178,7 +180,8 @@ mapview(const struct simmap *m, int pg, struct tsr_pg_mapview *mv)
 
 /* ---- events ----------------------------------------------------------------------- */
 
-enum { EV_MSG, EV_COMMIT, EV_MAP, EV_CLIENT, EV_REPLY, EV_MON, EV_FAULT, EV_OP, EV_LIST };
+enum { EV_MSG, EV_COMMIT, EV_MAP, EV_CLIENT, EV_REPLY, EV_MON, EV_FAULT, EV_OP, EV_LIST,
+       EV_TICK };
 
 struct payload {
 	int has;
@@ -392,6 +395,8 @@ obj_index(const void *oid, size_t len)
 
 #define INFLIGHT 4
 
+static int read_pct = 20;          /* per seed: of the client's ops */
+
 enum { OP_READ, OP_WRITE, OP_DELETE };
 
 struct cop {
@@ -406,11 +411,16 @@ struct cop {
 struct model {
 	int exists;
 	uint64_t val;
+	uint64_t seen;                /* a read showed what the write of this
+					 tid, not yet acknowledged, leaves:
+					 no later read may show less */
 };
 
 static struct cop cops[INFLIGHT];
 static struct model model[NPG][NOBJ];
 static uint64_t next_tid, next_val, ops_done, writes_acked, reads_checked;
+static uint64_t reads_low;          /* answered while the newest map has the
+				       PG below min_size */
 static int client_stop;             /* no new ops (the end) */
 
 /* Client op handles as the PG machine sees them: per OSD, per tid. */
@@ -1174,8 +1184,14 @@ client_tick(void)
 		if (client_stop)
 			continue;
 		int pg = (int)rndn(NPG), obj = (int)rndn(NOBJ), busy = 0;
+		int kind = (int)rndn(100) < read_pct ? OP_READ : rndn(10) < 1 ? OP_DELETE : OP_WRITE;
+		/* one write per object at a time, and one read beside it: the
+		 * read may see the write before it is acknowledged, but never
+		 * lose it again (a read of what a lone copy logged and a later
+		 * peering dropped) */
 		for (int k = 0; k < INFLIGHT; k++)
-			busy |= cops[k].active && cops[k].pg == pg && cops[k].obj == obj;
+			busy |= cops[k].active && cops[k].pg == pg && cops[k].obj == obj &&
+				(kind != OP_READ || cops[k].kind == OP_READ);
 		if (busy)
 			continue;
 		memset(c, 0, sizeof(*c));
@@ -1183,7 +1199,7 @@ client_tick(void)
 		c->tid = ++next_tid;
 		c->pg = pg;
 		c->obj = obj;
-		c->kind = rndn(10) < 2 ? OP_READ : rndn(10) < 1 ? OP_DELETE : OP_WRITE;
+		c->kind = kind;
 		c->val = ++next_val;
 		client_send(c);
 	}
@@ -1210,17 +1226,42 @@ client_reply(struct event *ev)
 			" -> %d\n", now, c->tid, c->kind == OP_READ ? "read" : c->kind == OP_WRITE ?
 			"write" : "delete", c->pg, c->obj, c->val, ev->result);
 	switch (c->kind) {
-	case OP_READ:
+	case OP_READ: {
+		const struct cop *w = NULL;
+		int as_acked, as_pending = 0;
 		if (ev->result != 0 && ev->result != -ENOENT) {
 			fail("read of pg %d o%d: error %d", c->pg, c->obj, ev->result);
 			break;
 		}
-		if ((ev->result == 0) != md->exists || (md->exists && ev->rval != md->val))
+		for (int k = 0; k < INFLIGHT; k++)
+			if (cops[k].active && cops[k].kind != OP_READ && cops[k].pg == c->pg &&
+			    cops[k].obj == c->obj)
+				w = &cops[k];
+		as_acked = (ev->result == 0) == md->exists && (!md->exists || ev->rval == md->val);
+		if (w)
+			as_pending = w->kind == OP_WRITE ? ev->result == 0 && ev->rval == w->val
+							 : ev->result == -ENOENT;
+		if (!as_acked && !as_pending)
 			fail("read of pg %d o%d: %s %" PRIu64 ", but the last acknowledged write "
-			     "left %s %" PRIu64, c->pg, c->obj, ev->result == 0 ? "value" : "absent",
-			     ev->rval, md->exists ? "value" : "absent", md->val);
+			     "left %s %" PRIu64 "%s", c->pg, c->obj, ev->result == 0 ? "value" : "absent",
+			     ev->rval, md->exists ? "value" : "absent", md->val,
+			     w ? " (and the one under way another)" : "");
+		else if (as_pending && !as_acked)
+			md->seen = w->tid;
+		else if (!as_pending && w && md->seen == w->tid)
+			fail("read of pg %d o%d: %s %" PRIu64 " as the last acknowledged write left "
+			     "it, but an earlier read saw the write under way (op %" PRIu64 "): it "
+			     "was lost", c->pg, c->obj, ev->result == 0 ? "value" : "absent",
+			     ev->rval, w->tid);
 		reads_checked++;
+		{
+			struct simmap m = latest();
+			struct tsr_pg_mapview mv;
+			mapview(&m, c->pg, &mv);
+			reads_low += mv.nacting < MIN_SIZE;
+		}
 		break;
+	}
 	case OP_WRITE:
 		if (ev->result != 0) {
 			fail("write of pg %d o%d: error %d", c->pg, c->obj, ev->result);
@@ -1447,10 +1488,11 @@ run_seed(uint64_t seed, uint64_t steps)
 	memset(cops, 0, sizeof(cops));
 	memset(model, 0, sizeof(model));
 	memset(pair_last, 0, sizeof(pair_last));
-	next_tid = next_val = ops_done = writes_acked = reads_checked = 0;
+	next_tid = next_val = ops_done = writes_acked = reads_checked = reads_low = 0;
 	client_stop = 0;
 	nosd = 4 + (int)rndn(MAXO - 3);
-	max_down = 1 + (int)rndn(2);
+	max_down = 1 + (int)rndn(3);
+	read_pct = rndn(3) == 0 ? 60 : 20;
 	log_max = rndn(3) == 0 ? 100000 : rndn(2) ? 8 : 40;
 	bf_window = rndn(2) ? 1 + (uint32_t)rndn(3) : 64;
 	memset(&m, 0, sizeof(m));
@@ -1464,6 +1506,7 @@ run_seed(uint64_t seed, uint64_t steps)
 		osds[o].registered = osds[o].addr = 1;
 	new_epoch(&m);
 	push_event((struct event){ .at = 1, .type = EV_CLIENT });
+	push_event((struct event){ .at = 1 + rndn(100), .type = EV_TICK });
 	fault_until = steps;
 	/* some seeds calm, some storms: faults every 5 to 80 time units */
 	uint64_t gap = 5 + rndn(60);
@@ -1527,6 +1570,20 @@ run_seed(uint64_t seed, uint64_t steps)
 		case EV_CLIENT:
 			client_tick();
 			break;
+		case EV_TICK:
+			/* the OSDs' timer: each live one ticks the PGs that ask */
+			for (int o = 0; o < nosd; o++)
+				for (int pg = 0; pg < NPG; pg++) {
+					struct osd *d = &osds[o];
+					if (!d->alive || !d->registered || d->sm[pg] == NULL ||
+					    !tsr_pgsm_commit_due(d->sm[pg]))
+						continue;
+					if (tsr_pgsm_tick(d->sm[pg]) < 0)
+						fail("osd.%d: tick failed", o);
+					carry_out(o, pg);
+				}
+			push_event((struct event){ .at = now + 100, .type = EV_TICK });
+			break;
 		case EV_REPLY:
 			client_reply(&ev);
 			break;
@@ -1573,7 +1630,7 @@ int
 main(int argc, char **argv)
 {
 	uint64_t seeds = 200, first = 1, steps = 3000;
-	uint64_t total_writes = 0, total_reads = 0;
+	uint64_t total_writes = 0, total_reads = 0, total_low = 0;
 	clock_t t0 = clock();
 
 	for (int i = 1; i < argc; i++) {
@@ -1605,10 +1662,12 @@ main(int argc, char **argv)
 		}
 		total_writes += writes_acked;
 		total_reads += reads_checked;
+		total_low += reads_low;
 	}
 	printf("pgsim: %" PRIu64 " seeds (%" PRIu64 "..%" PRIu64 "), %" PRIu64
-	       " acknowledged writes and %" PRIu64 " reads checked, %.1f s\n", seeds, first,
-	       first + seeds - 1, total_writes, total_reads,
+	       " acknowledged writes and %" PRIu64 " reads checked (%" PRIu64 " below "
+	       "min_size), %.1f s\n", seeds, first, first + seeds - 1, total_writes, total_reads,
+	       total_low,
 	       (double)(clock() - t0) / CLOCKS_PER_SEC);
 	return 0;
 }

@@ -384,7 +384,7 @@ START_TEST(pg_stats_scrub_round_trip)
 	ck_assert_str_eq(tsr_pg_state_str(TSR_PG_ST_ALL, name, sizeof(name)),
 			 "active+clean+peering+activating+down+incomplete+undersized+"
 			 "degraded+recovering+backfilling+remapped+stale+unknown+"
-			 "scrubbing+deep+inconsistent+repair");
+			 "scrubbing+deep+inconsistent+repair+peered");
 }
 END_TEST
 
@@ -517,7 +517,7 @@ static const struct {
 	{ 0, 1, 1, { "\xc3\xa9" }, { 0 }, "byte 0xc3 at 0" },
 	{ 0, 1, 1, { "a\0b" }, { 3 }, "byte 0x00 at 1" },
 	{ TSR_PG_ST_ACTIVE, 0, 0, { NULL }, { 0 }, "v2 state 0x1: not a state" },
-	{ 1u << 17, 0, 0, { NULL }, { 0 }, "v2 state 0x20000: not a state" },
+	{ 1u << 18, 0, 0, { NULL }, { 0 }, "v2 state 0x40000: not a state" },
 };
 
 START_TEST(pg_stats_scrub_refused)

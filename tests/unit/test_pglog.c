@@ -210,6 +210,7 @@ sample(int type, struct tsr_pgmsg *m)
 	m->info.les = 85;
 	m->info.history_les = 85;
 	m->info.same_interval_since = 88;
+	m->info.committed = (struct tsr_ev){ 88, 10 };
 	memset(&iv, 0, sizeof(iv));
 	iv.first = 80;
 	iv.last = 87;
@@ -235,6 +236,7 @@ sample(int type, struct tsr_pgmsg *m)
 	}
 	m->ev = (struct tsr_ev){ 88, 11 };
 	m->trim_to = (struct tsr_ev){ 80, 10 };
+	m->committed = (struct tsr_ev){ 88, 12 };
 	m->oid = malloc(3);
 	memcpy(m->oid, "obj", 3);
 	m->oid_len = 3;
@@ -282,7 +284,7 @@ START_TEST(messages_round_trip_and_cuts)
 {
 	char err[256];
 
-	for (int type = 1; type <= TSR_PGMSG_SCRUB_MAP; type++) {
+	for (int type = 1; type <= TSR_PGMSG_COMMIT; type++) {
 		struct tsr_pgmsg m, d;
 		struct tsr_enc e;
 
@@ -302,6 +304,12 @@ START_TEST(messages_round_trip_and_cuts)
 		}
 		if (type == TSR_PGMSG_PUSH || type == TSR_PGMSG_REPAIR)
 			ck_assert_int_eq(memcmp(d.oid, "obj", 3), 0);
+		if (type == TSR_PGMSG_REPOP)
+			ck_assert(tsr_ev_cmp(d.committed, (struct tsr_ev){ 88, 12 }) == 0);
+		if (type == TSR_PGMSG_NOTIFY)
+			ck_assert(tsr_ev_cmp(d.info.committed, (struct tsr_ev){ 88, 10 }) == 0);
+		if (type == TSR_PGMSG_COMMIT)
+			ck_assert(tsr_ev_cmp(d.ev, (struct tsr_ev){ 88, 11 }) == 0);
 		if (type == TSR_PGMSG_SCRUB) {
 			ck_assert_uint_eq(d.oid2_len, 3);
 			ck_assert_uint_eq(d.deep, 1);
@@ -434,6 +442,18 @@ START_TEST(hostile_messages)
 	m.info.log_tail = (struct tsr_ev){ 99, 1 };
 	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(err, "above last update"));
+	tsr_pgmsg_free(&m);
+	/* an info that says more is committed than it holds; a write whose
+	 * primary says it is committed already */
+	sample(TSR_PGMSG_NOTIFY, &m);
+	m.info.committed = (struct tsr_ev){ 88, 13 };
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "committed 88'13 above last update"));
+	tsr_pgmsg_free(&m);
+	sample(TSR_PGMSG_REPOP, &m);
+	m.committed = (struct tsr_ev){ 88, 13 };
+	ck_assert_int_eq(decode_err(&m, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "committed at or above"));
 	tsr_pgmsg_free(&m);
 	/* a missing set out of order */
 	sample(TSR_PGMSG_ACTIVATE_ACK, &m);
