@@ -2032,6 +2032,590 @@ START_TEST(min_size)
 }
 END_TEST
 
+/* ---- Thrash: a model-checked workload while OSDs die, return, go out and in ---- */
+
+#define TH_WORKERS 4
+#define TH_OBJS 8                /* per worker: no two workers share one */
+#define TH_MAX (48u << 10)       /* an object's largest size */
+#define TH_NX 3                  /* attributes user.x0 .. user.x2 */
+#define TH_NK 8                  /* omap keys k0 .. k7 */
+
+struct tobj {
+	int exists;
+	uint8_t data[TH_MAX];
+	size_t size;
+	int hasx[TH_NX], hask[TH_NK];
+	char xval[TH_NX][16], kval[TH_NK][24];
+	size_t xlen[TH_NX], klen[TH_NK];
+	struct tsr_objver ver;       /* as the last acknowledged change left it */
+};
+
+struct tworker {
+	struct tsr_client *k;
+	int64_t pool;
+	int id;
+	uint64_t rng;
+	volatile int *stop;
+	pthread_t th;
+	struct tobj obj[TH_OBJS];
+	uint64_t ops, checks, guards_failed, worst_ms; /* (worst: of any op) */
+	char fail[768];
+};
+
+static uint32_t
+trnd(struct tworker *w, uint32_t n)
+{
+	w->rng ^= w->rng << 13;
+	w->rng ^= w->rng >> 7;
+	w->rng ^= w->rng << 17;
+	return n ? (uint32_t)(w->rng % n) : 0;
+}
+
+static void
+tname(const struct tworker *w, int j, char *name, size_t len)
+{
+	snprintf(name, len, "t%d-%d", w->id, j);
+}
+
+/* The object as read (data, attributes, omap, version) against the model:
+ * "" when they agree, else what differs in msg. */
+static void
+tcheck(struct tworker *w, int j, char *msg, size_t len)
+{
+	struct tobj *o = &w->obj[j];
+	static __thread uint8_t buf[TH_MAX + 1];
+	struct tsr_kvs xs = { 0 }, ks = { 0 };
+	struct tsr_objver ver = { 0, 0 };
+	uint64_t got = 0;
+	int rrc = -1, xrc = -1, krc = -1, rc, nx = 0;
+	char name[32];
+	struct tsr_op *op = tsr_op_create();
+
+	msg[0] = '\0';
+	tname(w, j, name, sizeof(name));
+	tsr_op_read(op, 0, sizeof(buf), buf, &got, &rrc);
+	tsr_op_getxattrs(op, &xs, &xrc);
+	tsr_op_omap_get_range(op, NULL, 0, NULL, 0, 64, &ks, &krc);
+	{
+		uint64_t t0 = tc_now_ms();
+		rc = tsr_op_run(w->k, w->pool, name, strlen(name), op, &ver);
+		if (tc_now_ms() - t0 > w->worst_ms)
+			w->worst_ms = tc_now_ms() - t0;
+	}
+	w->checks++;
+	if (!o->exists) {
+		if (rc != -ENOENT)
+			snprintf(msg, len, "%s: removed, but a read answers %d (%llu bytes)", name, rc,
+				 (unsigned long long)got);
+		goto out;
+	}
+	if (rc != 0) {
+		snprintf(msg, len, "%s: read failed: %d (%s)", name, rc, tsr_op_why(op));
+		goto out;
+	}
+	if (got != o->size || memcmp(buf, o->data, o->size) != 0) {
+		size_t at = 0;
+		while (at < got && at < o->size && buf[at] == o->data[at])
+			at++;
+		snprintf(msg, len, "%s: %llu bytes read, %zu acknowledged; first difference at "
+			 "byte %zu", name, (unsigned long long)got, o->size, at);
+		goto out;
+	}
+	for (size_t i = 0; i < xs.n; i++) {
+		const struct tsr_kv *x = &xs.kv[i];
+		int n;
+		if (x->key_len != 7 || memcmp(x->key, "user.x", 6) != 0)
+			continue;
+		n = ((const char *)x->key)[6] - '0';
+		if (n < 0 || n >= TH_NX || !o->hasx[n] || x->val_len != o->xlen[n] ||
+		    memcmp(x->val, o->xval[n], o->xlen[n]) != 0) {
+			snprintf(msg, len, "%s: attribute %.*s is not as acknowledged", name,
+				 (int)x->key_len, (const char *)x->key);
+			goto out;
+		}
+		nx++;
+	}
+	for (int n = 0; n < TH_NX; n++)
+		nx -= o->hasx[n];
+	if (nx != 0) {
+		snprintf(msg, len, "%s: %d attributes more (or, negative, fewer) than acknowledged",
+			 name, nx);
+		goto out;
+	}
+	{
+		size_t want = 0, m = 0;
+		for (int n = 0; n < TH_NK; n++)
+			want += (size_t)o->hask[n];
+		for (int n = 0; n < TH_NK && m <= ks.n; n++) {
+			if (!o->hask[n])
+				continue;
+			const struct tsr_kv *x = m < ks.n ? &ks.kv[m] : NULL;
+			char key[4];
+			snprintf(key, sizeof(key), "k%d", n);
+			if (x == NULL || x->key_len != 2 || memcmp(x->key, key, 2) != 0 ||
+			    x->val_len != o->klen[n] || memcmp(x->val, o->kval[n], o->klen[n]) != 0) {
+				snprintf(msg, len, "%s: omap key %s is not as acknowledged", name, key);
+				goto out;
+			}
+			m++;
+		}
+		if (ks.n != want) {
+			snprintf(msg, len, "%s: %zu omap keys, %zu acknowledged", name, ks.n, want);
+			goto out;
+		}
+	}
+	if (ver.epoch != o->ver.epoch || ver.ver != o->ver.ver)
+		snprintf(msg, len, "%s: version %llu'%llu, the last change made %llu'%llu", name,
+			 (unsigned long long)ver.epoch, (unsigned long long)ver.ver,
+			 (unsigned long long)o->ver.epoch, (unsigned long long)o->ver.ver);
+out:
+	tsr_kvs_free(&xs);
+	tsr_kvs_free(&ks);
+	tsr_op_destroy(op);
+}
+
+static void
+tfill(struct tworker *w, uint8_t *p, size_t n)
+{
+	uint8_t b = (uint8_t)trnd(w, 256), step = (uint8_t)(1 + trnd(w, 7));
+	for (size_t i = 0; i < n; i++, b = (uint8_t)(b + step))
+		p[i] = b;
+}
+
+/* One random change to object j, applied to the model when acknowledged;
+ * 0, or -1 with w->fail set. */
+static int
+tchange(struct tworker *w, int j)
+{
+	struct tobj *o = &w->obj[j], n = *o;   /* n: the model if it applies */
+	static __thread uint8_t buf[TH_MAX];
+	struct tsr_op *op = tsr_op_create();
+	struct tsr_objver ver = { 0, 0 };
+	int kind = (int)trnd(w, 12), expect = 0, rc;
+	const char *what = "";
+	char name[32];
+	uint64_t t0 = tc_now_ms();
+
+	tname(w, j, name, sizeof(name));
+	if (!o->exists && (kind == 4 || kind == 5 || kind == 7 || kind == 9 || kind == 11))
+		kind = 1;                    /* (what needs the object: make it) */
+	switch (kind) {
+	case 0: {                            /* write somewhere, maybe past the end */
+		size_t off = trnd(w, (uint32_t)(o->size + 4096)), l = 1 + trnd(w, 16384);
+		if (off > TH_MAX - 1)
+			off = TH_MAX - 1;
+		if (off + l > TH_MAX)
+			l = TH_MAX - off;
+		tfill(w, buf, l);
+		tsr_op_write(op, off, buf, l);
+		if (!o->exists)
+			n.size = 0;
+		if (off > n.size)
+			memset(n.data + n.size, 0, off - n.size);
+		memcpy(n.data + off, buf, l);
+		if (off + l > n.size)
+			n.size = off + l;
+		n.exists = 1;
+		what = "write";
+		break;
+	}
+	case 1: {                            /* write whole */
+		size_t l = trnd(w, 32768);
+		tfill(w, buf, l);
+		tsr_op_write_full(op, buf, l);
+		if (!o->exists)
+			memset(n.hasx, 0, sizeof(n.hasx)), memset(n.hask, 0, sizeof(n.hask));
+		memcpy(n.data, buf, l);
+		n.size = l;
+		n.exists = 1;
+		what = "write_full";
+		break;
+	}
+	case 2: {                            /* append */
+		size_t l = 1 + trnd(w, 8192), at = o->exists ? o->size : 0;
+		if (at + l > TH_MAX) {
+			l = 0;
+			tsr_op_truncate(op, 0);  /* full: start again */
+			n.size = 0;
+			what = "truncate to 0";
+		} else {
+			tfill(w, buf, l);
+			tsr_op_append(op, buf, l);
+			memcpy(n.data + at, buf, l);
+			n.size = at + l;
+			what = "append";
+		}
+		if (!o->exists)
+			memset(n.hasx, 0, sizeof(n.hasx)), memset(n.hask, 0, sizeof(n.hask));
+		n.exists = 1;
+		break;
+	}
+	case 3: {                            /* truncate, shorter or longer */
+		size_t to = trnd(w, (uint32_t)((o->exists ? o->size : 0) + 8192));
+		if (to > TH_MAX)
+			to = TH_MAX;
+		tsr_op_truncate(op, to);
+		if (!o->exists) {
+			n.size = 0;
+			memset(n.hasx, 0, sizeof(n.hasx));
+			memset(n.hask, 0, sizeof(n.hask));
+		}
+		if (to > n.size)
+			memset(n.data + n.size, 0, to - n.size);
+		n.size = to;
+		n.exists = 1;
+		what = "truncate";
+		break;
+	}
+	case 4: {                            /* zero a range inside */
+		size_t off = trnd(w, (uint32_t)o->size + 1), l = trnd(w, 8192);
+		tsr_op_zero(op, off, l);
+		if (off < n.size)
+			memset(n.data + off, 0, l > n.size - off ? n.size - off : l);
+		what = "zero";
+		break;
+	}
+	case 5:                              /* remove */
+		tsr_op_remove(op);
+		memset(&n, 0, sizeof(n));
+		what = "remove";
+		break;
+	case 6: {                            /* set an attribute */
+		int x = (int)trnd(w, TH_NX);
+		char key[8];
+		snprintf(key, sizeof(key), "user.x%d", x);
+		n.xlen[x] = (size_t)snprintf(n.xval[x], sizeof(n.xval[x]), "v%u", trnd(w, 1000000));
+		tsr_op_setxattr(op, key, n.xval[x], n.xlen[x]);
+		if (!o->exists) {
+			n.size = 0;
+			memset(n.hasx, 0, sizeof(n.hasx));
+			memset(n.hask, 0, sizeof(n.hask));
+		}
+		n.hasx[x] = 1;
+		n.exists = 1;
+		what = "setxattr";
+		break;
+	}
+	case 7: {                            /* remove an attribute it has */
+		int x = (int)trnd(w, TH_NX);
+		char key[8];
+		if (!o->hasx[x]) {
+			tsr_op_destroy(op);
+			return 0;
+		}
+		snprintf(key, sizeof(key), "user.x%d", x);
+		tsr_op_rmxattr(op, key);
+		n.hasx[x] = 0;
+		what = "rmxattr";
+		break;
+	}
+	case 8: {                            /* omap: set one to three keys */
+		const void *keys[TH_NK], *vals[TH_NK];
+		size_t kl[TH_NK], vl[TH_NK], m = 0;
+		static __thread char kb[TH_NK][4];
+		uint32_t pick = 1u << trnd(w, TH_NK) | 1u << trnd(w, TH_NK) | 1u << trnd(w, TH_NK);
+		for (int x = 0; x < TH_NK; x++) {    /* (in key order, as omap wants) */
+			if (!(pick & 1u << x))
+				continue;
+			snprintf(kb[m], sizeof(kb[m]), "k%d", x);
+			n.klen[x] = (size_t)snprintf(n.kval[x], sizeof(n.kval[x]), "val-%u",
+						     trnd(w, 1u << 30));
+			n.hask[x] = 1;
+			keys[m] = kb[m];
+			kl[m] = 2;
+			vals[m] = n.kval[x];
+			vl[m] = n.klen[x];
+			m++;
+		}
+		tsr_op_omap_set(op, keys, kl, vals, vl, m);
+		n.exists = 1;
+		what = "omap_set";
+		break;
+	}
+	case 9: {                            /* omap: remove keys (some absent) */
+		const void *keys[TH_NK];
+		size_t kl[TH_NK], m = 0;
+		static __thread char kb[TH_NK][4];
+		uint32_t pick = 1u << trnd(w, TH_NK) | 1u << trnd(w, TH_NK);
+		for (int x = 0; x < TH_NK; x++) {
+			if (!(pick & 1u << x))
+				continue;
+			snprintf(kb[m], sizeof(kb[m]), "k%d", x);
+			keys[m] = kb[m];
+			kl[m] = 2;
+			n.hask[x] = 0;
+			m++;
+		}
+		tsr_op_omap_rm(op, keys, kl, m);
+		what = "omap_rm";
+		break;
+	}
+	case 10: {                           /* guarded on an attribute */
+		int wrong = trnd(w, 3) == 0;
+		size_t off = trnd(w, 4096), l = 1 + trnd(w, 4096);
+		const void *key = "k0";
+		size_t kl = 2;
+		if (!o->exists || !o->hasx[0]) {
+			tsr_op_destroy(op);
+			op = tsr_op_create();
+			n = *o;
+			n.xlen[0] = (size_t)snprintf(n.xval[0], sizeof(n.xval[0]), "g0");
+			tsr_op_setxattr(op, "user.x0", n.xval[0], n.xlen[0]);
+			if (!o->exists) {
+				memset(&n, 0, sizeof(n));
+				n.xlen[0] = 2;
+				memcpy(n.xval[0], "g0", 2);
+			}
+			n.hasx[0] = 1;
+			n.exists = 1;
+			what = "setxattr (for a guard)";
+			break;
+		}
+		tsr_op_cmpxattr(op, "user.x0", TSR_CMP_EQ, wrong ? "nope" : o->xval[0],
+				wrong ? 4 : o->xlen[0]);
+		tfill(w, buf, l);
+		tsr_op_write(op, off, buf, l);
+		n.xlen[1] = (size_t)snprintf(n.xval[1], sizeof(n.xval[1]), "c%u", trnd(w, 99999));
+		tsr_op_setxattr(op, "user.x1", n.xval[1], n.xlen[1]);
+		n.klen[0] = (size_t)snprintf(n.kval[0], sizeof(n.kval[0]), "guarded");
+		tsr_op_omap_set(op, &key, &kl, (const void *const *)&(const void *){ n.kval[0] },
+				&n.klen[0], 1);
+		if (off > n.size)
+			memset(n.data + n.size, 0, off - n.size);
+		memcpy(n.data + off, buf, l);
+		if (off + l > n.size)
+			n.size = off + l;
+		n.hasx[1] = 1;
+		n.hask[0] = 1;
+		expect = wrong ? -ECANCELED : 0;
+		what = wrong ? "compound, its attribute guard failing" : "compound, guarded";
+		break;
+	}
+	case 11: {                           /* guarded on the version */
+		int wrong = trnd(w, 4) == 0;
+		size_t l = 1 + trnd(w, 2048);
+		if (o->size + l > TH_MAX)
+			l = 0;
+		tsr_op_assert_version(op, o->ver.epoch, o->ver.ver + (wrong ? 1 : 0));
+		tfill(w, buf, l);
+		tsr_op_append(op, buf, l);
+		memcpy(n.data + n.size, buf, l);
+		n.size += l;
+		tsr_op_rmxattr(op, "user.x2");   /* (absent: fine or not? below) */
+		n.hasx[2] = 0;
+		expect = wrong ? -ECANCELED : 0;
+		if (!o->hasx[2] && !wrong)
+			expect = -ENODATA;
+		what = wrong ? "compound, its version guard failing" : "compound, on a version";
+		break;
+	}
+	}
+	rc = tsr_op_run(w->k, w->pool, name, strlen(name), op, &ver);
+	{
+		uint64_t ms = tc_now_ms() - t0;
+		if (ms > w->worst_ms)
+			w->worst_ms = ms;
+	}
+	w->ops++;
+	if (rc != expect) {
+		snprintf(w->fail, sizeof(w->fail), "%s: %s answered %d (%s), expected %d", name,
+			 what, rc, tsr_op_why(op), expect);
+		tsr_op_destroy(op);
+		return -1;
+	}
+	tsr_op_destroy(op);
+	if (rc == 0) {
+		n.ver = n.exists ? ver : (struct tsr_objver){ 0, 0 };
+		*o = n;
+	} else {
+		w->guards_failed++;
+	}
+	return 0;
+}
+
+static void *
+tworker_run(void *arg)
+{
+	struct tworker *w = arg;
+	char msg[512];
+
+	while (!*w->stop && !w->fail[0]) {
+		int j = (int)trnd(w, TH_OBJS);
+		if (tchange(w, j) < 0)
+			break;
+		if (trnd(w, 3) == 0) {
+			tcheck(w, j, msg, sizeof(msg));
+			if (msg[0])
+				snprintf(w->fail, sizeof(w->fail), "%s", msg);
+		}
+	}
+	return NULL;
+}
+
+/* Thrash.  Four workers each change 8 objects of pool "thrash" (16 PGs,
+ * 3 copies, min_size 2) at random — writes anywhere, whole writes,
+ * appends, truncates, zeroes, removes, attributes, omap keys, compounds
+ * guarded on an attribute or the version, some meant to fail — and check
+ * each object against a model of what was acknowledged, while OSDs are
+ * SIGKILLed and restarted and marked out and in at random, never more
+ * than two (size - 1) unavailable at once.  Every answer must be the one
+ * the model expects, every read what the model holds.  Then everything
+ * returns: every PG active+clean with three copies on the stores, every
+ * object as the model says, and a deep scrub of each PG finds its copies
+ * alike.  TSR_THRASH_SECONDS (default 40) runs longer. */
+START_TEST(thrash)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 }, out[4] = { 0 }, kills = 0, outs = 0;
+	volatile int stop = 0;
+	struct tworker *w = calloc(TH_WORKERS, sizeof(*w));
+	struct tsr_client *k;
+	const char *env = getenv("TSR_THRASH_SECONDS");
+	uint64_t seconds = env && atoi(env) > 0 ? (uint64_t)atoi(env) : 40, t0, seed;
+	uint64_t rng;
+	char msg[512], *o = NULL;
+	int64_t pool;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_pg_stats_interval = \"500ms\"; "
+				   "osd_heartbeat_interval = \"200ms\"; "
+				   "osd_heartbeat_grace = \"1500ms\"; "
+				   "client_op_timeout = \"90s\";"), 0);
+	four_osds_and_a_pool(&c);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create thrash 16 --size 3 --min-size 2"), 0);
+	await_clean(&c, running, 80, "a new pool");
+	k = client_of(&c);
+	pool = pool_of(k, "thrash");
+	seed = getenv("TSR_THRASH_SEED") ? strtoull(getenv("TSR_THRASH_SEED"), NULL, 10)
+					 : (uint64_t)time(NULL);
+	rng = seed * 2654435761u + 1;
+	fprintf(stderr, "thrash: seed %llu (TSR_THRASH_SEED), %llu s\n",
+		(unsigned long long)seed, (unsigned long long)seconds);
+	for (int i = 0; i < TH_WORKERS; i++) {
+		w[i].k = k;
+		w[i].pool = pool;
+		w[i].id = i;
+		w[i].rng = rng + (uint64_t)i * 7919 + 1;
+		w[i].stop = &stop;
+		ck_assert_int_eq(pthread_create(&w[i].th, NULL, tworker_run, &w[i]), 0);
+	}
+
+	t0 = tc_now_ms();
+	while (tc_now_ms() - t0 < seconds * 1000) {
+		int gone = 0, failed = 0, act, i;
+		for (int x = 0; x < TH_WORKERS; x++)
+			failed |= w[x].fail[0] != 0;
+		if (failed)
+			break;
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		tc_sleep_ms(1000 + (uint32_t)(rng % 2500));
+		for (int x = 0; x < 4; x++)
+			gone += !running[x] || out[x];
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		/* kill (45%) or out (20%) one that serves, unless two are gone
+		 * already; else bring one back */
+		act = (int)(rng % 100);
+		act = gone >= 2 ? 2 : act < 45 ? 0 : act < 65 ? 1 : 2;
+		i = (int)((rng >> 16) % 4);
+		for (int x = 0; x < 4 && act < 2 && !(running[i] && !out[i]); x++)
+			i = (i + 1) % 4;
+		if (act == 0) {
+			ck_assert_int_eq(tc_osd_signal(&c, (size_t)i, SIGKILL) & 0x7f, SIGKILL);
+			running[i] = 0;
+			kills++;
+			fprintf(stderr, "thrash: %.1f s: osd.%d killed\n",
+				(double)(tc_now_ms() - t0) / 1e3, i);
+		} else if (act == 1) {
+			ck_assert_int_eq(tc_cli(&c, NULL, "osd out %d", i), 0);
+			out[i] = 1;
+			outs++;
+			fprintf(stderr, "thrash: %.1f s: osd.%d out\n",
+				(double)(tc_now_ms() - t0) / 1e3, i);
+		} else {
+			for (int x = 0; x < 4; x++) {
+				int y = (i + x) % 4;
+				if (!running[y]) {
+					ck_assert_int_eq(tc_osd_start(&c, (size_t)y), 0);
+					running[y] = 1;
+					fprintf(stderr, "thrash: %.1f s: osd.%d restarted\n",
+						(double)(tc_now_ms() - t0) / 1e3, y);
+					break;
+				}
+				if (out[y]) {
+					ck_assert_int_eq(tc_cli(&c, NULL, "osd in %d", y), 0);
+					out[y] = 0;
+					fprintf(stderr, "thrash: %.1f s: osd.%d in\n",
+						(double)(tc_now_ms() - t0) / 1e3, y);
+					break;
+				}
+			}
+		}
+	}
+	/* everything back (a change waiting below min_size ends then) */
+	stop = 1;
+	for (int i = 0; i < 4; i++) {
+		if (!running[i]) {
+			ck_assert_int_eq(tc_osd_start(&c, (size_t)i), 0);
+			running[i] = 1;
+		}
+		if (out[i]) {
+			ck_assert_int_eq(tc_cli(&c, NULL, "osd in %d", i), 0);
+			out[i] = 0;
+		}
+	}
+	for (int i = 0; i < TH_WORKERS; i++)
+		pthread_join(w[i].th, NULL);
+	{
+		uint64_t ops = 0, checks = 0, guards = 0, worst = 0;
+		for (int i = 0; i < TH_WORKERS; i++) {
+			ops += w[i].ops;
+			checks += w[i].checks;
+			guards += w[i].guards_failed;
+			worst = w[i].worst_ms > worst ? w[i].worst_ms : worst;
+		}
+		fprintf(stderr, "thrash: %llu changes (%llu refused by their guards, as meant), "
+			"%llu checks in %.1f s; %d kills, %d outs; slowest operation %.1f s\n",
+			(unsigned long long)ops, (unsigned long long)guards,
+			(unsigned long long)checks, (double)(tc_now_ms() - t0) / 1e3, kills, outs,
+			(double)worst / 1e3);
+	}
+	for (int i = 0; i < TH_WORKERS; i++)
+		ck_assert_msg(w[i].fail[0] == 0, "thrash (seed %llu): %s", (unsigned long long)seed,
+			      w[i].fail);
+
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(await_up(&c, i, 1, 30000) == 0, "osd.%d never came back", i);
+	{
+		char why[1024];
+		uint64_t t1 = tc_now_ms();
+		while (tc_now_ms() - t1 < 120000 && count_clean(&c, running, 0, why, sizeof(why)) < 80)
+			tc_sleep_ms(500);
+	}
+	await_clean(&c, running, 80, "after the thrash");
+	await_copies(&c, running, 80 * 3, "after the thrash");
+	for (int i = 0; i < TH_WORKERS; i++)
+		for (int j = 0; j < TH_OBJS; j++) {
+			tcheck(&w[i], j, msg, sizeof(msg));
+			ck_assert_msg(msg[0] == 0, "thrash (seed %llu), at the end: %s",
+				      (unsigned long long)seed, msg);
+		}
+	for (uint32_t pg = 0; pg < 16; pg++) {
+		char pgid[32];
+		snprintf(pgid, sizeof(pgid), "%" PRId64 ".%x", pool, pg);
+		ck_assert_int_eq(pg_cmd(&c, "deep-scrub", pgid, &o), 0);
+		assert_says(o, "\"inconsistent\": 0");
+		free(o);
+		o = NULL;
+	}
+	fprintf(stderr, "thrash: %d objects as the model says; 16 PGs deep-scrubbed alike\n",
+		TH_WORKERS * TH_OBJS);
+	tsr_client_shutdown(k);
+	free(w);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -2051,6 +2635,7 @@ main(void)
 		{ "scrub_on_schedule", scrub_on_schedule, TC_LONG },
 		{ "whole_pg_down", whole_pg_down, TC_LONG },
 		{ "min_size", min_size, TC_LONG },
+		{ "thrash", thrash, TC_LONG },
 		{ "growth", growth, TC_LONG },
 	};
 
