@@ -32,6 +32,6 @@ bin_PROGRAMS += daemons/osd/tessera-osd
 daemons_osd_tessera_osd_SOURCES = daemons/osd/osd.c daemons/osd/osd.h \
 	daemons/osd/store.c daemons/osd/pgs.c daemons/osd/heartbeat.c \
 	daemons/osd/mapstore.c daemons/osd/pgrt.c daemons/osd/pgrt.h daemons/osd/ops.c \
-	daemons/osd/scrub.c
+	daemons/osd/scrub.c daemons/osd/reserve.c daemons/osd/pace.c
 daemons_osd_tessera_osd_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 daemons_osd_tessera_osd_LDADD = core/libtsrcore.la $(PTHREAD_LIBS) -lm

@@ -176,6 +176,18 @@ static const struct tsr_conf_opt core_options[] = {
 	    .help = "objects a PG's primary recovers at once (pulls and pushes in flight "
 		    "per PG): higher recovers faster and leaves less of the disk to clients" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_recovery_max_bytes", .type = TSR_OPT_SIZE, .def = "0", .min = "0",
+	    .max = "64G",
+	    .help = "bytes a second of objects an OSD pushes to others to recover or "
+		    "backfill them (0: no limit): lower leaves more of the disks and the "
+		    "network to clients, and recovers slower" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
+	{ { .name = "osd_max_backfills", .type = TSR_OPT_INT, .def = "1", .min = "1",
+	    .max = "64",
+	    .help = "backfills an OSD takes part in at once, as a primary and, counted "
+		    "apart, as the copy being filled: more finish sooner and leave less of "
+		    "the disks to clients (PGs waiting show backfill_wait)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
 	{ { .name = "osd_backfill_window", .type = TSR_OPT_INT, .def = "64", .min = "1",
 	    .max = "4096",
 	    .help = "objects a backfill compares and copies per round, per PG" },

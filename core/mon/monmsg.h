@@ -324,8 +324,10 @@ TSR_API int tsr_monmsg_osd_alive_decode(const void *buf, size_t len,
 	X(DEEP, 14, "deep")                     \
 	X(INCONSISTENT, 15, "inconsistent")     \
 	X(REPAIR, 16, "repair")                 \
-	X(PEERED, 17, "peered")
-/* PEERED: peered below the pool's min_size: it serves reads of what is
+	X(PEERED, 17, "peered")                 \
+	X(BACKFILL_WAIT, 18, "backfill_wait")
+/* BACKFILL_WAIT: a backfill waits for its OSDs' slots (osd_max_backfills).
+ * PEERED: peered below the pool's min_size: it serves reads of what is
  * known committed, writes wait (not active).
  * DEEP: with SCRUBBING, the scrub is a deep one (it reads and compares
  * the data, not only sizes and attributes); REPAIR: with SCRUBBING, it
@@ -336,7 +338,7 @@ enum {
 	TSR_PG_STATES(TSR_PG_STATE_BIT)
 #undef TSR_PG_STATE_BIT
 };
-#define TSR_PG_ST_ALL ((1u << 18) - 1)
+#define TSR_PG_ST_ALL ((1u << 19) - 1)
 #define TSR_PG_ST_V1 ((1u << 13) - 1)   /* the bits a v1 report may carry */
 /* "active+clean" into out (at most len bytes, NUL included): out. */
 TSR_API char *tsr_pg_state_str(uint32_t state, char *out, size_t len);

@@ -20,6 +20,8 @@
  *     REPAIR          bytes oid, ev
  *     SCRUB, SCRUB_MAP  (scrub.h)
  *     COMMIT          ev (the primary's committed; v2)
+ *     BACKFILL_RESERVE, _GRANT, _RELEASE   (nothing: the interval says
+ *                     which; the OSDs' reservations, not the machine's)
  * (info, intervals, missing, entries: pglog.h.)
  */
 #include "osd/pgsm.h"

@@ -113,6 +113,7 @@ struct tsr_pgsm {
 	/* backfill, on the primary: one member at a time, in windows of
 	 * objects compared between the two listings */
 	int32_t bf_target;           /* the member being backfilled, or -1 */
+	int bf_asked, bf_granted;    /* RESERVE sent for it; its answer came */
 	int bf_listing, bf_scanning; /* LIST and SCAN answers due */
 	struct tsr_pgsm_objver *bf_local, *bf_remote;
 	size_t nbf_local, nbf_remote;
@@ -478,7 +479,10 @@ persist_emit(struct tsr_pgsm *sm, struct persist *p, int obj, uint64_t handle,
 }
 
 /* Writes up to ev are known held by every member of the interval that
- * made each: raise info.committed (never above what this copy logged). */
+ * made each: raise info.committed (never above what this copy logged).
+ * The clamp compares versions only, which is right because every caller
+ * holds the authoritative log when it raises: the primary's own, or a
+ * member's just merged with the primary's. */
 static void
 committed_raise(struct tsr_pgsm *sm, struct tsr_ev ev)
 {
@@ -687,6 +691,7 @@ static void
 backfill_reset(struct tsr_pgsm *sm)
 {
 	sm->bf_target = -1;
+	sm->bf_asked = sm->bf_granted = 0;
 	sm->bf_listing = sm->bf_scanning = sm->bf_done_sent = 0;
 	sm->bf_want = sm->bf_prog_pending = sm->bf_prog_done = 0;
 	free(sm->bf_prog);
@@ -697,6 +702,17 @@ backfill_reset(struct tsr_pgsm *sm)
 	free(sm->bf_sent);
 	sm->bf_sent = NULL;
 	sm->bf_sent_len = 0;
+}
+
+/* The backfill ends (done, or its interval): its slots go back. */
+static void
+backfill_end(struct tsr_pgsm *sm)
+{
+	struct tsr_pgsm_action *a;
+
+	if (sm->bf_asked && (a = action_new(sm, TSR_PGSM_A_RELEASE)) != NULL)
+		a->to = sm->bf_target;
+	backfill_reset(sm);
 }
 
 /* ---- peers ---------------------------------------------------------------------- */
@@ -1301,7 +1317,7 @@ start_interval(struct tsr_pgsm *sm)
 	sm->temp_asked = 0;
 	sm->scan_for = -1;
 	sm->sent_committed = (struct tsr_ev){ 0, 0 };
-	backfill_reset(sm);
+	backfill_end(sm);
 	sm->my_index = acting_index(sm, sm->conf.whoami);
 	sm->role = sm->my_index == 0 ? ROLE_PRIMARY
 		   : sm->my_index > 0 ? ROLE_MEMBER : ROLE_STRAY;
@@ -2057,6 +2073,17 @@ backfill_step(struct tsr_pgsm *sm)
 		if (sm->bf_target < 0)
 			return;
 	}
+	if (sm->conf.reserve_backfill && !sm->bf_granted) {
+		if (!sm->bf_asked) {
+			if ((a = action_new(sm, TSR_PGSM_A_RESERVE)) == NULL)
+				return;
+			a->to = sm->bf_target;
+			sm->bf_asked = 1;
+		}
+		why(sm, "active+backfill_wait: waiting for slots to backfill osd.%d",
+		    sm->bf_target);
+		return;
+	}
 	why(sm, "active+backfilling osd.%d", sm->bf_target);
 	/* The listing reads what is committed: a write in flight above the
 	 * last position would be listed as it was before it.  New writes
@@ -2262,7 +2289,7 @@ on_backfill_msg(struct tsr_pgsm *sm, const struct tsr_pgmsg *m)
 		if (m->done) {
 			pe->info.backfilling = 0;
 			if (sm->bf_target == m->from)
-				backfill_reset(sm);
+				backfill_end(sm);
 		}
 		recover_some(sm);
 		requeue(sm);
@@ -2959,6 +2986,23 @@ tsr_pgsm_tick(struct tsr_pgsm *sm)
 	}
 	sm->sent_committed = sm->info.committed;
 	return 0;
+}
+
+int
+tsr_pgsm_reserved(struct tsr_pgsm *sm, int32_t osd, uint64_t interval)
+{
+	if (interval != sm->info.same_interval_since || osd != sm->bf_target ||
+	    !sm->bf_asked || sm->bf_granted)
+		return 0;
+	sm->bf_granted = 1;
+	recover_some(sm);    /* (what is missing first, then the backfill) */
+	return 0;
+}
+
+int
+tsr_pgsm_backfill_waiting(const struct tsr_pgsm *sm)
+{
+	return sm->bf_target >= 0 && sm->conf.reserve_backfill && !sm->bf_granted;
 }
 
 int

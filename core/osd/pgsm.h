@@ -25,7 +25,11 @@
  *   LIST      list this copy's objects after a name, with their versions,
  *             and hand them in with tsr_pgsm_list_done() (a backfill);
  *   PG_TEMP   ask the monitors for a temporary acting set (none: back to
- *             the up set) — while the up set's primary is being rebuilt.
+ *             the up set) — while the up set's primary is being rebuilt;
+ *   RESERVE   (conf reserve_backfill) a backfill of member `to` may start:
+ *             take a slot of this OSD's and then one of `to`'s, and call
+ *             tsr_pgsm_reserved() once both are held (backfills per OSD);
+ *   RELEASE   give back the slots RESERVE asked for (held or not yet).
  *
  * The protocol (doc/architecture.md, "Peering"):
  *
@@ -152,7 +156,11 @@ struct tsr_pg_mapview {
 	X(SCRUB, 18, "pg scrub")           /* your scrub map of a range */ \
 	X(SCRUB_MAP, 19, "pg scrub map")                                   \
 	X(COMMIT, 20, "pg commit")         /* writes up to ev are held by
-					      every member */
+					      every member */               \
+	X(BACKFILL_RESERVE, 21, "pg backfill reserve") /* a slot to be
+					      backfilled (the OSDs') */     \
+	X(BACKFILL_GRANT, 22, "pg backfill grant")                        \
+	X(BACKFILL_RELEASE, 23, "pg backfill release")
 
 enum {
 #define TSR_PGMSG_ENUM(name, n, label) TSR_PGMSG_##name = (n),
@@ -264,7 +272,9 @@ void tsr_pgmsg_empty_notify(const struct tsr_pgmsg *query, int32_t whoami,
 	X(UP_THRU, 5, "up_thru")     \
 	X(DELETE, 6, "delete")       \
 	X(LIST, 7, "list")           \
-	X(PG_TEMP, 8, "pg_temp")
+	X(PG_TEMP, 8, "pg_temp")     \
+	X(RESERVE, 9, "reserve")     \
+	X(RELEASE, 10, "release")
 
 enum {
 #define TSR_PGSM_ACTION_ENUM(name, n, label) TSR_PGSM_A_##name = (n),
@@ -324,6 +334,7 @@ struct tsr_pgsm_action {
 	uint64_t epoch;
 	/* LIST: the objects after oid (msg.oid; none: from the first), at most
 	 * max (msg.max), with their versions: tsr_pgsm_list_done(token) */
+	/* RESERVE, RELEASE: to (the backfill's target) */
 	/* PG_TEMP: ask the monitors for this acting set (n 0: none) */
 	uint32_t ntemp;
 	int32_t temp[TSR_OSDMAP_MAX_SIZE];
@@ -343,6 +354,7 @@ struct tsr_pgsm_conf {
 	uint32_t recovery_max;       /* pulls and pushes in flight */
 	uint32_t queue_max;          /* client ops waiting (peering, recovery) */
 	uint32_t backfill_window;    /* objects compared per backfill window (64) */
+	int reserve_backfill;        /* a backfill waits for RESERVE's slots */
 };
 
 struct tsr_pgsm;
@@ -368,6 +380,12 @@ int tsr_pgsm_committed(struct tsr_pgsm *sm, uint64_t token);
  * its members how far they are committed (info.committed), which is as
  * far as a member left alone below min_size serves reads. */
 int tsr_pgsm_tick(struct tsr_pgsm *sm);
+/* The slots a RESERVE toward osd asked for, in the interval that began
+ * at epoch interval, are held: the backfill starts (an answer for
+ * another interval or target is ignored). */
+int tsr_pgsm_reserved(struct tsr_pgsm *sm, int32_t osd, uint64_t interval);
+/* A backfill waits for its reservation. */
+int tsr_pgsm_backfill_waiting(const struct tsr_pgsm *sm);
 int tsr_pgsm_commit_due(const struct tsr_pgsm *sm);
 /* A client operation (the caller checked its map epoch). */
 int tsr_pgsm_op(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op);

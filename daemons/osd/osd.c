@@ -232,6 +232,7 @@ asks(void *arg)
 	if (o->beacon) {
 		osd_scrub_tick(o->rt);
 		osd_pgrt_tick(o->rt);
+		osd_pgrt_pace_tick(o->rt);
 	}
 	/* the stored epochs the copies may need at a restart stay */
 	osd_mapstore_floor(o->maps, osd_pgrt_min_sis(o->rt));
@@ -488,6 +489,8 @@ osd_start(struct tsr_daemon *d, char *err, size_t errlen)
 			       (uint32_t)tsr_conf_int(conf, "osd_recovery_max_active"),
 			       (uint32_t)tsr_conf_int(conf, "osd_backfill_window"),
 			       (uint32_t)tsr_conf_int(conf, "osd_pg_queue_max"));
+	osd_pgrt_set_max_backfills(o->rt, (uint32_t)tsr_conf_int(conf, "osd_max_backfills"));
+	osd_pgrt_set_recovery_bps(o->rt, (uint64_t)tsr_conf_int(conf, "osd_recovery_max_bytes"));
 	osd_pgrt_set_full_ratio(o->rt, tsr_conf_double(conf, "osd_full_ratio"));
 	osd_pgrt_set_scrub(o->rt, (uint64_t)tsr_conf_int(conf, "osd_scrub_interval") / 1000,
 			   (uint64_t)tsr_conf_int(conf, "osd_deep_scrub_interval") / 1000,

@@ -161,6 +161,13 @@ void osd_pgrt_set_scrub(struct osd_pgrt *rt, uint64_t interval_s, uint64_t deep_
 			uint32_t chunk, uint32_t max_scrubs, int auto_repair);
 /* (the loop) scrubs that are due start; retries and timeouts are seen */
 void osd_scrub_tick(struct osd_pgrt *rt);
+/* Backfills this OSD takes part in at once, as a primary and (apart) as
+ * the copy filled (osd_max_backfills; reserve.c). */
+void osd_pgrt_set_max_backfills(struct osd_pgrt *rt, uint32_t n);
+/* Bytes a second of objects pushed to other OSDs (osd_recovery_max_bytes,
+ * 0: no limit; pace.c), and the timer that lets them go. */
+void osd_pgrt_set_recovery_bps(struct osd_pgrt *rt, uint64_t bps);
+void osd_pgrt_pace_tick(struct osd_pgrt *rt);
 /* Called often (the loop's timer): about once a second, each PG whose
  * machine wants time to pass (tsr_pgsm_tick) gets it on its shard. */
 void osd_pgrt_tick(struct osd_pgrt *rt);

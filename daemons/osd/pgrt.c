@@ -87,7 +87,9 @@ stat_of(struct pgi *g, struct tsr_mon_pg_stat *st)
 			b |= TSR_PG_ST_DEGRADED | TSR_PG_ST_RECOVERING;
 		if (remapped)
 			b |= TSR_PG_ST_REMAPPED;
-		if (tsr_pgsm_backfilling(g->sm))
+		if (tsr_pgsm_backfill_waiting(g->sm))
+			b |= TSR_PG_ST_BACKFILL_WAIT;
+		else if (tsr_pgsm_backfilling(g->sm))
 			b |= TSR_PG_ST_BACKFILLING;
 		st->degraded = degraded;
 		break;
@@ -137,13 +139,18 @@ status_take(struct pgi *g)
 	pthread_mutex_lock(&g->rt->lock);
 	g->primary = primary;
 	g->stat = st;
+	/* (an active primary below min_size takes no writes: "peered", as
+	 * the monitors are told) */
 	snprintf(g->state, sizeof(g->state), "%s",
-		 tsr_pgsm_state_name(tsr_pgsm_state(g->sm)));
+		 tsr_pgsm_state(g->sm) == TSR_PGSM_ACTIVE &&
+		 tsr_pgsm_mapview(g->sm)->nacting < tsr_pgsm_mapview(g->sm)->min_size
+		 ? "peered" : tsr_pgsm_state_name(tsr_pgsm_state(g->sm)));
 	snprintf(g->why, sizeof(g->why), "%s", tsr_pgsm_why(g->sm));
 	g->clean = tsr_pgsm_is_clean(g->sm);
 	g->commit_due = tsr_pgsm_commit_due(g->sm);
 	g->les = in->les;
 	g->sis = in->same_interval_since;
+	osd_resv_sweep(g);
 	g->head = in->last_update;
 	g->committed = in->committed;
 	g->fed = g->ep ? tsr_osdmap_epoch_number(g->ep) : 0;
@@ -242,9 +249,12 @@ static int hold(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t 
 
 /* Send m to osd.to (its address as ep has it), with pl (a reference the
  * call takes, or NULL) as its data. */
+static int hold(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+		const struct tsr_pgmsg *m, struct tsr_rbuf *pl);
+
 static void
-send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
-	const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
+send_pg_(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+	 const struct tsr_pgmsg *m, struct tsr_rbuf *pl, int paced)
 {
 	struct tsr_conn *c;
 	int rc;
@@ -258,6 +268,10 @@ send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 	if (hold(rt, ep, to, m, pl) == 0) {
 		pthread_rwlock_unlock(&rt->send_lock);
 		return; /* not ready: it goes when the OSD is */
+	}
+	if (!paced && osd_pace(rt, ep, to, m, pl) == 0) {
+		pthread_rwlock_unlock(&rt->send_lock);
+		return; /* its turn comes (pace.c) */
 	}
 	if ((c = peer_conn(rt, ep, to)) == NULL) {
 		pthread_rwlock_unlock(&rt->send_lock);
@@ -284,6 +298,20 @@ send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 		tsr_conn_put(c);
 	tsr_rbuf_put(pl);
 	pthread_rwlock_unlock(&rt->send_lock);
+}
+
+static void
+send_pg(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+	const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
+{
+	send_pg_(rt, ep, to, m, pl, 0);
+}
+
+void
+osd_pg_send_now(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+		const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
+{
+	send_pg_(rt, ep, to, m, pl, 1);
 }
 
 void
@@ -391,6 +419,8 @@ ev_free(struct ev *e)
 		osd_op_abort(e->op, -EAGAIN, 0); /* stopping: the client resends */
 	if (e->raw)
 		tsr_msg_free(e->raw, 0);
+	if (e->paced)
+		osd_pace_drop(e->g->rt, e);
 	free(e);
 }
 
@@ -604,6 +634,7 @@ do_delete(struct pgi *g)
 	}
 	pthread_mutex_lock(&g->rt->lock);
 	g->gone = 1;
+	osd_resv_sweep(g);
 	pthread_mutex_unlock(&g->rt->lock);
 	osd_scrub_drop(g);
 	osd_ops_drop(g);
@@ -712,6 +743,10 @@ carry_out(struct pgi *g, const struct tsr_pgmsg *m)
 			case TSR_PGSM_A_UP_THRU:
 			case TSR_PGSM_A_PG_TEMP:
 				ask_monitors(g, x);
+				break;
+			case TSR_PGSM_A_RESERVE:
+			case TSR_PGSM_A_RELEASE:
+				osd_resv_action(g, x);
 				break;
 			case TSR_PGSM_A_DELETE:
 				do_delete(g);
@@ -872,6 +907,10 @@ osd_pg_run(void *arg)
 		g->payload = e->raw;
 		if (e->m.type == TSR_PGMSG_SCRUB || e->m.type == TSR_PGMSG_SCRUB_MAP)
 			rc = osd_scrub_msg(g, &e->m);
+		else if (e->m.type == TSR_PGMSG_BACKFILL_RESERVE ||
+			 e->m.type == TSR_PGMSG_BACKFILL_GRANT ||
+			 e->m.type == TSR_PGMSG_BACKFILL_RELEASE)
+			rc = osd_resv_msg(g, &e->m);
 		else
 			rc = tsr_pgsm_recv(g->sm, &e->m, 1);
 		if (rc == -EAGAIN) {
@@ -927,6 +966,13 @@ osd_pg_run(void *arg)
 	case EV_SCRUB:
 		osd_scrub_event(g, e->rc);
 		carry_out(g, NULL);
+		break;
+	case EV_RESV:
+		osd_resv_event(g, e);
+		carry_out(g, NULL);
+		break;
+	case EV_SEND:
+		osd_pace_send(g, e);
 		break;
 	case EV_TICK:
 		if ((rc = tsr_pgsm_tick(g->sm)) < 0)
@@ -1375,6 +1421,9 @@ osd_pgrt_create(struct osd_store *st, struct tsr_msgr *msgr, int32_t whoami,
 	rt->early_tail = &rt->early;
 	rt->defaults.log_max = 3000;
 	rt->defaults.recovery_max = 8;
+	rt->defaults.reserve_backfill = 1;
+	rt->max_backfills = 1;
+	rt->pace.tail = &rt->pace.q;
 	rt->defaults.queue_max = 1024;
 	rt->defaults.backfill_window = 64;
 	rt->max_data = 64u << 20;
@@ -1486,6 +1535,23 @@ osd_pgrt_set_pg_limits(struct osd_pgrt *rt, uint32_t log_max, uint32_t recovery_
 	rt->defaults.recovery_max = recovery_max;
 	rt->defaults.backfill_window = backfill_window;
 	rt->defaults.queue_max = queue_max;
+}
+
+void
+osd_pgrt_set_recovery_bps(struct osd_pgrt *rt, uint64_t bps)
+{
+	pthread_mutex_lock(&rt->lock);
+	rt->pace.bps = bps;
+	rt->pace.refill_ns = tsr_now_ns();
+	pthread_mutex_unlock(&rt->lock);
+}
+
+void
+osd_pgrt_set_max_backfills(struct osd_pgrt *rt, uint32_t n)
+{
+	pthread_mutex_lock(&rt->lock);
+	rt->max_backfills = n ? n : 1;
+	pthread_mutex_unlock(&rt->lock);
 }
 
 void
@@ -1617,11 +1683,15 @@ osd_pgrt_status(struct osd_pgrt *rt, struct tsr_sbuf *out)
 			PRIu64 ", \"persists\": %" PRIu64 ", \"client_ops\": %" PRIu64
 			", \"client_ops_answered\": %" PRIu64 ", \"client_ops_waiting_map\": %zu"
 			", \"limits\": {\"log_max\": %u, \"recovery_max\": %u, "
-			"\"backfill_window\": %u, \"queue_max\": %u}}",
+			"\"backfill_window\": %u, \"queue_max\": %u}, \"backfill_slots\": ",
 			n, active, clean, rt->sent, rt->received, rt->refused, rt->persists,
 			rt->ops_in, rt->ops_done, rt->nopwait, rt->defaults.log_max,
 			rt->defaults.recovery_max, rt->defaults.backfill_window,
 			rt->defaults.queue_max);
+	osd_resv_status(rt, out);
+	tsr_sbuf_printf(out, ", \"recovery_pace\": ");
+	osd_pace_status(rt, out);
+	tsr_sbuf_printf(out, "}");
 	pthread_mutex_unlock(&rt->lock);
 }
 
@@ -1698,6 +1768,8 @@ osd_pgrt_destroy(struct osd_pgrt *rt)
 	if (rt->st->ops->flush)
 		rt->st->ops->flush(rt->st->h);
 	free(rt->q);
+	osd_resv_free(rt);
+	osd_pace_free(rt);
 	while (rt->pgs) {
 		struct pgi *g = rt->pgs;
 		rt->pgs = g->next;

@@ -115,7 +115,7 @@ struct pgi {
 	struct pg_scrub scrub;
 };
 
-enum { EV_MAP, EV_MSG, EV_COMMIT, EV_OP, EV_SCRUB, EV_TICK };
+enum { EV_MAP, EV_MSG, EV_COMMIT, EV_OP, EV_SCRUB, EV_TICK, EV_RESV, EV_SEND };
 
 struct ev {
 	struct ev *next;
@@ -127,6 +127,7 @@ struct ev {
 	uint64_t token;              /* EV_COMMIT */
 	struct cop *op;              /* EV_OP */
 	int rc;                      /* EV_COMMIT; EV_SCRUB: SCRUB_EV_* */
+	struct paced *paced;         /* EV_SEND: a message the pace let go */
 };
 
 struct peer_conn {
@@ -134,6 +135,40 @@ struct peer_conn {
 	char addr[TSR_OSDMAP_NAME];
 	uint64_t addr_epoch;         /* the epoch that gave addr */
 	struct tsr_conn *conn;
+};
+
+/* Backfill reservations (reserve.c): one request, local (this OSD as a
+ * primary; peer the member to fill) or remote (peer the primary). */
+struct osd_resv {
+	struct tsr_pgid pgid;
+	uint64_t interval;
+	int32_t peer;
+	int held;
+};
+struct osd_reserver {
+	struct osd_resv *v;          /* in the order asked */
+	size_t n, cap;
+	uint32_t held, most_held;
+	uint64_t granted;
+};
+
+/* The recovery bandwidth (pace.c): pushes waiting, and how many messages
+ * of one PG to one peer wait or are on their way (their order holds). */
+struct paced;
+struct pace_flow {
+	struct tsr_pgid pgid;
+	int32_t to;
+	unsigned n;
+};
+struct osd_pace {
+	uint64_t bps;                /* osd_recovery_max_bytes (0: no limit) */
+	double tokens;
+	uint64_t refill_ns;
+	struct paced *q, **tail;
+	size_t queued;
+	struct pace_flow *flows;
+	size_t nflows, capflows;
+	uint64_t bytes, waits;       /* pushed; pushes that waited */
 };
 
 struct osd_pgrt {
@@ -200,6 +235,10 @@ struct osd_pgrt {
 	uint64_t scrub_tokens;
 	uint64_t scrub_tick_ns;      /* the scheduler's last look */
 	uint64_t commit_tick_ns;     /* osd_pgrt_tick's last round */
+	/* backfill reservations (reserve.c; under lock) */
+	uint32_t max_backfills;
+	struct osd_reserver resv_local, resv_remote;
+	struct osd_pace pace;        /* (pace.c; under lock) */
 };
 
 struct held {
@@ -269,6 +308,35 @@ void osd_scrub_stat(struct pgi *g, struct tsr_mon_pg_stat *st);
 void osd_scrub_drop(struct pgi *g);
 /* (the loop) the schedule: runs that are due, retries and timeouts */
 void osd_scrub_tick(struct osd_pgrt *rt);
+
+/* ---- Backfill reservations (reserve.c), on the copy's shard unless said ---- */
+/* the machine's RESERVE or RELEASE */
+void osd_resv_action(struct pgi *g, const struct tsr_pgsm_action *x);
+/* EV_RESV: a slot granted (rc 1: remote, m.from the primary; 0: local,
+ * m.from the member), m.interval the request's */
+void osd_resv_event(struct pgi *g, const struct ev *e);
+/* BACKFILL_RESERVE, _GRANT or _RELEASE from a peer */
+int osd_resv_msg(struct pgi *g, const struct tsr_pgmsg *m);
+/* (under rt->lock) the copy moved on or went: its slots go */
+void osd_resv_sweep(struct pgi *g);
+/* (under rt->lock) JSON of both reservers */
+void osd_resv_status(struct osd_pgrt *rt, struct tsr_sbuf *out);
+void osd_resv_free(struct osd_pgrt *rt);
+
+/* ---- Recovery bandwidth (pace.c) ---- */
+/* (any thread) m to osd.to waits its turn: 0 (taken, with pl), or
+ * -EAGAIN: send it now */
+int osd_pace(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+	     const struct tsr_pgmsg *m, struct tsr_rbuf *pl);
+/* EV_SEND on the shard: send it; or drop it (the copy went) */
+void osd_pace_send(struct pgi *g, struct ev *e);
+void osd_pace_drop(struct osd_pgrt *rt, struct ev *e);
+/* (under rt->lock) JSON */
+void osd_pace_status(struct osd_pgrt *rt, struct tsr_sbuf *out);
+void osd_pace_free(struct osd_pgrt *rt);
+/* Send m now, past the pace (its caller's turn came) */
+void osd_pg_send_now(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+		     const struct tsr_pgmsg *m, struct tsr_rbuf *pl);
 
 /* ---- Client operations (ops.c) ---- */
 int osd_ops_register(struct osd_pgrt *rt);

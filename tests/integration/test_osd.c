@@ -2458,7 +2458,9 @@ tworker_run(void *arg)
  * guarded on an attribute or the version, some meant to fail — and check
  * each object against a model of what was acknowledged, while OSDs are
  * SIGKILLed and restarted and marked out and in at random, never more
- * than two (size - 1) unavailable at once.  Every answer must be the one
+ * than two (size - 1) unavailable at once; logs of 200 entries make a
+ * copy that was away long backfilled, one backfill at a time per OSD,
+ * and recovery pushes go at 16 MiB/s.  Every answer must be the one
  * the model expects, every read what the model holds.  Then everything
  * returns: every PG active+clean with three copies on the stores, every
  * object as the model says, and a deep scrub of each PG finds its copies
@@ -2481,6 +2483,7 @@ START_TEST(thrash)
 				   "osd_pg_stats_interval = \"500ms\"; "
 				   "osd_heartbeat_interval = \"200ms\"; "
 				   "osd_heartbeat_grace = \"1500ms\"; "
+				   "osd_pg_log_max = 200; osd_recovery_max_bytes = \"16M\"; "
 				   "client_op_timeout = \"90s\";"), 0);
 	four_osds_and_a_pool(&c);
 	ck_assert_int_eq(tc_cli(&c, NULL, "pool create thrash 16 --size 3 --min-size 2"), 0);
@@ -2594,6 +2597,21 @@ START_TEST(thrash)
 	}
 	await_clean(&c, running, 80, "after the thrash");
 	await_copies(&c, running, 80 * 3, "after the thrash");
+	/* no backfill slot held or asked for once all is clean (none leaked
+	 * through the kills) */
+	for (int i = 0; i < 4; i++) {
+		char *st = NULL;
+		const char *b;
+		ck_assert_int_eq(tc_osd_asok(&c, (size_t)i, "pg dump", &st), 0);
+		ck_assert_ptr_nonnull(b = strstr(st, "\"backfill_slots\""));
+		ck_assert_msg(tc_json_u64(strstr(b, "\"local\""), "held", 99) == 0 &&
+			      tc_json_u64(strstr(b, "\"local\""), "waiting", 99) == 0 &&
+			      tc_json_u64(strstr(b, "\"remote\""), "held", 99) == 0 &&
+			      tc_json_u64(strstr(b, "\"remote\""), "waiting", 99) == 0,
+			      "osd.%d holds backfill slots once all is clean: %.240s", i, b);
+		fprintf(stderr, "thrash: osd.%d backfill slots: %.200s\n", i, b);
+		free(st);
+	}
 	for (int i = 0; i < TH_WORKERS; i++)
 		for (int j = 0; j < TH_OBJS; j++) {
 			tcheck(&w[i], j, msg, sizeof(msg));
@@ -2612,6 +2630,190 @@ START_TEST(thrash)
 		TH_WORKERS * TH_OBJS);
 	tsr_client_shutdown(k);
 	free(w);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* Backfills per OSD.  Pool "bf" (8 PGs, 3 copies) keeps logs of 10
+ * entries and takes 144 writes, so a copy made anew is backfilled, not
+ * recovered from the log; osd.0 marked out sends its copies to the other
+ * three.  With osd_max_backfills 1 no OSD ever held two backfill slots,
+ * as a primary or as the copy filled (its reservers' most_held), every
+ * copy that moved was reserved for, every PG ends active+clean with 3
+ * copies, and every object reads back. */
+START_TEST(backfills_bounded)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 }, nobj = 48, held = 0;
+	uint64_t granted_local = 0, granted_remote = 0;
+	struct tsr_client *k;
+	char *st = NULL, want[32];
+	int64_t pool;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_pg_stats_interval = \"300ms\"; "
+				   "osd_pg_log_max = 10; osd_max_backfills = 1; "
+				   "osd_backfill_window = 4;"), 0);
+	four_osds_and_a_pool(&c);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create bf 8 --size 3"), 0);
+	await_clean(&c, running, 72, "a pool of 8 PGs");
+	k = client_of(&c);
+	pool = pool_of(k, "bf");
+	put_lettered(k, pool, nobj, 'A');
+	put_lettered(k, pool, nobj, 'N');
+	put_lettered(k, pool, nobj, 'a');
+	/* the copies osd.0 holds of pool bf: each must be backfilled elsewhere */
+	ck_assert_int_eq(tc_osd_asok(&c, 0, "pg dump", &st), 0);
+	snprintf(want, sizeof(want), "{\"pgid\": \"%" PRId64 ".", pool);
+	for (const char *p = strstr(st, want); p; p = strstr(p + 1, want))
+		held++;
+	free(st);
+	ck_assert_int_ge(held, 1);
+
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd out 0"), 0);
+	{
+		char why[1024];
+		uint64_t t0 = tc_now_ms();
+		while (tc_now_ms() - t0 < 60000 && count_clean(&c, running, 0, why, sizeof(why)) < 72)
+			tc_sleep_ms(300);
+	}
+	await_clean(&c, running, 72, "osd.0 out");
+	await_copies(&c, running, 72 * 3, "osd.0 out");
+	for (int i = 0; i < 4; i++) {
+		const char *b, *l, *r;
+		st = NULL;
+		ck_assert_int_eq(tc_osd_asok(&c, (size_t)i, "pg dump", &st), 0);
+		ck_assert_ptr_nonnull(b = strstr(st, "\"backfill_slots\""));
+		ck_assert_ptr_nonnull(l = strstr(b, "\"local\""));
+		ck_assert_ptr_nonnull(r = strstr(b, "\"remote\""));
+		ck_assert_msg(tc_json_u64(b, "max", 0) == 1, "osd.%d: %.200s", i, b);
+		ck_assert_msg(tc_json_u64(l, "most_held", 99) <= 1 &&
+			      tc_json_u64(r, "most_held", 99) <= 1,
+			      "osd.%d ran more backfills at once than osd_max_backfills: %.200s", i,
+			      b);
+		ck_assert_msg(tc_json_u64(l, "held", 99) == 0 && tc_json_u64(r, "held", 99) == 0,
+			      "osd.%d holds backfill slots after the backfills ended: %.200s", i, b);
+		granted_local += tc_json_u64(l, "granted", 0);
+		granted_remote += tc_json_u64(r, "granted", 0);
+		free(st);
+	}
+	fprintf(stderr, "backfills_bounded: %d copies moved off osd.0; %llu local and %llu "
+		"remote backfill slots granted, at most one held at a time on each OSD\n", held,
+		(unsigned long long)granted_local, (unsigned long long)granted_remote);
+	ck_assert_msg(granted_remote >= (uint64_t)held && granted_local >= (uint64_t)held,
+		      "%d copies moved, but %llu local and %llu remote slots granted", held,
+		      (unsigned long long)granted_local, (unsigned long long)granted_remote);
+	check_lettered(k, pool, nobj, 'a', "after the backfills");
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* Recovery bandwidth.  With osd_recovery_max_bytes 2M, osd.0 marked out
+ * sends pool "rp"'s copies (48 objects of 256 KiB, 3 copies) elsewhere by
+ * recovery: no OSD pushes more than 2 MiB a second over the recovery's
+ * time (plus a tenth of a second's burst and one object), the pace made
+ * pushes wait, and meanwhile a client's writes and reads of other objects
+ * of the pool go on, not queued behind the pushes (each pair within 2 s,
+ * peering included).  Every object reads back. */
+START_TEST(recovery_paced)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 }, nobj = 48, clean = 0, probes = 0;
+	const size_t osz = 256u << 10;
+	const double bps = 2 * 1048576.0;
+	uint64_t t0, t1, worst = 0, waits = 0;
+	struct tsr_client *k;
+	uint8_t *buf = malloc(osz), *got = malloc(osz);
+	char why[1024];
+	int64_t pool;
+
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=32M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_pg_stats_interval = \"300ms\"; "
+				   "osd_recovery_max_bytes = \"2M\";"), 0);
+	four_osds_and_a_pool(&c);
+	ck_assert_int_eq(tc_cli(&c, NULL, "pool create rp 8 --size 3"), 0);
+	await_clean(&c, running, 72, "a pool of 8 PGs");
+	k = client_of(&c);
+	pool = pool_of(k, "rp");
+	for (int i = 0; i < nobj; i++) {
+		struct tsr_op *op = tsr_op_create();
+		char name[16];
+		snprintf(name, sizeof(name), "r-%d", i);
+		fill(buf, osz, i);
+		tsr_op_write_full(op, buf, osz);
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s", name,
+			      tsr_op_why(op));
+		tsr_op_destroy(op);
+	}
+
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd out 0"), 0);
+	t0 = tc_now_ms();
+	/* a client's probes while it recovers: a small write, then a read */
+	while (tc_now_ms() - t0 < 90000 &&
+	       (clean = count_clean(&c, running, 0, why, sizeof(why))) < 72) {
+		char name[16], small[512];
+		struct tsr_op *op = tsr_op_create();
+		uint64_t n = 0, a = tc_now_ms();
+		snprintf(name, sizeof(name), "p-%d", probes % 16);
+		memset(small, 'a' + probes % 26, sizeof(small));
+		tsr_op_write_full(op, small, sizeof(small));
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s",
+			      name, tsr_op_why(op));
+		tsr_op_destroy(op);
+		op = tsr_op_create();
+		tsr_op_read(op, 0, sizeof(small), small, &n, NULL);
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0 && n == 512,
+			      "%s: %s", name, tsr_op_why(op));
+		tsr_op_destroy(op);
+		if (tc_now_ms() - a > worst)
+			worst = tc_now_ms() - a;
+		probes++;
+		tc_sleep_ms(100);
+	}
+	t1 = tc_now_ms();
+	await_clean(&c, running, 72, "osd.0 out");
+	for (int i = 0; i < 4; i++) {
+		char *st = NULL;
+		const char *p;
+		uint64_t bytes;
+		ck_assert_int_eq(tc_osd_asok(&c, (size_t)i, "pg dump", &st), 0);
+		ck_assert_ptr_nonnull(p = strstr(st, "\"recovery_pace\""));
+		bytes = tc_json_u64(p, "bytes", 0);
+		waits += tc_json_u64(p, "waits", 0);
+		fprintf(stderr, "recovery_paced: osd.%d pushed %.2f MiB in %.1f s (%.2f MiB/s), %llu "
+			"pushes waited\n", i, (double)bytes / 1048576.0, (double)(t1 - t0) / 1e3,
+			(double)bytes / 1048576.0 / ((double)(t1 - t0) / 1e3),
+			(unsigned long long)tc_json_u64(p, "waits", 0));
+		ck_assert_msg((double)bytes <= bps * (double)(t1 - t0) / 1e3 + bps / 10 + 2.0 * osz,
+			      "osd.%d pushed %llu bytes in %llu ms: more than 2 MiB/s", i,
+			      (unsigned long long)bytes, (unsigned long long)(t1 - t0));
+		free(st);
+	}
+	fprintf(stderr, "recovery_paced: %d probes, the slowest %.2f s\n", probes,
+		(double)worst / 1e3);
+	ck_assert_msg(waits > 0, "no push waited for the pace");
+	/* (the first may wait for the PGs to peer again; writes do not queue
+	 * behind the paced pushes) */
+	ck_assert_msg(worst <= 2000, "a client's write and read took %.1f s during recovery",
+		      (double)worst / 1e3);
+	for (int i = 0; i < nobj; i++) {
+		struct tsr_op *op = tsr_op_create();
+		char name[16];
+		uint64_t n = 0;
+		snprintf(name, sizeof(name), "r-%d", i);
+		fill(buf, osz, i);
+		tsr_op_read(op, 0, osz, got, &n, NULL);
+		ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0, "%s: %s", name,
+			      tsr_op_why(op));
+		ck_assert_msg(n == osz && memcmp(got, buf, osz) == 0, "%s read back wrong", name);
+		tsr_op_destroy(op);
+	}
+	free(buf);
+	free(got);
+	tsr_client_shutdown(k);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -2636,6 +2838,8 @@ main(void)
 		{ "whole_pg_down", whole_pg_down, TC_LONG },
 		{ "min_size", min_size, TC_LONG },
 		{ "thrash", thrash, TC_LONG },
+		{ "backfills_bounded", backfills_bounded, TC_LONG },
+		{ "recovery_paced", recovery_paced, TC_LONG },
 		{ "growth", growth, TC_LONG },
 	};
 

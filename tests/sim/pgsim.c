@@ -54,6 +54,25 @@
 static int verbose;
 static uint32_t log_max = 100000;   /* per seed: short logs make backfills */
 static uint32_t bf_window = 64;     /* per seed: small windows, many steps */
+static int reserve;                 /* per seed: backfills wait for slots,
+				       granted a random time later */
+
+/* Every log entry any copy ever held at or below its info.committed, per
+ * PG: no copy may lack one in the span its log covers, or hold another
+ * there (check_committed).  And the versions reads below min_size showed:
+ * each must be one of them by the end.  And the reservations each copy
+ * asked for and did not release. */
+struct cent {
+	struct tsr_ev ev;
+	uint64_t client, tid;
+	uint8_t op;
+};
+static struct cent *cents[NPG];
+static size_t ncents[NPG], capcents[NPG];
+static struct tsr_ev low_reads[NPG][4096];
+static size_t nlow_reads[NPG];
+static int resv_out[MAXO][NPG];
+static void check_committed(int o, int pg);
 
 /* ---- random ----------------------------------------------------------------------- */
 
@@ -181,7 +200,7 @@ mapview(const struct simmap *m, int pg, struct tsr_pg_mapview *mv)
 /* ---- events ----------------------------------------------------------------------- */
 
 enum { EV_MSG, EV_COMMIT, EV_MAP, EV_CLIENT, EV_REPLY, EV_MON, EV_FAULT, EV_OP, EV_LIST,
-       EV_TICK };
+       EV_TICK, EV_GRANT };
 
 struct payload {
 	int has;
@@ -529,8 +548,16 @@ dump(const struct tsr_pgmsg *m, const uint8_t *buf, size_t len)
 /* FIFO per pair: the pair's last arrival time. */
 static uint64_t pair_last[MAXO][MAXO];
 
+static void carry_out_(int o, int pg);
 static void
 carry_out(int o, int pg)
+{
+	carry_out_(o, pg);
+	check_committed(o, pg);
+}
+
+static void
+carry_out_(int o, int pg)
 {
 	struct tsr_pgsm *sm = osds[o].sm[pg];
 	size_t n;
@@ -672,6 +699,8 @@ carry_out(int o, int pg)
 				}
 				if (h->kind == OP_READ) {
 					const struct obj *ob = &osds[o].st[pg].objs[h->obj];
+					if (ob->exists && tsr_pgsm_mapview(sm)->nacting < MIN_SIZE && nlow_reads[pg] < 4096)
+						low_reads[pg][nlow_reads[pg]++] = ob->ev;
 					push_event((struct event){ .at = now + 1 + rndn(5), .type = EV_REPLY,
 								   .tid = h->tid, .result = ob->exists ? 0 : -ENOENT,
 								   .rexists = ob->exists, .rval = ob->val });
@@ -747,6 +776,22 @@ carry_out(int o, int pg)
 				push_event(ev);
 				break;
 			}
+			case TSR_PGSM_A_RESERVE:
+				if (resv_out[o][pg])
+					fail("osd.%d pg %d: RESERVE twice", o, pg);
+				resv_out[o][pg] = 1;
+				/* (the slots come a while later; an answer from
+				 * an interval gone by is ignored) */
+				push_event((struct event){ .at = now + rndn(80), .type = EV_GRANT,
+							   .osd = o, .pg = pg, .inc = osds[o].inc,
+							   .from = x->to, .epoch = tsr_pgsm_info(
+							   osds[o].sm[pg])->same_interval_since });
+				break;
+			case TSR_PGSM_A_RELEASE:
+				if (!resv_out[o][pg])
+					fail("osd.%d pg %d: RELEASE without RESERVE", o, pg);
+				resv_out[o][pg] = 0;
+				break;
 			case TSR_PGSM_A_DELETE: {
 				store_wipe(&osds[o].st[pg]);
 				while (osds[o].pend[pg]) {
@@ -806,6 +851,7 @@ sm_new(int o, int pg)
 	c.created = 1;
 	c.log_max = log_max;
 	c.backfill_window = bf_window;
+	c.reserve_backfill = reserve;
 	if (tsr_pgsm_create(&c, &osds[o].sm[pg]) < 0)
 		fail("create failed");
 }
@@ -872,6 +918,8 @@ osd_crash(int o)
 
 	d->alive = 0;
 	d->inc++;
+	for (int q = 0; q < NPG; q++)
+		resv_out[o][q] = 0;    /* (its slots die with it) */
 	d->registered = 0;
 	d->addr = 0;
 	d->down_at = nmaps;
@@ -1414,6 +1462,11 @@ world_free(void)
 	free(handles);
 	handles = NULL;
 	nhandles = caphandles = 0;
+	for (int pg = 0; pg < NPG; pg++) {
+		free(cents[pg]);
+		cents[pg] = NULL;
+		ncents[pg] = capcents[pg] = 0;
+	}
 }
 
 static int
@@ -1474,6 +1527,71 @@ check_copies(void)
 	}
 }
 
+
+/* After every step of copy (o, pg): what it holds committed is recorded,
+ * and it holds all that was ever committed in its log's span. */
+static void
+check_committed(int o, int pg)
+{
+	struct tsr_pgsm *sm = osds[o].sm[pg];
+	if (sm == NULL || !osds[o].alive)
+		return;
+	const struct tsr_pg_info *in = tsr_pgsm_info(sm);
+	const struct tsr_pglog *l = tsr_pgsm_log(sm);
+	for (size_t i = 0; i < l->n; i++) {
+		const struct tsr_pglog_entry *x = &l->e[i];
+		if (tsr_ev_cmp(x->ev, in->committed) > 0)
+			break;
+		size_t k;
+		for (k = 0; k < ncents[pg]; k++)
+			if (tsr_ev_cmp(cents[pg][k].ev, x->ev) == 0)
+				break;
+		if (k < ncents[pg]) {
+			if (cents[pg][k].tid != x->reqid.tid || cents[pg][k].client != x->reqid.client ||
+			    cents[pg][k].op != x->op)
+				fail("osd.%d pg %d: committed %llu'%llu differs from one recorded",
+				     o, pg, (unsigned long long)x->ev.epoch, (unsigned long long)x->ev.ver);
+			continue;
+		}
+		if (ncents[pg] == capcents[pg]) {
+			struct cent *v;
+			size_t cap = capcents[pg] ? 2 * capcents[pg] : 64;
+			if ((v = realloc(cents[pg], cap * sizeof(*v))) == NULL) {
+				fail("out of memory");
+				return;
+			}
+			cents[pg] = v;
+			capcents[pg] = cap;
+		}
+		cents[pg][ncents[pg]++] = (struct cent){ x->ev, x->reqid.client, x->reqid.tid, x->op };
+	}
+	if (in->backfilling)
+		return;
+	for (size_t k = 0; k < ncents[pg]; k++) {
+		const struct cent *c = &cents[pg][k];
+		if (tsr_ev_cmp(c->ev, l->tail) <= 0 || tsr_ev_cmp(c->ev, l->head) > 0)
+			continue;
+		int found = 0;
+		for (size_t i = 0; i < l->n && !found; i++)
+			found = tsr_ev_cmp(l->e[i].ev, c->ev) == 0 && l->e[i].reqid.tid == c->tid;
+		if (!found)
+			fail("osd.%d pg %d (state %s): committed %llu'%llu (tid %llu) is not in "
+			     "its log (%llu'%llu, %llu'%llu]", o, pg,
+			     tsr_pgsm_state_name(tsr_pgsm_state(sm)),
+			     (unsigned long long)c->ev.epoch, (unsigned long long)c->ev.ver,
+			     (unsigned long long)c->tid,
+			     (unsigned long long)l->tail.epoch, (unsigned long long)l->tail.ver,
+			     (unsigned long long)l->head.epoch, (unsigned long long)l->head.ver);
+	}
+	if (tsr_pgsm_state(sm) == TSR_PGSM_ACTIVE)
+		for (size_t k = 0; k < ncents[pg]; k++)
+			if (tsr_ev_cmp(cents[pg][k].ev, l->head) > 0)
+				fail("osd.%d pg %d active with head %llu'%llu below committed %llu'%llu",
+				     o, pg, (unsigned long long)l->head.epoch, (unsigned long long)l->head.ver,
+				     (unsigned long long)cents[pg][k].ev.epoch,
+				     (unsigned long long)cents[pg][k].ev.ver);
+}
+
 static int
 run_seed(uint64_t seed, uint64_t steps)
 {
@@ -1495,6 +1613,10 @@ run_seed(uint64_t seed, uint64_t steps)
 	read_pct = rndn(3) == 0 ? 60 : 20;
 	log_max = rndn(3) == 0 ? 100000 : rndn(2) ? 8 : 40;
 	bf_window = rndn(2) ? 1 + (uint32_t)rndn(3) : 64;
+	reserve = (int)rndn(2);
+	for (int q = 0; q < NPG; q++) ncents[q] = 0;
+	memset(resv_out, 0, sizeof(resv_out));
+	memset(nlow_reads, 0, sizeof(nlow_reads));
 	memset(&m, 0, sizeof(m));
 	for (int o = 0; o < nosd; o++) {
 		osds[o].alive = 1;
@@ -1570,6 +1692,15 @@ run_seed(uint64_t seed, uint64_t steps)
 		case EV_CLIENT:
 			client_tick();
 			break;
+		case EV_GRANT: {
+			struct osd *d = &osds[ev.osd];
+			if (d->alive && d->inc == ev.inc && d->sm[ev.pg]) {
+				if (tsr_pgsm_reserved(d->sm[ev.pg], ev.from, ev.epoch) < 0)
+					fail("osd.%d: reserved failed", ev.osd);
+				carry_out(ev.osd, ev.pg);
+			}
+			break;
+		}
 		case EV_TICK:
 			/* the OSDs' timer: each live one ticks the PGs that ask */
 			for (int o = 0; o < nosd; o++)
@@ -1616,6 +1747,20 @@ run_seed(uint64_t seed, uint64_t steps)
 				in->backfilling ? " backfilling" : "",
 				tsr_pgsm_missing(osds[o].sm[pg])->n);
 		}
+	for (int q = 0; q < NPG && !failure[0]; q++)
+		for (size_t i = 0; i < nlow_reads[q]; i++) {
+			int f = 0;
+			for (size_t k = 0; k < ncents[q] && !f; k++)
+				f = tsr_ev_cmp(cents[q][k].ev, low_reads[q][i]) == 0;
+			if (!f && !failure[0])
+				fail("pg %d: a read below min_size showed %llu'%llu, never committed",
+				     q, (unsigned long long)low_reads[q][i].epoch,
+				     (unsigned long long)low_reads[q][i].ver);
+		}
+	for (int o = 0; o < nosd && !failure[0]; o++)
+		for (int q = 0; q < NPG; q++)
+			if (resv_out[o][q])
+				fail("osd.%d pg %d: a reservation outstanding at the end", o, q);
 	if (!failure[0])
 		check_copies();
 	if (verbose)

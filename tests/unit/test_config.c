@@ -682,12 +682,12 @@ START_TEST(test_foreach)
 	 * backend_options, osd_addr, osd_heartbeat_interval and _grace,
 	 * osd_beacon_interval, osd_map_keep, osd_op_shards,
 	 * osd_pg_stats_interval, osd_full_ratio, osd_recovery_max_active,
-	 * osd_backfill_window, osd_pg_log_max, osd_pg_queue_max,
+	 * osd_recovery_max_bytes, osd_max_backfills, osd_backfill_window, osd_pg_log_max, osd_pg_queue_max,
 	 * osd_scrub_interval, osd_deep_scrub_interval, osd_scrub_chunk_max,
 	 * osd_max_scrubs, osd_scrub_auto_repair), the clients'
 	 * (client_op_timeout, client_inject_dup: not an OSD's) */
-	ck_assert_uint_eq(ncore, 8 + 14 + 15 + 19 + 2);
-	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 20); /* mon_members, the OSDs' */
+	ck_assert_uint_eq(ncore, 8 + 14 + 15 + 21 + 2);
+	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 22); /* mon_members, the OSDs' */
 	ck_assert_uint_eq(s.n, nosd);
 
 	k = seen_find(&s, "log_level");

@@ -350,7 +350,7 @@ START_TEST(pg_stats_scrub_round_trip)
 	struct tsr_mon_pg_stats s = { 1, 2, 2, 9, 0, 0, 0, 0, 3, pgs }, d;
 	const struct tsr_monmsg_type *t = tsr_monmsg_type(TSR_MSG_MON_PG_STATS);
 	struct tsr_enc e;
-	char name[160];
+	char name[200];
 
 	memset(pgs[2].bad[3], 'n', TSR_PG_STAT_BAD_NAME - 1); /* the longest name */
 	tsr_enc_init(&e);
@@ -384,7 +384,7 @@ START_TEST(pg_stats_scrub_round_trip)
 	ck_assert_str_eq(tsr_pg_state_str(TSR_PG_ST_ALL, name, sizeof(name)),
 			 "active+clean+peering+activating+down+incomplete+undersized+"
 			 "degraded+recovering+backfilling+remapped+stale+unknown+"
-			 "scrubbing+deep+inconsistent+repair+peered");
+			 "scrubbing+deep+inconsistent+repair+peered+backfill_wait");
 }
 END_TEST
 
@@ -517,7 +517,7 @@ static const struct {
 	{ 0, 1, 1, { "\xc3\xa9" }, { 0 }, "byte 0xc3 at 0" },
 	{ 0, 1, 1, { "a\0b" }, { 3 }, "byte 0x00 at 1" },
 	{ TSR_PG_ST_ACTIVE, 0, 0, { NULL }, { 0 }, "v2 state 0x1: not a state" },
-	{ 1u << 18, 0, 0, { NULL }, { 0 }, "v2 state 0x40000: not a state" },
+	{ 1u << 19, 0, 0, { NULL }, { 0 }, "v2 state 0x80000: not a state" },
 };
 
 START_TEST(pg_stats_scrub_refused)

@@ -284,7 +284,7 @@ START_TEST(messages_round_trip_and_cuts)
 {
 	char err[256];
 
-	for (int type = 1; type <= TSR_PGMSG_COMMIT; type++) {
+	for (int type = 1; type <= TSR_PGMSG_BACKFILL_RELEASE; type++) {
 		struct tsr_pgmsg m, d;
 		struct tsr_enc e;
 
