@@ -1515,8 +1515,15 @@ try_op(struct tsr_pgsm *sm, const struct tsr_pgsm_op *op)
 	 * drop (the read would show what then never happened). */
 	if (sm->cur.nacting < sm->cur.min_size) {
 		const struct tsr_pglog_entry *x;
-		if (op->kind != TSR_PGSM_OP_READ)
-			return 0;
+		if (op->kind != TSR_PGSM_OP_READ) {
+			/* a write sent again whose first run is committed: its
+			 * answer stands (the client lost it) */
+			if ((k = tsr_pglog_find_reqid(&sm->log, op->reqid)) < 0 ||
+			    tsr_ev_cmp(sm->log.e[k].ev, sm->info.committed) > 0)
+				return 0;
+			reply(sm, op->handle, sm->log.e[k].result, sm->log.e[k].ev);
+			return 1;
+		}
 		x = log_newest(&sm->log, op->oid, op->oid_len);
 		if (x && tsr_ev_cmp(x->ev, sm->info.committed) > 0)
 			return 0;
