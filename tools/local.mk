@@ -24,7 +24,8 @@ tools_tessera_tessera_LDADD = client/libtsrclient.la core/libtsrcore.la
 bin_PROGRAMS += daemons/mon/tessera-mon
 daemons_mon_tessera_mon_SOURCES = daemons/mon/mon.c daemons/mon/mon.h \
 	daemons/mon/propose.c daemons/mon/subs.c daemons/mon/watch.c \
-	daemons/mon/state.c daemons/mon/state.h daemons/mon/pgstats.c
+	daemons/mon/state.c daemons/mon/state.h daemons/mon/pgstats.c \
+	daemons/mon/placemove.c
 daemons_mon_tessera_mon_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 daemons_mon_tessera_mon_LDADD = core/libtsrcore.la $(PTHREAD_LIBS) -lm
 

@@ -20,7 +20,9 @@
  * The parts: this file (the queue, sending, commands and reads, Raft, the
  * daemon's life), propose.c (decisions on the leader's projected state),
  * subs.c (map subscriptions), watch.c (OSD and MDS beacons, failure
- * detection, MDS ranks), state.c (the replicated maps); mon.h ties them.
+ * detection, MDS ranks), pgstats.c (the primaries' PG reports),
+ * placemove.c (what a new placement plugin would move), state.c (the
+ * replicated maps); mon.h ties them.
  */
 #include "mon.h"
 #include "auth/auth.h"
@@ -523,15 +525,14 @@ check_plugins(struct mon *mon, const struct tsr_mon_cmd *cmd, struct tsr_sbuf *o
 	const char *name, *opts;
 	char what[96], err[1024], text[TSR_OSDMAP_OPTS];
 	size_t n = 0;
-	int rc;
+	int rc, yes;
 
-	if (cmd->argc == 4 && strcmp(cmd->argv[0], "osd") == 0 &&
-	    strcmp(cmd->argv[1], "placement") == 0) {
+	if (state_placement_set((int)cmd->argc, cmd->argv, &name, &yes)) {
 		/* the plugin every monitor needs to build the placement map */
-		if (tsr_registry_find(reg, TSR_KIND_PLACEMENT, cmd->argv[3]) != NULL)
+		if (tsr_registry_find(reg, TSR_KIND_PLACEMENT, name) != NULL)
 			return 0;
 		tsr_sbuf_printf(out, "no placement plugin '%s' on the monitors (mon.%s has "
-				"in plugin_dir %s: ", cmd->argv[3], mon->self->name,
+				"in plugin_dir %s: ", name, mon->self->name,
 				tsr_conf_str(tsr_daemon_conf(mon->d), "plugin_dir"));
 		int any = 0;
 		for (size_t i = 0; i < tsr_registry_count(reg); i++) {
@@ -925,6 +926,12 @@ handle_cmd(struct mon *mon, struct tsr_conn *c, struct tsr_msg *msg, uint64_t no
 		goto done;
 	}
 	if (kind == 1 && (rc = check_plugins(mon, &w->cmd, &out)) < 0) {
+		mon_reply(c, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
+		goto done;
+	}
+	/* a new placement plugin without --yes-i-really-mean-it: what it
+	 * would move, and nothing logged */
+	if (kind == 1 && (rc = mon_placement_dry_run(mon, &w->cmd, now, &out)) < 0) {
 		mon_reply(c, w->cmd.tid, rc, tsr_sbuf_str(&out), NULL);
 		goto done;
 	}

@@ -1,7 +1,9 @@
 /* mon.h — the parts of tessera-mon (mon.c says how the monitor works):
  * the monitor's state, shared by mon.c (queue, commands, Raft, life),
- * subs.c (map subscriptions), propose.c (decisions and proposals) and
- * watch.c (what the leader watches: OSD and MDS beacons, failures, ranks).
+ * subs.c (map subscriptions), propose.c (decisions and proposals),
+ * watch.c (what the leader watches: OSD and MDS beacons, failures, ranks),
+ * pgstats.c (PG reports) and placemove.c (what a new placement plugin
+ * would move).
  * Everything here runs on the daemon's loop thread, under mon->lock, but
  * for the queue (qlock), which the messenger's threads fill. */
 #ifndef TSR_MON_DAEMON_H
@@ -208,6 +210,21 @@ void mon_pgstats_osd_health(struct mon *mon, uint64_t now, double nearfull, doub
 int mon_pgstats_read(struct mon *mon, int argc, char **argv, uint64_t now,
 		     struct tsr_sbuf *out);
 void mon_pgstats_free(struct mon *mon);
+/* The bytes the stores of m's OSDs hold (objects and metadata), as their
+ * last reports said; *reporting: how many OSDs reported in the last 30 s
+ * (the others are not counted). */
+uint64_t mon_pgstats_used(struct mon *mon, const struct tsr_osdmap *m, uint64_t now,
+			  size_t *reporting);
+
+/* placemove.c: `osd placement set PLUGIN` without --yes-i-really-mean-it
+ * on a map with OSDs: 0 when cmd is not that (or sets the plugin the map
+ * has: the change answers it), else -ECANCELED (not -EBUSY, which
+ * clients take for an overloaded monitor) with what the change would
+ * move as JSON in out (its "error" says it in a sentence), or another
+ * negative errno when it cannot be estimated (why in out; -ENODATA when
+ * no OSD is in).  Nothing is proposed either way. */
+int mon_placement_dry_run(struct mon *mon, const struct tsr_mon_cmd *cmd, uint64_t now,
+			  struct tsr_sbuf *out);
 /* a message data release that frees it */
 void mon_free_data(void *arg, int result);
 /* WARN lines any peer can cause, at a rate */

@@ -452,6 +452,25 @@ mon_pgstats_osd_health(struct mon *mon, uint64_t now, double nearfull, double fu
 	tsr_sbuf_release(&df);
 }
 
+uint64_t
+mon_pgstats_used(struct mon *mon, const struct tsr_osdmap *m, uint64_t now,
+		 size_t *reporting)
+{
+	struct mon_pgstats *p = stats_of(mon);
+	uint64_t used = 0;
+
+	*reporting = 0;
+	for (size_t i = 0; i < m->nosds; i++) {
+		const struct osd_use *u = (size_t)m->osds[i].id < p->nuse ?
+					  &p->use[m->osds[i].id] : NULL;
+		if (u == NULL || u->at_ns == 0 || now - u->at_ns > MON_PG_STALE_NS)
+			continue;
+		used += u->used;
+		(*reporting)++;
+	}
+	return used;
+}
+
 /* osd df: each OSD's store against its weight, and the PGs it is acting
  * for (as the primaries reported them). */
 static void

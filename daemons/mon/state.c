@@ -660,8 +660,10 @@ static const struct change changes[] = {
 	[C_OSD_OUT] = { "osd", "out", 1, 1, O_AUTO, "osd out ID[,ID...]" },
 	[C_OSD_REWEIGHT] = { "osd", "reweight", 2, 2, 0, "osd reweight ID R (0..1)" },
 	[C_OSD_SET] = { "osd", "set", 1, 1, 0, "osd set noout" },
-	[C_OSD_PLACEMENT] = { "osd", "placement", 2, 2, 0,
-			      "osd placement set PLUGIN (crush, hrw: before the first OSD)" },
+	[C_OSD_PLACEMENT] = { "osd", "placement", 2, 2, O_YES,
+			      "osd placement set PLUGIN [--yes-i-really-mean-it] (crush, hrw; "
+			      "with OSDs in the map, without the flag: how much data would "
+			      "move)" },
 	[C_OSD_UNSET] = { "osd", "unset", 1, 1, 0, "osd unset noout" },
 	[C_OSD_DOWN] = { "osd", "down", 1, 1, 0, "osd down ID[,ID...]" },
 	[C_OSD_BOOT] = { "osd", "boot", 2, 2, 0, "osd boot ID IP:PORT (an OSD starting)" },
@@ -949,7 +951,31 @@ state_needs_decisions(int argc, char **argv)
 		return strchr(argv[2], '-') != NULL && argv[2][0] != '-';
 	if (strcmp(argv[1], "down") == 0 || strcmp(argv[1], "out") == 0)
 		return strchr(argv[2], ',') != NULL;
+	if (strcmp(argv[1], "placement") == 0) {
+		const char *plugin;
+		int yes = 0;
+		return state_placement_set(argc, argv, &plugin, &yes) && yes;
+	}
 	return 0;
+}
+
+int
+state_placement_set(int argc, char **argv, const char **plugin, int *yes)
+{
+	struct cmd_opts o;
+	struct tsr_sbuf none;
+	int rc;
+
+	if (!is(argc, argv, "osd", "placement"))
+		return 0;
+	tsr_sbuf_init(&none);
+	rc = parse_opts(argc, argv, 2, 0, &o, &none);
+	tsr_sbuf_release(&none);
+	if (rc < 0 || o.npos != 2 || strcmp(o.pos[0], "set") != 0)
+		return 0;
+	*plugin = o.pos[1];
+	*yes = o.yes;
+	return 1;
 }
 
 int
@@ -1646,22 +1672,28 @@ change(struct mon_state *s, struct draft *d, int argc, char **argv,
 		return 0;
 	}
 	if (is(argc, argv, "osd", "placement")) {
-		/* the cluster's placement plugin: chosen when it is made.
-		 * With OSDs in the map a new plugin moves most of the data,
-		 * which wants a command that says first how much: not yet */
-		if (d->om->nosds || d->inc.nosds)
-			return FAIL(-EBUSY, "the OSD map holds %zu OSDs: the placement plugin "
-				    "(%s) is chosen before the first OSD is added; changing it "
-				    "on a cluster with data is not supported yet",
-				    d->om->nosds, d->om->placement);
+		/* the cluster's placement plugin.  With OSDs in the map a new
+		 * plugin moves data: the leader answers the change without
+		 * --yes-i-really-mean-it with how much (placemove.c) and does
+		 * not log it; this refuses one that met OSDs the leader did
+		 * not see then */
 		if (strcmp(o.pos[1], d->om->placement) != 0) {
+			if ((d->om->nosds || d->inc.nosds) && !o.yes)
+				return FAIL(-ECANCELED, "the OSD map holds %zu OSDs: a new "
+					    "placement plugin (%s, now %s) moves their data; "
+					    "`osd placement set %s` says how much, and with "
+					    "--yes-i-really-mean-it changes it",
+					    d->om->nosds, o.pos[1], d->om->placement, o.pos[1]);
 			d->inc.has_pmap = 1;
 			tsr_strlcpy(d->inc.placement, o.pos[1], sizeof(d->inc.placement));
 			draft_osd_epoch(d);
 		}
 		tsr_sbuf_printf(out, "{\"placement\": ");
 		tsr_sbuf_json_str(out, o.pos[1]);
-		tsr_sbuf_printf(out, ", \"osdmap_epoch\": %" PRIu64 "}",
+		tsr_sbuf_printf(out, ", \"was\": ");
+		tsr_sbuf_json_str(out, d->om->placement);
+		tsr_sbuf_printf(out, ", \"changed\": %s, \"osds\": %zu, \"osdmap_epoch\": %"
+				PRIu64 "}", d->inc.epoch ? "true" : "false", d->om->nosds,
 				d->inc.epoch ? d->inc.epoch : d->om->epoch);
 		return 0;
 	}
@@ -1821,7 +1853,10 @@ state_inc(const struct mon_state *s, int which, uint64_t e, size_t *len)
  * rack; only while some OSD is in a rack), 2 "osd" (one per OSD).  The
  * plugin's encoding is deterministic (placement.h), so every monitor
  * makes the same bytes.  Up/down, in/out and reweight are not in it: they
- * go to map() as weights. */
+ * go to map() as weights.  It is made anew when the topology moves and
+ * when the plugin changes (`osd placement set`); the leader's estimate of
+ * what a new plugin would move (placemove.c) makes the other plugin's
+ * map here too, so both come from the same code. */
 
 static int
 cmp_str(const void *a, const void *b)
@@ -1858,12 +1893,9 @@ index_of(const char **v, size_t n, const char *x)
 	return p ? (int32_t)(p - v) : -1;
 }
 
-/* The placement map of the OSDs in m (s->placer's plugin): 0 with the
- * blob (malloc'd; NULL, 0 for no OSDs), or a negative errno with the
- * reason in out. */
-static int
-placement_refresh(struct mon_state *s, const struct tsr_osdmap *m, void **blob_out,
-		  size_t *len_out, struct tsr_sbuf *out)
+int
+state_placement_map(const struct mon_placer *pl, const struct tsr_osdmap *m,
+		    void **blob_out, size_t *len_out, int *cannot, struct tsr_sbuf *out)
 {
 	static const char *const types[] = { "osd", "host", "rack", "root" };
 	size_t nr, nh, ni = 0, nrules = 0;
@@ -1877,8 +1909,14 @@ placement_refresh(struct mon_state *s, const struct tsr_osdmap *m, void **blob_o
 
 	*blob_out = NULL;
 	*len_out = 0;
+	*cannot = 0;
 	if (m->nosds == 0)
 		return 0;
+	if (pl->encode == NULL) {
+		*cannot = 1;
+		return FAIL(-EIO, "this monitor has no placement plugins to make the "
+			    "placement map with");
+	}
 	racks = distinct(m, 1, &nr);
 	hosts = distinct(m, 0, &nh);
 	items = tsr_xcalloc(1 + nr + nh + m->nosds, sizeof(*items));
@@ -1936,8 +1974,7 @@ placement_refresh(struct mon_state *s, const struct tsr_osdmap *m, void **blob_o
 					  (uint32_t)nrules, rules };
 		void *blob = NULL;
 		size_t len = 0;
-		rc = s->placer.encode(s->placer.arg, m->placement, &t, &blob, &len, err,
-				      sizeof(err));
+		rc = pl->encode(pl->arg, m->placement, &t, &blob, &len, err, sizeof(err));
 		if (rc == 0) {
 			*blob_out = blob;
 			*len_out = len;
@@ -1945,7 +1982,7 @@ placement_refresh(struct mon_state *s, const struct tsr_osdmap *m, void **blob_o
 			rc = FAIL(-EOPNOTSUPP, "the placement plugin '%s' refuses the "
 				  "topology: %s", m->placement, err);
 		} else {
-			s->fatal = 1;
+			*cannot = 1;
 			rc = FAIL(-EIO, "this monitor cannot make the placement map: "
 				  "%s", err);
 		}
@@ -2215,18 +2252,22 @@ draft_seal(struct mon_state *s, struct draft *d, struct sealed *z,
 	int rc;
 
 	memset(z, 0, sizeof(*z));
-	if (d->inc.epoch && s->placer.encode && draft_topology(d)) {
+	if (d->inc.epoch && s->placer.encode &&
+	    (draft_topology(d) || (d->inc.has_pmap && d->inc.placement[0] &&
+				   strcmp(d->inc.placement, d->om->placement) != 0))) {
 		struct tsr_osdmap view = *d->om;
 		void *blob = NULL;
 		size_t len = 0;
+		int cannot;
 
 		/* (the plugin this change chose, or the map's) */
 		if (d->inc.has_pmap && d->inc.placement[0])
 			memcpy(view.placement, d->inc.placement, sizeof(view.placement));
 		if ((view.osds = draft_osds(d, &view.nosds)) == NULL)
 			return FAIL(-ENOMEM, "out of memory");
-		rc = placement_refresh(s, &view, &blob, &len, out);
+		rc = state_placement_map(&s->placer, &view, &blob, &len, &cannot, out);
 		free(view.osds);
+		s->fatal |= cannot;
 		if (rc < 0)
 			return rc;
 		free(d->inc.pmap);

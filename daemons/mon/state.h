@@ -16,7 +16,8 @@
  *
  * A change costs what it changes: it is decided on a draft (the OSD map's
  * incremental itself; a copy of the small MDS map), and the placement map
- * is rebuilt only when the topology (OSDs, hosts, racks, weights) moved.
+ * is rebuilt only when the topology (OSDs, hosts, racks, weights) moved or
+ * the plugin changed.
  *
  * Log entries of version 1 are commands: logs written by monitors before
  * decisions, and by a leader while some member has not shown that it
@@ -147,6 +148,23 @@ int state_classify(int argc, char **argv, struct tsr_sbuf *out);
 int state_pool_redundancy(int argc, char **argv, const char **plugin,
 			  const char **opts);
 
+/* For `osd placement set PLUGIN [--yes-i-really-mean-it]`: 1 with the
+ * plugin it names (pointing into argv) and whether it has the flag; 0 for
+ * any other command.  The leader checks the plugin before it proposes
+ * the change, and answers one without the flag on a map with OSDs with
+ * what it would move (mon.c, placemove.c). */
+int state_placement_set(int argc, char **argv, const char **plugin, int *yes);
+
+/* The placement map of the OSDs of m, with m->placement's plugin through
+ * pl: the OSDs' hosts and racks as buckets under a root, and the rules
+ * MON_RULE_* (state.c says how).  0 with the blob (malloc'd; NULL, 0 for a
+ * map without OSDs), or a negative errno with the reason in out:
+ * -EOPNOTSUPP or -EEXIST when the plugin or the bucket names refuse the
+ * topology (every monitor alike), -EIO with *cannot set when this
+ * monitor cannot make it at all (no such plugin here). */
+int state_placement_map(const struct mon_placer *pl, const struct tsr_osdmap *m,
+			void **blob, size_t *len, int *cannot, struct tsr_sbuf *out);
+
 /* The OSD ids of an `osd beacon ... --failed LIST`: "1,2,osd.3".  Each
  * element must be an OSD id (decimal or 0x); the first that is not is
  * named in out (-EINVAL), as is a list of more than max. */
@@ -159,8 +177,9 @@ int state_pool_redundancy(int argc, char **argv, const char **plugin,
 #define MON_MAX_ADD 2000
 /* Does this change use a form monitors of the version before decisions
  * do not know (`osd add FIRST-LAST`, `osd down LIST`, `osd out LIST`,
- * `osd boots`)?  A leader logging commands for them (a rolling upgrade)
- * must refuse it: they would refuse it where it is applied. */
+ * `osd boots`, `osd placement set` with --yes-i-really-mean-it)?  A
+ * leader logging commands for them (a rolling upgrade) must refuse it:
+ * they would refuse it where it is applied. */
 int state_needs_decisions(int argc, char **argv);
 int state_osd_list(const char *list, int32_t *ids, size_t max, size_t *n,
 		   struct tsr_sbuf *out);

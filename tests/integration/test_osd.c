@@ -915,15 +915,15 @@ START_TEST(scrub_repairs_bit_rot)
 }
 END_TEST
 
-/* Objects o-0 .. o-(n-1) of pool: o-i holds 100 + 97 i bytes of one
- * letter (first + i, wrapping within the alphabet) and its own name in
- * the attribute user.i. */
+/* Objects o-0 .. o-(n-1) of pool (n at most 100): o-i holds 100 + 97 i
+ * bytes of one letter (first + i, wrapping within the alphabet) and its
+ * own name in the attribute user.i. */
 static void
 put_lettered(struct tsr_client *k, int64_t pool, int n, char first)
 {
 	for (int i = 0; i < n; i++) {
 		struct tsr_op *op = tsr_op_create();
-		char name[16], buf[5000];
+		char name[16], buf[10000];
 		snprintf(name, sizeof(name), "o-%d", i);
 		memset(buf, first + i % 26, sizeof(buf));
 		tsr_op_write_full(op, buf, 100 + (size_t)i * 97);
@@ -940,7 +940,7 @@ check_lettered(struct tsr_client *k, int64_t pool, int n, char first, const char
 {
 	for (int i = 0; i < n; i++) {
 		struct tsr_op *op = tsr_op_create();
-		char name[16], buf[5000], want[5000], x[16];
+		char name[16], buf[10000], want[10000], x[16];
 		size_t xlen = 0;
 		uint64_t got = 0;
 		int rrc = -1, xrc = -1;
@@ -1129,6 +1129,187 @@ START_TEST(growth)
 	}
 	tsr_client_shutdown(k);
 	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* Each PG of pool 1 as the OSDs' own lists of the copies in their stores
+ * say (`pg dump` of each running OSD): holders[pg], a mask of the OSDs
+ * holding a copy in any state, and primary[pg], the OSD running it
+ * active (-1: none). */
+static void
+copies_on_stores(struct tc_cluster *c, const int *running, unsigned holders[64],
+		 int primary[64])
+{
+	for (int pg = 0; pg < 64; pg++) {
+		holders[pg] = 0;
+		primary[pg] = -1;
+	}
+	for (int i = 0; i < (int)c->nosd; i++) {
+		char *out = NULL;
+		if (!running[i] || tc_osd_asok(c, (size_t)i, "pg dump", &out) != 0) {
+			free(out);
+			continue;
+		}
+		for (const char *p = strstr(out, "{\"pgid\": \"1."); p;
+		     p = strstr(p + 1, "{\"pgid\": \"1.")) {
+			unsigned pg = (unsigned)strtoul(p + 12, NULL, 16);
+			const char *st = strstr(p, "\"state\": \"");
+			if (pg >= 64 || st == NULL)
+				continue;
+			holders[pg] |= 1u << i;
+			if (strncmp(st + 10, "active", 6) == 0)
+				primary[pg] = i;
+		}
+		free(out);
+	}
+}
+
+/* The cluster's placement plugin changed on a cluster holding data.  On
+ * four OSDs placed by crush, with 100 objects written: `osd placement
+ * set hrw` alone changes nothing (the map keeps crush and its epoch) and
+ * says how many PG copies would move and about how many bytes; with
+ * --yes-i-really-mean-it the map takes hrw and the OSDs backfill.  Every
+ * PG ends active+clean with its copies, in the OSDs' own stores, on
+ * exactly the OSDs hrw places it on under the new map and its primary
+ * the first of them; as many copies moved as the estimate said; a deep
+ * scrub finds each PG's copies alike; every object reads back. */
+START_TEST(placement_change)
+{
+	struct tc_cluster c;
+	struct tsr_registry *reg = tsr_registry_create();
+	struct tsr_core_host host;
+	struct tsr_osdmap_epoch *ep;
+	int running[4] = { 1, 1, 1, 1 }, nobj = 100, primary[64], actual = 0;
+	unsigned before[64], holders[64], want[64];
+	const char *dir = getenv("PLUGIN_DIR");
+	uint64_t e0, moved, t0;
+	char *out = NULL, path[600], err[512];
+	struct tsr_client *k;
+	int64_t pool;
+
+	ck_assert_ptr_nonnull(dir);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s.so", dir, i ? "hrw" : "crush");
+		ck_assert_msg(tsr_registry_load_file(reg, path, NULL, err, sizeof(err)) == 0,
+			      "%s", err);
+	}
+	tsr_core_host_init(&host, "test", NULL, NULL);
+	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_pg_stats_interval = \"300ms\";"), 0);
+	four_osds_and_a_pool(&c);
+	await_clean(&c, running, 64, "a new pool");
+	k = client_of(&c);
+	pool = pool_of(k, "data");
+	put_lettered(k, pool, nobj, 'a');
+	/* where the copies are now, on the stores: the map's sets */
+	copies_on_stores(&c, running, before, primary);
+	for (int pg = 0; pg < 64; pg++)
+		ck_assert_msg(__builtin_popcount(before[pg]) == 3, "PG 1.%x on OSDs 0x%x "
+			      "before the change", pg, before[pg]);
+
+	/* the estimate, once the OSDs have reported what their stores hold */
+	e0 = mon_epoch(&c);
+	for (t0 = tc_now_ms();; tc_sleep_ms(300)) {
+		free(out);
+		out = NULL;
+		ck_assert_int_eq(tc_cli(&c, &out, "osd placement set hrw --format json"), 1);
+		if ((tc_json_u64(out, "osds_reporting", 0) == 4 &&
+		     tc_json_u64(out, "used_bytes", 0) > 0) || tc_now_ms() - t0 > 10000)
+			break;
+	}
+	assert_says(out, "\"placement\": \"crush\", \"new_placement\": \"hrw\", "
+		    "\"changed\": false");
+	assert_says(out, "\"pgs_in_map\": 64, \"sampled\": false, \"pgs_placed\": 64, "
+		    "\"pg_copies\": 192, ");
+	assert_says(out, "\"osds_reporting\": 4, ");
+	assert_says(out, "add --yes-i-really-mean-it to change it");
+	moved = tc_json_u64(out, "moved", 0);
+	ck_assert_msg(moved > 0 && moved <= 64, "%s", out);
+	ck_assert_msg(tc_json_u64(out, "used_bytes", 0) > 0 &&
+		      tc_json_u64(out, "estimated_bytes_to_copy", 0) > 0, "%s", out);
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, &out, "osd placement set hrw"), 1);
+	{
+		char says[64];
+		snprintf(says, sizeof(says), "would move %llu of 192 PG copies",
+			 (unsigned long long)moved);
+		assert_says(out, says);
+	}
+	assert_says(out, "to copy (an estimate: ");
+	fprintf(stderr, "placement_change: %s", out);
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, &out, "osd dump --format json"), 0);
+	assert_says(out, "\"placement\": \"crush\"");
+	ck_assert_uint_eq(tc_json_u64(out, "osdmap_epoch", 0), e0);
+	free(out);
+
+	/* the change: one epoch, then the OSDs move the data */
+	t0 = tc_now_ms();
+	ck_assert_int_eq(tc_cli(&c, &out, "osd placement set hrw --yes-i-really-mean-it"), 0);
+	assert_says(out, "placement plugin hrw (was crush)");
+	free(out);
+	ck_assert_int_eq(tc_cli(&c, &out, "osd dump --format json"), 0);
+	assert_says(out, "\"placement\": \"hrw\"");
+	ck_assert_uint_gt(tc_json_u64(out, "osdmap_epoch", 0), e0);
+	free(out);
+	await_clean(&c, running, 64, "after the change to hrw");
+	await_copies(&c, running, 64 * 3, "after the change to hrw");
+
+	/* each PG's copies where hrw puts them under the map now */
+	ep = map_now(&c, reg, &host, mon_epoch(&c));
+	ck_assert_str_eq(tsr_osdmap_epoch_map(ep)->placement, "hrw");
+	for (int pg = 0; pg < 64; pg++) {
+		struct tsr_pg_mapping pm;
+		ck_assert_msg(tsr_osdmap_epoch_map_pg(ep, pool, (uint32_t)pg, &pm, err,
+						      sizeof(err)) == 0, "%s", err);
+		ck_assert_uint_eq(pm.nup, 3);
+		want[pg] = 0;
+		for (uint32_t j = 0; j < pm.nup; j++)
+			want[pg] |= 1u << pm.up[j];
+		primary[pg] = pm.up_primary;
+	}
+	tsr_osdmap_epoch_put(ep);
+	{
+		int ok = 0, got[64];
+		for (uint64_t t1 = tc_now_ms(); !ok && tc_now_ms() - t1 < 20000;) {
+			copies_on_stores(&c, running, holders, got);
+			ok = 1;
+			for (int pg = 0; pg < 64; pg++)
+				ok = ok && holders[pg] == want[pg] && got[pg] == primary[pg];
+			if (!ok)
+				tc_sleep_ms(200);
+		}
+		for (int pg = 0; pg < 64; pg++) {
+			ck_assert_msg(holders[pg] == want[pg] && got[pg] == primary[pg],
+				      "PG 1.%x: copies on OSDs 0x%x, primary osd.%d; hrw "
+				      "places it on 0x%x, primary osd.%d", pg, holders[pg],
+				      got[pg], want[pg], primary[pg]);
+			actual += __builtin_popcount(want[pg] & ~before[pg]);
+		}
+	}
+	fprintf(stderr, "placement_change: %d of 192 PG copies moved (estimated %llu); "
+		"active+clean on hrw %.1f s after the change\n", actual,
+		(unsigned long long)moved, (double)(tc_now_ms() - t0) / 1e3);
+	ck_assert_int_eq(actual, (int)moved);
+
+	/* the copies alike, and every object back */
+	{
+		int objects = 0;
+		for (int pg = 0; pg < 64; pg++) {
+			char pgid[32];
+			snprintf(pgid, sizeof(pgid), "%" PRId64 ".%x", pool, pg);
+			ck_assert_int_eq(pg_cmd(&c, "deep-scrub", pgid, &out), 0);
+			assert_says(out, "\"inconsistent\": 0");
+			objects += (int)tc_json_u64(out, "objects", 0);
+			free(out);
+		}
+		ck_assert_int_eq(objects, nobj);
+	}
+	check_lettered(k, pool, nobj, 'a', "on the new plugin");
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+	tsr_registry_destroy(reg);
 }
 END_TEST
 
@@ -2841,6 +3022,7 @@ main(void)
 		{ "backfills_bounded", backfills_bounded, TC_LONG },
 		{ "recovery_paced", recovery_paced, TC_LONG },
 		{ "growth", growth, TC_LONG },
+		{ "placement_change", placement_change, NULL },
 	};
 
 	return tc_check_main("osd", cases, TC_NCASES(cases));

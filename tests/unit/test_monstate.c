@@ -514,7 +514,8 @@ START_TEST(osd_add_range)
 END_TEST
 
 /* The placement plugin: chosen before the first OSD, refused after it
- * (a new plugin would move most data), the words checked. */
+ * without --yes-i-really-mean-it (a new plugin moves data), the words
+ * checked. */
 START_TEST(placement_chosen_before_osds)
 {
 	struct mon_state s;
@@ -538,13 +539,89 @@ START_TEST(placement_chosen_before_osds)
 	free(decide(&s, 3, "osd add 0 --host h0", &st, &len));
 	ck_assert_int_eq(st, 0);
 	free(decide(&s, 4, "osd placement set crush", &st, &len));
-	ck_assert_int_eq(st, -EBUSY);
+	ck_assert_int_eq(st, -ECANCELED);
 	ck_assert_str_eq(s.osdmap.placement, "hrw");
 	tsr_sbuf_init(&out);
 	ck_assert_int_eq(state_classify(4, w1, &out), -EINVAL);
 	ck_assert_int_eq(state_classify(3, w2, &out), -EINVAL);
 	ck_assert_int_eq(state_classify(4, w3, &out), -EINVAL);
 	tsr_sbuf_release(&out);
+	state_free(&s);
+}
+END_TEST
+
+/* A placement encoder for the state alone: the blob is the plugin's name
+ * and the number of OSDs, so a test sees which plugin made it, and of
+ * what. */
+static int
+fake_encode(void *arg, const char *plugin, const struct tsr_topology *t, void **blob,
+	    size_t *len, char *err, size_t errlen)
+{
+	char text[64];
+	unsigned osds = 0;
+
+	(void)arg;
+	(void)err;
+	(void)errlen;
+	for (uint32_t i = 0; i < t->nitems; i++)
+		osds += t->items[i].id >= 0;
+	*len = (size_t)snprintf(text, sizeof(text), "%s/%u", plugin, osds);
+	*blob = malloc(*len);
+	memcpy(*blob, text, *len);
+	return 0;
+}
+
+/* Bug: with OSDs in the map `osd placement set` was refused outright,
+ * and a change of plugin alone (no OSD moved) did not rebuild the
+ * placement map, so the map would have named a plugin with the other's
+ * blob.  Now, with OSDs in the map, the change takes
+ * --yes-i-really-mean-it (the leader answers it without the flag with an
+ * estimate, placemove.c; a change that gets here without it is refused
+ * as before), and makes one epoch with the new plugin's blob of the same
+ * OSDs.  Monitors of the version before it would refuse the flag: the
+ * form needs decisions. */
+START_TEST(placement_changed_with_osds)
+{
+	struct mon_state s;
+	const char *plugin;
+	size_t len;
+	uint64_t e;
+	int st, yes;
+	char *w1[] = { "osd", "placement", "--yes-i-really-mean-it", "set", "hrw", NULL };
+	char *w2[] = { "osd", "placement", "set", "hrw", NULL };
+
+	state_init(&s);
+	s.placer.encode = fake_encode;
+	free(decide(&s, 1, "osd add 0 --host h0", &st, &len));
+	free(decide(&s, 2, "osd add 1 --host h1", &st, &len));
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_eq(s.osdmap.pmap_len, 7);
+	ck_assert_int_eq(memcmp(s.osdmap.pmap, "crush/2", 7), 0);
+	e = s.osdmap.epoch;
+	free(decide(&s, 3, "osd placement set hrw", &st, &len));
+	ck_assert_int_eq(st, -ECANCELED);
+	ck_assert_uint_eq(s.osdmap.epoch, e);
+	free(decide(&s, 4, "osd placement set hrw --yes-i-really-mean-it", &st, &len));
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_eq(s.osdmap.epoch, e + 1);
+	ck_assert_str_eq(s.osdmap.placement, "hrw");
+	ck_assert_uint_eq(s.osdmap.pmap_len, 5);
+	ck_assert_int_eq(memcmp(s.osdmap.pmap, "hrw/2", 5), 0);
+	/* the plugin it has: nothing changes, with the flag or without */
+	free(decide(&s, 5, "osd placement set hrw --yes-i-really-mean-it", &st, &len));
+	ck_assert_int_eq(st, 0);
+	free(decide(&s, 6, "osd placement set hrw", &st, &len));
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_eq(s.osdmap.epoch, e + 1);
+	/* the words, in any order; the flag only in a form that needs
+	 * decisions */
+	ck_assert_int_eq(state_placement_set(5, w1, &plugin, &yes), 1);
+	ck_assert_str_eq(plugin, "hrw");
+	ck_assert_int_eq(yes, 1);
+	ck_assert_int_eq(state_needs_decisions(5, w1), 1);
+	ck_assert_int_eq(state_placement_set(4, w2, &plugin, &yes), 1);
+	ck_assert_int_eq(yes, 0);
+	ck_assert_int_eq(state_needs_decisions(4, w2), 0);
 	state_free(&s);
 }
 END_TEST
@@ -761,6 +838,7 @@ main(void)
 	tcase_add_test(tc, boots_batched_in_one_epoch);
 	tcase_add_test(tc, osd_add_range);
 	tcase_add_test(tc, placement_chosen_before_osds);
+	tcase_add_test(tc, placement_changed_with_osds);
 	tcase_add_test(tc, health_codes);
 	tcase_add_test(tc, pg_damaged_health);
 	suite_add_tcase(s, tc);

@@ -155,6 +155,29 @@ print_jstr(const char *p)
 	return p;
 }
 
+/* The JSON string at p (its opening quote) as text (malloc'd), or NULL;
+ * unescaped as print_jstr does. */
+static char *
+jstr_dup(const char *p)
+{
+	char *s, *q;
+
+	if (p == NULL || *p != '"' || (s = q = malloc(strlen(p))) == NULL)
+		return NULL;
+	for (p++; *p && *p != '"'; p++) {
+		if (*p == '\\' && p[1] == 'u' && strlen(p) >= 6) {
+			*q++ = (char)strtol((char[]){ p[4], p[5], 0 }, NULL, 16);
+			p += 5;
+		} else if (*p == '\\' && p[1]) {
+			*q++ = *++p;
+		} else {
+			*q++ = *p;
+		}
+	}
+	*q = '\0';
+	return s;
+}
+
 /* The health checks of a `health` or `status` answer: "  CODE: summary",
  * and with detail each detail line under it. */
 static void
@@ -451,6 +474,24 @@ print_plain(const struct copts *o, const char *text)
 		}
 		return;
 	}
+	if (strcmp(w0, "osd") == 0 && strcmp(w1, "placement") == 0 &&
+	    jfind(text, "changed")) {
+		int changed = strncmp(jfind(text, "changed"), "true", 4) == 0;
+		jprint(changed ? "placement plugin " : "the placement plugin is already ",
+		       text, "placement");
+		if (changed)
+			jprint(" (was ", text, "was");
+		const char *osds = jfind(text, "osds");
+		jprint(changed ? "), osdmap epoch " : " (osdmap epoch ", text, "osdmap_epoch");
+		if (!changed)
+			printf("): nothing changed\n");
+		else if (osds && strtoul(osds, NULL, 10) > 0)
+			printf(": the PGs whose OSDs change move by backfill (`tessera "
+			       "status` shows the progress)\n");
+		else
+			printf("\n");
+		return;
+	}
 	/* changes and the rest: the result as it is */
 	printf("%s\n", text);
 }
@@ -539,6 +580,19 @@ run_words(const char *name, int argc, char **argv, int nfixed, const char *check
 	if (rc < 0 && (setup_failed || text == NULL)) {
 		free(text);
 		return cli_fail(name, NULL, "%s", err);
+	}
+	if (rc == -ECANCELED && text && text[0] == '{') {
+		/* a refusal with numbers (`osd placement set` without
+		 * --yes-i-really-mean-it: what it would move): the JSON with
+		 * --format json, else its "error", a sentence saying them.
+		 * Only -ECANCELED: other refusals keep their exit status */
+		char *why = jstr_dup(jfind(text, "error"));
+		if (o.json)
+			printf("%s\n", text);
+		rc = cli_fail(name, NULL, "%s", why ? why : text);
+		free(why);
+		free(text);
+		return rc;
 	}
 	if (rc < 0) {
 		/* -EINVAL: the monitors found the words wrong (state.h) */
@@ -664,13 +718,23 @@ HELP(h_osd_beacon, "osd beacon ID [--failed ID,ID...]",
      "debugging: OSDs send it themselves.  The monitors take it only from that\n"
      "OSD's key: --name osd.ID.")
 HELP(h_osd_set, "osd set noout", "Set a cluster flag (noout: never mark OSDs out).")
-HELP(h_osd_placement, "osd placement set PLUGIN",
+HELP(h_osd_placement, "osd placement set PLUGIN [--yes-i-really-mean-it]",
      "Choose the cluster's placement plugin (crush, the default, or hrw), which\n"
-     "every client and daemon computes placement with: before the first OSD\n"
-     "is added (with OSDs in the map it is refused: a new plugin moves most\n"
-     "of the data, and changing it on a cluster with data is not supported\n"
-     "yet).  The monitors refuse a plugin they do not have in plugin_dir.\n"
-     "`tessera osd dump` shows the plugin in use.")
+     "every client and daemon computes placement with.  Before the first OSD\n"
+     "is added it is taken at once.  With OSDs in the map a new plugin moves\n"
+     "data, so without --yes-i-really-mean-it nothing changes: the leader\n"
+     "places the PGs under the map as it is and under PLUGIN (OSDs that are\n"
+     "down but in where they are placed; on a large map an even sample, what\n"
+     "it places in about 100 ms, scaled to all PGs), and says how many PG\n"
+     "copies would land on an OSD that does not hold them now (out of all,\n"
+     "and what a placement unrelated to the current one would move), how\n"
+     "many PGs would change primary, and about how many bytes would be copied\n"
+     "(an estimate: the moved share of what the OSDs' stores hold, from their\n"
+     "last reports); it exits 1.  With the flag the map takes the new plugin\n"
+     "in one epoch and the OSDs move the data by backfill, serving I/O\n"
+     "meanwhile.  The plugin the map has already: nothing changes.  The\n"
+     "monitors refuse a plugin they do not have in plugin_dir.  `tessera osd\n"
+     "dump` shows the plugin in use.")
 HELP(h_osd_unset, "osd unset noout", "Clear a cluster flag.")
 HELP(h_pool_create, "pool create NAME [PG_NUM] [--size N] [--min-size N] [--rule ID]\n"
      "       [--redundancy PLUGIN [--redundancy-opts K=V,...]]",
@@ -726,8 +790,8 @@ const struct cli_cmd cli_cluster_cmds[] = {
 	{ "osd down", "ID[,ID...]", "mark OSDs down", c_osd_down, h_osd_down },
 	{ "osd beacon", "ID [--failed IDS]", "an OSD's beacon (tests)", c_osd_beacon, h_osd_beacon },
 	{ "osd set", "noout", "set a cluster flag", c_osd_set, h_osd_set },
-	{ "osd placement", "set PLUGIN", "choose the placement plugin (before any OSD)",
-	  c_osd_placement, h_osd_placement },
+	{ "osd placement", "set PLUGIN", "choose the placement plugin (with OSDs: "
+	  "what would move)", c_osd_placement, h_osd_placement },
 	{ "osd unset", "noout", "clear a cluster flag", c_osd_unset, h_osd_unset },
 	{ "pool create", "NAME [PG_NUM]", "create a pool", c_pool_create, h_pool_create },
 	{ "pool ls", "", "list pools", c_pool_ls, h_pool_ls },
