@@ -109,8 +109,11 @@ osd_pace(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 	char err[64];
 
 	if (__atomic_load_n(&rt->pace.bps, __ATOMIC_RELAXED) == 0 ||
-	    m->type == TSR_PGMSG_REPOP || m->type == TSR_PGMSG_REPOP_REPLY)
+	    m->type == TSR_PGMSG_REPOP || m->type == TSR_PGMSG_REPOP_REPLY) {
+		if (bytes)              /* (counted with or without a limit) */
+			__atomic_add_fetch(&rt->pace.bytes, bytes, __ATOMIC_RELAXED);
 		return -EAGAIN;
+	}
 	pthread_mutex_lock(&rt->lock);
 	f = flow_find(rt, m->pgid, to, 0);
 	if (f == NULL || f->n == 0) {
@@ -121,7 +124,7 @@ osd_pace(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 		refill(rt);
 		if (rt->pace.tokens > 0) {
 			rt->pace.tokens -= (double)bytes;
-			rt->pace.bytes += bytes;
+			__atomic_add_fetch(&rt->pace.bytes, bytes, __ATOMIC_RELAXED);
 			pthread_mutex_unlock(&rt->lock);
 			return -EAGAIN;
 		}
@@ -180,7 +183,7 @@ osd_pgrt_pace_tick(struct osd_pgrt *rt)
 			paced_free(p);
 			continue;
 		}
-		rt->pace.bytes += p->bytes;
+		__atomic_add_fetch(&rt->pace.bytes, p->bytes, __ATOMIC_RELAXED);
 		e->type = EV_SEND;
 		e->g = g;
 		e->paced = p;
@@ -220,7 +223,8 @@ osd_pace_status(struct osd_pgrt *rt, struct tsr_sbuf *out)
 {
 	tsr_sbuf_printf(out, "{\"max_bytes_per_sec\": %" PRIu64 ", \"bytes\": %" PRIu64
 			", \"waits\": %" PRIu64 ", \"waiting\": %zu}", rt->pace.bps,
-			rt->pace.bytes, rt->pace.waits, rt->pace.queued);
+			__atomic_load_n(&rt->pace.bytes, __ATOMIC_RELAXED), rt->pace.waits,
+			rt->pace.queued);
 }
 
 void

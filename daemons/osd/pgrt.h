@@ -168,7 +168,7 @@ struct osd_pace {
 	size_t queued;
 	struct pace_flow *flows;
 	size_t nflows, capflows;
-	uint64_t bytes, waits;       /* pushed; pushes that waited */
+	uint64_t bytes, waits;       /* pushed (limit or not); pushes that waited */
 };
 
 struct osd_pgrt {
