@@ -24,8 +24,10 @@
 # osd_recovery_max_bytes).
 #
 # Usage: bench/recovery.sh [--fill SECONDS] [--fresh] [--recovery-max-bytes SIZE]
-# --recovery-max-bytes sets osd_recovery_max_bytes for the OSDs (restarted
-# with it after the start is measured): the bandwidth a client keeps.
+#                          [--osd-set 'KEY = VALUE; ...']
+# --recovery-max-bytes sets osd_recovery_max_bytes for the OSDs, --osd-set
+# any OSD options (the OSDs are restarted with them after the start is
+# measured): the throttles a client's share depends on.
 # It needs the development cluster stopped and absent; --fresh stops it
 # (./dev.sh down) and deletes dev-cluster/ first.  It stops the cluster
 # at the end and leaves dev-cluster/ for inspection.
@@ -34,10 +36,12 @@ cd "$(dirname "$0")/.."
 FILL=15
 FRESH=0
 PACE=
+OSDSET=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--fill) FILL=$2; shift ;;
 	--recovery-max-bytes) PACE=$2; shift ;;
+	--osd-set) OSDSET=$2; shift ;;
 	--fresh) FRESH=1 ;;
 	-h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 	*) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -141,10 +145,11 @@ t_up=$(secs "$t0" "$(now)")
 clean
 t_start=$(secs "$t0" "$(now)")
 mem_idle=$(rss)
-if [ -n "$PACE" ]; then
+if [ -n "$PACE$OSDSET" ]; then
 	# every OSD's section (after global, so it wins), then restarted
+	[ -n "$PACE" ] && OSDSET="osd_recovery_max_bytes = \"$PACE\"; $OSDSET"
 	for i in 0 1 2 3; do
-		echo "osd-$i = { osd_recovery_max_bytes = \"$PACE\"; };" >>"$TESSERA_CONF"
+		echo "osd-$i = { $OSDSET };" >>"$TESSERA_CONF"
 	done
 	./dev.sh down >/dev/null
 	./dev.sh up >/dev/null
@@ -172,7 +177,7 @@ rec_mib=$(( (p1 - p0) / 1048576 ))
 reb_mib=$(( (p2 - p1) / 1048576 ))
 rate() { awk -v m="$1" -v s="$2" 'BEGIN { printf "%.1f", m / s }'; }
 cat <<EOF
-fill: $fill_mib MiB in pool rec ($fill_s s of 4 MiB writes); osd_recovery_max_bytes ${PACE:-0}
+fill: $fill_mib MiB in pool rec ($fill_s s of 4 MiB writes); OSD options: ${OSDSET:-(defaults)}
 | measure | Tessera | Ceph (anchor) | Tessera / Ceph |
 |---|---|---|---|
 | recovery after osd out (1 of 4) | $rec_s s, $rec_mib MiB pushed, $(rate $rec_mib $rec_s) MiB/s | 61.8 s, 54-63 MiB/s | $(awk -v s="$rec_s" 'BEGIN { printf "%.2fx faster", 61.8 / s }') |

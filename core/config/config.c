@@ -163,7 +163,8 @@ static const struct tsr_conf_opt core_options[] = {
 	{ { .name = "osd_pg_stats_interval", .type = TSR_OPT_DURATION, .def = "2s",
 	    .min = "100ms", .max = "1m",
 	    .help = "how often an OSD tells the monitors where the PGs it is the "
-		    "primary of stand (tessera status, pg stat, health)" },
+		    "primary of stand (tessera status, pg stat, health); a change of a "
+		    "PG's state is told within half a second" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
 	{ { .name = "osd_full_ratio", .type = TSR_OPT_DOUBLE, .def = "0.95", .min = "0",
 	    .max = "1",
@@ -171,10 +172,11 @@ static const struct tsr_conf_opt core_options[] = {
 		    "writes that may grow what it holds (ENOSPC); removals still go (0: "
 		    "never)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
-	{ { .name = "osd_recovery_max_active", .type = TSR_OPT_INT, .def = "8", .min = "1",
+	{ { .name = "osd_recovery_max_active", .type = TSR_OPT_INT, .def = "1", .min = "1",
 	    .max = "1024",
 	    .help = "objects a PG's primary recovers at once (pulls and pushes in flight "
-		    "per PG): higher recovers faster and leaves less of the disk to clients" },
+		    "per PG; an OSD leading many PGs runs that many times more): higher "
+		    "recovers a few PGs faster, and queues more before clients' writes" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
 	{ { .name = "osd_recovery_max_bytes", .type = TSR_OPT_SIZE, .def = "0", .min = "0",
 	    .max = "64G",

@@ -149,6 +149,7 @@ osd_fail_stop(void *arg)
 /* What the PGs asked of the monitors goes to the beacon (which sends it)
  * every ASKS_MS, on the loop; the PGs' stats go every stats_ms. */
 #define ASKS_MS 50
+#define STATS_SOON_MS 500
 
 static int
 encode_stats(struct tsr_enc *e, uint64_t client, uint64_t tid, const void *body)
@@ -224,10 +225,19 @@ asks(void *arg)
 			     pgid.pool, pgid.pg);
 	}
 	free(temps);
-	if (o->beacon && !o->stats_inflight &&
-	    tsr_now_ns() - o->stats_last_ns >= (uint64_t)o->stats_ms * 1000000u) {
-		o->stats_last_ns = tsr_now_ns();
-		send_stats(o);
+	/* every stats_ms, and soon (STATS_SOON_MS after the last) once a PG
+	 * changed state: `status` follows peering and recovery closely, and
+	 * a storm of changes costs the leader two reports a second an OSD */
+	if (o->beacon && !o->stats_inflight) {
+		uint64_t since = tsr_now_ns() - o->stats_last_ns;
+		int due = since >= (uint64_t)o->stats_ms * 1000000u;
+		if (due)
+			(void)osd_pgrt_stats_changed(o->rt);    /* (this report has it) */
+		if (due || (since >= STATS_SOON_MS * 1000000ull &&
+			    osd_pgrt_stats_changed(o->rt))) {
+			o->stats_last_ns = tsr_now_ns();
+			send_stats(o);
+		}
 	}
 	if (o->beacon) {
 		osd_scrub_tick(o->rt);

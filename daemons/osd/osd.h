@@ -188,6 +188,8 @@ void osd_pgrt_asks(struct osd_pgrt *rt, uint64_t *up_thru,
  * (malloc'd into *out: how many). */
 struct tsr_mon_pg_stat;
 size_t osd_pgrt_stats(struct osd_pgrt *rt, struct tsr_mon_pg_stat **out);
+/* Did a PG this OSD leads change state since the last call? */
+int osd_pgrt_stats_changed(struct osd_pgrt *rt);
 /* JSON: each copy, its state and why, and the message counts. */
 void osd_pgrt_status(struct osd_pgrt *rt, struct tsr_sbuf *out);
 void osd_pgrt_quiesce(struct osd_pgrt *rt);

@@ -137,6 +137,9 @@ status_take(struct pgi *g)
 	int primary = stat_of(g, &st);
 
 	pthread_mutex_lock(&g->rt->lock);
+	/* a state the monitors have not heard: reported soon (osd.c) */
+	if (primary && (!g->primary || g->stat.state != st.state))
+		g->rt->stats_changed = 1;
 	g->primary = primary;
 	g->stat = st;
 	/* (an active primary below min_size takes no writes: "peered", as
@@ -1420,7 +1423,7 @@ osd_pgrt_create(struct osd_store *st, struct tsr_msgr *msgr, int32_t whoami,
 	rt->held_tail = &rt->held;
 	rt->early_tail = &rt->early;
 	rt->defaults.log_max = 3000;
-	rt->defaults.recovery_max = 8;
+	rt->defaults.recovery_max = 1;
 	rt->defaults.reserve_backfill = 1;
 	rt->max_backfills = 1;
 	rt->pace.tail = &rt->pace.q;
@@ -1535,6 +1538,18 @@ osd_pgrt_set_pg_limits(struct osd_pgrt *rt, uint32_t log_max, uint32_t recovery_
 	rt->defaults.recovery_max = recovery_max;
 	rt->defaults.backfill_window = backfill_window;
 	rt->defaults.queue_max = queue_max;
+}
+
+int
+osd_pgrt_stats_changed(struct osd_pgrt *rt)
+{
+	int changed;
+
+	pthread_mutex_lock(&rt->lock);
+	changed = rt->stats_changed;
+	rt->stats_changed = 0;
+	pthread_mutex_unlock(&rt->lock);
+	return changed;
 }
 
 void

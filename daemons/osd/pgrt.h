@@ -239,6 +239,8 @@ struct osd_pgrt {
 	uint32_t max_backfills;
 	struct osd_reserver resv_local, resv_remote;
 	struct osd_pace pace;        /* (pace.c; under lock) */
+	int stats_changed;           /* a primary's PG changed state since the
+					last osd_pgrt_stats_changed() */
 };
 
 struct held {
