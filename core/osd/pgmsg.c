@@ -455,6 +455,22 @@ tsr_pgmsg_empty_notify(const struct tsr_pgmsg *query, int32_t whoami, uint64_t m
 }
 
 int
+tsr_pgmsg_clone(const struct tsr_pgmsg *m, struct tsr_pgmsg *out)
+{
+	struct tsr_enc e;
+	char err[64];
+	int rc;
+
+	tsr_enc_init(&e);
+	rc = tsr_pgmsg_encode(&e, m) < 0 ||
+	     tsr_pgmsg_decode(e.buf, e.len, out, err, sizeof(err)) < 0 ? -ENOMEM : 0;
+	tsr_enc_release(&e);
+	if (rc < 0)
+		memset(out, 0, sizeof(*out));
+	return rc;
+}
+
+int
 tsr_pgmsg_check(const void *buf, size_t len, char *err, size_t errlen)
 {
 	struct tsr_pgmsg m;

@@ -241,6 +241,9 @@ void tsr_pgmsg_free(struct tsr_pgmsg *m);
 int tsr_pgmsg_encode(struct tsr_enc *e, const struct tsr_pgmsg *m);
 int tsr_pgmsg_decode(const void *buf, size_t len, struct tsr_pgmsg *m,
 		     char *err, size_t errlen);
+/* A deep copy of m into *out (through the codec): 0, or -ENOMEM with
+ * *out empty. */
+int tsr_pgmsg_clone(const struct tsr_pgmsg *m, struct tsr_pgmsg *out);
 /* Decode, encode, decode and encode again: 0 when both encodings agree,
  * -EBADMSG when the input does not decode (err says why), -EPROTO when
  * it decodes but does not round-trip (a bug).  The fuzz target runs it. */

@@ -105,8 +105,6 @@ osd_pace(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 	size_t bytes = m->type == TSR_PGMSG_PUSH && pl ? pl->len : 0;
 	struct pace_flow *f;
 	struct paced *p;
-	struct tsr_enc e;
-	char err[64];
 
 	if (__atomic_load_n(&rt->pace.bps, __ATOMIC_RELAXED) == 0 ||
 	    m->type == TSR_PGMSG_REPOP || m->type == TSR_PGMSG_REPOP_REPLY) {
@@ -130,16 +128,12 @@ osd_pace(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 		}
 	}
 	pthread_mutex_unlock(&rt->lock);
-	/* it waits: a copy through the codec, as hold() makes */
+	/* it waits: a copy */
 	p = tsr_xcalloc(1, sizeof(*p));
-	tsr_enc_init(&e);
-	if (tsr_pgmsg_encode(&e, m) < 0 ||
-	    tsr_pgmsg_decode(e.buf, e.len, &p->m, err, sizeof(err)) < 0) {
-		tsr_enc_release(&e);
+	if (tsr_pgmsg_clone(m, &p->m) < 0) {
 		free(p);
 		return -EAGAIN; /* (no memory) sent at once */
 	}
-	tsr_enc_release(&e);
 	p->to = to;
 	p->pl = pl;
 	p->bytes = bytes;

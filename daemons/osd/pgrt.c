@@ -330,21 +330,14 @@ hold(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
      const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
 {
 	struct held *h;
-	struct tsr_enc e;
-	char err[64];
 
 	if (__atomic_load_n(&rt->ready, __ATOMIC_ACQUIRE))
 		return -EAGAIN;
 	h = tsr_xcalloc(1, sizeof(*h));
-	/* a deep copy through the codec */
-	tsr_enc_init(&e);
-	if (tsr_pgmsg_encode(&e, m) < 0 ||
-	    tsr_pgmsg_decode(e.buf, e.len, &h->m, err, sizeof(err)) < 0) {
-		tsr_enc_release(&e);
+	if (tsr_pgmsg_clone(m, &h->m) < 0) {
 		free(h);
 		return -EAGAIN; /* (no memory) sent at once, to be refused */
 	}
-	tsr_enc_release(&e);
 	h->to = to;
 	h->pl = pl;
 	pthread_mutex_lock(&rt->lock);
@@ -425,6 +418,15 @@ ev_free(struct ev *e)
 	if (e->paced)
 		osd_pace_drop(e->g->rt, e);
 	free(e);
+}
+
+/* A message that goes no further: it and its decoded form are freed. */
+static void
+drop_msg(struct ev *e, struct tsr_msg *msg)
+{
+	e->type = EV_MSG;
+	e->raw = msg;
+	ev_free(e);
 }
 
 void
@@ -1312,9 +1314,7 @@ on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 			      "from osd.%d) naming an object the OSD keeps for itself; dropped",
 			      tsr_conn_peer(c), tsr_pgmsg_name(e->m.type), e->m.from);
 		__atomic_add_fetch(&rt->refused, 1, __ATOMIC_RELAXED);
-		tsr_pgmsg_free(&e->m);
-		free(e);
-		tsr_msg_free(msg, 0);
+		drop_msg(e, msg);
 		return;
 	}
 	snprintf(id, sizeof(id), "%d", e->m.from);
@@ -1323,9 +1323,7 @@ on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 			      "claiming to come from osd.%d on a session that is not its; "
 			      "dropped", tsr_conn_peer(c), e->m.from);
 		__atomic_add_fetch(&rt->refused, 1, __ATOMIC_RELAXED);
-		tsr_pgmsg_free(&e->m);
-		free(e);
-		tsr_msg_free(msg, 0);
+		drop_msg(e, msg);
 		return;
 	}
 	__atomic_add_fetch(&rt->received, 1, __ATOMIC_RELAXED);
@@ -1346,9 +1344,7 @@ on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 				      "(%zu bytes) already wait for maps this OSD lacks",
 				      tsr_conn_peer(c), tsr_pgmsg_name(e->m.type), e->m.pgid.pool,
 				      e->m.pgid.pg, e->m.map_epoch, rt->nearly, rt->early_bytes);
-			tsr_pgmsg_free(&e->m);
-			free(e);
-			tsr_msg_free(msg, 0);
+			drop_msg(e, msg);
 			return;
 		}
 		e->type = EV_MSG;
@@ -1367,16 +1363,12 @@ on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 		 * to the sender); anything else is for a copy that went */
 		if (e->m.type == TSR_PGMSG_QUERY)
 			answer_nothing(rt, &e->m);
-		tsr_pgmsg_free(&e->m);
-		free(e);
-		tsr_msg_free(msg, 0);
+		drop_msg(e, msg);
 		return;
 	}
 	if (g->damaged) {
 		/* not served: silent, so no primary takes it for empty */
-		tsr_pgmsg_free(&e->m);
-		free(e);
-		tsr_msg_free(msg, 0);
+		drop_msg(e, msg);
 		return;
 	}
 	e->type = EV_MSG;

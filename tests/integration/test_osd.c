@@ -961,6 +961,31 @@ check_lettered(struct tsr_client *k, int64_t pool, int n, char first, const char
 	}
 }
 
+/* Four OSDs, and pool "one" of one PG (3 copies, min_size 2) holding
+ * nobj objects put_lettered() from first: the client (*k), the pool, the
+ * PG's id; returns its primary's index, the replicas' in *replicas. */
+static int
+one_pg_of_objects(struct tc_cluster *c, int *running, int nobj, char first,
+		  struct tsr_client **k, int64_t *pool, char pgid[32], unsigned *replicas)
+{
+	int primary;
+
+	ck_assert_int_eq(tc_create(c, 1, "backend_options = \"journal_size=8M\"; "
+				   "osd_beacon_interval = \"300ms\"; "
+				   "osd_pg_stats_interval = \"300ms\";"), 0);
+	four_osds_and_a_pool(c);
+	ck_assert_int_eq(tc_cli(c, NULL, "pool create one 1 --size 3 --min-size 2"), 0);
+	await_clean(c, running, 65, "a pool of one PG");
+	*k = client_of(c);
+	*pool = pool_of(*k, "one");
+	put_lettered(*k, *pool, nobj, first);
+	snprintf(pgid, 32, "%" PRId64 ".0", *pool);
+	primary = copies_of(c, pgid, replicas);
+	ck_assert_msg(primary >= 0 && __builtin_popcount(*replicas) == 2,
+		      "PG %s: primary osd.%d, replicas 0x%x", pgid, primary, *replicas);
+	return primary;
+}
+
 /* A whole PG down: every OSD of a PG killed at once, then started again
  * on their stores.  Nothing acknowledged is missing: every object reads
  * back byte for byte, and a deep scrub finds the three copies alike. */
@@ -973,20 +998,8 @@ START_TEST(whole_pg_down)
 	unsigned replicas, all;
 	int64_t pool;
 
-	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
-				   "osd_beacon_interval = \"300ms\"; "
-				   "osd_pg_stats_interval = \"300ms\";"), 0);
-	four_osds_and_a_pool(&c);
-	ck_assert_int_eq(tc_cli(&c, NULL, "pool create one 1 --size 3"), 0);
-	await_clean(&c, running, 65, "a pool of one PG");
-	k = client_of(&c);
-	pool = pool_of(k, "one");
-	put_lettered(k, pool, nobj, 'A');
+	primary = one_pg_of_objects(&c, running, nobj, 'A', &k, &pool, pgid, &replicas);
 	tsr_client_shutdown(k);
-	snprintf(pgid, sizeof(pgid), "%" PRId64 ".0", pool);
-	primary = copies_of(&c, pgid, &replicas);
-	ck_assert_msg(primary >= 0 && __builtin_popcount(replicas) == 2,
-		      "PG %s: primary osd.%d, replicas 0x%x", pgid, primary, replicas);
 	all = replicas | 1u << primary;
 
 	/* all three at once, then marked down, then back */
@@ -2102,19 +2115,7 @@ START_TEST(min_size)
 	struct tsr_op *wop;
 	uint64_t t0;
 
-	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
-				   "osd_beacon_interval = \"300ms\"; "
-				   "osd_pg_stats_interval = \"300ms\";"), 0);
-	four_osds_and_a_pool(&c);
-	ck_assert_int_eq(tc_cli(&c, NULL, "pool create one 1 --size 3 --min-size 2"), 0);
-	await_clean(&c, running, 65, "a pool of one PG");
-	k = client_of(&c);
-	pool = pool_of(k, "one");
-	put_lettered(k, pool, nobj, 'a');
-	snprintf(pgid, sizeof(pgid), "%" PRId64 ".0", pool);
-	primary = copies_of(&c, pgid, &replicas);
-	ck_assert_msg(primary >= 0 && __builtin_popcount(replicas) == 2,
-		      "PG %s: primary osd.%d, replicas 0x%x", pgid, primary, replicas);
+	primary = one_pg_of_objects(&c, running, nobj, 'a', &k, &pool, pgid, &replicas);
 	for (int i = 3; i >= 0; i--)
 		if (replicas & 1u << i)
 			survivor = i;

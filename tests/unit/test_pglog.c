@@ -322,6 +322,17 @@ START_TEST(messages_round_trip_and_cuts)
 			ck_assert_uint_eq(d.sobjs[0].attr_crc, 0x1234u);
 		}
 		tsr_pgmsg_free(&d);
+		{
+			/* a clone encodes as the original does */
+			struct tsr_enc e2;
+			ck_assert_int_eq(tsr_pgmsg_clone(&m, &d), 0);
+			tsr_enc_init(&e2);
+			ck_assert_int_eq(tsr_pgmsg_encode(&e2, &d), 0);
+			ck_assert_uint_eq(e2.len, e.len);
+			ck_assert_int_eq(memcmp(e2.buf, e.buf, e.len), 0);
+			tsr_enc_release(&e2);
+			tsr_pgmsg_free(&d);
+		}
 		for (size_t cut = 0; cut < e.len; cut++)
 			ck_assert_msg(tsr_pgmsg_check(e.buf, cut, err, sizeof(err)) == -EBADMSG,
 				      "%s cut at %zu", tsr_pgmsg_name(type), cut);
