@@ -27,7 +27,8 @@
  *
  * A checkpoint (journal full, mount, umount) syncs the device and LevelDB,
  * starts the journal afresh, and only then frees, discards and reuses the
- * blocks freed since the previous one.  So within the records replay may
+ * blocks freed since the previous one (the discards on a thread of their
+ * own, "Discards" below).  So within the records replay may
  * apply, no block is written twice: replaying them in any state gives the
  * same result, and a direct write can never be overwritten by an older
  * deferred one.  A crash before a record leaves the old maps pointing at
@@ -114,9 +115,18 @@ struct bdev {
 	struct bd_extent *quar;
 	size_t nquar, qcap;
 	uint64_t nquar_blocks;
-	/* free blocks, quarantine included, as readers and the ENOSPC check
-	 * may see them: stored (atomically) under the write lock */
+	/* free blocks, quarantine and discards included, as readers and the
+	 * ENOSPC check may see them: stored (atomically) under the write lock */
 	uint64_t space_free;
+	/* freed at a checkpoint, waiting for the discarder (under amu) */
+	struct {
+		pthread_t thr;
+		int running, stop;
+		pthread_cond_t cond;
+		struct bd_extent *v;
+		size_t n, cap;
+		uint64_t blocks; /* in v and in the discard under way */
+	} dq;
 };
 
 /* Batches with at most this much data carry it in their journal record. */
@@ -422,8 +432,22 @@ cmp_write(const void *a, const void *b)
 	return x->blk < y->blk ? -1 : x->blk > y->blk;
 }
 
-/* Tell the device a freed extent holds nothing (thin provisioning, SSD
- * wear); refused discards are remembered and not tried again. */
+/* ---- Discards ---------------------------------------------------------------
+ *
+ * The blocks a checkpoint frees go to the discarder thread, which tells the
+ * device they hold nothing (thin provisioning, SSD wear, a sparse image
+ * file's space) and only then hands them back to the allocator: a discard
+ * that came after the blocks' reuse would destroy the new data.  A discard
+ * can be slow -- on an image file whose file system is mounted with
+ * -o discard, each punched hole waits for the disk -- and done inline, under
+ * the write lock and in the seal that found the journal full, thousands of
+ * them held every commit and read of the store for tens of seconds.  When
+ * a commit runs out of space, the extents still waiting go back to the
+ * allocator undiscarded (discard_skip).  The ones waiting at umount are not
+ * discarded: the next mount finds them free and unreferenced. */
+
+/* Tell the device a freed extent holds nothing; refused discards are
+ * remembered and not tried again. */
 static void
 discard(struct bdev *bd, const struct bd_extent *e)
 {
@@ -443,6 +467,120 @@ discard(struct bdev *bd, const struct bd_extent *e)
 	}
 	if (rc < 0)
 		bd->no_discard = 1;
+}
+
+/* Give e back to the allocator; call with amu held. */
+static void
+release_locked(struct bdev *bd, const struct bd_extent *e)
+{
+	if (bd->alloc != NULL && bd_alloc_release(bd->alloc, e->start, e->count) < 0)
+		os_log(&bd->os, LOG_ERR, "%s: freeing blocks %" PRIu64 "+%" PRIu64
+		       " twice (run fsck)", bd->dev_path, e->start, e->count);
+}
+
+static void *
+discarder(void *arg)
+{
+	struct bdev *bd = arg;
+
+	pthread_mutex_lock(&bd->amu);
+	for (;;) {
+		struct bd_extent e;
+
+		while (bd->dq.n == 0 && !bd->dq.stop)
+			pthread_cond_wait(&bd->dq.cond, &bd->amu);
+		if (bd->dq.stop)
+			break;
+		e = bd->dq.v[--bd->dq.n];
+		pthread_mutex_unlock(&bd->amu);
+		discard(bd, &e);
+		pthread_mutex_lock(&bd->amu);
+		release_locked(bd, &e);
+		bd->dq.blocks -= e.count;
+	}
+	pthread_mutex_unlock(&bd->amu);
+	return NULL;
+}
+
+/* Start the discarder when this store discards at all: an image file
+ * written with zeros at mkfs stays fully allocated (discard() says why). */
+static void
+discarder_start(struct bdev *bd)
+{
+	if (bd->no_discard || (!bd->is_blk && bd->zero_fill))
+		return;
+	bd->dq.stop = 0;
+	if (pthread_create(&bd->dq.thr, NULL, discarder, bd) == 0)
+		bd->dq.running = 1; /* else freed blocks are released undiscarded */
+}
+
+/* Stop it; extents still waiting are dropped (see above). */
+static void
+discarder_stop(struct bdev *bd)
+{
+	if (bd->dq.running) {
+		pthread_mutex_lock(&bd->amu);
+		bd->dq.stop = 1;
+		pthread_cond_signal(&bd->dq.cond);
+		pthread_mutex_unlock(&bd->amu);
+		pthread_join(bd->dq.thr, NULL);
+		bd->dq.running = 0;
+	}
+	free(bd->dq.v);
+	bd->dq.v = NULL;
+	bd->dq.n = bd->dq.cap = 0;
+	bd->dq.blocks = 0;
+}
+
+/* Everything waiting for a discard goes back to the allocator now; 1 when
+ * something did.  Call with amu held. */
+static int
+discard_skip(struct bdev *bd)
+{
+	int any = bd->dq.n > 0;
+
+	for (size_t i = 0; i < bd->dq.n; i++) {
+		release_locked(bd, &bd->dq.v[i]);
+		bd->dq.blocks -= bd->dq.v[i].count;
+	}
+	bd->dq.n = 0;
+	return any;
+}
+
+static int
+extent_cmp(const void *a, const void *b)
+{
+	const struct bd_extent *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Hand the quarantine to the discarder, sorted and with neighbours merged
+ * (a thousand small objects removed together are one discard), or straight
+ * to the allocator when no discarder runs.  Call with amu held. */
+static void
+free_quarantine(struct bdev *bd)
+{
+	size_t m = 0;
+
+	qsort(bd->quar, bd->nquar, sizeof(*bd->quar), extent_cmp);
+	for (size_t i = 0; i < bd->nquar; i++) {
+		if (m > 0 && bd->quar[m - 1].start + bd->quar[m - 1].count == bd->quar[i].start)
+			bd->quar[m - 1].count += bd->quar[i].count;
+		else
+			bd->quar[m++] = bd->quar[i];
+	}
+	for (size_t i = 0; i < m; i++) {
+		if (bd->dq.running &&
+		    grow((void **)&bd->dq.v, &bd->dq.cap, bd->dq.n, sizeof(*bd->dq.v)) == 0) {
+			bd->dq.v[bd->dq.n++] = bd->quar[i];
+			bd->dq.blocks += bd->quar[i].count;
+		} else {
+			release_locked(bd, &bd->quar[i]);
+		}
+	}
+	if (bd->dq.n > 0)
+		pthread_cond_signal(&bd->dq.cond);
 }
 
 /* Apply a record (live, and at replay): deferred data to its blocks, the
@@ -499,13 +637,15 @@ publish_space(struct bdev *bd)
 	uint64_t nfree;
 
 	pthread_mutex_lock(&bd->amu);
-	nfree = (bd->alloc ? bd_alloc_free_blocks(bd->alloc) : 0) + bd->nquar_blocks;
+	nfree = (bd->alloc ? bd_alloc_free_blocks(bd->alloc) : 0) + bd->nquar_blocks +
+		bd->dq.blocks;
 	pthread_mutex_unlock(&bd->amu);
 	__atomic_store_n(&bd->space_free, nfree, __ATOMIC_RELAXED);
 }
 
 /* Everything applied becomes durable without the journal; then the
- * journal starts afresh and the quarantined blocks are free again. */
+ * journal starts afresh and the quarantined blocks are free again, once
+ * discarded. */
 static int
 checkpoint(struct bdev *bd, char *err, size_t errlen)
 {
@@ -518,20 +658,9 @@ checkpoint(struct bdev *bd, char *err, size_t errlen)
 	    (rc = jr_checkpoint(bd->jr, err, errlen)) < 0)
 		return rc;
 	pthread_rwlock_wrlock(&bd->os.lock);
-	for (size_t i = 0; i < bd->nquar; i++) {
-		int rc2 = 0;
-
-		pthread_mutex_lock(&bd->amu);
-		if (bd->alloc != NULL)
-			rc2 = bd_alloc_release(bd->alloc, bd->quar[i].start,
-					       bd->quar[i].count);
-		pthread_mutex_unlock(&bd->amu);
-		if (rc2 < 0)
-			os_log(&bd->os, LOG_ERR, "%s: freeing blocks %" PRIu64 "+%"
-			       PRIu64 " twice (run fsck)", bd->dev_path,
-			       bd->quar[i].start, bd->quar[i].count);
-		discard(bd, &bd->quar[i]);
-	}
+	pthread_mutex_lock(&bd->amu);
+	free_quarantine(bd);
+	pthread_mutex_unlock(&bd->amu);
 	bd->nquar = 0;
 	bd->nquar_blocks = 0;
 	publish_space(bd);
@@ -593,22 +722,28 @@ bcommit_reset(struct bcommit *bc)
 	tsr_enc_init(&bc->k);
 }
 
-/* A checkpoint when blocks wait in quarantine (os_exclusive: no seal
+/* A checkpoint when blocks wait in quarantine, and the blocks waiting
+ * for a discard back to the allocator undiscarded (os_exclusive: no seal
  * runs); 1 when it freed some, 0 when there were none. */
 static int
 checkpoint_for_space(struct os *os, void *arg)
 {
 	struct bdev *bd = B(os);
 	char err[512];
+	int freed = 0;
 
 	(void)arg;
-	if (bd->nquar == 0)
-		return 0;
-	if (checkpoint(bd, err, sizeof(err)) < 0) {
-		os_log(os, LOG_ERR, "%s", err);
-		return -EIO;
+	if (bd->nquar > 0) {
+		if (checkpoint(bd, err, sizeof(err)) < 0) {
+			os_log(os, LOG_ERR, "%s", err);
+			return -EIO;
+		}
+		freed = 1;
 	}
-	return 1;
+	pthread_mutex_lock(&bd->amu);
+	freed |= discard_skip(bd);
+	pthread_mutex_unlock(&bd->amu);
+	return freed;
 }
 
 /* The engine's stage hook. */
@@ -940,6 +1075,7 @@ bd_mkfs_op(void *inst, char *err, size_t errlen)
 static void
 close_dev(struct bdev *bd)
 {
+	discarder_stop(bd);
 	bd_alloc_destroy(bd->alloc);
 	bd->alloc = NULL;
 	jr_close(bd->jr);
@@ -1062,6 +1198,7 @@ bd_mount(void *inst, char *err, size_t errlen)
 	bd->no_discard = 0;
 	bd->os.batch_limit = jr_max_payload(bd->jr) / 4;
 	publish_space(bd);
+	discarder_start(bd);
 	if ((rc = os_start(&bd->os, err, errlen)) < 0)
 		close_dev(bd);
 	return rc;
@@ -1078,6 +1215,7 @@ bd_umount(void *inst)
 	if (!bd->os.mounted)
 		return -EINVAL;
 	os_stop(&bd->os);
+	discarder_stop(bd); /* the last checkpoint's frees are not discarded */
 	if (!bd->os.failed && (rc = checkpoint(bd, err, sizeof(err))) < 0)
 		os_log(&bd->os, LOG_ERR, "%s", err);
 	close_dev(bd);
@@ -1170,6 +1308,7 @@ bd_create(const struct tsr_host *host, const struct tsr_opts *opts,
 	bd->journal_size = (uint64_t)v[OPT_JOURNAL].i;
 	bd->fd = bd->dio = -1;
 	pthread_mutex_init(&bd->amu, NULL);
+	pthread_cond_init(&bd->dq.cond, NULL);
 	*instance = bd;
 	return 0;
 }
@@ -1182,6 +1321,7 @@ bd_destroy(void *inst)
 	if (bd->os.mounted)
 		bd_umount(bd);
 	pthread_mutex_destroy(&bd->amu);
+	pthread_cond_destroy(&bd->dq.cond);
 	os_fini(&bd->os);
 	free(bd);
 }

@@ -41,6 +41,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +330,102 @@ START_TEST(zero_fill_survives_frees)
 		      "zero_fill image %s: only %" PRIu64 " of %u bytes allocated "
 		      "after blocks were freed (punched out by the discard?)",
 		      s.path, (uint64_t)st.st_blocks * 512, DEV_SIZE);
+	st_free(&s);
+}
+END_TEST
+
+/* Whether the file system under tdir punches holes (a discard of an image
+ * file is one). */
+static int
+punch_works(void)
+{
+	char path[PATH_MAX];
+	uint8_t b[2 * BLK];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s/punch-probe", tdir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	memset(b, 1, sizeof(b));
+	ck_assert_int_eq(pwrite(fd, b, sizeof(b), 0), (ssize_t)sizeof(b));
+	ok = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, BLK) == 0;
+	close(fd);
+	unlink(path);
+	return ok;
+}
+
+static uint64_t
+allocated(const char *path)
+{
+	struct stat st;
+
+	ck_assert_msg(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
+	return (uint64_t)st.st_blocks * 512;
+}
+
+/* Blocks freed before a checkpoint are discarded (on a sparse image, holes
+ * punched) by a thread of their own, off the seal and the write lock, and
+ * only then reused: a discard after the reuse would wipe the new data.
+ * The checkpoint here is the seal's, when small writes fill the 1 MiB
+ * journal; once the holes are punched, a 16 MiB object written again (on
+ * the freed blocks: nothing else is free enough) reads back, before and
+ * after a remount. */
+START_TEST(frees_discarded_then_reused)
+{
+	static const struct tsr_srcval j1[] = { OPT("journal_size", "1M"),
+						OPT("size", "40M") };
+	enum { BIG = 16u << 20 };
+	static uint8_t big[BIG], small[BLK];
+	struct store s;
+	struct tsr_txn_op op;
+	char name[32];
+	uint64_t before, now = 0, avail0;
+	int punch = punch_works(), i;
+
+	st_fresh(&s, "store", j1, 2);
+	avail0 = st_avail(&s);
+	fill(big, sizeof(big), 7);
+	op = op_write("big", 0, big, sizeof(big));
+	txn_ok(&s, &op, 1);
+	op = op_new(TSR_TXN_REMOVE, "big");
+	txn_ok(&s, &op, 1);
+	before = allocated(s.path);
+	/* small writes through the journal until it has been checkpointed
+	 * (far fewer than 600 fill 1 MiB) and the holes are punched */
+	for (i = 0; i < 600; i++) {
+		snprintf(name, sizeof(name), "small%d", i);
+		fill(small, sizeof(small), (uint32_t)i);
+		op = op_write(name, 0, small, sizeof(small));
+		txn_ok(&s, &op, 1);
+		if (i % 50 == 49 && (now = allocated(s.path)) + BIG / 2 < before)
+			break;
+	}
+	for (int t = 0; punch && t < 100 && (now = allocated(s.path)) + BIG / 2 >= before; t++)
+		usleep(50000);
+	fprintf(stderr, "frees_discarded_then_reused: %s: %" PRIu64 " bytes allocated "
+		"after a 16 MiB object was removed, %" PRIu64 " after %d small writes%s\n",
+		s.path, before, now, i, punch ? "" : " (no hole punching here)");
+	if (punch)
+		ck_assert_msg(now + BIG / 2 < before, "%s: the removed object's blocks "
+			      "were not discarded (%" PRIu64 " bytes allocated before, "
+			      "%" PRIu64 " after)", s.path, before, now);
+	/* all of the freed space is usable (40 MiB image: the 16 MiB write
+	 * needs the old object's blocks back) */
+	ck_assert_uint_ge(st_avail(&s) + (uint64_t)(i + 1) * BLK + BLK * 64, avail0);
+	fill(big, sizeof(big), 8);
+	op = op_write("big2", 0, big, sizeof(big));
+	txn_ok(&s, &op, 1);
+	op = op_write("big3", 0, big, sizeof(big) / 2);
+	txn_ok(&s, &op, 1);
+	expect_data(&s, "big2", big, sizeof(big));
+	fill(small, sizeof(small), 0);
+	expect_data(&s, "small0", small, sizeof(small));
+	st_umount_ok(&s);
+	st_mount_ok(&s);
+	expect_data(&s, "big2", big, sizeof(big));
+	expect_data(&s, "big3", big, sizeof(big) / 2);
+	st_umount_ok(&s);
+	expect_fsck_clean(&s);
 	st_free(&s);
 }
 END_TEST
@@ -1653,6 +1750,7 @@ add_tests(TCase *tc)
 	tcase_add_test(tc, mkfs_refuses);
 	tcase_add_test(tc, mkfs_zero_fill);
 	tcase_add_test(tc, zero_fill_survives_frees);
+	tcase_add_test(tc, frees_discarded_then_reused);
 	tcase_add_loop_test(tc, superblock_damaged, 0, SB_NVARIANTS);
 	tcase_add_test(tc, meta_missing);
 	tcase_add_test(tc, meta_empty_dir);
