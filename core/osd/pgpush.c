@@ -208,6 +208,7 @@ tsr_pgpush_read(struct tsr_pgstore *ps, const void *oid, size_t oid_len,
 	struct tsr_obj_stat st;
 	struct kv_read r;
 	uint64_t got = 0;
+	void *buf;
 	int rc;
 
 	memset(p, 0, sizeof(*p));
@@ -215,8 +216,10 @@ tsr_pgpush_read(struct tsr_pgstore *ps, const void *oid, size_t oid_len,
 		return rc;
 	if (st.size > TSR_TXN_MAX_DATA)
 		return -EFBIG;
-	if ((p->owned = malloc(st.size ? st.size : 1)) == NULL)
+	/* page-aligned, so that the backend may read into it directly */
+	if (posix_memalign(&buf, 4096, st.size ? st.size : 1) != 0)
 		return -ENOMEM;
+	p->owned = buf;
 	if (st.size &&
 	    (rc = ps->ops->read(ps->inst, &ps->cid, oid, oid_len, 0, st.size, p->owned,
 				&got)) < 0)

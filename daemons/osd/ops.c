@@ -69,7 +69,15 @@ out_room(struct out *o, size_t n)
 		size_t cap = o->cap ? o->cap : 256;
 		while (cap < o->len + n)
 			cap *= 2;
-		uint8_t *v = realloc(o->p, cap);
+		void *v = NULL;
+		/* a large first answer is page-aligned: a backend can read
+		 * into it from the device directly (O_DIRECT) */
+		if (o->p == NULL && cap >= 65536) {
+			if (posix_memalign(&v, 4096, cap) != 0)
+				v = NULL;
+		} else {
+			v = realloc(o->p, cap);
+		}
 		if (v == NULL) {
 			o->err = -ENOMEM;
 			return NULL;

@@ -912,7 +912,8 @@ static int
 bd_data_fd(struct os *os, uint64_t objid, int reader)
 {
 	(void)objid;
-	(void)reader;
+	if (reader == 2)
+		return B(os)->dio >= 0 ? B(os)->dio : -EINVAL;
 	return B(os)->fd;
 }
 

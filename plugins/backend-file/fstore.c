@@ -1614,7 +1614,14 @@ fs_fsck(void *inst, int repair, tsr_fsck_cb cb, void *arg)
 static int
 fs_data_fd(struct os *os, uint64_t objid, int reader)
 {
-	return reader ? obj_open(os, objid, 0, 0, 0, NULL) : fd_get(os, objid, 0);
+	char rel[64];
+	int fd;
+
+	if (reader != 2)
+		return reader ? obj_open(os, objid, 0, 0, 0, NULL) : fd_get(os, objid, 0);
+	obj_relpath(rel, sizeof(rel), objid);
+	fd = openat(F(os)->datafd, rel, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
 }
 
 static void

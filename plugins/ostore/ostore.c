@@ -81,6 +81,7 @@ os_init(struct os *os, const struct tsr_host *host, const struct os_hooks *hooks
 	os->queue_max = queue_max;
 	os->nthreads = nthreads ? nthreads : 1;
 	os->batch_limit = 64u << 20;
+	os->direct_min = 64u << 10;
 	pthread_rwlock_init(&os->lock, NULL);
 	pthread_mutex_init(&os->qlock, NULL);
 	pthread_cond_init(&os->qcond, NULL);
@@ -96,6 +97,7 @@ os_init_opts(struct os *os, const struct tsr_host *host,
 	os_init(os, host, hooks, path, strcmp(v[0].s, "zstd") == 0, (int)v[1].i,
 		(uint64_t)v[2].i, (uint64_t)v[3].i, (uint64_t)v[4].i,
 		(unsigned)v[5].i);
+	os->direct_min = (uint64_t)v[6].i;
 }
 
 void

@@ -127,7 +127,9 @@ struct os_hooks {
 	void (*unstage)(struct os *os, struct os_prep *p, int committed);
 	/* A descriptor to read objid's stored data with; reader is 1 on a
 	 * reader thread (released with data_fd_done), 0 on a commit
-	 * thread.  -ENOENT when nothing is stored. */
+	 * thread, 2 on a reader thread for O_DIRECT reads of whole aligned
+	 * blocks (an error when the store cannot: the reader then reads
+	 * through the other).  -ENOENT when nothing is stored. */
 	int (*data_fd)(struct os *os, uint64_t objid, int reader);
 	void (*data_fd_done)(struct os *os, int fd, int reader);
 	/* Byte offset on data_fd of block b (raw) or of the stored bytes
@@ -177,6 +179,7 @@ struct os {
 	const struct os_hooks *hooks;
 	char path[4000];
 	uint64_t max_object, min_free, queue_max;
+	uint64_t direct_min;  /* direct_read_min; 0: never */
 	int compress, level;
 
 	int mounted;
@@ -462,8 +465,11 @@ int os_fsck_live(const struct os_fsck *c, uint64_t objid);
 	  .help = "bytes of submitted, uncommitted transactions before submit() waits" }, \
 	{ .name = "commit_threads", .type = TSR_OPT_INT, .def = "4",         \
 	  .min = "1", .max = "64",                                           \
-	  .help = "threads committing transactions of different collections side by side" }
-#define OS_NCOMMON 6
+	  .help = "threads committing transactions of different collections side by side" }, \
+	{ .name = "direct_read_min", .type = TSR_OPT_SIZE, .def = "64K",     \
+	  .min = "0", .max = "1G",                                           \
+	  .help = "reads of at least this many stored bytes in a row bypass the page cache (O_DIRECT); 0: never" }
+#define OS_NCOMMON 7
 extern const char *const os_compression_choices[];
 /* Set up os from the OS_NCOMMON values starting at vals[first]. */
 void os_init_opts(struct os *os, const struct tsr_host *host,

@@ -584,11 +584,20 @@ nm(struct bytes b, char *buf, size_t buflen)
 
 #define NM(b) nm((b), (char[256]){ 0 }, 256)
 
+/* Large buffers are page-aligned, as the OSD's are, so that reads into
+ * them take a backend's direct path where it has one (backend.h); ops_reads
+ * reads into unaligned ones too. */
 static void *
 xmalloc(size_t n)
 {
-	void *p = malloc(n ? n : 1);
+	void *p = NULL;
 
+	if (n >= 64 * 1024) {
+		if (posix_memalign(&p, 4096, n) != 0)
+			p = NULL;
+	} else {
+		p = malloc(n ? n : 1);
+	}
 	if (p == NULL)
 		abort();
 	return p;
@@ -2676,6 +2685,42 @@ START_TEST(ops_reads)
 	be_remount(&b);
 	expect_read_len(&b, C1, B("r"), 900, 500, 500);
 	expect_range(&b, C1, B("r"), 0, 1000, p);
+
+	/* large reads into aligned and unaligned buffers, from block
+	 * boundaries and not, across a small overwrite and an unaligned end
+	 * (a backend may read large aligned runs with O_DIRECT) */
+	{
+		size_t n = MiB + 1000;
+		uint8_t *big = pattern(11, n), *q = pattern(12, 100);
+		static const uint64_t at[] = { 0, 4096, 5000, 64 * KiB, MiB };
+
+		TXN_OK(&b, op_write(C1, B("big"), 0, n, big));
+		for (int round = 0; round < 3; round++) {
+			for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+				for (int mis = 0; mis < 2; mis++) {
+					memset(buf, 0xee, 2 * MiB);
+					got = 0;
+					rc = b.ops->read(b.h, &C1, "big", 3, at[i],
+							 2 * MiB - mis, buf + mis, &got);
+					ck_assert_msg(rc == 0 && got == n - at[i] &&
+						      memcmp(buf + mis, big + at[i], got) == 0,
+						      "%s: round %d: read of a %zu-byte object "
+						      "from %" PRIu64 " into a%s buffer: %d, %"
+						      PRIu64 " bytes%s", b.name, round, n, at[i],
+						      mis ? "n unaligned" : "n aligned", rc, got,
+						      rc == 0 && got == n - at[i] ? ", wrong bytes" : "");
+				}
+			if (round == 0) {
+				/* a small overwrite inside a block, read at once */
+				TXN_OK(&b, op_write(C1, B("big"), 5000, 100, q));
+				memcpy(big + 5000, q, 100);
+			} else if (round == 1) {
+				be_remount(&b);
+			}
+		}
+		free(big);
+		free(q);
+	}
 	free(p);
 	free(buf);
 	be_close(&b);
@@ -4513,7 +4558,8 @@ const struct cf_test_info cf_backend_tests[] = {
 	{ "ops_attrs", "SETATTR, RMATTR, getattr, getattrs" },
 	{ "ops_omap", "OMAP_SET, OMAP_RM, OMAP_CLEAR, OMAP_RMRANGE, omap_get, "
 	  "omap_iter" },
-	{ "ops_reads", "reads at, past and across the end; stat" },
+	{ "ops_reads", "reads at, past and across the end; large reads into "
+	  "aligned and unaligned buffers; stat" },
 	{ "ops_refused", "what tsr_txn_validate refuses, submit() refuses "
 	  "up front" },
 	{ "ops_names", "names holding NUL, '/', 0xff, of 4096 bytes" },

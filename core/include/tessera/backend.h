@@ -248,7 +248,8 @@ struct tsr_backend_ops {
 	/* Read up to len bytes at off into buf; *out_len gets the number read
 	 * (short only at end of object).  This and every read below block
 	 * until answered: never on an I/O or event-loop thread (see Threads
-	 * above). */
+	 * above).  A page-aligned buf lets a backend read large ranges into
+	 * it from the device directly (O_DIRECT); any buf works. */
 	int (*read)(void *inst, const struct tsr_coll_id *cid, const void *oid,
 		    size_t oid_len, uint64_t off, uint64_t len, void *buf,
 		    uint64_t *out_len);
