@@ -563,6 +563,8 @@ free_quarantine(struct bdev *bd)
 {
 	size_t m = 0;
 
+	if (bd->nquar == 0)
+		return; /* quar may be NULL, which qsort must not see */
 	qsort(bd->quar, bd->nquar, sizeof(*bd->quar), extent_cmp);
 	for (size_t i = 0; i < bd->nquar; i++) {
 		if (m > 0 && bd->quar[m - 1].start + bd->quar[m - 1].count == bd->quar[i].start)
