@@ -3,8 +3,8 @@
  * against the store when the machine says (EXEC), replicated as a backend
  * transaction (REPOP), answered when the machine says (REPLY).
  *
- * The way of an operation.  A dispatch thread decodes it and posts it to
- * its PG's shard (an operation from a newer map than the OSD's waits for
+ * The way of an operation.  The I/O thread that read it decodes it and
+ * posts it to its PG's shard (an operation from a newer map than the OSD's waits for
  * that map).  On the shard its copy, once fed the client's epoch, gives
  * it to the machine, which checks that this OSD is the primary (-ESTALE
  * otherwise: the client places it again with a newer map), keeps the
@@ -358,7 +358,10 @@ osd_ops_map(struct osd_pgrt *rt, uint64_t epoch)
 int
 osd_ops_register(struct osd_pgrt *rt)
 {
-	return tsr_msgr_register(rt->msgr, TSR_MSG_OSD_OP, on_op_msg, rt, 0);
+	/* on the I/O thread: decoding and posting never block (a refusal's
+	 * answer is sent without waiting), and a hand-off through a dispatch
+	 * thread cost a wake-up per operation */
+	return tsr_msgr_register(rt->msgr, TSR_MSG_OSD_OP, on_op_msg, rt, TSR_MSGR_INLINE);
 }
 
 /* ---- The machine's side ---------------------------------------------------------*/

@@ -6,8 +6,9 @@
  * workq.h): its events (an epoch, a message, a commit) run there one at a
  * time, in order, so a machine needs no lock, and the backend's blocking
  * calls never run on the loop or an I/O thread.  The loop hands each new
- * epoch to every PG (osd_pgrt_map); the messenger's dispatch threads hand
- * each PG message to its PG; the backend's commit threads post commits.
+ * epoch to every PG (osd_pgrt_map); the messenger's I/O threads hand
+ * each PG message to its PG (decoding it and posting it, which never
+ * blocks); the backend's commit threads post commits.
  * What a PG asks of the monitors (up_thru, PG temp) waits in the runtime
  * for the loop to take (osd_pgrt_asks), which gives it to the beacon.
  *
@@ -163,8 +164,8 @@ status_take(struct pgi *g)
 /* ---- Sending ---------------------------------------------------------------------
  *
  * Every send runs on a shard's worker (which may wait for room in the
- * session's queue: the messenger's backpressure), never on the loop or a
- * dispatch thread, which could only drop it. */
+ * session's queue: the messenger's backpressure), never on the loop or an
+ * I/O thread, which could only drop it. */
 
 /* Our session to osd.to, at the newest address any caller has seen for
  * it (held by the caller), or NULL when ep has it down.  A caller whose
@@ -1432,7 +1433,8 @@ osd_pgrt_create(struct osd_store *st, struct tsr_msgr *msgr, int32_t whoami,
 			return tsr_errf(err, errlen, rc, "the PG workers: %s", strerror(-rc));
 		}
 	}
-	if (tsr_msgr_register(msgr, TSR_MSG_OSD_PG, on_pg_msg, rt, 0) < 0 ||
+	/* on the I/O thread, as clients' operations (ops.c) */
+	if (tsr_msgr_register(msgr, TSR_MSG_OSD_PG, on_pg_msg, rt, TSR_MSGR_INLINE) < 0 ||
 	    osd_ops_register(rt) < 0) {
 		osd_pgrt_destroy(rt);
 		return tsr_errf(err, errlen, -ENOMEM, "cannot register the PG messages");
