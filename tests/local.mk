@@ -379,7 +379,8 @@ EXTRA_DIST += tests/sim/run.sh
 
 # What OSDs send each other about PGs, and a client's operations on objects.
 FUZZ_OSD_SRC = tests/fuzz/fuzz_osd.c core/osd/pgmsg.c core/osd/pglog.c \
-	core/osd/pgpush.c core/osd/objop.c core/encoding/encoding.c core/util/util.c
+	core/osd/pgpush.c core/osd/objop.c core/encoding/encoding.c core/util/util.c \
+	core/msg/msg.c
 if HAVE_FUZZER
 check_DATA += tests/fuzz/fuzz_osd
 CLEANFILES += tests/fuzz/fuzz_osd

@@ -127,6 +127,14 @@ TSR_API void tsr_rbuf_put(struct tsr_rbuf *b);
 TSR_API int tsr_msg_set_rbuf(struct tsr_msg *m, struct tsr_rbuf *b);
 /* Free a message (releasing borrowed data with result). */
 TSR_API void tsr_msg_free(struct tsr_msg *m, int result);
+/* A buffer for a message's data from the messenger's pool of large ones
+ * (msg.c): at least n bytes, *cap gets its size; page-aligned from 64 KiB
+ * up.  give_data attaches p[0..len) to m as data it owns: the messenger
+ * puts it back in the pool once done with m (-EINVAL when m has data
+ * already).  A buffer not given is put back with buf_put. */
+TSR_API void *tsr_msg_buf_get(size_t n, size_t *cap);
+TSR_API void tsr_msg_buf_put(void *p, size_t cap);
+TSR_API int tsr_msg_give_data(struct tsr_msg *m, void *p, size_t len, size_t cap);
 
 struct tsr_msgr_opts {
 	uint8_t fsid[16];

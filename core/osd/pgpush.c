@@ -1,5 +1,6 @@
 /* pgpush.c — an object's whole state in a push (pgpush.h). */
 #include "osd/pgpush.h"
+#include "msg/msgr.h"
 #include "util/util.h"
 
 #include <tessera/txn.h>
@@ -14,7 +15,8 @@ tsr_pgpush_free(struct tsr_pgpush *p)
 {
 	free(p->attrs);
 	free(p->omap);
-	free(p->owned);
+	if (p->owned)
+		tsr_msg_buf_put(p->owned, p->owned_cap);
 	for (size_t i = 0; i < p->nowned_kv; i++)
 		free(p->owned_kv[i]);
 	free(p->owned_kv);
@@ -216,8 +218,9 @@ tsr_pgpush_read(struct tsr_pgstore *ps, const void *oid, size_t oid_len,
 		return rc;
 	if (st.size > TSR_TXN_MAX_DATA)
 		return -EFBIG;
-	/* page-aligned, so that the backend may read into it directly */
-	if (posix_memalign(&buf, 4096, st.size ? st.size : 1) != 0)
+	/* pooled: page-aligned, so that the backend may read into it
+	 * directly, and its pages faulted in already */
+	if ((buf = tsr_msg_buf_get(st.size ? st.size : 1, &p->owned_cap)) == NULL)
 		return -ENOMEM;
 	p->owned = buf;
 	if (st.size &&

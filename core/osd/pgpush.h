@@ -32,8 +32,10 @@ struct tsr_pgpush {
 	uint64_t len;
 	struct tsr_pgpush_kv *attrs, *omap;
 	size_t nattrs, nomap;
-	/* what tsr_pgpush_read allocated (NULL when decoded) */
+	/* what tsr_pgpush_read allocated (NULL when decoded); owned is from
+	 * the messenger's pool of large buffers (tsr_msg_buf_get) */
 	uint8_t *owned;
+	size_t owned_cap;
 	uint8_t **owned_kv;
 	size_t nowned_kv;
 };

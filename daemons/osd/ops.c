@@ -52,9 +52,21 @@ static struct tsr_log_rate op_refusals = TSR_LOG_RATE_INIT(5, 10000);
 struct out {
 	uint8_t *p;
 	size_t len, cap;
+	int pooled;                  /* p is from the messenger's pool */
 	int err;                     /* no memory, or over the bound */
 	size_t max;                  /* what a message's data may hold */
 };
+
+static void
+out_free(struct out *o)
+{
+	if (o->pooled)
+		tsr_msg_buf_put(o->p, o->cap);
+	else
+		free(o->p);
+	o->p = NULL;
+	o->pooled = 0;
+}
 
 static uint8_t *
 out_room(struct out *o, size_t n)
@@ -70,11 +82,16 @@ out_room(struct out *o, size_t n)
 		while (cap < o->len + n)
 			cap *= 2;
 		void *v = NULL;
-		/* a large first answer is page-aligned: a backend can read
-		 * into it from the device directly (O_DIRECT) */
-		if (o->p == NULL && cap >= 65536) {
-			if (posix_memalign(&v, 4096, cap) != 0)
-				v = NULL;
+		int pooled = cap >= 65536;
+		/* a large answer comes from the messenger's pool: page-aligned
+		 * (a backend can read into it from the device directly), and
+		 * its pages already faulted in */
+		if (pooled) {
+			v = tsr_msg_buf_get(cap, &cap);
+			if (v != NULL && o->len)
+				memcpy(v, o->p, o->len);
+			if (v != NULL)
+				out_free(o);
 		} else {
 			v = realloc(o->p, cap);
 		}
@@ -84,6 +101,7 @@ out_room(struct out *o, size_t n)
 		}
 		o->p = v;
 		o->cap = cap;
+		o->pooled = pooled;
 	}
 	return o->p + o->len;
 }
@@ -138,7 +156,8 @@ send_reply(struct cop *op, struct tsr_objop_reply *r, struct out *o)
 	pthread_rwlock_rdlock(&rt->send_lock);
 	if (rt->stopping || op->conn == NULL) {
 		pthread_rwlock_unlock(&rt->send_lock);
-		free(o ? o->p : NULL);
+		if (o)
+			out_free(o);
 		return;
 	}
 	tsr_enc_init(&e);
@@ -149,11 +168,13 @@ send_reply(struct cop *op, struct tsr_objop_reply *r, struct out *o)
 	if (m != NULL) {
 		if (o && o->len) {
 			struct iovec iov = { o->p, o->len };
-			if (tsr_msg_set_data(m, &iov, 1, release_out, o->p) < 0) {
+			if ((o->pooled ? tsr_msg_give_data(m, o->p, o->len, o->cap)
+				       : tsr_msg_set_data(m, &iov, 1, release_out, o->p)) < 0) {
 				tsr_msg_free(m, 0);
 				m = NULL;
 			} else {
 				o->p = NULL;
+				o->pooled = 0;
 			}
 		}
 		/* never waiting on a client that does not read: its session
@@ -167,10 +188,8 @@ send_reply(struct cop *op, struct tsr_objop_reply *r, struct out *o)
 			      tsr_conn_peer(op->conn), op->op.tid, strerror(-rc));
 	__atomic_add_fetch(&rt->ops_done, 1, __ATOMIC_RELAXED);
 	pthread_rwlock_unlock(&rt->send_lock);
-	if (o) {
-		free(o->p);
-		o->p = NULL;
-	}
+	if (o)
+		out_free(o);
 }
 
 static uint64_t
@@ -1150,7 +1169,7 @@ osd_op_exec(struct pgi *g, const struct tsr_pgsm_action *x)
 	}
 	if (!tsr_objop_is_write(&op->op)) {
 		struct tsr_objop_reply r;
-		struct out o = { NULL, 0, 0, 0, g->rt->max_data };
+		struct out o = { .max = g->rt->max_data };
 		cop_find(g, x->handle, 1);
 		memset(&r, 0, sizeof(r));
 		r.map_epoch = tsr_osdmap_epoch_number(g->ep);

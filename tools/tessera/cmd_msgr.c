@@ -75,8 +75,8 @@ pong_back(struct tsr_conn *c, struct tsr_msg *m, void *arg)
 		/* hand the received buffer over to the reply */
 		struct iovec iov = m->data_iov[0];
 		m->owns_data = 0;
-		tsr_msg_set_data(r, &iov, 1, NULL, NULL);
-		r->owns_data = 1;
+		tsr_msg_give_data(r, iov.iov_base, iov.iov_len,
+				  m->data_cap ? m->data_cap : iov.iov_len);
 	}
 	tsr_msg_free(m, 0);
 	if (r)
