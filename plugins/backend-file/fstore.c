@@ -624,18 +624,31 @@ finalize_chunk(struct os_prep *p, struct plan *pl, struct os_file *f,
  *     something older.  (So a record has no file operation on a file
  *     written directly: record_data_present tells them apart by that.)
  * This is the path of every new object's data (the common case: objects
- * are written once, whole), and of clones. */
+ * are written once, whole), and of clones -- except small ones: a file
+ * written in place costs a sync of its own (its data and inode, and a
+ * device flush each on ext4), so N new 4 KiB objects in one commit cost
+ * N flushes, where in the record they share its one.  At most
+ * SMALL_DIRECT_MAX bytes of new chunks ride in the record, as
+ * backend-blockdev's small writes do. */
+#define SMALL_DIRECT_MAX (256u << 10)
+
 static int
 write_direct(struct os_prep *p, const struct os_file *f)
 {
 	struct ffs *fs = F(p->os);
+	uint64_t dirty = 0;
 	int journaled;
 
 	if (f->unlink || f->trunc_to != UINT64_MAX || f->npunches)
 		return 0;
-	for (size_t j = 0; j < f->nchunks; j++)
+	for (size_t j = 0; j < f->nchunks; j++) {
 		if (f->chunks[j]->dirty && f->chunks[j]->base.present)
 			return 0;
+		if (f->chunks[j]->dirty)
+			dirty += OS_CHUNK;
+	}
+	if (dirty <= SMALL_DIRECT_MAX)
+		return 0;
 	/* No record of another commit thread can touch f meanwhile: the
 	 * object is in this overlay's collection, which is ours until it
 	 * is sealed.  A checkpoint in between only clears the set. */

@@ -424,13 +424,15 @@ END_TEST
  * report what the store makes of that (no crash is all they require).
  *
  * The writer commits W_TXNS transactions; transaction i
- *   writes w-i (6000 bytes from seed i), sets its attribute "gen" = i,
+ *   writes w-i (W_SIZE bytes from seed i: more than the 256 KiB of new
+ *   data that rides in the record, so it is written in place and the
+ *   record holds only its maps), sets its attribute "gen" = i,
  *   writes block i of "shared" (4 KiB from seed 1000 + i) and sets the
  *   omap key "last" of "shared" to i,
  * so each of them is seen whole or not at all in two objects. */
 
 #define W_TXNS 8
-#define W_SIZE 6000u
+#define W_SIZE 300000u
 
 struct jrec {
 	uint64_t off;   /* of the record's header */
@@ -510,7 +512,8 @@ writer_main(const char *name, int ack, int go)
 	struct store s;
 	struct tsr_txn_op ops[4];
 	char oname[32], val[32];
-	uint8_t data[W_SIZE], block[4096], c;
+	static uint8_t data[W_SIZE];
+	uint8_t block[4096], c;
 
 	if (st_try(&s, name, NULL, 0) < 0 || st_mkfs(&s) < 0 || st_mount(&s) < 0)
 		goto fail;
@@ -589,7 +592,8 @@ static int
 w_state(struct store *s, unsigned i, char *why, size_t whylen)
 {
 	char name[32], val[32], attr[64], last[64];
-	uint8_t data[W_SIZE], block[4096], buf[W_SIZE + 16];
+	static uint8_t data[W_SIZE], buf[W_SIZE + 16];
+	uint8_t block[4096];
 	uint64_t got;
 	size_t vl = 0;
 	int part[4], rc;
@@ -688,6 +692,47 @@ newest_data_file(const char *dir, char *out, size_t n)
 	ck_assert_msg(out[0] != '\0', "%s: no data file with data", data);
 }
 
+/* New data of at most 256 KiB rides in the commit's journal record, so
+ * that the new small objects of a commit share the record's one flush
+ * instead of a file sync each; more is written in place and the record
+ * holds its maps only. */
+START_TEST(small_new_data_in_record)
+{
+	static uint8_t small[4096], big[1 << 20];
+	struct store s;
+	struct tsr_txn_op op;
+	struct jrec rec[64];
+	size_t n, n2;
+
+	st_fresh(&s, "store", NULL, 0);
+	fill(small, sizeof(small), 1);
+	op = op_write("small", 0, small, sizeof(small));
+	txn_ok(&s, &op, 1);
+	n = journal_records(s.jpath, rec, 64);
+	ck_assert_uint_ge(n, 1);
+	ck_assert_msg(rec[n - 1].len >= sizeof(small), "%s: the record of a new "
+		      "4 KiB object holds %u bytes: not its data", s.jpath,
+		      rec[n - 1].len);
+	fill(big, sizeof(big), 2);
+	op = op_write("big", 0, big, sizeof(big));
+	txn_ok(&s, &op, 1);
+	n2 = journal_records(s.jpath, rec, 64);
+	ck_assert_uint_eq(n2, n + 1);
+	ck_assert_msg(rec[n2 - 1].len < 64 * 1024, "%s: the record of a new 1 MiB "
+		      "object holds %u bytes: its data went through the journal",
+		      s.jpath, rec[n2 - 1].len);
+	expect_data(&s, "small", small, sizeof(small));
+	expect_data(&s, "big", big, sizeof(big));
+	st_umount_ok(&s);
+	st_mount_ok(&s);
+	expect_data(&s, "small", small, sizeof(small));
+	expect_data(&s, "big", big, sizeof(big));
+	st_umount_ok(&s);
+	expect_fsck_clean(&s);
+	st_free(&s);
+}
+END_TEST
+
 START_TEST(torn_record)
 {
 	struct store s;
@@ -753,7 +798,7 @@ START_TEST(torn_record)
 		log_dump(TSR_LOG_INFO);
 		if (v == TORN_APPLIED) {
 			/* the next new object: does it take an id in use? */
-			uint8_t nb[W_SIZE];
+			static uint8_t nb[W_SIZE];
 			struct tsr_txn_op op;
 			fill(nb, sizeof(nb), 4242);
 			op = op_write("newcomer", 0, nb, sizeof(nb));
@@ -1453,6 +1498,7 @@ add_tests(TCase *tc)
 	tcase_add_test(tc, journal_truncated);
 	tcase_add_loop_test(tc, journal_header_damaged, 0, JH_NVARIANTS);
 	tcase_add_test(tc, journal_foreign);
+	tcase_add_test(tc, small_new_data_in_record);
 	tcase_add_loop_test(tc, torn_record, 0, TORN_NVARIANTS);
 	tcase_add_test(tc, last_record_flip_not_silent);
 	tcase_add_test(tc, full_device);
