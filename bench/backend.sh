@@ -18,8 +18,9 @@
 #
 # Reading the ratio (backend / raw): 1.0 is the disk's speed.  Data that
 # goes through the journal is written twice (journal, then object file), so
-# about 0.5 is good for overwrites; new objects' data is written in place,
-# so seq-write can come near 1.0.  Far below that, the backend spends time
+# about 0.5 is good for overwrites; new objects' data is written in place
+# when larger than 256 KiB (smaller rides in the journal record, where a
+# commit's small objects share one flush), so seq-write can come near 1.0.  Far below that, the backend spends time
 # of its own (CPU, extra syncs, commits not batched).  The raw figures of a
 # shared or virtual disk vary by 1.5x or more between runs: compare ratios
 # of one run, and repeat a run before believing a change.  Backend rows at
