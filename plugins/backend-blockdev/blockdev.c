@@ -122,7 +122,8 @@ struct bdev {
 	struct {
 		pthread_t thr;
 		int running, stop;
-		pthread_cond_t cond;
+		int busy;        /* an extent is being discarded */
+		pthread_cond_t cond, idle;
 		struct bd_extent *v;
 		size_t n, cap;
 		uint64_t blocks; /* in v and in the discard under way */
@@ -441,9 +442,12 @@ cmp_write(const void *a, const void *b)
  * can be slow -- on an image file whose file system is mounted with
  * -o discard, each punched hole waits for the disk -- and done inline, under
  * the write lock and in the seal that found the journal full, thousands of
- * them held every commit and read of the store for tens of seconds.  When
- * a commit runs out of space, the extents still waiting go back to the
- * allocator undiscarded (discard_skip).  The ones waiting at umount are not
+ * them held every commit and read of the store for tens of seconds.  An
+ * extent is discarded DISCARD_PIECE blocks at a time, so that a punch,
+ * which holds the image file's inode, never keeps an apply's write to it
+ * waiting long.  When a commit runs out of space, the extents still
+ * waiting go back to the allocator undiscarded, after the discard under
+ * way (discard_skip).  The ones waiting at umount are not
  * discarded: the next mount finds them free and unreferenced. */
 
 /* Tell the device a freed extent holds nothing; refused discards are
@@ -478,6 +482,8 @@ release_locked(struct bdev *bd, const struct bd_extent *e)
 		       " twice (run fsck)", bd->dev_path, e->start, e->count);
 }
 
+#define DISCARD_PIECE 1024u /* blocks: 4 MiB */
+
 static void *
 discarder(void *arg)
 {
@@ -491,12 +497,23 @@ discarder(void *arg)
 			pthread_cond_wait(&bd->dq.cond, &bd->amu);
 		if (bd->dq.stop)
 			break;
-		e = bd->dq.v[--bd->dq.n];
+		e = bd->dq.v[bd->dq.n - 1];
+		if (e.count > DISCARD_PIECE) {
+			/* the rest stays waiting */
+			bd->dq.v[bd->dq.n - 1].start += DISCARD_PIECE;
+			bd->dq.v[bd->dq.n - 1].count -= DISCARD_PIECE;
+			e.count = DISCARD_PIECE;
+		} else {
+			bd->dq.n--;
+		}
+		bd->dq.busy = 1;
 		pthread_mutex_unlock(&bd->amu);
 		discard(bd, &e);
 		pthread_mutex_lock(&bd->amu);
 		release_locked(bd, &e);
 		bd->dq.blocks -= e.count;
+		bd->dq.busy = 0;
+		pthread_cond_broadcast(&bd->dq.idle);
 	}
 	pthread_mutex_unlock(&bd->amu);
 	return NULL;
@@ -532,18 +549,22 @@ discarder_stop(struct bdev *bd)
 	bd->dq.blocks = 0;
 }
 
-/* Everything waiting for a discard goes back to the allocator now; 1 when
- * something did.  Call with amu held. */
+/* Everything waiting for a discard goes back to the allocator now, and
+ * the piece being discarded once it is; 1 when something did.  Call with
+ * amu held. */
 static int
 discard_skip(struct bdev *bd)
 {
-	int any = bd->dq.n > 0;
+	int any = bd->dq.n > 0 || bd->dq.busy;
 
+	/* the waiting ones first: the discarder then finds nothing more */
 	for (size_t i = 0; i < bd->dq.n; i++) {
 		release_locked(bd, &bd->dq.v[i]);
 		bd->dq.blocks -= bd->dq.v[i].count;
 	}
 	bd->dq.n = 0;
+	while (bd->dq.busy)
+		pthread_cond_wait(&bd->dq.idle, &bd->amu);
 	return any;
 }
 
@@ -1312,6 +1333,7 @@ bd_create(const struct tsr_host *host, const struct tsr_opts *opts,
 	bd->fd = bd->dio = -1;
 	pthread_mutex_init(&bd->amu, NULL);
 	pthread_cond_init(&bd->dq.cond, NULL);
+	pthread_cond_init(&bd->dq.idle, NULL);
 	*instance = bd;
 	return 0;
 }
@@ -1325,6 +1347,7 @@ bd_destroy(void *inst)
 		bd_umount(bd);
 	pthread_mutex_destroy(&bd->amu);
 	pthread_cond_destroy(&bd->dq.cond);
+	pthread_cond_destroy(&bd->dq.idle);
 	os_fini(&bd->os);
 	free(bd);
 }
