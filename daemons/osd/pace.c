@@ -22,6 +22,7 @@
  */
 #include "pgrt.h"
 
+#include "event/workq.h"
 #include "log/log.h"
 #include "util/sbuf.h"
 #include "util/util.h"
@@ -181,7 +182,13 @@ osd_pgrt_pace_tick(struct osd_pgrt *rt)
 		e->type = EV_SEND;
 		e->g = g;
 		e->paced = p;
-		osd_pg_post(g, e);
+		/* not osd_pg_post: a failed post frees the event through
+		 * osd_pace_drop, which takes rt->lock, held here */
+		if (tsr_workq_post(g->q, osd_pg_run, e) < 0) {
+			flow_done(rt, p->m.pgid, p->to);
+			paced_free(p);
+			free(e);
+		}
 	}
 	pthread_mutex_unlock(&rt->lock);
 }
