@@ -448,6 +448,7 @@ struct fcommit {
 	size_t ndirect, dcap;
 	uint64_t *jids;         /* files the record has operations for */
 	size_t njids, jcap;
+	uint64_t small;         /* new data taken into the record (write_direct) */
 	int keep;               /* its record may be on disk: drop nothing */
 };
 
@@ -627,10 +628,14 @@ finalize_chunk(struct os_prep *p, struct plan *pl, struct os_file *f,
  * are written once, whole), and of clones -- except small ones: a file
  * written in place costs a sync of its own (its data and inode, and a
  * device flush each on ext4), so N new 4 KiB objects in one commit cost
- * N flushes, where in the record they share its one.  At most
- * SMALL_DIRECT_MAX bytes of new chunks ride in the record, as
- * backend-blockdev's small writes do. */
+ * N flushes, where in the record they share its one.  A file's new chunks
+ * ride in the record when they are at most SMALL_DIRECT_MAX bytes, and
+ * while the record's new data stays within SMALL_RECORD_MAX (written
+ * twice, and applied under the write lock: a commit of a thousand small
+ * objects writes the rest in place), as backend-blockdev's small writes
+ * do. */
 #define SMALL_DIRECT_MAX (256u << 10)
+#define SMALL_RECORD_MAX (4u << 20)
 
 static int
 write_direct(struct os_prep *p, const struct os_file *f)
@@ -647,8 +652,10 @@ write_direct(struct os_prep *p, const struct os_file *f)
 		if (f->chunks[j]->dirty)
 			dirty += OS_CHUNK;
 	}
-	if (dirty <= SMALL_DIRECT_MAX)
+	if (dirty <= SMALL_DIRECT_MAX && FC(p)->small + dirty <= SMALL_RECORD_MAX) {
+		FC(p)->small += dirty;
 		return 0;
+	}
 	/* No record of another commit thread can touch f meanwhile: the
 	 * object is in this overlay's collection, which is ours until it
 	 * is sealed.  A checkpoint in between only clears the set. */
@@ -766,6 +773,7 @@ finalize(struct os_prep *p)
 	 * again in the same overlay gets its new map below, after the range
 	 * that removes the old one. */
 	os_emit_ranges(p, plan_emit, pl);
+	FC(p)->small = 0;
 	for (size_t i = 0; i < p->nfiles && rc == 0; i++) {
 		struct os_file *f = p->files[i];
 		int direct = write_direct(p, f);

@@ -81,7 +81,7 @@ os_init(struct os *os, const struct tsr_host *host, const struct os_hooks *hooks
 	os->queue_max = queue_max;
 	os->nthreads = nthreads ? nthreads : 1;
 	os->batch_limit = 64u << 20;
-	os->direct_min = 64u << 10;
+	os->direct_min = 512u << 10;
 	pthread_rwlock_init(&os->lock, NULL);
 	pthread_mutex_init(&os->qlock, NULL);
 	pthread_cond_init(&os->qcond, NULL);

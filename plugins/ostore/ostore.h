@@ -466,7 +466,7 @@ int os_fsck_live(const struct os_fsck *c, uint64_t objid);
 	{ .name = "commit_threads", .type = TSR_OPT_INT, .def = "4",         \
 	  .min = "1", .max = "64",                                           \
 	  .help = "threads committing transactions of different collections side by side" }, \
-	{ .name = "direct_read_min", .type = TSR_OPT_SIZE, .def = "64K",     \
+	{ .name = "direct_read_min", .type = TSR_OPT_SIZE, .def = "512K",    \
 	  .min = "0", .max = "1G",                                           \
 	  .help = "reads of at least this many stored bytes in a row bypass the page cache (O_DIRECT); 0: never" }
 #define OS_NCOMMON 7

@@ -3568,8 +3568,10 @@ scan_file(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 
 START_TEST(checksum)
 {
-	uint8_t *p = pattern(13, 64 * KiB), *q = pattern(14, 64 * KiB);
-	uint8_t *buf = xmalloc(64 * KiB);
+	/* victim: 1 MiB, so that its whole read takes a backend's direct
+	 * path where it has one (backend-file's and -blockdev's from 512K) */
+	uint8_t *p = pattern(13, MiB), *q = pattern(14, 64 * KiB);
+	uint8_t *buf = xmalloc(MiB);
 	char var[128];
 	struct stat st;
 	struct be b;
@@ -3577,7 +3579,7 @@ START_TEST(checksum)
 	int rc;
 
 	be_new(&b, _i, "checksum");
-	TXN_OK(&b, op_mkcoll(C1), op_write(C1, B("victim"), 0, 64 * KiB, p),
+	TXN_OK(&b, op_mkcoll(C1), op_write(C1, B("victim"), 0, MiB, p),
 	       op_write(C1, B("bystander"), 0, 64 * KiB, q));
 	be_close(&b);
 
@@ -3617,7 +3619,7 @@ START_TEST(checksum)
 		      rc == 0 && got > SCAN_FLIP_AT &&
 		      buf[SCAN_FLIP_AT] != p[SCAN_FLIP_AT]
 			      ? ", the corrupt byte returned" : "");
-	rc = b.ops->read(b.h, &C1, "victim", 6, 0, 64 * KiB, buf, &got);
+	rc = b.ops->read(b.h, &C1, "victim", 6, 0, MiB, buf, &got);
 	ck_assert_msg(rc == -EIO, "%s: read of all of object victim after a "
 		      "bit flip at offset %d: %d, expected -EIO", b.name,
 		      SCAN_FLIP_AT, rc);
