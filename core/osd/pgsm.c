@@ -75,6 +75,8 @@ struct tsr_pgsm {
 	int state;
 	int role;                    /* 0 primary, 1 member, 2 stray */
 	int have_map;
+	uint64_t told_up_from;       /* a stray: our up_from when we last
+					told the primary of our copy */
 	struct tsr_pg_mapview cur;
 	int my_index;                /* in cur.acting, or -1 */
 
@@ -1288,6 +1290,25 @@ activated_check(struct tsr_pgsm *sm)
 	check_clean(sm);
 }
 
+/* A stray tells the primary, unasked, that it holds a copy: a primary
+ * whose peering does not reach back to an interval this copy served in (a
+ * second change after an OSD joined) would never learn of it, and it
+ * would stay for ever.  The primary removes it only while its map shows
+ * us up, so we tell again each time we come up (advance_map). */
+static int
+tell_primary(struct tsr_pgsm *sm)
+{
+	struct tsr_pgmsg q;
+
+	sm->told_up_from = osd_up_from(sm, sm->conf.whoami);
+	if (sm->cur.nacting == 0)
+		return 0;
+	memset(&q, 0, sizeof(q));
+	q.from = sm->cur.acting[0];
+	q.interval = sm->info.same_interval_since;
+	return answer_info(sm, &q, TSR_PGMSG_NOTIFY);
+}
+
 static int
 start_interval(struct tsr_pgsm *sm)
 {
@@ -1333,17 +1354,8 @@ start_interval(struct tsr_pgsm *sm)
 	why(sm, sm->role == ROLE_MEMBER ? "waiting for the primary osd.%d"
 		: "not in the acting set (primary osd.%d)",
 	    sm->cur.nacting ? sm->cur.acting[0] : -1);
-	if (sm->role == ROLE_STRAY && sm->cur.nacting) {
-		/* a stray tells the primary, unasked, that it holds a copy: a
-		 * primary whose peering does not reach back to an interval
-		 * this copy served in (a second change after an OSD joined)
-		 * would never learn of it, and it would stay for ever */
-		struct tsr_pgmsg q;
-		memset(&q, 0, sizeof(q));
-		q.from = sm->cur.acting[0];
-		q.interval = sm->info.same_interval_since;
-		return answer_info(sm, &q, TSR_PGMSG_NOTIFY);
-	}
+	if (sm->role == ROLE_STRAY)
+		return tell_primary(sm);
 	return 0;
 }
 
@@ -1392,6 +1404,16 @@ tsr_pgsm_advance_map(struct tsr_pgsm *sm, const struct tsr_pg_mapview *mv)
 	sm->cur = *mv;
 	/* the same interval: an OSD we wait on may have gone down or come up;
 	 * up_thru may have reached us */
+	if (sm->role == ROLE_STRAY) {
+		/* up again with the PG unchanged (an OSD out, restarted): the
+		 * primary heard our copy while its map had us down, when it
+		 * could not remove it (tsr_pgsm_recv answers only epochs it
+		 * has, so this notify meets a map that shows us up) */
+		uint64_t up = osd_up_from(sm, sm->conf.whoami);
+		if (up && up != sm->told_up_from)
+			return tell_primary(sm);
+		return 0;
+	}
 	if (sm->role != ROLE_PRIMARY)
 		return 0;
 	if (sm->temp_asked) {
@@ -1865,16 +1887,18 @@ recover_some_(struct tsr_pgsm *sm)
 	}
 }
 
-/* May a stray with this info be deleted?  Only when everything it holds
- * is in this copy's history: a stray whose head is newer than ours, or
- * not in our log, holds writes we never saw (a peering that did not reach
- * its interval), and stays for an operator to look at. */
+/* May a stray with this info be deleted, now that this copy is clean?
+ * Every write it holds was made before our interval began (it is not in
+ * our acting set, and an interval's writes go to its acting set only), so
+ * the peering that started our interval weighed it: what the stray holds
+ * beyond our history (a write its primary made and never replicated
+ * before it died) was never acknowledged, and goes.  A stray claiming a
+ * write of our interval or later contradicts that; it stays, for an
+ * operator to look at. */
 static int
 purgeable(const struct tsr_pgsm *sm, const struct tsr_pg_info *in)
 {
-	if (tsr_ev_none(in->last_update) || tsr_ev_cmp(in->last_update, sm->log.tail) <= 0)
-		return tsr_ev_cmp(in->last_update, sm->info.last_update) <= 0;
-	return tsr_pglog_find(&sm->log, in->last_update) >= 0;
+	return in->last_update.epoch < sm->info.same_interval_since;
 }
 
 static void

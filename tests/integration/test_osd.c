@@ -548,6 +548,26 @@ START_TEST(pgs_peer)
 	await_clean(&c, running, 64, "osd.3 back and in");
 	await_copies(&c, running, 64 * 3, "osd.3 back and in");
 	await_pg_stat(&c, "\"total\": 64, \"active\": 64, \"clean\": 64", "osd.3 back and in");
+
+	/* copies that became strays while their OSD was down: osd.0 holds
+	 * every PG (osd.3 out), is killed and marked out, and the PGs go
+	 * clean on the others (osd.3 in).  Restarted, osd.0 replays those
+	 * epochs and tells the primaries of its copies before the map shows
+	 * it up again; that map changes none of the PGs (osd.0 is still
+	 * out), and still its strays are removed. */
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd out 3"), 0);
+	await_clean(&c, running, 64, "osd.3 out again");
+	await_copies(&c, running, 64 * 3, "osd.3 out again");
+	ck_assert_int_eq(tc_osd_signal(&c, 0, SIGKILL) & 0x7f, SIGKILL);
+	running[0] = 0;
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd down 0"), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd out 0"), 0);
+	ck_assert_int_eq(tc_cli(&c, NULL, "osd in 3"), 0);
+	await_clean(&c, running, 64, "osd.0 down and out, osd.3 in");
+	ck_assert_int_eq(tc_osd_start(&c, 0), 0);
+	running[0] = 1;
+	ck_assert_msg(await_up(&c, 0, 1, 15000) == 0, "osd.0 never came back up");
+	await_copies(&c, running, 64 * 3, "osd.0 back, out");
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST

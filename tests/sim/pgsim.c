@@ -1489,6 +1489,24 @@ all_clean(char *why, size_t wl)
 			return 0;
 		}
 	}
+	/* and the copies no longer needed are gone: an OSD up in the map
+	 * holds no PG it is not in the acting set of */
+	for (int o = 0; o < nosd; o++)
+		for (int pg = 0; pg < NPG; pg++) {
+			struct tsr_pg_mapview mv;
+			int member = 0;
+			if (!osds[o].alive || osds[o].sm[pg] == NULL)
+				continue;
+			mapview(&m, pg, &mv);
+			for (uint32_t i = 0; i < mv.nacting; i++)
+				member |= mv.acting[i] == o;
+			if (!member) {
+				snprintf(why, wl, "pg %d: osd.%d still holds a copy (%s: %s)", pg, o,
+					 tsr_pgsm_state_name(tsr_pgsm_state(osds[o].sm[pg])),
+					 tsr_pgsm_why(osds[o].sm[pg]));
+				return 0;
+			}
+		}
 	for (int i = 0; i < INFLIGHT; i++)
 		if (cops[i].active) {
 			snprintf(why, wl, "client op %" PRIu64 " (pg %d o%d) unanswered", cops[i].tid,
