@@ -1313,6 +1313,22 @@ START_TEST(unknown_redundancy_refused)
 }
 END_TEST
 
+/* The OSD map's epoch, once `osd dump` says its placement plugin is
+ * placement. */
+static uint64_t
+osdmap_placement(struct tc_cluster *c, const char *placement)
+{
+	char *out = NULL, want[64];
+	uint64_t epoch;
+
+	ck_assert_int_eq(tc_cli(c, &out, "osd dump --format json"), 0);
+	snprintf(want, sizeof(want), "\"placement\": \"%s\"", placement);
+	ck_assert_contains(out, want);
+	epoch = tc_json_u64(out, "osdmap_epoch", 0);
+	free(out);
+	return epoch;
+}
+
 /* Bug: `osd placement set` was refused on any map with OSDs, so a cluster
  * could never change its placement plugin.  Now, on four OSDs (tsr-testosd)
  * and a pool, the command alone changes nothing and exits 1 with what the
@@ -1337,10 +1353,7 @@ START_TEST(placement_change_says_what_moves)
 	for (int i = 0; i < 4; i++)
 		ck_assert_msg(await_osd(&c, i, 1, 1, 15000) >= 0, "osd.%d never came up", i);
 	ck_assert_int_eq(tc_cli(&c, NULL, "pool create p 32 --size 3"), 0);
-	ck_assert_int_eq(tc_cli(&c, &out, "osd dump --format json"), 0);
-	ck_assert_contains(out, "\"placement\": \"crush\"");
-	e0 = tc_json_u64(out, "osdmap_epoch", 0);
-	free(out);
+	e0 = osdmap_placement(&c, "crush");
 
 	/* the estimate: nothing changes */
 	ck_assert_int_eq(tc_cli(&c, &out, "osd placement set hrw"), 1);
@@ -1360,10 +1373,7 @@ START_TEST(placement_change_says_what_moves)
 	ck_assert_msg(moved > 0 && moved <= 32, "moved %llu: %s", (unsigned long long)moved,
 		      out);
 	free(out);
-	ck_assert_int_eq(tc_cli(&c, &out, "osd dump --format json"), 0);
-	ck_assert_contains(out, "\"placement\": \"crush\"");
-	ck_assert_uint_eq(tc_json_u64(out, "osdmap_epoch", 0), e0);
-	free(out);
+	ck_assert_uint_eq(osdmap_placement(&c, "crush"), e0);
 
 	/* the plugin it has; one the monitors lack; wrong words */
 	ck_assert_int_eq(tc_cli(&c, &out, "osd placement set crush"), 0);
@@ -1377,18 +1387,13 @@ START_TEST(placement_change_says_what_moves)
 	ck_assert_int_eq(tc_cli(&c, &out, "osd placement set hrw --yes"), 2);
 	ck_assert_contains(out, "unknown option '--yes'");
 	free(out);
-	ck_assert_int_eq(tc_cli(&c, &out, "osd dump --format json"), 0);
-	ck_assert_uint_eq(tc_json_u64(out, "osdmap_epoch", 0), e0);
-	free(out);
+	ck_assert_uint_eq(osdmap_placement(&c, "crush"), e0);
 
 	/* the change */
 	ck_assert_int_eq(tc_cli(&c, &out, "osd placement set hrw --yes-i-really-mean-it"), 0);
 	ck_assert_contains(out, "placement plugin hrw (was crush), osdmap epoch ");
 	free(out);
-	ck_assert_int_eq(tc_cli(&c, &out, "osd dump --format json"), 0);
-	ck_assert_contains(out, "\"placement\": \"hrw\"");
-	ck_assert_uint_eq(tc_json_u64(out, "osdmap_epoch", 0), e0 + 1);
-	free(out);
+	ck_assert_uint_eq(osdmap_placement(&c, "hrw"), e0 + 1);
 	ck_assert_int_eq(tc_cli(&c, &out, "osd placement set hrw --yes-i-really-mean-it"), 0);
 	ck_assert_contains(out, "the placement plugin is already hrw");
 	free(out);

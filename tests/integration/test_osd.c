@@ -740,6 +740,18 @@ pg_cmd(struct tc_cluster *c, const char *cmd, const char *pgid, char **out)
 	}
 }
 
+/* Deep-scrub pgid: it finds nobj objects, and its copies alike. */
+static void
+deep_scrub_clean(struct tc_cluster *c, const char *pgid, int nobj)
+{
+	char want[64], *out = NULL;
+
+	ck_assert_int_eq(pg_cmd(c, "deep-scrub", pgid, &out), 0);
+	snprintf(want, sizeof(want), "\"objects\": %d, \"inconsistent\": 0", nobj);
+	assert_says(out, want);
+	free(out);
+}
+
 /* Wait until `health detail` says (or, want 0, no longer says) what. */
 static void
 await_health(struct tc_cluster *c, const char *what, int want, const char *why)
@@ -1014,7 +1026,7 @@ START_TEST(whole_pg_down)
 	struct tc_cluster c;
 	int running[4] = { 1, 1, 1, 1 }, primary, nobj = 40;
 	struct tsr_client *k;
-	char pgid[32], *out = NULL, ids[32] = "";
+	char pgid[32], ids[32] = "";
 	unsigned replicas, all;
 	int64_t pool;
 
@@ -1043,13 +1055,7 @@ START_TEST(whole_pg_down)
 	k = client_of(&c);
 	check_lettered(k, pool, nobj, 'A', "after the restart");
 	tsr_client_shutdown(k);
-	ck_assert_int_eq(pg_cmd(&c, "deep-scrub", pgid, &out), 0);
-	{
-		char want[64];
-		snprintf(want, sizeof(want), "\"objects\": %d, \"inconsistent\": 0", nobj);
-		assert_says(out, want);
-	}
-	free(out);
+	deep_scrub_clean(&c, pgid, nobj);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -2223,13 +2229,7 @@ START_TEST(min_size)
 	tsr_client_shutdown(k);
 	ck_assert_int_eq(tc_cli(&c, NULL, "osd unset noout"), 0);
 	await_clean(&c, running, 65, "the two OSDs back");
-	ck_assert_int_eq(pg_cmd(&c, "deep-scrub", pgid, &out), 0);
-	{
-		char want[64];
-		snprintf(want, sizeof(want), "\"objects\": %d, \"inconsistent\": 0", nobj);
-		assert_says(out, want);
-	}
-	free(out);
+	deep_scrub_clean(&c, pgid, nobj);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
