@@ -1892,9 +1892,10 @@ recover_some_(struct tsr_pgsm *sm)
  * our acting set, and an interval's writes go to its acting set only), so
  * the peering that started our interval weighed it: what the stray holds
  * beyond our history (a write its primary made and never replicated
- * before it died) was never acknowledged, and goes.  A stray claiming a
- * write of our interval or later contradicts that; it stays, for an
- * operator to look at. */
+ * before it died) was never acknowledged, and goes.  So this holds for
+ * every stray; the test only guards against a copy that claims a write
+ * of our interval or later, which would mean a broken peering: that one
+ * stays, for an operator to look at. */
 static int
 purgeable(const struct tsr_pgsm *sm, const struct tsr_pg_info *in)
 {

@@ -568,6 +568,14 @@ START_TEST(pgs_peer)
 	running[0] = 1;
 	ck_assert_msg(await_up(&c, 0, 1, 15000) == 0, "osd.0 never came back up");
 	await_copies(&c, running, 64 * 3, "osd.0 back, out");
+	{
+		/* counted above only if it answered: it holds nothing */
+		char *out = NULL;
+		ck_assert_int_eq(tc_osd_asok(&c, 0, "pg dump", &out), 0);
+		ck_assert_msg(tc_json_u64(out, "copies", 99) == 0, "osd.0, out, still holds "
+			      "copies: %.300s", out);
+		free(out);
+	}
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST

@@ -1489,8 +1489,9 @@ all_clean(char *why, size_t wl)
 			return 0;
 		}
 	}
-	/* and the copies no longer needed are gone: an OSD up in the map
-	 * holds no PG it is not in the acting set of */
+	/* and the copies no longer needed are gone: a live OSD (every one
+	 * is up in the map by now) holds no PG it is not in the acting set
+	 * of */
 	for (int o = 0; o < nosd; o++)
 		for (int pg = 0; pg < NPG; pg++) {
 			struct tsr_pg_mapview mv;
