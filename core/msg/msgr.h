@@ -131,7 +131,7 @@ TSR_API void tsr_msg_free(struct tsr_msg *m, int result);
  * (msg.c): at least n bytes, *cap gets its size; page-aligned from 64 KiB
  * up.  give_data attaches p[0..len) to m as data it owns: the messenger
  * puts it back in the pool once done with m (-EINVAL when m has data
- * already).  A buffer not given is put back with buf_put. */
+ * already).  A buffer not given is put back with tsr_msg_buf_put. */
 TSR_API void *tsr_msg_buf_get(size_t n, size_t *cap);
 TSR_API void tsr_msg_buf_put(void *p, size_t cap);
 TSR_API int tsr_msg_give_data(struct tsr_msg *m, void *p, size_t len, size_t cap);

@@ -191,14 +191,11 @@ body_start(struct tsr_conn *c)
 	if (h->front_len && (x->front = malloc(h->front_len)) == NULL)
 		goto nomem;
 	if (h->data_raw_len) {
-		void *d = msgr_buf_get(h->data_raw_len, &x->data_cap);
+		size_t cap;
+		void *d = msgr_buf_get(h->data_raw_len, &cap);
 		if (d == NULL)
 			goto nomem;
-		x->one = (struct iovec){ d, h->data_raw_len };
-		x->data_iov = &x->one;
-		x->data_iovcnt = 1;
-		x->owns_data = 1;
-		x->data_len = h->data_raw_len;
+		tsr_msg_give_data(x, d, h->data_raw_len, cap);
 	}
 	if ((h->flags & TSR_FRAME_F_ZSTD) && (c->rzdata = malloc(h->data_len)) == NULL)
 		goto nomem;

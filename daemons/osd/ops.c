@@ -4,8 +4,8 @@
  * transaction (REPOP), answered when the machine says (REPLY).
  *
  * The way of an operation.  The I/O thread that read it decodes it and
- * posts it to its PG's shard (an operation from a newer map than the OSD's waits for
- * that map).  On the shard its copy, once fed the client's epoch, gives
+ * posts it to its PG's shard (an operation from a newer map than the
+ * OSD's waits for that map).  On the shard its copy, once fed the client's epoch, gives
  * it to the machine, which checks that this OSD is the primary (-ESTALE
  * otherwise: the client places it again with a newer map), keeps the
  * order of the operations on one object, and holds them while the PG

@@ -31,6 +31,24 @@ read_stored(struct os *os, int fd, const struct os_cmeta *m, uint32_t cno,
 	return tsr_crc32c(0, buf, n) != m->crc[b];
 }
 
+/* The two ways stored data turns out bad, said the same way by every
+ * reader; -EIO. */
+static int
+read_failed(struct os *os, const char *name, uint64_t off, int rc)
+{
+	os_log(os, LOG_ERR, "object %s offset %" PRIu64 ": read: %s", name, off,
+	       strerror(-rc));
+	return -EIO;
+}
+
+static int
+crc_mismatch(struct os *os, const char *name, uint64_t objid, uint64_t off)
+{
+	os_log(os, LOG_ERR, "object %s (id %" PRIu64 ") offset %" PRIu64
+	       ": checksum mismatch in stored data", name, objid, off);
+	return -EIO;
+}
+
 int
 os_read_block(struct os *os, int fd, const char *name, uint64_t objid,
 	   uint32_t cno, unsigned b, const struct os_cmeta *m, uint8_t *out)
@@ -48,16 +66,10 @@ os_read_block(struct os *os, int fd, const char *name, uint64_t objid,
 		return -EIO;
 	}
 	rc = read_stored(os, fd, m, cno, b, out, OS_BLOCK);
-	if (rc < 0) {
-		os_log(os, LOG_ERR, "object %s offset %" PRIu64 ": read: %s", name,
-		       off, strerror(-rc));
-		return -EIO;
-	}
-	if (rc == 1) {
-		os_log(os, LOG_ERR, "object %s (id %" PRIu64 ") offset %" PRIu64
-		       ": checksum mismatch in stored data", name, objid, off);
-		return -EIO;
-	}
+	if (rc < 0)
+		return read_failed(os, name, off, rc);
+	if (rc == 1)
+		return crc_mismatch(os, name, objid, off);
 	return 0;
 }
 
@@ -229,22 +241,15 @@ run_flush(struct run *r)
 		rc = pread_direct(r, r->dst, len, r->stored);
 	else
 		rc = os_pread_full(r->fd, r->dst, len, r->stored);
-	if (rc < 0) {
-		os_log(r->os, LOG_ERR, "object %s offset %" PRIu64 ": read: %s", r->name,
-		       r->lb * OS_BLOCK, strerror(-rc));
-		return -EIO;
-	}
+	if (rc < 0)
+		return read_failed(r->os, r->name, r->lb * OS_BLOCK, rc);
 	for (uint32_t i = 0; i < r->n; i++) {
 		uint64_t lb = r->lb + i;
 		const struct os_cmeta *m = &r->cm->m[lb / OS_BPC - r->cm->first];
 
 		if (tsr_crc32c(0, r->dst + (size_t)i * OS_BLOCK, OS_BLOCK) !=
-		    m->crc[lb % OS_BPC]) {
-			os_log(r->os, LOG_ERR, "object %s (id %" PRIu64 ") offset %" PRIu64
-			       ": checksum mismatch in stored data", r->name, r->objid,
-			       lb * OS_BLOCK);
-			return -EIO;
-		}
+		    m->crc[lb % OS_BPC])
+			return crc_mismatch(r->os, r->name, r->objid, lb * OS_BLOCK);
 	}
 	r->n = 0;
 	return 0;
