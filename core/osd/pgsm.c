@@ -1086,6 +1086,15 @@ getinfo_check(struct tsr_pgsm *sm)
 {
 	int rc;
 
+	/* The start this copy took part in, complete (as merge_history
+	 * takes a peer's): a member learns of the interval's start only
+	 * from its activation, which carries the history before it, and a
+	 * copy left alone after a clean interval would otherwise wait for
+	 * an interval before that one whose OSDs are dead or hold nothing
+	 * now.  (The search for unfound objects still reaches back to the
+	 * last clean epoch.) */
+	if (!sm->info.backfilling && sm->les_durable > sm->info.history_les)
+		sm->info.history_les = sm->les_durable;
 	for (uint32_t i = 0; i < sm->cur.nacting; i++)
 		if ((rc = query(sm, sm->cur.acting[i])) < 0)
 			return rc;
