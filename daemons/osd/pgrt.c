@@ -18,7 +18,9 @@
  * last clean: doc/architecture.md).  Copies found in the store at start
  * are loaded and fed from their interval's first epoch, from the epochs
  * the OSD stored (mapstore.c).  A copy the machine deletes is removed from
- * the store a batch of objects at a time.
+ * the store a batch of objects at a time; an epoch that puts the PG here
+ * again meanwhile makes a new copy, whose work runs after the removal on
+ * the same worker (purge()).
  *
  * Messages.  A PG message goes on this OSD's own lossless session to the
  * peer (opened to it by name, so the peer's key proves who it reaches); a
@@ -626,6 +628,9 @@ do_delete(struct pgi *g)
 {
 	int last = 0;
 
+	pthread_mutex_lock(&g->rt->lock);
+	g->deleting = 1;
+	pthread_mutex_unlock(&g->rt->lock);
 	for (int steps = 0; !last && steps < 1 << 20; steps++) {
 		struct tsr_pgstore_txn t;
 		int rc = tsr_pgstore_delete_step(&g->ps, DELETE_BATCH, &t, &last);
@@ -837,6 +842,33 @@ mapview(const struct pgi *g, const struct tsr_osdmap_epoch *ep, struct tsr_pg_ma
 	return 0;
 }
 
+/* A PURGE: the primary is clean without this copy.  The machine takes
+ * it only once it has every epoch posted to the copy, and under rt->lock,
+ * so an epoch that puts the PG on this OSD again either was posted first
+ * (the PURGE goes behind it, and the machine, in the new interval, ignores
+ * it) or finds the copy deleting and makes a new one beside it
+ * (osd_pgrt_map), whose events run on the same worker after the removal.
+ * Without this, that epoch went to a copy about to be removed and the OSD
+ * kept no copy of a PG it serves until yet another epoch.  1: posted
+ * again; 0: taken, its result in *rc. */
+static int
+purge(struct pgi *g, struct ev *e, int *rc)
+{
+	struct osd_pgrt *rt = g->rt;
+
+	pthread_mutex_lock(&rt->lock);
+	if (g->posted > g->taken) {
+		pthread_mutex_unlock(&rt->lock);
+		osd_pg_post(g, e);
+		return 1;
+	}
+	*rc = tsr_pgsm_recv(g->sm, &e->m, 1);
+	if (tsr_pgsm_state(g->sm) == TSR_PGSM_DELETED)
+		g->deleting = 1;
+	pthread_mutex_unlock(&rt->lock);
+	return 0;
+}
+
 static void
 retry_parked(struct pgi *g)
 {
@@ -882,6 +914,8 @@ osd_pg_run(void *arg)
 	switch (e->type) {
 	case EV_MAP: {
 		struct tsr_pg_mapview mv;
+		if (tsr_osdmap_epoch_number(e->ep) > g->taken)
+			g->taken = tsr_osdmap_epoch_number(e->ep);
 		if (g->ep && tsr_osdmap_epoch_number(e->ep) <= tsr_osdmap_epoch_number(g->ep))
 			break; /* fed already */
 		rc = mapview(g, e->ep, &mv);
@@ -917,7 +951,12 @@ osd_pg_run(void *arg)
 			 e->m.type == TSR_PGMSG_BACKFILL_GRANT ||
 			 e->m.type == TSR_PGMSG_BACKFILL_RELEASE)
 			rc = osd_resv_msg(g, &e->m);
-		else
+		else if (e->m.type == TSR_PGMSG_PURGE) {
+			if (purge(g, e, &rc)) {
+				g->payload = NULL;
+				return; /* behind the epochs posted since */
+			}
+		} else
 			rc = tsr_pgsm_recv(g->sm, &e->m, 1);
 		if (rc == -EAGAIN) {
 			/* from a newer map: once we have it (a bounded number:
@@ -1028,7 +1067,8 @@ struct pgi *
 osd_pgi_find(struct osd_pgrt *rt, struct tsr_pgid pgid)
 {
 	for (struct pgi *g = rt->pgs; g; g = g->next)
-		if (g->pgid.pool == pgid.pool && g->pgid.pg == pgid.pg && !g->gone)
+		if (g->pgid.pool == pgid.pool && g->pgid.pg == pgid.pg && !g->gone &&
+		    !g->deleting)
 			return g;
 	return NULL;
 }
@@ -1074,6 +1114,7 @@ pgi_new(struct osd_pgrt *rt, struct tsr_pgid pgid, uint64_t created, int exists,
 	return g;
 }
 
+/* (rt->lock held) */
 static void
 post_map(struct pgi *g, struct tsr_osdmap_epoch *ep)
 {
@@ -1081,6 +1122,8 @@ post_map(struct pgi *g, struct tsr_osdmap_epoch *ep)
 
 	if (e == NULL)
 		return;
+	if (tsr_osdmap_epoch_number(ep) > g->posted)
+		g->posted = tsr_osdmap_epoch_number(ep);
 	e->type = EV_MAP;
 	e->ep = tsr_osdmap_epoch_get(ep);
 	osd_pg_post(g, e);
@@ -1090,11 +1133,13 @@ post_map(struct pgi *g, struct tsr_osdmap_epoch *ep)
 static void
 feed_from(struct osd_pgrt *rt, struct pgi *g, uint64_t from)
 {
+	pthread_mutex_lock(&rt->lock);
 	for (uint64_t k = 0; k < rt->ring_n; k++) {
 		struct tsr_osdmap_epoch *ep = rt->ring[(rt->ring_first + k) % RING];
 		if (tsr_osdmap_epoch_number(ep) >= from)
 			post_map(g, ep);
 	}
+	pthread_mutex_unlock(&rt->lock);
 }
 
 static uint64_t
@@ -1131,7 +1176,7 @@ osd_pgrt_map(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
 	/* every copy gets every epoch */
 	pthread_mutex_lock(&rt->lock);
 	for (struct pgi *g = rt->pgs; g; g = g->next)
-		if (!g->gone && !g->damaged)
+		if (!g->gone && !g->damaged && !g->deleting)
 			post_map(g, ep);
 	pthread_mutex_unlock(&rt->lock);
 	/* new copies: PGs this epoch puts this OSD in the up or acting set of */
@@ -1497,7 +1542,7 @@ osd_pgrt_replay(struct osd_pgrt *rt, struct tsr_osdmap_epoch *ep)
 
 	pthread_mutex_lock(&rt->lock);
 	for (struct pgi *g = rt->pgs; g; g = g->next)
-		if (!g->gone && !g->damaged && g->sis0 && e >= g->sis0)
+		if (!g->gone && !g->damaged && !g->deleting && g->sis0 && e >= g->sis0)
 			post_map(g, ep);
 	pthread_mutex_unlock(&rt->lock);
 }

@@ -89,6 +89,11 @@ struct pgi {
 	unsigned nparked;
 	const struct tsr_msg *payload; /* the message being handled */
 	int gone;                    /* deleted: events are dropped */
+	int deleting;                /* its machine deleted it (rt->lock): not
+					found, fed no epoch; an epoch that
+					puts the PG here makes a new copy */
+	uint64_t posted;             /* the newest epoch posted (rt->lock) */
+	uint64_t taken;              /* the newest epoch its worker took */
 	int damaged;                 /* did not load: left as it is */
 	uint64_t sis0;               /* its interval's first, as loaded (the
 					loop's: replay feeds from it) */

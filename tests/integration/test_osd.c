@@ -410,14 +410,23 @@ await_clean(struct tc_cluster *c, const int *running, int want, const char *what
 	       (n = count_clean(c, running, epoch, why, sizeof(why))) < want)
 		tc_sleep_ms(200);
 	if (n < want) {
+		/* the copies that are neither clean at that epoch nor replicas */
 		for (int i = 0; i < (int)c->nosd; i++) {
 			char *out = NULL;
 			if (running[i] && tc_osd_asok(c, (size_t)i, "pg dump", &out) == 0)
-				fprintf(stderr, "osd.%d pg dump: %.3000s\n", i, out);
+				for (const char *p = strstr(out, "{\"pgid\""); p;
+				     p = strstr(p + 1, "{\"pgid\"")) {
+					const char *st = strstr(p, "\"state\": ");
+					if (st && strncmp(st + 9, "\"replica\"", 9) != 0 &&
+					    (strncmp(st + 9, "\"active+clean\"", 14) != 0 ||
+					     tc_json_u64(p, "epoch", 0) < epoch))
+						fprintf(stderr, "osd.%d: %.*s\n", i,
+							(int)strcspn(p, "}"), p);
+				}
 			free(out);
 		}
 	}
-	ck_assert_msg(n >= want, "%s: %d of %d PGs active+clean at epoch %llu after 60 s:%s",
+	ck_assert_msg(n >= want, "%s: %d of %d PGs active+clean at epoch %llu after 20 s:%s",
 		      what, n, want, (unsigned long long)epoch, why);
 	fprintf(stderr, "pgs_peer: %s: %d PGs active+clean at epoch %llu or later after "
 		"%.1f s\n", what, n, (unsigned long long)epoch, (double)(tc_now_ms() - t0) / 1e3);
