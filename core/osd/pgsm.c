@@ -368,7 +368,8 @@ kv_entry(struct persist *p, const struct tsr_pglog_entry *x)
 	free(b);
 }
 
-/* Remove the log entries above ev (rewind) or at and below (trim). */
+/* Remove the log entries above ev (a rewind) or at and below it (with the
+ * other, the whole log: a rebase).  A trim is kv_log_trim's. */
 static void
 kv_log_rm(struct persist *p, struct tsr_ev ev, int above)
 {
@@ -383,6 +384,41 @@ kv_log_rm(struct persist *p, struct tsr_ev ev, int above)
 		kv_add(p, k, sizeof(k), NULL, 0, hi, 1, 1);
 	else
 		kv_add(p, lo, sizeof(lo), NULL, 0, k, sizeof(k), 1);
+}
+
+/* Remove the entries of log at and below to (a trim, before the log
+ * forgets them).  A few, the rule (a write trims one), go key by key; more
+ * as one range from the first of them.  Never a range from the start of
+ * the log's keys: the store would step over every key trimmed before
+ * (LevelDB keeps them as tombstones until a compaction) on every write.
+ * (Keys below the tail are ignored at load, so a key left by a crash
+ * between two versions of this rule does no harm.) */
+#define TRIM_KEYS 16
+
+static void
+kv_log_trim(struct persist *p, const struct tsr_pglog *log, struct tsr_ev to)
+{
+	size_t n = 0;
+
+	while (n < log->n && tsr_ev_cmp(log->e[n].ev, to) <= 0)
+		n++;
+	if (n == 0)
+		return;
+	if (n > TRIM_KEYS) {
+		uint8_t lo[17], hi[17];
+		struct tsr_ev next = to;
+		if (++next.ver == 0)
+			next.epoch++;
+		log_key(lo, log->e[0].ev);
+		log_key(hi, next);
+		kv_add(p, lo, sizeof(lo), NULL, 0, hi, sizeof(hi), 1);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint8_t k[17];
+		log_key(k, log->e[i].ev);
+		kv_add(p, k, sizeof(k), NULL, 0, NULL, 0, 0);
+	}
 }
 
 static void
@@ -1702,8 +1738,8 @@ tsr_pgsm_exec_done(struct tsr_pgsm *sm, uint64_t handle, struct tsr_ev prior, ui
 		if (tsr_ev_cmp(to, done_to) > 0)
 			to = done_to;
 		if (tsr_ev_cmp(to, sm->log.tail) > 0) {
+			kv_log_trim(&p, &sm->log, to);
 			tsr_pglog_trim(&sm->log, to);
-			kv_log_rm(&p, to, 0);
 			sm->info.log_tail = to;
 			sm->trim_to = to;
 		}
@@ -2553,8 +2589,8 @@ on_repop(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 		return 0;
 	memset(&p, 0, sizeof(p));
 	if (tsr_ev_cmp(m->trim_to, sm->log.tail) > 0 && tsr_ev_cmp(m->trim_to, sm->log.head) <= 0) {
+		kv_log_trim(&p, &sm->log, m->trim_to);
 		tsr_pglog_trim(&sm->log, m->trim_to);
-		kv_log_rm(&p, m->trim_to, 0);
 		sm->info.log_tail = m->trim_to;
 	}
 	if ((rc = tsr_pglog_append(&sm->log, x)) < 0) {

@@ -124,13 +124,28 @@ kvov_del(struct kvov *o, const void *k, size_t kl)
 	return set(o, k, kl, NULL, 0, 1);
 }
 
+/* Drop the pending changes to keys in [start, end). */
+static void
+drop_entries(struct kvov *o, const void *start, size_t sl, const void *end, size_t el)
+{
+	int found;
+	size_t a = find(o, start, sl, &found), b = find(o, end, el, &found);
+
+	for (size_t i = a; i < b; i++) {
+		free(o->ents[i].key);
+		free(o->ents[i].val);
+	}
+	if (b > a) {
+		memmove(&o->ents[a], &o->ents[b], (o->nents - b) * sizeof(*o->ents));
+		o->nents -= b - a;
+	}
+}
+
 int
 kvov_del_range(struct kvov *o, const void *start, size_t sl, const void *end,
 	       size_t el)
 {
 	struct kvov_range r;
-	int found;
-	size_t a, b;
 
 	if (keycmp(start, sl, end, el) >= 0)
 		return 0;
@@ -153,18 +168,17 @@ kvov_del_range(struct kvov *o, const void *start, size_t sl, const void *end,
 	}
 	/* Entries inside the range are superseded by it: dropping them keeps
 	 * the rule that every entry is newer than every range covering it. */
-	a = find(o, start, sl, &found);
-	b = find(o, end, el, &found);
-	for (size_t i = a; i < b; i++) {
-		free(o->ents[i].key);
-		free(o->ents[i].val);
-	}
-	if (b > a) {
-		memmove(&o->ents[a], &o->ents[b], (o->nents - b) * sizeof(*o->ents));
-		o->nents -= b - a;
-	}
+	drop_entries(o, start, sl, end, el);
 	o->ranges[o->nranges++] = r;
 	return 0;
+}
+
+void
+kvov_forget_range(struct kvov *o, const void *start, size_t sl, const void *end,
+		  size_t el)
+{
+	if (keycmp(start, sl, end, el) < 0)
+		drop_entries(o, start, sl, end, el);
 }
 
 static int
@@ -173,6 +187,20 @@ covered(const struct kvov *o, const void *k, size_t kl)
 	for (size_t i = 0; i < o->nranges; i++)
 		if (in_range(&o->ranges[i], k, kl))
 			return 1;
+	return 0;
+}
+
+int
+kvov_get_pending(struct kvov *o, const void *k, size_t kl, void **v, size_t *vl, int *owned)
+{
+	int found;
+	size_t i = find(o, k, kl, &found);
+
+	*owned = 0;
+	if (!found || o->ents[i].val == NULL)
+		return -ENOENT;
+	*v = o->ents[i].val;
+	*vl = o->ents[i].vlen;
 	return 0;
 }
 

@@ -52,11 +52,20 @@ int kvov_del(struct kvov *o, const void *k, size_t kl);
 /* Delete every key in [start, end). */
 int kvov_del_range(struct kvov *o, const void *start, size_t sl,
 		   const void *end, size_t el);
+/* The same for keys the store cannot hold (those of an object this
+ * overlay made: ids are never reused): only the pending changes go, and
+ * the commit has no range to look up in the store. */
+void kvov_forget_range(struct kvov *o, const void *start, size_t sl,
+		       const void *end, size_t el);
 
 /* 0 with *v (*owned: 1 if from the store, free with tsr_kv_free), -ENOENT,
  * or -EIO with the store's reason in err. */
 int kvov_get(struct kvov *o, const void *k, size_t kl, void **v, size_t *vl,
 	     int *owned, char *err, size_t errlen);
+/* The same, for a key the store cannot hold (kvov_forget_range): the
+ * pending changes alone. */
+int kvov_get_pending(struct kvov *o, const void *k, size_t kl, void **v, size_t *vl,
+		     int *owned);
 
 /* Visit the merged view of [start, end) in key order; cb's non-zero return
  * stops and is returned. */

@@ -261,6 +261,9 @@ struct os_prep {
 	int64_t dbytes;       /* object count and byte total */
 	uint64_t *new_ids;    /* ids of the objects it made, ascending */
 	size_t nnew, newcap;
+	struct tsr_coll_id ccid; /* coll_exists' last answer: the collection */
+	int cknown;           /* (0: none yet) */
+	int cexists;          /* and whether it exists */
 	uint64_t now;
 	uint64_t data_bytes;  /* bytes the commit stores (set by stage) */
 	size_t rec_bytes;     /* its part of the journal record (stage) */

@@ -112,11 +112,15 @@ get_cmeta(struct os_prep *p, uint64_t objid, uint32_t no, struct os_cmeta *m)
 {
 	uint8_t k[16];
 	void *v;
-	size_t vl;
+	size_t vl, kl;
 	int owned, rc;
 
-	rc = kvov_get(&p->kv, k, os_key_chunk(k, objid, no), &v, &vl, &owned,
-		      p->err, sizeof(p->err));
+	kl = os_key_chunk(k, objid, no);
+	/* (an object this overlay made has no chunk maps in the store) */
+	if (os_prep_is_new(p, objid))
+		rc = kvov_get_pending(&p->kv, k, kl, &v, &vl, &owned);
+	else
+		rc = kvov_get(&p->kv, k, kl, &v, &vl, &owned, p->err, sizeof(p->err));
 	if (rc == -ENOENT) {
 		memset(m, 0, sizeof(*m));
 		return 0;
@@ -316,6 +320,21 @@ add_punch(struct os_file *f, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* Delete the keys [a, b) of object objid: those of an object this overlay
+ * made are in the overlay alone (the store has none: ids are never
+ * reused), and a range the commit would look up key by key in the store
+ * (a write_full's truncation of a new object) is not recorded. */
+static int
+del_range(struct os_prep *p, uint64_t objid, const void *a, size_t al, const void *b,
+	  size_t bl)
+{
+	if (os_prep_is_new(p, objid)) {
+		kvov_forget_range(&p->kv, a, al, b, bl);
+		return 0;
+	}
+	return kvov_del_range(&p->kv, a, al, b, bl);
+}
+
 /* Forget chunks [from, to) (to UINT32_MAX: all the rest): their maps go,
  * and they read as zeros from now on. */
 static int
@@ -345,9 +364,9 @@ drop_chunks(struct os_prep *p, struct os_file *f, uint32_t from, uint64_t to)
 		uint64_t t = (uint64_t)from * OS_CHUNK;
 		if (t < f->trunc_to)
 			f->trunc_to = t;
-		return kvov_del_range(&p->kv, a, al, b, bl);
+		return del_range(p, f->objid, a, al, b, bl);
 	}
-	rc = kvov_del_range(&p->kv, a, al, b, bl);
+	rc = del_range(p, f->objid, a, al, b, bl);
 	return rc < 0 ? rc
 		      : add_punch(f, (uint64_t)from * OS_CHUNK,
 				  (to - from) * (uint64_t)OS_CHUNK);
@@ -398,6 +417,17 @@ struct objref {
 	struct onode on;
 };
 
+static void
+coll_known(struct os_prep *p, const struct tsr_coll_id *cid, int exists)
+{
+	p->ccid = *cid;
+	p->cknown = 1;
+	p->cexists = exists;
+}
+
+/* Whether collection cid exists.  Every op asks, and a transaction's ops
+ * name one collection as a rule: the last answer is kept (MKCOLL and
+ * RMCOLL set it), which saves the store a lookup per op. */
 static int
 coll_exists(struct os_prep *p, const struct tsr_coll_id *cid)
 {
@@ -406,11 +436,17 @@ coll_exists(struct os_prep *p, const struct tsr_coll_id *cid)
 	size_t vl;
 	int owned, rc;
 
+	if (p->cknown && p->ccid.pool == cid->pool && p->ccid.pg == cid->pg &&
+	    p->ccid.shard == cid->shard)
+		return p->cexists;
 	rc = kvov_get(&p->kv, k, os_key_coll(k, cid), &v, &vl, &owned, p->err,
 		      sizeof(p->err));
 	if (rc == 0 && owned)
 		tsr_kv_free(v);
-	return rc == 0 ? 1 : rc == -ENOENT ? 0 : -EIO;
+	if (rc < 0 && rc != -ENOENT)
+		return -EIO;
+	coll_known(p, cid, rc == 0);
+	return rc == 0;
 }
 
 static int
@@ -525,7 +561,7 @@ obj_remove(struct os_prep *p, struct objref *r)
 		uint8_t a[16], b[16];
 		size_t al = os_key_sub(a, tags[i], r->on.objid, NULL, 0);
 		size_t bl = os_key_after(b, a, al);
-		if ((rc = kvov_del_range(&p->kv, a, al, b, bl)) < 0)
+		if ((rc = del_range(p, r->on.objid, a, al, b, bl)) < 0)
 			return rc;
 	}
 	for (size_t i = 0; i < f->nchunks; i++) {
@@ -757,8 +793,12 @@ prep_op(struct os_prep *p, const struct tsr_txn_op *op)
 		return ex;
 	switch (op->type) {
 	case TSR_TXN_MKCOLL:
+		if (ex)
+			return -EEXIST;
 		kl = os_key_coll(k, &op->cid);
-		return ex ? -EEXIST : kvov_put(&p->kv, k, kl, "", 0);
+		if ((rc = kvov_put(&p->kv, k, kl, "", 0)) == 0)
+			coll_known(p, &op->cid, 1);
+		return rc;
 	case TSR_TXN_RMCOLL:
 		if (!ex)
 			return -ENOENT;
@@ -769,7 +809,9 @@ prep_op(struct os_prep *p, const struct tsr_txn_op *op)
 		if (rc != 0)
 			return rc == 1 ? -ENOTEMPTY : -EIO;
 		kl = os_key_coll(k, &op->cid);
-		return kvov_del(&p->kv, k, kl);
+		if ((rc = kvov_del(&p->kv, k, kl)) == 0)
+			coll_known(p, &op->cid, 0);
+		return rc;
 	default:
 		break;
 	}

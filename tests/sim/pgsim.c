@@ -1507,6 +1507,16 @@ all_clean(char *why, size_t wl)
 					 tsr_pgsm_why(osds[o].sm[pg]));
 				return 0;
 			}
+			/* its stored log is its log: every trim removed its keys */
+			const struct tsr_pglog *l = tsr_pgsm_log(osds[o].sm[pg]);
+			size_t nlog = 0;
+			for (size_t i = 0; i < osds[o].st[pg].nkv; i++)
+				nlog += osds[o].st[pg].kv[i].kl == 17 && osds[o].st[pg].kv[i].k[0] == 'L';
+			if (nlog != l->n) {
+				snprintf(why, wl, "pg %d: osd.%d stores %zu log entries, its log has %zu",
+					 pg, o, nlog, l->n);
+				return 0;
+			}
 		}
 	for (int i = 0; i < INFLIGHT; i++)
 		if (cops[i].active) {

@@ -259,6 +259,44 @@ START_TEST(get_sees_store_then_overlay)
 }
 END_TEST
 
+/* For keys the store cannot hold (an object the overlay made): forgetting
+ * a range drops only what is pending, records no range, and leaves the
+ * store alone; a pending-only get never reads the store. */
+START_TEST(forget_range_and_pending_get)
+{
+	void *v;
+	size_t vl;
+	int owned;
+
+	store_put("n1", "stored");
+	put("n1", "1");
+	put("n2", "2");
+	put("p", "3");
+	kvov_forget_range(&ov, "n", 1, "o", 1);
+	ck_assert_uint_eq(ov.nranges, 0);
+	ck_assert_uint_eq(ov.nents, 1);
+	ov_expect("p", "3", 0);
+	/* (the store's key shows again: the caller promised there is none) */
+	ov_expect("n1", "stored", 1);
+	ck_assert_int_eq(kvov_get_pending(&ov, "n1", 2, &v, &vl, &owned), -ENOENT);
+	ck_assert_int_eq(kvov_get_pending(&ov, "p", 1, &v, &vl, &owned), 0);
+	ck_assert_int_eq(owned, 0);
+	ck_assert_uint_eq(vl, 1);
+	ck_assert(memcmp(v, "3", 1) == 0);
+	del("p");
+	ck_assert_int_eq(kvov_get_pending(&ov, "p", 1, &v, &vl, &owned), -ENOENT);
+	/* an empty or reversed range forgets nothing */
+	put("q", "4");
+	kvov_forget_range(&ov, "r", 1, "q", 1);
+	kvov_forget_range(&ov, "q", 1, "q", 1);
+	ov_expect("q", "4", 0);
+	emit();
+	store_expect("n1", "stored");
+	store_expect("n2", NULL);
+	store_expect("q", "4");
+}
+END_TEST
+
 START_TEST(many_entries_stay_sorted)
 {
 	char k[16];
@@ -682,6 +720,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, get_sees_store_then_overlay);
+	tcase_add_test(tc, forget_range_and_pending_get);
 	tcase_add_test(tc, many_entries_stay_sorted);
 	tcase_add_test(tc, del_range_then_later_put_wins);
 	tcase_add_test(tc, del_range_on_empty_overlay);
