@@ -89,6 +89,18 @@ cmd_up() {
 		rm -f "$DEV/tessera.conf"
 	fi
 	if [ ! -f "$DEV/tessera.conf" ]; then
+		# Seven daemons and the clients share this machine: with fewer
+		# than two cores an OSD, each daemon runs one thread of each
+		# kind (the defaults suit one OSD on a few cores of its own;
+		# here they wake more threads than there are cores to run them).
+		local small="" commit=""
+		if [ "$JOBS" -lt 8 ]; then
+			small="
+  osd_op_shards = 1;
+  ms_workers = 1;
+  ms_dispatchers = 1;"
+			commit=",commit_threads=1"
+		fi
 		cat >"$DEV/tessera.conf" <<EOF
 # The local development cluster (./dev.sh up); every daemon on loopback.
 global = {
@@ -99,8 +111,8 @@ global = {
   mon_members = "a=127.0.0.1:${MON_PORTS[0]}, b=127.0.0.1:${MON_PORTS[1]}, c=127.0.0.1:${MON_PORTS[2]}";
   mon_data = "$DEV/\$name";
   osd_data = "$DEV/\$name";
-  backend_options = "journal_size=64M";
-  keyring = "$DEV/keys/\$name.keyring";
+  backend_options = "journal_size=64M$commit";
+  keyring = "$DEV/keys/\$name.keyring";$small
 };
 EOF
 	fi
