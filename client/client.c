@@ -492,6 +492,7 @@ struct flight {
 	/* done: answered outside the lock (complete) */
 	int result;
 	struct tsr_objver ver;
+	int rx_posted;               /* its read's buffer is posted on conn */
 };
 
 struct tsr_client {
@@ -540,15 +541,34 @@ now_ns(void)
 	return tsr_now_ns();
 }
 
+/* Large reads are received straight into the caller's buffer: an
+ * operation of one READ posts its buffer on the session it goes on, under
+ * its tid (tsr_conn_post_rx), and takes it back whenever it leaves that
+ * session or finishes, so that nothing is written into it after. */
+#define RX_DIRECT_MIN 65536
+
+static uint64_t
+reply_tag(uint32_t type, const uint8_t *front, size_t front_len)
+{
+	return type == TSR_MSG_OSD_OP_REPLY ? tsr_objop_reply_tid(front, front_len) : 0;
+}
+
 /* f goes on conn now (NULL: none): the reference moves. */
 static void
 set_conn(struct flight *f, struct tsr_conn *conn)
 {
+	if (f->conn && f->rx_posted)
+		tsr_conn_revoke_rx(f->conn, f->tid);
+	f->rx_posted = 0;
 	if (f->conn)
 		tsr_conn_put(f->conn);
 	if (conn)
 		tsr_conn_get(conn);
 	f->conn = conn;
+	if (conn && f->op->n == 1 && f->op->s[0].sub.type == TSR_OBJOP_READ &&
+	    f->op->s[0].buf && f->op->s[0].cap >= RX_DIRECT_MIN)
+		f->rx_posted = tsr_conn_post_rx(conn, f->tid, f->op->s[0].buf,
+						f->op->s[0].cap) == 0;
 }
 
 /* Close conn (the caller's reference goes with it) once c->lock is let
@@ -936,7 +956,7 @@ take_outputs(struct flight *f, const struct tsr_objop_reply *r)
 					src = -EBADMSG;
 					break;
 				}
-				if (olen)
+				if (olen && out != s->buf) /* else received there */
 					memcpy(s->buf, out, olen);
 				if (s->got)
 					*s->got = olen;
@@ -1591,6 +1611,7 @@ tsr_client_connect(const char *conf_path, const char *name, uint64_t timeout_ms,
 	}
 	tsr_core_host_init(&c->host, c->name, conf, c->loop);
 	if ((rc = tsr_msgr_create(&mo, NULL, &c->msgr, err, errlen)) < 0 ||
+	    (tsr_msgr_set_rx_tag(c->msgr, reply_tag), 0) ||
 	    (rc = tsr_msgr_register(c->msgr, TSR_MSG_OSD_OP_REPLY, on_reply, c, 0)) < 0 ||
 	    (rc = tsr_monc_create(c->msgr, c->loop, &mem, &c->monc, err, errlen)) < 0 ||
 	    (rc = tsr_mapsub_create(c->msgr, c->loop, &mem, c->reg, &c->host.host,

@@ -32,11 +32,49 @@ static uint32_t crc_table[8][256];
 static uint32_t crc_shift[4][256];
 #endif
 
+/* For tsr_crc32c_combine: x2n[k] is x^(2^k) modulo the polynomial (bit 31
+ * is x^0, as the reflected register holds it); shift4k[k][b] is what byte
+ * k of a register being b becomes after 4096 zero bytes (a stored block:
+ * combining block checksums is the common case). */
+#define X2N 67 /* x^(8 * len) for any 64-bit len */
+static uint32_t x2n[X2N];
+static uint32_t shift4k[4][256];
+
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 /* Written only inside crc_init; pthread_once orders that write before
  * every caller's read, so no atomics are needed. */
 static crc_fn crc_impl = tsr_crc32c_sw;
 static const char *crc_impl_name = "table";
+
+/* a * b modulo the polynomial, both reflected. */
+static uint32_t
+multmodp(uint32_t a, uint32_t b)
+{
+	uint32_t m = 1u << 31, p = 0;
+
+	for (;;) {
+		if (a & m) {
+			p ^= b;
+			if ((a & (m - 1)) == 0)
+				break;
+		}
+		m >>= 1;
+		b = (b >> 1) ^ (CRC32C_POLY & (0u - (b & 1)));
+	}
+	return p;
+}
+
+/* x^(8 * len): the operator that moves a register over len zero bytes. */
+static uint32_t
+bytes_op(uint64_t len)
+{
+	uint32_t p = 1u << 31;
+
+	for (int k = 3; len != 0 && k < X2N; k++, len >>= 1)
+		if (len & 1)
+			p = multmodp(x2n[k], p);
+	return p;
+}
 
 static void
 crc_init(void)
@@ -76,6 +114,16 @@ crc_init(void)
 						v ^= col[8 * k + i];
 				crc_shift[k][b] = v;
 			}
+	}
+	x2n[0] = 1u << 30; /* x^1 */
+	for (int k = 1; k < X2N; k++)
+		x2n[k] = multmodp(x2n[k - 1], x2n[k - 1]);
+	{
+		uint32_t op = bytes_op(4096);
+
+		for (int k = 0; k < 4; k++)
+			for (uint32_t b = 0; b < 256; b++)
+				shift4k[k][b] = multmodp(op, b << (8 * k));
 	}
 	/* Needed when called before constructors have run (e.g. from
 	 * another library's constructor); harmless otherwise. */
@@ -204,6 +252,16 @@ tsr_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	pthread_once(&crc_once, crc_init);
 	return crc_impl(crc, buf, len);
+}
+
+uint32_t
+tsr_crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
+{
+	pthread_once(&crc_once, crc_init);
+	if (len2 == 4096)
+		return shift4k[0][crc1 & 0xff] ^ shift4k[1][(crc1 >> 8) & 0xff] ^
+		       shift4k[2][(crc1 >> 16) & 0xff] ^ shift4k[3][crc1 >> 24] ^ crc2;
+	return multmodp(bytes_op(len2), crc1) ^ crc2;
 }
 
 const char *

@@ -95,6 +95,7 @@ msgr_conn_free(struct tsr_conn *c)
 	}
 	tsr_msg_free(c->rmsg, -ESHUTDOWN);
 	free(c->rzdata);
+	free(c->rxp);
 	if (c->fd >= 0)
 		close(c->fd);
 	if (c->pending_fd >= 0)
@@ -167,6 +168,68 @@ void
 tsr_conn_set_priv(struct tsr_conn *c, void *priv)
 {
 	c->priv = priv;
+}
+
+void
+tsr_msgr_set_rx_tag(struct tsr_msgr *m, tsr_rx_tag_fn fn)
+{
+	m->rx_tag = fn;
+}
+
+int
+tsr_conn_post_rx(struct tsr_conn *c, uint64_t tag, void *buf, size_t cap)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->nrxp == c->rxp_cap) {
+		size_t n = c->rxp_cap ? 2 * c->rxp_cap : 8;
+		struct rx_post *p = realloc(c->rxp, n * sizeof(*p));
+
+		if (p == NULL)
+			rc = -ENOMEM;
+		else
+			c->rxp = p, c->rxp_cap = n;
+	}
+	if (rc == 0)
+		c->rxp[c->nrxp++] = (struct rx_post){ tag, buf, cap };
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+void
+tsr_conn_revoke_rx(struct tsr_conn *c, uint64_t tag)
+{
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->nrxp; i++)
+		if (c->rxp[i].tag == tag) {
+			c->rxp[i] = c->rxp[--c->nrxp];
+			break;
+		}
+	if (c->rx_user && c->rx_user_tag == tag && c->rmsg) {
+		/* being received into it now (the worker waits for our lock):
+		 * the rest goes into a buffer of ours, after what came */
+		struct tsr_msg *x = c->rmsg;
+		size_t cap, got = c->rgot > x->front_len ? c->rgot - x->front_len : 0;
+		void *d = msgr_buf_get(x->data_len, &cap);
+
+		if (got > x->data_len)
+			got = x->data_len;
+		if (d != NULL) {
+			memcpy(d, c->rx_user, got);
+			x->data_iov = NULL;
+			x->data_iovcnt = 0;
+			x->data_len = 0;
+			tsr_msg_give_data(x, d, c->rh.data_raw_len, cap);
+			c->rx_user = NULL;
+		} else {
+			/* no memory to move it: the worker reads nothing more
+			 * of this frame; it drops the socket and the peer
+			 * sends it again */
+			c->rx_abandon = 1;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 void *
@@ -252,6 +315,9 @@ conn_drop_socket(struct tsr_conn *c)
 	c->have_hdr = 0;
 	tsr_msg_free(c->rmsg, -ECONNRESET);
 	c->rmsg = NULL;
+	c->rdata_pending = 0;
+	c->rx_user = NULL;
+	c->rx_abandon = 0;
 	free(c->rzdata);
 	c->rzdata = NULL;
 	c->rgot = 0;

@@ -253,6 +253,13 @@ tsr_msg_give_data(struct tsr_msg *m, void *p, size_t len, size_t cap)
 	return 0;
 }
 
+void
+tsr_msg_set_data_crc(struct tsr_msg *m, uint32_t crc)
+{
+	m->data_crc = crc;
+	m->data_crc_known = 1;
+}
+
 int
 tsr_msg_set_rbuf(struct tsr_msg *m, struct tsr_rbuf *b)
 {

@@ -86,6 +86,8 @@ struct tsr_msg {
 	uint64_t seq;
 	uint32_t crc;             /* footer: CRC32C of front || data as sent */
 	int crc_done;
+	uint32_t data_crc;        /* tsr_msg_set_data_crc */
+	int data_crc_known;
 	uint8_t *zdata;           /* compressed data, when sent compressed */
 	size_t zlen;
 	int owns_data;            /* data_iov[0] is ours to free */
@@ -135,6 +137,32 @@ TSR_API void tsr_msg_free(struct tsr_msg *m, int result);
 TSR_API void *tsr_msg_buf_get(size_t n, size_t *cap);
 TSR_API void tsr_msg_buf_put(void *p, size_t cap);
 TSR_API int tsr_msg_give_data(struct tsr_msg *m, void *p, size_t len, size_t cap);
+/* The data attached to m has this CRC32C (tsr_crc32c(0, data, len)), known
+ * already (a store's block checksums, combined): the frame's checksum is
+ * then made from it instead of from a pass over the data.  A wrong value
+ * makes the peer drop the connection (a bad frame), never pass bad data. */
+TSR_API void tsr_msg_set_data_crc(struct tsr_msg *m, uint32_t crc);
+
+/* Receiving a message's data straight into the caller's buffer (a
+ * client's read lands where the application asked, with no copy).  A
+ * messenger given a tag function asks it, once a frame's front is in, for
+ * the frame's tag (a request id that front carries; 0 for none); a buffer
+ * posted on the connection under that tag, at least as long as the data,
+ * then receives the data instead of one of the messenger's: the message
+ * arrives with data_iov[0].iov_base == that buffer, borrowed (freeing the
+ * message leaves it alone).  A posting is used at most once.  After
+ * tsr_conn_revoke_rx returns, the messenger writes no more into the
+ * buffer: a frame being received into it right then is moved to a buffer
+ * of the messenger's first.  So a caller revokes before it hands the
+ * buffer back, and ignores a message of a request it has finished.  The
+ * tag function runs on an I/O thread under the connection's lock: it only
+ * decodes.  post: 0 or -ENOMEM. */
+typedef uint64_t (*tsr_rx_tag_fn)(uint32_t type, const uint8_t *front, size_t front_len);
+struct tsr_msgr;
+struct tsr_conn;
+TSR_API void tsr_msgr_set_rx_tag(struct tsr_msgr *m, tsr_rx_tag_fn fn);
+TSR_API int tsr_conn_post_rx(struct tsr_conn *c, uint64_t tag, void *buf, size_t cap);
+TSR_API void tsr_conn_revoke_rx(struct tsr_conn *c, uint64_t tag);
 
 struct tsr_msgr_opts {
 	uint8_t fsid[16];

@@ -187,6 +187,17 @@ struct tsr_conn {
 	uint8_t rfooter[TSR_FRAME_FOOTER];
 	size_t rgot;               /* body bytes read */
 	uint8_t *rzdata;           /* compressed data being read */
+	int rdata_pending;         /* the data's buffer is chosen once the
+	                            * front is in (a tag function is set) */
+	void *rx_user;             /* rmsg's data is this posted buffer */
+	int rx_abandon;            /* revoked with no memory to move it */
+	uint64_t rx_user_tag;
+	struct rx_post {           /* tsr_conn_post_rx (lock) */
+		uint64_t tag;
+		void *buf;
+		size_t cap;
+	} *rxp;
+	size_t nrxp, rxp_cap;
 	uint64_t last_rx;          /* ns */
 	uint64_t reconnect_at, standby_since, backoff_ms;
 
@@ -223,6 +234,7 @@ struct tsr_msgr {
 	unsigned nworkers, rr;
 
 	pthread_mutex_t lock;      /* conns, handlers, stats, accept count */
+	tsr_rx_tag_fn rx_tag;      /* set before connections, never changed */
 	struct tsr_conn *conns;
 	struct handler *handlers;
 	uint32_t nhandlers;

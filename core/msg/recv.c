@@ -32,6 +32,7 @@ frame_done(struct tsr_conn *c, struct after *a)
 	c->rmsg = NULL;
 	c->have_hdr = 0;
 	c->rgot = 0;
+	c->rx_user = NULL; /* complete: nothing more is written into it */
 	crc = tsr_crc32c(0, x->front, x->front_len);
 	if (c->rzdata)
 		crc = tsr_crc32c(crc, c->rzdata, h.data_len);
@@ -190,7 +191,10 @@ body_start(struct tsr_conn *c)
 	x->front_len = h->front_len;
 	if (h->front_len && (x->front = malloc(h->front_len)) == NULL)
 		goto nomem;
-	if (h->data_raw_len) {
+	if (h->data_raw_len && c->m->rx_tag && h->front_len &&
+	    !(h->flags & TSR_FRAME_F_ZSTD) && c->state == C_OPEN) {
+		c->rdata_pending = 1; /* rx_data_start, once the front is in */
+	} else if (h->data_raw_len) {
 		size_t cap;
 		void *d = msgr_buf_get(h->data_raw_len, &cap);
 		if (d == NULL)
@@ -209,7 +213,39 @@ nomem:
 	return -ENOMEM;
 }
 
-/* The body's iovecs from byte rgot on. */
+/* The front is in: the data goes into a buffer posted under the frame's
+ * tag, or one of ours (worker, lock held).  0, or a fault was raised. */
+static int
+rx_data_start(struct tsr_conn *c)
+{
+	struct tsr_msg *x = c->rmsg;
+	size_t len = c->rh.data_raw_len, cap;
+	uint64_t tag = c->m->rx_tag(x->type, x->front, x->front_len);
+	void *d;
+
+	c->rdata_pending = 0;
+	for (size_t i = 0; tag && i < c->nrxp; i++)
+		if (c->rxp[i].tag == tag && c->rxp[i].cap >= len) {
+			x->one = (struct iovec){ c->rxp[i].buf, len };
+			x->data_iov = &x->one;
+			x->data_iovcnt = 1;
+			x->data_len = len;
+			c->rx_user = c->rxp[i].buf;
+			c->rx_user_tag = tag;
+			c->rxp[i] = c->rxp[--c->nrxp]; /* used once */
+			return 0;
+		}
+	if ((d = msgr_buf_get(len, &cap)) == NULL) {
+		msgr_conn_fault(c, -ENOMEM, "out of memory for a %u + %u byte message",
+				c->rh.front_len, c->rh.data_len);
+		return -ENOMEM;
+	}
+	tsr_msg_give_data(x, d, len, cap);
+	return 0;
+}
+
+/* The body's iovecs from byte rgot on (only the front's while the data's
+ * buffer waits for it). */
 static int
 body_iov(struct tsr_conn *c, struct iovec *iov)
 {
@@ -219,12 +255,15 @@ body_iov(struct tsr_conn *c, struct iovec *iov)
 	int n = 0, out = 0;
 
 	seg[n++] = (struct iovec){ x->front, x->front_len };
-	if (c->rzdata)
+	if (c->rdata_pending)
+		; /* the front alone */
+	else if (c->rzdata)
 		seg[n++] = (struct iovec){ c->rzdata, c->rh.data_len };
 	else
 		seg[n++] = (struct iovec){ x->data_len ? x->data_iov[0].iov_base : NULL,
 					   x->data_len };
-	seg[n++] = (struct iovec){ c->rfooter, TSR_FRAME_FOOTER };
+	if (!c->rdata_pending)
+		seg[n++] = (struct iovec){ c->rfooter, TSR_FRAME_FOOTER };
 	for (int i = 0; i < n; i++) {
 		if (off >= seg[i].iov_len) {
 			off -= seg[i].iov_len;
@@ -290,6 +329,11 @@ parse_staged(struct tsr_conn *c, struct after *a)
 				return;
 		}
 		body_take(c, &pos);
+		if (c->rdata_pending && c->rgot == c->rh.front_len) {
+			if (rx_data_start(c) < 0)
+				return;
+			body_take(c, &pos);
+		}
 		if (c->rgot < body_len(c))
 			break;
 		frame_done(c, a);
@@ -306,6 +350,11 @@ parse_staged(struct tsr_conn *c, struct after *a)
 void
 msgr_conn_read(struct tsr_conn *c, struct after *a)
 {
+	if (c->rx_abandon) {
+		msgr_conn_fault(c, -ENOMEM, "out of memory moving a message off a "
+				"revoked buffer");
+		return;
+	}
 	for (int round = 0; round < 32 && c->fd >= 0 && !c->read_paused &&
 			    c->state != C_CLOSED && a->moved_to == NULL; round++) {
 		ssize_t r;
@@ -318,6 +367,9 @@ msgr_conn_read(struct tsr_conn *c, struct after *a)
 			r = readv(c->fd, iov, n);
 			if (r > 0) {
 				c->rgot += (size_t)r;
+				if (c->rdata_pending && c->rgot == c->rh.front_len &&
+				    rx_data_start(c) < 0)
+					return;
 				if (c->rgot == body_len(c))
 					frame_done(c, a);
 				continue;

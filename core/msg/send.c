@@ -123,6 +123,8 @@ msg_prepare(struct tsr_conn *c, struct tsr_msg *x)
 		uint32_t crc = tsr_crc32c(0, x->front, x->front_len);
 		if (x->zdata)
 			crc = tsr_crc32c(crc, x->zdata, x->zlen);
+		else if (x->data_crc_known)
+			crc = tsr_crc32c_combine(crc, x->data_crc, x->data_len);
 		else
 			for (int i = 0; i < x->data_iovcnt; i++)
 				crc = tsr_crc32c(crc, x->data_iov[i].iov_base,

@@ -514,6 +514,20 @@ decode_reply(const void *front, size_t front_len, const uint8_t *data, size_t da
 	return 0;
 }
 
+uint64_t
+tsr_objop_reply_tid(const void *front, size_t front_len)
+{
+	struct tsr_dec d, sub;
+	uint8_t ver;
+	uint64_t tid;
+
+	tsr_dec_init(&d, front, front_len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return 0;
+	tid = tsr_dec_u64(&sub);
+	return tsr_dec_error(&sub) ? 0 : tid;
+}
+
 int
 tsr_objop_reply_decode(const void *front, size_t front_len, const void *data,
 		       size_t data_len, struct tsr_objop_reply *r, char *err, size_t errlen)

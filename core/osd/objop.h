@@ -246,6 +246,10 @@ int tsr_objop_reply_iov(const struct tsr_objop_reply *r, struct iovec *iov);
 int tsr_objop_reply_decode(const void *front, size_t front_len, const void *data,
 			   size_t data_len, struct tsr_objop_reply *r, char *err,
 			   size_t errlen);
+/* The request id of an encoded reply's front without decoding the rest (a
+ * messenger's tag function: tsr_msgr_set_rx_tag); 0 if it does not
+ * decode. */
+uint64_t tsr_objop_reply_tid(const void *front, size_t front_len);
 
 /* Lists.  Encoding: begin (a count to come), put each key (and value:
  * NULL for a keylist), end with the count; the caller keeps the order

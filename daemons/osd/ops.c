@@ -30,11 +30,13 @@
 #include "osd/osdmsg.h"
 #include "util/util.h"
 
+#include <tessera/crc32c.h>
 #include <tessera/hash.h>
 #include <tessera/txn.h>
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +57,19 @@ struct out {
 	int pooled;                  /* p is from the messenger's pool */
 	int err;                     /* no memory, or over the bound */
 	size_t max;                  /* what a message's data may hold */
+	uint32_t crc;                /* CRC32C of p[0..crc_len) */
+	size_t crc_len;
 };
+
+/* Bring o->crc over everything in o so far. */
+static void
+out_crc_catch_up(struct out *o)
+{
+	if (o->crc_len < o->len) {
+		o->crc = tsr_crc32c(o->crc, o->p + o->crc_len, o->len - o->crc_len);
+		o->crc_len = o->len;
+	}
+}
 
 static void
 out_free(struct out *o)
@@ -168,6 +182,9 @@ send_reply(struct cop *op, struct tsr_objop_reply *r, struct out *o)
 	if (m != NULL) {
 		if (o && o->len) {
 			struct iovec iov = { o->p, o->len };
+
+			out_crc_catch_up(o);
+			tsr_msg_set_data_crc(m, o->crc);
 			if ((o->pooled ? tsr_msg_give_data(m, o->p, o->len, o->cap)
 				       : tsr_msg_set_data(m, &iov, 1, release_out, o->p)) < 0) {
 				tsr_msg_free(m, 0);
@@ -794,8 +811,22 @@ run_read(struct pgi *g, struct cop *op, struct tsr_objop_reply *r, struct out *o
 				rc = o->err;
 				break;
 			}
-			if (want && (rc = b->read(g->ps.inst, &g->ps.cid, oid, oid_len, s->off, want,
-						  d, &n)) == 0)
+			if (want && b->size >= offsetof(struct tsr_backend_ops, read_crc) +
+					    sizeof(b->read_crc) &&
+			    b->read_crc) {
+				/* the store's block checksums make the frame's */
+				uint32_t c;
+
+				out_crc_catch_up(o);
+				rc = b->read_crc(g->ps.inst, &g->ps.cid, oid, oid_len, s->off,
+						 want, d, &n, &c);
+				if (rc == 0) {
+					o->crc = tsr_crc32c_combine(o->crc, c, n);
+					o->crc_len += n;
+					o->len += n;
+				}
+			} else if (want && (rc = b->read(g->ps.inst, &g->ps.cid, oid, oid_len,
+							 s->off, want, d, &n)) == 0)
 				o->len += n;
 			break;
 		}

@@ -385,6 +385,9 @@ int os_flush(void *inst);
 int os_read(void *inst, const struct tsr_coll_id *cid, const void *oid,
 	    size_t oid_len, uint64_t off, uint64_t len, void *buf,
 	    uint64_t *out_len);
+int os_read_crc(void *inst, const struct tsr_coll_id *cid, const void *oid,
+		size_t oid_len, uint64_t off, uint64_t len, void *buf,
+		uint64_t *out_len, uint32_t *crc);
 int os_stat(void *inst, const struct tsr_coll_id *cid, const void *oid,
 	    size_t oid_len, struct tsr_obj_stat *st);
 int os_getattr(void *inst, const struct tsr_coll_id *cid, const void *oid,
@@ -445,7 +448,7 @@ int os_fsck_live(const struct os_fsck *c, uint64_t objid);
 		.getattrs = os_getattrs, .omap_get = os_omap_get,            \
 		.omap_iter = os_omap_iter, .list_colls = os_list_colls,      \
 		.list_objects = os_list_objects, .statfs = os_statfs,        \
-		.fsck = (fsck_fn),                                           \
+		.fsck = (fsck_fn), .read_crc = os_read_crc,                  \
 	}
 
 /* Options every backend built on the engine takes, and where they sit in

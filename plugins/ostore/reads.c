@@ -197,7 +197,16 @@ struct run {
 	uint64_t stored; /* where it is stored */
 	uint32_t n;      /* blocks */
 	uint8_t *dst;
+	uint32_t *crc;   /* the CRC32C of what was read so far, or NULL */
 };
+
+/* Fold n more bytes of the answer, whose CRC32C is c, into r->crc. */
+static void
+crc_fold(struct run *r, uint32_t c, uint64_t n)
+{
+	if (r->crc)
+		*r->crc = tsr_crc32c_combine(*r->crc, c, n);
+}
 
 /* Read len bytes at off into dst with O_DIRECT as far as the store lets
  * (a file's end need not be aligned: the rest comes through the page
@@ -250,6 +259,7 @@ run_flush(struct run *r)
 		if (tsr_crc32c(0, r->dst + (size_t)i * OS_BLOCK, OS_BLOCK) !=
 		    m->crc[lb % OS_BPC])
 			return crc_mismatch(r->os, r->name, r->objid, lb * OS_BLOCK);
+		crc_fold(r, m->crc[lb % OS_BPC], OS_BLOCK);
 	}
 	r->n = 0;
 	return 0;
@@ -278,11 +288,11 @@ run_add(struct run *r, uint64_t lb, uint64_t stored, uint8_t *dst)
 static int
 read_locked(struct os *os, const struct tsr_coll_id *cid, const void *oid,
 	    size_t oid_len, uint64_t off, uint64_t len, uint8_t *out,
-	    uint64_t *out_len)
+	    uint64_t *out_len, uint32_t *crc)
 {
 	struct cmaps cm;
 	struct onode on;
-	struct run run = { .os = os, .cm = &cm, .dfd = -1 };
+	struct run run = { .os = os, .cm = &cm, .dfd = -1, .crc = crc };
 	uint8_t a[16], b[16], *tmp = NULL;
 	ZSTD_DCtx *dctx = NULL;
 	char nb[96], err[256];
@@ -339,6 +349,7 @@ read_locked(struct os *os, const struct tsr_coll_id *cid, const void *oid,
 			if ((rc = os_read_zchunk(os, dctx, fd, nb, on.objid, no, m, tmp)) < 0)
 				goto out;
 			memcpy(out + done, tmp + coff, take);
+			crc_fold(&run, crc ? tsr_crc32c(0, out + done, take) : 0, take);
 			done += take;
 			continue;
 		}
@@ -362,6 +373,7 @@ read_locked(struct os *os, const struct tsr_coll_id *cid, const void *oid,
 			    (rc = os_read_block(os, fd, nb, on.objid, no, bi, m, tmp)) < 0)
 				goto out;
 			memcpy(dst, tmp + (s - bo), e - s);
+			crc_fold(&run, crc ? tsr_crc32c(0, dst, e - s) : 0, e - s);
 		}
 		done += take;
 	}
@@ -380,9 +392,11 @@ out:
 	return rc;
 }
 
-int
-os_read(void *inst, const struct tsr_coll_id *cid, const void *oid,
-	size_t oid_len, uint64_t off, uint64_t len, void *buf, uint64_t *out_len)
+/* crc NULL: none computed. */
+static int
+read_mounted(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	     size_t oid_len, uint64_t off, uint64_t len, void *buf,
+	     uint64_t *out_len, uint32_t *crc)
 {
 	struct os *os = inst;
 	int rc;
@@ -390,9 +404,27 @@ os_read(void *inst, const struct tsr_coll_id *cid, const void *oid,
 	if (!os->mounted)
 		return -EINVAL;
 	pthread_rwlock_rdlock(&os->lock);
-	rc = read_locked(os, cid, oid, oid_len, off, len, buf, out_len);
+	rc = read_locked(os, cid, oid, oid_len, off, len, buf, out_len, crc);
 	pthread_rwlock_unlock(&os->lock);
 	return rc;
+}
+
+int
+os_read(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	size_t oid_len, uint64_t off, uint64_t len, void *buf, uint64_t *out_len)
+{
+	return read_mounted(inst, cid, oid, oid_len, off, len, buf, out_len, NULL);
+}
+
+/* The CRC32C folded from the blocks' own (a pass over partial blocks,
+ * holes and compressed chunks only). */
+int
+os_read_crc(void *inst, const struct tsr_coll_id *cid, const void *oid,
+	    size_t oid_len, uint64_t off, uint64_t len, void *buf,
+	    uint64_t *out_len, uint32_t *crc)
+{
+	*crc = 0;
+	return read_mounted(inst, cid, oid, oid_len, off, len, buf, out_len, crc);
 }
 
 int

@@ -27,16 +27,16 @@ expect() {
 }
 
 P=$TEST_PLUGIN_DIR
-expect check-good 0 "valid partitioner plugin 'good' version 1.0.0 (plugin ABI 1.0)" \
+expect check-good 0 "valid partitioner plugin 'good' version 1.0.0 (plugin ABI 1.1)" \
 	"$TESSERA" plugins check "$P/good.so"
 # a provisional kind says so, with the version of its ops table
 expect check-provisional 0 "partitioner ABI version 1: provisional, it changes until a daemon uses the partitioner kind" \
 	"$TESSERA" plugins check "$P/good.so"
 expect check-good-json 0 '"valid": true, "kind": "partitioner", "name": "good"' \
 	"$TESSERA" plugins check --format json "$P/good.so"
-expect check-bad-abi 1 "invalid plugin: $P/bad_abi.so: built for plugin ABI 2.0, this core speaks 1.0" \
+expect check-bad-abi 1 "invalid plugin: $P/bad_abi.so: built for plugin ABI 2.1, this core speaks 1.1" \
 	"$TESSERA" plugins check "$P/bad_abi.so"
-expect check-newer-minor 1 "built for plugin ABI 1.7, newer than this core's 1.0" \
+expect check-newer-minor 1 "built for plugin ABI 1.8, newer than this core's 1.1" \
 	"$TESSERA" plugins check "$P/newer_minor.so"
 expect check-bad-kind 1 "$P/bad_kind.so: unknown plugin kind 99" \
 	"$TESSERA" plugins check "$P/bad_kind.so"
@@ -174,7 +174,7 @@ fi
 # usage
 expect help 0 "Usage: tessera COMMAND" "$TESSERA" --help
 expect sub-help 0 "Usage: tessera plugins check FILE.so" "$TESSERA" plugins check --help
-expect version 0 "(plugin ABI 1.0)" "$TESSERA" version
+expect version 0 "(plugin ABI 1.1)" "$TESSERA" version
 expect unknown 2 "unknown command 'frob'" "$TESSERA" frob
 expect group-only 2 "tessera plugins: which one?" "$TESSERA" plugins
 expect check-two-files 2 "give exactly one FILE.so" "$TESSERA" plugins check a.so b.so

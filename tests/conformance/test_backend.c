@@ -57,6 +57,7 @@
 #include "testutil.h"
 
 #include <tessera/backend.h>
+#include <tessera/crc32c.h>
 #include <tessera/txn.h>
 
 #include <check.h>
@@ -68,6 +69,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -643,6 +645,38 @@ expect_missing(struct be *b, struct tsr_coll_id cid, struct bytes oid)
 		      "%d, expected -ENOENT", b->name, NM(oid), rc);
 }
 
+/* A backend with read_crc (ABI 1.1) reads [off, off+len) with it too,
+ * into a page-aligned buffer (which a backend may fill with O_DIRECT) at
+ * offset mis: the same got bytes as read's (data[0..got)), and the CRC32C
+ * of exactly those. */
+static void
+expect_read_crc(struct be *b, struct tsr_coll_id cid, struct bytes oid,
+		uint64_t off, uint64_t len, const uint8_t *data, uint64_t got,
+		size_t mis)
+{
+	const struct tsr_backend_ops *o = b->ops;
+	uint64_t n = ~0ull;
+	uint32_t crc = 0xdeadbeef;
+	void *mem = NULL;
+	int rc;
+
+	if (o->size < offsetof(struct tsr_backend_ops, read_crc) + sizeof(o->read_crc) ||
+	    o->read_crc == NULL)
+		return;
+	ck_assert_int_eq(posix_memalign(&mem, 4096, len + mis + 1), 0);
+	rc = o->read_crc(b->h, &cid, oid.p, oid.n, off, len, (uint8_t *)mem + mis, &n, &crc);
+	ck_assert_msg(rc == 0 && n == got && memcmp((uint8_t *)mem + mis, data, got) == 0,
+		      "%s: read_crc %s [%" PRIu64 ", +%" PRIu64 ") at buffer offset %zu: "
+		      "%d, %" PRIu64 " bytes (read gave %" PRIu64 ")%s", b->name, NM(oid),
+		      off, len, mis, rc, n, got,
+		      rc == 0 && n == got ? ", other bytes than read's" : "");
+	ck_assert_msg(crc == tsr_crc32c(0, data, got), "%s: read_crc %s [%" PRIu64
+		      ", +%" PRIu64 ") at buffer offset %zu: CRC 0x%08x, the bytes' is 0x%08x",
+		      b->name, NM(oid), off, len, mis, (unsigned)crc,
+		      (unsigned)tsr_crc32c(0, data, got));
+	free(mem);
+}
+
 /* Read [off, off+len) and compare with want (NULL: zeros); the read must
  * return exactly len bytes. */
 static void
@@ -666,6 +700,8 @@ expect_range(struct be *b, struct tsr_coll_id cid, struct bytes oid,
 			"0x%02x, expected 0x%02x", b->name, NM(oid), off + i,
 			buf[i], w);
 	}
+	expect_read_crc(b, cid, oid, off, len, buf, got, 0);
+	expect_read_crc(b, cid, oid, off, len, buf, got, 1);
 	free(buf);
 }
 
@@ -2709,6 +2745,8 @@ START_TEST(ops_reads)
 						      PRIu64 " bytes%s", b.name, round, n, at[i],
 						      mis ? "n unaligned" : "n aligned", rc, got,
 						      rc == 0 && got == n - at[i] ? ", wrong bytes" : "");
+					expect_read_crc(&b, C1, B("big"), at[i], 2 * MiB - mis,
+							buf + mis, got, (size_t)mis);
 				}
 			if (round == 0) {
 				/* a small overwrite inside a block, read at once */

@@ -34,7 +34,7 @@ expect() {
 
 expect help 0 "Usage: tessera-conformance backend PLUGIN.so" "$CF" --help
 expect help-exit 0 "Exit status: 0 when every test passed" "$CF" placement --help
-expect version 0 "plugin ABI 1.0" "$CF" --version
+expect version 0 "plugin ABI 1.1" "$CF" --version
 expect no-kind 2 "which kind of plugin: backend or placement?" "$CF"
 expect bad-kind 2 "unknown plugin kind 'frobnicate'" "$CF" frobnicate x.so
 expect no-plugin 2 "which plugin? Name its .so file after 'backend'" "$CF" backend

@@ -229,6 +229,46 @@ START_TEST(test_sw_hw_random)
 }
 END_TEST
 
+/* combine(crc(a), crc(b), |b|) == crc(a||b): every length of b up to a few
+ * blocks (4096 takes the table path), empty a and b, and a chain of
+ * blocks folded one at a time as the store's reads do. */
+START_TEST(test_combine)
+{
+	size_t cap = 3 * 4096 + 100;
+	uint8_t *buf = alloc_exact(cap);
+	uint32_t folded = 0;
+
+	rng_state = 0xFEED;
+	for (size_t i = 0; i < cap; i++)
+		buf[i] = (uint8_t)rng();
+	for (int iter = 0; iter < 3000; iter++) {
+		size_t a = iter < 10 ? (size_t)iter : rng() % 5000;
+		size_t b = iter % 3 == 0 ? 4096 : iter % 3 == 1 ? rng() % 64 : rng() % (cap - 5000);
+		uint32_t ca = tsr_crc32c(0, buf, a), cb = tsr_crc32c(0, buf + a, b);
+
+		ck_assert_msg(tsr_crc32c_combine(ca, cb, b) == tsr_crc32c(0, buf, a + b),
+			      "a %zu b %zu", a, b);
+	}
+	for (int i = 0; i < 3; i++)
+		folded = i == 0 ? tsr_crc32c(0, buf, 4096)
+				: tsr_crc32c_combine(folded, tsr_crc32c(0, buf + 4096 * i, 4096), 4096);
+	ck_assert_uint_eq(folded, tsr_crc32c(0, buf, 3 * 4096));
+	ck_assert_uint_eq(tsr_crc32c_combine(0, 0, 0), 0);
+	ck_assert_uint_eq(tsr_crc32c_combine(tsr_crc32c(0, buf, 77), 0, 0), tsr_crc32c(0, buf, 77));
+	/* a long length goes through many powers: a megabyte of zeros */
+	{
+		size_t n = 1 << 20;
+		uint8_t *z = calloc(1, n);
+
+		ck_assert_ptr_nonnull(z);
+		ck_assert_uint_eq(tsr_crc32c_combine(tsr_crc32c(0, buf, 100), tsr_crc32c(0, z, n), n),
+				  tsr_crc32c(tsr_crc32c(0, buf, 100), z, n));
+		free(z);
+	}
+	free(buf);
+}
+END_TEST
+
 static Suite *
 crc32c_suite(void)
 {
@@ -243,6 +283,7 @@ crc32c_suite(void)
 	tcase_add_test(tc, test_sw_hw_stream_edges);
 	tcase_add_test(tc, test_sw_hw_small_exhaustive);
 	tcase_add_test(tc, test_sw_hw_random);
+	tcase_add_test(tc, test_combine);
 	suite_add_tcase(s, tc);
 	return s;
 }

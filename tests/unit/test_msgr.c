@@ -437,6 +437,8 @@ START_TEST(every_shape)
 			}
 			ck_assert_ptr_nonnull(m);
 			ck_assert_int_eq(tsr_msg_set_data(m, iov, shapes[k].iovs, rel_cb, &r), 0);
+			if (k % 2) /* the data's CRC given, as an OSD's read does */
+				tsr_msg_set_data_crc(m, tsr_crc32c(0, data, shapes[k].data));
 			ck_assert_int_eq(tsr_conn_send(c, m, 0), 0);
 			ck_assert_msg(sink_wait(&cs, &cs.n, 1, want) == 0,
 				      "shape %zu (zstd %d): no reply", k, z);
@@ -482,6 +484,185 @@ START_TEST(every_shape)
 	sink_fini(&cs);
 	free(data);
 	free(front);
+}
+END_TEST
+
+/* A data CRC given with the data (tsr_msg_set_data_crc) is what the frame
+ * carries: right, the message arrives; wrong, the peer counts a bad frame
+ * and takes nothing. */
+START_TEST(given_data_crc)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	struct tsr_msgr_stats st;
+	size_t n = 1u << 20;
+	uint8_t *data = malloc(n);
+
+	ck_assert_ptr_nonnull(data);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (uint8_t)(i * 2654435761u >> 11);
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, NULL);
+	cli = mk(TSR_ENTITY_CLIENT, 99, NULL, &cs, NULL);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 1, &c), 0);
+	for (int bad = 0; bad < 2; bad++) {
+		struct tsr_msg *m = tsr_msg_new(T_ECHO, "x", 1);
+		struct iovec iov = { data, n };
+		uint64_t want = cs.n + 1;
+
+		ck_assert_ptr_nonnull(m);
+		ck_assert_int_eq(tsr_msg_set_data(m, &iov, 1, NULL, NULL), 0);
+		tsr_msg_set_data_crc(m, tsr_crc32c(0, data, n) ^ (uint32_t)bad);
+		ck_assert_int_eq(tsr_conn_send(c, m, 0), 0);
+		if (!bad) {
+			ck_assert_msg(sink_wait(&cs, &cs.n, 1, want) == 0, "no echo");
+			pthread_mutex_lock(&cs.mu);
+			ck_assert(cs.last->data_len == n &&
+				  memcmp(cs.last->data_iov[0].iov_base, data, n) == 0);
+			pthread_mutex_unlock(&cs.mu);
+			continue;
+		}
+		for (int t = 0; t < 500; t++) {
+			tsr_msgr_stats(srv, &st);
+			if (st.bad_frames)
+				break;
+			struct timespec ts = { 0, 10 * 1000000 };
+			nanosleep(&ts, NULL);
+		}
+		ck_assert_uint_ge(st.bad_frames, 1);
+		ck_assert_uint_eq(cs.n, want - 1);
+	}
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	if (ss.accepted)
+		tsr_conn_put(ss.accepted);
+	sink_fini(&ss);
+	sink_fini(&cs);
+	free(data);
+}
+END_TEST
+
+/* The tag of an echoed T_REPLY: its front's first 8 bytes. */
+static uint64_t
+front_tag(uint32_t type, const uint8_t *front, size_t len)
+{
+	return type == T_REPLY && len >= 8 ? get64(front) : 0;
+}
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Echo n bytes of data under tag; the answer is left in cs->last. */
+static void
+echo_tagged(struct sink *cs, struct tsr_conn *c, uint64_t tag, const uint8_t *data,
+	    size_t n)
+{
+	uint8_t front[8];
+	struct tsr_msg *m;
+	struct iovec iov = { (void *)data, n };
+	uint64_t want = cs->n + 1;
+
+	put64(front, tag);
+	m = tsr_msg_new(T_ECHO, front, 8);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(tsr_msg_set_data(m, &iov, 1, NULL, NULL), 0);
+	ck_assert_int_eq(tsr_conn_send(c, m, 0), 0);
+	ck_assert_msg(sink_wait(cs, &cs->n, 1, want) == 0, "tag %llu: no echo",
+		      (unsigned long long)tag);
+}
+
+/* Data received into a buffer posted under the frame's tag: used once,
+ * only when long enough, never after a revoke; a revoke racing the
+ * frame leaves the buffer alone either way. */
+START_TEST(posted_rx_buffers)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	size_t n = 1u << 20, big = 16u << 20;
+	uint8_t *data = malloc(big), *buf = malloc(big);
+
+	ck_assert(data && buf);
+	for (size_t i = 0; i < big; i++)
+		data[i] = (uint8_t)(i * 2654435761u >> 9);
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, NULL);
+	cli = mk(TSR_ENTITY_CLIENT, 99, NULL, &cs, NULL);
+	tsr_msgr_set_rx_tag(cli, front_tag);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 1, &c), 0);
+
+	/* posted: the data lands in buf */
+	ck_assert_int_eq(tsr_conn_post_rx(c, 7, buf, n), 0);
+	echo_tagged(&cs, c, 7, data, n);
+	pthread_mutex_lock(&cs.mu);
+	ck_assert_ptr_eq(cs.last->data_iov[0].iov_base, buf);
+	ck_assert(cs.last->data_len == n && memcmp(buf, data, n) == 0);
+	pthread_mutex_unlock(&cs.mu);
+	/* used once: the same tag again gets a buffer of the messenger's */
+	memset(buf, 0, n);
+	echo_tagged(&cs, c, 7, data, n);
+	pthread_mutex_lock(&cs.mu);
+	ck_assert_ptr_ne(cs.last->data_iov[0].iov_base, buf);
+	ck_assert(memcmp(cs.last->data_iov[0].iov_base, data, n) == 0);
+	ck_assert_uint_eq(buf[0] | buf[n - 1], 0);
+	pthread_mutex_unlock(&cs.mu);
+	/* too short, another tag, revoked: all left alone */
+	ck_assert_int_eq(tsr_conn_post_rx(c, 8, buf, n - 1), 0);
+	ck_assert_int_eq(tsr_conn_post_rx(c, 9, buf, n), 0);
+	ck_assert_int_eq(tsr_conn_post_rx(c, 10, buf, n), 0);
+	tsr_conn_revoke_rx(c, 10);
+	echo_tagged(&cs, c, 8, data, n);
+	echo_tagged(&cs, c, 10, data, n);
+	ck_assert_uint_eq(buf[0] | buf[n / 2] | buf[n - 1], 0);
+	tsr_conn_revoke_rx(c, 8);
+	tsr_conn_revoke_rx(c, 9);
+	/* a revoke racing a 16 MiB answer, at many moments (some while it
+	 * is being received, a few milliseconds of each round trip): after
+	 * it returns, buf keeps what we put there (its tail, which the
+	 * answer would write last), and the answer is whole */
+	for (int round = 0; round < 40; round++) {
+		uint8_t front[8];
+		struct tsr_msg *m;
+		struct iovec iov = { data, big };
+		uint64_t want = cs.n + 1;
+
+		put64(front, 100 + (uint64_t)round);
+		ck_assert_int_eq(tsr_conn_post_rx(c, 100 + (uint64_t)round, buf, big), 0);
+		m = tsr_msg_new(T_ECHO, front, 8);
+		ck_assert_ptr_nonnull(m);
+		ck_assert_int_eq(tsr_msg_set_data(m, &iov, 1, NULL, NULL), 0);
+		ck_assert_int_eq(tsr_conn_send(c, m, 0), 0);
+		struct timespec ts = { 0, round * 600 * 1000L };
+		nanosleep(&ts, NULL);
+		tsr_conn_revoke_rx(c, 100 + (uint64_t)round);
+		memset(buf + big - 4096, 0xA5, 4096);
+		ck_assert_msg(sink_wait(&cs, &cs.n, 1, want) == 0, "round %d: no echo", round);
+		pthread_mutex_lock(&cs.mu);
+		/* in buf only if it was whole before the revoke */
+		ck_assert_msg(cs.last->data_iov[0].iov_base == buf ||
+			      (cs.last->data_len == big &&
+			       memcmp(cs.last->data_iov[0].iov_base, data, big) == 0),
+			      "round %d: the answer moved off buf is not whole", round);
+		pthread_mutex_unlock(&cs.mu);
+		for (size_t i = big - 4096; i < big; i++)
+			ck_assert_msg(buf[i] == 0xA5, "round %d: buf written at %zu after "
+				      "its revoke", round, i);
+	}
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&cs);
+	free(data);
+	free(buf);
 }
 END_TEST
 
@@ -1794,6 +1975,8 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, every_shape);
+	tcase_add_test(tc, given_data_crc);
+	tcase_add_test(tc, posted_rx_buffers);
 	tcase_add_test(tc, compressed_sends_free_their_room);
 	tcase_add_test(tc, lossless_resets);
 	tcase_add_test(tc, lossy_fault);

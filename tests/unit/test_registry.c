@@ -94,8 +94,8 @@ static const struct {
 	int rc;
 	const char *reason;
 } refusals[] = {
-	{ "bad_abi", -EPROTO, "built for plugin ABI 2.0, this core speaks 1.0" },
-	{ "newer_minor", -EPROTO, "built for plugin ABI 1.7, newer than this core's 1.0" },
+	{ "bad_abi", -EPROTO, "built for plugin ABI 2.1, this core speaks 1.1" },
+	{ "newer_minor", -EPROTO, "built for plugin ABI 1.8, newer than this core's 1.1" },
 	{ "bad_kind", -EINVAL, "unknown plugin kind 99 (known kinds: backend, placement, redundancy, partitioner, mount)" },
 	{ "no_desc", -ENOEXEC, "it exports no 'tessera_plugin' descriptor symbol" },
 	{ "bad_opt_type", -EINVAL, "bad option schema: option 'label': unknown type 42" },

@@ -68,7 +68,10 @@ TSR_API const char *tsr_op_why(const struct tsr_op *op);
 /* Each step's own result goes to *rc when rc is not NULL (0, or its
  * error: the step that failed the operation). */
 
-/* Reads. */
+/* Reads.  buf must stay valid until the operation completes; its bytes
+ * are the object's only once it succeeded (an operation of one large
+ * read is received straight into buf, so a failed or retried one may
+ * have written there). */
 TSR_API void tsr_op_read(struct tsr_op *op, uint64_t off, uint64_t len, void *buf,
 			 uint64_t *got, int *rc);
 TSR_API void tsr_op_stat(struct tsr_op *op, uint64_t *size, uint64_t *mtime_ns, int *rc);

@@ -285,6 +285,16 @@ struct tsr_backend_ops {
 	int (*fsck)(void *inst, int repair, tsr_fsck_cb cb, void *arg);
 
 	/* ABI 1.0 ends here. */
+
+	/* ABI 1.1.  As read, and *crc gets the CRC32C of the bytes read
+	 * (tsr_crc32c(0, buf, *out_len)), made from the stored blocks' own
+	 * checksums, which the read checks anyway, wherever whole blocks
+	 * were read: the caller need not pass over the data again (the OSD
+	 * puts it in the checksum of the frame that carries the data).  NULL
+	 * in a backend without it; a caller checks size first. */
+	int (*read_crc)(void *inst, const struct tsr_coll_id *cid, const void *oid,
+			size_t oid_len, uint64_t off, uint64_t len, void *buf,
+			uint64_t *out_len, uint32_t *crc);
 };
 
 TSR_END_DECLS

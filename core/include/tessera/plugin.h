@@ -69,7 +69,7 @@
 TSR_BEGIN_DECLS
 
 #define TSR_PLUGIN_ABI_MAJOR 1
-#define TSR_PLUGIN_ABI_MINOR 0
+#define TSR_PLUGIN_ABI_MINOR 1
 
 /* The one symbol every plugin exports. */
 #define TSR_PLUGIN_SYMBOL "tessera_plugin"
