@@ -368,18 +368,25 @@ kv_entry(struct persist *p, const struct tsr_pglog_entry *x)
 	free(b);
 }
 
+/* The key of the version just after ev: the end of a range that ends
+ * with ev's entry. */
+static void
+log_key_after(uint8_t k[17], struct tsr_ev ev)
+{
+	if (++ev.ver == 0)
+		ev.epoch++;
+	log_key(k, ev);
+}
+
 /* Remove the log entries above ev (a rewind) or at and below it (with the
  * other, the whole log: a rebase).  A trim is kv_log_trim's. */
 static void
 kv_log_rm(struct persist *p, struct tsr_ev ev, int above)
 {
 	uint8_t k[17], lo[17] = { 'L' }, hi[1] = { 'M' };
-	struct tsr_ev next = ev;
 
-	/* the key just after ev's: the ranges are [next, "M") and ["L", next) */
-	if (++next.ver == 0)
-		next.epoch++;
-	log_key(k, next);
+	/* the ranges are [after ev, "M") and ["L", after ev) */
+	log_key_after(k, ev);
 	if (above)
 		kv_add(p, k, sizeof(k), NULL, 0, hi, 1, 1);
 	else
@@ -406,11 +413,8 @@ kv_log_trim(struct persist *p, const struct tsr_pglog *log, struct tsr_ev to)
 		return;
 	if (n > TRIM_KEYS) {
 		uint8_t lo[17], hi[17];
-		struct tsr_ev next = to;
-		if (++next.ver == 0)
-			next.epoch++;
 		log_key(lo, log->e[0].ev);
-		log_key(hi, next);
+		log_key_after(hi, to);
 		kv_add(p, lo, sizeof(lo), NULL, 0, hi, sizeof(hi), 1);
 		return;
 	}
