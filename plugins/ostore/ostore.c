@@ -98,6 +98,7 @@ os_init_opts(struct os *os, const struct tsr_host *host,
 		(uint64_t)v[2].i, (uint64_t)v[3].i, (uint64_t)v[4].i,
 		(unsigned)v[5].i);
 	os->direct_min = (uint64_t)v[6].i;
+	os->reread_cache = v[7].i != 0;
 }
 
 void

@@ -180,6 +180,8 @@ struct os {
 	char path[4000];
 	uint64_t max_object, min_free, queue_max;
 	uint64_t direct_min;  /* direct_read_min; 0: never */
+	int reread_cache;     /* reread_cache (reads.c) */
+	uint64_t seen[16384]; /* its ranges read once, by hash (relaxed atomics) */
 	int compress, level;
 
 	int mounted;
@@ -474,8 +476,10 @@ int os_fsck_live(const struct os_fsck *c, uint64_t objid);
 	  .help = "threads committing transactions of different collections side by side" }, \
 	{ .name = "direct_read_min", .type = TSR_OPT_SIZE, .def = "512K",    \
 	  .min = "0", .max = "1G",                                           \
-	  .help = "reads of at least this many stored bytes in a row bypass the page cache (O_DIRECT); 0: never" }
-#define OS_NCOMMON 7
+	  .help = "reads of at least this many stored bytes in a row bypass the page cache (O_DIRECT); 0: never" }, \
+	{ .name = "reread_cache", .type = TSR_OPT_BOOL, .def = "true",       \
+	  .help = "a direct read of a range read once before lets the kernel cache it, so later reads come from memory" }
+#define OS_NCOMMON 8
 extern const char *const os_compression_choices[];
 /* Set up os from the OS_NCOMMON values starting at vals[first]. */
 void os_init_opts(struct os *os, const struct tsr_host *host,

@@ -7,6 +7,7 @@
 #include <tessera/txn.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +238,49 @@ pread_direct(struct run *r, uint8_t *dst, size_t len, uint64_t off)
 	return done < len ? os_pread_full(r->fd, dst + done, len - done, off + done) : 0;
 }
 
+/* reread_cache: a large run read directly for the second time (as far as
+ * a small table of hashes remembers) is then read into the page cache by
+ * the kernel in the background (WILLNEED), and read through the cache
+ * from then on; so data read again and again comes from memory, while a
+ * scan, which reads each range once, stays out of the cache and costs no
+ * second read of the device.  (Asking the cache first would not do: a
+ * read that finds nothing there starts the kernel's readahead all the
+ * same, even one that must not wait.)  A range the kernel has evicted
+ * since is read through the cache, and so cached again.  Writes are
+ * direct or go through the same cache, so the kernel keeps it coherent;
+ * every block's checksum is checked all the same.  The slot holds the
+ * range's hash with its state in the low bits: 1 read once, 2 cached. */
+static uint64_t *
+reread_slot(struct run *r, size_t len, uint64_t *key)
+{
+	size_t n = sizeof(r->os->seen) / sizeof(r->os->seen[0]);
+
+	*key = (r->objid * 0x9E3779B97F4A7C15ull ^ r->stored ^ ((uint64_t)len << 40)) & ~3ull;
+	return &r->os->seen[(*key >> 20) % n];
+}
+
+static int
+run_read_large(struct run *r, size_t len)
+{
+	uint64_t key, *slot = reread_slot(r, len, &key), v;
+	int rc;
+
+	if (!r->os->reread_cache)
+		return pread_direct(r, r->dst, len, r->stored);
+	v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	if (v == (key | 2))
+		return os_pread_full(r->fd, r->dst, len, r->stored);
+	if ((rc = pread_direct(r, r->dst, len, r->stored)) < 0)
+		return rc;
+	if (v == (key | 1)) {
+		posix_fadvise(r->fd, (off_t)r->stored, (off_t)len, POSIX_FADV_WILLNEED);
+		__atomic_store_n(slot, key | 2, __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n(slot, key | 1, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
 static int
 run_flush(struct run *r)
 {
@@ -247,7 +291,7 @@ run_flush(struct run *r)
 		return 0;
 	if (r->os->direct_min && len >= r->os->direct_min && r->dfd != -2 &&
 	    (uintptr_t)r->dst % OS_BLOCK == 0 && r->stored % OS_BLOCK == 0)
-		rc = pread_direct(r, r->dst, len, r->stored);
+		rc = run_read_large(r, len);
 	else
 		rc = os_pread_full(r->fd, r->dst, len, r->stored);
 	if (rc < 0)

@@ -2759,6 +2759,45 @@ START_TEST(ops_reads)
 		free(big);
 		free(q);
 	}
+	/* a range read again and again (which a backend may then serve from
+	 * a cache) reads what the latest write made: a large overwrite, a
+	 * small one, a truncate and a regrowth, each after the range was
+	 * read three times */
+	{
+		size_t n = MiB;
+		uint8_t *want = pattern(13, n), *w = pattern(14, 256 * KiB);
+		void *al = NULL;
+
+		ck_assert_int_eq(posix_memalign(&al, 4096, n), 0);
+		TXN_OK(&b, op_write(C1, B("hot"), 0, n, want));
+		for (int step = 0; step < 4; step++) {
+			for (int k = 0; k < 3; k++) {
+				got = 0;
+				rc = b.ops->read(b.h, &C1, "hot", 3, 0, n, al, &got);
+				ck_assert_msg(rc == 0 && got == n && memcmp(al, want, n) == 0,
+					      "%s: reread %d after change %d: %d, %" PRIu64
+					      " bytes%s", b.name, k, step, rc, got,
+					      rc == 0 && got == n ? ", stale or wrong bytes" : "");
+			}
+			if (step == 0) {
+				TXN_OK(&b, op_write(C1, B("hot"), 256 * KiB, 256 * KiB, w));
+				memcpy(want + 256 * KiB, w, 256 * KiB);
+			} else if (step == 1) {
+				TXN_OK(&b, op_write(C1, B("hot"), 4096 + 7, 100, w + 9));
+				memcpy(want + 4096 + 7, w + 9, 100);
+			} else if (step == 2) {
+				uint8_t *nw = pattern(15, n);
+
+				TXN_OK(&b, op_truncate(C1, B("hot"), 8192),
+				       op_write(C1, B("hot"), 8192, n - 8192, nw + 8192));
+				memcpy(want + 8192, nw + 8192, n - 8192);
+				free(nw);
+			}
+		}
+		free(al);
+		free(want);
+		free(w);
+	}
 	free(p);
 	free(buf);
 	be_close(&b);
