@@ -52,6 +52,8 @@ multmodp(uint32_t a, uint32_t b)
 {
 	uint32_t m = 1u << 31, p = 0;
 
+	if (a == 0)
+		return 0;
 	for (;;) {
 		if (a & m) {
 			p ^= b;
@@ -93,6 +95,17 @@ crc_init(void)
 			crc_table[k][i] = (c >> 8) ^ crc_table[0][c & 0xff];
 		}
 
+	/* tsr_crc32c_combine's, on every architecture */
+	x2n[0] = 1u << 30; /* x^1 */
+	for (int k = 1; k < X2N; k++)
+		x2n[k] = multmodp(x2n[k - 1], x2n[k - 1]);
+	{
+		uint32_t op = bytes_op(4096);
+
+		for (int k = 0; k < 4; k++)
+			for (uint32_t b = 0; b < 256; b++)
+				shift4k[k][b] = multmodp(op, b << (8 * k));
+	}
 #ifdef TSR_CRC_X86
 	{
 		/* column i: the register 1 << i after CRC_STRIDE zero bytes */
@@ -114,16 +127,6 @@ crc_init(void)
 						v ^= col[8 * k + i];
 				crc_shift[k][b] = v;
 			}
-	}
-	x2n[0] = 1u << 30; /* x^1 */
-	for (int k = 1; k < X2N; k++)
-		x2n[k] = multmodp(x2n[k - 1], x2n[k - 1]);
-	{
-		uint32_t op = bytes_op(4096);
-
-		for (int k = 0; k < 4; k++)
-			for (uint32_t b = 0; b < 256; b++)
-				shift4k[k][b] = multmodp(op, b << (8 * k));
 	}
 	/* Needed when called before constructors have run (e.g. from
 	 * another library's constructor); harmless otherwise. */
