@@ -276,7 +276,7 @@ START_TEST(detached_start_and_stop)
 	ck_assert(alive((pid_t)pid));
 	tsr_sbuf_init(&out);
 	ck_assert_int_eq(admin("version", &out), 0);
-	ck_assert_contains(out.buf, "\"plugin_abi\": \"1.0\"");
+	ck_assert_contains(out.buf, "\"plugin_abi\": \"1.1\"");
 	ck_assert_int_eq(kill((pid_t)pid, SIGINT), 0);
 	wait_gone((pid_t)pid, 10000);
 	ck_assert(!exists(pidf));
@@ -471,7 +471,7 @@ START_TEST(plugin_from_config)
 	ck_assert_contains(slurp(logpath),
 			   "plugin: testd-1/partitioner: created: salt 7 spread 1 threshold 0.25 split_size 10000 label alpha");
 	/* the broken plugins in the same directory are named and skipped */
-	ck_assert_contains(slurp(logpath), "bad_abi.so: built for plugin ABI 2.0");
+	ck_assert_contains(slurp(logpath), "bad_abi.so: built for plugin ABI 2.1");
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(wait_child(pid, 10000), 0);
 	tsr_sbuf_release(&out);
