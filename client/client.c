@@ -542,9 +542,14 @@ now_ns(void)
 }
 
 /* Large reads are received straight into the caller's buffer: an
- * operation of one READ posts its buffer on the session it goes on, under
- * its tid (tsr_conn_post_rx), and takes it back whenever it leaves that
- * session or finishes, so that nothing is written into it after. */
+ * operation of one READ posts its buffer on the session its first send
+ * goes on, under its tid (tsr_conn_post_rx), and takes it back whenever it
+ * leaves that session or finishes, so that nothing is written into it
+ * after.  Only the first send: a post is used once, so at most one answer
+ * is ever received there, and an answer received there is never
+ * overwritten by a later one (an operation that came back to a session it
+ * left may be answered by its first send's answer, dispatched late, while
+ * its second's is still arriving); resends are copied. */
 #define RX_DIRECT_MIN 65536
 
 static uint64_t
@@ -565,7 +570,7 @@ set_conn(struct flight *f, struct tsr_conn *conn)
 	if (conn)
 		tsr_conn_get(conn);
 	f->conn = conn;
-	if (conn && f->op->n == 1 && f->op->s[0].sub.type == TSR_OBJOP_READ &&
+	if (conn && f->sends == 0 && f->op->n == 1 && f->op->s[0].sub.type == TSR_OBJOP_READ &&
 	    f->op->s[0].buf && f->op->s[0].cap >= RX_DIRECT_MIN)
 		f->rx_posted = tsr_conn_post_rx(conn, f->tid, f->op->s[0].buf,
 						f->op->s[0].cap) == 0;
