@@ -199,6 +199,7 @@ struct run {
 	uint32_t n;      /* blocks */
 	uint8_t *dst;
 	uint32_t *crc;   /* the CRC32C of what was read so far, or NULL */
+	int cache;       /* reread_cache applies (read_crc: clients' reads) */
 };
 
 /* Fold n more bytes of the answer, whose CRC32C is c, into r->crc. */
@@ -248,7 +249,10 @@ pread_direct(struct run *r, uint8_t *dst, size_t len, uint64_t off)
  * same, even one that must not wait.)  A range the kernel has evicted
  * since is read through the cache, and so cached again.  Writes are
  * direct or go through the same cache, so the kernel keeps it coherent;
- * every block's checksum is checked all the same.  The slot holds the
+ * every block's checksum is checked all the same.  Only clients' reads
+ * (read_crc, which the OSD serves them with) take part: scrub and
+ * recovery read with plain read, always from the device, so a deep scrub
+ * checks what is stored, never a cached copy.  The slot holds the
  * range's hash with its state in the low bits: 1 read once, 2 cached. */
 static uint64_t *
 reread_slot(struct run *r, size_t len, uint64_t *key)
@@ -265,7 +269,7 @@ run_read_large(struct run *r, size_t len)
 	uint64_t key, *slot = reread_slot(r, len, &key), v;
 	int rc;
 
-	if (!r->os->reread_cache)
+	if (!r->os->reread_cache || !r->cache)
 		return pread_direct(r, r->dst, len, r->stored);
 	v = __atomic_load_n(slot, __ATOMIC_RELAXED);
 	if (v == (key | 2))
@@ -336,7 +340,7 @@ read_locked(struct os *os, const struct tsr_coll_id *cid, const void *oid,
 {
 	struct cmaps cm;
 	struct onode on;
-	struct run run = { .os = os, .cm = &cm, .dfd = -1, .crc = crc };
+	struct run run = { .os = os, .cm = &cm, .dfd = -1, .crc = crc, .cache = crc != NULL };
 	uint8_t a[16], b[16], *tmp = NULL;
 	ZSTD_DCtx *dctx = NULL;
 	char nb[96], err[256];

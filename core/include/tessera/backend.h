@@ -290,7 +290,9 @@ struct tsr_backend_ops {
 	 * (tsr_crc32c(0, buf, *out_len)), made from the stored blocks' own
 	 * checksums, which the read checks anyway, wherever whole blocks
 	 * were read: the caller need not pass over the data again (the OSD
-	 * puts it in the checksum of the frame that carries the data).  NULL
+	 * puts it in the checksum of the frame that carries the data).  It
+	 * may serve data a cache holds (the OSD answers clients with it);
+	 * read may not: scrub relies on read to check what is stored.  NULL
 	 * in a backend without it; a caller checks size first. */
 	int (*read_crc)(void *inst, const struct tsr_coll_id *cid, const void *oid,
 			size_t oid_len, uint64_t off, uint64_t len, void *buf,
