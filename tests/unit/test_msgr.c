@@ -537,9 +537,7 @@ START_TEST(given_data_crc)
 	tsr_conn_put(c);
 	tsr_msgr_destroy(cli);
 	tsr_msgr_destroy(srv);
-	if (ss.accepted)
-		tsr_conn_put(ss.accepted);
-	sink_fini(&ss);
+	sink_fini(&ss); /* puts ss.accepted */
 	sink_fini(&cs);
 	free(data);
 }
