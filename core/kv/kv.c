@@ -56,7 +56,7 @@ destroy(struct tsr_kv *kv)
 }
 
 static leveldb_options_t *
-make_options(int create)
+make_options(int create, const struct tsr_kv_tuning *t)
 {
 	leveldb_options_t *o = leveldb_options_create();
 
@@ -64,6 +64,8 @@ make_options(int create)
 	/* read everything back with its checksum and refuse damage instead
 	 * of skipping it */
 	leveldb_options_set_paranoid_checks(o, 1);
+	if (t != NULL && t->write_buffer)
+		leveldb_options_set_write_buffer_size(o, t->write_buffer);
 	return o;
 }
 
@@ -148,6 +150,14 @@ int
 tsr_kv_open(const char *path, enum tsr_kv_mode mode, struct tsr_kv **out,
 	    char *err, size_t errlen)
 {
+	return tsr_kv_open_tuned(path, mode, NULL, out, err, errlen);
+}
+
+int
+tsr_kv_open_tuned(const char *path, enum tsr_kv_mode mode,
+		  const struct tsr_kv_tuning *tuning, struct tsr_kv **out,
+		  char *err, size_t errlen)
+{
 	struct tsr_kv *kv;
 	char *lerr = NULL;
 	int what;
@@ -165,7 +175,7 @@ tsr_kv_open(const char *path, enum tsr_kv_mode mode, struct tsr_kv **out,
 	if (kv == NULL)
 		return tsr_errf(err, errlen, -ENOMEM, "out of memory");
 	kv->path = strdup(path);
-	kv->opts = make_options(what != KV_STORE);
+	kv->opts = make_options(what != KV_STORE, tuning);
 	kv->ropts = leveldb_readoptions_create();
 	leveldb_readoptions_set_verify_checksums(kv->ropts, 1);
 	kv->wsync = leveldb_writeoptions_create();
@@ -306,7 +316,7 @@ tsr_kv_scan(struct tsr_kv *kv, const void *start, size_t slen, const void *end,
 int
 tsr_kv_repair(const char *path, char *err, size_t errlen)
 {
-	leveldb_options_t *o = make_options(0);
+	leveldb_options_t *o = make_options(0, NULL);
 	char *lerr = NULL;
 	struct stat st;
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -97,6 +98,77 @@ START_TEST(put_get_delete_reopen)
 	expect(kv, "b", "two");
 	expect(kv, "a", NULL);
 	tsr_kv_close(kv);
+}
+END_TEST
+
+/* Tables (.ldb) in a store's directory. */
+static int
+count_tables(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL) {
+		const char *dot = strrchr(de->d_name, '.');
+		n += dot != NULL && strcmp(dot, ".ldb") == 0;
+	}
+	closedir(d);
+	return n;
+}
+
+/* 3 MiB of 4 KiB values into a store tuned to 1 MiB of write buffer,
+ * and into one with the defaults (4 MiB): the first has written tables
+ * out by the end, the second not; both read everything back, also
+ * after a reopen. */
+START_TEST(write_buffer_tuned)
+{
+	static const struct tsr_kv_tuning small = { .write_buffer = 1u << 20 };
+	static char v[4096];
+	int tables[2];
+
+	for (int t = 0; t < 2; t++) {
+		char path[400], k[16];
+		struct tsr_kv *kv = NULL;
+		void *val;
+		size_t vl;
+
+		snprintf(path, sizeof(path), "%s/db%d", dir, t);
+		ck_assert_msg(tsr_kv_open_tuned(path, TSR_KV_CREATE, t ? NULL : &small,
+						&kv, err, sizeof(err)) == 0, "%s", err);
+		for (int i = 0; i < 768; i++) {
+			struct tsr_kv_batch *b = tsr_kv_batch_create();
+			memset(v, i, sizeof(v));
+			snprintf(k, sizeof(k), "%06d", i);
+			tsr_kv_batch_put(b, k, strlen(k), v, sizeof(v));
+			ck_assert_int_eq(tsr_kv_write(kv, b, 0, err, sizeof(err)), 0);
+			tsr_kv_batch_destroy(b);
+		}
+		/* the write-out runs in the background: a bounded wait */
+		for (int w = 0; w < 100 && t == 0 && count_tables(path) == 0; w++)
+			usleep(20000);
+		tables[t] = count_tables(path);
+		for (int pass = 0; pass < 2; pass++) {
+			for (int i = 0; i < 768; i += 97) {
+				snprintf(k, sizeof(k), "%06d", i);
+				ck_assert_int_eq(tsr_kv_get(kv, k, strlen(k), &val, &vl, err,
+							    sizeof(err)), 0);
+				ck_assert_uint_eq(vl, sizeof(v));
+				ck_assert_uint_eq(((uint8_t *)val)[vl - 1], (uint8_t)i);
+				tsr_kv_free(val);
+			}
+			tsr_kv_close(kv);
+			kv = NULL;
+			if (pass == 0)
+				ck_assert_msg(tsr_kv_open_tuned(path, TSR_KV_OPEN, &small, &kv,
+								err, sizeof(err)) == 0, "%s", err);
+		}
+	}
+	ck_assert_msg(tables[0] > 0, "1 MiB write buffer: no table written "
+		      "after 3 MiB of changes");
+	ck_assert_msg(tables[1] == 0, "default write buffer: %d tables written "
+		      "after 3 MiB of changes (expected none below 4 MiB)", tables[1]);
 }
 END_TEST
 
@@ -403,6 +475,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, put_get_delete_reopen);
+	tcase_add_test(tc, write_buffer_tuned);
 	tcase_add_test(tc, batch_is_all_or_nothing_to_readers);
 	tcase_add_test(tc, scan_ranges_in_byte_order);
 	tcase_add_test(tc, missing_store_named);

@@ -43,6 +43,23 @@ enum tsr_kv_mode {
  * is none (TSR_KV_OPEN), -EIO for a damaged store. */
 TSR_API int tsr_kv_open(const char *path, enum tsr_kv_mode mode,
 			struct tsr_kv **out, char *err, size_t errlen);
+
+/* How a store uses memory, for tsr_kv_open_tuned; zero fields keep
+ * LevelDB's defaults. */
+struct tsr_kv_tuning {
+	/* Bytes of changes kept in memory before they are written out as a
+	 * sorted table (LevelDB's write_buffer_size, 4 MiB by default).  A
+	 * store written all the time (an object store's metadata) gains
+	 * from more: each table written is merged into the levels below
+	 * later, and fewer, larger ones cost that merging less CPU.  Up to
+	 * twice this is held while one buffer is written out. */
+	size_t write_buffer;
+};
+
+/* tsr_kv_open with tuning (NULL: the defaults). */
+TSR_API int tsr_kv_open_tuned(const char *path, enum tsr_kv_mode mode,
+			      const struct tsr_kv_tuning *tuning,
+			      struct tsr_kv **out, char *err, size_t errlen);
 TSR_API void tsr_kv_close(struct tsr_kv *kv);
 
 /* -ENOENT when the key is absent. */
