@@ -298,7 +298,8 @@ store_chunk(struct os_prep *p, struct bcommit *bc, struct os_file *f,
 		plan_kv(bc, OS_KV_DEL, k, kl, NULL, 0);
 		goto out;
 	}
-	out.m.has_loc = 1;
+	/* an inline chunk's data is in its map: no blocks, no locations */
+	out.m.has_loc = out.m.kind != OS_CHUNK_INLINE;
 	/* compressed bytes need one run of blocks; with none that long
 	 * (fragmented space), the chunk is stored raw */
 	if (out.m.kind == OS_CHUNK_ZSTD &&
@@ -1077,7 +1078,8 @@ bd_mkfs_op(void *inst, char *err, size_t errlen)
 		return rc;
 	os_super_new(os, 1);
 	memcpy(os->sb.uuid, bd->dsb.uuid, sizeof(os->sb.uuid));
-	if ((rc = tsr_kv_open(os->meta_path, TSR_KV_CREATE, &os->kv, err, errlen)) < 0)
+	if ((rc = tsr_kv_open_tuned(os->meta_path, TSR_KV_CREATE,
+				    &os->kv_tuning, &os->kv, err, errlen)) < 0)
 		return rc;
 	rc = os_super_store(os, 1, err, errlen);
 	tsr_kv_close(os->kv);
@@ -1158,7 +1160,8 @@ open_dev(struct bdev *bd, int rebuild, char *err, size_t errlen)
 		goto fail;
 	}
 	bd->nblocks = (bd->dsb.device_bytes - bd->dsb.data_offset) / OS_BLOCK;
-	if ((rc = tsr_kv_open(os->meta_path, TSR_KV_OPEN, &os->kv, err, errlen)) < 0) {
+	if ((rc = tsr_kv_open_tuned(os->meta_path, TSR_KV_OPEN,
+				    &os->kv_tuning, &os->kv, err, errlen)) < 0) {
 		if (rc == -ENOENT)
 			errf(err, errlen, -ENOENT, "%s: no metadata store (meta_path) for "
 			     "the device %s", os->meta_path, bd->dev_path);
@@ -1255,7 +1258,7 @@ fsck_map(struct os_fsck *c, uint64_t objid, uint32_t cno,
 	struct rebuild *r = c->be;
 
 	r->fsck = c; /* claim() reports through it */
-	if (m->present && !m->has_loc) {
+	if (m->present && !m->has_loc && m->kind != OS_CHUNK_INLINE) {
 		os_fsck_report(c, 0, "object id %" PRIu64 " chunk %u: map without "
 			       "block locations", objid, cno);
 		return 0;

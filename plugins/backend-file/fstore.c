@@ -8,7 +8,8 @@
  *     PATH/meta/      LevelDB: everything but object data (ostore.h)
  *     PATH/journal    write-ahead journal (journal.h)
  *     PATH/data/XX/YY/OOOOOOOOOOOOOOOO
- *                     object data, one file per object, named by the
+ *                     object data, one file per object (but small ones,
+ *                     whose data is inline in LevelDB), named by the
  *                     object's 64-bit id in hex; XX and YY are bits 20-27
  *                     and 12-19 of the id, so 4096 consecutive ids share
  *                     a directory (new objects seldom need a new one) and
@@ -187,11 +188,16 @@ struct ffs {
 	int prunning, pstop;
 	uint64_t pnext;          /* the next object id to be handed out */
 	uint64_t pdurable;       /* files of ids [pnext, pdurable) exist, durably */
+	uint64_t pneed;          /* a bit per new object of late, newest
+				  * lowest: 1 when it needed a file */
 };
 
-/* Files made ahead of the ids handed out, and when to make more. */
+/* Files made ahead of the ids handed out, and when to make more; and how
+ * many of the last 64 new objects must have needed a file (small objects
+ * keep their data inline and need none) for it to be worth it. */
 #define PRE_AHEAD 256
 #define PRE_LOW 128
+#define PRE_WANT 16
 
 static struct ffs *
 F(struct os *os)
@@ -213,13 +219,6 @@ obj_relpath(char *buf, size_t n, uint64_t objid)
 		 (unsigned)((objid >> 12) & 0xff), objid);
 }
 
-/* Open an object's file under data/: read-only for readers, read-write for
- * the commit threads, creating it and its directories with create.
- * -ENOENT when it does not exist and !create.  *made (may be NULL) gets
- * MADE_* bits for what had to be created, so a caller that needs the new
- * names durable knows which directories to sync; fresh says the object
- * is new (no committed transaction made it), so its file, when it exists,
- * is a precreated one whose name may not be durable yet. */
 /* Is objid's file one the precreator made and synced? */
 static int
 precreated(struct os *os, uint64_t objid)
@@ -235,9 +234,17 @@ precreated(struct os *os, uint64_t objid)
 #define MADE_FILE 1
 #define MADE_LEAF 2   /* data/XX/YY */
 #define MADE_TOP 4    /* data/XX */
+#define MADE_FOUND 8  /* not made here: found, its name maybe not durable */
 
+/* Open an object's file under data/: read-only for readers, read-write for
+ * the commit threads, creating it and its directories with create.
+ * -ENOENT when it does not exist and !create.  *made (may be NULL) gets
+ * MADE_* bits for the names a caller that needs them durable must sync:
+ * what had to be created, or, with MADE_FOUND, a file found that the
+ * precreator has not synced yet (made ahead of a new object, or of an
+ * object that has had no file so far: a small one, inline in its maps). */
 static int
-obj_open(struct os *os, uint64_t objid, int rw, int create, int fresh, int *made)
+obj_open(struct os *os, uint64_t objid, int rw, int create, int *made)
 {
 	char rel[64];
 	int fd, flags = 0;
@@ -246,10 +253,8 @@ obj_open(struct os *os, uint64_t objid, int rw, int create, int fresh, int *made
 		*made = 0;
 	obj_relpath(rel, sizeof(rel), objid);
 	fd = openat(F(os)->datafd, rel, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-	if (fd >= 0 && create && made && fresh && !precreated(os, objid))
-		/* a new object's: it may be the precreator's, its name not yet
-		 * durable (a committed object's file is never "made") */
-		*made = MADE_FILE | MADE_LEAF | MADE_TOP;
+	if (fd >= 0 && create && made && !precreated(os, objid))
+		*made = MADE_FOUND | MADE_FILE | MADE_LEAF | MADE_TOP;
 	if (fd >= 0 || errno != ENOENT || !create)
 		return fd >= 0 ? fd : -errno;
 	rel[2] = '\0';
@@ -326,7 +331,7 @@ fd_get(struct os *os, uint64_t objid, int create)
 	}
 	pthread_mutex_unlock(&f->fdlock);
 	/* one thread per object (its collection's): nobody else opens it */
-	fd = obj_open(os, objid, 1, create, 0, NULL);
+	fd = obj_open(os, objid, 1, create, NULL);
 	if (fd < 0)
 		return fd;
 	pthread_mutex_lock(&f->fdlock);
@@ -503,8 +508,7 @@ direct_write(struct os_prep *p, uint64_t objid, uint64_t off, const void *data,
 		d = &FC(p)->direct[FC(p)->ndirect];
 		memset(d, 0, sizeof(*d));
 		d->objid = objid;
-		d->fd = obj_open(p->os, objid, 1, 1, os_prep_is_new(p, objid),
-				 &d->made);
+		d->fd = obj_open(p->os, objid, 1, 1, &d->made);
 		if (d->fd < 0)
 			return errf(p->err, sizeof(p->err), d->fd,
 				    "%s: data file %016" PRIx64 ": %s", p->os->path,
@@ -566,7 +570,11 @@ finalize_chunk(struct os_prep *p, struct plan *pl, struct os_file *f,
 
 	if (rc < 0)
 		return rc;
-	if (out.m.kind == OS_CHUNK_ZSTD && !out.delete_map) {
+	if (out.m.kind == OS_CHUNK_INLINE) {
+		/* the data goes in the map: what the slot held is dead */
+		if (c->base.present && c->base.kind != OS_CHUNK_INLINE && !direct)
+			plan_file(pl, P_PUNCH, f->objid, slot, OS_CHUNK, NULL);
+	} else if (out.m.kind == OS_CHUNK_ZSTD && !out.delete_map) {
 		uint64_t used = (out.m.stored + OS_BLOCK - 1) / OS_BLOCK * OS_BLOCK;
 		emit_write(p, pl, direct, f->objid, slot, out.m.stored, out.z, 0, &rc);
 		if (rc == 0 && !direct) /* a new chunk's slot holds nothing */
@@ -633,7 +641,8 @@ finalize_chunk(struct os_prep *p, struct plan *pl, struct os_file *f,
  * while the record's new data stays within SMALL_RECORD_MAX (written
  * twice, and applied under the write lock: a commit of a thousand small
  * objects writes the rest in place), as backend-blockdev's small writes
- * do. */
+ * do.  (Objects of at most inline_max bytes are kept in their chunk maps
+ * instead, up to OS_INLINE_BATCH bytes a commit: ostore.h.) */
 #define SMALL_DIRECT_MAX (256u << 10)
 #define SMALL_RECORD_MAX (4u << 20)
 
@@ -761,12 +770,15 @@ plan_emit(void *arg, int op, const void *k, size_t kl, const void *v, size_t vl)
 	plan_kv(arg, op, k, kl, v, vl);
 }
 
+static void precreate_note(struct os *os, unsigned nnew, unsigned nfile);
+
 /* Turn the overlay into its plan (FC(p)->pl, without the envelope: a
  * seal puts the plans of the overlays it commits into one record). */
 static int
 finalize(struct os_prep *p)
 {
 	struct plan *pl = &FC(p)->pl;
+	unsigned nnew = 0, nfile = 0;
 	int rc = 0;
 
 	/* Range deletions first: a chunk dropped (truncate, zero) and written
@@ -778,6 +790,7 @@ finalize(struct os_prep *p)
 		struct os_file *f = p->files[i];
 		int direct = write_direct(p, f);
 		uint32_t before = pl->nf;
+		size_t ndirect = FC(p)->ndirect;
 
 		if (f->unlink) {
 			plan_file(pl, P_UNLINK, f->objid, 0, 0, NULL);
@@ -794,7 +807,12 @@ finalize(struct os_prep *p)
 		}
 		if (rc == 0 && pl->nf != before)
 			rc = add_jid(p, f->objid);
+		if (!f->unlink && os_prep_is_new(p, f->objid)) {
+			nnew++;
+			nfile += pl->nf != before || FC(p)->ndirect != ndirect;
+		}
 	}
+	precreate_note(p->os, nnew, nfile);
 	/* the overlay's entries come after its ranges (see kvov.h) */
 	if (rc == 0)
 		rc = os_emit_entries(p, plan_emit, pl);
@@ -996,7 +1014,7 @@ precreate_range(struct os *os, uint64_t from, uint64_t to, char *err,
 			from = id;
 			made_dirs = 0;
 		}
-		fd = obj_open(os, id, 1, 1, 1, &made);
+		fd = obj_open(os, id, 1, 1, &made);
 		if (fd < 0) {
 			rc = fd;
 			break;
@@ -1018,11 +1036,23 @@ precreate_range(struct os *os, uint64_t from, uint64_t to, char *err,
 	return to;
 }
 
+/* Under plock: have enough new objects of late needed files? */
+static int
+precreate_wanted(const struct ffs *f)
+{
+	return __builtin_popcountll(f->pneed) >= PRE_WANT;
+}
+
 /* The precreator thread keeps the files of the next PRE_AHEAD object ids
  * made, their names durable, so that a new object's data goes into a file
  * that already exists and its commit syncs the file only, not a directory
  * too.  A file of an id not yet handed out is a spare, empty: mount and
- * fsck leave it alone, and a crash loses nothing. */
+ * fsck leave it alone, and a crash loses nothing.  While most new objects
+ * are small enough to be inline (inline_max) it rests: their files would
+ * be made for nothing (and kept, empty, until the objects go).  An object
+ * that needs a file meanwhile has it made when its data is first
+ * written: in place (write_direct) with a sync of the directory, or when
+ * its record is applied, durable with the next checkpoint. */
 static void *
 precreate_main(void *arg)
 {
@@ -1034,7 +1064,7 @@ precreate_main(void *arg)
 	while (!f->pstop) {
 		uint64_t from, to, done;
 
-		if (f->pdurable >= f->pnext + PRE_LOW) {
+		if (f->pdurable >= f->pnext + PRE_LOW || !precreate_wanted(f)) {
 			pthread_cond_wait(&f->pcond, &f->plock);
 			continue;
 		}
@@ -1064,8 +1094,24 @@ precreate_kick(struct os *os, uint64_t next)
 	pthread_mutex_lock(&f->plock);
 	if (next > f->pnext)
 		f->pnext = next;
-	if (f->pdurable < f->pnext + PRE_LOW)
+	if (f->pdurable < f->pnext + PRE_LOW && precreate_wanted(f))
 		pthread_cond_signal(&f->pcond);
+	pthread_mutex_unlock(&f->plock);
+}
+
+/* An overlay made nnew objects, of which nfile needed a file. */
+static void
+precreate_note(struct os *os, unsigned nnew, unsigned nfile)
+{
+	struct ffs *f = F(os);
+
+	if (nnew == 0)
+		return;
+	/* the last 64 of them, those that needed files spread evenly */
+	pthread_mutex_lock(&f->plock);
+	for (unsigned i = nnew > 64 ? nnew - 64 : 0; i < nnew; i++)
+		f->pneed = f->pneed << 1 |
+			   ((uint64_t)(i + 1) * nfile / nnew != (uint64_t)i * nfile / nnew);
 	pthread_mutex_unlock(&f->plock);
 }
 
@@ -1075,6 +1121,7 @@ precreate_start(struct os *os)
 	struct ffs *f = F(os);
 
 	f->pnext = f->pdurable = os->sb.next_objid;
+	f->pneed = ~0ull;
 	f->pstop = 0;
 	f->prunning = pthread_create(&f->pthr, NULL, precreate_main, os) == 0;
 	if (!f->prunning)
@@ -1109,7 +1156,8 @@ drop_direct(struct os_prep *p)
 		const struct direct *d = &FC(p)->direct[i];
 		char rel[64];
 
-		if ((d->made & MADE_FILE) || os_prep_is_new(p, d->objid)) {
+		if ((d->made & (MADE_FILE | MADE_FOUND)) == MADE_FILE ||
+		    os_prep_is_new(p, d->objid)) {
 			obj_relpath(rel, sizeof(rel), d->objid);
 			uncache_fd(p->os, d->objid);
 			if (unlinkat(F(p->os)->datafd, rel, 0) < 0 && errno != ENOENT)
@@ -1375,13 +1423,14 @@ record_data_present(struct os *os, const void *buf, size_t len, uint64_t *bad)
 			continue;
 		for (j = 0; j < nf && fids[j] != objid; j++)
 			;
-		if (j < nf || os_cmeta_decode(v, vl, &m) < 0)
+		if (j < nf || os_cmeta_decode(v, vl, &m) < 0 ||
+		    m.kind == OS_CHUNK_INLINE)
 			continue; /* its data is in the record / apply reports it */
 		if (fd < 0 || fd_obj != objid) {
 			if (fd >= 0)
 				close(fd);
 			fd_obj = objid;
-			fd = obj_open(os, objid, 0, 0, 0, NULL);
+			fd = obj_open(os, objid, 0, 0, NULL);
 		}
 		/* no file: its name never reached the disk */
 		rc = fd == -ENOENT ? 0 : fd < 0 ? fd : os_chunk_stored_ok(os, fd, cno, &m);
@@ -1490,7 +1539,8 @@ open_store(struct os *os, char *err, size_t errlen)
 		goto fail;
 	}
 	snprintf(os->meta_path, sizeof(os->meta_path), "%s", sub);
-	if ((rc = tsr_kv_open(sub, TSR_KV_OPEN, &os->kv, err, errlen)) < 0 ||
+	if ((rc = tsr_kv_open_tuned(sub, TSR_KV_OPEN, &os->kv_tuning, &os->kv, err,
+				     errlen)) < 0 ||
 	    (rc = os_super_load(os, err, errlen)) < 0)
 		goto fail;
 	snprintf(sub, sizeof(sub), "%s/journal", os->path);
@@ -1639,7 +1689,7 @@ fs_data_fd(struct os *os, uint64_t objid, int reader)
 	int fd;
 
 	if (reader != 2)
-		return reader ? obj_open(os, objid, 0, 0, 0, NULL) : fd_get(os, objid, 0);
+		return reader ? obj_open(os, objid, 0, 0, NULL) : fd_get(os, objid, 0);
 	obj_relpath(rel, sizeof(rel), objid);
 	fd = openat(F(os)->datafd, rel, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	return fd >= 0 ? fd : -errno;

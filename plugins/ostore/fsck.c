@@ -145,9 +145,18 @@ fsck_sub(void *arg, const void *k, size_t kl, const void *v, size_t vl)
 	/* the backend accounts for the space the map holds */
 	if (c->on_map && c->on_map(c, objid, no, &m) < 0)
 		return -ENOMEM;
-	int fd = c->os->hooks->data_fd(c->os, objid, 1);
 	char label[32];
 	snprintf(label, sizeof(label), "id %" PRIu64, objid);
+	if (m.kind == OS_CHUNK_INLINE) {
+		if ((uint64_t)no * OS_CHUNK + m.stored > c->sizes[i])
+			os_fsck_report(c, 0, "object id %" PRIu64 " chunk %u: inline "
+				       "data runs past the object's end", objid, no);
+		else if (os_read_ichunk(c->os, label, objid, no, &m, c->tmp) < 0)
+			os_fsck_report(c, 0, "object id %" PRIu64 " chunk %u: inline "
+				       "data does not match its checksum", objid, no);
+		return 0;
+	}
+	int fd = c->os->hooks->data_fd(c->os, objid, 1);
 	int rc = 0;
 	if (m.kind == OS_CHUNK_ZSTD)
 		rc = os_read_zchunk(c->os, c->dctx, fd, label, objid, no, &m, c->tmp);

@@ -99,6 +99,8 @@ os_init_opts(struct os *os, const struct tsr_host *host,
 		(unsigned)v[5].i);
 	os->direct_min = (uint64_t)v[6].i;
 	os->reread_cache = v[7].i != 0;
+	os->inline_max = (uint64_t)v[8].i;
+	os->kv_tuning.write_buffer = (size_t)v[9].i;
 }
 
 void

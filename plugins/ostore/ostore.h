@@ -34,12 +34,18 @@
  *            per other block, and (backends that place blocks) each
  *            stored block's location;
  *     zstd:  the chunk compressed, its stored length, one CRC32C over the
- *            stored bytes, and (backends that place data) its location.
+ *            stored bytes, and (backends that place data) its location;
+ *     inline: the chunk's first bytes themselves (the rest reads as
+ *            zeros) and their CRC32C: the data of a small object
+ *            (inline_max) lives in its chunk map, so the object needs no
+ *            file or blocks of its own and goes with its keys.
  *
  *     envelope v1 { u8 kind | 0x80 if locations follow,
- *                   raw:  u16 zero bits, u32 crc per stored block,
- *                         [u64 location per stored block]
- *                   zstd: u32 stored length, u32 crc, [u64 location] }
+ *                   raw:    u16 zero bits, u32 crc per stored block,
+ *                           [u64 location per stored block]
+ *                   zstd:   u32 stored length, u32 crc, [u64 location]
+ *                   inline: u32 crc, bytes (a u32 length, then
+ *                           the bytes; never locations) }
  *
  * A chunk without a map reads as zeros; the bytes where it would be
  * stored mean nothing.
@@ -82,16 +88,24 @@
 
 #define OS_CHUNK_RAW 0
 #define OS_CHUNK_ZSTD 1
+#define OS_CHUNK_INLINE 2
+/* Inline bytes one overlay keeps at most: they are journaled and then
+ * applied to LevelDB in one batch under the store's write lock; past
+ * this a batch's small objects are stored as others are. */
+#define OS_INLINE_BATCH (4u << 20)
 
 /* A chunk map, decoded. */
 struct os_cmeta {
 	int present;          /* 0: no map, the chunk reads as zeros */
-	uint8_t kind;         /* OS_CHUNK_RAW or OS_CHUNK_ZSTD */
+	uint8_t kind;         /* OS_CHUNK_RAW, _ZSTD or _INLINE */
 	uint8_t has_loc;      /* locations are recorded */
 	uint16_t zero;        /* raw: bit b set = block b is zeros */
-	uint32_t stored;      /* zstd: bytes stored */
-	uint32_t crc[OS_BPC]; /* raw: per block; zstd: crc[0] over stored */
+	uint32_t stored;      /* zstd, inline: bytes stored */
+	uint32_t crc[OS_BPC]; /* raw: per block; zstd, inline: crc[0] over
+	                       * the stored bytes */
 	uint64_t loc[OS_BPC]; /* raw: per stored block; zstd: loc[0] */
+	const uint8_t *inl;   /* inline: the stored bytes (decoded: inside
+	                       * the record, valid while it is) */
 };
 
 struct os_super {
@@ -181,6 +195,8 @@ struct os {
 	uint64_t max_object, min_free, queue_max;
 	uint64_t direct_min;  /* direct_read_min; 0: never */
 	int reread_cache;     /* reread_cache (reads.c) */
+	uint64_t inline_max;  /* inline_max: largest object kept inline */
+	struct tsr_kv_tuning kv_tuning; /* meta_write_buffer */
 	uint64_t seen[16384]; /* its ranges read once, by hash (relaxed atomics) */
 	int compress, level;
 
@@ -247,6 +263,8 @@ struct os_file {
 	const char *name;     /* for messages */
 	char namebuf[96];
 	uint64_t trunc_to;    /* UINT64_MAX: nothing past it was dropped */
+	uint64_t size;        /* its size as the overlay leaves it
+	                       * (UINT64_MAX: not known, nothing inline) */
 	int unlink;           /* the object was removed */
 	struct os_chunk **chunks; /* sorted by no */
 	size_t nchunks, cap;
@@ -268,6 +286,7 @@ struct os_prep {
 	int cexists;          /* and whether it exists */
 	uint64_t now;
 	uint64_t data_bytes;  /* bytes the commit stores (set by stage) */
+	uint64_t inline_bytes; /* of them kept inline (os_chunk_finish) */
 	size_t rec_bytes;     /* its part of the journal record (stage) */
 	ZSTD_CCtx *cctx;      /* the commit thread's */
 	ZSTD_DCtx *dctx;
@@ -283,7 +302,8 @@ struct os_prep {
 struct os_chunk_out {
 	struct os_cmeta m;
 	int delete_map;       /* all zeros: the map goes */
-	uint16_t write;       /* raw: blocks to store from the chunk's buf */
+	uint16_t write;       /* raw: blocks to store from the chunk's buf
+	                       * (inline: none, m.inl is the chunk's buf) */
 	const uint8_t *z;     /* zstd: the stored bytes (m.stored of them) */
 	uint16_t was_stored;  /* base blocks whose stored copy is now dead */
 };
@@ -478,8 +498,14 @@ int os_fsck_live(const struct os_fsck *c, uint64_t objid);
 	  .min = "0", .max = "1G",                                           \
 	  .help = "reads of at least this many stored bytes in a row bypass the page cache (O_DIRECT); 0: never" }, \
 	{ .name = "reread_cache", .type = TSR_OPT_BOOL, .def = "true",       \
-	  .help = "a direct read of a range read once before lets the kernel cache it, so later reads come from memory" }
-#define OS_NCOMMON 8
+	  .help = "a direct read of a range read once before lets the kernel cache it, so later reads come from memory" }, \
+	{ .name = "inline_max", .type = TSR_OPT_SIZE, .def = "8K",           \
+	  .min = "0", .max = "64K",                                          \
+	  .help = "objects of at most this many bytes keep their data in the metadata store, with no file or blocks of their own; 0: never" }, \
+	{ .name = "meta_write_buffer", .type = TSR_OPT_SIZE, .def = "16M",   \
+	  .min = "1M", .max = "1G",                                          \
+	  .help = "changes the metadata store (LevelDB) keeps in memory before writing them out as a table; up to twice this is held" }
+#define OS_NCOMMON 10
 extern const char *const os_compression_choices[];
 /* Set up os from the OS_NCOMMON values starting at vals[first]. */
 void os_init_opts(struct os *os, const struct tsr_host *host,

@@ -94,6 +94,9 @@ int os_read_block(struct os *os, int fd, const char *name, uint64_t objid,
 int os_read_zchunk(struct os *os, ZSTD_DCtx *dctx, int fd, const char *name,
 		   uint64_t objid, uint32_t cno, const struct os_cmeta *m,
 		   uint8_t *out);
+/* An inline chunk (m->inl valid): checked, and the whole chunk into out. */
+int os_read_ichunk(struct os *os, const char *name, uint64_t objid,
+		   uint32_t cno, const struct os_cmeta *m, uint8_t *out);
 
 /* ---- The overlay (overlay.c), as the commit thread uses it ---------------*/
 

@@ -39,6 +39,7 @@ ov_file(struct os_prep *p, uint64_t objid, const void *oid, size_t oid_len)
 		return NULL;
 	f->objid = objid;
 	f->trunc_to = UINT64_MAX;
+	f->size = UINT64_MAX;
 	f->name = os_oid_str(oid, oid_len, f->namebuf, sizeof(f->namebuf));
 	p->files[p->nfiles++] = f;
 	return f;
@@ -107,9 +108,14 @@ chunk_find(const struct os_file *f, uint32_t no, int *found)
 	return lo;
 }
 
+/* Chunk no's map in m; with buf, an inline chunk's bytes are checked and
+ * the whole chunk goes into buf (m->inl is never left pointing into the
+ * record, which goes). */
 static int
-get_cmeta(struct os_prep *p, uint64_t objid, uint32_t no, struct os_cmeta *m)
+get_cmeta(struct os_prep *p, const struct os_file *f, uint32_t no,
+	  struct os_cmeta *m, uint8_t *buf)
 {
+	uint64_t objid = f->objid;
 	uint8_t k[16];
 	void *v;
 	size_t vl, kl;
@@ -128,13 +134,19 @@ get_cmeta(struct os_prep *p, uint64_t objid, uint32_t no, struct os_cmeta *m)
 	if (rc < 0)
 		return -EIO;
 	rc = os_cmeta_decode(v, vl, m);
+	if (rc == 0 && m->kind == OS_CHUNK_INLINE) {
+		if (buf != NULL && os_read_ichunk(p->os, f->name, objid, no, m, buf) < 0)
+			rc = errf(p->err, sizeof(p->err), -EIO, "object %s chunk %u: "
+				  "inline data does not match its checksum",
+				  f->name, no);
+		m->inl = NULL;
+	} else if (rc < 0) {
+		rc = errf(p->err, sizeof(p->err), -EIO, "chunk map of object id %"
+			  PRIu64 " chunk %u is damaged", objid, no);
+	}
 	if (owned)
 		tsr_kv_free(v);
-	if (rc < 0)
-		return errf(p->err, sizeof(p->err), -EIO,
-			    "chunk map of object id %" PRIu64 " chunk %u is damaged",
-			    objid, no);
-	return 0;
+	return rc;
 }
 
 /* The chunk in the overlay, materialized on first touch.  With whole (a
@@ -171,12 +183,14 @@ chunk_get(struct os_prep *p, struct os_file *f, uint32_t no,
 		return -ENOMEM;
 	}
 	c->no = no;
-	rc = get_cmeta(p, f->objid, no, &c->base);
+	rc = get_cmeta(p, f, no, &c->base, whole != NULL ? NULL : c->buf);
 	if (rc == 0 && whole != NULL) {
 		c->loaded = 0xffff;
 	} else if (rc == 0 && !c->base.present) {
 		memset(c->buf, 0, OS_CHUNK);
 		c->loaded = 0xffff;
+	} else if (rc == 0 && c->base.kind == OS_CHUNK_INLINE) {
+		c->loaded = 0xffff; /* get_cmeta put it in buf */
 	} else if (rc == 0 && c->base.kind == OS_CHUNK_ZSTD) {
 		int fd = p->os->hooks->data_fd(p->os, f->objid, 0);
 		rc = os_read_zchunk(p->os, p->dctx, fd, f->name, f->objid, no,
@@ -534,10 +548,16 @@ obj_create(struct os_prep *p, struct objref *r)
 	return obj_store(p, r);
 }
 
+/* The object's data in the overlay; its size kept current there, for
+ * os_chunk_finish (obj_set_size). */
 static struct os_file *
 obj_file(struct os_prep *p, struct objref *r)
 {
-	return ov_file(p, r->on.objid, r->oid, r->oid_len);
+	struct os_file *f = ov_file(p, r->on.objid, r->oid, r->oid_len);
+
+	if (f != NULL)
+		f->size = r->on.size;
+	return f;
 }
 
 static int
@@ -545,6 +565,9 @@ obj_set_size(struct os_prep *p, struct objref *r, uint64_t size)
 {
 	p->dbytes += (int64_t)(size - r->on.size); /* negative when shrinking */
 	r->on.size = size;
+	for (size_t i = 0; i < p->nfiles; i++)
+		if (p->files[i]->objid == r->on.objid)
+			p->files[i]->size = size;
 	return obj_store(p, r);
 }
 
@@ -671,7 +694,7 @@ chunk_present(struct os_prep *p, struct os_file *f, uint32_t no, int *present)
 		*present = 1;
 		return 0;
 	}
-	int rc = get_cmeta(p, f->objid, no, &m);
+	int rc = get_cmeta(p, f, no, &m, NULL);
 	*present = m.present;
 	return rc;
 }
@@ -990,6 +1013,41 @@ os_room_for(struct os *os, const struct os_prep *p)
 
 /* ---- Finishing chunks and emitting key/value changes ---------------------*/
 
+/* A small object's chunk goes inline, in its map, when the object ends
+ * at most inline_max bytes long: its bytes up to the object's end, less
+ * trailing zeros (which the rest of the chunk reads as), while the
+ * overlay's inline bytes stay within OS_INLINE_BATCH.  1 when it does,
+ * 0 when it is stored otherwise (all zeros included), or -errno. */
+static int
+chunk_inline(struct os_prep *p, struct os_file *f, struct os_chunk *c,
+	     struct os_chunk_out *out)
+{
+	uint64_t slot = (uint64_t)c->no * OS_CHUNK;
+	uint32_t n;
+	int rc;
+
+	if (p->os->inline_max == 0 || f->size > p->os->inline_max || f->size <= slot)
+		return 0;
+	n = f->size - slot < OS_CHUNK ? (uint32_t)(f->size - slot) : OS_CHUNK;
+	for (unsigned b = 0; b * OS_BLOCK < n; b++)
+		if ((rc = chunk_load_block(p, f, c, b)) < 0)
+			return rc;
+	while (n > 0 && c->buf[n - 1] == 0)
+		n--;
+	if (n == 0 || p->inline_bytes + n > OS_INLINE_BATCH)
+		return 0;
+	p->inline_bytes += n;
+	/* every block stored before is dead */
+	if (c->base.present && c->base.kind == OS_CHUNK_RAW)
+		out->was_stored = (uint16_t)~c->base.zero;
+	out->m.present = 1;
+	out->m.kind = OS_CHUNK_INLINE;
+	out->m.stored = n;
+	out->m.crc[0] = tsr_crc32c(0, c->buf, n);
+	out->m.inl = c->buf;
+	return 1;
+}
+
 int
 os_chunk_finish(struct os_prep *p, struct os_file *f, struct os_chunk *c,
 		struct os_chunk_out *out)
@@ -998,15 +1056,15 @@ os_chunk_finish(struct os_prep *p, struct os_file *f, struct os_chunk *c,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (c->base.present && c->base.kind == OS_CHUNK_ZSTD)
-		c->dirty = 0xffff; /* the old stored form is compressed */
+	if (c->base.present && c->base.kind != OS_CHUNK_RAW)
+		c->dirty = 0xffff; /* the old form is compressed or inline */
 	/* the old stored copies of rewritten blocks are dead */
-	if (c->base.present) {
-		if (c->base.kind == OS_CHUNK_ZSTD)
-			out->was_stored = 1;
-		else
-			out->was_stored = (uint16_t)(c->dirty & ~c->base.zero);
-	}
+	if (c->base.present && c->base.kind == OS_CHUNK_ZSTD)
+		out->was_stored = 1;
+	else if (c->base.present && c->base.kind == OS_CHUNK_RAW)
+		out->was_stored = (uint16_t)(c->dirty & ~c->base.zero);
+	if ((rc = chunk_inline(p, f, c, out)) != 0)
+		return rc < 0 ? rc : 0;
 	if (os->compress) {
 		for (unsigned b = 0; b < OS_BPC; b++)
 			if ((rc = chunk_load_block(p, f, c, b)) < 0)

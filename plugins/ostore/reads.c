@@ -104,14 +104,25 @@ os_read_zchunk(struct os *os, ZSTD_DCtx *dctx, int fd, const char *name,
 }
 
 int
+os_read_ichunk(struct os *os, const char *name, uint64_t objid, uint32_t cno,
+	       const struct os_cmeta *m, uint8_t *out)
+{
+	if (m->stored > OS_CHUNK || tsr_crc32c(0, m->inl, m->stored) != m->crc[0])
+		return crc_mismatch(os, name, objid, (uint64_t)cno * OS_CHUNK);
+	memcpy(out, m->inl, m->stored);
+	memset(out + m->stored, 0, OS_CHUNK - m->stored);
+	return 0;
+}
+
+int
 os_chunk_stored_ok(struct os *os, int fd, uint32_t cno, const struct os_cmeta *m)
 {
 	size_t n = m->kind == OS_CHUNK_ZSTD ? m->stored : OS_BLOCK;
 	uint8_t *buf;
 	int rc = 0;
 
-	if (!m->present)
-		return 1;
+	if (!m->present || m->kind == OS_CHUNK_INLINE)
+		return 1; /* nothing stored outside the map */
 	if (n == 0 || n > OS_CHUNK)
 		return 0;
 	if ((buf = malloc(n)) == NULL)
@@ -175,9 +186,31 @@ cmaps_add(void *arg, const void *k, size_t kl, const void *v, size_t vl)
 		return 0;
 	if (no < c->first || no - c->first >= c->n)
 		return 0;
-	if (os_cmeta_decode(v, vl, &c->m[no - c->first]) < 0)
-		c->bad = 1;
+	struct os_cmeta *m = &c->m[no - c->first];
+	if (os_cmeta_decode(v, vl, m) < 0) {
+		if (c->bad == 0)
+			c->bad = 1;
+	} else if (m->kind == OS_CHUNK_INLINE) {
+		/* the record goes when this returns: the bytes are kept */
+		uint8_t *copy = malloc(m->stored);
+		if (copy == NULL) {
+			m->present = 0;
+			c->bad = -ENOMEM;
+			return 0;
+		}
+		memcpy(copy, m->inl, m->stored);
+		m->inl = copy;
+	}
 	return 0;
+}
+
+static void
+cmaps_free(struct cmaps *c)
+{
+	for (uint32_t i = 0; c->m != NULL && i < c->n; i++)
+		if (c->m[i].present && c->m[i].kind == OS_CHUNK_INLINE)
+			free((void *)c->m[i].inl);
+	free(c->m);
 }
 
 /* A run of whole raw blocks: logically consecutive in the object and
@@ -368,6 +401,10 @@ read_locked(struct os *os, const struct tsr_coll_id *cid, const void *oid,
 	os_oid_str(oid, oid_len, nb, sizeof(nb));
 	run.name = nb;
 	run.objid = on.objid;
+	if (rc == 0 && cm.bad == -ENOMEM) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	if (rc < 0 || cm.bad) {
 		os_log(os, LOG_ERR, "%s: object %s: chunk maps unreadable: %s",
 		       os->path, nb, rc < 0 ? err : "damaged record");
@@ -382,19 +419,24 @@ read_locked(struct os *os, const struct tsr_coll_id *cid, const void *oid,
 							   : OS_CHUNK - coff;
 		const struct os_cmeta *m = &cm.m[no - cm.first];
 
-		if (m->present && !fd_tried) {
+		if (m->present && m->kind != OS_CHUNK_INLINE && !fd_tried) {
 			fd = os->hooks->data_fd(os, on.objid, 1);
 			fd_tried = 1;
 			run.fd = fd;
 		}
-		if (m->present && m->kind == OS_CHUNK_ZSTD) {
+		if (m->present && m->kind != OS_CHUNK_RAW) {
+			/* the whole chunk at once: compressed, or inline */
 			if ((rc = run_flush(&run)) < 0)
 				goto out;
-			if (dctx == NULL && (dctx = ZSTD_createDCtx()) == NULL) {
+			if (m->kind == OS_CHUNK_ZSTD && dctx == NULL &&
+			    (dctx = ZSTD_createDCtx()) == NULL) {
 				rc = -ENOMEM;
 				goto out;
 			}
-			if ((rc = os_read_zchunk(os, dctx, fd, nb, on.objid, no, m, tmp)) < 0)
+			rc = m->kind == OS_CHUNK_ZSTD
+				     ? os_read_zchunk(os, dctx, fd, nb, on.objid, no, m, tmp)
+				     : os_read_ichunk(os, nb, on.objid, no, m, tmp);
+			if (rc < 0)
 				goto out;
 			memcpy(out + done, tmp + coff, take);
 			crc_fold(&run, crc ? tsr_crc32c(0, out + done, take) : 0, take);
@@ -435,7 +477,7 @@ out:
 	if (run.dfd >= 0)
 		os->hooks->data_fd_done(os, run.dfd, 2);
 	ZSTD_freeDCtx(dctx);
-	free(cm.m);
+	cmaps_free(&cm);
 	free(tmp);
 	return rc;
 }

@@ -124,6 +124,9 @@ os_cmeta_encode(const struct os_cmeta *c, size_t *len)
 		for (unsigned b = 0; c->has_loc && b < OS_BPC; b++)
 			if (!(c->zero & (1u << b)))
 				tsr_enc_u64(&e, c->loc[b]);
+	} else if (c->kind == OS_CHUNK_INLINE) {
+		tsr_enc_u32(&e, c->crc[0]);
+		tsr_enc_bytes(&e, c->inl, c->stored);
 	} else {
 		tsr_enc_u32(&e, c->stored);
 		tsr_enc_u32(&e, c->crc[0]);
@@ -161,6 +164,16 @@ os_cmeta_decode(const void *p, size_t n, struct os_cmeta *c)
 			c->loc[0] = tsr_dec_u64(&sub);
 		if (c->stored == 0 || c->stored > OS_CHUNK)
 			tsr_dec_fail(&sub, -EBADMSG);
+	} else if (c->kind == OS_CHUNK_INLINE && !c->has_loc) {
+		const void *bytes = NULL;
+		size_t len = 0;
+
+		c->crc[0] = tsr_dec_u32(&sub);
+		tsr_dec_bytes(&sub, &bytes, &len, OS_CHUNK);
+		if (len == 0)
+			tsr_dec_fail(&sub, -EBADMSG);
+		c->inl = bytes;
+		c->stored = (uint32_t)len;
 	} else {
 		tsr_dec_fail(&sub, -EBADMSG);
 	}

@@ -4149,6 +4149,141 @@ log_read(int fd, struct crash_log *l, uint64_t deadline, int until_ready)
 #define RANDOM_TXNS 600
 #define RANDOM_CHECK_EVERY 20
 
+/* Objects around the sizes where a store may keep small objects apart
+ * (backend-file and -blockdev keep data of objects up to inline_max in
+ * their metadata): a seeded walk of writes, truncates, zeros (also of
+ * an object's tail, which then reads as zeros, and of its end), clones
+ * and removes over three objects of up to 80 KiB, checked against a model
+ * after every transaction and after remounts. */
+#define SO_STEPS 300
+#define SO_MAX (80 * KiB)
+
+START_TEST(small_objects)
+{
+	static const struct bytes names[3] = { B("s0"), B("s1"), B("s2") };
+	/* sizes a boundary may sit at: blocks, 8 KiB, a chunk (64 KiB) */
+	static const uint64_t edges[] = { 1, 100, 4095, 4096, 4097, 8191, 8192,
+					  8193, 16384, 65535, 65536, 65537 };
+	struct mobj e[3];
+	int exists[3] = { 0, 0, 0 };
+	uint8_t *p = pattern(31, SO_MAX), *z = xmalloc(SO_MAX);
+	uint64_t seed = 0x5ba11;
+	struct be b;
+
+	memset(e, 0, sizeof(e));
+	memset(z, 0, SO_MAX);
+	be_new(&b, _i, "small-objects");
+	TXN_OK(&b, op_mkcoll(C1));
+	/* first the moves between the forms, each once: large to small
+	 * with the first block untouched; small with a chunk far out;
+	 * small growing past 8 KiB; a small tail zeroed */
+	TXN_OK(&b, op_write(C1, names[0], 0, 20000, p));
+	TXN_OK(&b, op_truncate(C1, names[0], 5000));
+	mobj_write(&e[0], 0, p, 5000);
+	expect_mobj(&b, C1, names[0], &e[0]);
+	TXN_OK(&b, op_write(C1, names[1], 0, 3000, p + 1),
+	       op_write(C1, names[1], 70000, 100, p + 2));
+	mobj_write(&e[1], 0, p + 1, 3000);
+	mobj_write(&e[1], 70000, p + 2, 100);
+	expect_mobj(&b, C1, names[1], &e[1]);
+	TXN_OK(&b, op_truncate(C1, names[1], 2000));
+	mobj_resize(&e[1], 2000);
+	expect_mobj(&b, C1, names[1], &e[1]);
+	TXN_OK(&b, op_write(C1, names[2], 0, 8000, p + 3));
+	TXN_OK(&b, op_write(C1, names[2], 8000, 500, p + 4));
+	mobj_write(&e[2], 0, p + 3, 8000);
+	mobj_write(&e[2], 8000, p + 4, 500);
+	expect_mobj(&b, C1, names[2], &e[2]);
+	TXN_OK(&b, op_zero(C1, names[0], 3000, 2000));
+	mobj_write(&e[0], 3000, z, 2000);
+	be_remount(&b);
+	for (unsigned i = 0; i < 3; i++) {
+		exists[i] = 1;
+		expect_mobj(&b, C1, names[i], &e[i]);
+	}
+	for (int step = 0; step < SO_STEPS; step++) {
+		unsigned o = (unsigned)rnd(&seed, 3), kind = (unsigned)rnd(&seed, 9);
+		unsigned sz = (unsigned)rnd(&seed, 5);
+		/* mostly small: an edge or up to 12 KiB; now and then large */
+		uint64_t size = sz < 2 ? edges[rnd(&seed, 12)]
+				: sz < 4 ? rnd(&seed, 12 * KiB + 1)
+					 : rnd(&seed, SO_MAX + 1);
+		uint64_t off = rnd(&seed, 3) == 0 ? 0 : rnd(&seed, size + 1);
+		uint64_t len = size > off ? size - off : 0;
+		const uint8_t *src = p + rnd(&seed, 64);
+		int rc;
+
+		if (len > SO_MAX - 64)
+			len = SO_MAX - 64;
+		if (kind <= 2 && len > 0) {
+			/* a write, ending in zeros one time in three */
+			const uint8_t *d = rnd(&seed, 3) == 0 ? z : src;
+			rc = TXN(&b, op_write(C1, names[o], off, len, d));
+			if (rc == 0) {
+				mobj_write(&e[o], off, d, len);
+				exists[o] = 1;
+			}
+		} else if (kind == 3 || kind == 7) {
+			rc = TXN(&b, op_truncate(C1, names[o], size));
+			if (rc == 0) {
+				mobj_resize(&e[o], size);
+				exists[o] = 1;
+			}
+		} else if (kind == 4 && exists[o] && e[o].size > 0) {
+			/* zero from off to the end, or within */
+			uint64_t zo = rnd(&seed, e[o].size);
+			uint64_t zl = rnd(&seed, 2) ? e[o].size - zo
+						    : 1 + rnd(&seed, e[o].size - zo);
+			rc = TXN(&b, op_zero(C1, names[o], zo, zl));
+			if (rc == 0)
+				mobj_write(&e[o], zo, z, zl);
+		} else if (kind == 5 && exists[o]) {
+			unsigned d = (o + 1 + (unsigned)rnd(&seed, 2)) % 3;
+			rc = TXN(&b, op_clone(C1, names[o], names[d]));
+			if (rc == 0) {
+				mobj_copy(&e[d], &e[o]);
+				exists[d] = 1;
+			}
+		} else if (kind == 6 && exists[o]) {
+			rc = TXN(&b, op_remove(C1, names[o]));
+			if (rc == 0) {
+				mobj_resize(&e[o], 0);
+				exists[o] = 0;
+			}
+		} else {
+			/* grow the object by a small append */
+			uint64_t at = exists[o] ? e[o].size : 0;
+			uint64_t n = 1 + rnd(&seed, 3000);
+			if (at + n > SO_MAX)
+				at = 0;
+			rc = TXN(&b, op_write(C1, names[o], at, n, src));
+			if (rc == 0) {
+				mobj_write(&e[o], at, src, n);
+				exists[o] = 1;
+			}
+		}
+		ck_assert_msg(rc == 0, "%s: small objects, step %d (kind %u, "
+			      "object %u, off %" PRIu64 ", size %" PRIu64 "): %d (%s)",
+			      b.name, step, kind, o, off, size, rc, strerror(-rc));
+		if (step % 50 == 49)
+			be_remount(&b);
+		if (step % 100 == 99)
+			be_reopen(&b);
+		for (unsigned i = 0; i < 3; i++) {
+			if (exists[i])
+				expect_mobj(&b, C1, names[i], &e[i]);
+			else
+				expect_missing(&b, C1, names[i]);
+		}
+	}
+	for (unsigned i = 0; i < 3; i++)
+		mobj_free(&e[i]);
+	free(p);
+	free(z);
+	be_close(&b);
+}
+END_TEST
+
 START_TEST(random_ops)
 {
 	static struct pipeline pl = { PTHREAD_MUTEX_INITIALIZER, { 0 }, 0 };
@@ -4648,6 +4783,8 @@ const struct cf_test_info cf_backend_tests[] = {
 	  "omap_iter" },
 	{ "ops_reads", "reads at, past and across the end; large reads into "
 	  "aligned and unaligned buffers; stat" },
+	{ "small_objects", "objects around small sizes (blocks, 8 KiB, a "
+	  "chunk): writes, truncates, zeros, clones, removes against a model" },
 	{ "ops_refused", "what tsr_txn_validate refuses, submit() refuses "
 	  "up front" },
 	{ "ops_names", "names holding NUL, '/', 0xff, of 4096 bytes" },
@@ -4737,7 +4874,8 @@ cf_backend_run(const struct cf_run *run)
 	const TTest *const tests[] = {
 		plugin_loads, lifecycle, ops_colls, ops_write, ops_write_held,
 		ops_zero, ops_truncate, ops_remove, ops_clone, ops_clone_range,
-		ops_attrs, ops_omap, ops_reads, ops_refused, ops_names,
+		ops_attrs, ops_omap, ops_reads, small_objects, ops_refused,
+		ops_names,
 		atomicity, enumeration, enumeration_changes, persistence,
 		checksum, random_ops, threads, crash,
 	};

@@ -1425,6 +1425,8 @@ static const char *const fm_variant[] = {
 
 START_TEST(fsck_bad_maps)
 {
+	/* (8 KiB objects stored in blocks, not inline in their maps) */
+	static const struct tsr_srcval blocks[] = { OPT("inline_max", "0") };
 	struct store s;
 	struct fsck_log fl;
 	struct maps *ms = calloc(1, sizeof(*ms));
@@ -1440,7 +1442,7 @@ START_TEST(fsck_bad_maps)
 	fill(a, sizeof(a), 41);
 	fill(b, sizeof(b), 42);
 	fill(c, sizeof(c), 43);
-	st_fresh(&s, "store", NULL, 0);
+	st_fresh(&s, "store", blocks, 1);
 	op = op_write("a", 0, a, sizeof(a));
 	txn_ok(&s, &op, 1);
 	op = op_write("b", 0, b, sizeof(b));

@@ -935,7 +935,10 @@ END_TEST
 
 START_TEST(full_device)
 {
-	static const struct tsr_srcval full[] = { OPT("min_free", "1T") };
+	/* (small objects' data in files: inline ones have none to leave) */
+	static const struct tsr_srcval files_on[] = { OPT("inline_max", "0") };
+	static const struct tsr_srcval full[] = { OPT("min_free", "1T"),
+						  OPT("inline_max", "0") };
 	struct store s;
 	struct tsr_statfs sf, before;
 	struct tsr_txn_op ops[3];
@@ -947,7 +950,7 @@ START_TEST(full_device)
 	ck_assert_ptr_nonnull(files);
 	fill(a, sizeof(a), 1);
 	fill(b, sizeof(b), 2);
-	st_fresh(&s, "store", NULL, 0);
+	st_fresh(&s, "store", files_on, 1);
 	ops[0] = op_write("A", 0, a, sizeof(a));
 	ops[1] = op_kv(TSR_TXN_SETATTR, "A", "x", "1");
 	txn_ok(&s, ops, 2);
@@ -955,7 +958,7 @@ START_TEST(full_device)
 	st_umount_ok(&s);
 	st_free(&s);
 
-	st_new(&s, "store", full, 1);
+	st_new(&s, "store", full, 2);
 	st_mount_ok(&s);
 	ck_assert_int_eq(s.ops->statfs(s.h, &sf), 0);
 	ck_assert_int_eq(sf.available, 0);
@@ -989,7 +992,7 @@ START_TEST(full_device)
 		if (round == 0) {
 			/* and nothing was journaled to come back at mount */
 			st_free(&s);
-			st_new(&s, "store", NULL, 0);
+			st_new(&s, "store", files_on, 1);
 			st_mount_ok(&s);
 		}
 	}
