@@ -260,53 +260,48 @@ osd_op_answer(struct cop *op, int result, uint64_t epoch, const void *out, size_
 
 /* ---- Taking operations in -------------------------------------------------------*/
 
-static void
-arrive(void *arg)
+/* Post op to its copy's queue, under rt->lock (so after every epoch the
+ * runtime holds was posted to the copy: osd_pgrt_map posts an epoch to
+ * the copies before it makes it the latest).  0, or -errno: op is then
+ * the caller's to answer, out of the lock.  Nothing here blocks, so the
+ * I/O thread does it: a hop through the shard's thread to find the copy
+ * cost an operation a wake-up and a second place in the shard's queue. */
+static int
+route(struct osd_pgrt *rt, struct cop *op)
 {
-	struct cop *op = arg;
-	struct osd_pgrt *rt = op->rt;
-	struct pgi *g;
-	struct ev *e = calloc(1, sizeof(*e));
-	int rc = 0;
+	struct pgi *g = osd_pgi_find(rt, op->pgid);
+	struct ev *e;
 
-	/* the check and the post under one lock: an operation posted after
-	 * quiesce's barrier would keep its session past the messenger */
-	pthread_mutex_lock(&rt->lock);
-	g = rt->ops_closed ? NULL : osd_pgi_find(rt, op->pgid);
 	if (rt->ops_closed)
-		rc = -ESHUTDOWN;
-	else if (g == NULL)
-		rc = -ESTALE;   /* no copy here under the OSD's map: not the primary */
-	else if (g->damaged || e == NULL)
-		rc = -EAGAIN;
-	if (rc == 0) {
-		e->type = EV_OP;
-		e->op = op;
-		e->g = g;
-		if (tsr_workq_post(g->q, osd_pg_run, e) < 0) {
-			e->op = NULL;
-			rc = -EAGAIN; /* stopping */
-		}
-	}
-	pthread_mutex_unlock(&rt->lock);
-	if (rc == -ESHUTDOWN) {
+		return -ESHUTDOWN;
+	if (g == NULL)
+		return -ESTALE;   /* no copy here under the OSD's map: not the primary */
+	if (g->damaged || (e = calloc(1, sizeof(*e))) == NULL)
+		return -EAGAIN;
+	e->type = EV_OP;
+	e->op = op;
+	e->g = g;
+	if (tsr_workq_post(g->q, osd_pg_run, e) < 0) {
 		free(e);
+		return -EAGAIN; /* stopping */
+	}
+	return 0;
+}
+
+/* Answer an operation route refused (out of rt->lock). */
+static void
+unrouted(struct cop *op, int rc, uint64_t epoch)
+{
+	if (rc == -ESHUTDOWN) {
+		/* quiesced: its session is the messenger's no more */
 		if (op->conn) {
 			tsr_conn_put(op->conn);
 			op->conn = NULL;
 		}
 		cop_free(op);
-	} else if (rc < 0) {
-		free(e);
-		osd_op_abort(op, rc, latest_epoch(rt));
+		return;
 	}
-}
-
-/* Post op to its PG's shard: 0, or -errno (op is the caller's). */
-static int
-route(struct osd_pgrt *rt, struct cop *op)
-{
-	return tsr_workq_post(osd_shard_of(rt, op->pgid), arrive, op);
+	osd_op_abort(op, rc, epoch);
 }
 
 static void
@@ -367,7 +362,7 @@ on_op_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 	rc = route(rt, op);
 	pthread_mutex_unlock(&rt->lock);
 	if (rc < 0)
-		osd_op_abort(op, -EAGAIN, latest);
+		unrouted(op, rc, latest);
 }
 
 void
@@ -382,9 +377,10 @@ osd_ops_map(struct osd_pgrt *rt, uint64_t epoch)
 		op->next = NULL;
 		rt->nopwait--;
 		rt->opwait_bytes -= op->msg->data_len;
-		if (route(rt, op) < 0) {
+		int rc = route(rt, op);
+		if (rc < 0) {
 			pthread_mutex_unlock(&rt->lock);
-			osd_op_abort(op, -EAGAIN, epoch);
+			unrouted(op, rc, epoch);
 			pthread_mutex_lock(&rt->lock);
 		}
 	}
