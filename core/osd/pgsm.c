@@ -2627,7 +2627,22 @@ on_repop(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 	pd.kind = PEND_REPOP;
 	pd.to = m->from;
 	pd.ev = x->ev;
-	return persist_emit(sm, &p, obj, 0, payload, &pd);
+	if ((rc = persist_emit(sm, &p, obj, 0, payload, &pd)) < 0)
+		return rc;
+	/* the answer goes as soon as the change is durable, without a turn
+	 * through the machine (the commit's thread sends it); one that comes
+	 * after the interval ended is dropped by the primary, and a member
+	 * that committed just before a new map would have sent it too */
+	struct tsr_pgsm_action *a = &sm->act[sm->nact - 1];
+	a->answer = 1;
+	a->to = m->from;
+	a->msg.type = TSR_PGMSG_REPOP_REPLY;
+	a->msg.pgid = sm->conf.pgid;
+	a->msg.from = sm->conf.whoami;
+	a->msg.map_epoch = sm->cur.epoch;
+	a->msg.interval = sm->info.same_interval_since;
+	a->msg.ev = x->ev;
+	return 0;
 }
 
 /* Persist a pushed object (p holds the omap side); its commit answers. */
@@ -2981,15 +2996,7 @@ tsr_pgsm_committed(struct tsr_pgsm *sm, uint64_t token)
 		complete_writes(sm);
 		break;
 	case PEND_REPOP:
-		if (current) {
-			struct tsr_pgsm_action *a = send_new(sm, pd.to, TSR_PGMSG_REPOP_REPLY,
-							     pd.interval);
-			if (a == NULL)
-				rc = -ENOMEM;
-			else
-				a->msg.ev = pd.ev;
-		}
-		break;
+		break; /* answered with the commit (the PERSIST's msg) */
 	case PEND_PROGRESS:
 		if (current && sm->state == TSR_PGSM_REPLICA) {
 			struct tsr_pgsm_action *a = send_new(sm, pd.to, TSR_PGMSG_PROGRESS_ACK,

@@ -13,7 +13,11 @@
  *             changes to the PG's meta object (its info, log and missing
  *             set, encoded here) and the object change (the client's
  *             operation, a received payload, or a removal); once it is
- *             durable the caller calls tsr_pgsm_committed(token);
+ *             durable the caller calls tsr_pgsm_committed(token), and,
+ *             with `answer` set, sends msg to osd `to` (a member's
+ *             answer to a replicated write: it may go straight from the
+ *             backend's commit callback, before or after the call;
+ *             nothing else the machine sends depends on its order);
  *   EXEC      run a client operation now: a read is answered by the
  *             caller; for a write the caller builds its transaction
  *             (against the object as earlier writes leave it) and calls
@@ -333,6 +337,7 @@ struct tsr_pgsm_action {
 	struct tsr_pgsm_name *rm;    /* objects to remove first */
 	size_t nrm;
 	uint64_t token;              /* tsr_pgsm_committed() */
+	int answer;                  /* send msg to `to` once durable */
 	/* UP_THRU */
 	uint64_t epoch;
 	/* LIST: the objects after oid (msg.oid; none: from the first), at most

@@ -235,7 +235,7 @@ peer_drop(struct osd_pgrt *rt, int32_t to, struct tsr_conn *c)
 }
 
 static int
-send_once(struct tsr_conn *c, const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
+send_once_(struct tsr_conn *c, const struct tsr_pgmsg *m, struct tsr_rbuf *pl, unsigned flags)
 {
 	struct tsr_msg *msg;
 	struct tsr_enc e;
@@ -247,7 +247,13 @@ send_once(struct tsr_conn *c, const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
 	}
 	if (pl)
 		tsr_msg_set_rbuf(msg, pl);
-	return tsr_conn_send(c, msg, 0);
+	return tsr_conn_send(c, msg, flags);
+}
+
+static int
+send_once(struct tsr_conn *c, const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
+{
+	return send_once_(c, m, pl, 0);
 }
 
 static int hold(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
@@ -324,6 +330,32 @@ void
 osd_pg_send(struct pgi *g, int32_t to, const struct tsr_pgmsg *m)
 {
 	send_pg(g->rt, g->ep, to, m, NULL);
+}
+
+/* From the backend's commit callback: a member's answer to a replicated
+ * write, sent at once when that cannot wait — the OSD is ready (what it
+ * held went first) and the session to the primary has room.  0 if sent;
+ * otherwise the PG's thread sends it like any other (send_pg).  Going
+ * straight from here spares the answer a turn through the PG's queue,
+ * which on a busy OSD took longer than the rest of its way. */
+static int
+send_answer(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+	    const struct tsr_pgmsg *m)
+{
+	struct tsr_conn *c;
+	int rc = -EAGAIN;
+
+	if (ep == NULL || to == rt->whoami || !__atomic_load_n(&rt->ready, __ATOMIC_ACQUIRE))
+		return -EAGAIN;
+	pthread_rwlock_rdlock(&rt->send_lock);
+	if (!rt->stopping && (c = peer_conn(rt, ep, to)) != NULL) {
+		rc = send_once_(c, m, NULL, TSR_SEND_NOWAIT);
+		tsr_conn_put(c);
+	}
+	pthread_rwlock_unlock(&rt->send_lock);
+	if (rc == 0)
+		__atomic_add_fetch(&rt->sent, 1, __ATOMIC_RELAXED);
+	return rc;
 }
 
 /* Until the OSD is ready, keep m (a copy) and pl (the reference), with
@@ -420,6 +452,8 @@ ev_free(struct ev *e)
 		tsr_msg_free(e->raw, 0);
 	if (e->paced)
 		osd_pace_drop(e->g->rt, e);
+	if (e->answer)
+		tsr_pgmsg_free(&e->m);
 	free(e);
 }
 
@@ -447,33 +481,59 @@ struct commit_arg {
 	uint64_t token;
 	uint8_t *wr_oid;             /* a client's write to it (osd_op_wr_add) */
 	size_t wr_len;
+	int answer;                  /* the PERSIST's answer: msg to osd `to` */
+	int32_t to;
+	struct tsr_pgmsg msg;
+	struct tsr_osdmap_epoch *ep; /* (a reference) the epoch it was made in */
 };
+
+static void
+commit_arg_free(struct commit_arg *c)
+{
+	if (c->answer)
+		tsr_pgmsg_free(&c->msg);
+	if (c->ep)
+		tsr_osdmap_epoch_put(c->ep);
+	free(c);
+}
 
 static void
 on_commit(void *arg, int rc)
 {
 	struct commit_arg *c = arg;
+	struct osd_pgrt *rt = c->g->rt;
 	struct ev *e;
 
 	if (c->wr_oid) {
 		osd_op_wr_done(c->g, c->wr_oid, c->wr_len);
 		free(c->wr_oid);
 	}
-	if (__atomic_load_n(&c->g->rt->closing, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&rt->closing, __ATOMIC_ACQUIRE)) {
 		/* the workers are going: durable all the same */
-		free(c);
+		commit_arg_free(c);
 		return;
+	}
+	if (c->answer && rc == 0 && send_answer(rt, c->ep, c->to, &c->msg) == 0) {
+		tsr_pgmsg_free(&c->msg);
+		c->answer = 0;
 	}
 	if ((e = calloc(1, sizeof(*e))) == NULL) {
 		LOGE("osd: out of memory for a commit: the PG stalls");
-		free(c);
+		commit_arg_free(c);
 		return;
 	}
 	e->type = EV_COMMIT;
 	e->token = c->token;
 	e->rc = rc;
+	if (c->answer && rc == 0) {
+		/* the PG's thread sends it, in its epoch */
+		e->answer = 1;
+		e->to = c->to;
+		e->m = c->msg;
+		c->answer = 0;
+	}
 	osd_pg_post(c->g, e);
-	free(c);
+	commit_arg_free(c);
 }
 
 /* The object change of a PERSIST whose payload is the message being
@@ -519,7 +579,7 @@ payload_ops(struct pgi *g, const struct tsr_pgsm_action *x, struct tsr_pgpush *p
 }
 
 static void
-do_persist(struct pgi *g, const struct tsr_pgsm_action *x, const struct tsr_pgmsg *m)
+do_persist(struct pgi *g, struct tsr_pgsm_action *x, const struct tsr_pgmsg *m)
 {
 	struct osd_pgrt *rt = g->rt;
 	struct tsr_pgstore_txn t;
@@ -565,6 +625,14 @@ do_persist(struct pgi *g, const struct tsr_pgsm_action *x, const struct tsr_pgms
 		c = tsr_xcalloc(1, sizeof(*c));
 		c->g = g;
 		c->token = x->token;
+		if (x->answer) {
+			/* the message moves to the commit */
+			c->answer = 1;
+			c->to = x->to;
+			c->msg = x->msg;
+			memset(&x->msg, 0, sizeof(x->msg));
+			c->ep = g->ep ? tsr_osdmap_epoch_get(g->ep) : NULL;
+		}
 		if (x->obj == TSR_PGSM_OBJ_OP) {
 			/* later writes to it are built once it committed */
 			c->wr_oid = tsr_pglog_dup(oid, oid_len);
@@ -577,7 +645,7 @@ do_persist(struct pgi *g, const struct tsr_pgsm_action *x, const struct tsr_pgms
 			if (c->wr_oid)
 				osd_op_wr_done(g, c->wr_oid, c->wr_len);
 			free(c->wr_oid);
-			free(c);
+			commit_arg_free(c);
 		} else {
 			__atomic_add_fetch(&rt->persists, 1, __ATOMIC_RELAXED);
 		}
@@ -1003,6 +1071,8 @@ osd_pg_run(void *arg)
 		carry_out(g, NULL);
 		break;
 	case EV_COMMIT:
+		if (e->answer && e->rc == 0)
+			send_pg(g->rt, g->ep, e->to, &e->m, NULL);
 		if (e->rc < 0)
 			store_failed(g, "failed a change", e->rc);
 		else if (tsr_pgsm_committed(g->sm, e->token) == 0)

@@ -133,6 +133,8 @@ struct ev {
 	struct cop *op;              /* EV_OP */
 	int rc;                      /* EV_COMMIT; EV_SCRUB: SCRUB_EV_* */
 	struct paced *paced;         /* EV_SEND: a message the pace let go */
+	int answer;                  /* EV_COMMIT: send m to osd `to` first */
+	int32_t to;
 };
 
 struct peer_conn {

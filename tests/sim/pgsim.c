@@ -312,6 +312,8 @@ struct txn {
 	uint64_t token;
 	struct tsr_pgsm_kv *kv;
 	size_t nkv;
+	int answer;                   /* send answer.msg once committed */
+	struct tsr_pgsm_action answer_act;
 	int rm[NOBJ];
 	struct payload obj;
 	struct txn *next;
@@ -397,6 +399,7 @@ static void
 txn_free(struct txn *t)
 {
 	tsr_pgsm_kv_free(t->kv, t->nkv, NULL, 0);
+	tsr_pgmsg_free(&t->answer_act.msg);
 	free(t);
 }
 
@@ -556,6 +559,70 @@ carry_out(int o, int pg)
 	check_committed(o, pg);
 }
 
+/* Send x's message from osd o (its attachment read now). */
+static void
+sim_send(int o, int pg, struct tsr_pgsm_action *x)
+{
+	struct payload pl;
+	struct event ev;
+	struct tsr_enc e;
+	const struct simmap *mm = map_at(osds[o].epoch);
+	memset(&pl, 0, sizeof(pl));
+	if (x->attach == TSR_PGSM_ATTACH_OP) {
+		struct handle *h = handle_find(x->handle);
+		if (h == NULL) {
+			fail("osd.%d pg %d: REPOP of unknown handle", o, pg);
+			return;
+		}
+		pl.has = 1;
+		pl.obj = h->obj;
+		pl.exists = h->kind == OP_WRITE;
+		pl.val = h->val;
+		pl.ev = x->msg.log.n ? x->msg.log.e[0].ev : h->ev;
+	} else if (x->attach == TSR_PGSM_ATTACH_OBJECT) {
+		int k = obj_index(x->msg.oid, x->msg.oid_len);
+		const struct obj *ob;
+		if (k < 0) {
+			fail("osd.%d: push of an unknown object", o);
+			return;
+		}
+		ob = &osds[o].st[pg].objs[k];
+		pl.has = 1;
+		pl.obj = k;
+		pl.exists = ob->exists;
+		pl.val = ob->val;
+		pl.ev = ob->ev;
+		x->msg.ev = ob->ev;
+		x->msg.op = ob->exists ? TSR_PGLOG_MODIFY : TSR_PGLOG_DELETE;
+	}
+	memset(&ev, 0, sizeof(ev));
+	tsr_enc_init(&e);
+	if (tsr_pgmsg_encode(&e, &x->msg) < 0) {
+		fail("osd.%d: encoding failed", o);
+		tsr_enc_release(&e);
+		return;
+	}
+	ev.buf = tsr_enc_take(&e, &ev.len);
+	dump(&x->msg, ev.buf, ev.len);
+	ev.type = EV_MSG;
+	ev.from = o;
+	ev.from_inc = osds[o].inc;
+	ev.osd = x->to;
+	ev.pg = pg;
+	ev.pl = pl;
+	ev.to_from = x->to >= 0 && x->to < nosd && mm->up[x->to] ? mm->up_from[x->to] : 0;
+	ev.at = now + 1 + rndn(rndn(8) == 0 ? 60 : 6);
+	if (x->to >= 0 && x->to < nosd) {
+		if (ev.at <= pair_last[o][x->to])
+			ev.at = pair_last[o][x->to] + 1;
+		pair_last[o][x->to] = ev.at;
+	}
+	if (verbose > 1)
+		fprintf(stderr, "t=%" PRIu64 " osd.%d pg%d -> osd.%d %s\n", now, o, pg,
+			x->to, tsr_pgmsg_name(x->msg.type));
+	push_event(ev);
+}
+
 static void
 carry_out_(int o, int pg)
 {
@@ -586,67 +653,9 @@ carry_out_(int o, int pg)
 		for (size_t i = 0; i < n; i++) {
 			struct tsr_pgsm_action *x = &acts[i];
 			switch (x->type) {
-			case TSR_PGSM_A_SEND: {
-				struct payload pl;
-				struct event ev;
-				struct tsr_enc e;
-				const struct simmap *mm = map_at(osds[o].epoch);
-				memset(&pl, 0, sizeof(pl));
-				if (x->attach == TSR_PGSM_ATTACH_OP) {
-					struct handle *h = handle_find(x->handle);
-					if (h == NULL) {
-						fail("osd.%d pg %d: REPOP of unknown handle", o, pg);
-						break;
-					}
-					pl.has = 1;
-					pl.obj = h->obj;
-					pl.exists = h->kind == OP_WRITE;
-					pl.val = h->val;
-					pl.ev = x->msg.log.n ? x->msg.log.e[0].ev : h->ev;
-				} else if (x->attach == TSR_PGSM_ATTACH_OBJECT) {
-					int k = obj_index(x->msg.oid, x->msg.oid_len);
-					const struct obj *ob;
-					if (k < 0) {
-						fail("osd.%d: push of an unknown object", o);
-						break;
-					}
-					ob = &osds[o].st[pg].objs[k];
-					pl.has = 1;
-					pl.obj = k;
-					pl.exists = ob->exists;
-					pl.val = ob->val;
-					pl.ev = ob->ev;
-					x->msg.ev = ob->ev;
-					x->msg.op = ob->exists ? TSR_PGLOG_MODIFY : TSR_PGLOG_DELETE;
-				}
-				memset(&ev, 0, sizeof(ev));
-				tsr_enc_init(&e);
-				if (tsr_pgmsg_encode(&e, &x->msg) < 0) {
-					fail("osd.%d: encoding failed", o);
-					tsr_enc_release(&e);
-					break;
-				}
-				ev.buf = tsr_enc_take(&e, &ev.len);
-				dump(&x->msg, ev.buf, ev.len);
-				ev.type = EV_MSG;
-				ev.from = o;
-				ev.from_inc = osds[o].inc;
-				ev.osd = x->to;
-				ev.pg = pg;
-				ev.pl = pl;
-				ev.to_from = x->to >= 0 && x->to < nosd && mm->up[x->to] ? mm->up_from[x->to] : 0;
-				ev.at = now + 1 + rndn(rndn(8) == 0 ? 60 : 6);
-				if (x->to >= 0 && x->to < nosd) {
-					if (ev.at <= pair_last[o][x->to])
-						ev.at = pair_last[o][x->to] + 1;
-					pair_last[o][x->to] = ev.at;
-				}
-				if (verbose > 1)
-					fprintf(stderr, "t=%" PRIu64 " osd.%d pg%d -> osd.%d %s\n", now, o, pg,
-						x->to, tsr_pgmsg_name(x->msg.type));
-				push_event(ev);
+			case TSR_PGSM_A_SEND:
+				sim_send(o, pg, x);
 				break;
-			}
 			case TSR_PGSM_A_PERSIST: {
 				struct txn *t = calloc(1, sizeof(*t));
 				t->token = x->token;
@@ -654,6 +663,14 @@ carry_out_(int o, int pg)
 				t->nkv = x->nkv;
 				x->kv = NULL;
 				x->nkv = 0;
+				if (x->answer) {
+					/* the message moves to the transaction */
+					t->answer = 1;
+					t->answer_act.type = TSR_PGSM_A_SEND;
+					t->answer_act.to = x->to;
+					t->answer_act.msg = x->msg;
+					memset(&x->msg, 0, sizeof(x->msg));
+				}
 				for (size_t r = 0; r < x->nrm; r++) {
 					int k = obj_index(x->rm[r].p, x->rm[r].n);
 					if (k < 0)
@@ -1161,11 +1178,18 @@ handle_commit(struct event *ev)
 		push_event((struct event){ .at = now + 1 + rndn(8), .type = EV_COMMIT, .osd = ev->osd,
 					   .pg = pg, .inc = d->inc });
 	}
+	/* the answer a commit carries goes from the commit's thread: before
+	 * or after the machine hears of the commit */
+	int answer_first = t->answer && rndn(2) == 0;
+	if (answer_first)
+		sim_send(ev->osd, pg, &t->answer_act);
 	if (d->sm[pg] && d->registered) {
 		if (tsr_pgsm_committed(d->sm[pg], t->token) < 0)
 			fail("osd.%d: committed failed", ev->osd);
 		carry_out(ev->osd, pg);
 	}
+	if (t->answer && !answer_first)
+		sim_send(ev->osd, pg, &t->answer_act);
 	txn_free(t);
 }
 
