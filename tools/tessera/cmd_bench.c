@@ -148,7 +148,10 @@ finished(void *arg, int result, const struct tsr_objver *ver)
 	tsr_op_destroy(s->op);
 	s->op = NULL;
 	start_one(b, s);
-	pthread_cond_broadcast(&b->cv);
+	/* the main thread wakes at its own pace to report; waking it for
+	 * every operation cost the machine under test a wake-up each */
+	if (b->inflight == 0)
+		pthread_cond_broadcast(&b->cv);
 	pthread_mutex_unlock(&b->mu);
 }
 
