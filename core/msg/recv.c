@@ -213,6 +213,13 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Is the front in, with the data's buffer still to choose? */
+static int
+rx_data_due(const struct tsr_conn *c)
+{
+	return c->rdata_pending && c->rgot == c->rh.front_len;
+}
+
 /* The front is in: the data goes into a buffer posted under the frame's
  * tag, or one of ours (worker, lock held).  0, or a fault was raised. */
 static int
@@ -329,7 +336,7 @@ parse_staged(struct tsr_conn *c, struct after *a)
 				return;
 		}
 		body_take(c, &pos);
-		if (c->rdata_pending && c->rgot == c->rh.front_len) {
+		if (rx_data_due(c)) {
 			if (rx_data_start(c) < 0)
 				return;
 			body_take(c, &pos);
@@ -367,8 +374,7 @@ msgr_conn_read(struct tsr_conn *c, struct after *a)
 			r = readv(c->fd, iov, n);
 			if (r > 0) {
 				c->rgot += (size_t)r;
-				if (c->rdata_pending && c->rgot == c->rh.front_len &&
-				    rx_data_start(c) < 0)
+				if (rx_data_due(c) && rx_data_start(c) < 0)
 					return;
 				if (c->rgot == body_len(c))
 					frame_done(c, a);

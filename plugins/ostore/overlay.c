@@ -20,12 +20,23 @@
  * The overlay: key/value changes in a kvov, data changes as whole chunks
  * in memory.  Every operation reads and writes through it. */
 
+/* The overlay's data of object objid, or NULL when it has none yet. */
 static struct os_file *
-ov_file(struct os_prep *p, uint64_t objid, const void *oid, size_t oid_len)
+ov_file_find(const struct os_prep *p, uint64_t objid)
 {
 	for (size_t i = 0; i < p->nfiles; i++)
 		if (p->files[i]->objid == objid)
 			return p->files[i];
+	return NULL;
+}
+
+static struct os_file *
+ov_file(struct os_prep *p, uint64_t objid, const void *oid, size_t oid_len)
+{
+	struct os_file *found = ov_file_find(p, objid);
+
+	if (found != NULL)
+		return found;
 	if (p->nfiles == p->fcap) {
 		size_t ncap = p->fcap ? p->fcap * 2 : 8;
 		struct os_file **nf = realloc(p->files, ncap * sizeof(*nf));
@@ -565,9 +576,9 @@ obj_set_size(struct os_prep *p, struct objref *r, uint64_t size)
 {
 	p->dbytes += (int64_t)(size - r->on.size); /* negative when shrinking */
 	r->on.size = size;
-	for (size_t i = 0; i < p->nfiles; i++)
-		if (p->files[i]->objid == r->on.objid)
-			p->files[i]->size = size;
+	struct os_file *f = ov_file_find(p, r->on.objid);
+	if (f != NULL)
+		f->size = size;
 	return obj_store(p, r);
 }
 

@@ -243,6 +243,14 @@ crc_fold(struct run *r, uint32_t c, uint64_t n)
 		*r->crc = tsr_crc32c_combine(*r->crc, c, n);
 }
 
+/* Fold the n bytes at p into r->crc (computed only when it is wanted). */
+static void
+crc_fold_bytes(struct run *r, const uint8_t *p, uint64_t n)
+{
+	if (r->crc)
+		crc_fold(r, tsr_crc32c(0, p, n), n);
+}
+
 /* Read len bytes at off into dst with O_DIRECT as far as the store lets
  * (a file's end need not be aligned: the rest comes through the page
  * cache); 0 or -errno. */
@@ -439,7 +447,7 @@ read_locked(struct os *os, const struct tsr_coll_id *cid, const void *oid,
 			if (rc < 0)
 				goto out;
 			memcpy(out + done, tmp + coff, take);
-			crc_fold(&run, crc ? tsr_crc32c(0, out + done, take) : 0, take);
+			crc_fold_bytes(&run, out + done, take);
 			done += take;
 			continue;
 		}
@@ -463,7 +471,7 @@ read_locked(struct os *os, const struct tsr_coll_id *cid, const void *oid,
 			    (rc = os_read_block(os, fd, nb, on.objid, no, bi, m, tmp)) < 0)
 				goto out;
 			memcpy(dst, tmp + (s - bo), e - s);
-			crc_fold(&run, crc ? tsr_crc32c(0, dst, e - s) : 0, e - s);
+			crc_fold_bytes(&run, dst, e - s);
 		}
 		done += take;
 	}
