@@ -260,12 +260,15 @@ osd_op_answer(struct cop *op, int result, uint64_t epoch, const void *out, size_
 
 /* ---- Taking operations in -------------------------------------------------------*/
 
-/* Post op to its copy's queue, under rt->lock (so after every epoch the
- * runtime holds was posted to the copy: osd_pgrt_map posts an epoch to
- * the copies before it makes it the latest).  0, or -errno: op is then
- * the caller's to answer, out of the lock.  Nothing here blocks, so the
- * I/O thread does it: a hop through the shard's thread to find the copy
- * cost an operation a wake-up and a second place in the shard's queue. */
+/* Post op to its copy's queue, under rt->lock: after every epoch the
+ * runtime had posted to an existing copy (osd_pgrt_map posts an epoch to
+ * the copies before it makes it the latest).  A copy that epoch makes is
+ * findable a moment before its first epoch is posted; an operation that
+ * reaches it first is parked until the copy has a map (osd_pg_run).  0,
+ * or -errno: op is then the caller's to answer, out of the lock.  Nothing
+ * here blocks, so the I/O thread does it: a hop through the shard's
+ * thread to find the copy cost an operation a wake-up and a second place
+ * in the shard's queue. */
 static int
 route(struct osd_pgrt *rt, struct cop *op)
 {

@@ -165,9 +165,11 @@ status_take(struct pgi *g)
 
 /* ---- Sending ---------------------------------------------------------------------
  *
- * Every send runs on a shard's worker (which may wait for room in the
+ * Sends run on a shard's worker (which may wait for room in the
  * session's queue: the messenger's backpressure), never on the loop or an
- * I/O thread, which could only drop it. */
+ * I/O thread, which could only drop it.  The one exception is a member's
+ * answer to a replicated write, which a backend commit thread sends when
+ * the session has room (send_answer) and leaves to the worker otherwise. */
 
 /* Our session to osd.to, at the newest address any caller has seen for
  * it (held by the caller), or NULL when ep has it down.  A caller whose
@@ -339,12 +341,17 @@ osd_pg_send(struct pgi *g, int32_t to, const struct tsr_pgmsg *m)
  * straight from here spares the answer a turn through the PG's queue,
  * which on a busy OSD took longer than the rest of its way. */
 static int
-send_answer(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+send_answer(struct pgi *g, const struct tsr_osdmap_epoch *ep, int32_t to,
 	    const struct tsr_pgmsg *m)
 {
+	struct osd_pgrt *rt = g->rt;
 	struct tsr_conn *c;
 	int rc = -EAGAIN;
 
+	/* a machine that has left the write's interval (or the copy) says
+	 * nothing more of it, as when it hears of the commit itself */
+	if (m->interval != __atomic_load_n(&g->answer_interval, __ATOMIC_ACQUIRE))
+		return -ESTALE;
 	if (ep == NULL || to == rt->whoami || !__atomic_load_n(&rt->ready, __ATOMIC_ACQUIRE))
 		return -EAGAIN;
 	pthread_rwlock_rdlock(&rt->send_lock);
@@ -513,9 +520,12 @@ on_commit(void *arg, int rc)
 		commit_arg_free(c);
 		return;
 	}
-	if (c->answer && rc == 0 && send_answer(rt, c->ep, c->to, &c->msg) == 0) {
-		tsr_pgmsg_free(&c->msg);
-		c->answer = 0;
+	if (c->answer && rc == 0) {
+		int sent = send_answer(c->g, c->ep, c->to, &c->msg);
+		if (sent == 0 || sent == -ESTALE) {
+			tsr_pgmsg_free(&c->msg);
+			c->answer = 0;
+		}
 	}
 	if ((e = calloc(1, sizeof(*e))) == NULL) {
 		LOGE("osd: out of memory for a commit: the PG stalls");
@@ -797,9 +807,22 @@ do_send(struct pgi *g, struct tsr_pgsm_action *x)
 	send_pg(g->rt, g->ep, x->to, &x->msg, payload ? tsr_rbuf_new(payload, plen) : NULL);
 }
 
+/* Publish the interval a commit thread may answer in (see pgi). */
+static void
+publish_interval(struct pgi *g)
+{
+	uint64_t v = 0;
+
+	if (!g->gone && !g->damaged && tsr_pgsm_state(g->sm) != TSR_PGSM_DELETED)
+		v = tsr_pgsm_info(g->sm)->same_interval_since;
+	__atomic_store_n(&g->answer_interval, v, __ATOMIC_RELEASE);
+}
+
 static void
 carry_out(struct pgi *g, const struct tsr_pgmsg *m)
 {
+	/* before any message of a new interval goes out */
+	publish_interval(g);
 	for (int round = 0; round < 10000 && !g->gone; round++) {
 		size_t n;
 		struct tsr_pgsm_action *a = tsr_pgsm_actions(g->sm, &n), *acts;
@@ -858,6 +881,7 @@ carry_out(struct pgi *g, const struct tsr_pgmsg *m)
 			tsr_pgsm_action_free(&acts[i]);
 		free(acts);
 	}
+	publish_interval(g); /* (0 once the copy is gone) */
 	status_take(g);
 }
 
@@ -1071,7 +1095,9 @@ osd_pg_run(void *arg)
 		carry_out(g, NULL);
 		break;
 	case EV_COMMIT:
-		if (e->answer && e->rc == 0)
+		/* (before the machine hears of it, as from the commit thread) */
+		if (e->answer && e->rc == 0 &&
+		    e->m.interval == __atomic_load_n(&g->answer_interval, __ATOMIC_ACQUIRE))
 			send_pg(g->rt, g->ep, e->to, &e->m, NULL);
 		if (e->rc < 0)
 			store_failed(g, "failed a change", e->rc);

@@ -95,6 +95,10 @@ struct pgi {
 	uint64_t posted;             /* the newest epoch posted (rt->lock) */
 	uint64_t taken;              /* the newest epoch its worker took */
 	int damaged;                 /* did not load: left as it is */
+	uint64_t answer_interval;    /* (atomic) the interval its machine is
+					in, 0 when deleted or damaged: a commit
+					thread sends a member's answer only in
+					it (carry_out publishes it) */
 	uint64_t sis0;               /* its interval's first, as loaded (the
 					loop's: replay feeds from it) */
 	struct cop *ops;             /* client operations the machine holds

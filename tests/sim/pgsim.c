@@ -200,7 +200,9 @@ mapview(const struct simmap *m, int pg, struct tsr_pg_mapview *mv)
 /* ---- events ----------------------------------------------------------------------- */
 
 enum { EV_MSG, EV_COMMIT, EV_MAP, EV_CLIENT, EV_REPLY, EV_MON, EV_FAULT, EV_OP, EV_LIST,
-       EV_TICK, EV_GRANT };
+       EV_TICK, EV_GRANT, EV_HEARD };
+
+struct txn;
 
 struct payload {
 	int has;
@@ -230,6 +232,7 @@ struct event {
 	uint64_t map_epoch;           /* OP: the client's */
 	uint32_t ntemp;               /* MON (tid 3): a PG temp asked for */
 	int32_t temp[MAXO];
+	struct txn *txn;              /* HEARD: a commit the machine hears of */
 };
 
 static struct event *heap;
@@ -550,6 +553,7 @@ dump(const struct tsr_pgmsg *m, const uint8_t *buf, size_t len)
 
 /* FIFO per pair: the pair's last arrival time. */
 static uint64_t pair_last[MAXO][MAXO];
+static uint64_t heard_last[MAXO][NPG]; /* a PG's commits are heard in order */
 
 static void carry_out_(int o, int pg);
 static void
@@ -1137,6 +1141,17 @@ handle_op(struct event *ev)
 	carry_out(ev->osd, ev->pg);
 }
 
+/* May osd o still answer with a's message: its machine is in the
+ * message's interval (the runtime's published interval)? */
+static int
+answer_current(int o, int pg, const struct tsr_pgsm_action *a)
+{
+	const struct tsr_pgsm *sm = osds[o].sm[pg];
+
+	return sm != NULL && tsr_pgsm_state(sm) != TSR_PGSM_DELETED &&
+	       tsr_pgsm_info(sm)->same_interval_since == a->msg.interval;
+}
+
 static void
 handle_commit(struct event *ev)
 {
@@ -1178,18 +1193,41 @@ handle_commit(struct event *ev)
 		push_event((struct event){ .at = now + 1 + rndn(8), .type = EV_COMMIT, .osd = ev->osd,
 					   .pg = pg, .inc = d->inc });
 	}
-	/* the answer a commit carries goes from the commit's thread: before
-	 * or after the machine hears of the commit */
-	int answer_first = t->answer && rndn(2) == 0;
-	if (answer_first)
-		sim_send(ev->osd, pg, &t->answer_act);
-	if (d->sm[pg] && d->registered) {
-		if (tsr_pgsm_committed(d->sm[pg], t->token) < 0)
-			fail("osd.%d: committed failed", ev->osd);
-		carry_out(ev->osd, pg);
+	/* Durable now.  The machine hears of it later, in commit order (the
+	 * PG's queue: other events may come first), and the answer it
+	 * carries goes now, from the commit's thread, or (when the session
+	 * had no room) just before the machine hears of it; either only
+	 * while the machine is still in the write's interval. */
+	if (t->answer && rndn(4) != 0) {
+		if (answer_current(ev->osd, pg, &t->answer_act))
+			sim_send(ev->osd, pg, &t->answer_act);
+		t->answer = 0;
 	}
-	if (t->answer && !answer_first)
-		sim_send(ev->osd, pg, &t->answer_act);
+	uint64_t at = now + rndn(6);
+	if (at <= heard_last[ev->osd][pg])
+		at = heard_last[ev->osd][pg] + 1;
+	heard_last[ev->osd][pg] = at;
+	push_event((struct event){ .at = at, .type = EV_HEARD, .osd = ev->osd, .pg = pg,
+				   .inc = d->inc, .txn = t });
+}
+
+/* The machine hears of a commit (and a deferred answer goes first). */
+static void
+handle_heard(struct event *ev)
+{
+	struct osd *d = &osds[ev->osd];
+	struct txn *t = ev->txn;
+	int pg = ev->pg;
+
+	if (d->alive && d->inc == ev->inc) {
+		if (t->answer && answer_current(ev->osd, pg, &t->answer_act))
+			sim_send(ev->osd, pg, &t->answer_act);
+		if (d->sm[pg] && d->registered) {
+			if (tsr_pgsm_committed(d->sm[pg], t->token) < 0)
+				fail("osd.%d: committed failed", ev->osd);
+			carry_out(ev->osd, pg);
+		}
+	}
 	txn_free(t);
 }
 
@@ -1473,8 +1511,11 @@ world_free(void)
 		free(osds[o].parked);
 	}
 	memset(osds, 0, sizeof(osds));
-	for (size_t i = 0; i < nheap; i++)
+	for (size_t i = 0; i < nheap; i++) {
 		free(heap[i].buf);
+		if (heap[i].type == EV_HEARD)
+			txn_free(heap[i].txn);
+	}
 	free(heap);
 	heap = NULL;
 	nheap = capheap = 0;
@@ -1659,6 +1700,7 @@ run_seed(uint64_t seed, uint64_t steps)
 	memset(cops, 0, sizeof(cops));
 	memset(model, 0, sizeof(model));
 	memset(pair_last, 0, sizeof(pair_last));
+	memset(heard_last, 0, sizeof(heard_last));
 	next_tid = next_val = ops_done = writes_acked = reads_checked = reads_low = 0;
 	client_stop = 0;
 	nosd = 4 + (int)rndn(MAXO - 3);
@@ -1733,6 +1775,9 @@ run_seed(uint64_t seed, uint64_t steps)
 			break;
 		case EV_COMMIT:
 			handle_commit(&ev);
+			break;
+		case EV_HEARD:
+			handle_heard(&ev);
 			break;
 		case EV_MAP:
 			if (osds[ev.osd].alive && ev.epoch == osds[ev.osd].epoch + 1) {
