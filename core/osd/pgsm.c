@@ -238,20 +238,27 @@ action_new(struct tsr_pgsm *sm, int type)
 	return a;
 }
 
-/* A message to osd, of this interval; the caller fills the rest. */
-static struct tsr_pgsm_action *
-send_new(struct tsr_pgsm *sm, int32_t to, int type, uint64_t interval)
+/* a's message to osd `to`, of this interval; the caller fills the rest */
+static void
+msg_head(struct tsr_pgsm *sm, struct tsr_pgsm_action *a, int32_t to, int type,
+	 uint64_t interval)
 {
-	struct tsr_pgsm_action *a = action_new(sm, TSR_PGSM_A_SEND);
-
-	if (a == NULL)
-		return NULL;
 	a->to = to;
 	a->msg.type = (uint8_t)type;
 	a->msg.pgid = sm->conf.pgid;
 	a->msg.from = sm->conf.whoami;
 	a->msg.map_epoch = sm->cur.epoch;
 	a->msg.interval = interval;
+}
+
+/* A message to osd, of this interval; the caller fills the rest. */
+static struct tsr_pgsm_action *
+send_new(struct tsr_pgsm *sm, int32_t to, int type, uint64_t interval)
+{
+	struct tsr_pgsm_action *a = action_new(sm, TSR_PGSM_A_SEND);
+
+	if (a != NULL)
+		msg_head(sm, a, to, type, interval);
 	return a;
 }
 
@@ -2635,12 +2642,7 @@ on_repop(struct tsr_pgsm *sm, const struct tsr_pgmsg *m, uint64_t payload)
 	 * that committed just before a new map would have sent it too */
 	struct tsr_pgsm_action *a = &sm->act[sm->nact - 1];
 	a->answer = 1;
-	a->to = m->from;
-	a->msg.type = TSR_PGMSG_REPOP_REPLY;
-	a->msg.pgid = sm->conf.pgid;
-	a->msg.from = sm->conf.whoami;
-	a->msg.map_epoch = sm->cur.epoch;
-	a->msg.interval = sm->info.same_interval_since;
+	msg_head(sm, a, m->from, TSR_PGMSG_REPOP_REPLY, sm->info.same_interval_since);
 	a->msg.ev = x->ev;
 	return 0;
 }

@@ -334,6 +334,14 @@ osd_pg_send(struct pgi *g, int32_t to, const struct tsr_pgmsg *m)
 	send_pg(g->rt, g->ep, to, m, NULL);
 }
 
+/* May m, a member's answer to a replicated write, still go: is the PG's
+ * machine in the write's interval (and the copy not deleted)? */
+static int
+answer_current(struct pgi *g, const struct tsr_pgmsg *m)
+{
+	return m->interval == __atomic_load_n(&g->answer_interval, __ATOMIC_ACQUIRE);
+}
+
 /* From the backend's commit callback: a member's answer to a replicated
  * write, sent at once when that cannot wait — the OSD is ready (what it
  * held went first) and the session to the primary has room.  0 if sent;
@@ -350,7 +358,7 @@ send_answer(struct pgi *g, const struct tsr_osdmap_epoch *ep, int32_t to,
 
 	/* a machine that has left the write's interval (or the copy) says
 	 * nothing more of it, as when it hears of the commit itself */
-	if (m->interval != __atomic_load_n(&g->answer_interval, __ATOMIC_ACQUIRE))
+	if (!answer_current(g, m))
 		return -ESTALE;
 	if (ep == NULL || to == rt->whoami || !__atomic_load_n(&rt->ready, __ATOMIC_ACQUIRE))
 		return -EAGAIN;
@@ -1096,8 +1104,7 @@ osd_pg_run(void *arg)
 		break;
 	case EV_COMMIT:
 		/* (before the machine hears of it, as from the commit thread) */
-		if (e->answer && e->rc == 0 &&
-		    e->m.interval == __atomic_load_n(&g->answer_interval, __ATOMIC_ACQUIRE))
+		if (e->answer && answer_current(g, &e->m))
 			send_pg(g->rt, g->ep, e->to, &e->m, NULL);
 		if (e->rc < 0)
 			store_failed(g, "failed a change", e->rc);

@@ -103,12 +103,24 @@ os_read_zchunk(struct os *os, ZSTD_DCtx *dctx, int fd, const char *name,
 	return 0;
 }
 
+/* Do an inline chunk's bytes match their checksum?  0, or -EIO (logged). */
+static int
+ichunk_check(struct os *os, const char *name, uint64_t objid, uint32_t cno,
+	     const struct os_cmeta *m)
+{
+	if (m->stored > OS_CHUNK || tsr_crc32c(0, m->inl, m->stored) != m->crc[0])
+		return crc_mismatch(os, name, objid, (uint64_t)cno * OS_CHUNK);
+	return 0;
+}
+
 int
 os_read_ichunk(struct os *os, const char *name, uint64_t objid, uint32_t cno,
 	       const struct os_cmeta *m, uint8_t *out)
 {
-	if (m->stored > OS_CHUNK || tsr_crc32c(0, m->inl, m->stored) != m->crc[0])
-		return crc_mismatch(os, name, objid, (uint64_t)cno * OS_CHUNK);
+	int rc = ichunk_check(os, name, objid, cno, m);
+
+	if (rc < 0)
+		return rc;
 	memcpy(out, m->inl, m->stored);
 	memset(out + m->stored, 0, OS_CHUNK - m->stored);
 	return 0;
@@ -432,19 +444,31 @@ read_locked(struct os *os, const struct tsr_coll_id *cid, const void *oid,
 			fd_tried = 1;
 			run.fd = fd;
 		}
-		if (m->present && m->kind != OS_CHUNK_RAW) {
-			/* the whole chunk at once: compressed, or inline */
+		if (m->present && m->kind == OS_CHUNK_INLINE) {
+			/* checked whole, and only the range asked for copied
+			 * (the rest of the chunk reads as zeros) */
+			uint32_t have = m->stored > coff ? m->stored - coff : 0;
+			if (have > take)
+				have = take;
+			if ((rc = run_flush(&run)) < 0 ||
+			    (rc = ichunk_check(os, nb, on.objid, no, m)) < 0)
+				goto out;
+			if (have > 0)
+				memcpy(out + done, m->inl + coff, have);
+			memset(out + done + have, 0, take - have);
+			crc_fold_bytes(&run, out + done, take);
+			done += take;
+			continue;
+		}
+		if (m->present && m->kind == OS_CHUNK_ZSTD) {
+			/* the whole chunk at once */
 			if ((rc = run_flush(&run)) < 0)
 				goto out;
-			if (m->kind == OS_CHUNK_ZSTD && dctx == NULL &&
-			    (dctx = ZSTD_createDCtx()) == NULL) {
+			if (dctx == NULL && (dctx = ZSTD_createDCtx()) == NULL) {
 				rc = -ENOMEM;
 				goto out;
 			}
-			rc = m->kind == OS_CHUNK_ZSTD
-				     ? os_read_zchunk(os, dctx, fd, nb, on.objid, no, m, tmp)
-				     : os_read_ichunk(os, nb, on.objid, no, m, tmp);
-			if (rc < 0)
+			if ((rc = os_read_zchunk(os, dctx, fd, nb, on.objid, no, m, tmp)) < 0)
 				goto out;
 			memcpy(out + done, tmp + coff, take);
 			crc_fold_bytes(&run, out + done, take);
