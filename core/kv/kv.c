@@ -69,6 +69,8 @@ make_options(int create, const struct tsr_kv_tuning *t, leveldb_filterpolicy_t *
 	leveldb_options_set_paranoid_checks(o, 1);
 	if (t != NULL && t->write_buffer)
 		leveldb_options_set_write_buffer_size(o, t->write_buffer);
+	if (t != NULL && t->uncompressed)
+		leveldb_options_set_compression(o, leveldb_no_compression);
 	if (bloom != NULL)
 		leveldb_options_set_filter_policy(o, bloom);
 	return o;

@@ -31,6 +31,7 @@
 #include <string.h>
 
 const char *const os_compression_choices[] = { "none", "zstd", NULL };
+const char *const os_meta_compression_choices[] = { "none", "snappy", NULL };
 
 void
 os_log(struct os *os, int level, const char *fmt, ...)
@@ -101,6 +102,7 @@ os_init_opts(struct os *os, const struct tsr_host *host,
 	os->reread_cache = v[7].i != 0;
 	os->inline_max = (uint64_t)v[8].i;
 	os->kv_tuning.write_buffer = (size_t)v[9].i;
+	os->kv_tuning.uncompressed = strcmp(v[10].s, "none") == 0;
 }
 
 void

@@ -504,9 +504,13 @@ int os_fsck_live(const struct os_fsck *c, uint64_t objid);
 	  .help = "objects of at most this many bytes keep their data in the metadata store, with no file or blocks of their own; 0: never" }, \
 	{ .name = "meta_write_buffer", .type = TSR_OPT_SIZE, .def = "16M",   \
 	  .min = "1M", .max = "1G",                                          \
-	  .help = "changes the metadata store (LevelDB) keeps in memory before writing them out as a table; up to twice this is held" }
-#define OS_NCOMMON 10
+	  .help = "changes the metadata store (LevelDB) keeps in memory before writing them out as a table; up to twice this is held" }, \
+	{ .name = "meta_compression", .type = TSR_OPT_STRING, .def = "none", \
+	  .choices = os_meta_compression_choices,                            \
+	  .help = "how the metadata store compresses its tables: snappy or none" }
+#define OS_NCOMMON 11
 extern const char *const os_compression_choices[];
+extern const char *const os_meta_compression_choices[];
 /* Set up os from the OS_NCOMMON values starting at vals[first]. */
 void os_init_opts(struct os *os, const struct tsr_host *host,
 		  const struct os_hooks *hooks, const char *path,

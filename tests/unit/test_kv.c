@@ -172,6 +172,92 @@ START_TEST(write_buffer_tuned)
 }
 END_TEST
 
+/* Bytes of tables (.ldb) in a store's directory. */
+static long long
+table_bytes(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	long long n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL) {
+		const char *dot = strrchr(de->d_name, '.');
+		char f[700];
+		struct stat st;
+
+		if (dot == NULL || strcmp(dot, ".ldb") != 0)
+			continue;
+		snprintf(f, sizeof(f), "%s/%s", path, de->d_name);
+		ck_assert_int_eq(stat(f, &st), 0);
+		n += st.st_size;
+	}
+	closedir(d);
+	return n;
+}
+
+/* 3 MiB of 4 KiB values of one repeated byte each (which compress to
+ * almost nothing) through a 1 MiB write buffer, with LevelDB's Snappy
+ * and uncompressed: the uncompressed tables hold the bytes as they are,
+ * the compressed ones a small part of them.  Then each store is opened
+ * with the other setting, written again and read back whole: tables of
+ * both kinds read alike. */
+START_TEST(tables_compressed_or_not)
+{
+	static const struct tsr_kv_tuning set[2] = {
+		{ .write_buffer = 1u << 20 },
+		{ .write_buffer = 1u << 20, .uncompressed = 1 },
+	};
+	static char v[4096];
+	long long bytes[2];
+
+	for (int t = 0; t < 2; t++) {
+		char path[400], k[16];
+		struct tsr_kv *kv = NULL;
+		void *val;
+		size_t vl;
+
+		snprintf(path, sizeof(path), "%s/cz%d", dir, t);
+		for (int round = 0; round < 2; round++) {
+			ck_assert_msg(tsr_kv_open_tuned(path, round ? TSR_KV_OPEN : TSR_KV_CREATE,
+							&set[t ^ round], &kv, err,
+							sizeof(err)) == 0, "%s", err);
+			for (int i = round * 768; i < (round + 1) * 768; i++) {
+				struct tsr_kv_batch *b = tsr_kv_batch_create();
+				memset(v, i, sizeof(v));
+				snprintf(k, sizeof(k), "%06d", i);
+				tsr_kv_batch_put(b, k, strlen(k), v, sizeof(v));
+				ck_assert_int_eq(tsr_kv_write(kv, b, 0, err, sizeof(err)), 0);
+				tsr_kv_batch_destroy(b);
+			}
+			/* (closing waits for the tables being written) */
+			tsr_kv_close(kv);
+			kv = NULL;
+			if (round == 0)
+				bytes[t] = table_bytes(path);
+		}
+		ck_assert_msg(tsr_kv_open_tuned(path, TSR_KV_OPEN, &set[t], &kv, err,
+						sizeof(err)) == 0, "%s", err);
+		for (int i = 0; i < 2 * 768; i += 37) {
+			snprintf(k, sizeof(k), "%06d", i);
+			ck_assert_int_eq(tsr_kv_get(kv, k, strlen(k), &val, &vl, err,
+						    sizeof(err)), 0);
+			ck_assert_uint_eq(vl, sizeof(v));
+			ck_assert_uint_eq(((uint8_t *)val)[0], (uint8_t)i);
+			ck_assert_uint_eq(((uint8_t *)val)[vl - 1], (uint8_t)i);
+			tsr_kv_free(val);
+		}
+		tsr_kv_close(kv);
+	}
+	ck_assert_msg(bytes[0] > 0 && bytes[1] >= 4096LL * 256,
+		      "tables after 3 MiB: %lld bytes compressed, %lld uncompressed",
+		      bytes[0], bytes[1]);
+	ck_assert_msg(bytes[0] * 8 < bytes[1], "compressed tables %lld bytes, "
+		      "uncompressed %lld: expected far fewer compressed", bytes[0],
+		      bytes[1]);
+}
+END_TEST
+
 START_TEST(batch_is_all_or_nothing_to_readers)
 {
 	struct tsr_kv *kv = open_db("db", TSR_KV_CREATE);
@@ -476,6 +562,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, put_get_delete_reopen);
 	tcase_add_test(tc, write_buffer_tuned);
+	tcase_add_test(tc, tables_compressed_or_not);
 	tcase_add_test(tc, batch_is_all_or_nothing_to_readers);
 	tcase_add_test(tc, scan_ranges_in_byte_order);
 	tcase_add_test(tc, missing_store_named);

@@ -54,6 +54,10 @@ struct tsr_kv_tuning {
 	 * later, and fewer, larger ones cost that merging less CPU.  Up to
 	 * twice this is held while one buffer is written out. */
 	size_t write_buffer;
+	/* 1: tables are written uncompressed (LevelDB compresses their
+	 * blocks with Snappy by default).  Either way tables written with
+	 * the other setting are read as before. */
+	int uncompressed;
 };
 
 /* tsr_kv_open with tuning (NULL: the defaults). */
