@@ -841,9 +841,22 @@ carry_out(struct pgi *g, const struct tsr_pgmsg *m)
 		memcpy(acts, a, n * sizeof(*acts));
 		memset(a, 0, n * sizeof(*a));
 		tsr_pgsm_actions_clear(g->sm);
+		/* A replicated write's copies go to the other members first:
+		 * their round trip is the longest part of the write, and the
+		 * local submission can wait for a commit thread it wakes.
+		 * (Nothing orders a message against this PG's own store
+		 * submissions: the members commit on their own.) */
+		for (size_t i = 0; i < n; i++)
+			if (acts[i].type == TSR_PGSM_A_SEND &&
+			    acts[i].attach == TSR_PGSM_ATTACH_OP) {
+				do_send(g, &acts[i]);
+				acts[i].type = 0; /* done */
+			}
 		for (size_t i = 0; i < n; i++) {
 			struct tsr_pgsm_action *x = &acts[i];
 			switch (x->type) {
+			case 0:
+				break; /* sent above */
 			case TSR_PGSM_A_SEND:
 				do_send(g, x);
 				break;
