@@ -556,10 +556,12 @@ list_names(const struct tsr_opt_def *defs, uint32_t count, char *buf,
 		snprintf(buf, buflen, "none");
 }
 
-int
-tsr_optset_build(const struct tsr_opt_def *defs, const struct tsr_srcval *srcs,
-		 size_t nsrc, const char *what, struct tsr_optset **out,
-		 char *err, size_t errlen)
+/* tsr_optset_build, which with need_required 0 leaves a required option
+ * that no source sets unset instead of failing (tsr_optset_check). */
+static int
+build(const struct tsr_opt_def *defs, const struct tsr_srcval *srcs, size_t nsrc,
+      const char *what, int need_required, struct tsr_optset **out, char *err,
+      size_t errlen)
 {
 	struct tsr_optset *set;
 	uint32_t count = 0;
@@ -624,7 +626,7 @@ tsr_optset_build(const struct tsr_opt_def *defs, const struct tsr_srcval *srcs,
 		struct tsr_srcval dsrc = { .name = defs[i].name,
 					   .kind = TSR_SRC_TEXT,
 					   .s = defs[i].def };
-		if (set->vals[i].isset)
+		if (set->vals[i].isset || (defs[i].def == NULL && !need_required))
 			continue;
 		if (defs[i].def == NULL) {
 			rc = tsr_errf(err, errlen, -EINVAL,
@@ -647,6 +649,26 @@ tsr_optset_build(const struct tsr_opt_def *defs, const struct tsr_srcval *srcs,
 	return 0;
 fail:
 	tsr_optset_destroy(set);
+	return rc;
+}
+
+int
+tsr_optset_build(const struct tsr_opt_def *defs, const struct tsr_srcval *srcs,
+		 size_t nsrc, const char *what, struct tsr_optset **out,
+		 char *err, size_t errlen)
+{
+	return build(defs, srcs, nsrc, what, 1, out, err, errlen);
+}
+
+int
+tsr_optset_check(const struct tsr_opt_def *defs, const struct tsr_srcval *srcs,
+		 size_t nsrc, const char *what, char *err, size_t errlen)
+{
+	struct tsr_optset *set = NULL;
+	int rc = build(defs, srcs, nsrc, what, 0, &set, err, errlen);
+
+	if (rc == 0)
+		tsr_optset_destroy(set);
 	return rc;
 }
 

@@ -67,6 +67,12 @@ TSR_API int tsr_optset_build(const struct tsr_opt_def *defs,
 			     const struct tsr_srcval *srcs, size_t nsrc,
 			     const char *what, struct tsr_optset **out,
 			     char *err, size_t errlen);
+/* Check the values srcs give as tsr_optset_build would, but without
+ * requiring the required options (what a schema check of a few values
+ * asks): 0, or the error tsr_optset_build would give for them. */
+TSR_API int tsr_optset_check(const struct tsr_opt_def *defs,
+			     const struct tsr_srcval *srcs, size_t nsrc,
+			     const char *what, char *err, size_t errlen);
 TSR_API void tsr_optset_destroy(struct tsr_optset *set);
 TSR_API const struct tsr_opts *tsr_optset_opts(const struct tsr_optset *set);
 /* Index of name in the schema, or -1. */

@@ -183,6 +183,17 @@ expect msgr-bad-seconds 2 "--seconds takes a number in (0, 3600], not 'x'" \
 	"$TESSERA" msgr bench --seconds x
 expect msgr-bench-json 0 '"workload": "stream-4MiB"' \
 	"$TESSERA" msgr bench --seconds 0.2 --inline --format json
+# a plugin's required options (file's path) are needed only to create an
+# instance: a schema check lists them
+if [ -n "${PLUGIN_DIR:-}" ] && [ -e "$PLUGIN_DIR/file.so" ]; then
+	expect check-required-unset 0 "meta_compression     string   default none" \
+		"$TESSERA" plugins check "$PLUGIN_DIR/file.so"
+	expect check-required-value 1 "\"lz4\" is not one of: none, snappy" \
+		"$TESSERA" plugins check "$PLUGIN_DIR/file.so" -o meta_compression=lz4
+	expect create-required-unset 1 "required option 'path' is not set" \
+		"$TESSERA" plugins check "$PLUGIN_DIR/file.so" --create
+fi
+
 # the backend bench end to end, briefly: both seq-write phases (the depth-1
 # one runs the backend and raw in turns), the reads of what was written
 if [ -n "${PLUGIN_DIR:-}" ] && [ -e "$PLUGIN_DIR/file.so" ]; then

@@ -672,6 +672,18 @@ START_TEST(test_optset_required)
 	ck_assert_int_eq(tsr_optset_get(set, "salt")->i, 9);
 	ck_assert_int_eq(tsr_optset_get(set, "size")->i, 1 << 20);
 	tsr_optset_destroy(set);
+
+	/* a check of the values given does not ask for the required ones,
+	 * and refuses a bad value as build does */
+	const struct tsr_srcval bad_size = { .name = "size", .kind = TSR_SRC_TEXT,
+					     .s = "lots", .where = "cmd" };
+	ck_assert_int_eq(tsr_optset_check(req, NULL, 0, "backend plugin 'file'", err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(tsr_optset_check(req, &only_size, 1, "backend plugin 'file'", err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(tsr_optset_check(req, &bad_size, 1, "backend plugin 'file'", err,
+					  sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "option 'size'") != NULL, "%s", err);
 }
 END_TEST
 

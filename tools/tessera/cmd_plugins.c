@@ -136,7 +136,8 @@ check_help(FILE *f)
 		"  -o, --option KEY=VALUE  check a value against the plugin's option schema\n"
 		"                          (repeatable); a bad key or value fails the check\n"
 		"      --create            also create and destroy one instance with those\n"
-		"                          options, as a daemon would\n"
+		"                          options, as a daemon would (the plugin's required\n"
+		"                          options must then be given)\n"
 		"      --format FMT        plain (default) or json\n");
 }
 
@@ -251,7 +252,9 @@ check_run(int argc, char **argv)
 	char what[96];
 	snprintf(what, sizeof(what), "%s plugin '%s'", tsr_plugin_kind_name(d->kind),
 		 d->name);
-	if (tsr_optset_build(d->options, srcs, nsrc, what, &set, err, sizeof(err)) < 0) {
+	/* a required option need be given only to create an instance */
+	if (create ? tsr_optset_build(d->options, srcs, nsrc, what, &set, err, sizeof(err))
+		   : tsr_optset_check(d->options, srcs, nsrc, what, err, sizeof(err))) {
 		fprintf(stderr, "%s: options refused: %s\n", path, err);
 		goto out;
 	}
