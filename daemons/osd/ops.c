@@ -1214,21 +1214,21 @@ osd_op_exec(struct pgi *g, const struct tsr_pgsm_action *x)
 		rc = obj_state(g, op->op.oid, op->op.oid_len, &st);
 	if (rc == 0)
 		rc = build_write(g, op, &st, &exists, &size);
-	if (rc == 0)
-		rc = check_write(g, op, size);
-	if (rc == 0 && op->ntops == 0) {
-		/* guards alone, or a change that changes nothing: a write all
-		 * the same (it is logged, and answered once every member has
-		 * the entry) */
-		if (!st.exists)
-			exists = 0;
-	}
-	op->logop = exists ? TSR_PGLOG_MODIFY : TSR_PGLOG_DELETE;
 	if (rc == 0 && op->ntops == 0 && !st.exists) {
-		/* nothing to remove, nothing made: keep the object absent */
+		/* guards alone, or a change that changes nothing, on an
+		 * absent object: a write all the same (it is logged, and
+		 * answered once every member has the entry), which keeps the
+		 * object absent on every member — the replicas get these ops
+		 * too (encoded below) */
+		exists = 0;
 		top_add(g, op, TSR_TXN_TOUCH);
 		top_add(g, op, TSR_TXN_REMOVE);
+		if (op->nomem)
+			rc = -ENOMEM;
 	}
+	if (rc == 0)
+		rc = check_write(g, op, size);
+	op->logop = exists ? TSR_PGLOG_MODIFY : TSR_PGLOG_DELETE;
 	if (rc < 0 && rc != -ENOENT && rc != -EEXIST && rc != -ECANCELED && rc != -ENODATA &&
 	    rc != -EINVAL && rc != -E2BIG && rc != -EFBIG)
 		tsr_log(TSR_SUB_OSD, TSR_LOG_ERROR, "pg %" PRId64 ".%x: a write could not be "
