@@ -1214,18 +1214,11 @@ osd_op_exec(struct pgi *g, const struct tsr_pgsm_action *x)
 		rc = obj_state(g, op->op.oid, op->op.oid_len, &st);
 	if (rc == 0)
 		rc = build_write(g, op, &st, &exists, &size);
-	if (rc == 0 && op->ntops == 0 && !st.exists) {
-		/* guards alone, or a change that changes nothing, on an
-		 * absent object: a write all the same (it is logged, and
-		 * answered once every member has the entry), which keeps the
-		 * object absent on every member — the replicas get these ops
-		 * too (encoded below) */
-		exists = 0;
-		top_add(g, op, TSR_TXN_TOUCH);
-		top_add(g, op, TSR_TXN_REMOVE);
-		if (op->nomem)
-			rc = -ENOMEM;
-	}
+	/* (a write that changes nothing, such as a zero-length write to an
+	 * object that exists, is still logged and answered once every
+	 * member has the entry: no ops, the same on every member.  On an
+	 * absent object every write makes it first, or is refused, in
+	 * build_write; a request of guards alone is a read.) */
 	if (rc == 0)
 		rc = check_write(g, op, size);
 	op->logop = exists ? TSR_PGLOG_MODIFY : TSR_PGLOG_DELETE;

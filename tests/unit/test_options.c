@@ -684,6 +684,12 @@ START_TEST(test_optset_required)
 	ck_assert_int_eq(tsr_optset_check(req, &bad_size, 1, "backend plugin 'file'", err,
 					  sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "option 'size'") != NULL, "%s", err);
+	/* a required option given a bad value is refused all the same */
+	const struct tsr_srcval bad_salt = { .name = "salt", .kind = TSR_SRC_TEXT,
+					     .s = "abc", .where = "cmd" };
+	ck_assert_int_eq(tsr_optset_check(req, &bad_salt, 1, "backend plugin 'file'", err,
+					  sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "option 'salt'") != NULL, "%s", err);
 }
 END_TEST
 
