@@ -101,21 +101,54 @@ START_TEST(put_get_delete_reopen)
 }
 END_TEST
 
-/* Tables (.ldb) in a store's directory. */
+/* Tables (.ldb) in a store's directory; their bytes into *bytes unless
+ * NULL. */
 static int
-count_tables(const char *path)
+tables(const char *path, long long *bytes)
 {
 	DIR *d = opendir(path);
 	struct dirent *de;
 	int n = 0;
 
 	ck_assert_ptr_nonnull(d);
+	if (bytes)
+		*bytes = 0;
 	while ((de = readdir(d)) != NULL) {
 		const char *dot = strrchr(de->d_name, '.');
-		n += dot != NULL && strcmp(dot, ".ldb") == 0;
+		char f[700];
+		struct stat st;
+
+		if (dot == NULL || strcmp(dot, ".ldb") != 0)
+			continue;
+		n++;
+		if (bytes == NULL)
+			continue;
+		snprintf(f, sizeof(f), "%s/%s", path, de->d_name);
+		ck_assert_int_eq(stat(f, &st), 0);
+		*bytes += st.st_size;
 	}
 	closedir(d);
 	return n;
+}
+
+#define VAL_LEN 4096
+
+/* Values from..to-1 into kv, one batch each: VAL_LEN bytes of (uint8_t)i
+ * under the key "%06d" of i. */
+static void
+put_values(struct tsr_kv *kv, int from, int to)
+{
+	static char v[VAL_LEN];
+	char k[16];
+
+	for (int i = from; i < to; i++) {
+		struct tsr_kv_batch *b = tsr_kv_batch_create();
+		memset(v, i, sizeof(v));
+		snprintf(k, sizeof(k), "%06d", i);
+		tsr_kv_batch_put(b, k, strlen(k), v, sizeof(v));
+		ck_assert_int_eq(tsr_kv_write(kv, b, 0, err, sizeof(err)), 0);
+		tsr_kv_batch_destroy(b);
+	}
 }
 
 /* 3 MiB of 4 KiB values into a store tuned to 1 MiB of write buffer,
@@ -125,8 +158,7 @@ count_tables(const char *path)
 START_TEST(write_buffer_tuned)
 {
 	static const struct tsr_kv_tuning small = { .write_buffer = 1u << 20 };
-	static char v[4096];
-	int tables[2];
+	int ntables[2];
 
 	for (int t = 0; t < 2; t++) {
 		char path[400], k[16];
@@ -137,24 +169,17 @@ START_TEST(write_buffer_tuned)
 		snprintf(path, sizeof(path), "%s/db%d", dir, t);
 		ck_assert_msg(tsr_kv_open_tuned(path, TSR_KV_CREATE, t ? NULL : &small,
 						&kv, err, sizeof(err)) == 0, "%s", err);
-		for (int i = 0; i < 768; i++) {
-			struct tsr_kv_batch *b = tsr_kv_batch_create();
-			memset(v, i, sizeof(v));
-			snprintf(k, sizeof(k), "%06d", i);
-			tsr_kv_batch_put(b, k, strlen(k), v, sizeof(v));
-			ck_assert_int_eq(tsr_kv_write(kv, b, 0, err, sizeof(err)), 0);
-			tsr_kv_batch_destroy(b);
-		}
+		put_values(kv, 0, 768);
 		/* the write-out runs in the background: a bounded wait */
-		for (int w = 0; w < 100 && t == 0 && count_tables(path) == 0; w++)
+		for (int w = 0; w < 100 && t == 0 && tables(path, NULL) == 0; w++)
 			usleep(20000);
-		tables[t] = count_tables(path);
+		ntables[t] = tables(path, NULL);
 		for (int pass = 0; pass < 2; pass++) {
 			for (int i = 0; i < 768; i += 97) {
 				snprintf(k, sizeof(k), "%06d", i);
 				ck_assert_int_eq(tsr_kv_get(kv, k, strlen(k), &val, &vl, err,
 							    sizeof(err)), 0);
-				ck_assert_uint_eq(vl, sizeof(v));
+				ck_assert_uint_eq(vl, VAL_LEN);
 				ck_assert_uint_eq(((uint8_t *)val)[vl - 1], (uint8_t)i);
 				tsr_kv_free(val);
 			}
@@ -165,36 +190,12 @@ START_TEST(write_buffer_tuned)
 								err, sizeof(err)) == 0, "%s", err);
 		}
 	}
-	ck_assert_msg(tables[0] > 0, "1 MiB write buffer: no table written "
+	ck_assert_msg(ntables[0] > 0, "1 MiB write buffer: no table written "
 		      "after 3 MiB of changes");
-	ck_assert_msg(tables[1] == 0, "default write buffer: %d tables written "
-		      "after 3 MiB of changes (expected none below 4 MiB)", tables[1]);
+	ck_assert_msg(ntables[1] == 0, "default write buffer: %d tables written "
+		      "after 3 MiB of changes (expected none below 4 MiB)", ntables[1]);
 }
 END_TEST
-
-/* Bytes of tables (.ldb) in a store's directory. */
-static long long
-table_bytes(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	long long n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((de = readdir(d)) != NULL) {
-		const char *dot = strrchr(de->d_name, '.');
-		char f[700];
-		struct stat st;
-
-		if (dot == NULL || strcmp(dot, ".ldb") != 0)
-			continue;
-		snprintf(f, sizeof(f), "%s/%s", path, de->d_name);
-		ck_assert_int_eq(stat(f, &st), 0);
-		n += st.st_size;
-	}
-	closedir(d);
-	return n;
-}
 
 /* 3 MiB of 4 KiB values of one repeated byte each (which compress to
  * almost nothing) through a 1 MiB write buffer, with LevelDB's Snappy
@@ -209,7 +210,6 @@ START_TEST(tables_compressed_or_not)
 		{ .write_buffer = 1u << 20 },
 		{ .write_buffer = 1u << 20, .uncompressed = 1 },
 	};
-	static char v[4096];
 	long long bytes[2];
 
 	for (int t = 0; t < 2; t++) {
@@ -223,14 +223,7 @@ START_TEST(tables_compressed_or_not)
 			ck_assert_msg(tsr_kv_open_tuned(path, round ? TSR_KV_OPEN : TSR_KV_CREATE,
 							&set[t ^ round], &kv, err,
 							sizeof(err)) == 0, "%s", err);
-			for (int i = round * 768; i < (round + 1) * 768; i++) {
-				struct tsr_kv_batch *b = tsr_kv_batch_create();
-				memset(v, i, sizeof(v));
-				snprintf(k, sizeof(k), "%06d", i);
-				tsr_kv_batch_put(b, k, strlen(k), v, sizeof(v));
-				ck_assert_int_eq(tsr_kv_write(kv, b, 0, err, sizeof(err)), 0);
-				tsr_kv_batch_destroy(b);
-			}
+			put_values(kv, round * 768, (round + 1) * 768);
 			/* measured after close, which waits for a table being
 			 * written (not for one only scheduled): 768 values
 			 * through a 1 MiB buffer fill three, so at least two
@@ -238,7 +231,7 @@ START_TEST(tables_compressed_or_not)
 			tsr_kv_close(kv);
 			kv = NULL;
 			if (round == 0)
-				bytes[t] = table_bytes(path);
+				tables(path, &bytes[t]);
 		}
 		ck_assert_msg(tsr_kv_open_tuned(path, TSR_KV_OPEN, &set[t], &kv, err,
 						sizeof(err)) == 0, "%s", err);
@@ -246,7 +239,7 @@ START_TEST(tables_compressed_or_not)
 			snprintf(k, sizeof(k), "%06d", i);
 			ck_assert_int_eq(tsr_kv_get(kv, k, strlen(k), &val, &vl, err,
 						    sizeof(err)), 0);
-			ck_assert_uint_eq(vl, sizeof(v));
+			ck_assert_uint_eq(vl, VAL_LEN);
 			ck_assert_uint_eq(((uint8_t *)val)[0], (uint8_t)i);
 			ck_assert_uint_eq(((uint8_t *)val)[vl - 1], (uint8_t)i);
 			tsr_kv_free(val);
