@@ -17,10 +17,15 @@ struct tsr_workq {
 	pthread_cond_t cv;
 	struct item *head, **tail;
 	size_t pending;              /* posted, not finished */
+	int sleeping;                /* the worker waits on cv */
 	int stopping;
 	pthread_t thread;
 };
 
+/* The worker takes everything queued at once and runs it without the
+ * lock, so posters and the worker meet on the mutex once a batch, not
+ * twice an item (each meeting on a contended mutex is a futex call and
+ * often a context switch). */
 static void *
 run(void *arg)
 {
@@ -28,21 +33,29 @@ run(void *arg)
 
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
-		struct item *it = q->head;
-		if (it == NULL) {
+		struct item *batch = q->head;
+		size_t n = 0;
+
+		if (batch == NULL) {
 			if (q->stopping)
 				break;
+			q->sleeping = 1;
 			pthread_cond_wait(&q->cv, &q->mu);
+			q->sleeping = 0;
 			continue;
 		}
-		q->head = it->next;
-		if (q->head == NULL)
-			q->tail = &q->head;
+		q->head = NULL;
+		q->tail = &q->head;
 		pthread_mutex_unlock(&q->mu);
-		it->fn(it->arg);
-		free(it);
+		while (batch != NULL) {
+			struct item *it = batch;
+			batch = it->next;
+			it->fn(it->arg);
+			free(it);
+			n++;
+		}
 		pthread_mutex_lock(&q->mu);
-		q->pending--;
+		q->pending -= n;
 	}
 	pthread_mutex_unlock(&q->mu);
 	return NULL;
@@ -81,7 +94,7 @@ int
 tsr_workq_post(struct tsr_workq *q, void (*fn)(void *arg), void *arg)
 {
 	struct item *it = malloc(sizeof(*it));
-	int rc = 0;
+	int rc = 0, wake = 0;
 
 	if (it == NULL)
 		return -ENOMEM;
@@ -95,9 +108,15 @@ tsr_workq_post(struct tsr_workq *q, void (*fn)(void *arg), void *arg)
 		*q->tail = it;
 		q->tail = &it->next;
 		q->pending++;
-		pthread_cond_signal(&q->cv);
+		/* only a sleeping worker needs the signal, and once: it is
+		 * sent after the unlock so that the worker does not wake
+		 * into a mutex still held */
+		wake = q->sleeping;
+		q->sleeping = 0;
 	}
 	pthread_mutex_unlock(&q->mu);
+	if (wake)
+		pthread_cond_signal(&q->cv);
 	if (rc < 0)
 		free(it);
 	return rc;

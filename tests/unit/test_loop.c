@@ -1342,6 +1342,44 @@ wq_post_until_refused(void *arg)
 	c->follow_ups = rc;
 }
 
+static void
+wq_count(void *arg)
+{
+	__atomic_add_fetch((int *)arg, 1, __ATOMIC_RELEASE);
+}
+
+/* Each item is posted to a worker that has gone to sleep (or is going):
+ * it runs within a second every time, so no wake-up is lost; and
+ * pending counts it until it has run. */
+START_TEST(test_workq_wakes_sleeping_worker)
+{
+	static struct tsr_workq *q;
+	static int ran;
+
+	ran = 0;
+	ck_assert_int_eq(tsr_workq_create(NULL, &q), 0);
+	for (int i = 1; i <= 300; i++) {
+		int t = 0;
+		struct timespec ts = { 0, (i % 3) * 100000 };
+
+		nanosleep(&ts, NULL); /* 0, 0.1 or 0.2 ms: asleep or dozing off */
+		ck_assert_int_eq(tsr_workq_post(q, wq_count, &ran), 0);
+		for (; t < 20000 && __atomic_load_n(&ran, __ATOMIC_ACQUIRE) < i; t++) {
+			struct timespec w = { 0, 50000 };
+			nanosleep(&w, NULL);
+		}
+		ck_assert_msg(__atomic_load_n(&ran, __ATOMIC_ACQUIRE) == i,
+			      "item %d did not run within a second", i);
+	}
+	for (int t = 0; t < 1000 && tsr_workq_pending(q) > 0; t++) {
+		struct timespec w = { 0, 1000000 };
+		nanosleep(&w, NULL);
+	}
+	ck_assert_uint_eq(tsr_workq_pending(q), 0);
+	tsr_workq_destroy(q);
+}
+END_TEST
+
 /* An item may post to its own queue (it runs after); once destroy has
  * begun, posting is refused. */
 START_TEST(test_workq_follow_ups_and_shutdown)
@@ -1390,6 +1428,7 @@ loop_suite(void)
 	tcase_add_test(th, test_current_loop_and_loop_thread);
 	tcase_add_test(th, test_workq_order);
 	tcase_add_test(th, test_workq_follow_ups_and_shutdown);
+	tcase_add_test(th, test_workq_wakes_sleeping_worker);
 	suite_add_tcase(s, th);
 
 	tcase_add_test(fd, test_fd_read);
