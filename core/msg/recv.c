@@ -371,6 +371,9 @@ msgr_conn_read(struct tsr_conn *c, struct after *a)
 			/* a large body: straight into its buffers */
 			struct iovec iov[3];
 			int n = body_iov(c, iov);
+			size_t want = 0;
+			for (int i = 0; i < n; i++)
+				want += iov[i].iov_len;
 			r = readv(c->fd, iov, n);
 			if (r > 0) {
 				c->rgot += (size_t)r;
@@ -378,13 +381,21 @@ msgr_conn_read(struct tsr_conn *c, struct after *a)
 					return;
 				if (c->rgot == body_len(c))
 					frame_done(c, a);
+				if ((size_t)r < want)
+					return; /* drained (see below) */
 				continue;
 			}
 		} else {
-			r = read(c->fd, c->rbuf + c->rlen, RBUF_SIZE - c->rlen);
+			size_t want = RBUF_SIZE - c->rlen;
+			r = read(c->fd, c->rbuf + c->rlen, want);
 			if (r > 0) {
 				c->rlen += (size_t)r;
 				parse_staged(c, a);
+				/* a short read took all the socket had: the loop
+				 * watches the socket level-triggered and calls again
+				 * when more comes, so no read is spent on EAGAIN */
+				if ((size_t)r < want)
+					return;
 				continue;
 			}
 		}
