@@ -15,8 +15,10 @@
 #include <tessera/client.h>
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +216,51 @@ mon_epoch(struct tc_cluster *c)
  * says — every PG on 3 OSDs of 3 different hosts.  SIGTERM stops an OSD
  * cleanly (exit 0); one killed (SIGKILL) comes back on its store, boots
  * again and lists the same PGs. */
+/* Threads of process pid whose scheduling policy is not policy (field 41
+ * of /proc/PID/task/TID/stat); -1 when none can be read. */
+static int
+threads_not_under(pid_t pid, int policy)
+{
+	char path[64];
+	DIR *dir;
+	struct dirent *de;
+	int seen = 0, other = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((dir = opendir(path)) == NULL)
+		return -1;
+	while ((de = readdir(dir)) != NULL) {
+		char p2[96], line[1024], *end, *save = NULL;
+		FILE *f;
+		int field = 2;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p2, sizeof(p2), "/proc/%d/task/%.32s/stat", (int)pid, de->d_name);
+		if ((f = fopen(p2, "r")) == NULL)
+			continue; /* the thread ended */
+		end = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		fclose(f);
+		if (end == NULL)
+			continue;
+		/* after "pid (comm)" come fields 3 onwards */
+		for (char *t = strtok_r(end + 1, " ", &save); t != NULL;
+		     t = strtok_r(NULL, " ", &save)) {
+			if (++field == 41) {
+				seen++;
+				if (atoi(t) != policy) {
+					fprintf(stderr, "pid %d thread %s: policy %s, not %d\n",
+						(int)pid, de->d_name, t, policy);
+					other++;
+				}
+				break;
+			}
+		}
+	}
+	closedir(dir);
+	return seen ? other : -1;
+}
+
 START_TEST(boot_and_pgs)
 {
 	struct tc_cluster c;
@@ -232,10 +279,16 @@ START_TEST(boot_and_pgs)
 	tsr_core_host_init(&host, "test", NULL, NULL);
 	ck_assert_int_eq(tc_create(&c, 1, "backend_options = \"journal_size=8M\"; "
 				   "osd_beacon_interval = \"300ms\";"), 0);
+	snprintf(c.sections, sizeof(c.sections), "osd-3 = { osd_sched_batch = false; };\n");
 	four_osds_and_a_pool(&c);
 	epoch = mon_epoch(&c);
 	ck_assert_uint_gt(epoch, 0);
 	ep = map_now(&c, reg, &host, epoch);
+	/* osd_sched_batch: every thread of osd.0-2 under SCHED_BATCH, osd.3's
+	 * (the option off in its section) under SCHED_OTHER */
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(threads_not_under(c.osd[i].pid, i < 3 ? SCHED_BATCH
+								 : SCHED_OTHER), 0);
 
 	for (int round = 0; round < 2; round++) {
 		const struct tsr_osdmap *m = tsr_osdmap_epoch_map(ep);
