@@ -628,10 +628,73 @@ on_fd(struct tsr_loop *loop, int fd, uint32_t events, void *arg)
 		tsr_conn_put(c);
 		return;
 	}
+	msgr_conn_ack_later(c);
 	msgr_conn_watch(c);
 	pthread_mutex_unlock(&c->lock);
 	after_run(c, &a);
 	tsr_conn_put(c);
+}
+
+/* An ack frame now, whatever is owed (worker, lock held). */
+static void
+ack_now(struct tsr_conn *c)
+{
+	c->ack_force = 1;
+	msgr_conn_flush(c);
+	c->ack_force = 0;
+}
+
+/* The worker's ack timer: an ack frame for every connection still owing
+ * one (worker). */
+static void
+acks_cb(void *arg)
+{
+	struct worker *w = arg;
+	struct tsr_conn *c = w->acks;
+
+	w->acks = NULL;
+	w->acks_armed = 0;
+	while (c != NULL) {
+		struct tsr_conn *n = c->ack_next;
+
+		pthread_mutex_lock(&c->lock);
+		c->ack_listed = 0;
+		c->ack_next = NULL;
+		c->timers--;
+		if (c->state == C_OPEN && c->fd >= 0 && c->in_seq > c->ack_sent) {
+			ack_now(c);
+			msgr_conn_watch(c);
+		}
+		pthread_mutex_unlock(&c->lock);
+		tsr_conn_put(c);
+		c = n;
+	}
+}
+
+/* After a read: an ack not sent with the read's flush waits for a frame
+ * going back, or for the worker's ack timer (worker, lock held).  Replies
+ * usually leave within the delay and carry the ack, which saves a frame,
+ * a write and a wake-up of the peer for each message. */
+void
+msgr_conn_ack_later(struct tsr_conn *c)
+{
+	struct worker *w = c->w;
+
+	if (c->ack_listed || c->state != C_OPEN || c->fd < 0 ||
+	    c->in_seq <= c->ack_sent)
+		return;
+	if (!w->acks_armed) {
+		if (tsr_loop_timer_add(w->loop, ACK_DELAY_NS, acks_cb, w, NULL) < 0) {
+			ack_now(c); /* no timer: the ack goes now */
+			return;
+		}
+		w->acks_armed = 1;
+	}
+	atomic_fetch_add(&c->refs, 1); /* the list's (counted as a timer) */
+	c->timers++;
+	c->ack_listed = 1;
+	c->ack_next = w->acks;
+	w->acks = c;
 }
 
 /* Run the work posted to c (worker). */

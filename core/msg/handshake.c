@@ -109,7 +109,7 @@ session_restart(struct tsr_conn *c)
 	c->out_seq = s;
 	c->sent_seq = 0;
 	c->in_seq = 0;
-	c->ack_sent = 0;
+	msgr_conn_ack_sent(c);
 	c->out_next = c->out_head;
 	c->out_off = 0;
 }

@@ -331,6 +331,8 @@ struct tsr_msgr_stats {
 	uint64_t msgs_sent, msgs_received, bytes_sent, bytes_received;
 	uint64_t resent, duplicates_dropped, faults, reconnects;
 	uint64_t refused, bad_frames;
+	uint64_t acks_sent;          /* ack frames of their own (an ack
+	                              * usually rides on a message) */
 	uint64_t recv_queued;        /* now: received bytes waiting for
 	                              * handlers, all connections */
 };

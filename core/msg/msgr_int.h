@@ -74,6 +74,13 @@
 #define ACCEPT_PAUSE_NS (100u * 1000000u) /* out of descriptors: wait */
 #define TICK_NS (100u * 1000000u)
 #define IOV_BATCH 64
+/* A received message's ack rides on the next frame sent back; a frame of
+ * its own goes only when ACK_DELAY_NS passed with nothing sent, or when
+ * ACK_NOW_BYTES or ACK_NOW_MSGS went unacknowledged (the sender keeps
+ * them, and its send queue counts them, until then). */
+#define ACK_DELAY_NS (20u * 1000000u)
+#define ACK_NOW_BYTES (64u << 10)
+#define ACK_NOW_MSGS 64u
 /* a frame's header, front and footer beside its data pieces */
 _Static_assert(TSR_MSG_MAX_IOV + 3 <= IOV_BATCH, "a frame fits one batch");
 #define MS(x) ((uint64_t)(x) * 1000000u)
@@ -107,6 +114,8 @@ struct worker {
 	pthread_t thr;
 	unsigned idx;
 	int started;
+	struct tsr_conn *acks;     /* owing an ack frame (worker only; refs) */
+	int acks_armed;            /* its timer is pending */
 };
 
 struct handler {
@@ -130,7 +139,8 @@ struct tsr_conn {
 	unsigned acts;             /* ACT_* posted, not yet run */
 	unsigned acts_run;         /* taken by the worker's kick_cb */
 	int kick_pending;
-	int timers;                /* reconnect timers pending (each a ref) */
+	int timers;                /* reconnect timers pending, and the worker's
+				    * ack list (each a ref) */
 	uint64_t reconnect_timer;  /* the last one's id (0: none), which a
 	                            * close cancels: a closed connection left
 	                            * unlisted with a timer pending would
@@ -151,6 +161,11 @@ struct tsr_conn {
 	uint64_t out_seq;          /* last sequence handed out */
 	uint64_t out_bytes;        /* queued bytes (the send limit) */
 	uint64_t ack_sent;         /* highest ack a frame carried */
+	size_t rx_unacked;         /* bytes received since (ACK_NOW_BYTES) */
+	unsigned rx_unacked_msgs;
+	int ack_force;             /* the ack timer: an ack frame now */
+	int ack_listed;            /* on w->acks (worker) */
+	struct tsr_conn *ack_next;
 	uint64_t sent_seq;         /* highest sequence written whole */
 	int want_keepalive, want_keepalive_ack;
 	uint64_t ka_stamp;
@@ -318,6 +333,8 @@ void msgr_tick_cb(void *arg);
 int msgr_ctl_append(struct tsr_conn *c, uint32_t type, const void *front,
 		    size_t len);
 void msgr_conn_flush(struct tsr_conn *c);
+void msgr_conn_ack_sent(struct tsr_conn *c);
+void msgr_conn_ack_later(struct tsr_conn *c);
 void msgr_conn_drop_acked(struct tsr_conn *c, uint64_t ack, int written_only);
 void msgr_conn_acked(struct tsr_conn *c, uint64_t ack);
 

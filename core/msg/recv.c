@@ -160,6 +160,8 @@ frame_done(struct tsr_conn *c, struct after *a)
 		return;
 	}
 	c->in_seq = h.seq;
+	c->rx_unacked += x->front_len + x->data_len;
+	c->rx_unacked_msgs++;
 	x->seq = h.seq;
 	pthread_mutex_lock(&m->lock);
 	m->st.msgs_received++;

@@ -149,7 +149,7 @@ msg_prepare(struct tsr_conn *c, struct tsr_msg *x)
 	h.data_raw_len = (uint32_t)x->data_len;
 	tsr_frame_hdr_encode(&h, x->hdr);
 	if (c->in_seq > c->ack_sent)
-		c->ack_sent = c->in_seq;
+		msgr_conn_ack_sent(c);
 }
 
 static size_t
@@ -225,6 +225,15 @@ msg_sent(struct tsr_conn *c, struct tsr_msg *x)
 		shutdown(c->fd, SHUT_RDWR); /* injected: the reader sees the reset */
 }
 
+/* A frame carries everything received so far (lock held). */
+void
+msgr_conn_ack_sent(struct tsr_conn *c)
+{
+	c->ack_sent = c->in_seq;
+	c->rx_unacked = 0;
+	c->rx_unacked_msgs = 0;
+}
+
 /* Write what the socket takes (lock held). */
 void
 msgr_conn_flush(struct tsr_conn *c)
@@ -270,17 +279,22 @@ msgr_conn_flush(struct tsr_conn *c)
 			else
 				c->want_keepalive = 0;
 			if (c->in_seq > c->ack_sent)
-				c->ack_sent = c->in_seq;
+				msgr_conn_ack_sent(c);
 			c->extra = c->ka_frame;
 			c->extra_len = sizeof(c->ka_frame);
 			c->extra_off = 0;
 			continue;
-		} else if (c->state == C_OPEN && c->in_seq > c->ack_sent) {
+		} else if (c->state == C_OPEN && c->in_seq > c->ack_sent &&
+			   (c->ack_force || c->rx_unacked >= ACK_NOW_BYTES ||
+			    c->rx_unacked_msgs >= ACK_NOW_MSGS)) {
 			/* an empty body: the footer is the CRC of nothing */
 			frame_ctl(c->ack_frame, TSR_MSG_ACK, 0, c->in_seq);
 			tsr_frame_footer_put(c->ack_frame + TSR_FRAME_HDR,
 					     tsr_crc32c(0, NULL, 0));
-			c->ack_sent = c->in_seq;
+			msgr_conn_ack_sent(c);
+			pthread_mutex_lock(&c->m->lock);
+			c->m->st.acks_sent++;
+			pthread_mutex_unlock(&c->m->lock);
 			c->extra = c->ack_frame;
 			c->extra_len = sizeof(c->ack_frame);
 			c->extra_off = 0;

@@ -1391,6 +1391,55 @@ START_TEST(keepalive)
 }
 END_TEST
 
+/* A lossless session's acks ride on the frames going back: 200 echoes,
+ * one at a time, need almost no ack frames of their own (each would be a
+ * write and a wake-up of the peer); messages nothing answers are acked
+ * by the receiver's ack timer, once for many. */
+START_TEST(acks_ride_replies)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	struct tsr_msgr_stats st, st0;
+	uint64_t t0;
+
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, NULL);
+	cli = mk(TSR_ENTITY_OSD, 2, NULL, &cs, NULL);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 1, &c), 0);
+	for (int i = 0; i < 200; i++) {
+		uint8_t b[8] = { (uint8_t)i };
+		ck_assert_int_eq(tsr_conn_send(c, tsr_msg_new(T_ECHO, b, sizeof(b)), 0), 0);
+		ck_assert_msg(sink_wait(&cs, &cs.n, 1, (uint64_t)i + 1) == 0, "no echo %d", i);
+	}
+	tsr_msgr_stats(srv, &st);
+	fprintf(stderr, "acks_ride_replies: 200 echoes, %llu ack frames from the "
+		"echoing side\n", (unsigned long long)st.acks_sent);
+	ck_assert_msg(st.acks_sent <= 20, "%llu ack frames for 200 echoes",
+		      (unsigned long long)st.acks_sent);
+	/* one way: the timer acks them, with one frame or a few */
+	st0 = st;
+	for (uint64_t i = 0; i < 10; i++)
+		ck_assert_int_eq(tsr_conn_send(c, seq_msg(i), 0), 0);
+	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 10), 0);
+	t0 = tsr_mono_ns();
+	do {
+		struct timespec ts = { 0, 5 * 1000000 };
+		nanosleep(&ts, NULL);
+		tsr_msgr_stats(srv, &st);
+	} while (st.acks_sent == st0.acks_sent && tsr_mono_ns() - t0 < 2000000000ull);
+	ck_assert_msg(st.acks_sent > st0.acks_sent, "10 messages never acked");
+	ck_assert_msg(st.acks_sent - st0.acks_sent <= 3, "%llu ack frames for 10 "
+		      "messages", (unsigned long long)(st.acks_sent - st0.acks_sent));
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&cs);
+}
+END_TEST
+
 /* Two processes: a child echoes, the parent checks. */
 START_TEST(two_processes)
 {
@@ -1981,6 +2030,7 @@ main(void)
 	tcase_add_test(tc, peer_restart);
 	tcase_add_test(tc, malicious_peers);
 	tcase_add_test(tc, keepalive);
+	tcase_add_test(tc, acks_ride_replies);
 	tcase_add_test(tc, two_processes);
 	tcase_add_test(tc, options_from_config);
 	tcase_add_test(tc, slow_handler_isolated);
