@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +20,7 @@ struct tsr_workq {
 	struct item *head, **tail;
 	size_t pending;              /* posted, not finished */
 	int sleeping;                /* the worker waits on cv */
+	atomic_int posters;          /* in tsr_workq_post (destroy waits) */
 	int stopping;
 	pthread_t thread;
 };
@@ -101,6 +104,7 @@ tsr_workq_post(struct tsr_workq *q, void (*fn)(void *arg), void *arg)
 	it->next = NULL;
 	it->fn = fn;
 	it->arg = arg;
+	atomic_fetch_add(&q->posters, 1);
 	pthread_mutex_lock(&q->mu);
 	if (q->stopping) {
 		rc = -ESHUTDOWN;
@@ -117,6 +121,7 @@ tsr_workq_post(struct tsr_workq *q, void (*fn)(void *arg), void *arg)
 	pthread_mutex_unlock(&q->mu);
 	if (wake)
 		pthread_cond_signal(&q->cv);
+	atomic_fetch_sub(&q->posters, 1); /* q may go after this */
 	if (rc < 0)
 		free(it);
 	return rc;
@@ -143,6 +148,10 @@ tsr_workq_destroy(struct tsr_workq *q)
 	pthread_cond_signal(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 	pthread_join(q->thread, NULL);
+	/* a post racing destroy may still be unlocking or signalling (its
+	 * item ran, or it was refused) */
+	while (atomic_load(&q->posters) > 0)
+		sched_yield();
 	pthread_cond_destroy(&q->cv);
 	pthread_mutex_destroy(&q->mu);
 	free(q);

@@ -656,16 +656,18 @@ acks_cb(void *arg)
 	w->acks_armed = 0;
 	while (c != NULL) {
 		struct tsr_conn *n = c->ack_next;
+		struct after a;
 
+		memset(&a, 0, sizeof(a));
 		pthread_mutex_lock(&c->lock);
 		c->ack_listed = 0;
 		c->ack_next = NULL;
-		c->timers--;
 		if (c->state == C_OPEN && c->fd >= 0 && c->in_seq > c->ack_sent) {
 			ack_now(c);
 			msgr_conn_watch(c);
 		}
 		pthread_mutex_unlock(&c->lock);
+		after_run(c, &a); /* a write that failed: the owner hears now */
 		tsr_conn_put(c);
 		c = n;
 	}
@@ -684,17 +686,37 @@ msgr_conn_ack_later(struct tsr_conn *c)
 	    c->in_seq <= c->ack_sent)
 		return;
 	if (!w->acks_armed) {
-		if (tsr_loop_timer_add(w->loop, ACK_DELAY_NS, acks_cb, w, NULL) < 0) {
+		if (tsr_loop_timer_add(w->loop, MS(c->m->o.ack_delay_ms), acks_cb, w,
+				       NULL) < 0) {
 			ack_now(c); /* no timer: the ack goes now */
 			return;
 		}
 		w->acks_armed = 1;
 	}
-	atomic_fetch_add(&c->refs, 1); /* the list's (counted as a timer) */
-	c->timers++;
+	atomic_fetch_add(&c->refs, 1); /* the list's (msgr_acks_drop) */
 	c->ack_listed = 1;
 	c->ack_next = w->acks;
 	w->acks = c;
+}
+
+/* The messenger goes (its workers joined, so no ack timer runs again):
+ * the references the ack lists hold go back; a connection already off
+ * the messenger's list may be freed by it. */
+void
+msgr_acks_drop(struct worker *w)
+{
+	struct tsr_conn *c = w->acks;
+
+	w->acks = NULL;
+	w->acks_armed = 0;
+	while (c != NULL) {
+		struct tsr_conn *n = c->ack_next;
+
+		c->ack_listed = 0;
+		c->ack_next = NULL;
+		tsr_conn_put(c);
+		c = n;
+	}
 }
 
 /* Run the work posted to c (worker). */
@@ -746,6 +768,7 @@ conn_events(struct tsr_conn *c)
 		}
 		if (c->fd >= 0)
 			msgr_conn_flush(c);
+		msgr_conn_ack_later(c);
 	}
 	msgr_conn_watch(c);
 	pthread_mutex_unlock(&c->lock);
@@ -806,6 +829,7 @@ tick_conn(struct tsr_conn *c, uint64_t now)
 	case C_CLOSED:
 		break;
 	}
+	msgr_conn_ack_later(c); /* after a resumed read */
 	msgr_conn_watch(c);
 	pthread_mutex_unlock(&c->lock);
 	after_run(c, &a);

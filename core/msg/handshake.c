@@ -27,6 +27,7 @@ hello_fill(struct tsr_conn *c, struct tsr_hello *h)
 	h->lossless = (uint8_t)c->lossless;
 	h->session = c->session;
 	h->in_seq = c->in_seq;
+	msgr_conn_ack_sent(c); /* the hello acknowledges it */
 	snprintf(h->addr, sizeof(h->addr), "%s", m->addr);
 	if (c->connector && c->auth) {
 		snprintf(h->auth_name, sizeof(h->auth_name), "%s",

@@ -376,6 +376,8 @@ tsr_msgr_destroy(struct tsr_msgr *m)
 	pthread_mutex_unlock(&m->dlock);
 	for (unsigned i = 0; i < m->ndthr; i++)
 		pthread_join(m->dthr[i], NULL);
+	for (unsigned i = 0; m->workers && i < m->nworkers; i++)
+		msgr_acks_drop(&m->workers[i]);
 	/* no thread runs now: what is left is freed outright; posts still
 	 * queued run at the loops' destroy below, and only give back the
 	 * references they hold */

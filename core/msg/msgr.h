@@ -200,6 +200,11 @@ struct tsr_msgr_opts {
 	uint64_t recv_budget;        /* received bytes waiting for handlers,
 	                              * all connections together; reading
 	                              * pauses above (512 MiB) */
+	uint32_t ack_delay_ms;       /* a received message's ack waits this
+	                              * long for a frame going back before it
+	                              * goes in a frame of its own (20); 64 KiB
+	                              * or 64 messages unacknowledged are
+	                              * acked at once */
 };
 
 /* The defaults above, for everything but fsid and entity. */

@@ -75,10 +75,9 @@
 #define TICK_NS (100u * 1000000u)
 #define IOV_BATCH 64
 /* A received message's ack rides on the next frame sent back; a frame of
- * its own goes only when ACK_DELAY_NS passed with nothing sent, or when
+ * its own goes only when ack_delay_ms passed with nothing sent, or when
  * ACK_NOW_BYTES or ACK_NOW_MSGS went unacknowledged (the sender keeps
  * them, and its send queue counts them, until then). */
-#define ACK_DELAY_NS (20u * 1000000u)
 #define ACK_NOW_BYTES (64u << 10)
 #define ACK_NOW_MSGS 64u
 /* a frame's header, front and footer beside its data pieces */
@@ -139,8 +138,7 @@ struct tsr_conn {
 	unsigned acts;             /* ACT_* posted, not yet run */
 	unsigned acts_run;         /* taken by the worker's kick_cb */
 	int kick_pending;
-	int timers;                /* reconnect timers pending, and the worker's
-				    * ack list (each a ref) */
+	int timers;                /* reconnect timers pending (each a ref) */
 	uint64_t reconnect_timer;  /* the last one's id (0: none), which a
 	                            * close cancels: a closed connection left
 	                            * unlisted with a timer pending would
@@ -164,7 +162,7 @@ struct tsr_conn {
 	size_t rx_unacked;         /* bytes received since (ACK_NOW_BYTES) */
 	unsigned rx_unacked_msgs;
 	int ack_force;             /* the ack timer: an ack frame now */
-	int ack_listed;            /* on w->acks (worker) */
+	int ack_listed;            /* on w->acks (worker; the list's ref) */
 	struct tsr_conn *ack_next;
 	uint64_t sent_seq;         /* highest sequence written whole */
 	int want_keepalive, want_keepalive_ack;
@@ -335,6 +333,7 @@ int msgr_ctl_append(struct tsr_conn *c, uint32_t type, const void *front,
 void msgr_conn_flush(struct tsr_conn *c);
 void msgr_conn_ack_sent(struct tsr_conn *c);
 void msgr_conn_ack_later(struct tsr_conn *c);
+void msgr_acks_drop(struct worker *w);
 void msgr_conn_drop_acked(struct tsr_conn *c, uint64_t ack, int written_only);
 void msgr_conn_acked(struct tsr_conn *c, uint64_t ack);
 

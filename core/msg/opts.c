@@ -37,6 +37,7 @@ tsr_msgr_opts_default(struct tsr_msgr_opts *o)
 	o->session_timeout_ms = 300000;
 	o->compress_level = 1;
 	o->recv_budget = 512ull << 20;
+	o->ack_delay_ms = 20;
 }
 
 static int

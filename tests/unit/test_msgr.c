@@ -1440,6 +1440,76 @@ START_TEST(acks_ride_replies)
 }
 END_TEST
 
+static void
+slow_acks(struct tsr_msgr_opts *o)
+{
+	o->ack_delay_ms = 60000;
+}
+
+static void
+note_release(void *arg, int result)
+{
+	(void)result;
+	__atomic_store_n((int *)arg, 1, __ATOMIC_RELEASE);
+}
+
+/* Acks the sender needs soon go at once, whatever the delay: a message
+ * of 64 KiB or more (its sender is given its buffer back), and the 64th
+ * small one. */
+START_TEST(acks_at_once_past_limits)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *c;
+	struct tsr_msgr_stats st;
+	static uint8_t big[100 << 10];
+	static int released;
+	struct tsr_msg *x;
+	struct iovec iov = { big, sizeof(big) };
+	uint64_t t0;
+
+	sink_init(&ss);
+	sink_init(&cs);
+	released = 0;
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, slow_acks);
+	cli = mk(TSR_ENTITY_OSD, 2, NULL, &cs, NULL);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 1, &c), 0);
+	x = tsr_msg_new(T_REPLY, "b", 1);
+	ck_assert_ptr_nonnull(x);
+	ck_assert_int_eq(tsr_msg_set_data(x, &iov, 1, note_release, &released), 0);
+	ck_assert_int_eq(tsr_conn_send(c, x, 0), 0);
+	t0 = tsr_mono_ns();
+	while (!__atomic_load_n(&released, __ATOMIC_ACQUIRE) &&
+	       tsr_mono_ns() - t0 < 5000000000ull) {
+		struct timespec ts = { 0, 2 * 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_msg(__atomic_load_n(&released, __ATOMIC_ACQUIRE),
+		      "a 100 KiB message not acked within 5 s (the delay is 60 s)");
+	tsr_msgr_stats(srv, &st);
+	ck_assert_uint_eq(st.acks_sent, 1);
+	for (uint64_t i = 0; i < 63; i++)
+		ck_assert_int_eq(tsr_conn_send(c, seq_msg(i), 0), 0);
+	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 63), 0);
+	tsr_msgr_stats(srv, &st);
+	ck_assert_uint_eq(st.acks_sent, 1); /* 63 wait for the timer */
+	ck_assert_int_eq(tsr_conn_send(c, seq_msg(63), 0), 0);
+	t0 = tsr_mono_ns();
+	do {
+		struct timespec ts = { 0, 2 * 1000000 };
+		nanosleep(&ts, NULL);
+		tsr_msgr_stats(srv, &st);
+	} while (st.acks_sent == 1 && tsr_mono_ns() - t0 < 5000000000ull);
+	ck_assert_msg(st.acks_sent == 2, "64 messages: %llu ack frames",
+		      (unsigned long long)st.acks_sent);
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&cs);
+}
+END_TEST
+
 /* Two processes: a child echoes, the parent checks. */
 START_TEST(two_processes)
 {
@@ -2031,6 +2101,7 @@ main(void)
 	tcase_add_test(tc, malicious_peers);
 	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, acks_ride_replies);
+	tcase_add_test(tc, acks_at_once_past_limits);
 	tcase_add_test(tc, two_processes);
 	tcase_add_test(tc, options_from_config);
 	tcase_add_test(tc, slow_handler_isolated);
