@@ -684,10 +684,10 @@ START_TEST(test_foreach)
 	 * osd_pg_stats_interval, osd_full_ratio, osd_recovery_max_active,
 	 * osd_recovery_max_bytes, osd_max_backfills, osd_backfill_window, osd_pg_log_max, osd_pg_queue_max,
 	 * osd_scrub_interval, osd_deep_scrub_interval, osd_scrub_chunk_max,
-	 * osd_max_scrubs, osd_scrub_auto_repair), the clients'
-	 * (client_op_timeout, client_inject_dup: not an OSD's) */
-	ck_assert_uint_eq(ncore, 8 + 14 + 15 + 21 + 2);
-	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 22); /* mon_members, the OSDs' */
+	 * osd_max_scrubs, osd_scrub_auto_repair, osd_sched_batch), the
+	 * clients' (client_op_timeout, client_inject_dup: not an OSD's) */
+	ck_assert_uint_eq(ncore, 8 + 14 + 15 + 22 + 2);
+	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 23); /* mon_members, the OSDs' */
 	ck_assert_uint_eq(s.n, nosd);
 
 	k = seen_find(&s, "log_level");
