@@ -324,6 +324,19 @@ mk(uint8_t type, uint64_t id, const char *bind, struct sink *s,
 	return m;
 }
 
+/* The end of a test of one session between a client messenger and a
+ * server: the session, both messengers and both sinks go. */
+static void
+pair_fini(struct tsr_conn *c, struct tsr_msgr *cli, struct tsr_msgr *srv,
+	  struct sink *ss, struct sink *cs)
+{
+	tsr_conn_put(c);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(ss);
+	sink_fini(cs);
+}
+
 static struct tsr_msg *
 seq_msg(uint64_t v)
 {
@@ -654,11 +667,7 @@ START_TEST(posted_rx_buffers)
 			ck_assert_msg(buf[i] == 0xA5, "round %d: buf written at %zu after "
 				      "its revoke", round, i);
 	}
-	tsr_conn_put(c);
-	tsr_msgr_destroy(cli);
-	tsr_msgr_destroy(srv);
-	sink_fini(&ss);
-	sink_fini(&cs);
+	pair_fini(c, cli, srv, &ss, &cs);
 	free(data);
 	free(buf);
 }
@@ -722,11 +731,7 @@ START_TEST(compressed_sends_free_their_room)
 			nanosleep(&ts, NULL);
 		}
 	}
-	tsr_conn_put(c);
-	tsr_msgr_destroy(cli);
-	tsr_msgr_destroy(srv);
-	sink_fini(&ss);
-	sink_fini(&cs);
+	pair_fini(c, cli, srv, &ss, &cs);
 	free(data);
 }
 END_TEST
@@ -767,11 +772,7 @@ START_TEST(lossless_resets)
 	tsr_msgr_stats(srv, &st);
 	fprintf(stderr, "lossless_resets: receiver dropped %llu duplicates\n",
 		(unsigned long long)st.duplicates_dropped);
-	tsr_conn_put(c);
-	tsr_msgr_destroy(cli);
-	tsr_msgr_destroy(srv);
-	sink_fini(&ss);
-	sink_fini(&cs);
+	pair_fini(c, cli, srv, &ss, &cs);
 }
 END_TEST
 
@@ -1022,11 +1023,7 @@ START_TEST(malicious_peers)
 		ck_assert_int_ge(st.bad_frames, 3);
 		ck_assert_int_ge(st.refused, 1);
 	}
-	tsr_conn_put(c);
-	tsr_msgr_destroy(cli);
-	tsr_msgr_destroy(srv);
-	sink_fini(&ss);
-	sink_fini(&cs);
+	pair_fini(c, cli, srv, &ss, &cs);
 }
 END_TEST
 
@@ -1155,11 +1152,7 @@ START_TEST(auth_handshake)
 	ck_assert_int_eq(tsr_conn_send(c, seq_msg(1), 0), 0);
 	ck_assert_int_eq(sink_wait(&ss, &ss.next, 1, 2), 0);
 	ck_assert_int_eq(ss.bad, 0);
-	tsr_conn_put(c);
-	tsr_msgr_destroy(cli);
-	tsr_msgr_destroy(srv);
-	sink_fini(&ss);
-	sink_fini(&cs);
+	pair_fini(c, cli, srv, &ss, &cs);
 	auth_teardown();
 }
 END_TEST
@@ -1383,13 +1376,25 @@ START_TEST(keepalive)
 	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 2), 0);
 	tsr_msgr_stats(cli, &st);
 	ck_assert_int_eq(st.faults, 0);
-	tsr_conn_put(c);
-	tsr_msgr_destroy(cli);
-	tsr_msgr_destroy(srv);
-	sink_fini(&ss);
-	sink_fini(&cs);
+	pair_fini(c, cli, srv, &ss, &cs);
 }
 END_TEST
+
+/* srv's count of ack frames of their own, once it is past before or
+ * after ms milliseconds. */
+static uint64_t
+acks_past(struct tsr_msgr *srv, uint64_t before, unsigned ms)
+{
+	uint64_t t0 = tsr_mono_ns();
+	struct tsr_msgr_stats st;
+
+	do {
+		struct timespec ts = { 0, 2 * 1000000 };
+		nanosleep(&ts, NULL);
+		tsr_msgr_stats(srv, &st);
+	} while (st.acks_sent == before && tsr_mono_ns() - t0 < (uint64_t)ms * 1000000u);
+	return st.acks_sent;
+}
 
 /* A lossless session's acks ride on the frames going back: 200 echoes,
  * one at a time, need almost no ack frames of their own (each would be a
@@ -1400,8 +1405,8 @@ START_TEST(acks_ride_replies)
 	struct sink ss, cs;
 	struct tsr_msgr *srv, *cli;
 	struct tsr_conn *c;
-	struct tsr_msgr_stats st, st0;
-	uint64_t t0;
+	struct tsr_msgr_stats st;
+	uint64_t before, now;
 
 	sink_init(&ss);
 	sink_init(&cs);
@@ -1419,24 +1424,15 @@ START_TEST(acks_ride_replies)
 	ck_assert_msg(st.acks_sent <= 20, "%llu ack frames for 200 echoes",
 		      (unsigned long long)st.acks_sent);
 	/* one way: the timer acks them, with one frame or a few */
-	st0 = st;
+	before = st.acks_sent;
 	for (uint64_t i = 0; i < 10; i++)
 		ck_assert_int_eq(tsr_conn_send(c, seq_msg(i), 0), 0);
 	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 10), 0);
-	t0 = tsr_mono_ns();
-	do {
-		struct timespec ts = { 0, 5 * 1000000 };
-		nanosleep(&ts, NULL);
-		tsr_msgr_stats(srv, &st);
-	} while (st.acks_sent == st0.acks_sent && tsr_mono_ns() - t0 < 2000000000ull);
-	ck_assert_msg(st.acks_sent > st0.acks_sent, "10 messages never acked");
-	ck_assert_msg(st.acks_sent - st0.acks_sent <= 3, "%llu ack frames for 10 "
-		      "messages", (unsigned long long)(st.acks_sent - st0.acks_sent));
-	tsr_conn_put(c);
-	tsr_msgr_destroy(cli);
-	tsr_msgr_destroy(srv);
-	sink_fini(&ss);
-	sink_fini(&cs);
+	now = acks_past(srv, before, 2000);
+	ck_assert_msg(now > before, "10 messages never acked");
+	ck_assert_msg(now - before <= 3, "%llu ack frames for 10 messages",
+		      (unsigned long long)(now - before));
+	pair_fini(c, cli, srv, &ss, &cs);
 }
 END_TEST
 
@@ -1466,7 +1462,7 @@ START_TEST(acks_at_once_past_limits)
 	static int released;
 	struct tsr_msg *x;
 	struct iovec iov = { big, sizeof(big) };
-	uint64_t t0;
+	uint64_t t0, now;
 
 	sink_init(&ss);
 	sink_init(&cs);
@@ -1494,19 +1490,9 @@ START_TEST(acks_at_once_past_limits)
 	tsr_msgr_stats(srv, &st);
 	ck_assert_uint_eq(st.acks_sent, 1); /* 63 wait for the timer */
 	ck_assert_int_eq(tsr_conn_send(c, seq_msg(63), 0), 0);
-	t0 = tsr_mono_ns();
-	do {
-		struct timespec ts = { 0, 2 * 1000000 };
-		nanosleep(&ts, NULL);
-		tsr_msgr_stats(srv, &st);
-	} while (st.acks_sent == 1 && tsr_mono_ns() - t0 < 5000000000ull);
-	ck_assert_msg(st.acks_sent == 2, "64 messages: %llu ack frames",
-		      (unsigned long long)st.acks_sent);
-	tsr_conn_put(c);
-	tsr_msgr_destroy(cli);
-	tsr_msgr_destroy(srv);
-	sink_fini(&ss);
-	sink_fini(&cs);
+	now = acks_past(srv, 1, 5000);
+	ck_assert_msg(now == 2, "64 messages: %llu ack frames", (unsigned long long)now);
+	pair_fini(c, cli, srv, &ss, &cs);
 }
 END_TEST
 
@@ -1701,11 +1687,7 @@ START_TEST(backpressure)
 		      "%llu of %llu arrived after the receiver went on",
 		      (unsigned long long)ss.next, (unsigned long long)queued);
 	ck_assert_int_eq(ss.bad, 0);
-	tsr_conn_put(c);
-	tsr_msgr_destroy(cli);
-	tsr_msgr_destroy(srv);
-	sink_fini(&ss);
-	sink_fini(&cs);
+	pair_fini(c, cli, srv, &ss, &cs);
 }
 END_TEST
 
