@@ -77,6 +77,7 @@ run_suite() {
 DEV=$SRC/dev-cluster
 MON_PORTS=(6789 6790 6791)
 NOSDS=4
+MDSS="a b"
 
 cmd_up() {
 	install_deps
@@ -165,13 +166,36 @@ EOF
 		$t pool create data 64 --size 3 --conf "$conf" >/dev/null
 		echo "pool data: created (64 PGs, 3 copies)"
 	fi
+	if ! $t pool ls --conf "$conf" --timeout 20 | grep -q '^metadata '; then
+		$t pool create metadata 32 --size 3 --conf "$conf" >/dev/null
+		echo "pool metadata: created (32 PGs, 3 copies)"
+	fi
+	# MDSs: the first takes rank 0 (and makes the file system on a new
+	# cluster), the second stands by
+	for m in $MDSS; do
+		if [ ! -f "$DEV/keys/mds-$m.keyring" ]; then
+			$t auth key "mds.$m" --secret "$DEV/keys/mon-a.keyring" \
+				-o "$DEV/keys/mds-$m.keyring" >/dev/null
+		fi
+		if [ -f "$DEV/run/mds-$m.pid" ] && kill -0 "$(cat "$DEV/run/mds-$m.pid")" 2>/dev/null; then
+			echo "mds.$m: already running"
+		else
+			build/daemons/mds/tessera-mds --conf "$conf" --id "$m"
+			echo "mds.$m: started"
+		fi
+	done
+	for i in $(seq 1 300); do
+		$t mds stat --conf "$conf" --timeout 5 2>/dev/null | grep -q 'rank 0: active' && break
+		sleep 0.1
+	done
 	log "tessera status"
 	$t status --conf "$conf" --timeout 20
 	cat <<EOF
 
-Three monitors run on 127.0.0.1:${MON_PORTS[0]}-${MON_PORTS[2]} and $NOSDS OSDs (file
-backend) on 127.0.0.1, their stores and logs in $DEV, the keys in
-$DEV/keys; the pool "data" has 64 PGs of 3 copies.  Try:
+Three monitors run on 127.0.0.1:${MON_PORTS[0]}-${MON_PORTS[2]}, $NOSDS OSDs (file backend)
+and two MDSs (one active, one standing by) on 127.0.0.1, their stores and
+logs in $DEV, the keys in $DEV/keys; the pools "data" (64 PGs) and
+"metadata" (32 PGs) keep 3 copies.  Try:
   export TESSERA_CONF=$DEV/tessera.conf
   build/tools/tessera/tessera status
   build/tools/tessera/tessera osd tree
@@ -179,16 +203,18 @@ $DEV/keys; the pool "data" has 64 PGs of 3 copies.  Try:
   build/tools/tessera/tessera object ls data
   build/tools/tessera/tessera bench data 10 write
   build/tools/tessera/tessera admin $DEV/run/osd-0.asok pg dump
-Stop them with ./dev.sh down.  The OSDs store and replicate objects
-(doc/client.md); the MDSs and the FUSE mount are not written yet: this
-command will start them and mount the file system once they are (see
-doc/operations.md).
+  build/tools/tessera/tessera mds stat
+  build/tools/tessera/tessera fs mkdir -p /projects/a
+  build/tools/tessera/tessera fs put /etc/hostname /projects/a/hostname
+  build/tools/tessera/tessera fs ls /projects/a
+Stop them with ./dev.sh down.  The file system is reachable through
+tessera fs and the file client library (doc/client.md).
 EOF
 }
 
 cmd_down() {
 	local d pid pids=() i alive
-	for d in $(seq -f "osd-%g" 0 $((NOSDS - 1))) mon-a mon-b mon-c; do
+	for d in mds-a mds-b $(seq -f "osd-%g" 0 $((NOSDS - 1))) mon-a mon-b mon-c; do
 		pid=$(cat "$DEV/run/$d.pid" 2>/dev/null || true)
 		# only a daemon of ours: a stale pid file may name another process
 		if [ -n "$pid" ] && grep -q "tessera-" "/proc/$pid/cmdline" 2>/dev/null &&

@@ -36,6 +36,7 @@
 #include "util/util.h"
 
 #include <tessera/client.h>
+#include "client_int.h"
 #include <tessera/hash.h>
 
 #include <errno.h>
@@ -1566,7 +1567,7 @@ tsr_client_connect(const char *conf_path, const char *name, uint64_t timeout_ms,
 	char type[16];
 	const char *id, *dir;
 	int64_t t;
-	int rc;
+	int rc, is_mds;
 
 	*out = NULL;
 	pthread_mutex_init(&c->lock, NULL);
@@ -1575,14 +1576,17 @@ tsr_client_connect(const char *conf_path, const char *name, uint64_t timeout_ms,
 		timeout_ms = DEFAULT_TIMEOUT_MS;
 	if (name == NULL)
 		name = "client.admin";
-	if (!tsr_auth_name_valid(name, NULL) || strncmp(name, "client.", 7) != 0) {
+	/* an MDS reaches its metadata pool through this library too */
+	is_mds = strncmp(name, "mds.", 4) == 0;
+	if (!tsr_auth_name_valid(name, NULL) ||
+	    (strncmp(name, "client.", 7) != 0 && !is_mds)) {
 		rc = tsr_errf(err, errlen, -EINVAL, "\"%s\" is not a client's name "
 			      "(client.NAME)", name);
 		goto fail;
 	}
 	snprintf(c->name, sizeof(c->name), "%s", name);
-	snprintf(type, sizeof(type), "client");
-	id = name + 7;
+	snprintf(type, sizeof(type), is_mds ? "mds" : "client");
+	id = name + (is_mds ? 4 : 7);
 	if (conf_path == NULL)
 		conf_path = getenv("TESSERA_CONF") ? getenv("TESSERA_CONF")
 						   : "/etc/tessera/tessera.conf";
@@ -1593,7 +1597,7 @@ tsr_client_connect(const char *conf_path, const char *name, uint64_t timeout_ms,
 		goto fail;
 	t = tsr_conf_int(conf, "client_op_timeout");
 	c->op_timeout_ns = (uint64_t)(t > 0 ? t : DEFAULT_TIMEOUT_MS) * 1000000u;
-	c->inject_dup = tsr_conf_bool(conf, "client_inject_dup");
+	c->inject_dup = is_mds ? 0 : tsr_conf_bool(conf, "client_inject_dup");
 	if ((c->reg = tsr_registry_create()) == NULL) {
 		rc = tsr_errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
@@ -1606,7 +1610,7 @@ tsr_client_connect(const char *conf_path, const char *name, uint64_t timeout_ms,
 		c->id = tsr_now_ns() ^ ((uint64_t)getpid() << 32);
 	c->id |= 1; /* never 0: "none" */
 	c->max_data = mo.max_data;
-	mo.entity_type = TSR_ENTITY_CLIENT;
+	mo.entity_type = is_mds ? TSR_ENTITY_MDS : TSR_ENTITY_CLIENT;
 	mo.entity_id = c->id >> 1;
 	mo.bind = NULL;
 	mo.auth = c->auth;
@@ -1620,7 +1624,8 @@ tsr_client_connect(const char *conf_path, const char *name, uint64_t timeout_ms,
 	    (rc = tsr_msgr_register(c->msgr, TSR_MSG_OSD_OP_REPLY, on_reply, c, 0)) < 0 ||
 	    (rc = tsr_monc_create(c->msgr, c->loop, &mem, &c->monc, err, errlen)) < 0 ||
 	    (rc = tsr_mapsub_create(c->msgr, c->loop, &mem, c->reg, &c->host.host,
-				    TSR_MON_SUB_OSD, 0, on_map, c, &c->sub, err, errlen)) < 0)
+				    TSR_MON_SUB_OSD | TSR_MON_SUB_MDS, 0, on_map, c, &c->sub,
+				    err, errlen)) < 0)
 		goto fail;
 	tsr_msgr_start(c->msgr);
 	if ((rc = tsr_loop_thread_start(c->loop, &c->thr)) < 0) {
@@ -1715,4 +1720,36 @@ tsr_client_shutdown(struct tsr_client *c)
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cv);
 	free(c);
+}
+
+/* ---- For the file client (client_int.h) ---- */
+
+struct tsr_msgr *
+tsr_client_msgr_(struct tsr_client *c)
+{
+	return c->msgr;
+}
+
+struct tsr_loop *
+tsr_client_loop_(struct tsr_client *c)
+{
+	return c->loop;
+}
+
+struct tsr_mapsub *
+tsr_client_mapsub_(struct tsr_client *c)
+{
+	return c->sub;
+}
+
+uint64_t
+tsr_client_id_(struct tsr_client *c)
+{
+	return c->id;
+}
+
+uint64_t
+tsr_client_timeout_ms_(struct tsr_client *c)
+{
+	return c->op_timeout_ns / 1000000u;
 }

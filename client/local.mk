@@ -5,7 +5,8 @@
 # the installed shared library wraps both, exporting the client's API
 # only (client/libtessera-client.sym).
 noinst_LTLIBRARIES += client/libtsrclient.la
-client_libtsrclient_la_SOURCES = client/client.c client/include/tessera/client.h
+client_libtsrclient_la_SOURCES = client/client.c client/include/tessera/client.h \
+	client/client_int.h client/fs.c client/include/tessera/fs.h
 client_libtsrclient_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client/include
 client_libtsrclient_la_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 
@@ -18,5 +19,6 @@ EXTRA_client_libtessera_client_la_DEPENDENCIES = client/libtessera-client.sym
 EXTRA_DIST += client/libtessera-client.sym
 
 tesseraclientincludedir = $(includedir)/tessera
-tesseraclientinclude_HEADERS = client/include/tessera/client.h
+tesseraclientinclude_HEADERS = client/include/tessera/client.h \
+	client/include/tessera/fs.h
 pkgconfig_DATA += tessera-client.pc

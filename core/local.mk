@@ -8,6 +8,7 @@ noinst_LTLIBRARIES += core/libtsrcore.la
 core_libtsrcore_la_SOURCES = \
 	core/util/util.c core/util/util.h \
 	core/util/sbuf.c core/util/sbuf.h \
+	core/util/u64map.c core/util/u64map.h \
 	core/crc/crc32c.c core/crc/crc32c_impl.h \
 	core/encoding/encoding.c \
 	core/encoding/txn.c \
@@ -40,6 +41,8 @@ core_libtsrcore_la_SOURCES = \
 	core/osd/scrub.c core/osd/scrub.h \
 	core/osd/pgpush.c core/osd/pgpush.h \
 	core/osd/objop.c core/osd/objop.h \
+	core/mds/fsmeta.c core/mds/fsmeta.h \
+	core/mds/mdsmsg.c core/mds/mdsmsg.h \
 	core/mon/monc.c core/mon/monc.h \
 	core/mon/mapsub.c core/mon/mapsub.h \
 	core/beacon/osdbeacon.c core/beacon/osdbeacon.h \

@@ -19,6 +19,7 @@ unit_tests = \
 	tests/unit/test_mon tests/unit/test_monstate tests/unit/test_osdmsg \
 	tests/unit/test_pglog \
 	tests/unit/test_objop \
+	tests/unit/test_fsmeta \
 	tests/unit/test_pgstore \
 	tests/unit/test_scrub \
 	tests/unit/test_monc \
@@ -69,6 +70,9 @@ tests_unit_test_pgstore_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_scrub_SOURCES = tests/unit/test_scrub.c tests/unit/store_rig.h
 tests_unit_test_scrub_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_scrub_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_fsmeta_SOURCES = tests/unit/test_fsmeta.c
+tests_unit_test_fsmeta_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_fsmeta_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_osdmsg_SOURCES = tests/unit/test_osdmsg.c
 tests_unit_test_osdmsg_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_osdmsg_LDADD = $(CHECK_LDADD_ALL)
@@ -287,7 +291,8 @@ AM_TESTS_ENVIRONMENT = \
 	TESTOSD='$(abs_top_builddir)/tests/daemon/tsr-testosd'; \
 	OSDSWARM='$(abs_top_builddir)/tests/daemon/tsr-osdswarm'; \
 	TESTMDS='$(abs_top_builddir)/tests/daemon/tsr-testmds'; \
-	export TESSERA_MON TESSERA_OSD TESTOSD OSDSWARM TESTMDS TESSERA TESTD TEST_PLUGIN_DIR ALT_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
+	TESSERA_MDS='$(abs_top_builddir)/daemons/mds/tessera-mds'; \
+	export TESSERA_MON TESSERA_OSD TESTOSD OSDSWARM TESTMDS TESSERA_MDS TESSERA TESTD TEST_PLUGIN_DIR ALT_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
 		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_BLOCKDEV_PLUGIN \
 		BACKEND_PLUGINS BACKEND_OPTIONS_file \
 		BACKEND_OPTIONS_blockdev;
@@ -395,9 +400,23 @@ tests/fuzz/fuzz_osd: $(FUZZ_OSD_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/osd/pg
 		-I$(top_srcdir)/core/include -I$(top_srcdir)/core \
 		-o $@ $(FUZZ_OSD_SRC:%=$(top_srcdir)/%) -lpthread -lm
 endif
+# The MDS's decoders: sessions, requests, replies, journal events, entries.
+FUZZ_MDS_SRC = tests/fuzz/fuzz_mds.c core/mds/fsmeta.c core/mds/mdsmsg.c \
+	core/encoding/encoding.c core/util/util.c core/crc/crc32c.c
+if HAVE_FUZZER
+check_DATA += tests/fuzz/fuzz_mds
+CLEANFILES += tests/fuzz/fuzz_mds
+tests/fuzz/fuzz_mds: $(FUZZ_MDS_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/mds/fsmeta.h \
+		$(top_srcdir)/core/mds/mdsmsg.h
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CCLD)$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-I$(top_srcdir)/core/include -I$(top_srcdir)/core \
+		-o $@ $(FUZZ_MDS_SRC:%=$(top_srcdir)/%) -lpthread -lm
+endif
 TESTS += tests/fuzz/run.sh
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/fuzz_frame.c tests/fuzz/fuzz_mon.c \
-	tests/fuzz/fuzz_osd.c \
+	tests/fuzz/fuzz_osd.c tests/fuzz/fuzz_mds.c \
 	tests/fuzz/corpus
 
 # The monitors end to end, on the cluster harness (tests/cluster).
@@ -409,6 +428,15 @@ tests_integration_test_mon_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/tests
 tests_integration_test_mon_LDADD = $(CHECK_LDADD_ALL)
 
 # The OSD daemon end to end, on the cluster harness.
+# The file system end to end: MDS daemons and the file client.
+check_PROGRAMS += tests/integration/test_fs
+TESTS += tests/integration/test_fs
+tests_integration_test_fs_SOURCES = tests/integration/test_fs.c \
+	tests/cluster/cluster.c tests/cluster/cluster.h tests/cluster/tc_check.h
+tests_integration_test_fs_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/tests \
+	-I$(top_srcdir)/client/include
+tests_integration_test_fs_LDADD = client/libtsrclient.la $(CHECK_LDADD_ALL)
+
 check_PROGRAMS += tests/integration/test_osd
 TESTS += tests/integration/test_osd
 tests_integration_test_osd_SOURCES = tests/integration/test_osd.c \

@@ -14,6 +14,7 @@ tools_tessera_tessera_SOURCES = \
 	tools/tessera/cmd_cluster.c \
 	tools/tessera/cmd_auth.c \
 	tools/tessera/cmd_object.c \
+	tools/tessera/cmd_fs.c \
 	tools/tessera/cmd_bench.c
 tools_tessera_tessera_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client/include
 # The core's internal API (config, registry, messenger, maps) is not in
@@ -36,3 +37,12 @@ daemons_osd_tessera_osd_SOURCES = daemons/osd/osd.c daemons/osd/osd.h \
 	daemons/osd/scrub.c daemons/osd/reserve.c daemons/osd/pace.c
 daemons_osd_tessera_osd_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 daemons_osd_tessera_osd_LDADD = core/libtsrcore.la $(PTHREAD_LIBS) -lm
+
+bin_PROGRAMS += daemons/mds/tessera-mds
+daemons_mds_tessera_mds_SOURCES = daemons/mds/mds.c daemons/mds/mds.h \
+	daemons/mds/cache.c daemons/mds/journal.c daemons/mds/ops.c \
+	daemons/mds/done.c
+daemons_mds_tessera_mds_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client/include
+daemons_mds_tessera_mds_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
+daemons_mds_tessera_mds_LDADD = client/libtsrclient.la core/libtsrcore.la $(PTHREAD_LIBS) -lm
+

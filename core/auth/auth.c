@@ -19,6 +19,9 @@ struct svc_box {
 	pthread_mutex_t mu;
 	int n;                             /* 0 .. TSR_AUTH_MAX_SECRETS */
 	uint8_t key[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
+	/* the MDSs' domain: an MDS's service secrets, a client's own keys */
+	int nm;
+	uint8_t mkey[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
 };
 
 struct tsr_auth {
@@ -447,6 +450,22 @@ osd_domain(const char *name, const char *target)
 	       (is_type(name, "osd") || is_type(name, "client") || is_type(name, "mds"));
 }
 
+/* The MDSs' domain, the same way: a client or an MDS toward an MDS proves
+ * its key under the MDSs' service secret, which MDSs hold. */
+static bool
+mds_domain(const char *name, const char *target)
+{
+	return is_type(target, "mds") && (is_type(name, "client") || is_type(name, "mds"));
+}
+
+/* The service domain of a handshake from name to target: "osd", "mds",
+ * or NULL (keys from the cluster secret). */
+static const char *
+domain_of(const char *name, const char *target)
+{
+	return osd_domain(name, target) ? "osd" : mds_domain(name, target) ? "mds" : NULL;
+}
+
 void
 tsr_auth_service_derive(const uint8_t secret[TSR_AUTH_KEY_LEN], const char *type,
 			uint8_t out[TSR_AUTH_KEY_LEN])
@@ -462,24 +481,31 @@ tsr_auth_service_derive(const uint8_t secret[TSR_AUTH_KEY_LEN], const char *type
 	sodium_memzero(&st, sizeof(st));
 }
 
-/* The OSDs' service keys a holds, current first: derived from its
+/* A domain's service keys a holds, current first: derived from its
  * secrets (a monitor), or as the monitors gave them.  How many. */
+static int
+service_keys(const struct tsr_auth *a, const char *domain,
+	     uint8_t out[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN])
+{
+	int mds = strcmp(domain, "mds") == 0, n;
+
+	if (a->nsecrets > 0) {
+		for (int i = 0; i < a->nsecrets; i++)
+			tsr_auth_service_derive(a->secret[i], domain, out[i]);
+		return a->nsecrets;
+	}
+	pthread_mutex_lock(&a->svc->mu);
+	n = mds ? a->svc->nm : a->svc->n;
+	memcpy(out, mds ? a->svc->mkey : a->svc->key, sizeof(a->svc->key));
+	pthread_mutex_unlock(&a->svc->mu);
+	return n;
+}
+
 static int
 osd_service_keys(const struct tsr_auth *a,
 		 uint8_t out[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN])
 {
-	int n;
-
-	if (a->nsecrets > 0) {
-		for (int i = 0; i < a->nsecrets; i++)
-			tsr_auth_service_derive(a->secret[i], "osd", out[i]);
-		return a->nsecrets;
-	}
-	pthread_mutex_lock(&a->svc->mu);
-	n = a->svc->n;
-	memcpy(out, a->svc->key, sizeof(a->svc->key));
-	pthread_mutex_unlock(&a->svc->mu);
-	return n;
+	return service_keys(a, "osd", out);
 }
 
 int
@@ -487,6 +513,16 @@ tsr_auth_service_count(const struct tsr_auth *a)
 {
 	uint8_t k[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
 	int n = osd_service_keys(a, k);
+
+	sodium_memzero(k, sizeof(k));
+	return n;
+}
+
+int
+tsr_auth_service_count_mds(const struct tsr_auth *a)
+{
+	uint8_t k[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
+	int n = service_keys(a, "mds", k);
 
 	sodium_memzero(k, sizeof(k));
 	return n;
@@ -501,11 +537,12 @@ static void
 own_key(const struct tsr_auth *a, const char *target, uint8_t out[TSR_AUTH_KEY_LEN])
 {
 	uint8_t k[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
+	const char *dom = domain_of(a->name, target);
 
-	if (!osd_domain(a->name, target) || osd_service_keys(a, k) == 0)
+	if (dom == NULL || service_keys(a, dom, k) == 0)
 		memcpy(out, a->key, TSR_AUTH_KEY_LEN);
-	else if (is_type(a->name, "osd") || a->nsecrets > 0)
-		tsr_auth_derive(k[0], a->name, out);
+	else if (is_type(a->name, dom) || a->nsecrets > 0)
+		tsr_auth_derive(k[0], a->name, out); /* the domain's own daemons */
 	else
 		memcpy(out, k[0], TSR_AUTH_KEY_LEN);
 	sodium_memzero(k, sizeof(k));
@@ -534,9 +571,11 @@ tsr_auth_service_seal(const struct tsr_auth *a, const char *name, uint8_t *out,
 {
 	const size_t nb = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
 	uint8_t keys[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
-	uint8_t plain[1 + sizeof(keys)], k[TSR_AUTH_KEY_LEN], w[TSR_AUTH_KEY_LEN];
-	size_t at = 1;
-	int n;
+	uint8_t mkeys[TSR_AUTH_MAX_SECRETS][TSR_AUTH_KEY_LEN];
+	uint8_t plain[2 + sizeof(keys) + sizeof(mkeys)], k[TSR_AUTH_KEY_LEN],
+		w[TSR_AUTH_KEY_LEN];
+	size_t at = 1, plen;
+	int n, m = 0;
 
 	if (a->nsecrets == 0 || !tsr_auth_name_valid(name, NULL) ||
 	    !(is_type(name, "osd") || is_type(name, "client") || is_type(name, "mds")))
@@ -551,6 +590,18 @@ tsr_auth_service_seal(const struct tsr_auth *a, const char *name, uint8_t *out,
 			tsr_auth_derive(keys[i], name, keys[i]);
 	plain[0] = (uint8_t)n;
 	memcpy(plain + 1, keys, (size_t)n * TSR_AUTH_KEY_LEN);
+	plen = 1 + (size_t)n * TSR_AUTH_KEY_LEN;
+	/* a client or an MDS gets its part of the MDSs' domain after it: an
+	 * MDS the service secrets (it checks clients), a client its own key */
+	if (!is_type(name, "osd")) {
+		m = service_keys(a, "mds", mkeys);
+		if (is_type(name, "client"))
+			for (int i = 0; i < m; i++)
+				tsr_auth_derive(mkeys[i], name, mkeys[i]);
+		plain[plen] = (uint8_t)m;
+		memcpy(plain + plen + 1, mkeys, (size_t)m * TSR_AUTH_KEY_LEN);
+		plen += 1 + (size_t)m * TSR_AUTH_KEY_LEN;
+	}
 	/* one copy under each key the OSD may hold: its key derives from
 	 * the current secret, or (until it gets a new one) the previous */
 	out[0] = (uint8_t)a->nsecrets;
@@ -561,16 +612,32 @@ tsr_auth_service_seal(const struct tsr_auth *a, const char *name, uint8_t *out,
 		wrap_key(k, w);
 		tsr_auth_random(out + at, nb);
 		crypto_aead_xchacha20poly1305_ietf_encrypt(
-			out + at + nb, &clen, plain, 1 + (size_t)n * TSR_AUTH_KEY_LEN,
+			out + at + nb, &clen, plain, plen,
 			(const uint8_t *)name, strlen(name), NULL, out + at, w);
 		at += nb + (size_t)clen;
 	}
 	*len = at;
 	sodium_memzero(keys, sizeof(keys));
+	sodium_memzero(mkeys, sizeof(mkeys));
 	sodium_memzero(plain, sizeof(plain));
 	sodium_memzero(k, sizeof(k));
 	sodium_memzero(w, sizeof(w));
 	return 0;
+}
+
+/* Is len the length of one sealed copy of some key set: n keys of the
+ * OSDs' domain, then perhaps m of the MDSs' (1 <= n, m <= the maximum)? */
+static bool
+copy_len_ok(size_t len)
+{
+	for (size_t n = 1; n <= TSR_AUTH_MAX_SECRETS; n++) {
+		if (len == COPY_LEN(n))
+			return true;
+		for (size_t m = 1; m <= TSR_AUTH_MAX_SECRETS; m++)
+			if (len == COPY_LEN(n) + 1 + m * TSR_AUTH_KEY_LEN)
+				return true;
+	}
+	return false;
 }
 
 int
@@ -578,7 +645,7 @@ tsr_auth_service_open(const struct tsr_auth *a, const uint8_t *in, size_t len,
 		      char *err, size_t errlen)
 {
 	const size_t nb = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
-	uint8_t plain[1 + TSR_AUTH_MAX_SECRETS * TSR_AUTH_KEY_LEN], w[TSR_AUTH_KEY_LEN];
+	uint8_t plain[2 + 2 * TSR_AUTH_MAX_SECRETS * TSR_AUTH_KEY_LEN], w[TSR_AUTH_KEY_LEN];
 	unsigned long long plen = 0;
 	size_t at = 1;
 	int rc = -EACCES, copies;
@@ -587,9 +654,7 @@ tsr_auth_service_open(const struct tsr_auth *a, const uint8_t *in, size_t len,
 	 * each copy repeats: the first copy's length gives them */
 	copies = len > 0 ? in[0] : 0;
 	if (len > TSR_AUTH_SEALED_MAX || copies < 1 || copies > TSR_AUTH_MAX_SECRETS ||
-	    (len - 1) % (size_t)copies != 0 ||
-	    ((len - 1) / (size_t)copies != COPY_LEN(1) &&
-	     (len - 1) / (size_t)copies != COPY_LEN(2)))
+	    (len - 1) % (size_t)copies != 0 || !copy_len_ok((len - 1) / (size_t)copies))
 		return tsr_errf(err, errlen, -EBADMSG, "service keys for %s: %zu "
 				"bytes, not a sealed key set", a->name, len);
 	wrap_key(a->key, w);
@@ -604,14 +669,23 @@ tsr_auth_service_open(const struct tsr_auth *a, const uint8_t *in, size_t len,
 		tsr_errf(err, errlen, -EACCES, "service keys for %s do not open with "
 			 "its key: sealed for another entity, or by another "
 			 "cluster's monitors", a->name);
+	size_t osd_len = plen >= 1 ? 1 + (size_t)plain[0] * TSR_AUTH_KEY_LEN : 0;
+	int m = rc == 0 && plen > osd_len ? plain[osd_len] : 0;
+	if (rc < 0)
+		;
 	else if (plen < 1 || plain[0] < 1 || plain[0] > TSR_AUTH_MAX_SECRETS ||
-		 plen != 1 + (unsigned long long)plain[0] * TSR_AUTH_KEY_LEN)
+		 (plen != osd_len &&
+		  (m < 1 || m > TSR_AUTH_MAX_SECRETS ||
+		   plen != osd_len + 1 + (size_t)m * TSR_AUTH_KEY_LEN)))
 		rc = tsr_errf(err, errlen, -EBADMSG, "service keys for %s: a "
 			      "malformed key set", a->name);
 	if (rc == 0) {
 		pthread_mutex_lock(&a->svc->mu);
 		a->svc->n = plain[0];
 		memcpy(a->svc->key, plain + 1, (size_t)plain[0] * TSR_AUTH_KEY_LEN);
+		a->svc->nm = m;
+		if (m)
+			memcpy(a->svc->mkey, plain + osd_len + 1, (size_t)m * TSR_AUTH_KEY_LEN);
 		pthread_mutex_unlock(&a->svc->mu);
 	}
 	sodium_memzero(plain, sizeof(plain));
@@ -686,6 +760,10 @@ tsr_auth_can_check(const struct tsr_auth *a, const char *name, const char **why)
 		if (tsr_auth_service_count(a) == 0 && strcmp(name, a->name) != 0)
 			w = "this OSD holds no service key yet to check another OSD "
 			    "with (the monitors send it after its boot)";
+	} else if (mds_domain(name, a->name)) {
+		if (tsr_auth_service_count_mds(a) == 0 && strcmp(name, a->name) != 0)
+			w = "this MDS holds no service key yet to check clients with "
+			    "(it asks the monitors as it starts)";
 	} else if (a->nsecrets == 0 && strcmp(name, a->name) != 0) {
 		w = "this side holds no cluster secret to check it with";
 	}
@@ -705,8 +783,9 @@ tsr_auth_accept(const struct tsr_auth *a, const struct tsr_auth_hs *hs,
 
 	if (tsr_auth_can_check(a, hs->name, NULL) < 0)
 		return -EACCES;
-	if (osd_domain(hs->name, a->name)) {
-		int ns = osd_service_keys(a, svc);
+	const char *dom = domain_of(hs->name, a->name);
+	if (dom) {
+		int ns = service_keys(a, dom, svc);
 		for (int i = 0; i < ns; i++)
 			tsr_auth_derive(svc[i], hs->name, keys[nk++]);
 		if (ns == 0) /* its own name (can_check): own_key's choice too */

@@ -149,11 +149,22 @@ TSR_API int tsr_auth_accept(const struct tsr_auth *a, const struct tsr_auth_hs *
  * key v1" 0 name).  The OSD derives it from S; the client holds only its
  * own, which the monitors seal for it (one per service secret) as they
  * seal S for an OSD.  A stolen client key lets its thief be that client
- * alone. */
+ * alone.
+ *
+ * The MDSs' domain is the same with the MDSs' service secret S_mds =
+ * BLAKE2b(key = secret, "tessera service key v1" 0 "mds"): a client or an
+ * MDS toward an MDS proves K_Smds(name).  What the monitors seal for a
+ * client or an MDS carries, after its OSD-domain keys, a second key set:
+ * a client's own K_Smds(client.X), an MDS the secrets S_mds (so it checks
+ * clients).  A stolen MDS key lets its thief be any client toward MDSs,
+ * never toward an OSD.
+ *
+ *   sealed plain text = u8 n, n x key (OSDs' domain)
+ *                       [u8 m, m x key (MDSs' domain): not for an OSD] */
 /* u8 copies, then per monitor secret a copy (24-byte nonce, the sealed
  * u8 count and keys, a 16-byte tag) under the OSD's key from it. */
 #define TSR_AUTH_SEALED_MAX \
-	(1 + TSR_AUTH_MAX_SECRETS * (24 + 16 + 1 + TSR_AUTH_MAX_SECRETS * TSR_AUTH_KEY_LEN))
+	(1 + TSR_AUTH_MAX_SECRETS * (24 + 16 + 2 + 2 * TSR_AUTH_MAX_SECRETS * TSR_AUTH_KEY_LEN))
 /* S for a daemon type ("osd") from one cluster secret. */
 TSR_API void tsr_auth_service_derive(const uint8_t secret[TSR_AUTH_KEY_LEN],
 				     const char *type, uint8_t out[TSR_AUTH_KEY_LEN]);
@@ -172,6 +183,8 @@ TSR_API int tsr_auth_service_open(const struct tsr_auth *a, const uint8_t *in,
 				  size_t len, char *err, size_t errlen);
 /* How many OSD service keys a can prove or check with (0: none yet). */
 TSR_API int tsr_auth_service_count(const struct tsr_auth *a);
+/* The same in the MDSs' domain. */
+TSR_API int tsr_auth_service_count_mds(const struct tsr_auth *a);
 /* Open the keys in a monitor's answer to MON_SVC_KEYS ({"service_keys":
  * "<hex>"}, text): as tsr_auth_service_open, -EBADMSG when text holds
  * none. */

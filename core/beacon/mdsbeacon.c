@@ -7,6 +7,7 @@
 #include "beacon/mdsbeacon.h"
 #include "event/loop.h"
 #include "log/log.h"
+#include "util/sbuf.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -29,6 +30,7 @@ struct tsr_mds_beacon {
 
 	uint64_t timer;              /* the next beacon's */
 	uint64_t inflight;           /* the beacon in flight (monc id), 0: none */
+	uint64_t inflight_sent_ns;   /* when it was sent */
 	int again;                   /* the next at once when it is answered */
 	struct tsr_mds_role role;
 	int replayed;                /* tsr_mds_beacon_active() for this rank */
@@ -77,8 +79,10 @@ beacon_done(void *arg, int status, const char *text)
 	struct tsr_mds_beacon *b = arg;
 
 	b->inflight = 0;
-	if (status == 0)
+	if (status == 0) {
 		b->role.beacons++;
+		b->role.acked_sent_ns = b->inflight_sent_ns;
+	}
 	else
 		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "mds.%s: beacon: %s", b->name, text);
 	kick(b, b->again ? 0 : b->interval_ms);
@@ -108,6 +112,7 @@ send_beacon(void *arg)
 	tsr_strlcpy(m.name, b->name, sizeof(m.name));
 	tsr_strlcpy(m.addr, b->addr, sizeof(m.addr));
 	tsr_strlcpy(m.version, TSR_VERSION, sizeof(m.version));
+	b->inflight_sent_ns = tsr_mono_ns();
 	m.state = b->role.rank < 0 ? TSR_MDS_STANDBY : b->replayed ? TSR_MDS_ACTIVE
 								   : TSR_MDS_REPLAY;
 	rc = tsr_monc_send_typed(b->monc, TSR_MSG_MON_MDS_BEACON, encode_beacon, &m,
@@ -234,4 +239,20 @@ void
 tsr_mds_beacon_role(struct tsr_mds_beacon *b, struct tsr_mds_role *out)
 {
 	*out = b->role;
+}
+
+int
+tsr_mds_beacon_cmd_role(void *arg, int argc, char **argv, struct tsr_sbuf *out)
+{
+	struct tsr_mds_role r;
+
+	(void)argc;
+	(void)argv;
+	tsr_mds_beacon_role(arg, &r);
+	tsr_sbuf_printf(out, "{\"gid\": %" PRIu64 ", \"rank\": %d, \"state\": \"%s\", "
+			"\"mdsmap_epoch\": %" PRIu64 ", \"incarnations\": %" PRIu64 ", "
+			"\"beacons\": %" PRIu64 "}\n", r.gid, r.rank,
+			r.rank < 0 ? "standby" : tsr_mds_state_name(r.state), r.epoch,
+			r.incarnations, r.beacons);
+	return 0;
 }

@@ -35,6 +35,10 @@ struct tsr_mds_role {
 	uint64_t epoch;            /* of the MDS map that said it */
 	uint64_t incarnations;     /* gids used so far (1 at start) */
 	uint64_t beacons;          /* beacons answered */
+	uint64_t acked_sent_ns;    /* when (tsr_mono_ns) the latest answered
+				      beacon was sent: the leader heard from
+				      us after it, so it fails us no sooner
+				      than mon_mds_beacon_grace after it */
 };
 
 /* Beacon as mds NAME at addr, through monc, watching sub (which must keep
@@ -51,5 +55,10 @@ TSR_API void tsr_mds_beacon_stop(struct tsr_mds_beacon *b);
 /* Replay of the rank held is done: the next beacons say `active`. */
 TSR_API void tsr_mds_beacon_active(struct tsr_mds_beacon *b);
 TSR_API void tsr_mds_beacon_role(struct tsr_mds_beacon *b, struct tsr_mds_role *out);
+/* The admin command `role` of an MDS: {"gid": .., "rank": .., "state":
+ * "..", "mdsmap_epoch": .., "incarnations": .., "beacons": ..} (arg: the
+ * beacon; the admin socket runs it on the daemon's loop). */
+struct tsr_sbuf;
+TSR_API int tsr_mds_beacon_cmd_role(void *arg, int argc, char **argv, struct tsr_sbuf *out);
 
 #endif

@@ -155,7 +155,7 @@ static const struct tsr_conf_opt core_options[] = {
 		    "ETIMEDOUT (it is sent again meanwhile whenever the map or its session "
 		    "changes; a write that timed out may have been applied, and applies "
 		    "once if run again)" },
-	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT, 0 },
+	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT | TSR_SEC_MDS, 0 },
 	{ { .name = "client_inject_dup", .type = TSR_OPT_BOOL, .def = "false",
 	    .help = "for tests: a client sends every operation twice, as a network that "
 		    "duplicates would (the OSDs must apply it once)" },
@@ -251,10 +251,27 @@ static const struct tsr_conf_opt core_options[] = {
 	    .help = "how often an OSD tells the monitors it is alive (keep it well below mon_osd_beacon_grace)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_OSD, 0 },
 	{ { .name = "mon_mds_beacon_grace", .type = TSR_OPT_DURATION, .def = "15s", .min = "100ms", .max = "1h",
-	    .help = "an MDS whose beacons stop this long is failed: its rank goes to a standby" },
-	  TSR_SEC_GLOBAL | TSR_SEC_MON, 0 },
+	    .help = "an MDS whose beacons stop this long is failed: its rank goes to a standby; "
+		    "an MDS stops answering clients half of it after its last beacon the "
+		    "monitors answered (set it in global: both sides read it)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MON | TSR_SEC_MDS, 0 },
 	{ { .name = "mds_beacon_interval", .type = TSR_OPT_DURATION, .def = "2s", .min = "10ms", .max = "10m",
 	    .help = "how often an MDS tells the monitors it is alive and in which state (keep it well below mon_mds_beacon_grace)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MDS, 0 },
+	{ { .name = "mds_addr", .type = TSR_OPT_STRING, .def = "127.0.0.1:0",
+	    .help = "IP:PORT an MDS listens on for clients and announces in the MDS map (port 0: any free port); give each host its own address" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MDS, 0 },
+	{ { .name = "mds_metadata_pool", .type = TSR_OPT_STRING, .def = "metadata",
+	    .help = "the pool the MDSs keep the namespace and their journals in (replicated); every MDS of a cluster must name the same one" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MDS, 0 },
+	{ { .name = "mds_data_pool", .type = TSR_OPT_STRING, .def = "data",
+	    .help = "the pool a new file system's root gives its files' data (a directory's layout may name another)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MDS, 0 },
+	{ { .name = "mds_journal_segment_size", .type = TSR_OPT_SIZE, .def = "4M", .min = "64K", .max = "32M",
+	    .help = "how much journal one segment object holds before the next is begun; a segment is trimmed once every change in it is written back" },
+	  TSR_SEC_GLOBAL | TSR_SEC_MDS, 0 },
+	{ { .name = "mds_writeback_interval", .type = TSR_OPT_DURATION, .def = "1s", .min = "10ms", .max = "1m",
+	    .help = "how often an MDS writes changed directories back to their objects (the journal holds the changes meanwhile)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_MDS, 0 },
 	{ { .name = "mon_osdmap_history", .type = TSR_OPT_INT, .def = "2000", .min = "256", .max = "10000000",
 	    .help = "a monitor keeps the incrementals of the last N OSD map epochs, in its "

@@ -142,21 +142,22 @@ else
 	fi
 fi
 
-# The client library the same way: the functions of tessera/client.h,
-# each under a node of client/libtessera-client.sym (the core it carries
-# stays hidden).
+# The client library the same way: the functions of tessera/client.h and
+# tessera/fs.h, each under a node of client/libtessera-client.sym (the
+# core it carries stays hidden).
 clib=${2:-client/.libs/libtessera-client.so}
 sym=$TOP_SRCDIR/client/libtessera-client.sym
 sed -n 's/^TSR_API[^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' \
-	"$TOP_SRCDIR"/client/include/tessera/client.h | sort -u > "$tmp/public"
+	"$TOP_SRCDIR"/client/include/tessera/client.h \
+	"$TOP_SRCDIR"/client/include/tessera/fs.h | sort -u > "$tmp/public"
 sed -n 's/^\([A-Z][A-Z0-9_.]*\)[ 	]*{.*/\1/p' "$sym" | sort -u > "$tmp/nodes"
 if [ ! -s "$tmp/public" ] || [ ! -s "$tmp/nodes" ]; then
-	echo "FAIL: no TSR_API declaration in client.h or no node in $sym"
+	echo "FAIL: no TSR_API declaration in client.h, fs.h or no node in $sym"
 	fail=$((fail + 1))
 elif out=$(check "$clib"); then
 	pass=$((pass + 1))
 	echo "ok: $clib exports the $(wc -l < "$tmp/public") functions of" \
-		"tessera/client.h ($(paste -sd' ' "$tmp/nodes")) and nothing else"
+		"tessera/client.h and fs.h ($(paste -sd' ' "$tmp/nodes")) and nothing else"
 else
 	echo "FAIL client exports:"
 	echo "$out"

@@ -360,7 +360,37 @@ tc_mds_start(struct tc_cluster *c, size_t i)
 	if (c->nmds <= i)
 		c->nmds = i + 1;
 	snprintf(c->mds[i].name, sizeof(c->mds[i].name), "m%zu", i);
-	return spawn(c, &c->mds[i], prog("TESTMDS"), "mds", c->conf);
+	return spawn(c, &c->mds[i], prog(c->real_mds ? "TESSERA_MDS" : "TESTMDS"), "mds",
+		     c->conf);
+}
+
+int
+tc_osd_up(struct tc_cluster *c, int id)
+{
+	char *out = NULL, want[32];
+	const char *p, *u;
+	int up = -1;
+
+	if (tc_cli(c, &out, "osd tree --format json --timeout 5") == 0 && out) {
+		snprintf(want, sizeof(want), "{\"id\": %d, ", id);
+		if ((p = strstr(out, want)) != NULL && (u = strstr(p, "\"up\": ")) != NULL)
+			up = strncmp(u + 6, "true", 4) == 0;
+	}
+	free(out);
+	return up;
+}
+
+int
+tc_await_osd_up(struct tc_cluster *c, int id, int up, int timeout_ms)
+{
+	uint64_t t0 = tc_now_ms();
+
+	do {
+		if (tc_osd_up(c, id) == up)
+			return 0;
+		tc_sleep_ms(100);
+	} while (tc_now_ms() - t0 < (uint64_t)timeout_ms);
+	return -1;
 }
 
 int

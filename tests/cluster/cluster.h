@@ -55,6 +55,7 @@ struct tc_cluster {
 	char extra[1024];        /* more text for the global section */
 	char sections[1024];     /* sections after it ("osd-1 = { ... };") */
 	int real_osds;           /* tc_osd_start runs $TESSERA_OSD, not $TESTOSD */
+	int real_mds;            /* tc_mds_start runs $TESSERA_MDS, not $TESTMDS */
 	uint8_t secret[32];      /* the cluster secret (keys/) */
 	struct tsr_auth *admin;  /* client.admin, for tc_client_open */
 };
@@ -115,6 +116,10 @@ int tc_osd_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out);
 /* MDSs: mds i (named "m<i>") runs $TESTMDS (beacons, follows the MDS map,
  * takes ranks; the MDS daemon when it exists). */
 int tc_mds_start(struct tc_cluster *c, size_t i);
+/* osd.id's "up" as `osd tree` says (-1: the monitors do not say); wait
+ * until it is up (0), or -1 after timeout_ms. */
+int tc_osd_up(struct tc_cluster *c, int id);
+int tc_await_osd_up(struct tc_cluster *c, int id, int up, int timeout_ms);
 int tc_mds_signal(struct tc_cluster *c, size_t i, int sig);
 int tc_mds_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out);
 

@@ -42,23 +42,6 @@ struct testmds {
 	int32_t replay_rank;
 };
 
-static int
-cmd_role(void *arg, int argc, char **argv, struct tsr_sbuf *out)
-{
-	struct testmds *t = arg;
-	struct tsr_mds_role r;
-
-	(void)argc;
-	(void)argv;
-	tsr_mds_beacon_role(t->beacon, &r);
-	tsr_sbuf_printf(out, "{\"gid\": %" PRIu64 ", \"rank\": %d, \"state\": \"%s\", "
-			"\"mdsmap_epoch\": %" PRIu64 ", \"incarnations\": %" PRIu64 ", "
-			"\"beacons\": %" PRIu64 "}\n", r.gid, r.rank,
-			r.rank < 0 ? "standby" : tsr_mds_state_name(r.state), r.epoch,
-			r.incarnations, r.beacons);
-	return 0;
-}
-
 static void
 replayed(void *arg)
 {
@@ -126,7 +109,8 @@ testmds_start(struct tsr_daemon *d, char *err, size_t errlen)
 		return rc;
 	if (tsr_daemon_asok(d))
 		tsr_asok_register(tsr_daemon_asok(d), "role",
-				  "this MDS's incarnation, rank and state", cmd_role, t);
+				  "this MDS's incarnation, rank and state",
+				  tsr_mds_beacon_cmd_role, t->beacon);
 	return 0;
 }
 

@@ -6,7 +6,7 @@
 set -eu
 here=tests/fuzz # built here, below the build directory (the cwd)
 srcdir=${srcdir:-.}
-targets="fuzz_frame fuzz_mon fuzz_osd"
+targets="fuzz_frame fuzz_mon fuzz_osd fuzz_mds"
 for t in $targets; do
 	if [ ! -x "$here/$t" ]; then
 		echo "SKIP: $t not built (no clang with -fsanitize=fuzzer at configure time)"

@@ -112,36 +112,6 @@ START_TEST(store_identity)
 }
 END_TEST
 
-/* osd.id's "up" from `osd tree` (-1: the monitors do not say). */
-static int
-osd_up(struct tc_cluster *c, int id)
-{
-	char *out = NULL, want[32];
-	const char *p, *u;
-	int up = -1;
-
-	if (tc_cli(c, &out, "osd tree --format json --timeout 5") == 0 && out) {
-		snprintf(want, sizeof(want), "{\"id\": %d, ", id);
-		if ((p = strstr(out, want)) != NULL && (u = strstr(p, "\"up\": ")) != NULL)
-			up = strncmp(u + 6, "true", 4) == 0;
-	}
-	free(out);
-	return up;
-}
-
-static int
-await_up(struct tc_cluster *c, int id, int up, int timeout_ms)
-{
-	uint64_t t0 = tc_now_ms();
-
-	do {
-		if (osd_up(c, id) == up)
-			return 0;
-		tc_sleep_ms(100);
-	} while (tc_now_ms() - t0 < (uint64_t)timeout_ms);
-	return -1;
-}
-
 /* One monitor, four OSD daemons on hosts h0..h3 (a cluster id, their
  * stores made, all up), and pool data of 64 PGs x 3. */
 /* The cluster's placement plugin for the next four_osds_and_a_pool (NULL:
@@ -171,7 +141,7 @@ four_osds_and_a_pool(struct tc_cluster *c)
 		ck_assert_int_eq(tc_osd_start(c, (size_t)i), 0);
 	}
 	for (int i = 0; i < 4; i++)
-		ck_assert_msg(await_up(c, i, 1, 15000) == 0, "osd.%d never came up", i);
+		ck_assert_msg(tc_await_osd_up(c, i, 1, 15000) == 0, "osd.%d never came up", i);
 	ck_assert_int_eq(tc_cli(c, NULL, "pool create data 64 --size 3"), 0);
 }
 
@@ -347,8 +317,8 @@ START_TEST(boot_and_pgs)
 		ck_assert_int_eq(tc_cli(&c, NULL, "osd down 1,2"), 0);
 		ck_assert_int_eq(tc_osd_start(&c, 1), 0);
 		ck_assert_int_eq(tc_osd_start(&c, 2), 0);
-		ck_assert_int_eq(await_up(&c, 1, 1, 15000), 0);
-		ck_assert_int_eq(await_up(&c, 2, 1, 15000), 0);
+		ck_assert_int_eq(tc_await_osd_up(&c, 1, 1, 15000), 0);
+		ck_assert_int_eq(tc_await_osd_up(&c, 2, 1, 15000), 0);
 		/* each restarted from the map epochs in its store, and took
 		 * only the epochs after them, one by one, from the monitors */
 		for (int i = 1; i <= 2; i++) {
@@ -407,14 +377,14 @@ START_TEST(heartbeats_report_silent)
 
 	ck_assert_int_eq(tc_osd_signal(&c, 3, SIGSTOP), 0);
 	t0 = tc_now_ms();
-	ck_assert_msg(await_up(&c, 3, 0, 20000) == 0, "osd.3 paused, never marked down");
+	ck_assert_msg(tc_await_osd_up(&c, 3, 0, 20000) == 0, "osd.3 paused, never marked down");
 	took = tc_now_ms() - t0;
 	fprintf(stderr, "heartbeats_report_silent: osd.3 paused, marked down after "
 		"%.1f s (heartbeat grace 1 s, beacon grace 30 s)\n", (double)took / 1e3);
 	ck_assert_msg(took < 10000, "marked down after %" PRIu64 " ms: not by its "
 		      "peers' reports", took);
 	ck_assert_int_eq(tc_osd_signal(&c, 3, SIGCONT), 0);
-	ck_assert_msg(await_up(&c, 3, 1, 20000) == 0, "osd.3 resumed, never up again");
+	ck_assert_msg(tc_await_osd_up(&c, 3, 1, 20000) == 0, "osd.3 resumed, never up again");
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -635,7 +605,7 @@ START_TEST(pgs_peer)
 	 * others are removed */
 	ck_assert_int_eq(tc_osd_start(&c, 3), 0);
 	running[3] = 1;
-	ck_assert_msg(await_up(&c, 3, 1, 15000) == 0, "osd.3 never came back up");
+	ck_assert_msg(tc_await_osd_up(&c, 3, 1, 15000) == 0, "osd.3 never came back up");
 	ck_assert_int_eq(tc_cli(&c, NULL, "osd in 3"), 0);
 	await_clean(&c, running, 64, "osd.3 back and in");
 	await_copies(&c, running, 64 * 3, "osd.3 back and in");
@@ -658,7 +628,7 @@ START_TEST(pgs_peer)
 	await_clean(&c, running, 64, "osd.0 down and out, osd.3 in");
 	ck_assert_int_eq(tc_osd_start(&c, 0), 0);
 	running[0] = 1;
-	ck_assert_msg(await_up(&c, 0, 1, 15000) == 0, "osd.0 never came back up");
+	ck_assert_msg(tc_await_osd_up(&c, 0, 1, 15000) == 0, "osd.0 never came back up");
 	await_copies(&c, running, 64 * 3, "osd.0 back, out");
 	{
 		/* counted above only if it answered: it holds nothing */
@@ -1149,7 +1119,7 @@ START_TEST(whole_pg_down)
 			running[i] = 1;
 		}
 	for (int i = 0; i < 4; i++)
-		ck_assert_msg(await_up(&c, i, 1, 15000) == 0, "osd.%d never came back", i);
+		ck_assert_msg(tc_await_osd_up(&c, i, 1, 15000) == 0, "osd.%d never came back", i);
 	await_clean(&c, running, 65, "the PG's OSDs back");
 
 	k = client_of(&c);
@@ -1230,7 +1200,7 @@ START_TEST(growth)
 	free(out);
 	ck_assert_int_eq(tc_osd_start(&c, 4), 0);
 	running[4] = 1;
-	ck_assert_msg(await_up(&c, 4, 1, 15000) == 0, "osd.4 never came up");
+	ck_assert_msg(tc_await_osd_up(&c, 4, 1, 15000) == 0, "osd.4 never came up");
 	await_clean(&c, running, 64, "after osd.4 joined");
 	await_copies(&c, running, 64 * 3, "after osd.4 joined");
 	/* the monitors' view, once the primaries' reports caught up */
@@ -2903,7 +2873,7 @@ START_TEST(thrash)
 			      w[i].fail);
 
 	for (int i = 0; i < 4; i++)
-		ck_assert_msg(await_up(&c, i, 1, 30000) == 0, "osd.%d never came back", i);
+		ck_assert_msg(tc_await_osd_up(&c, i, 1, 30000) == 0, "osd.%d never came back", i);
 	{
 		char why[1024];
 		uint64_t t1 = tc_now_ms();

@@ -671,7 +671,7 @@ START_TEST(test_foreach)
 	resolve_ok(conf, "osd", "3", NULL);
 	memset(&s, 0, sizeof(s));
 	tsr_conf_foreach(conf, collect, &s);
-	for (; core[ncore].def.name != NULL && ncore < 64; ncore++)
+	for (; core[ncore].def.name != NULL && ncore < 128; ncore++)
 		if (core[ncore].sections & TSR_SEC_OSD) {
 			seen_find(&s, core[ncore].def.name);
 			nosd++;
@@ -685,8 +685,10 @@ START_TEST(test_foreach)
 	 * osd_recovery_max_bytes, osd_max_backfills, osd_backfill_window, osd_pg_log_max, osd_pg_queue_max,
 	 * osd_scrub_interval, osd_deep_scrub_interval, osd_scrub_chunk_max,
 	 * osd_max_scrubs, osd_scrub_auto_repair, osd_sched_batch), the
-	 * clients' (client_op_timeout, client_inject_dup: not an OSD's) */
-	ck_assert_uint_eq(ncore, 8 + 14 + 15 + 22 + 2);
+	 * clients' (client_op_timeout, client_inject_dup: not an OSD's), the
+	 * MDSs' (mds_addr, mds_metadata_pool, mds_data_pool,
+	 * mds_journal_segment_size, mds_writeback_interval) */
+	ck_assert_uint_eq(ncore, 8 + 14 + 15 + 22 + 2 + 5);
 	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 23); /* mon_members, the OSDs' */
 	ck_assert_uint_eq(s.n, nosd);
 

@@ -32,6 +32,7 @@ extern const struct cli_cmd cli_cluster_cmds[];
 extern const struct cli_cmd cli_auth_cmds[];
 extern const struct cli_cmd cli_object_cmds[];
 extern const struct cli_cmd cli_bench_cmds[];
+extern const struct cli_cmd cli_fs_cmds[];
 
 /* Messages of a command "tessera GROUP CMD" (cmd NULL: "tessera GROUP",
  * for one-word commands or a name given whole), each one line on stderr:

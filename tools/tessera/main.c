@@ -17,6 +17,7 @@ static const struct cli_cmd *const groups[] = {
 	cli_cluster_cmds,
 	cli_auth_cmds,
 	cli_object_cmds,
+	cli_fs_cmds,
 	cli_bench_cmds,
 };
 

@@ -44,7 +44,7 @@ struct tsr_op;
 
 /* Connect: read the configuration file conf_path (NULL: the default,
  * /etc/tessera/tessera.conf or $TESSERA_CONF), as entity name (NULL:
- * "client.admin"), get the maps and this client's key toward the OSDs
+ * "client.admin"; an MDS connects as "mds.NAME" for its metadata pool), get the maps and this client's key toward the OSDs
  * from the monitors, within timeout_ms (0: 30 s).  0, or a negative errno
  * with the reason in err. */
 TSR_API int tsr_client_connect(const char *conf_path, const char *name,

@@ -1,0 +1,22 @@
+/* client_int.h — what the file client (fs.c) reaches inside the object
+ * client (client.c): its messenger, loop and map subscription, which the
+ * file client shares for its MDS session.  Not part of the library's API. */
+#ifndef TSR_CLIENT_INT_H
+#define TSR_CLIENT_INT_H
+
+#include <stdint.h>
+
+struct tsr_client;
+struct tsr_loop;
+struct tsr_mapsub;
+struct tsr_msgr;
+
+struct tsr_msgr *tsr_client_msgr_(struct tsr_client *c);
+struct tsr_loop *tsr_client_loop_(struct tsr_client *c);
+struct tsr_mapsub *tsr_client_mapsub_(struct tsr_client *c);
+/* The client's id (its request ids' client part; never 0). */
+uint64_t tsr_client_id_(struct tsr_client *c);
+/* client_op_timeout, in ms. */
+uint64_t tsr_client_timeout_ms_(struct tsr_client *c);
+
+#endif

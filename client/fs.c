@@ -1,0 +1,1388 @@
+/* fs.c — the file client (tessera/fs.h): an MDS session for metadata,
+ * the object client for data.
+ *
+ * The session.  Requests go to the MDS that holds rank 0 in the MDS map,
+ * on a lossless connection.  Each waits in `pending` under its tid until
+ * its reply comes; when the map moves rank 0 elsewhere (a failover), the
+ * session is opened with the new holder and every pending request is sent
+ * to it again.  An MDS that is not active yet answers -EAGAIN: the request
+ * goes again after a pause, until the call's deadline.
+ *
+ * (A change whose reply was lost in a failover is sent again and may
+ * then fail as if it had not happened — mkdir answering -EEXIST; the MDS
+ * does not yet remember completed requests per session.)
+ */
+#include "client_int.h"
+
+#include "event/loop.h"
+#include "mds/fsmeta.h"
+#include "mds/mdsmsg.h"
+#include "map/mdsmap.h"
+#include "mon/mapsub.h"
+#include "msg/msgr.h"
+#include "util/u64map.h"
+#include "util/util.h"
+
+#include <tessera/client.h>
+#include <tessera/fs.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_TIMEOUT_MS 60000u
+#define MAX_SYMLINKS 40
+#define IO_INFLIGHT 16              /* object operations of one call at once */
+
+static __thread char why_buf[256];
+
+const char *
+tsr_fs_why(void)
+{
+	return why_buf;
+}
+
+static int
+failf(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int
+failf(int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why_buf, sizeof(why_buf), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+struct call {
+	struct call *next;
+	uint64_t tid;
+	uint8_t *front;              /* the request's encoding, kept to resend */
+	size_t front_len;
+	uint64_t gen;                /* the session it went on (0: not sent) */
+	int done;
+	struct tsr_mds_reply rep;
+};
+
+struct tsr_fs {
+	struct tsr_client *c;
+	struct tsr_msgr *msgr;
+	struct tsr_loop *loop;
+	struct tsr_mapsub *sub;
+	uint64_t timeout_ms;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	/* the session (under lock) */
+	struct tsr_conn *conn;       /* to the rank 0 holder, or NULL */
+	char mds_addr[TSR_MDSMAP_NAME];
+	uint64_t mds_gid;
+	uint64_t gen;                /* bumped per new session */
+	uint64_t next_tid;
+	struct call *pending;
+	struct tsr_conn *doomed;     /* the session replaced, closed outside the lock */
+	struct tsr_u64map parent;    /* ino -> the directory it was seen in */
+	struct tsr_u64map open;      /* ino -> its open files (a list) */
+	uint64_t timer;
+	int closing;
+};
+
+/* ---- The session ---- */
+
+static void on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg);
+
+static void
+send_locked(struct tsr_fs *fs, struct call *k)
+{
+	struct tsr_msg *m;
+
+	if (fs->conn == NULL)
+		return;
+	m = tsr_msg_new(TSR_MSG_MDS_REQUEST, k->front, k->front_len);
+	if (m == NULL)
+		return; /* sent at the next session, or the deadline */
+	k->gen = fs->gen;
+	tsr_conn_send(fs->conn, m, TSR_SEND_NOWAIT);
+}
+
+/* The holder of rank 0 per the map held: (re)open the session with it
+ * when it changed.  On the loop, or at mount. */
+static void
+follow_map(struct tsr_fs *fs)
+{
+	struct tsr_mdsmap mm;
+	const struct tsr_mdsmap_mds *h;
+	struct tsr_conn *old = NULL, *conn = NULL;
+	struct tsr_conn_events ev = { .msg = on_msg, .flags = TSR_MSGR_INLINE, .arg = fs };
+	char target[TSR_MDSMAP_NAME + 8];
+	int rc;
+
+	if (tsr_mapsub_mdsmap(fs->sub, &mm) < 0)
+		return;
+	h = tsr_mdsmap_rank(&mm, 0);
+	pthread_mutex_lock(&fs->lock);
+	if (fs->closing || h == NULL || h->state != TSR_MDS_ACTIVE ||
+	    (fs->conn && h->gid == fs->mds_gid)) {
+		pthread_mutex_unlock(&fs->lock);
+		tsr_mdsmap_free(&mm);
+		return;
+	}
+	snprintf(target, sizeof(target), "mds.%s", h->name);
+	rc = tsr_msgr_connect_ev(fs->msgr, h->addr, target, 1, &ev, &conn);
+	if (rc < 0) {
+		pthread_mutex_unlock(&fs->lock);
+		tsr_mdsmap_free(&mm);
+		return;
+	}
+	old = fs->conn;
+	fs->conn = conn;
+	fs->mds_gid = h->gid;
+	tsr_strlcpy(fs->mds_addr, h->addr, sizeof(fs->mds_addr));
+	fs->gen++;
+	/* the session first, then everything still waiting */
+	struct tsr_mds_session s = { .tid = 0, .op = TSR_MDS_SESSION_OPEN,
+				     .client = tsr_client_id_(fs->c) };
+	struct tsr_enc e;
+	struct tsr_msg *m;
+	tsr_enc_init(&e);
+	if (tsr_mdsmsg_session_encode(&e, &s) == 0 &&
+	    (m = tsr_msg_from_enc(TSR_MSG_MDS_SESSION, &e)) != NULL)
+		tsr_conn_send(conn, m, TSR_SEND_NOWAIT);
+	else
+		tsr_enc_release(&e);
+	for (struct call *k = fs->pending; k; k = k->next)
+		send_locked(fs, k);
+	pthread_cond_broadcast(&fs->cv);
+	pthread_mutex_unlock(&fs->lock);
+	tsr_mdsmap_free(&mm);
+	if (old) {
+		tsr_conn_close(old);
+		tsr_conn_put(old);
+	}
+}
+
+static void
+on_map(void *arg, int which, uint64_t epoch, int full)
+{
+	(void)epoch;
+	(void)full;
+	if (which == TSR_MON_MAP_MDS)
+		follow_map(arg);
+}
+
+static void
+on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
+{
+	struct tsr_fs *fs = arg;
+	struct tsr_mds_reply rep;
+	char err[256];
+
+	(void)conn;
+	if (m->type != TSR_MSG_MDS_REPLY ||
+	    tsr_mdsmsg_reply_decode(m->front, m->front_len, &rep, err, sizeof(err)) < 0) {
+		tsr_msg_free(m, 0);
+		return;
+	}
+	tsr_msg_free(m, 0);
+	pthread_mutex_lock(&fs->lock);
+	for (struct call *k = fs->pending; k; k = k->next) {
+		if (k->tid == rep.tid && !k->done) {
+			k->rep = rep;
+			k->done = 1;
+			pthread_cond_broadcast(&fs->cv);
+			pthread_mutex_unlock(&fs->lock);
+			return;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	tsr_mdsmsg_reply_free(&rep); /* a session's answer, or one given up */
+}
+
+static void
+tick(void *arg)
+{
+	struct tsr_fs *fs = arg;
+
+	fs->timer = 0;
+	follow_map(fs);
+	pthread_mutex_lock(&fs->lock);
+	if (!fs->closing &&
+	    tsr_loop_timer_add(fs->loop, 1000000000u, tick, fs, &fs->timer) < 0)
+		fs->timer = 0;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void
+start_tick(void *arg)
+{
+	tick(arg);
+}
+
+/* Send r and wait for its reply (in *rep: the caller frees it): the
+ * reply's result, or -ETIMEDOUT.  -EAGAIN answers are retried. */
+static int
+call(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_mds_reply *rep)
+{
+	struct call k = { 0 };
+	struct tsr_enc e;
+	uint64_t deadline = tsr_mono_ns() + fs->timeout_ms * 1000000u;
+	int rc;
+
+	memset(rep, 0, sizeof(*rep));
+	pthread_mutex_lock(&fs->lock);
+	r->tid = ++fs->next_tid;
+	/* the oldest still waiting: older ones need no answer again */
+	r->oldest = r->tid;
+	for (struct call *p = fs->pending; p; p = p->next)
+		if (p->tid < r->oldest)
+			r->oldest = p->tid;
+	pthread_mutex_unlock(&fs->lock);
+	tsr_enc_init(&e);
+	if ((rc = tsr_mdsmsg_request_encode(&e, r)) < 0) {
+		tsr_enc_release(&e);
+		return failf(rc == -ENOMEM ? -ENOMEM : -EINVAL, "%s: the request does not "
+			     "encode", tsr_mds_op_name(r->op));
+	}
+	k.tid = r->tid;
+	k.front = tsr_enc_take(&e, &k.front_len);
+	pthread_mutex_lock(&fs->lock);
+	k.next = fs->pending;
+	fs->pending = &k;
+	for (;;) {
+		if (!k.done && k.gen != fs->gen)
+			send_locked(fs, &k);
+		if (k.done && k.rep.result == -EAGAIN && tsr_mono_ns() < deadline) {
+			/* not active (yet): again in a moment */
+			tsr_mdsmsg_reply_free(&k.rep);
+			k.done = 0;
+			k.gen = 0;
+			uint64_t until = tsr_mono_ns() + 100000000u;
+			while (!fs->closing &&
+			       tsr_cond_wait_until(&fs->cv, &fs->lock, until) == 0)
+				;
+			continue;
+		}
+		if (k.done || fs->closing)
+			break;
+		if (tsr_cond_wait_until(&fs->cv, &fs->lock, deadline) != 0 && !k.done)
+			break;
+	}
+	for (struct call **pp = &fs->pending; *pp; pp = &(*pp)->next)
+		if (*pp == &k) {
+			*pp = k.next;
+			break;
+		}
+	pthread_mutex_unlock(&fs->lock);
+	free(k.front);
+	if (!k.done)
+		return failf(fs->closing ? -ESHUTDOWN : -ETIMEDOUT, "%s: no answer from the "
+			     "MDS within %" PRIu64 " ms", tsr_mds_op_name(r->op),
+			     fs->timeout_ms);
+	*rep = k.rep;
+	if (rep->result < 0)
+		return failf(rep->result, "%s: %s", tsr_mds_op_name(r->op), rep->why);
+	return 0;
+}
+
+int
+tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out, char *err,
+	     size_t errlen)
+{
+	struct tsr_fs *fs = tsr_xcalloc(1, sizeof(*fs));
+	uint64_t deadline;
+	int rc;
+
+	*out = NULL;
+	fs->c = c;
+	fs->msgr = tsr_client_msgr_(c);
+	fs->loop = tsr_client_loop_(c);
+	fs->sub = tsr_client_mapsub_(c);
+	fs->timeout_ms = DEFAULT_TIMEOUT_MS;
+	pthread_mutex_init(&fs->lock, NULL);
+	tsr_cond_init_mono(&fs->cv);
+	if (timeout_ms == 0)
+		timeout_ms = 30000;
+	deadline = tsr_mono_ns() + timeout_ms * 1000000u;
+	if ((rc = tsr_mapsub_listen(fs->sub, on_map, fs)) < 0) {
+		tsr_fs_unmount(fs);
+		return tsr_errf(err, errlen, rc, "no room for another listener of the maps");
+	}
+	if (tsr_loop_post(fs->loop, start_tick, fs) < 0) {
+		tsr_fs_unmount(fs);
+		return tsr_errf(err, errlen, -ENOMEM, "out of memory");
+	}
+	/* an active rank 0 */
+	pthread_mutex_lock(&fs->lock);
+	while (fs->conn == NULL && tsr_mono_ns() < deadline)
+		tsr_cond_wait_until(&fs->cv, &fs->lock, deadline);
+	rc = fs->conn ? 0 : -ETIMEDOUT;
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0) {
+		tsr_fs_unmount(fs);
+		return tsr_errf(err, errlen, rc, "no active MDS for rank 0 within %" PRIu64
+				" ms (is tessera-mds running, and the pools made?)", timeout_ms);
+	}
+	/* the root answers: the MDS serves */
+	struct tsr_fs_stat st;
+	fs->timeout_ms = timeout_ms;
+	rc = tsr_fs_getattr(fs, NULL, TSR_FS_ROOT, &st);
+	fs->timeout_ms = DEFAULT_TIMEOUT_MS;
+	if (rc < 0) {
+		tsr_errf(err, errlen, rc, "the MDS does not answer: %s", tsr_fs_why());
+		tsr_fs_unmount(fs);
+		return rc;
+	}
+	*out = fs;
+	return 0;
+}
+
+static void
+stop_on_loop(void *arg)
+{
+	struct tsr_fs *fs = arg;
+
+	tsr_mapsub_unlisten(fs->sub, on_map, fs);
+	if (fs->timer)
+		tsr_loop_timer_cancel(fs->loop, fs->timer);
+	fs->timer = 0;
+	pthread_mutex_lock(&fs->lock);
+	fs->closing = 2; /* stopped */
+	pthread_cond_broadcast(&fs->cv);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void
+tsr_fs_unmount(struct tsr_fs *fs)
+{
+	struct tsr_conn *conn;
+
+	if (fs == NULL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	fs->closing = 1;
+	pthread_cond_broadcast(&fs->cv);
+	pthread_mutex_unlock(&fs->lock);
+	/* the loop lets go of us (listener, timer) before we go */
+	if (tsr_loop_post(fs->loop, stop_on_loop, fs) == 0) {
+		pthread_mutex_lock(&fs->lock);
+		while (fs->closing != 2)
+			pthread_cond_wait(&fs->cv, &fs->lock);
+		pthread_mutex_unlock(&fs->lock);
+	} else {
+		tsr_mapsub_unlisten(fs->sub, on_map, fs);
+	}
+	pthread_mutex_lock(&fs->lock);
+	conn = fs->conn;
+	fs->conn = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (conn) {
+		struct tsr_mds_session s = { .op = TSR_MDS_SESSION_CLOSE,
+					     .client = tsr_client_id_(fs->c) };
+		struct tsr_enc e;
+		struct tsr_msg *m;
+		tsr_enc_init(&e);
+		if (tsr_mdsmsg_session_encode(&e, &s) == 0 &&
+		    (m = tsr_msg_from_enc(TSR_MSG_MDS_SESSION, &e)) != NULL)
+			tsr_conn_send(conn, m, TSR_SEND_NOWAIT);
+		else
+			tsr_enc_release(&e);
+		tsr_conn_close(conn);
+		tsr_conn_put(conn);
+	}
+	tsr_u64map_free(&fs->parent);
+	tsr_u64map_free(&fs->open);
+	pthread_cond_destroy(&fs->cv);
+	pthread_mutex_destroy(&fs->lock);
+	free(fs);
+}
+
+/* ---- Requests ---- */
+
+static void
+req_init(struct tsr_fs_stat *unused, struct tsr_mds_request *r, uint32_t op, uint64_t ino,
+	 const struct tsr_fs_cred *cr)
+{
+	(void)unused;
+	memset(r, 0, sizeof(*r));
+	r->op = op;
+	r->ino = ino;
+	if (cr) {
+		r->uid = cr->uid;
+		r->gid = cr->gid;
+		r->ngroups = cr->ngroups > TSR_MDS_MAX_GROUPS ? TSR_MDS_MAX_GROUPS
+							      : cr->ngroups;
+		for (uint32_t i = 0; i < r->ngroups; i++)
+			r->groups[i] = cr->groups[i];
+	}
+}
+
+static int
+set_name(char *dst, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > TSR_FS_NAME_MAX)
+		return failf(-ENAMETOOLONG, "a name of %zu bytes (at most %u)", n,
+			     TSR_FS_NAME_MAX);
+	memcpy(dst, name, n + 1);
+	return 0;
+}
+
+static void
+to_stat(const struct tsr_inode *in, struct tsr_fs_stat *st)
+{
+	if (st == NULL)
+		return;
+	memset(st, 0, sizeof(*st));
+	st->ino = in->ino;
+	st->mode = in->mode;
+	st->uid = in->uid;
+	st->gid = in->gid;
+	st->nlink = in->nlink;
+	st->rdev = in->rdev;
+	st->size = in->size;
+	st->blocks = (in->size + 511) / 512;
+	st->atime.sec = in->atime.sec;
+	st->atime.nsec = in->atime.nsec;
+	st->mtime.sec = in->mtime.sec;
+	st->mtime.nsec = in->mtime.nsec;
+	st->ctime.sec = in->ctime.sec;
+	st->ctime.nsec = in->ctime.nsec;
+	st->btime.sec = in->btime.sec;
+	st->btime.nsec = in->btime.nsec;
+	st->change = in->change;
+	st->blksize = in->layout.stripe_unit ? in->layout.stripe_unit : 4096;
+}
+
+static void
+note_parent(struct tsr_fs *fs, uint64_t ino, uint64_t parent)
+{
+	if (ino == TSR_FS_ROOT)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	tsr_u64map_put(&fs->parent, ino, (void *)(uintptr_t)parent);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static uint64_t
+parent_of(struct tsr_fs *fs, uint64_t ino)
+{
+	uint64_t p;
+
+	pthread_mutex_lock(&fs->lock);
+	p = (uint64_t)(uintptr_t)tsr_u64map_get(&fs->parent, ino);
+	pthread_mutex_unlock(&fs->lock);
+	return p;
+}
+
+static void overlay(struct tsr_fs *fs, struct tsr_fs_stat *st);
+static void open_files_sized(struct tsr_fs *fs, uint64_t ino, uint64_t size);
+
+/* One request whose answer is an inode (in[0]) or nothing. */
+static int
+simple(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
+       struct tsr_inode *in_out)
+{
+	struct tsr_mds_reply rep;
+	int rc;
+
+	if (r->ino2 == 0 && r->op != TSR_MDS_OP_RENAME && r->op != TSR_MDS_OP_LINK)
+		r->ino2 = parent_of(fs, r->ino);
+	rc = call(fs, r, &rep);
+	if (rc == 0 && rep.n > 0) {
+		to_stat(&rep.in[0], out);
+		if (in_out)
+			rc = tsr_inode_copy(in_out, &rep.in[0]);
+	} else if (rc == 0 && out) {
+		memset(out, 0, sizeof(*out));
+	}
+	tsr_mdsmsg_reply_free(&rep);
+	return rc;
+}
+
+int
+tsr_fs_lookup(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
+	      const char *name, struct tsr_fs_stat *out)
+{
+	struct tsr_mds_request r;
+	struct tsr_fs_stat st;
+	int rc;
+
+	req_init(NULL, &r, TSR_MDS_OP_LOOKUP, parent, cr);
+	if ((rc = set_name(r.name, name)) < 0)
+		return rc;
+	if ((rc = simple(fs, &r, &st, NULL)) < 0)
+		return rc;
+	note_parent(fs, st.ino, parent);
+	overlay(fs, &st);
+	if (out)
+		*out = st;
+	return 0;
+}
+
+int
+tsr_fs_getattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+	       struct tsr_fs_stat *out)
+{
+	struct tsr_mds_request r;
+
+	int rc;
+
+	req_init(NULL, &r, TSR_MDS_OP_GETATTR, ino, cr);
+	if ((rc = simple(fs, &r, out, NULL)) == 0 && out)
+		overlay(fs, out);
+	return rc;
+}
+
+static int get_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+		     struct tsr_inode *in);
+static int truncate_data(struct tsr_fs *fs, const struct tsr_inode *in, uint64_t size);
+
+int
+tsr_fs_setattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+	       const struct tsr_fs_stat *a, unsigned mask, struct tsr_fs_stat *out)
+{
+	struct tsr_mds_request r;
+	int rc;
+
+	req_init(NULL, &r, TSR_MDS_OP_SETATTR, ino, cr);
+	r.sa.mask = mask & (TSR_FS_SET_MODE | TSR_FS_SET_UID | TSR_FS_SET_GID |
+			    TSR_FS_SET_SIZE | TSR_FS_SET_ATIME | TSR_FS_SET_MTIME |
+			    TSR_FS_SET_ATIME_NOW | TSR_FS_SET_MTIME_NOW);
+	r.sa.mode = a->mode;
+	r.sa.uid = a->uid;
+	r.sa.gid = a->gid;
+	r.sa.size = a->size;
+	r.sa.atime.sec = a->atime.sec;
+	r.sa.atime.nsec = a->atime.nsec;
+	r.sa.mtime.sec = a->mtime.sec;
+	r.sa.mtime.nsec = a->mtime.nsec;
+	if (mask & TSR_FS_SET_SIZE) {
+		/* the data first: a smaller size cuts the objects, so a later
+		 * growth reads zeros, not what was there */
+		struct tsr_inode in;
+		if ((rc = get_inode(fs, cr, ino, &in)) < 0)
+			return rc;
+		if (S_ISREG(in.mode) && a->size < in.size &&
+		    (rc = truncate_data(fs, &in, a->size)) < 0) {
+			tsr_inode_free(&in);
+			return rc;
+		}
+		tsr_inode_free(&in);
+	}
+	if ((rc = simple(fs, &r, out, NULL)) == 0 && (mask & TSR_FS_SET_SIZE))
+		open_files_sized(fs, ino, a->size);
+	return rc;
+}
+
+static int
+make(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64_t parent,
+     const char *name, uint32_t mode, uint64_t rdev, const char *target,
+     struct tsr_fs_stat *out)
+{
+	struct tsr_mds_request r;
+	struct tsr_fs_stat st;
+	int rc;
+
+	req_init(NULL, &r, op, parent, cr);
+	if ((rc = set_name(r.name, name)) < 0)
+		return rc;
+	r.mode = mode;
+	r.rdev = rdev;
+	if (target) {
+		r.value = target;
+		r.value_len = strlen(target);
+	}
+	if ((rc = simple(fs, &r, &st, NULL)) < 0)
+		return rc;
+	note_parent(fs, st.ino, parent);
+	if (out)
+		*out = st;
+	return 0;
+}
+
+int
+tsr_fs_mknod(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
+	     const char *name, uint32_t mode, uint64_t rdev, struct tsr_fs_stat *out)
+{
+	return make(fs, cr, TSR_MDS_OP_MKNOD, parent, name, mode, rdev, NULL, out);
+}
+
+int
+tsr_fs_mkdir(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
+	     const char *name, uint32_t mode, struct tsr_fs_stat *out)
+{
+	return make(fs, cr, TSR_MDS_OP_MKDIR, parent, name, mode, 0, NULL, out);
+}
+
+int
+tsr_fs_symlink(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
+	       const char *name, const char *target, struct tsr_fs_stat *out)
+{
+	return make(fs, cr, TSR_MDS_OP_SYMLINK, parent, name, 0, 0, target, out);
+}
+
+static int
+get_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, struct tsr_inode *in)
+{
+	struct tsr_mds_request r;
+
+	memset(in, 0, sizeof(*in));
+	req_init(NULL, &r, TSR_MDS_OP_GETATTR, ino, cr);
+	return simple(fs, &r, NULL, in);
+}
+
+ssize_t
+tsr_fs_readlink(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, char *buf,
+		size_t cap)
+{
+	struct tsr_inode in;
+	size_t n;
+	int rc;
+
+	if ((rc = get_inode(fs, cr, ino, &in)) < 0)
+		return rc;
+	if (!S_ISLNK(in.mode)) {
+		tsr_inode_free(&in);
+		return failf(-EINVAL, "inode %" PRIx64 " is not a symlink", ino);
+	}
+	n = in.symlink ? strlen(in.symlink) : 0;
+	if (n + 1 > cap) {
+		tsr_inode_free(&in);
+		return failf(-ERANGE, "a target of %zu bytes", n);
+	}
+	memcpy(buf, in.symlink ? in.symlink : "", n + 1);
+	tsr_inode_free(&in);
+	return (ssize_t)n;
+}
+
+static int
+remove_name(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64_t parent,
+	    const char *name)
+{
+	struct tsr_mds_request r;
+	int rc;
+
+	req_init(NULL, &r, op, parent, cr);
+	if ((rc = set_name(r.name, name)) < 0)
+		return rc;
+	return simple(fs, &r, NULL, NULL);
+}
+
+int
+tsr_fs_unlink(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
+	      const char *name)
+{
+	return remove_name(fs, cr, TSR_MDS_OP_UNLINK, parent, name);
+}
+
+int
+tsr_fs_rmdir(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
+	     const char *name)
+{
+	return remove_name(fs, cr, TSR_MDS_OP_RMDIR, parent, name);
+}
+
+int
+tsr_fs_rename(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
+	      const char *name, uint64_t newparent, const char *newname, unsigned flags)
+{
+	struct tsr_mds_request r;
+	int rc;
+
+	req_init(NULL, &r, TSR_MDS_OP_RENAME, parent, cr);
+	r.ino2 = newparent;
+	r.flags = flags;
+	if ((rc = set_name(r.name, name)) < 0 || (rc = set_name(r.name2, newname)) < 0)
+		return rc;
+	return simple(fs, &r, NULL, NULL);
+}
+
+int
+tsr_fs_link(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+	    uint64_t newparent, const char *newname, struct tsr_fs_stat *out)
+{
+	struct tsr_mds_request r;
+	int rc;
+
+	req_init(NULL, &r, TSR_MDS_OP_LINK, newparent, cr);
+	r.ino2 = ino;
+	if ((rc = set_name(r.name, newname)) < 0)
+		return rc;
+	return simple(fs, &r, out, NULL);
+}
+
+int
+tsr_fs_readdir(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+	       uint64_t cookie, uint32_t max, tsr_fs_dirent_fn fn, void *arg)
+{
+	uint32_t given = 0;
+
+	for (;;) {
+		struct tsr_mds_request r;
+		struct tsr_mds_reply rep;
+		int rc, stop = 0;
+		req_init(NULL, &r, TSR_MDS_OP_READDIR, ino, cr);
+		r.ino2 = parent_of(fs, ino);
+		r.cookie = cookie;
+		r.max = max && max - given < 512 ? max - given : 512;
+		if ((rc = call(fs, &r, &rep)) < 0) {
+			tsr_mdsmsg_reply_free(&rep);
+			return rc;
+		}
+		for (uint32_t i = 0; i < rep.nent && !stop; i++) {
+			struct tsr_fs_stat st;
+			to_stat(&rep.ent[i].inode, &st);
+			note_parent(fs, st.ino, ino);
+			cookie = rep.ent[i].cookie;
+			given++;
+			if ((rc = fn(arg, rep.ent[i].name, &st, cookie)) != 0)
+				stop = rc;
+		}
+		int end = rep.end;
+		tsr_mdsmsg_reply_free(&rep);
+		if (stop)
+			return stop;
+		if (end || rep.nent == 0 || (max && given >= max))
+			return 0;
+	}
+}
+
+/* ---- Extended attributes ---- */
+
+static ssize_t
+value_call(struct tsr_fs *fs, struct tsr_mds_request *r, void *buf, size_t cap)
+{
+	struct tsr_mds_reply rep;
+	ssize_t rc;
+
+	r->ino2 = parent_of(fs, r->ino);
+	if ((rc = call(fs, r, &rep)) < 0) {
+		tsr_mdsmsg_reply_free(&rep);
+		return rc;
+	}
+	rc = (ssize_t)rep.value_len;
+	if (cap > 0) {
+		if (rep.value_len > cap)
+			rc = failf(-ERANGE, "a value of %zu bytes", rep.value_len);
+		else if (rep.value_len)
+			memcpy(buf, rep.value, rep.value_len);
+	}
+	tsr_mdsmsg_reply_free(&rep);
+	return rc;
+}
+
+ssize_t
+tsr_fs_getxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+		const char *name, void *buf, size_t cap)
+{
+	struct tsr_mds_request r;
+	int rc;
+
+	req_init(NULL, &r, TSR_MDS_OP_GETXATTR, ino, cr);
+	if ((rc = set_name(r.name, name)) < 0)
+		return rc;
+	return value_call(fs, &r, buf, cap);
+}
+
+ssize_t
+tsr_fs_listxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, char *buf,
+		 size_t cap)
+{
+	struct tsr_mds_request r;
+
+	req_init(NULL, &r, TSR_MDS_OP_LISTXATTR, ino, cr);
+	return value_call(fs, &r, buf, cap);
+}
+
+int
+tsr_fs_setxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+		const char *name, const void *val, size_t len, int flags)
+{
+	struct tsr_mds_request r;
+	int rc;
+
+	req_init(NULL, &r, TSR_MDS_OP_SETXATTR, ino, cr);
+	if ((rc = set_name(r.name, name)) < 0)
+		return rc;
+	if (len > TSR_FS_XATTR_VALUE_MAX)
+		return failf(-E2BIG, "a value of %zu bytes", len);
+	r.value = val;
+	r.value_len = len;
+	r.flags = (uint32_t)flags;
+	return simple(fs, &r, NULL, NULL);
+}
+
+int
+tsr_fs_removexattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+		   const char *name)
+{
+	struct tsr_mds_request r;
+	int rc;
+
+	req_init(NULL, &r, TSR_MDS_OP_RMXATTR, ino, cr);
+	if ((rc = set_name(r.name, name)) < 0)
+		return rc;
+	return simple(fs, &r, NULL, NULL);
+}
+
+/* ---- File data ---- */
+
+struct tsr_file {
+	struct tsr_fs *fs;
+	struct tsr_file *next_open;  /* of the same inode (fs->lock) */
+	pthread_mutex_t lock;        /* size, mtime, dirty, gen */
+	uint64_t gen;                /* bumped by every write */
+	struct tsr_fs_cred cr;
+	uint32_t groups[TSR_MDS_MAX_GROUPS];
+	uint64_t ino;
+	int flags;
+	struct tsr_layout layout;
+	uint64_t size;               /* as this handle knows it */
+	struct tsr_ftime mtime;      /* of its last write */
+	int dirty;                   /* size and mtime to tell the MDS */
+};
+
+/* Object operations of one call, at most IO_INFLIGHT at once. */
+struct io_batch {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	int out;
+	int rc;
+	const char *why;
+};
+
+static void
+io_done(void *arg, int result, const struct tsr_objver *ver)
+{
+	struct io_batch *b = arg;
+
+	(void)ver;
+	pthread_mutex_lock(&b->lock);
+	if (result < 0 && result != -ENOENT && b->rc == 0)
+		b->rc = result;
+	b->out--;
+	pthread_cond_signal(&b->cv);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void
+io_init(struct io_batch *b)
+{
+	memset(b, 0, sizeof(*b));
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cv, NULL);
+}
+
+/* Submit op (the batch destroys it later through ops[]); waits for room. */
+static int
+io_submit(struct tsr_fs *fs, struct io_batch *b, int64_t pool, const char *oid,
+	  struct tsr_op *op)
+{
+	int rc;
+
+	pthread_mutex_lock(&b->lock);
+	while (b->out >= IO_INFLIGHT)
+		pthread_cond_wait(&b->cv, &b->lock);
+	b->out++;
+	pthread_mutex_unlock(&b->lock);
+	rc = tsr_op_submit(fs->c, pool, oid, strlen(oid), op, io_done, b);
+	if (rc < 0)
+		io_done(b, rc, NULL);
+	return rc;
+}
+
+static int
+io_wait(struct io_batch *b)
+{
+	int rc;
+
+	pthread_mutex_lock(&b->lock);
+	while (b->out > 0)
+		pthread_cond_wait(&b->cv, &b->lock);
+	rc = b->rc;
+	pthread_mutex_unlock(&b->lock);
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->lock);
+	return rc;
+}
+
+/* Object k's length when the file is size bytes long: the bytes of it
+ * that lie below size (a binary search: file offsets grow with object
+ * offsets). */
+static uint64_t
+obj_len_for(const struct tsr_layout *l, uint64_t k, uint64_t size)
+{
+	uint64_t su = l->stripe_unit, sc = l->stripe_count, per = l->object_size / su;
+	uint64_t set = k / sc, pos = k % sc, lo = 0, hi = l->object_size;
+
+	while (lo < hi) { /* the first object offset at or past size */
+		uint64_t x = lo + (hi - lo) / 2;
+		uint64_t row = set * per + x / su;
+		uint64_t off = (row * sc + pos) * su + x % su;
+		if (off < size)
+			lo = x + 1;
+		else
+			hi = x;
+	}
+	return lo;
+}
+
+static int
+truncate_data(struct tsr_fs *fs, const struct tsr_inode *in, uint64_t size)
+{
+	const struct tsr_layout *l = &in->layout;
+	uint64_t per_set = (uint64_t)l->object_size * l->stripe_count;
+	uint64_t nobj = (in->size + per_set - 1) / per_set * l->stripe_count;
+	struct tsr_op *ops[IO_INFLIGHT * 4];
+	struct io_batch b;
+	size_t nops = 0;
+	int rc = 0;
+
+	if (l->object_size == 0 || l->stripe_count == 0)
+		return 0;
+	io_init(&b);
+	for (uint64_t k = 0; k < nobj; k++) {
+		uint64_t keep = obj_len_for(l, k, size);
+		char oid[48];
+		struct tsr_op *op;
+		if (keep >= l->object_size)
+			continue;
+		op = tsr_op_create();
+		tsr_fs_data_oid(in->ino, k, oid, sizeof(oid));
+		tsr_op_create_obj(op, 0);
+		if (keep == 0)
+			tsr_op_remove(op);
+		else
+			tsr_op_truncate(op, keep);
+		if (nops == sizeof(ops) / sizeof(ops[0])) {
+			rc = io_wait(&b);
+			for (size_t i = 0; i < nops; i++)
+				tsr_op_destroy(ops[i]);
+			nops = 0;
+			io_init(&b);
+			if (rc < 0)
+				break;
+		}
+		ops[nops++] = op;
+		io_submit(fs, &b, l->pool, oid, op);
+	}
+	int rc2 = io_wait(&b);
+	for (size_t i = 0; i < nops; i++)
+		tsr_op_destroy(ops[i]);
+	if (rc == 0)
+		rc = rc2;
+	return rc < 0 ? failf(rc, "truncating the data of %" PRIx64 ": %s", in->ino,
+			      strerror(-rc)) : 0;
+}
+
+static int
+open_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const struct tsr_inode *in,
+	   int flags, struct tsr_file **out)
+{
+	struct tsr_file *f = tsr_xcalloc(1, sizeof(*f));
+
+	f->fs = fs;
+	if (cr) {
+		f->cr = *cr;
+		f->cr.ngroups = cr->ngroups > TSR_MDS_MAX_GROUPS ? TSR_MDS_MAX_GROUPS : cr->ngroups;
+		memcpy(f->groups, cr->groups, f->cr.ngroups * sizeof(uint32_t));
+		f->cr.groups = f->groups;
+	}
+	f->ino = in->ino;
+	f->flags = flags;
+	f->layout = in->layout;
+	f->size = in->size;
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_lock(&fs->lock);
+	f->next_open = tsr_u64map_get(&fs->open, f->ino);
+	if (tsr_u64map_put(&fs->open, f->ino, f) < 0) {
+		pthread_mutex_unlock(&fs->lock);
+		pthread_mutex_destroy(&f->lock);
+		free(f);
+		return failf(-ENOMEM, "out of memory");
+	}
+	pthread_mutex_unlock(&fs->lock);
+	*out = f;
+	return 0;
+}
+
+/* A getattr's answer as this client knows it: the size and mtime of its
+ * own writes not yet told to the MDS (close-to-open: others see them at
+ * close or fsync). */
+static void
+overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
+{
+	pthread_mutex_lock(&fs->lock);
+	for (struct tsr_file *f = tsr_u64map_get(&fs->open, st->ino); f; f = f->next_open) {
+		pthread_mutex_lock(&f->lock);
+		if (f->dirty) {
+			if (f->size > st->size) {
+				st->size = f->size;
+				st->blocks = (st->size + 511) / 512;
+			}
+			st->mtime.sec = f->mtime.sec;
+			st->mtime.nsec = f->mtime.nsec;
+		}
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* The file was cut (or grown) to size by this client: its open files
+ * know, so a later close does not grow it back. */
+static void
+open_files_sized(struct tsr_fs *fs, uint64_t ino, uint64_t size)
+{
+	pthread_mutex_lock(&fs->lock);
+	for (struct tsr_file *f = tsr_u64map_get(&fs->open, ino); f; f = f->next_open) {
+		pthread_mutex_lock(&f->lock);
+		f->size = size;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+int
+tsr_fs_open(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, int flags,
+	    struct tsr_file **out)
+{
+	struct tsr_mds_request r;
+	struct tsr_inode in = { 0 };
+	int rc;
+
+	*out = NULL;
+	req_init(NULL, &r, TSR_MDS_OP_OPEN, ino, cr);
+	r.flags = (uint32_t)flags;
+	if ((rc = simple(fs, &r, NULL, &in)) < 0)
+		return rc;
+	if (S_ISDIR(in.mode) && (flags & O_ACCMODE) != O_RDONLY) {
+		tsr_inode_free(&in);
+		return failf(-EISDIR, "a directory opened for writing");
+	}
+	if ((flags & O_TRUNC) && S_ISREG(in.mode) && in.size > 0) {
+		struct tsr_fs_stat a = { .size = 0 };
+		if ((rc = tsr_fs_setattr(fs, cr, ino, &a, TSR_FS_SET_SIZE, NULL)) < 0) {
+			tsr_inode_free(&in);
+			return rc;
+		}
+		in.size = 0;
+	}
+	rc = open_inode(fs, cr, &in, flags, out);
+	tsr_inode_free(&in);
+	return rc;
+}
+
+int
+tsr_fs_create(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
+	      const char *name, uint32_t mode, int flags, struct tsr_file **out,
+	      struct tsr_fs_stat *st)
+{
+	struct tsr_fs_stat s;
+	int rc;
+
+	*out = NULL;
+	rc = tsr_fs_mknod(fs, cr, parent, name, S_IFREG | (mode & 07777), 0, &s);
+	if (rc == -EEXIST && !(flags & O_EXCL))
+		rc = tsr_fs_lookup(fs, cr, parent, name, &s);
+	else if (rc == 0)
+		flags &= ~O_TRUNC; /* new: nothing to cut, and no write check */
+	if (rc < 0)
+		return rc;
+	if (S_ISDIR(s.mode))
+		return failf(-EISDIR, "\"%s\" is a directory", name);
+	if ((rc = tsr_fs_open(fs, cr, s.ino, flags & ~(O_CREAT | O_EXCL), out)) < 0)
+		return rc;
+	if (st)
+		*st = s;
+	return 0;
+}
+
+/* Read into or write from buf[0..len) at file offset off, one object
+ * operation per piece of a stripe unit, IO_INFLIGHT at a time: 0 or an
+ * error (an absent object reads as zeros: buf was zeroed). */
+static int
+move_data(struct tsr_file *f, uint8_t *rbuf, const uint8_t *wbuf, size_t len, uint64_t off)
+{
+	struct tsr_op *ops[IO_INFLIGHT * 4];
+	uint64_t gots[IO_INFLIGHT * 4];
+	struct io_batch b;
+	uint64_t done = 0;
+	int rc;
+
+	while (done < len) {
+		size_t nops = 0;
+		io_init(&b);
+		while (done < len && nops < sizeof(ops) / sizeof(ops[0])) {
+			uint64_t objno, objoff, left;
+			char oid[48];
+			tsr_layout_map(&f->layout, off + done, &objno, &objoff, &left);
+			if (left > len - done)
+				left = len - done;
+			struct tsr_op *op = tsr_op_create();
+			tsr_fs_data_oid(f->ino, objno, oid, sizeof(oid));
+			if (rbuf)
+				tsr_op_read(op, objoff, left, rbuf + done, &gots[nops], NULL);
+			else
+				tsr_op_write(op, objoff, wbuf + done, left);
+			ops[nops++] = op;
+			io_submit(f->fs, &b, f->layout.pool, oid, op);
+			done += left;
+		}
+		rc = io_wait(&b);
+		for (size_t i = 0; i < nops; i++)
+			tsr_op_destroy(ops[i]);
+		if (rc < 0)
+			return failf(rc, "%s inode %" PRIx64 " at %" PRIu64 ": %s",
+				     rbuf ? "reading" : "writing", f->ino, off, strerror(-rc));
+	}
+	return 0;
+}
+
+ssize_t
+tsr_fs_read(struct tsr_file *f, void *buf, size_t len, uint64_t off)
+{
+	uint64_t size;
+	int rc;
+
+	pthread_mutex_lock(&f->lock);
+	size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	if (off + len > size) {
+		/* past the end we know: another client may have written more */
+		struct tsr_fs_stat st;
+		if (tsr_fs_getattr(f->fs, &f->cr, f->ino, &st) == 0 && st.size > size) {
+			size = st.size;
+			pthread_mutex_lock(&f->lock);
+			if (size > f->size)
+				f->size = size;
+			pthread_mutex_unlock(&f->lock);
+		}
+	}
+	if (off >= size || len == 0)
+		return 0;
+	if (len > size - off)
+		len = (size_t)(size - off);
+	memset(buf, 0, len); /* holes and absent objects read as zeros */
+	if ((rc = move_data(f, buf, NULL, len, off)) < 0)
+		return rc;
+	return (ssize_t)len;
+}
+
+ssize_t
+tsr_fs_write(struct tsr_file *f, const void *buf, size_t len, uint64_t off)
+{
+	struct timespec now;
+	int rc;
+
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return failf(-EBADF, "a file opened for reading only");
+	if (f->flags & O_APPEND) {
+		pthread_mutex_lock(&f->lock);
+		off = f->size;
+		pthread_mutex_unlock(&f->lock);
+	}
+	if (len == 0)
+		return 0;
+	if (off + len < off || off + len > (1ull << 62))
+		return failf(-EFBIG, "a write past the largest file");
+	if ((rc = move_data(f, NULL, buf, len, off)) < 0)
+		return rc;
+	clock_gettime(CLOCK_REALTIME, &now);
+	pthread_mutex_lock(&f->lock);
+	f->mtime.sec = now.tv_sec;
+	f->mtime.nsec = (uint32_t)now.tv_nsec;
+	if (off + len > f->size)
+		f->size = off + len;
+	f->dirty = 1;
+	f->gen++;
+	pthread_mutex_unlock(&f->lock);
+	return (ssize_t)len;
+}
+
+/* Tell the MDS the size (only ever larger: another client's truncate is
+ * not undone) and the mtime of the last write. */
+static int
+flush_attrs(struct tsr_file *f)
+{
+	struct tsr_mds_request r;
+	uint64_t gen;
+	int rc;
+
+	req_init(NULL, &r, TSR_MDS_OP_SETATTR, f->ino, &f->cr);
+	pthread_mutex_lock(&f->lock);
+	if (!f->dirty) {
+		pthread_mutex_unlock(&f->lock);
+		return 0;
+	}
+	r.sa.mask = TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW | TSR_SETATTR_MTIME;
+	r.sa.size = f->size;
+	r.sa.mtime = f->mtime;
+	gen = f->gen;
+	pthread_mutex_unlock(&f->lock);
+	/* the writer owns the change: the MDS checks the owner for explicit
+	 * times, so send as root (the open already checked the access) */
+	r.uid = 0;
+	r.gid = 0;
+	r.ngroups = 0;
+	if ((rc = simple(f->fs, &r, NULL, NULL)) == 0) {
+		pthread_mutex_lock(&f->lock);
+		if (f->gen == gen) /* no write since: all of it is told */
+			f->dirty = 0;
+		pthread_mutex_unlock(&f->lock);
+	}
+	return rc;
+}
+
+int
+tsr_fs_fsync(struct tsr_file *f, int datasync)
+{
+	(void)datasync; /* the data is on the OSDs once a write returns */
+	return flush_attrs(f);
+}
+
+int
+tsr_fs_fstat(struct tsr_file *f, struct tsr_fs_stat *out)
+{
+	return tsr_fs_getattr(f->fs, &f->cr, f->ino, out); /* with our writes */
+}
+
+int
+tsr_fs_close(struct tsr_file *f)
+{
+	int rc;
+
+	if (f == NULL)
+		return 0;
+	rc = flush_attrs(f);
+	pthread_mutex_lock(&f->fs->lock);
+	struct tsr_file *head = tsr_u64map_get(&f->fs->open, f->ino);
+	if (head == f) {
+		tsr_u64map_del(&f->fs->open, f->ino);
+		if (f->next_open)
+			tsr_u64map_put(&f->fs->open, f->ino, f->next_open);
+	} else {
+		for (struct tsr_file *p = head; p; p = p->next_open)
+			if (p->next_open == f) {
+				p->next_open = f->next_open;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&f->fs->lock);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+	return rc;
+}
+
+/* ---- Paths ---- */
+
+static int
+walk(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const char *path, int nofollow,
+     int depth, uint64_t start, struct tsr_fs_stat *out)
+{
+	char name[TSR_FS_NAME_MAX + 1];
+	struct tsr_fs_stat st;
+	const char *p = path;
+	int rc;
+
+	if (*p == '/')
+		start = TSR_FS_ROOT;
+	if ((rc = tsr_fs_getattr(fs, cr, start, &st)) < 0)
+		return rc;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (*p == '\0')
+			break;
+		size_t n = strcspn(p, "/");
+		if (n > TSR_FS_NAME_MAX)
+			return failf(-ENAMETOOLONG, "a name of %zu bytes in %s", n, path);
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		if (!S_ISDIR(st.mode))
+			return failf(-ENOTDIR, "%s: a name under what is not a directory", path);
+		uint64_t dir = st.ino;
+		if (strcmp(name, ".") == 0)
+			continue;
+		if (strcmp(name, "..") == 0) {
+			uint64_t up = parent_of(fs, dir);
+			if (dir != TSR_FS_ROOT && up == 0)
+				return failf(-ENOENT, "%s: \"..\" of a directory not walked to",
+					     path);
+			if ((rc = tsr_fs_getattr(fs, cr, dir == TSR_FS_ROOT ? dir : up, &st)) < 0)
+				return rc;
+			continue;
+		}
+		if ((rc = tsr_fs_lookup(fs, cr, dir, name, &st)) < 0)
+			return rc;
+		while (*p == '/' && p[1] == '/')
+			p++;
+		int last = *p == '\0' || (*p == '/' && p[strspn(p, "/")] == '\0');
+		if (S_ISLNK(st.mode) && !(last && nofollow)) {
+			char target[TSR_FS_SYMLINK_MAX + 1];
+			if (depth >= MAX_SYMLINKS)
+				return failf(-ELOOP, "%s: too many symlinks", path);
+			if ((rc = (int)tsr_fs_readlink(fs, cr, st.ino, target,
+						       sizeof(target))) < 0)
+				return rc;
+			if ((rc = walk(fs, cr, target, 0, depth + 1, dir, &st)) < 0)
+				return rc;
+		}
+	}
+	if (out)
+		*out = st;
+	return 0;
+}
+
+int
+tsr_fs_walk(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const char *path, int nofollow,
+	    struct tsr_fs_stat *out)
+{
+	return walk(fs, cr, path, nofollow, 0, TSR_FS_ROOT, out);
+}
+
+int
+tsr_fs_walk_parent(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const char *path,
+		   uint64_t *parent, char *name)
+{
+	char buf[4096];
+	struct tsr_fs_stat st;
+	size_t n = strlen(path);
+	char *slash;
+	int rc;
+
+	if (n == 0 || n >= sizeof(buf))
+		return failf(-ENAMETOOLONG, "a path of %zu bytes", n);
+	memcpy(buf, path, n + 1);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	slash = strrchr(buf, '/');
+	const char *last = slash ? slash + 1 : buf;
+	if (*last == '\0' || strcmp(last, ".") == 0 || strcmp(last, "..") == 0)
+		return failf(-EINVAL, "%s names no entry", path);
+	if (strlen(last) > TSR_FS_NAME_MAX)
+		return failf(-ENAMETOOLONG, "a name of %zu bytes", strlen(last));
+	strcpy(name, last);
+	if (slash == NULL)
+		return tsr_fs_walk(fs, cr, "/", 0, &st) < 0 ? -EIO : (*parent = st.ino, 0);
+	if (slash == buf)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	if ((rc = tsr_fs_walk(fs, cr, buf, 0, &st)) < 0)
+		return rc;
+	if (!S_ISDIR(st.mode))
+		return failf(-ENOTDIR, "%s is not a directory", buf);
+	*parent = st.ino;
+	return 0;
+}

@@ -1,0 +1,181 @@
+/* mdsmsg.h — the messages between file clients and the MDS: one X-macro
+ * registry of types and one of request operations, each with a versioned
+ * encoding decoded as hostile input.
+ *
+ *   MDS_SESSION  client -> mds: open, renew or close the client's session
+ *                (the answer is an MDS_REPLY with the same tid)
+ *   MDS_REQUEST  client -> mds: one metadata operation
+ *   MDS_REPLY    mds -> client: its result
+ *
+ * Types are TSR_MSG_USER + 128 + n (the monitors' and the OSDs' are
+ * below, monmsg.h and osdmsg.h).
+ *
+ *   session = envelope v1 { u64 tid, u32 op, u64 client }
+ *   request = envelope v1 { u64 tid, u64 oldest, u32 op, u32 flags,
+ *                           u64 ino, u64 ino2,
+ *                           string name, string name2,
+ *                           u32 mode, u64 rdev,
+ *                           u32 uid, u32 gid, u32 ngroups, ngroups x u32,
+ *                           setattr { u32 mask, u32 mode, u32 uid, u32 gid,
+ *                                     u64 size, i64 atime_s, u32 atime_ns,
+ *                                     i64 mtime_s, u32 mtime_ns },
+ *                           u64 cookie, u32 max, bytes value }
+ *   reply   = envelope v1 { u64 tid, i32 result, string why,
+ *                           u32 n, n x inode,
+ *                           u32 nent, nent x { string name, u64 cookie,
+ *                                              inode },
+ *                           u8 end, bytes value }
+ *
+ * Requests name inodes by number.  ino2 is a hint for an inode the MDS
+ * may not hold in its cache: the directory the client found it in, so the
+ * MDS can load that directory and find it.
+ */
+#ifndef TSR_MDS_MDSMSG_H
+#define TSR_MDS_MDSMSG_H
+
+#include "mds/fsmeta.h"
+#include "msg/frame.h"
+
+#define TSR_MDS_MESSAGES(X)                                                    \
+	X(SESSION, 0, "mds session", session)                                  \
+	X(REQUEST, 1, "mds request", request)                                  \
+	X(REPLY, 2, "mds reply", reply)
+
+enum {
+#define TSR_MDS_MSG_ENUM(name, n, label, fn) TSR_MSG_MDS_##name = TSR_MSG_USER + 128 + (n),
+	TSR_MDS_MESSAGES(TSR_MDS_MSG_ENUM)
+#undef TSR_MDS_MSG_ENUM
+};
+
+enum { TSR_MDS_SESSION_OPEN = 1, TSR_MDS_SESSION_RENEW = 2, TSR_MDS_SESSION_CLOSE = 3 };
+
+struct tsr_mds_session {
+	uint64_t tid;
+	uint32_t op;
+	uint64_t client;             /* the client's id (its messenger's) */
+};
+
+/* X(enum, value, name, changes the namespace) */
+#define TSR_MDS_OPS(X)                                                         \
+	X(LOOKUP, 1, "lookup", 0)        /* ino: dir, name -> [0] child */     \
+	X(GETATTR, 2, "getattr", 0)      /* ino (ino2 hint) -> [0] */          \
+	X(SETATTR, 3, "setattr", 1)      /* ino, setattr -> [0] */             \
+	X(MKNOD, 4, "mknod", 1)          /* ino: dir, name, mode, rdev ->       \
+	                                    [0] new, [1] dir; flags: EXCL */    \
+	X(MKDIR, 5, "mkdir", 1)          /* as mknod */                        \
+	X(SYMLINK, 6, "symlink", 1)      /* ino: dir, name, value: target */   \
+	X(UNLINK, 7, "unlink", 1)        /* ino: dir, name -> [0] dir */       \
+	X(RMDIR, 8, "rmdir", 1)          /* as unlink */                       \
+	X(RENAME, 9, "rename", 1)        /* ino, name -> ino2, name2; flags:   \
+	                                    RENAME_NOREPLACE, _EXCHANGE */      \
+	X(LINK, 10, "link", 1)           /* ino2: inode, ino: dir, name */     \
+	X(READDIR, 11, "readdir", 0)     /* ino, cookie, max -> entries */     \
+	X(OPEN, 12, "open", 0)           /* ino, flags (O_ACCMODE, O_TRUNC) */ \
+	X(GETXATTR, 13, "getxattr", 0)   /* ino, name -> value */              \
+	X(SETXATTR, 14, "setxattr", 1)   /* ino, name, value; flags: XATTR_*  */\
+	X(LISTXATTR, 15, "listxattr", 0) /* ino -> value: names, NUL after each */\
+	X(RMXATTR, 16, "removexattr", 1) /* ino, name */
+
+enum tsr_mds_op {
+#define X(e, v, n, w) TSR_MDS_OP_##e = v,
+	TSR_MDS_OPS(X)
+#undef X
+	TSR_MDS_OP_MAX
+};
+
+/* setattr mask bits */
+#define TSR_SETATTR_MODE 0x1u
+#define TSR_SETATTR_UID 0x2u
+#define TSR_SETATTR_GID 0x4u
+#define TSR_SETATTR_SIZE 0x8u
+#define TSR_SETATTR_ATIME 0x10u
+#define TSR_SETATTR_MTIME 0x20u
+#define TSR_SETATTR_ATIME_NOW 0x40u
+#define TSR_SETATTR_MTIME_NOW 0x80u
+#define TSR_SETATTR_CTIME 0x100u       /* ctime only (a write's) */
+/* The size only grows (a client reporting what it wrote: a smaller
+ * size than the MDS holds is ignored, not a truncate). */
+#define TSR_SETATTR_SIZE_GROW 0x200u
+#define TSR_SETATTR_ALL 0x3ffu
+
+/* request flags */
+#define TSR_MDS_EXCL 0x1u              /* MKNOD: EEXIST if present */
+
+#define TSR_MDS_MAX_GROUPS 64
+#define TSR_MDS_READDIR_MAX 4096
+
+struct tsr_mds_request {
+	uint64_t tid;
+	uint64_t oldest;             /* the client's oldest request still
+					unanswered: the MDS forgets the
+					changes it made for older ones */
+	uint32_t op;
+	uint32_t flags;
+	uint64_t ino, ino2;
+	char name[TSR_FS_NAME_MAX + 1];
+	char name2[TSR_FS_NAME_MAX + 1];
+	uint32_t mode;
+	uint64_t rdev;
+	/* the caller's credentials (the file client's user) */
+	uint32_t uid, gid;
+	uint32_t ngroups;
+	uint32_t groups[TSR_MDS_MAX_GROUPS];
+	struct {
+		uint32_t mask;
+		uint32_t mode, uid, gid;
+		uint64_t size;
+		struct tsr_ftime atime, mtime;
+	} sa;
+	uint64_t cookie;
+	uint32_t max;
+	const void *value;           /* borrowed from the message */
+	size_t value_len;
+};
+
+struct tsr_mds_dirent {
+	char name[TSR_FS_NAME_MAX + 1];
+	uint64_t cookie;
+	struct tsr_inode inode;
+};
+
+#define TSR_MDS_REPLY_MAX_INODES 4
+
+struct tsr_mds_reply {
+	uint64_t tid;
+	int32_t result;              /* 0 or a negative errno */
+	char why[256];
+	uint32_t n;
+	struct tsr_inode in[TSR_MDS_REPLY_MAX_INODES];
+	uint32_t nent;
+	struct tsr_mds_dirent *ent;  /* owned (decoded) */
+	uint8_t end;                 /* READDIR: no more entries */
+	void *value;                 /* owned (decoded) */
+	size_t value_len;
+};
+
+const char *tsr_mds_op_name(uint32_t op);
+/* Does op change the namespace (is it journaled)? */
+int tsr_mds_op_writes(uint32_t op);
+
+int tsr_mdsmsg_session_encode(struct tsr_enc *e, const struct tsr_mds_session *s);
+int tsr_mdsmsg_session_decode(const void *buf, size_t len, struct tsr_mds_session *s,
+			      char *err, size_t errlen);
+int tsr_mdsmsg_request_encode(struct tsr_enc *e, const struct tsr_mds_request *r);
+/* r->value borrows from buf. */
+int tsr_mdsmsg_request_decode(const void *buf, size_t len, struct tsr_mds_request *r,
+			      char *err, size_t errlen);
+int tsr_mdsmsg_reply_encode(struct tsr_enc *e, const struct tsr_mds_reply *r);
+int tsr_mdsmsg_reply_decode(const void *buf, size_t len, struct tsr_mds_reply *r,
+			    char *err, size_t errlen);
+void tsr_mdsmsg_reply_free(struct tsr_mds_reply *r);
+
+/* The registry's label of a type, or NULL for another type. */
+const char *tsr_mdsmsg_name(uint32_t type);
+/* Decode a message of any registry type, encode it again and decode that:
+ * 0 when it round-trips, -EBADMSG when the input does not decode, -EPROTO
+ * when it does but does not round-trip (a bug), -ENOENT for another type.
+ * The fuzz target runs it. */
+int tsr_mdsmsg_check(uint32_t type, const void *buf, size_t len, char *err,
+		     size_t errlen);
+
+#endif

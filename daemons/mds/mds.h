@@ -1,0 +1,231 @@
+/* mds.h — tessera-mds: the metadata server's state, shared by its files.
+ *
+ *   mds.c      the runtime: messenger, monitors, beacon, rank, sessions,
+ *              requests in and replies out
+ *   cache.c    the namespace cache: directories and inode objects loaded
+ *              from the metadata pool, events applied to them, written back
+ *   journal.c  the rank's journal: taking it over (fencing), replay,
+ *              appends, trimming
+ *   ops.c      the requests: checks, then an event
+ *   done.c     the requests done per client, so that one sent again is
+ *              answered, not done twice
+ *
+ * Threads.  The namespace lives on one thread, the MDS thread (a work
+ * queue): requests, replay, write-back and the journal's bookkeeping all
+ * run there, so they need no locks.  Messages arrive on the messenger's
+ * threads and are posted to it; object operations complete on the object
+ * client's threads and are posted back.  Loading a directory blocks the
+ * MDS thread (a synchronous read): the cache makes that rare.
+ *
+ * Durability.  A request's change is applied to the cache at once and its
+ * event appended to the journal; its reply — and the reply of any request
+ * that saw the state it made — waits until the journal holds the event
+ * durably (replies go out in seq order, see mds_reply_after).  Write-back
+ * writes a directory only in a state whose every event is durable.
+ */
+#ifndef TSR_DAEMONS_MDS_H
+#define TSR_DAEMONS_MDS_H
+
+#include "mds/fsmeta.h"
+#include "mds/mdsmsg.h"
+#include "util/u64map.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+struct tsr_client;
+struct tsr_conn;
+struct tsr_daemon;
+struct tsr_loop;
+struct tsr_mapsub;
+struct tsr_mds_beacon;
+struct tsr_monc;
+struct tsr_msgr;
+struct tsr_workq;
+
+/* A dentry of a cached directory. */
+struct mentry {
+	char *name;
+	uint64_t cookie;             /* readdir order and offsets: a hash of the
+					name, >= 3 (FUSE keeps 0..2) */
+	struct tsr_dentry de;
+	int dirty;                   /* to write back */
+	struct mdir *dir;
+};
+
+/* A cached directory (fragment 0: the whole of it). */
+struct mdir {
+	uint64_t ino;
+	uint64_t parent;             /* 0 for the root */
+	char *name;                  /* in parent (NULL for the root) */
+	struct mentry **ents;        /* sorted by (cookie, name) */
+	size_t n, cap;
+	char **removed;              /* names to remove at write-back */
+	size_t nremoved;
+	uint64_t ver;                /* the last event applied */
+	uint64_t dirty_since;        /* the first event not written back; 0: clean */
+	uint64_t flushing;           /* the version being written; 0: none */
+	uint64_t taken;              /* the last event whose updates it took
+					(replay: the later updates of that event
+					apply too, though ver is its seq now) */
+	int exists;                  /* its object has been written */
+	int deleted;                 /* removed (DIR_RM): its object goes at
+					write-back, then the entry */
+	int bt_dirty;                /* parent or name changed */
+};
+
+/* An inode kept in an object of its own (i.<ino>). */
+struct mobj {
+	struct tsr_inode in;
+	uint64_t ver, dirty_since, flushing, taken;
+	int deleted;
+};
+
+/* A reply waiting for the journal. */
+struct pending_reply {
+	struct pending_reply *next;
+	uint64_t seq;                /* sent once the journal holds it */
+	struct tsr_conn *conn;       /* a reference */
+	struct tsr_msg *msg;
+};
+
+struct mds_session {
+	uint64_t client;
+	struct tsr_conn *conn;       /* a reference */
+	uint64_t last_seen_ns;
+};
+
+struct mds {
+	struct tsr_daemon *d;
+	struct tsr_loop *loop;       /* the daemon's: monitors, beacon */
+	struct tsr_msgr *msgr;       /* clients */
+	struct tsr_monc *monc;
+	struct tsr_mapsub *sub;
+	struct tsr_mds_beacon *beacon;
+	struct tsr_client *oc;       /* the object client: metadata pool */
+	struct tsr_workq *wq;        /* the MDS thread (NULL once stopping:
+					post_lock) */
+	pthread_mutex_t post_lock;
+	_Atomic int closing;         /* the daemon is stopping */
+	char name[64];
+
+	/* configuration */
+	int64_t meta_pool, data_pool;
+	char meta_pool_name[64], data_pool_name[64];
+	uint64_t segment_bytes;
+	uint32_t writeback_ms;
+	uint64_t grace_ns;           /* mon_mds_beacon_grace */
+
+	/* the rank (MDS thread) */
+	int32_t rank;                /* -1: none */
+	uint64_t fence;              /* the MDS map epoch we took it in */
+	int active;                  /* serving */
+	int replaying;
+	int stopping;
+
+	/* the lease: we answer only while the monitors cannot yet have
+	 * failed us (mds.c, lease_ok) — written by the loop, read anywhere */
+	pthread_mutex_t lease_lock;
+	uint64_t lease_until_ns;
+
+	/* the cache (MDS thread) */
+	struct tsr_u64map dirs;      /* ino -> struct mdir */
+	struct tsr_u64map objs;      /* ino -> struct mobj */
+	struct tsr_u64map where;     /* ino -> struct mentry (primary inodes) */
+	struct tsr_u64map done;      /* client -> its requests done (done.c) */
+	uint64_t applied;            /* the last event applied */
+
+	/* the journal (MDS thread) */
+	uint64_t first_seg;          /* the oldest live segment */
+	uint64_t seg;                /* the segment being written */
+	uint64_t seg_off;            /* its length */
+	uint64_t *seg_last;          /* per closed segment from first_seg: its
+					last seq (trim) */
+	size_t nseg_last;
+	uint8_t *jbuf;               /* records not yet sent */
+	size_t jlen, jcap;
+	uint64_t jbuf_last;          /* the last seq in jbuf */
+	int jinflight;               /* an append is out */
+	uint64_t committed;          /* the journal holds every event up to it */
+	int trimming;
+	int flushes;                 /* write-backs out */
+
+	/* inode numbers */
+	uint64_t next_ino;
+	uint64_t promised;           /* mds<R>.inos says inos below it are used */
+
+	struct pending_reply *replies, **replies_tail;
+	struct mds_session *sess;
+	size_t nsess;
+
+	uint64_t wb_timer;           /* on the loop */
+	/* the MDSs' service keys, with which clients are checked (on the loop) */
+	uint64_t keys_timer, keys_inflight;
+	int have_keys;
+	/* counters, for `status` and tests */
+	uint64_t n_requests, n_events, n_appends, n_flushes, n_trims, n_loads;
+};
+
+/* mds.c */
+int mds_lease_ok(struct mds *m);
+/* Queue msg to conn once the journal holds seq (ownership of msg passes;
+ * conn gets a reference). */
+void mds_reply_after(struct mds *m, struct tsr_conn *conn, struct tsr_msg *msg,
+		     uint64_t seq);
+void mds_replies_release(struct mds *m);
+/* The rank is lost (fenced by a successor, or an error that leaves the
+ * journal in doubt): stop serving, and end the process so a supervisor
+ * starts it again as a standby. */
+void mds_lost_rank(struct mds *m, const char *why);
+
+/* cache.c */
+int mds_cache_init(struct mds *m);
+void mds_cache_free(struct mds *m);
+/* The directory ino, loaded (and its ancestors) when absent: 0 or an
+ * error (-ENOENT: no such directory). */
+int mds_dir_get(struct mds *m, uint64_t ino, struct mdir **out);
+struct mentry *mds_dir_find(struct mdir *d, const char *name);
+/* The inode numbered ino: where it is kept (an entry, or an object).
+ * hint: a directory to load when it is not cached (0: none). */
+int mds_inode_find(struct mds *m, uint64_t ino, uint64_t hint, struct tsr_inode **out);
+/* The directory dir's own inode (in its parent's entry, or the root's
+ * object). */
+struct tsr_inode *mds_dir_inode(struct mds *m, struct mdir *d);
+/* Apply ev to the cache; replay: only to what has not seen it (ver). */
+int mds_apply(struct mds *m, const struct tsr_fs_event *ev, int replay, char *err,
+	      size_t errlen);
+/* Write back what the journal holds; called by the timer. */
+void mds_writeback(struct mds *m);
+/* The oldest event not yet written back (0: all of them are). */
+uint64_t mds_dirty_floor(struct mds *m);
+/* A new file system: the root's objects (rank 0, when no journal exists). */
+int mds_mkfs(struct mds *m, char *err, size_t errlen);
+
+/* journal.c */
+/* Take over rank's journal: fence it, replay it, open a new segment. */
+int mds_journal_open(struct mds *m, char *err, size_t errlen);
+/* Append ev (its seq set here: applied + 1) after applying it to the
+ * cache: 0, or an error (nothing applied). */
+int mds_commit(struct mds *m, struct tsr_fs_event *ev, char *err, size_t errlen);
+/* Trim segments whose every event is written back. */
+void mds_journal_trim(struct mds *m);
+/* Promise inos up to at least want (a write of mds<R>.inos). */
+int mds_inos_reserve(struct mds *m, uint64_t want);
+void mds_journal_free(struct mds *m);
+
+/* done.c */
+void mds_done_add(struct mds *m, uint64_t client, uint64_t tid, uint64_t ino);
+/* Was (client, tid) done?  1 and *ino (what it made or changed), or 0. */
+int mds_done_find(struct mds *m, uint64_t client, uint64_t tid, uint64_t *ino);
+/* The client waits for nothing older than oldest: forget the rest. */
+void mds_done_prune(struct mds *m, uint64_t client, uint64_t oldest);
+void mds_done_free(struct mds *m);
+
+/* ops.c */
+void mds_handle_request(struct mds *m, struct tsr_conn *conn,
+			const struct tsr_mds_request *r);
+
+/* Run on the MDS thread from another thread: 0 or -ESHUTDOWN. */
+int mds_post(struct mds *m, void (*fn)(void *arg), void *arg);
+
+#endif

@@ -1,0 +1,598 @@
+/* test_fs.c — the file system end to end: real monitors, OSDs and
+ * tessera-mds daemons on loopback, and the file client (tessera/fs.h)
+ * in this process.
+ *
+ *   namespace      every metadata call, its errors (one case per call and
+ *                  errno), data across objects, truncation, hard links,
+ *                  symlinks, xattrs, layouts, recursive statistics,
+ *                  permissions as a non-root user, stable readdir cookies
+ *   failover       SIGKILL the active MDS during a storm of creates,
+ *                  renames and unlinks: the standby replays the journal
+ *                  (written back and trimmed in part), and every
+ *                  acknowledged change is there; the client carries on
+ *   fenced         SIGSTOP the active MDS past the grace: the standby takes
+ *                  over; once resumed, the old one answers nothing and ends
+ *   restart        stop every MDS and start one again: the namespace comes
+ *                  back from the metadata pool alone
+ */
+#include "cluster/cluster.h"
+#include "cluster/tc_check.h"
+
+#include <tessera/client.h>
+#include <tessera/fs.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define FAST_MDS                                                               \
+	"backend_options = \"journal_size=8M\"; osd_beacon_interval = \"300ms\"; " \
+	"mds_beacon_interval = \"200ms\"; mon_mds_beacon_grace = \"2s\"; "     \
+	"mds_writeback_interval = \"100ms\"; mds_journal_segment_size = \"64K\";"
+
+static void
+assert_says(const char *out, const char *what)
+{
+	ck_assert_msg(out && strstr(out, what), "expected \"%s\" in: %s", what,
+		      out ? out : "(nothing)");
+}
+
+/* The MDS holding rank 0 as active, per `mds stat` ("m0"), or -1. */
+static int
+active_mds(struct tc_cluster *c)
+{
+	char *out = NULL;
+	const char *p;
+	int who = -1;
+
+	if (tc_cli(c, &out, "mds stat --timeout 5") == 0 && out &&
+	    (p = strstr(out, "rank 0: active, mds.m")) != NULL)
+		who = atoi(p + strlen("rank 0: active, mds.m"));
+	free(out);
+	return who;
+}
+
+static int
+await_active(struct tc_cluster *c, int not, int timeout_ms)
+{
+	uint64_t t0 = tc_now_ms();
+	int who;
+
+	do {
+		if ((who = active_mds(c)) >= 0 && who != not)
+			return who;
+		tc_sleep_ms(100);
+	} while (tc_now_ms() - t0 < (uint64_t)timeout_ms);
+	return -1;
+}
+
+/* One monitor, four OSDs, pools data and metadata (3 copies), nmds MDSs;
+ * returns once rank 0 is active. */
+static void
+fs_cluster(struct tc_cluster *c, int nmds, const char *extra)
+{
+	char *out = NULL;
+
+	ck_assert_int_eq(tc_create(c, 1, extra), 0);
+	c->real_osds = 1;
+	c->real_mds = 1;
+	ck_assert_int_eq(tc_fsid_new(c), 0);
+	ck_assert_int_eq(tc_start_all(c), 0);
+	ck_assert_int_ge(tc_wait_leader(c, 15000), 0);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(tc_cli(c, NULL, "osd add %d --host h%d", i, i), 0);
+		ck_assert_int_eq(tc_osd_mkfs(c, (size_t)i, NULL, &out), 0);
+		free(out);
+		ck_assert_int_eq(tc_osd_start(c, (size_t)i), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(tc_await_osd_up(c, i, 1, 15000) == 0, "osd.%d never came up", i);
+	ck_assert_int_eq(tc_cli(c, NULL, "pool create data 32 --size 3"), 0);
+	ck_assert_int_eq(tc_cli(c, NULL, "pool create metadata 16 --size 3"), 0);
+	for (int i = 0; i < nmds; i++)
+		ck_assert_int_eq(tc_mds_start(c, (size_t)i), 0);
+	ck_assert_msg(await_active(c, -1, 30000) >= 0, "no active MDS after 30 s");
+}
+
+static struct tsr_client *
+client_of(struct tc_cluster *c)
+{
+	struct tsr_client *k = NULL;
+	char err[1024];
+
+	ck_assert_msg(tsr_client_connect(c->conf, "client.admin", 15000, &k, err,
+					 sizeof(err)) == 0, "connect: %s", err);
+	return k;
+}
+
+static struct tsr_fs *
+mount_of(struct tsr_client *k)
+{
+	struct tsr_fs *fs = NULL;
+	char err[1024];
+
+	ck_assert_msg(tsr_fs_mount(k, 30000, &fs, err, sizeof(err)) == 0, "mount: %s", err);
+	return fs;
+}
+
+/* rc must be the errno want; says which call when not. */
+#define EXPECT(call, want)                                                      \
+	do {                                                                   \
+		int rc_ = (int)(call);                                         \
+		ck_assert_msg(rc_ == (want), "%s: %d (%s), not %d (%s)", #call, rc_, \
+			      rc_ < 0 ? tsr_fs_why() : "", (want), strerror(-(want))); \
+	} while (0)
+
+static uint64_t
+vx(struct tsr_fs *fs, uint64_t ino, const char *name)
+{
+	char buf[64];
+	ssize_t n = tsr_fs_getxattr(fs, NULL, ino, name, buf, sizeof(buf) - 1);
+
+	ck_assert_msg(n > 0, "%s: %s", name, tsr_fs_why());
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10);
+}
+
+struct names {
+	char seen[2048][32];
+	int n;
+	uint64_t last;
+};
+
+static int
+collect(void *arg, const char *name, const struct tsr_fs_stat *st, uint64_t cookie)
+{
+	struct names *w = arg;
+
+	(void)st;
+	ck_assert_int_lt(w->n, 2048);
+	snprintf(w->seen[w->n++], sizeof(w->seen[0]), "%s", name);
+	ck_assert_uint_ge(cookie, 3);
+	w->last = cookie;
+	return 0;
+}
+
+START_TEST(namespace)
+{
+	struct tc_cluster c;
+	struct tsr_client *k;
+	struct tsr_fs *fs;
+	struct tsr_fs_stat st, d, sub, f1, lnk;
+	struct tsr_file *f;
+	const uint32_t g1[] = { 1000 };
+	const struct tsr_fs_cred user = { 1000, 1000, 1, g1 };
+	const struct tsr_fs_cred other = { 2000, 2000, 0, NULL };
+	char buf[256], name[300];
+	uint8_t *data, *back;
+	const size_t big = (9u << 20) + 123; /* three objects, the last partly */
+
+	fs_cluster(&c, 1, FAST_MDS);
+	k = client_of(&c);
+	fs = mount_of(k);
+
+	/* mkdir, lookup, getattr */
+	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "d", 0755, &d), 0);
+	ck_assert(S_ISDIR(d.mode));
+	ck_assert_uint_eq(d.nlink, 2);
+	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "d", 0755, NULL), -EEXIST);
+	EXPECT(tsr_fs_lookup(fs, NULL, TSR_FS_ROOT, "nope", NULL), -ENOENT);
+	EXPECT(tsr_fs_getattr(fs, NULL, TSR_FS_ROOT, &st), 0);
+	ck_assert_uint_eq(st.nlink, 3);
+	memset(name, 'n', 256);
+	name[256] = '\0';
+	EXPECT(tsr_fs_mkdir(fs, NULL, d.ino, name, 0755, NULL), -ENAMETOOLONG);
+	EXPECT(tsr_fs_mkdir(fs, NULL, d.ino, ".", 0755, NULL), -EINVAL);
+
+	/* a file: create exclusive, write across objects with a hole, read */
+	EXPECT(tsr_fs_create(fs, NULL, d.ino, "f", 0644, O_RDWR | O_EXCL, &f, &f1), 0);
+	{
+		struct tsr_file *f2 = (struct tsr_file *)1;
+		EXPECT(tsr_fs_create(fs, NULL, d.ino, "f", 0644, O_RDWR | O_EXCL, &f2, NULL),
+		       -EEXIST);
+		ck_assert_ptr_null(f2);
+	}
+	EXPECT(tsr_fs_lookup(fs, NULL, f1.ino, "x", NULL), -ENOTDIR);
+	data = malloc(big);
+	back = malloc(big + 10);
+	for (size_t i = 0; i < big; i++)
+		data[i] = (uint8_t)(i * 2654435761u >> 11);
+	memset(data + (1u << 20), 0, 3u << 20); /* a hole of 3 MiB */
+	EXPECT(tsr_fs_write(f, data, 1u << 20, 0), 1 << 20);
+	EXPECT(tsr_fs_write(f, data + (4u << 20), big - (4u << 20), 4u << 20),
+	       (int)(big - (4u << 20)));
+	EXPECT(tsr_fs_fsync(f, 0), 0);
+	EXPECT(tsr_fs_getattr(fs, NULL, f1.ino, &st), 0);
+	ck_assert_uint_eq(st.size, big);
+	EXPECT(tsr_fs_read(f, back, big + 10, 0), (int)big);
+	ck_assert_int_eq(memcmp(back, data, big), 0);
+	EXPECT(tsr_fs_read(f, back, 10, big), 0);
+	/* truncate down, then up: the bytes cut read back as zeros */
+	{
+		struct tsr_fs_stat a = { .size = 5u << 20 };
+		EXPECT(tsr_fs_setattr(fs, NULL, f1.ino, &a, TSR_FS_SET_SIZE, &st), 0);
+		ck_assert_uint_eq(st.size, 5u << 20);
+		a.size = 8u << 20;
+		EXPECT(tsr_fs_setattr(fs, NULL, f1.ino, &a, TSR_FS_SET_SIZE, &st), 0);
+		tsr_fs_close(f);
+		EXPECT(tsr_fs_open(fs, NULL, f1.ino, O_RDONLY, &f), 0);
+		EXPECT(tsr_fs_read(f, back, 8u << 20, 0), 8 << 20);
+		ck_assert_int_eq(memcmp(back, data, 5u << 20), 0);
+		for (size_t i = 5u << 20; i < 8u << 20; i++)
+			ck_assert_msg(back[i] == 0, "byte %zu after truncate and growth", i);
+		EXPECT(tsr_fs_write(f, "x", 1, 0), -EBADF);
+		tsr_fs_close(f);
+	}
+	free(data);
+	free(back);
+
+	/* recursive statistics: / holds d, d holds f (8 MiB) */
+	ck_assert_uint_eq(vx(fs, TSR_FS_ROOT, "tessera.dir.rfiles"), 1);
+	ck_assert_uint_eq(vx(fs, TSR_FS_ROOT, "tessera.dir.rsubdirs"), 1);
+	ck_assert_uint_eq(vx(fs, TSR_FS_ROOT, "tessera.dir.rbytes"), 8u << 20);
+	ck_assert_uint_eq(vx(fs, d.ino, "tessera.dir.rbytes"), 8u << 20);
+
+	/* layouts: a directory's is inherited; a file's is set while empty */
+	EXPECT(tsr_fs_mkdir(fs, NULL, d.ino, "striped", 0755, &sub), 0);
+	EXPECT(tsr_fs_setxattr(fs, NULL, sub.ino, "tessera.dir.layout.stripe_count", "4", 1,
+			       0), 0);
+	EXPECT(tsr_fs_setxattr(fs, NULL, sub.ino, "tessera.dir.layout.stripe_unit", "65536",
+			       5, 0), 0);
+	EXPECT(tsr_fs_setxattr(fs, NULL, sub.ino, "tessera.dir.layout.stripe_unit", "1000",
+			       4, 0), -EINVAL);
+	EXPECT(tsr_fs_create(fs, NULL, sub.ino, "s", 0644, O_RDWR, &f, &st), 0);
+	ck_assert_uint_eq(vx(fs, st.ino, "tessera.file.layout.stripe_count"), 4);
+	ck_assert_uint_eq(vx(fs, st.ino, "tessera.file.layout.stripe_unit"), 65536);
+	{
+		uint8_t in[300000], out[300000];
+		for (size_t i = 0; i < sizeof(in); i++)
+			in[i] = (uint8_t)(i * 7);
+		EXPECT(tsr_fs_write(f, in, sizeof(in), 0), (int)sizeof(in));
+		EXPECT(tsr_fs_read(f, out, sizeof(out), 0), (int)sizeof(out));
+		ck_assert_int_eq(memcmp(in, out, sizeof(in)), 0);
+	}
+	tsr_fs_close(f);
+	EXPECT(tsr_fs_setxattr(fs, NULL, st.ino, "tessera.file.layout.stripe_count", "2", 1,
+			       0), -ENOTEMPTY);
+
+	/* user xattrs */
+	EXPECT(tsr_fs_setxattr(fs, NULL, f1.ino, "user.k", "v1", 2, XATTR_CREATE), 0);
+	EXPECT(tsr_fs_setxattr(fs, NULL, f1.ino, "user.k", "v2", 2, XATTR_CREATE),
+	       -EEXIST);
+	EXPECT(tsr_fs_setxattr(fs, NULL, f1.ino, "user.none", "v", 1, XATTR_REPLACE),
+	       -ENODATA);
+	EXPECT(tsr_fs_getxattr(fs, NULL, f1.ino, "user.k", buf, sizeof(buf)), 2);
+	ck_assert_int_eq(memcmp(buf, "v1", 2), 0);
+	EXPECT(tsr_fs_getxattr(fs, NULL, f1.ino, "user.k", buf, 1), -ERANGE);
+	EXPECT(tsr_fs_listxattr(fs, NULL, f1.ino, buf, sizeof(buf)), 7);
+	EXPECT(tsr_fs_removexattr(fs, NULL, f1.ino, "user.k"), 0);
+	EXPECT(tsr_fs_getxattr(fs, NULL, f1.ino, "user.k", buf, sizeof(buf)), -ENODATA);
+	EXPECT(tsr_fs_setxattr(fs, NULL, f1.ino, "bogus.k", "v", 1, 0), -EOPNOTSUPP);
+
+	/* symlinks and hard links */
+	EXPECT(tsr_fs_symlink(fs, NULL, d.ino, "l", "f", &lnk), 0);
+	EXPECT(tsr_fs_readlink(fs, NULL, lnk.ino, buf, sizeof(buf)), 1);
+	ck_assert_str_eq(buf, "f");
+	EXPECT(tsr_fs_readlink(fs, NULL, f1.ino, buf, sizeof(buf)), -EINVAL);
+	EXPECT(tsr_fs_walk(fs, NULL, "/d/l", 0, &st), 0);
+	ck_assert_uint_eq(st.ino, f1.ino);
+	EXPECT(tsr_fs_symlink(fs, NULL, d.ino, "loop", "loop", NULL), 0);
+	EXPECT(tsr_fs_walk(fs, NULL, "/d/loop", 0, &st), -ELOOP);
+	EXPECT(tsr_fs_link(fs, NULL, f1.ino, TSR_FS_ROOT, "hard", &st), 0);
+	ck_assert_uint_eq(st.nlink, 2);
+	EXPECT(tsr_fs_link(fs, NULL, d.ino, TSR_FS_ROOT, "dirlink", NULL), -EPERM);
+	EXPECT(tsr_fs_unlink(fs, NULL, d.ino, "f"), 0);
+	EXPECT(tsr_fs_lookup(fs, NULL, TSR_FS_ROOT, "hard", &st), 0);
+	ck_assert_uint_eq(st.nlink, 1);
+	ck_assert_uint_eq(st.size, 8u << 20);
+
+	/* rename: replacing, across directories, the POSIX refusals */
+	EXPECT(tsr_fs_mkdir(fs, NULL, d.ino, "e", 0755, &sub), 0);
+	EXPECT(tsr_fs_mkdir(fs, NULL, sub.ino, "inner", 0755, NULL), 0);
+	EXPECT(tsr_fs_rename(fs, NULL, TSR_FS_ROOT, "d", sub.ino, "x", 0), -EINVAL);
+	EXPECT(tsr_fs_rename(fs, NULL, d.ino, "e", d.ino, "l", 0), -ENOTDIR);
+	EXPECT(tsr_fs_rename(fs, NULL, d.ino, "l", d.ino, "e", 0), -EISDIR);
+	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "empty", 0755, NULL), 0);
+	EXPECT(tsr_fs_rename(fs, NULL, TSR_FS_ROOT, "empty", d.ino, "e", 0), -ENOTEMPTY);
+	EXPECT(tsr_fs_rename(fs, NULL, TSR_FS_ROOT, "hard", d.ino, "l", RENAME_NOREPLACE),
+	       -EEXIST);
+	EXPECT(tsr_fs_rename(fs, NULL, TSR_FS_ROOT, "hard", d.ino, "l", 0), 0);
+	EXPECT(tsr_fs_lookup(fs, NULL, d.ino, "l", &st), 0);
+	ck_assert(S_ISREG(st.mode));
+	EXPECT(tsr_fs_rename(fs, NULL, d.ino, "e", TSR_FS_ROOT, "e2", 0), 0);
+	EXPECT(tsr_fs_walk(fs, NULL, "/e2/inner", 0, &st), 0);
+	EXPECT(tsr_fs_getattr(fs, NULL, TSR_FS_ROOT, &st), 0);
+	ck_assert_uint_eq(st.nlink, 5); /* d, empty, e2 */
+	EXPECT(tsr_fs_rmdir(fs, NULL, TSR_FS_ROOT, "e2"), -ENOTEMPTY);
+	EXPECT(tsr_fs_rmdir(fs, NULL, d.ino, "l"), -ENOTDIR);
+	EXPECT(tsr_fs_unlink(fs, NULL, TSR_FS_ROOT, "empty"), -EISDIR);
+	EXPECT(tsr_fs_rmdir(fs, NULL, TSR_FS_ROOT, "empty"), 0);
+	ck_assert_uint_eq(vx(fs, TSR_FS_ROOT, "tessera.dir.rsubdirs"), 4);
+
+	/* as a user: the root is root's; a directory of the user's is theirs */
+	EXPECT(tsr_fs_mkdir(fs, &user, TSR_FS_ROOT, "u", 0755, NULL), -EACCES);
+	{
+		struct tsr_fs_stat a = { .mode = 01777 };
+		EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "tmp", 0755, &sub), 0);
+		EXPECT(tsr_fs_setattr(fs, &user, sub.ino, &a, TSR_FS_SET_MODE, NULL), -EPERM);
+		EXPECT(tsr_fs_setattr(fs, NULL, sub.ino, &a, TSR_FS_SET_MODE, &st), 0);
+		ck_assert_uint_eq(st.mode & 07777, 01777);
+	}
+	EXPECT(tsr_fs_mknod(fs, &user, sub.ino, "mine", S_IFREG | 0600, 0, &st), 0);
+	ck_assert_uint_eq(st.uid, 1000);
+	{
+		struct tsr_file *f2;
+		EXPECT(tsr_fs_open(fs, &other, st.ino, O_RDONLY, &f2), -EACCES);
+	}
+	EXPECT(tsr_fs_unlink(fs, &other, sub.ino, "mine"), -EPERM); /* sticky */
+	{
+		struct tsr_fs_stat a = { .uid = 2000 };
+		EXPECT(tsr_fs_setattr(fs, &user, st.ino, &a, TSR_FS_SET_UID, NULL), -EPERM);
+		a.mtime.sec = 5;
+		EXPECT(tsr_fs_setattr(fs, &other, st.ino, &a, TSR_FS_SET_MTIME, NULL), -EPERM);
+		a.mtime.nsec = 123456789;
+		EXPECT(tsr_fs_setattr(fs, &user, st.ino, &a, TSR_FS_SET_MTIME, &lnk), 0);
+		ck_assert_int_eq(lnk.mtime.sec, 5);
+		ck_assert_uint_eq(lnk.mtime.nsec, 123456789);
+	}
+	EXPECT(tsr_fs_mknod(fs, &user, sub.ino, "dev", S_IFCHR | 0600, 0x101, NULL), -EPERM);
+	EXPECT(tsr_fs_mknod(fs, &user, sub.ino, "fifo", S_IFIFO | 0600, 0, &st), 0);
+	ck_assert(S_ISFIFO(st.mode));
+	EXPECT(tsr_fs_unlink(fs, &user, sub.ino, "mine"), 0);
+
+	/* readdir: stable cookies while entries go and come */
+	{
+		static struct names w1, w2;
+		EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "many", 0755, &sub), 0);
+		for (int i = 0; i < 600; i++) {
+			snprintf(name, sizeof(name), "e%03d", i);
+			EXPECT(tsr_fs_mknod(fs, NULL, sub.ino, name, S_IFREG | 0644, 0, NULL), 0);
+		}
+		w1.n = 0;
+		EXPECT(tsr_fs_readdir(fs, NULL, sub.ino, 0, 250, collect, &w1), 0);
+		ck_assert_int_eq(w1.n, 250);
+		/* remove what was listed, add new names: the rest of the listing
+		 * has every old name not yet listed, once */
+		for (int i = 0; i < w1.n; i++)
+			EXPECT(tsr_fs_unlink(fs, NULL, sub.ino, w1.seen[i]), 0);
+		for (int i = 0; i < 50; i++) {
+			snprintf(name, sizeof(name), "new%02d", i);
+			EXPECT(tsr_fs_mknod(fs, NULL, sub.ino, name, S_IFREG | 0644, 0, NULL), 0);
+		}
+		w2.n = 0;
+		EXPECT(tsr_fs_readdir(fs, NULL, sub.ino, w1.last, 0, collect, &w2), 0);
+		int old = 0;
+		for (int i = 0; i < w2.n; i++) {
+			for (int j = 0; j < w1.n; j++)
+				ck_assert_str_ne(w2.seen[i], w1.seen[j]);
+			for (int j = 0; j < i; j++)
+				ck_assert_str_ne(w2.seen[i], w2.seen[j]);
+			old += w2.seen[i][0] == 'e';
+		}
+		ck_assert_int_eq(old, 350);
+		ck_assert_uint_eq(vx(fs, sub.ino, "tessera.dir.rfiles"), 400);
+	}
+
+	tsr_fs_unmount(fs);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* A storm of changes from another thread while the active MDS is killed:
+ * each acknowledged change is recorded, then checked against the
+ * namespace the successor rebuilt from the journal. */
+struct storm {
+	struct tsr_fs *fs;
+	uint64_t dir;
+	volatile int stop;
+	int made, renamed, removed;   /* acknowledged */
+	int failed;
+	char why[256];
+};
+
+static void *
+storm_run(void *arg)
+{
+	struct storm *s = arg;
+	char a[32], b[32];
+
+	for (int i = 0; !s->stop && i < 100000; i++) {
+		int rc;
+		snprintf(a, sizeof(a), "f%05d", i);
+		if ((rc = tsr_fs_mknod(s->fs, NULL, s->dir, a, S_IFREG | 0644, 0, NULL)) < 0) {
+			s->failed++;
+			snprintf(s->why, sizeof(s->why), "mknod %s: %s", a, tsr_fs_why());
+			continue;
+		}
+		s->made = i + 1;
+		if (i % 3 == 1) {
+			snprintf(b, sizeof(b), "r%05d", i);
+			if (tsr_fs_rename(s->fs, NULL, s->dir, a, s->dir, b, 0) == 0)
+				s->renamed++;
+			else
+				s->failed++;
+		} else if (i % 3 == 2) {
+			if (tsr_fs_unlink(s->fs, NULL, s->dir, a) == 0)
+				s->removed++;
+			else
+				s->failed++;
+		}
+	}
+	return NULL;
+}
+
+/* The names the storm's first n creates left: f for i%3==0, r for 1,
+ * none for 2 (when that step was acknowledged). */
+static void
+check_storm(struct tsr_fs *fs, uint64_t dir, int n)
+{
+	char a[32];
+	struct tsr_fs_stat st;
+
+	for (int i = 0; i < n; i++) {
+		int rc;
+		snprintf(a, sizeof(a), "%c%05d", i % 3 == 1 ? 'r' : 'f', i);
+		rc = tsr_fs_lookup(fs, NULL, dir, a, &st);
+		if (i % 3 == 2)
+			ck_assert_msg(rc == -ENOENT, "%s is back after the failover", a);
+		else
+			ck_assert_msg(rc == 0, "%s acknowledged, then lost: %s", a, tsr_fs_why());
+	}
+}
+
+START_TEST(failover)
+{
+	struct tc_cluster c;
+	struct tsr_client *k;
+	struct tsr_fs *fs;
+	struct tsr_fs_stat d;
+	struct storm s = { 0 };
+	pthread_t t;
+	int first, second, made;
+
+	fs_cluster(&c, 2, FAST_MDS);
+	first = active_mds(&c);
+	k = client_of(&c);
+	fs = mount_of(k);
+	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "storm", 0755, &d), 0);
+	s.fs = fs;
+	s.dir = d.ino;
+	ck_assert_int_eq(pthread_create(&t, NULL, storm_run, &s), 0);
+	/* long enough to fill, write back and trim several 64 KiB segments */
+	while (s.made < 1500)
+		tc_sleep_ms(50);
+	made = s.made;
+	ck_assert_int_eq(tc_mds_signal(&c, (size_t)first, SIGKILL), SIGKILL);
+	second = await_active(&c, first, 30000);
+	ck_assert_msg(second >= 0 && second != first, "no successor within 30 s");
+	/* the storm goes on through the new MDS */
+	while (s.made < made + 300)
+		tc_sleep_ms(50);
+	s.stop = 1;
+	pthread_join(t, NULL);
+	ck_assert_msg(s.failed == 0, "%d calls failed across the failover (%s)", s.failed,
+		      s.why);
+	check_storm(fs, d.ino, s.made);
+	/* the statistics agree with what is there */
+	{
+		char buf[32];
+		ssize_t n = tsr_fs_getxattr(fs, NULL, d.ino, "tessera.dir.rfiles", buf,
+					    sizeof(buf) - 1);
+		ck_assert_int_gt(n, 0);
+		buf[n] = '\0';
+		ck_assert_int_eq(atoi(buf), s.made - s.removed);
+	}
+	tsr_fs_unmount(fs);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+START_TEST(fenced)
+{
+	struct tc_cluster c;
+	struct tsr_client *k;
+	struct tsr_fs *fs;
+	struct tsr_fs_stat d;
+	int first, second, status = 0;
+	uint64_t t0;
+
+	fs_cluster(&c, 2, FAST_MDS);
+	first = active_mds(&c);
+	k = client_of(&c);
+	fs = mount_of(k);
+	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "before", 0755, &d), 0);
+	ck_assert_int_eq(tc_mds_signal(&c, (size_t)first, SIGSTOP), 0);
+	second = await_active(&c, first, 30000);
+	ck_assert_msg(second >= 0, "no successor within 30 s");
+	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "during", 0755, NULL), 0);
+	ck_assert_int_eq(tc_mds_signal(&c, (size_t)first, SIGCONT), 0);
+	/* the old one learns it lost the rank, answers nothing, and ends */
+	t0 = tc_now_ms();
+	while (waitpid(c.mds[first].pid, &status, WNOHANG) == 0 && tc_now_ms() - t0 < 15000)
+		tc_sleep_ms(100);
+	ck_assert_msg(tc_now_ms() - t0 < 15000, "mds.m%d still runs 15 s after it was "
+		      "resumed", first);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 3, "mds.m%d ended with "
+		      "status %x, not exit 3", first, status);
+	c.mds[first].pid = 0;
+	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "after", 0755, NULL), 0);
+	EXPECT(tsr_fs_lookup(fs, NULL, TSR_FS_ROOT, "before", NULL), 0);
+	EXPECT(tsr_fs_lookup(fs, NULL, TSR_FS_ROOT, "during", NULL), 0);
+	tsr_fs_unmount(fs);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+START_TEST(restart)
+{
+	struct tc_cluster c;
+	struct tsr_client *k;
+	struct tsr_fs *fs;
+	struct tsr_fs_stat d, st;
+	struct tsr_file *f;
+	char name[32], buf[16];
+	int status = 0;
+
+	fs_cluster(&c, 1, FAST_MDS);
+	k = client_of(&c);
+	fs = mount_of(k);
+	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "keep", 0700, &d), 0);
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "k%03d", i);
+		EXPECT(tsr_fs_mkdir(fs, NULL, d.ino, name, 0755, NULL), 0);
+	}
+	EXPECT(tsr_fs_create(fs, NULL, d.ino, "data", 0600, O_WRONLY, &f, NULL), 0);
+	EXPECT(tsr_fs_write(f, "persistent", 10, 0), 10);
+	EXPECT(tsr_fs_close(f), 0);
+	tsr_fs_unmount(fs);
+	/* a clean stop (SIGTERM: exit 0), then a new start from the pool */
+	status = tc_mds_signal(&c, 0, SIGTERM);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %x", status);
+	ck_assert_int_eq(tc_mds_start(&c, 0), 0);
+	ck_assert_msg(await_active(&c, -1, 30000) >= 0, "not active again within 30 s");
+	fs = mount_of(k);
+	EXPECT(tsr_fs_walk(fs, NULL, "/keep/k199", 0, &st), 0);
+	EXPECT(tsr_fs_walk(fs, NULL, "/keep/data", 0, &st), 0);
+	ck_assert_uint_eq(st.size, 10);
+	EXPECT(tsr_fs_open(fs, NULL, st.ino, O_RDONLY, &f), 0);
+	EXPECT(tsr_fs_read(f, buf, sizeof(buf), 0), 10);
+	ck_assert_int_eq(memcmp(buf, "persistent", 10), 0);
+	tsr_fs_close(f);
+	ck_assert_uint_eq(vx(fs, d.ino, "tessera.dir.rsubdirs"), 200);
+	ck_assert_uint_eq(vx(fs, TSR_FS_ROOT, "tessera.dir.rfiles"), 1);
+	{
+		char *out = NULL;
+		ck_assert_int_eq(tc_mds_asok(&c, 0, "mds status", &out), 0);
+		assert_says(out, "\"active\": true");
+		free(out);
+	}
+	tsr_fs_unmount(fs);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+int
+main(void)
+{
+	const struct tc_case cases[] = {
+		{ "namespace", namespace, NULL },
+		{ "failover", failover, NULL },
+		{ "fenced", fenced, NULL },
+		{ "restart", restart, NULL },
+	};
+
+	return tc_check_main("fs", cases, TC_NCASES(cases));
+}
