@@ -19,6 +19,7 @@ PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
 	libconfig-dev libzstd-dev libsodium-dev libleveldb-dev check libfuse3-dev fuse3
 	valgrind procps clang libclang-rt-14-dev
+	git sqlite3 rsync
 )
 
 # each step with the time since this script started, so the suite's
@@ -188,10 +189,20 @@ EOF
 		$t mds stat --conf "$conf" --timeout 5 2>/dev/null | grep -q 'rank 0: active' && break
 		sleep 0.1
 	done
+	# the file system, mounted through FUSE
+	mkdir -p "$DEV/mnt"
+	if grep -q " $DEV/mnt fuse.tessera " /proc/mounts; then
+		echo "mount: already at $DEV/mnt"
+	else
+		# returns once mounted, or fails saying why
+		build/tools/tessera-fuse/tessera-fuse "$DEV/mnt" -o "conf=$conf"
+		echo "mount: $DEV/mnt"
+	fi
 	log "tessera status"
 	$t status --conf "$conf" --timeout 20
 	cat <<EOF
 
+The file system is mounted at $DEV/mnt (cd into it).
 Three monitors run on 127.0.0.1:${MON_PORTS[0]}-${MON_PORTS[2]}, $NOSDS OSDs (file backend)
 and two MDSs (one active, one standing by) on 127.0.0.1, their stores and
 logs in $DEV, the keys in $DEV/keys; the pools "data" (64 PGs) and
@@ -207,13 +218,17 @@ logs in $DEV, the keys in $DEV/keys; the pools "data" (64 PGs) and
   build/tools/tessera/tessera fs mkdir -p /projects/a
   build/tools/tessera/tessera fs put /etc/hostname /projects/a/hostname
   build/tools/tessera/tessera fs ls /projects/a
-Stop them with ./dev.sh down.  The file system is reachable through
-tessera fs and the file client library (doc/client.md).
+Stop them, and unmount, with ./dev.sh down.  Programs reach the file
+system without a mount through the file client library (doc/client.md).
 EOF
 }
 
 cmd_down() {
 	local d pid pids=() i alive
+	if grep -q " $DEV/mnt fuse.tessera " /proc/mounts 2>/dev/null; then
+		fusermount3 -u "$DEV/mnt" 2>/dev/null || fusermount3 -u -z "$DEV/mnt"
+		echo "unmounted $DEV/mnt"
+	fi
 	for d in mds-a mds-b $(seq -f "osd-%g" 0 $((NOSDS - 1))) mon-a mon-b mon-c; do
 		pid=$(cat "$DEV/run/$d.pid" 2>/dev/null || true)
 		# only a daemon of ours: a stale pid file may name another process

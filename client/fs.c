@@ -485,7 +485,7 @@ parent_of(struct tsr_fs *fs, uint64_t ino)
 }
 
 static void overlay(struct tsr_fs *fs, struct tsr_fs_stat *st);
-static void open_files_sized(struct tsr_fs *fs, uint64_t ino, uint64_t size);
+static void open_files_set(struct tsr_fs *fs, uint64_t ino, unsigned mask, uint64_t size);
 
 /* One request whose answer is an inode (in[0]) or nothing. */
 static int
@@ -579,8 +579,9 @@ tsr_fs_setattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		}
 		tsr_inode_free(&in);
 	}
-	if ((rc = simple(fs, &r, out, NULL)) == 0 && (mask & TSR_FS_SET_SIZE))
-		open_files_sized(fs, ino, a->size);
+	if ((rc = simple(fs, &r, out, NULL)) == 0 &&
+	    (mask & (TSR_FS_SET_SIZE | TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW)))
+		open_files_set(fs, ino, mask, a->size);
 	return rc;
 }
 
@@ -849,7 +850,8 @@ struct tsr_file {
 	struct tsr_layout layout;
 	uint64_t size;               /* as this handle knows it */
 	struct tsr_ftime mtime;      /* of its last write */
-	int dirty;                   /* size and mtime to tell the MDS */
+	int dirty;                   /* size (and mtime) to tell the MDS */
+	int send_mtime;              /* mtime too: no utimes since the write */
 };
 
 /* Object operations of one call, at most IO_INFLIGHT at once. */
@@ -1030,23 +1032,29 @@ overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 				st->size = f->size;
 				st->blocks = (st->size + 511) / 512;
 			}
-			st->mtime.sec = f->mtime.sec;
-			st->mtime.nsec = f->mtime.nsec;
+			if (f->send_mtime) {
+				st->mtime.sec = f->mtime.sec;
+				st->mtime.nsec = f->mtime.nsec;
+			}
 		}
 		pthread_mutex_unlock(&f->lock);
 	}
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* The file was cut (or grown) to size by this client: its open files
- * know, so a later close does not grow it back. */
+/* This client set the file's size or mtime: its open files know, so a
+ * later close neither grows the file back nor undoes the mtime (tar sets
+ * a file's times after writing it, before it closes it). */
 static void
-open_files_sized(struct tsr_fs *fs, uint64_t ino, uint64_t size)
+open_files_set(struct tsr_fs *fs, uint64_t ino, unsigned mask, uint64_t size)
 {
 	pthread_mutex_lock(&fs->lock);
 	for (struct tsr_file *f = tsr_u64map_get(&fs->open, ino); f; f = f->next_open) {
 		pthread_mutex_lock(&f->lock);
-		f->size = size;
+		if (mask & TSR_FS_SET_SIZE)
+			f->size = size;
+		if (mask & (TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW))
+			f->send_mtime = 0;
 		pthread_mutex_unlock(&f->lock);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -1204,6 +1212,7 @@ tsr_fs_write(struct tsr_file *f, const void *buf, size_t len, uint64_t off)
 	if (off + len > f->size)
 		f->size = off + len;
 	f->dirty = 1;
+	f->send_mtime = 1;
 	f->gen++;
 	pthread_mutex_unlock(&f->lock);
 	return (ssize_t)len;
@@ -1224,7 +1233,8 @@ flush_attrs(struct tsr_file *f)
 		pthread_mutex_unlock(&f->lock);
 		return 0;
 	}
-	r.sa.mask = TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW | TSR_SETATTR_MTIME;
+	r.sa.mask = TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW |
+		    (f->send_mtime ? TSR_SETATTR_MTIME : 0);
 	r.sa.size = f->size;
 	r.sa.mtime = f->mtime;
 	gen = f->gen;

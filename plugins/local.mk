@@ -79,3 +79,12 @@ plugins_backend_blockdev_blockdev_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_backend_blockdev_blockdev_la_CPPFLAGS = $(OSTORE_CPPFLAGS)
 plugins_backend_blockdev_blockdev_la_LIBADD = plugins/ostore/libostore.la \
 	core/libtessera-core.la $(ZSTD_LIBS) $(PTHREAD_LIBS)
+
+# The FUSE mount (tessera/mount.h), loaded by tessera-fuse: libfuse3's
+# low-level API over the file client table the program hands it.
+plugins_LTLIBRARIES += plugins/mount-fuse/fuse.la
+plugins_mount_fuse_fuse_la_SOURCES = plugins/mount-fuse/fuse.c
+plugins_mount_fuse_fuse_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/client/include
+plugins_mount_fuse_fuse_la_CFLAGS = $(AM_CFLAGS) $(FUSE3_CFLAGS)
+plugins_mount_fuse_fuse_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_mount_fuse_fuse_la_LIBADD = $(FUSE3_LIBS) $(PTHREAD_LIBS)

@@ -292,7 +292,8 @@ AM_TESTS_ENVIRONMENT = \
 	OSDSWARM='$(abs_top_builddir)/tests/daemon/tsr-osdswarm'; \
 	TESTMDS='$(abs_top_builddir)/tests/daemon/tsr-testmds'; \
 	TESSERA_MDS='$(abs_top_builddir)/daemons/mds/tessera-mds'; \
-	export TESSERA_MON TESSERA_OSD TESTOSD OSDSWARM TESTMDS TESSERA_MDS TESSERA TESTD TEST_PLUGIN_DIR ALT_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
+	TESSERA_FUSE='$(abs_top_builddir)/tools/tessera-fuse/tessera-fuse'; \
+	export TESSERA_MON TESSERA_OSD TESTOSD OSDSWARM TESTMDS TESSERA_MDS TESSERA_FUSE TESSERA TESTD TEST_PLUGIN_DIR ALT_PLUGIN_DIR LIBTOOL SANITIZERS TOP_SRCDIR PLUGIN_DIR \
 		PLACEMENT_PLUGINS BACKEND_FILE_PLUGIN BACKEND_BLOCKDEV_PLUGIN \
 		BACKEND_PLUGINS BACKEND_OPTIONS_file \
 		BACKEND_OPTIONS_blockdev;
@@ -428,6 +429,14 @@ tests_integration_test_mon_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/tests
 tests_integration_test_mon_LDADD = $(CHECK_LDADD_ALL)
 
 # The OSD daemon end to end, on the cluster harness.
+# The FUSE mount end to end: tessera-fuse and programs on the mount.
+check_PROGRAMS += tests/integration/test_fuse
+TESTS += tests/integration/test_fuse
+tests_integration_test_fuse_SOURCES = tests/integration/test_fuse.c \
+	tests/cluster/cluster.c tests/cluster/cluster.h tests/cluster/tc_check.h
+tests_integration_test_fuse_CFLAGS = $(CHECK_CFLAGS_ALL) -I$(top_srcdir)/tests
+tests_integration_test_fuse_LDADD = $(CHECK_LDADD_ALL)
+
 # The file system end to end: MDS daemons and the file client.
 check_PROGRAMS += tests/integration/test_fs
 TESTS += tests/integration/test_fs

@@ -46,3 +46,18 @@ daemons_mds_tessera_mds_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client/include
 daemons_mds_tessera_mds_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 daemons_mds_tessera_mds_LDADD = client/libtsrclient.la core/libtsrcore.la $(PTHREAD_LIBS) -lm
 
+# The FUSE mount: tessera-fuse, and mount.fuse.tessera (a link to it) for
+# mount(8) and /etc/fstab (`mount -t fuse.tessera none DIR -o conf=...`;
+# mount(8) finds helpers in /sbin: doc/operations.md says how when the
+# prefix is another).
+bin_PROGRAMS += tools/tessera-fuse/tessera-fuse
+tools_tessera_fuse_tessera_fuse_SOURCES = tools/tessera-fuse/main.c
+tools_tessera_fuse_tessera_fuse_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
+tools_tessera_fuse_tessera_fuse_LDADD = client/libtsrclient.la core/libtsrcore.la $(PTHREAD_LIBS)
+
+install-exec-hook:
+	$(MKDIR_P) $(DESTDIR)$(sbindir)
+	cd $(DESTDIR)$(sbindir) && rm -f mount.fuse.tessera && \
+		$(LN_S) $(bindir)/tessera-fuse mount.fuse.tessera
+uninstall-hook:
+	rm -f $(DESTDIR)$(sbindir)/mount.fuse.tessera

@@ -455,8 +455,10 @@ do_setattr(struct req *q)
 		copy.mtime = q->now;
 	else if (mask & TSR_SETATTR_MTIME)
 		copy.mtime = r->sa.mtime;
-	if ((mask & TSR_SETATTR_SIZE) && !(mask & (TSR_SETATTR_MTIME | TSR_SETATTR_MTIME_NOW))
-	    && copy.size != l.in->size)
+	/* a truncate changes mtime; a client's report of the size its writes
+	 * reached does not (it sends their mtime, unless times were set since) */
+	if ((mask & TSR_SETATTR_SIZE) && !(mask & TSR_SETATTR_SIZE_GROW) &&
+	    !(mask & (TSR_SETATTR_MTIME | TSR_SETATTR_MTIME_NOW)) && copy.size != l.in->size)
 		copy.mtime = q->now;
 	copy.ctime = q->now;
 	copy.change++;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -144,6 +145,21 @@ tc_root_init(void)
 void
 tc_root_remove(void)
 {
+	/* a mount a failed test left (FUSE) goes first, lazily: removing
+	 * its directory would otherwise walk into the file system */
+	FILE *mf = root[0] ? fopen("/proc/self/mounts", "r") : NULL;
+	char line[1024];
+
+	while (mf && fgets(line, sizeof(line), mf)) {
+		char *dir = strchr(line, ' '), *end;
+		if (dir && (end = strchr(dir + 1, ' ')) != NULL) {
+			*end = '\0';
+			if (strncmp(dir + 1, root, strlen(root)) == 0)
+				umount2(dir + 1, MNT_DETACH);
+		}
+	}
+	if (mf)
+		fclose(mf);
 	if (root[0] && getenv("TC_KEEP") == NULL)
 		nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	root[0] = '\0';
@@ -391,6 +407,77 @@ tc_await_osd_up(struct tc_cluster *c, int id, int up, int timeout_ms)
 		tc_sleep_ms(100);
 	} while (tc_now_ms() - t0 < (uint64_t)timeout_ms);
 	return -1;
+}
+
+int
+tc_mds_active(struct tc_cluster *c)
+{
+	static const char tag[] = "rank 0: active, mds.m";
+	char *out = NULL;
+	const char *p;
+	int who = -1;
+
+	if (tc_cli(c, &out, "mds stat --timeout 5") == 0 && out &&
+	    (p = strstr(out, tag)) != NULL)
+		who = atoi(p + strlen(tag));
+	free(out);
+	return who;
+}
+
+int
+tc_await_mds_active(struct tc_cluster *c, int not, int timeout_ms)
+{
+	uint64_t t0 = tc_now_ms();
+	int who;
+
+	do {
+		if ((who = tc_mds_active(c)) >= 0 && who != not)
+			return who;
+		tc_sleep_ms(100);
+	} while (tc_now_ms() - t0 < (uint64_t)timeout_ms);
+	return -1;
+}
+
+int
+tc_fs_start(struct tc_cluster *c, int nmds)
+{
+	char *out = NULL;
+
+	c->real_osds = 1;
+	c->real_mds = 1;
+	if (tc_fsid_new(c) < 0 || tc_start_all(c) < 0 || tc_wait_leader(c, 15000) < 0) {
+		fprintf(stderr, "tc_fs_start: no monitor leader\n");
+		return -1;
+	}
+	for (int i = 0; i < 4; i++) {
+		if (tc_cli(c, NULL, "osd add %d --host h%d", i, i) != 0 ||
+		    tc_osd_mkfs(c, (size_t)i, NULL, &out) != 0 ||
+		    tc_osd_start(c, (size_t)i) < 0) {
+			fprintf(stderr, "tc_fs_start: osd.%d: %s\n", i, out ? out : "");
+			free(out);
+			return -1;
+		}
+		free(out);
+		out = NULL;
+	}
+	for (int i = 0; i < 4; i++)
+		if (tc_await_osd_up(c, i, 1, 15000) < 0) {
+			fprintf(stderr, "tc_fs_start: osd.%d never came up\n", i);
+			return -1;
+		}
+	if (tc_cli(c, NULL, "pool create data 32 --size 3") != 0 ||
+	    tc_cli(c, NULL, "pool create metadata 16 --size 3") != 0) {
+		fprintf(stderr, "tc_fs_start: cannot make the pools\n");
+		return -1;
+	}
+	for (int i = 0; i < nmds; i++)
+		if (tc_mds_start(c, (size_t)i) < 0)
+			return -1;
+	if (tc_await_mds_active(c, -1, 30000) < 0) {
+		fprintf(stderr, "tc_fs_start: no active MDS after 30 s\n");
+		return -1;
+	}
+	return 0;
 }
 
 int

@@ -116,6 +116,15 @@ int tc_osd_asok(struct tc_cluster *c, size_t i, const char *cmd, char **out);
 /* MDSs: mds i (named "m<i>") runs $TESTMDS (beacons, follows the MDS map,
  * takes ranks; the MDS daemon when it exists). */
 int tc_mds_start(struct tc_cluster *c, size_t i);
+/* A file system on c (made with tc_create): a cluster id, the monitors,
+ * four real OSDs on hosts h0..h3, pools data (32 PGs) and metadata (16),
+ * three copies each, and nmds real MDSs; 0 once rank 0 is active, -1
+ * (after a message on stderr) otherwise. */
+int tc_fs_start(struct tc_cluster *c, int nmds);
+/* The MDS index holding rank 0 as active (`mds stat`), or -1; wait for
+ * one other than `not` (-1: any) for at most timeout_ms. */
+int tc_mds_active(struct tc_cluster *c);
+int tc_await_mds_active(struct tc_cluster *c, int not, int timeout_ms);
 /* osd.id's "up" as `osd tree` says (-1: the monitors do not say); wait
  * until it is up (0), or -1 after timeout_ms. */
 int tc_osd_up(struct tc_cluster *c, int id);

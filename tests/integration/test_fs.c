@@ -46,61 +46,12 @@ assert_says(const char *out, const char *what)
 		      out ? out : "(nothing)");
 }
 
-/* The MDS holding rank 0 as active, per `mds stat` ("m0"), or -1. */
-static int
-active_mds(struct tc_cluster *c)
-{
-	char *out = NULL;
-	const char *p;
-	int who = -1;
-
-	if (tc_cli(c, &out, "mds stat --timeout 5") == 0 && out &&
-	    (p = strstr(out, "rank 0: active, mds.m")) != NULL)
-		who = atoi(p + strlen("rank 0: active, mds.m"));
-	free(out);
-	return who;
-}
-
-static int
-await_active(struct tc_cluster *c, int not, int timeout_ms)
-{
-	uint64_t t0 = tc_now_ms();
-	int who;
-
-	do {
-		if ((who = active_mds(c)) >= 0 && who != not)
-			return who;
-		tc_sleep_ms(100);
-	} while (tc_now_ms() - t0 < (uint64_t)timeout_ms);
-	return -1;
-}
-
-/* One monitor, four OSDs, pools data and metadata (3 copies), nmds MDSs;
- * returns once rank 0 is active. */
+/* One monitor, four OSDs, the pools, nmds MDSs; rank 0 active. */
 static void
 fs_cluster(struct tc_cluster *c, int nmds, const char *extra)
 {
-	char *out = NULL;
-
 	ck_assert_int_eq(tc_create(c, 1, extra), 0);
-	c->real_osds = 1;
-	c->real_mds = 1;
-	ck_assert_int_eq(tc_fsid_new(c), 0);
-	ck_assert_int_eq(tc_start_all(c), 0);
-	ck_assert_int_ge(tc_wait_leader(c, 15000), 0);
-	for (int i = 0; i < 4; i++) {
-		ck_assert_int_eq(tc_cli(c, NULL, "osd add %d --host h%d", i, i), 0);
-		ck_assert_int_eq(tc_osd_mkfs(c, (size_t)i, NULL, &out), 0);
-		free(out);
-		ck_assert_int_eq(tc_osd_start(c, (size_t)i), 0);
-	}
-	for (int i = 0; i < 4; i++)
-		ck_assert_msg(tc_await_osd_up(c, i, 1, 15000) == 0, "osd.%d never came up", i);
-	ck_assert_int_eq(tc_cli(c, NULL, "pool create data 32 --size 3"), 0);
-	ck_assert_int_eq(tc_cli(c, NULL, "pool create metadata 16 --size 3"), 0);
-	for (int i = 0; i < nmds; i++)
-		ck_assert_int_eq(tc_mds_start(c, (size_t)i), 0);
-	ck_assert_msg(await_active(c, -1, 30000) >= 0, "no active MDS after 30 s");
+	ck_assert_msg(tc_fs_start(c, nmds) == 0, "the file system did not start");
 }
 
 static struct tsr_client *
@@ -461,7 +412,7 @@ START_TEST(failover)
 	int first, second, made;
 
 	fs_cluster(&c, 2, FAST_MDS);
-	first = active_mds(&c);
+	first = tc_mds_active(&c);
 	k = client_of(&c);
 	fs = mount_of(k);
 	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "storm", 0755, &d), 0);
@@ -473,7 +424,7 @@ START_TEST(failover)
 		tc_sleep_ms(50);
 	made = s.made;
 	ck_assert_int_eq(tc_mds_signal(&c, (size_t)first, SIGKILL), SIGKILL);
-	second = await_active(&c, first, 30000);
+	second = tc_await_mds_active(&c, first, 30000);
 	ck_assert_msg(second >= 0 && second != first, "no successor within 30 s");
 	/* the storm goes on through the new MDS */
 	while (s.made < made + 300)
@@ -508,12 +459,12 @@ START_TEST(fenced)
 	uint64_t t0;
 
 	fs_cluster(&c, 2, FAST_MDS);
-	first = active_mds(&c);
+	first = tc_mds_active(&c);
 	k = client_of(&c);
 	fs = mount_of(k);
 	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "before", 0755, &d), 0);
 	ck_assert_int_eq(tc_mds_signal(&c, (size_t)first, SIGSTOP), 0);
-	second = await_active(&c, first, 30000);
+	second = tc_await_mds_active(&c, first, 30000);
 	ck_assert_msg(second >= 0, "no successor within 30 s");
 	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "during", 0755, NULL), 0);
 	ck_assert_int_eq(tc_mds_signal(&c, (size_t)first, SIGCONT), 0);
@@ -561,7 +512,7 @@ START_TEST(restart)
 	status = tc_mds_signal(&c, 0, SIGTERM);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %x", status);
 	ck_assert_int_eq(tc_mds_start(&c, 0), 0);
-	ck_assert_msg(await_active(&c, -1, 30000) >= 0, "not active again within 30 s");
+	ck_assert_msg(tc_await_mds_active(&c, -1, 30000) >= 0, "not active again within 30 s");
 	fs = mount_of(k);
 	EXPECT(tsr_fs_walk(fs, NULL, "/keep/k199", 0, &st), 0);
 	EXPECT(tsr_fs_walk(fs, NULL, "/keep/data", 0, &st), 0);

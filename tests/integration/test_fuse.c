@@ -1,0 +1,596 @@
+/* test_fuse.c — the FUSE mount end to end: real monitors, OSDs and MDSs on
+ * loopback, tessera-fuse mounting the file system on directories of the
+ * test's own, and programs using it through the kernel.
+ *
+ *   posix      one case per system call and errno, times, permissions and
+ *              ownership for a user who is not root (a child that drops to
+ *              uid 1000), sticky and setgid directories, xattrs, the
+ *              virtual ones, symlinks, hard links, FIFOs, large sparse
+ *              files, O_APPEND, O_EXCL, O_TRUNC
+ *   workloads  a source tree copied and compared, a C project built with
+ *              make, SQLite with its integrity check, git commits and
+ *              fsck, a tar round trip keeping modes, times and links
+ *   coherence  two mounts: what one writes and closes the other reads; a
+ *              stat after the other's write shows its size and mtime
+ *   failover   the active MDS SIGKILLed while a child creates and renames
+ *              through the mount: it goes on, and every change is there
+ *
+ * Each case unmounts (fusermount3 -u) and stops its daemons, failing or
+ * not.  Without /dev/fuse the cases are skipped.
+ */
+#include "cluster/cluster.h"
+#include "cluster/tc_check.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FAST_MDS                                                               \
+	"backend_options = \"journal_size=8M\"; osd_beacon_interval = \"300ms\"; " \
+	"mds_beacon_interval = \"200ms\"; mon_mds_beacon_grace = \"2s\"; "     \
+	"mds_writeback_interval = \"200ms\";"
+
+struct mnt {
+	char dir[300];
+	pid_t pid;
+};
+
+static int
+is_mounted(const char *dir)
+{
+	FILE *f = fopen("/proc/self/mounts", "r");
+	char line[1024];
+	int yes = 0;
+
+	if (f == NULL)
+		return 0;
+	while (!yes && fgets(line, sizeof(line), f)) {
+		char *sp = strchr(line, ' ');
+		if (sp && strncmp(sp + 1, dir, strlen(dir)) == 0 &&
+		    sp[1 + strlen(dir)] == ' ' && strstr(line, "fuse.tessera"))
+			yes = 1;
+	}
+	fclose(f);
+	return yes;
+}
+
+/* tessera-fuse in the foreground on c->dir/name, with extra -o options. */
+static void
+mount_fs(struct tc_cluster *c, struct mnt *m, const char *name, const char *opts)
+{
+	const char *prog = getenv("TESSERA_FUSE");
+	char o[1024], errpath[400];
+	uint64_t t0;
+
+	ck_assert_ptr_nonnull(prog);
+	snprintf(m->dir, sizeof(m->dir), "%s/%s", c->dir, name);
+	ck_assert_int_eq(mkdir(m->dir, 0755), 0);
+	snprintf(o, sizeof(o), "conf=%s%s%s", c->conf, opts ? "," : "", opts ? opts : "");
+	snprintf(errpath, sizeof(errpath), "%s/log/fuse-%s.stderr", c->dir, name);
+	m->pid = fork();
+	ck_assert_int_ge(m->pid, 0);
+	if (m->pid == 0) {
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		/* it unmounts when the test that started it dies */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (fd >= 0)
+			dup2(fd, 2);
+		execl(prog, prog, m->dir, "-f", "-o", o, (char *)NULL);
+		_exit(127);
+	}
+	t0 = tc_now_ms();
+	while (!is_mounted(m->dir) && tc_now_ms() - t0 < 30000) {
+		int st;
+		ck_assert_msg(waitpid(m->pid, &st, WNOHANG) == 0, "tessera-fuse ended (%x): "
+			      "see %s", st, errpath);
+		tc_sleep_ms(50);
+	}
+	ck_assert_msg(is_mounted(m->dir), "%s not mounted after 30 s", m->dir);
+}
+
+static void
+umount_fs(struct mnt *m)
+{
+	int st = 0;
+	uint64_t t0 = tc_now_ms();
+	pid_t um;
+
+	if (m->pid <= 0)
+		return;
+	/* lazily: a test that failed may leave a file open */
+	if ((um = fork()) == 0) {
+		execlp("fusermount3", "fusermount3", "-u", "-z", m->dir, (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(m->pid, &st, WNOHANG) == 0 && tc_now_ms() - t0 < 15000)
+		tc_sleep_ms(50);
+	if (tc_now_ms() - t0 >= 15000) {
+		kill(m->pid, SIGKILL);
+		waitpid(m->pid, &st, 0);
+	}
+	if (um > 0)
+		waitpid(um, NULL, 0);
+	m->pid = 0;
+}
+
+static char *
+path(const struct mnt *m, const char *rel)
+{
+	static char p[4][600];
+	static int k;
+
+	k = (k + 1) % 4;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", m->dir, rel);
+	return p[k];
+}
+
+/* call must fail with errno e. */
+#define FAILS(call, e)                                                          \
+	do {                                                                   \
+		errno = 0;                                                     \
+		long r_ = (long)(call);                                        \
+		ck_assert_msg(r_ == -1 && errno == (e), "%s: %ld, errno %d (%s), not %s", \
+			      #call, r_, errno, strerror(errno), strerror(e)); \
+	} while (0)
+#define WORKS(call)                                                             \
+	do {                                                                   \
+		errno = 0;                                                     \
+		long r_ = (long)(call);                                        \
+		ck_assert_msg(r_ >= 0, "%s: %ld (%s)", #call, r_, strerror(errno)); \
+	} while (0)
+
+static int
+fuse_usable(void)
+{
+	return access("/dev/fuse", R_OK | W_OK) == 0;
+}
+
+/* As uid/gid 1000 in a child: run fn, which returns an exit code (0 ok). */
+static int
+as_user(int (*fn)(const struct mnt *), const struct mnt *m)
+{
+	pid_t pid = fork();
+	int st = 0;
+
+	if (pid == 0) {
+		gid_t g = 1000;
+		if (setgroups(1, &g) < 0 || setgid(1000) < 0 || setuid(1000) < 0)
+			_exit(100);
+		_exit(fn(m));
+	}
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 200;
+}
+
+/* Step n failed: say how, and return n. */
+static int
+step(int n, const char *what)
+{
+	fprintf(stderr, "as uid 1000, step %d (%s): errno %d (%s)\n", n, what, errno,
+		strerror(errno));
+	return n;
+}
+
+static int
+user_checks(const struct mnt *m)
+{
+	int fd;
+
+	/* the root of the mount is root's 0755 */
+	if (mkdir(path(m, "u"), 0755) == 0 || errno != EACCES)
+		return step(1, "see the test");
+	/* a sticky 1777 directory: make, but not remove root's file */
+	if ((fd = open(path(m, "tmp/mine"), O_CREAT | O_WRONLY | O_EXCL, 0600)) < 0)
+		return step(2, "see the test");
+	close(fd);
+	if (unlink(path(m, "tmp/roots")) == 0 || errno != EPERM)
+		return step(3, "see the test");
+	if (rename(path(m, "tmp/roots"), path(m, "tmp/x")) == 0 || errno != EPERM)
+		return step(4, "see the test");
+	/* root's 0600 file: neither read nor chmod */
+	if (open(path(m, "tmp/roots"), O_RDONLY) >= 0 || errno != EACCES)
+		return step(5, "see the test");
+	if (chmod(path(m, "tmp/roots"), 0777) == 0 || errno != EPERM)
+		return step(6, "see the test");
+	if (chown(path(m, "tmp/mine"), 0, 0) == 0 || errno != EPERM)
+		return step(7, "see the test");
+	/* times: only the owner sets them, anyone with write sets "now" */
+	struct timespec ts[2] = { { 5, 0 }, { 5, 0 } };
+	if (utimensat(AT_FDCWD, path(m, "tmp/roots"), ts, 0) == 0 || errno != EPERM)
+		return step(8, "see the test");
+	if (utimensat(AT_FDCWD, path(m, "tmp/mine"), ts, 0) < 0)
+		return step(9, "see the test");
+	/* a setgid directory of group 4242: new entries take its group */
+	if ((fd = open(path(m, "sgid/f"), O_CREAT | O_WRONLY, 0644)) < 0)
+		return step(10, "see the test");
+	close(fd);
+	struct stat st;
+	if (stat(path(m, "sgid/f"), &st) < 0 || st.st_gid != 4242 || st.st_uid != 1000)
+		return step(11, "see the test");
+	if (unlink(path(m, "tmp/mine")) < 0)
+		return step(12, "see the test");
+	/* trusted xattrs are root's */
+	if (setxattr(path(m, "sgid/f"), "trusted.x", "1", 1, 0) == 0 || errno != EPERM)
+		return step(13, "see the test");
+	return 0;
+}
+
+START_TEST(posix)
+{
+	struct tc_cluster c;
+	struct mnt m = { 0 };
+	struct stat st, st2;
+	char buf[8192];
+	int fd;
+
+	if (!fuse_usable()) {
+		fprintf(stderr, "posix: no /dev/fuse here: skipped\n");
+		return;
+	}
+	ck_assert_int_eq(tc_create(&c, 1, FAST_MDS), 0);
+	ck_assert_msg(tc_fs_start(&c, 1) == 0, "the file system did not start");
+	mount_fs(&c, &m, "mnt", "attr_timeout=0,entry_timeout=0");
+
+	/* mkdir, rmdir */
+	WORKS(mkdir(path(&m, "d"), 0755));
+	FAILS(mkdir(path(&m, "d"), 0755), EEXIST);
+	FAILS(mkdir(path(&m, "nope/x"), 0755), ENOENT);
+	WORKS(mkdir(path(&m, "d/e"), 0755));
+	FAILS(rmdir(path(&m, "d")), ENOTEMPTY);
+	FAILS(rename(path(&m, "d"), path(&m, "d/e/f")), EINVAL);
+	{
+		char long_name[700];
+		size_t n = (size_t)snprintf(long_name, sizeof(long_name), "%s/", m.dir);
+		memset(long_name + n, 'n', 256);
+		long_name[n + 256] = '\0';
+		FAILS(mkdir(long_name, 0755), ENAMETOOLONG);
+	}
+	/* files: O_EXCL, O_TRUNC, O_APPEND, ENOTDIR, EISDIR */
+	WORKS(fd = open(path(&m, "d/f"), O_CREAT | O_EXCL | O_WRONLY, 0644));
+	WORKS(write(fd, "hello", 5));
+	WORKS(close(fd));
+	FAILS(open(path(&m, "d/f"), O_CREAT | O_EXCL | O_WRONLY, 0644), EEXIST);
+	FAILS(mkdir(path(&m, "d/f/x"), 0755), ENOTDIR);
+	FAILS(open(path(&m, "d"), O_WRONLY), EISDIR);
+	FAILS(unlink(path(&m, "d/e")), EISDIR);
+	FAILS(rmdir(path(&m, "d/f")), ENOTDIR);
+	WORKS(fd = open(path(&m, "d/f"), O_WRONLY | O_APPEND));
+	WORKS(write(fd, " world", 6));
+	WORKS(close(fd));
+	WORKS(fd = open(path(&m, "d/f"), O_RDONLY));
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 11);
+	ck_assert_int_eq(memcmp(buf, "hello world", 11), 0);
+	WORKS(close(fd));
+	WORKS(fd = open(path(&m, "d/f"), O_WRONLY | O_TRUNC));
+	WORKS(fstat(fd, &st));
+	ck_assert_int_eq(st.st_size, 0);
+	WORKS(close(fd));
+	/* a sparse file past 4 GiB */
+	WORKS(fd = open(path(&m, "big"), O_CREAT | O_RDWR, 0644));
+	ck_assert_int_eq(pwrite(fd, "end", 3, (5ll << 30)), 3);
+	WORKS(fstat(fd, &st));
+	ck_assert_int_eq(st.st_size, (5ll << 30) + 3);
+	ck_assert_int_eq(pread(fd, buf, 100, 3ll << 30), 100);
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(buf[i], 0);
+	ck_assert_int_eq(pread(fd, buf, 10, 5ll << 30), 3);
+	ck_assert_int_eq(memcmp(buf, "end", 3), 0);
+	WORKS(ftruncate(fd, 1000));
+	WORKS(fstat(fd, &st));
+	ck_assert_int_eq(st.st_size, 1000);
+	WORKS(close(fd));
+	/* times: mtime moves with a write, ctime with chmod; ns kept */
+	{
+		struct timespec ts[2] = { { 1000000000, 123456789 }, { 1000000001, 987654321 } };
+		WORKS(utimensat(AT_FDCWD, path(&m, "big"), ts, 0));
+		WORKS(stat(path(&m, "big"), &st));
+		ck_assert_int_eq(st.st_atim.tv_sec, 1000000000);
+		ck_assert_int_eq(st.st_atim.tv_nsec, 123456789);
+		ck_assert_int_eq(st.st_mtim.tv_nsec, 987654321);
+		WORKS(chmod(path(&m, "big"), 0600));
+		WORKS(stat(path(&m, "big"), &st2));
+		ck_assert_int_ge(st2.st_ctim.tv_sec, st.st_ctim.tv_sec);
+		ck_assert_int_eq(st2.st_mode & 07777, 0600);
+		ck_assert_int_eq(st2.st_mtim.tv_sec, 1000000001); /* chmod leaves it */
+		WORKS(fd = open(path(&m, "big"), O_WRONLY));
+		WORKS(write(fd, "x", 1));
+		WORKS(close(fd));
+		WORKS(stat(path(&m, "big"), &st2));
+		ck_assert_int_gt(st2.st_mtim.tv_sec, 1000000001);
+	}
+	/* symlinks, hard links, FIFOs */
+	WORKS(symlink("d/f", path(&m, "l")));
+	ck_assert_int_eq(readlink(path(&m, "l"), buf, sizeof(buf)), 3);
+	WORKS(symlink("loop", path(&m, "loop")));
+	FAILS(open(path(&m, "loop"), O_RDONLY), ELOOP);
+	WORKS(link(path(&m, "d/f"), path(&m, "hard")));
+	WORKS(stat(path(&m, "d/f"), &st));
+	ck_assert_int_eq(st.st_nlink, 2);
+	FAILS(link(path(&m, "d"), path(&m, "dl")), EPERM);
+	WORKS(mkfifo(path(&m, "fifo"), 0644));
+	WORKS(lstat(path(&m, "fifo"), &st));
+	ck_assert(S_ISFIFO(st.st_mode));
+	/* rename: replacing, across directories */
+	WORKS(rename(path(&m, "hard"), path(&m, "d/e/moved")));
+	/* two links of one file: rename does nothing (POSIX) */
+	WORKS(rename(path(&m, "d/e/moved"), path(&m, "d/f")));
+	WORKS(stat(path(&m, "d/e/moved"), &st));
+	ck_assert_int_eq(st.st_nlink, 2);
+	WORKS(unlink(path(&m, "d/e/moved")));
+	WORKS(stat(path(&m, "d/f"), &st));
+	ck_assert_int_eq(st.st_nlink, 1);
+	/* xattrs, user and virtual */
+	WORKS(setxattr(path(&m, "d/f"), "user.k", "v", 1, XATTR_CREATE));
+	FAILS(setxattr(path(&m, "d/f"), "user.k", "v", 1, XATTR_CREATE), EEXIST);
+	ck_assert_int_eq(getxattr(path(&m, "d/f"), "user.k", buf, sizeof(buf)), 1);
+	FAILS(getxattr(path(&m, "d/f"), "user.none", buf, sizeof(buf)), ENODATA);
+	WORKS(removexattr(path(&m, "d/f"), "user.k"));
+	{
+		ssize_t n = getxattr(path(&m, "d"), "tessera.dir.rfiles", buf, sizeof(buf) - 1);
+		ck_assert_int_gt(n, 0);
+		buf[n] = '\0';
+		ck_assert_str_eq(buf, "1");
+		n = getxattr(m.dir, "tessera.dir.rsubdirs", buf, sizeof(buf) - 1);
+		ck_assert_int_gt(n, 0);
+		buf[n] = '\0';
+		ck_assert_str_eq(buf, "2");
+	}
+	/* readdir: ".", "..", and every name once */
+	{
+		DIR *dp = opendir(path(&m, "d"));
+		struct dirent *de;
+		int dot = 0, dotdot = 0, f = 0, e = 0, other = 0;
+		ck_assert_ptr_nonnull(dp);
+		while ((de = readdir(dp)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0)
+				dot++;
+			else if (strcmp(de->d_name, "..") == 0)
+				dotdot++;
+			else if (strcmp(de->d_name, "f") == 0)
+				f++;
+			else if (strcmp(de->d_name, "e") == 0)
+				e++;
+			else
+				other++;
+		}
+		closedir(dp);
+		ck_assert_msg(dot == 1 && dotdot == 1 && f == 1 && e == 1 && other == 0,
+			      ". %d .. %d f %d e %d other %d", dot, dotdot, f, e, other);
+	}
+	/* as a user who is not root */
+	WORKS(mkdir(path(&m, "tmp"), 01777));
+	WORKS(chmod(path(&m, "tmp"), 01777));
+	WORKS(fd = open(path(&m, "tmp/roots"), O_CREAT | O_WRONLY, 0600));
+	WORKS(close(fd));
+	WORKS(mkdir(path(&m, "sgid"), 0777));
+	WORKS(chown(path(&m, "sgid"), 0, 4242));
+	WORKS(chmod(path(&m, "sgid"), 02777));
+	/* the way to the mount point is open to the user (mkdtemp makes 0700) */
+	ck_assert_ptr_nonnull(getenv("TC_ROOT"));
+	WORKS(chmod(getenv("TC_ROOT"), 0755));
+	WORKS(chmod(c.dir, 0755));
+	{
+		int rc = as_user(user_checks, &m);
+		ck_assert_msg(rc == 0, "the non-root checks failed at step %d", rc);
+	}
+	umount_fs(&m);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+static int
+sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int
+sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	if (st != 0)
+		fprintf(stderr, "workloads: \"%s\" ended with %x\n", cmd, st);
+	return st;
+}
+
+START_TEST(workloads)
+{
+	struct tc_cluster c;
+	struct mnt m = { 0 };
+	const char *src = getenv("TOP_SRCDIR");
+
+	if (!fuse_usable()) {
+		fprintf(stderr, "workloads: no /dev/fuse here: skipped\n");
+		return;
+	}
+	ck_assert_ptr_nonnull(src);
+	ck_assert_int_eq(tc_create(&c, 1, FAST_MDS), 0);
+	ck_assert_msg(tc_fs_start(&c, 1) == 0, "the file system did not start");
+	mount_fs(&c, &m, "mnt", NULL);
+	/* a source tree, copied and compared */
+	ck_assert_int_eq(sh("cp -a '%s/core' '%s/core' && diff -r '%s/core' '%s/core'", src,
+			    m.dir, src, m.dir), 0);
+	/* a small C project built with make */
+	ck_assert_int_eq(sh("mkdir '%s/proj' && cd '%s/proj' && "
+			    "printf '#include <stdio.h>\\nint main(void){puts(\"built\");"
+			    "return 0;}\\n' > main.c && "
+			    "printf 'prog: main.o\\n\\tcc -o prog main.o\\n' > Makefile && "
+			    "make -s >/dev/null && ./prog | grep -q built", m.dir, m.dir), 0);
+	/* SQLite, and its integrity check */
+	ck_assert_int_eq(sh("cd '%s' && sqlite3 t.db 'create table t(a, b); "
+			    "with recursive n(i) as (select 1 union all select i + 1 from n "
+			    "where i < 5000) insert into t select i, hex(randomblob(50)) from n; "
+			    "create index ti on t(b); delete from t where a %% 3 = 0;' && "
+			    "test \"$(sqlite3 t.db 'pragma integrity_check')\" = ok && "
+			    "test \"$(sqlite3 t.db 'select count(*) from t')\" = 3334", m.dir), 0);
+	/* git: commits and fsck */
+	ck_assert_int_eq(sh("cd '%s' && git init -q repo && cd repo && cp -a '%s/core/util' . "
+			    "&& git add -A && git -c user.email=t@t -c user.name=t commit -qm 1 "
+			    "&& echo more >> util/util.c && git -c user.email=t@t "
+			    "-c user.name=t commit -qam 2 && git fsck --strict --no-dangling && "
+			    "test $(git rev-list --count HEAD) = 2", m.dir, src), 0);
+	/* tar: modes, times and hard links kept */
+	ck_assert_int_eq(sh("cd '%s' && mkdir t && echo a > t/a && chmod 0751 t/a && "
+			    "ln t/a t/b && ln -s a t/s && touch -d 2001-02-03 t/a && "
+			    "tar cf '%s/t.tar' t && mkdir back && tar xpf '%s/t.tar' -C back && "
+			    "test \"$(stat -c '%%a %%h %%Y' back/t/a)\" = "
+			    "\"$(stat -c '%%a %%h %%Y' t/a)\" && test -L back/t/s", m.dir, c.dir,
+			    c.dir), 0);
+	/* rsync -a of the result back out */
+	ck_assert_int_eq(sh("rsync -a '%s/core/' '%s/rsynced/' && diff -r '%s/core' "
+			    "'%s/rsynced'", m.dir, c.dir, src, c.dir), 0);
+	umount_fs(&m);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+START_TEST(coherence)
+{
+	struct tc_cluster c;
+	struct mnt a = { 0 }, b = { 0 };
+	struct stat st;
+	char buf[64];
+	int fd;
+
+	if (!fuse_usable()) {
+		fprintf(stderr, "coherence: no /dev/fuse here: skipped\n");
+		return;
+	}
+	ck_assert_int_eq(tc_create(&c, 1, FAST_MDS), 0);
+	ck_assert_msg(tc_fs_start(&c, 1) == 0, "the file system did not start");
+	mount_fs(&c, &a, "a", "attr_timeout=0,entry_timeout=0");
+	mount_fs(&c, &b, "b", "attr_timeout=0,entry_timeout=0");
+	WORKS(fd = open(path(&a, "f"), O_CREAT | O_WRONLY, 0644));
+	WORKS(write(fd, "written on a", 12));
+	WORKS(close(fd));
+	WORKS(fd = open(path(&b, "f"), O_RDONLY));
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 12);
+	ck_assert_int_eq(memcmp(buf, "written on a", 12), 0);
+	WORKS(close(fd));
+	/* b writes more: a's stat shows the size and mtime after b's close */
+	WORKS(stat(path(&a, "f"), &st));
+	WORKS(fd = open(path(&b, "f"), O_WRONLY | O_APPEND));
+	tc_sleep_ms(20);
+	WORKS(write(fd, " and b", 6));
+	WORKS(close(fd));
+	{
+		struct stat st2;
+		WORKS(stat(path(&a, "f"), &st2));
+		ck_assert_int_eq(st2.st_size, 18);
+		ck_assert(st2.st_mtim.tv_sec > st.st_mtim.tv_sec ||
+			  (st2.st_mtim.tv_sec == st.st_mtim.tv_sec &&
+			   st2.st_mtim.tv_nsec > st.st_mtim.tv_nsec));
+	}
+	/* names: made on one, seen and removed on the other */
+	WORKS(mkdir(path(&a, "dir"), 0755));
+	WORKS(rename(path(&b, "dir"), path(&b, "dir2")));
+	FAILS(stat(path(&a, "dir"), &st), ENOENT);
+	WORKS(rmdir(path(&a, "dir2")));
+	FAILS(stat(path(&b, "dir2"), &st), ENOENT);
+	umount_fs(&a);
+	umount_fs(&b);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+static volatile sig_atomic_t storm_stop;
+
+static void
+on_term(int sig)
+{
+	(void)sig;
+	storm_stop = 1;
+}
+
+START_TEST(failover)
+{
+	struct tc_cluster c;
+	struct mnt m = { 0 };
+	pid_t child;
+	int first, st = 0, made = 0;
+	char name[64];
+
+	if (!fuse_usable()) {
+		fprintf(stderr, "failover: no /dev/fuse here: skipped\n");
+		return;
+	}
+	ck_assert_int_eq(tc_create(&c, 1, FAST_MDS), 0);
+	ck_assert_msg(tc_fs_start(&c, 2) == 0, "the file system did not start");
+	mount_fs(&c, &m, "mnt", NULL);
+	WORKS(mkdir(path(&m, "storm"), 0755));
+	first = tc_mds_active(&c);
+	/* a child makes and renames files until told to stop; it writes how
+	 * many it made (all acknowledged) to a file */
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		int i;
+		signal(SIGTERM, on_term);
+		for (i = 0; !storm_stop && i < 100000; i++) {
+			char a[600], b[600];
+			int fd;
+			snprintf(a, sizeof(a), "%s/storm/f%05d", m.dir, i);
+			snprintf(b, sizeof(b), "%s/storm/r%05d", m.dir, i);
+			if ((fd = open(a, O_CREAT | O_EXCL | O_WRONLY, 0644)) < 0)
+				_exit(10);
+			close(fd);
+			if (i % 2 && rename(a, b) < 0)
+				_exit(11);
+		}
+		FILE *f = fopen(path(&m, "../made"), "w");
+		fprintf(f, "%d\n", i);
+		fclose(f);
+		_exit(0);
+	}
+	tc_sleep_ms(1500);
+	ck_assert_int_eq(tc_mds_signal(&c, (size_t)first, SIGKILL), SIGKILL);
+	ck_assert_msg(tc_await_mds_active(&c, first, 30000) >= 0, "no successor in 30 s");
+	tc_sleep_ms(1500);
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the storm failed (%x)", st);
+	{
+		FILE *f = fopen(path(&m, "../made"), "r");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_int_eq(fscanf(f, "%d", &made), 1);
+		fclose(f);
+	}
+	ck_assert_int_gt(made, 10);
+	for (int i = 0; i < made; i++) {
+		struct stat s;
+		snprintf(name, sizeof(name), "storm/%c%05d", i % 2 ? 'r' : 'f', i);
+		ck_assert_msg(stat(path(&m, name), &s) == 0, "%s acknowledged, then lost", name);
+	}
+	umount_fs(&m);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+int
+main(void)
+{
+	const struct tc_case cases[] = {
+		{ "posix", posix, NULL },
+		{ "workloads", workloads, NULL },
+		{ "coherence", coherence, NULL },
+		{ "failover", failover, NULL },
+	};
+
+	return tc_check_main("fuse", cases, TC_NCASES(cases));
+}
