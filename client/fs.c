@@ -92,6 +92,7 @@ struct tsr_fs {
 	struct tsr_conn *doomed;     /* the session replaced, closed outside the lock */
 	struct tsr_u64map parent;    /* ino -> the directory it was seen in */
 	struct tsr_u64map open;      /* ino -> its open files (a list) */
+	struct tsr_u64map hidden;    /* ino -> struct hidden: unlinked while open */
 	uint64_t timer;
 	int closing;
 };
@@ -159,8 +160,18 @@ follow_map(struct tsr_fs *fs)
 		tsr_conn_send(conn, m, TSR_SEND_NOWAIT);
 	else
 		tsr_enc_release(&e);
-	for (struct call *k = fs->pending; k; k = k->next)
-		send_locked(fs, k);
+	/* oldest first, as they were sent: pending is newest first */
+	{
+		size_t n = 0, i = 0;
+		for (struct call *k = fs->pending; k; k = k->next)
+			n++;
+		struct call **v = n ? calloc(n, sizeof(*v)) : NULL;
+		for (struct call *k = fs->pending; k && v; k = k->next)
+			v[i++] = k;
+		while (v && i > 0)
+			send_locked(fs, v[--i]);
+		free(v);
+	}
 	pthread_cond_broadcast(&fs->cv);
 	pthread_mutex_unlock(&fs->lock);
 	tsr_mdsmap_free(&mm);
@@ -238,23 +249,25 @@ call(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_mds_reply *rep)
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
+	/* the tid, the oldest still waiting (older ones need no answer
+	 * again: the MDS forgets them) and the place in pending under one
+	 * hold of the lock, so no request's oldest passes one not yet in
+	 * pending; pending stays in tid order, newest first */
 	pthread_mutex_lock(&fs->lock);
 	r->tid = ++fs->next_tid;
-	/* the oldest still waiting: older ones need no answer again */
 	r->oldest = r->tid;
 	for (struct call *p = fs->pending; p; p = p->next)
 		if (p->tid < r->oldest)
 			r->oldest = p->tid;
-	pthread_mutex_unlock(&fs->lock);
 	tsr_enc_init(&e);
 	if ((rc = tsr_mdsmsg_request_encode(&e, r)) < 0) {
+		pthread_mutex_unlock(&fs->lock);
 		tsr_enc_release(&e);
 		return failf(rc == -ENOMEM ? -ENOMEM : -EINVAL, "%s: the request does not "
 			     "encode", tsr_mds_op_name(r->op));
 	}
 	k.tid = r->tid;
 	k.front = tsr_enc_take(&e, &k.front_len);
-	pthread_mutex_lock(&fs->lock);
 	k.next = fs->pending;
 	fs->pending = &k;
 	for (;;) {
@@ -400,6 +413,7 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	}
 	tsr_u64map_free(&fs->parent);
 	tsr_u64map_free(&fs->open);
+	tsr_u64map_free(&fs->hidden);
 	pthread_cond_destroy(&fs->cv);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs);
@@ -570,8 +584,19 @@ tsr_fs_setattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		/* the data first: a smaller size cuts the objects, so a later
 		 * growth reads zeros, not what was there */
 		struct tsr_inode in;
-		if ((rc = get_inode(fs, cr, ino, &in)) < 0)
+		struct tsr_mds_request probe;
+		/* the MDS says first whether the caller may write the file
+		 * (and gives its inode): the objects are cut before it
+		 * records the size */
+		req_init(NULL, &probe, TSR_MDS_OP_OPEN, ino, cr);
+		probe.flags = O_WRONLY;
+		memset(&in, 0, sizeof(in));
+		if ((rc = simple(fs, &probe, NULL, &in)) < 0)
 			return rc;
+		/* this client's writes may reach further than the MDS knows */
+		struct tsr_fs_stat local = { .ino = ino, .size = in.size };
+		overlay(fs, &local);
+		in.size = local.size;
 		if (S_ISREG(in.mode) && a->size < in.size &&
 		    (rc = truncate_data(fs, &in, a->size)) < 0) {
 			tsr_inode_free(&in);
@@ -588,7 +613,7 @@ tsr_fs_setattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 static int
 make(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64_t parent,
      const char *name, uint32_t mode, uint64_t rdev, const char *target,
-     struct tsr_fs_stat *out)
+     struct tsr_fs_stat *out, struct tsr_inode *in_out)
 {
 	struct tsr_mds_request r;
 	struct tsr_fs_stat st;
@@ -603,7 +628,7 @@ make(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64_t pare
 		r.value = target;
 		r.value_len = strlen(target);
 	}
-	if ((rc = simple(fs, &r, &st, NULL)) < 0)
+	if ((rc = simple(fs, &r, &st, in_out)) < 0)
 		return rc;
 	note_parent(fs, st.ino, parent);
 	if (out)
@@ -615,21 +640,21 @@ int
 tsr_fs_mknod(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 	     const char *name, uint32_t mode, uint64_t rdev, struct tsr_fs_stat *out)
 {
-	return make(fs, cr, TSR_MDS_OP_MKNOD, parent, name, mode, rdev, NULL, out);
+	return make(fs, cr, TSR_MDS_OP_MKNOD, parent, name, mode, rdev, NULL, out, NULL);
 }
 
 int
 tsr_fs_mkdir(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 	     const char *name, uint32_t mode, struct tsr_fs_stat *out)
 {
-	return make(fs, cr, TSR_MDS_OP_MKDIR, parent, name, mode, 0, NULL, out);
+	return make(fs, cr, TSR_MDS_OP_MKDIR, parent, name, mode, 0, NULL, out, NULL);
 }
 
 int
 tsr_fs_symlink(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 	       const char *name, const char *target, struct tsr_fs_stat *out)
 {
-	return make(fs, cr, TSR_MDS_OP_SYMLINK, parent, name, 0, 0, target, out);
+	return make(fs, cr, TSR_MDS_OP_SYMLINK, parent, name, 0, 0, target, out, NULL);
 }
 
 static int
@@ -679,11 +704,53 @@ remove_name(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64
 	return simple(fs, &r, NULL, NULL);
 }
 
+/* A file unlinked while this client holds it open keeps its data until
+ * the last close (POSIX): its last name is renamed to a hidden one
+ * instead, which the last close removes (as libfuse's high-level API
+ * does).  Other clients' opens are not known here yet: capabilities will
+ * tell the MDS. */
+struct hidden {
+	uint64_t dir;
+	char name[48];
+	struct tsr_fs_cred cr;
+};
+
 int
 tsr_fs_unlink(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 	      const char *name)
 {
-	return remove_name(fs, cr, TSR_MDS_OP_UNLINK, parent, name);
+	struct tsr_fs_stat st;
+	struct hidden *h;
+	int open_here, rc;
+
+	pthread_mutex_lock(&fs->lock);
+	open_here = fs->open.n > 0;
+	pthread_mutex_unlock(&fs->lock);
+	if (!open_here || tsr_fs_lookup(fs, cr, parent, name, &st) < 0 || S_ISDIR(st.mode) ||
+	    st.nlink > 1)
+		return remove_name(fs, cr, TSR_MDS_OP_UNLINK, parent, name);
+	pthread_mutex_lock(&fs->lock);
+	open_here = tsr_u64map_get(&fs->open, st.ino) != NULL &&
+		    tsr_u64map_get(&fs->hidden, st.ino) == NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (!open_here)
+		return remove_name(fs, cr, TSR_MDS_OP_UNLINK, parent, name);
+	h = tsr_xcalloc(1, sizeof(*h));
+	h->dir = parent;
+	h->cr.uid = h->cr.gid = 0; /* the hidden name is removed as root */
+	snprintf(h->name, sizeof(h->name), ".tessera_hidden_%" PRIx64, st.ino);
+	if ((rc = tsr_fs_rename(fs, cr, parent, name, parent, h->name, 0)) < 0) {
+		free(h);
+		return rc;
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (tsr_u64map_put(&fs->hidden, st.ino, h) < 0) {
+		pthread_mutex_unlock(&fs->lock);
+		free(h);
+		return failf(-ENOMEM, "out of memory");
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
 }
 
 int
@@ -1096,14 +1163,24 @@ tsr_fs_create(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 	      struct tsr_fs_stat *st)
 {
 	struct tsr_fs_stat s;
+	struct tsr_inode in = { 0 };
 	int rc;
 
 	*out = NULL;
-	rc = tsr_fs_mknod(fs, cr, parent, name, S_IFREG | (mode & 07777), 0, &s);
+	rc = make(fs, cr, TSR_MDS_OP_MKNOD, parent, name, S_IFREG | (mode & 07777), 0, NULL,
+		  &s, &in);
+	if (rc == 0) {
+		/* made by this call: opened as asked whatever its mode says
+		 * (open(O_CREAT, 0444) for writing is POSIX's), nothing to cut */
+		rc = open_inode(fs, cr, &in, flags & ~(O_CREAT | O_EXCL | O_TRUNC), out);
+		tsr_inode_free(&in);
+		if (rc == 0 && st)
+			*st = s;
+		return rc;
+	}
+	tsr_inode_free(&in);
 	if (rc == -EEXIST && !(flags & O_EXCL))
 		rc = tsr_fs_lookup(fs, cr, parent, name, &s);
-	else if (rc == 0)
-		flags &= ~O_TRUNC; /* new: nothing to cut, and no write check */
 	if (rc < 0)
 		return rc;
 	if (S_ISDIR(s.mode))
@@ -1287,7 +1364,15 @@ tsr_fs_close(struct tsr_file *f)
 				break;
 			}
 	}
+	struct hidden *h = tsr_u64map_get(&f->fs->open, f->ino) == NULL
+				   ? tsr_u64map_del(&f->fs->hidden, f->ino) : NULL;
 	pthread_mutex_unlock(&f->fs->lock);
+	if (h) { /* unlinked while open here: its hidden name goes now */
+		int rc2 = remove_name(f->fs, &h->cr, TSR_MDS_OP_UNLINK, h->dir, h->name);
+		if (rc == 0)
+			rc = rc2;
+		free(h);
+	}
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 	return rc;

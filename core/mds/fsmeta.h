@@ -49,6 +49,7 @@
 #define TSR_FS_XATTR_NAME_MAX 255u
 #define TSR_FS_XATTR_VALUE_MAX 65536u
 #define TSR_FS_XATTRS_MAX (256u * 1024u)  /* all of an inode's, encoded */
+#define TSR_FS_MAX_SIZE (1ull << 62)        /* the largest file */
 
 /* How a file's bytes map onto objects: stripe units of stripe_unit bytes go
  * round-robin over stripe_count objects, each object_size bytes, then

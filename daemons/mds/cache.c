@@ -109,9 +109,12 @@ dir_free(struct mds *m, struct mdir *d)
 	free(d);
 }
 
-/* Put e (its name and dentry set) into d, replacing an entry of that name. */
+/* Put e (its name and dentry set) into d, replacing an entry of that name.
+ * take: e becomes where its inode is found (an event applied); else only
+ * when the index has none (a directory loaded: during replay its copy on
+ * disk may be older than one the cache holds elsewhere, which stays). */
 static int
-dir_put(struct mds *m, struct mdir *d, struct mentry *e)
+dir_put(struct mds *m, struct mdir *d, struct mentry *e, int take)
 {
 	int found;
 	size_t pos;
@@ -139,6 +142,7 @@ dir_put(struct mds *m, struct mdir *d, struct mentry *e)
 		d->n++;
 	}
 	if (e->de.kind == TSR_DENTRY_PRIMARY &&
+	    (take || tsr_u64map_get(&m->where, e->de.ino) == NULL) &&
 	    tsr_u64map_put(&m->where, e->de.ino, e) < 0)
 		return -ENOMEM;
 	return 0;
@@ -245,6 +249,7 @@ load_obj(struct mds *m, uint64_t ino, struct mobj **out)
 	tsr_op_destroy(op);
 	m->n_loads++;
 	o = tsr_xcalloc(1, sizeof(*o));
+	o->exists = 1;
 	if (rc < 0 || got != size ||
 	    (rc = tsr_inode_decode(buf, size, &o->in, err, sizeof(err))) < 0 ||
 	    o->in.ino != ino) {
@@ -345,7 +350,7 @@ load_dir(struct mds *m, uint64_t ino, struct mdir **out)
 			memcpy(e->name, kvs.kv[i].key, kl);
 			memcpy(after, kvs.kv[i].key, kl);
 			after[kl] = '\0';
-			if ((rc = dir_put(m, d, e)) < 0) {
+			if ((rc = dir_put(m, d, e, 0)) < 0) {
 				tsr_kvs_free(&kvs);
 				dir_free(m, d);
 				return rc;
@@ -378,11 +383,14 @@ mds_dir_get(struct mds *m, uint64_t ino, struct mdir **out)
 	}
 	/* the ancestors (every cached directory has its parent cached) */
 	if (d->parent && (rc = mds_dir_get(m, d->parent, &p)) < 0) {
-		tsr_log(TSR_SUB_MDS, TSR_LOG_ERROR, "directory %" PRIx64 ": its parent %"
-			PRIx64 " does not load: %s", ino, d->parent, strerror(-rc));
+		/* in a replay, a directory whose parent went later (its
+		 * removal written back) is one the journal removes too */
+		tsr_log(TSR_SUB_MDS, m->replaying ? TSR_LOG_DEBUG : TSR_LOG_ERROR,
+			"directory %" PRIx64 ": its parent %" PRIx64 " does not load: %s",
+			ino, d->parent, strerror(-rc));
 		tsr_u64map_del(&m->dirs, ino);
 		dir_free(m, d);
-		return rc == -ENOENT ? -EIO : rc;
+		return rc;
 	}
 	*out = d;
 	return 0;
@@ -464,7 +472,7 @@ container_of(struct mds *m, struct mdir *d, struct tsr_inode **in, uint64_t **ve
 		return rc;
 	if ((e = mds_dir_find(p, d->name)) == NULL || e->de.ino != d->ino ||
 	    e->de.kind != TSR_DENTRY_PRIMARY)
-		return -EIO;
+		return m->replaying ? -ENOENT : -EIO;
 	*in = &e->de.inode;
 	*ver = &p->ver;
 	*dirty_since = &p->dirty_since;
@@ -502,10 +510,13 @@ apply_rstat(struct mds *m, const struct tsr_fs_update *u, uint64_t seq, int repl
 		struct tsr_inode *in;
 		uint64_t *ver, *ds, *tk;
 		int rc;
+		/* in a replay, an ancestor gone later (or moved: the entry is
+		 * elsewhere now) ends the climb: what is above was written
+		 * back with the event's effect, or gets it from a later one */
 		if ((rc = mds_dir_get(m, cur, &d)) < 0)
 			return rc == -ENOENT && replay ? 0 : rc;
 		if ((rc = container_of(m, d, &in, &ver, &ds, &tk, &p, &e)) < 0)
-			return rc;
+			return rc == -ENOENT && replay ? 0 : rc;
 		if (takes(replay, *ver, *tk, seq)) {
 			in->rstat.rbytes = add_clamped(in->rstat.rbytes, u->dbytes);
 			in->rstat.rfiles = add_clamped(in->rstat.rfiles, u->dfiles);
@@ -548,7 +559,10 @@ apply_one(struct mds *m, const struct tsr_fs_update *u, uint64_t seq, int replay
 		if (!takes(replay, d->ver, d->taken, seq))
 			return 0;
 		if (u->type == TSR_FSU_UNLINK) {
-			dir_remove(m, d, u->name, d->exists);
+			/* noted even before the object's first write-back lands:
+			 * it may land with the name in it (removing an absent
+			 * omap key is harmless) */
+			dir_remove(m, d, u->name, 1);
 		} else {
 			e = tsr_xcalloc(1, sizeof(*e));
 			e->name = tsr_xstrdup(u->name);
@@ -556,7 +570,7 @@ apply_one(struct mds *m, const struct tsr_fs_update *u, uint64_t seq, int replay
 			e->de.inode.symlink = NULL;
 			e->de.inode.xattrs = NULL;
 			if ((rc = tsr_inode_copy(&e->de.inode, &u->de.inode)) < 0 ||
-			    (rc = dir_put(m, d, e)) < 0) {
+			    (rc = dir_put(m, d, e, 1)) < 0) {
 				ent_free(e);
 				return rc;
 			}
@@ -703,10 +717,19 @@ flushed(void *arg)
 	struct mds *m = f->m;
 
 	m->flushes--;
+	if (f->result == -ECANCELED) {
+		/* a later version is there: a successor's */
+		flush_free(f);
+		mds_lost_rank(m, "a directory or inode object holds a later version than "
+			      "ours: a later MDS holds the rank");
+		return;
+	}
 	if (f->is_dir) {
 		struct mdir *d = tsr_u64map_get(&m->dirs, f->ino);
 		if (d) {
 			d->flushing = 0;
+			if (f->result == -EEXIST)
+				d->exists = 1; /* an earlier write-back landed */
 			if (f->result < 0) {
 				/* everything again: the entries, the removals, the backtrace */
 				for (size_t i = 0; i < d->n; i++)
@@ -734,7 +757,10 @@ flushed(void *arg)
 		struct mobj *o = tsr_u64map_get(&m->objs, f->ino);
 		if (o) {
 			o->flushing = 0;
+			if (f->result == -EEXIST)
+				o->exists = 1;
 			if (f->result == 0) {
+				o->exists = !o->deleted;
 				o->dirty_since = o->ver == f->ver ? 0 : f->ver + 1;
 				if (o->deleted && o->dirty_since == 0) {
 					tsr_u64map_del(&m->objs, f->ino);
@@ -747,7 +773,7 @@ flushed(void *arg)
 	if (f->result < 0)
 		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "writing back %s %" PRIx64 ": %s (tried "
 			"again later)", f->is_dir ? "directory" : "inode", f->ino,
-			strerror(-f->result));
+			tsr_op_why(f->op)[0] ? tsr_op_why(f->op) : strerror(-f->result));
 	else
 		m->n_flushes++;
 	flush_free(f);
@@ -778,6 +804,19 @@ flush_submit(struct mds *m, struct flush *f, const char *oid)
 	}
 }
 
+/* Names in byte order (strcmp compares as unsigned chars, as the OSD). */
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int
+cmp_ents(const void *a, const void *b)
+{
+	return strcmp((*(struct mentry *const *)a)->name, (*(struct mentry *const *)b)->name);
+}
+
 static void
 flush_dir(struct mds *m, struct mdir *d)
 {
@@ -793,18 +832,39 @@ flush_dir(struct mds *m, struct mdir *d)
 	f->op = tsr_op_create();
 	d->flushing = d->ver;
 	tsr_fs_dir_oid(d->ino, 0, oid, sizeof(oid));
+	tsr_fs_hex16(d->ver, ver);
+	/* Guarded: an object written at a later version is a successor's
+	 * (an MDS that lost its rank must not write over it: ECANCELED ends
+	 * this one); a new object is made exclusively (EEXIST: an earlier
+	 * write-back landed after all, and the next goes guarded). */
+	if (d->exists)
+		tsr_op_cmpxattr(f->op, "ver", TSR_CMP_LE, ver, 16);
+	else
+		tsr_op_create_obj(f->op, !d->deleted);
 	if (d->deleted) {
-		/* made first, so removing one that is gone (or never was) holds */
-		tsr_op_create_obj(f->op, 0);
 		tsr_op_remove(f->op);
 		flush_submit(m, f, oid);
 		return;
 	}
-	/* removals first: a name removed and made again is set after */
+	/* removals first: a name removed and made again is set after.  An
+	 * omap step takes its keys in increasing byte order, once each:
+	 * names are sorted (the cache orders entries by cookie) and a name
+	 * removed twice goes once. */
 	f->removed = d->removed;
 	f->nremoved = d->nremoved;
 	d->removed = NULL;
 	d->nremoved = 0;
+	qsort(f->removed, f->nremoved, sizeof(*f->removed), cmp_names);
+	{
+		size_t w = 0;
+		for (size_t i = 0; i < f->nremoved; i++) {
+			if (w && strcmp(f->removed[w - 1], f->removed[i]) == 0)
+				free(f->removed[i]);
+			else
+				f->removed[w++] = f->removed[i];
+		}
+		f->nremoved = w;
+	}
 	for (size_t i = 0; i < f->nremoved; i += MAX_KEYS) {
 		size_t k = f->nremoved - i < MAX_KEYS ? f->nremoved - i
 								     : MAX_KEYS;
@@ -818,10 +878,14 @@ flush_dir(struct mds *m, struct mdir *d)
 	f->vals = tsr_xcalloc(d->n + 1, sizeof(*f->vals));
 	f->klens = tsr_xcalloc(d->n + 1, sizeof(*f->klens));
 	f->vlens = tsr_xcalloc(d->n + 1, sizeof(*f->vlens));
-	for (size_t i = 0; i < d->n; i++) {
-		struct mentry *en = d->ents[i];
-		if (!en->dirty)
-			continue;
+	struct mentry **dirty = tsr_xcalloc(d->n + 1, sizeof(*dirty));
+	size_t ndirty = 0;
+	for (size_t i = 0; i < d->n; i++)
+		if (d->ents[i]->dirty)
+			dirty[ndirty++] = d->ents[i];
+	qsort(dirty, ndirty, sizeof(*dirty), cmp_ents);
+	for (size_t i = 0; i < ndirty; i++) {
+		struct mentry *en = dirty[i];
 		tsr_enc_init(&e);
 		tsr_dentry_encode(&e, &en->de);
 		f->keys[f->nset] = en->name;
@@ -830,13 +894,13 @@ flush_dir(struct mds *m, struct mdir *d)
 		f->nset++;
 		en->dirty = 0;
 	}
+	free(dirty);
 	for (size_t i = 0; i < f->nset; i += MAX_KEYS) {
 		size_t k = f->nset - i < MAX_KEYS ? f->nset - i
 								 : MAX_KEYS;
 		tsr_op_omap_set(f->op, (const void *const *)(f->keys + i), f->klens + i,
 				(const void *const *)(f->vals + i), f->vlens + i, k);
 	}
-	tsr_fs_hex16(d->ver, ver);
 	tsr_op_setxattr(f->op, "ver", ver, 16);
 	if (d->bt_dirty || !d->exists) {
 		tsr_enc_init(&e);
@@ -862,15 +926,19 @@ flush_obj(struct mds *m, struct mobj *o)
 	f->op = tsr_op_create();
 	o->flushing = o->ver;
 	tsr_fs_inode_oid(o->in.ino, oid, sizeof(oid));
+	tsr_fs_hex16(o->ver, ver);
+	/* guarded as a directory's (flush_dir) */
+	if (o->exists)
+		tsr_op_cmpxattr(f->op, "ver", TSR_CMP_LE, ver, 16);
+	else
+		tsr_op_create_obj(f->op, !o->deleted);
 	if (o->deleted) {
-		tsr_op_create_obj(f->op, 0);
 		tsr_op_remove(f->op);
 	} else {
 		tsr_enc_init(&e);
 		tsr_inode_encode(&e, &o->in);
 		f->inode = tsr_enc_take(&e, &len);
 		tsr_op_write_full(f->op, f->inode, len);
-		tsr_fs_hex16(o->ver, ver);
 		tsr_op_setxattr(f->op, "ver", ver, 16);
 	}
 	flush_submit(m, f, oid);
@@ -921,7 +989,8 @@ mds_writeback(struct mds *m)
 {
 	struct wb_walk w = { .m = m };
 
-	if (m->oc == NULL || m->rank < 0 || m->replaying)
+	/* only while the lease holds: past it a successor may be writing */
+	if (m->oc == NULL || m->rank < 0 || m->replaying || !mds_lease_ok(m))
 		return;
 	tsr_u64map_each(&m->dirs, collect_dir, &w);
 	tsr_u64map_each(&m->objs, collect_obj, &w);

@@ -24,6 +24,7 @@
  */
 #include "mds.h"
 
+#include "event/loop.h"
 #include "log/log.h"
 #include "util/util.h"
 
@@ -31,6 +32,7 @@
 #include <tessera/crc32c.h>
 
 #include <endian.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -63,21 +65,28 @@ raise_fence(struct mds *m, const char *oid)
 	return rc == -ECANCELED ? -ESTALE : rc;
 }
 
-/* Make segment seg (exclusive), fenced: 0, -EEXIST when it exists with
- * another fence, or an error.  One that exists with our fence is ours
- * (an earlier try). */
+/* Make segment seg (exclusive), fenced, its first event to be seq0: 0,
+ * -EEXIST when it exists with another fence, or an error.  One that
+ * exists with our fence is ours (an earlier try).
+ *
+ * seq0 ("seq0" xattr, 16 hex) is why event numbers go on across a
+ * takeover even when every earlier segment was trimmed: a successor that
+ * finds only empty segments starts after seq0 - 1, never at 1 again
+ * (versions on directories would then stop ordering events). */
 static int
-make_segment(struct mds *m, uint64_t seg)
+make_segment(struct mds *m, uint64_t seg, uint64_t seq0)
 {
-	char oid[96], f[17], got[17];
+	char oid[96], f[17], got[17], s0[17];
 	size_t glen = 0;
 	int rc, rc1 = 0;
 	struct tsr_op *op = tsr_op_create();
 
 	tsr_fs_segment_oid(m->rank, seg, oid, sizeof(oid));
 	fence_hex(m, f);
+	tsr_fs_hex16(seq0, s0);
 	tsr_op_create_obj(op, 1);
 	tsr_op_setxattr(op, "fence", f, 16);
+	tsr_op_setxattr(op, "seq0", s0, 16);
 	rc = tsr_op_run(m->oc, m->meta_pool, oid, strlen(oid), op, NULL);
 	tsr_op_destroy(op);
 	if (rc != -EEXIST)
@@ -111,6 +120,20 @@ seg_closed(struct mds *m, uint64_t seg, uint64_t last)
 	m->seg_last[i] = last;
 }
 
+/* The inos an event made: the next given out must be above them, even
+ * when the inos object was not written before a crash. */
+static void
+note_inos(struct mds *m, const struct tsr_fs_event *ev)
+{
+	for (uint32_t i = 0; i < ev->n; i++) {
+		const struct tsr_fs_update *u = &ev->u[i];
+		uint64_t ino = u->type == TSR_FSU_LINK ? u->de.ino :
+			       u->type == TSR_FSU_IOBJ || u->type == TSR_FSU_DIR_NEW ? u->ino : 0;
+		if (ino >= m->next_ino && ino >= tsr_fs_rank_ino_base(m->rank))
+			m->next_ino = ino + 1;
+	}
+}
+
 /* Read segment seg whole and replay it: 0, -ENOENT (it does not exist),
  * or an error. */
 static int
@@ -129,12 +152,23 @@ replay_segment(struct mds *m, uint64_t seg, char *err, size_t errlen)
 		return tsr_errf(err, errlen, rc, "fencing %s: %s", oid,
 				rc == -ESTALE ? "a later MDS holds the rank" : strerror(-rc));
 	}
+	char s0[17];
+	size_t s0len = 0;
+	uint64_t seq0 = 0;
+	int rc0 = 0;
 	op = tsr_op_create();
 	tsr_op_stat(op, &size, NULL, NULL);
+	tsr_op_getxattr(op, "seq0", s0, sizeof(s0), &s0len, &rc0);
 	rc = tsr_op_run(m->oc, m->meta_pool, oid, strlen(oid), op, NULL);
 	tsr_op_destroy(op);
+	if (rc == -ENODATA)
+		rc = 0; /* a segment without seq0: its records say */
 	if (rc < 0)
 		return tsr_errf(err, errlen, rc, "%s: %s", oid, strerror(-rc));
+	if (rc0 == 0 && tsr_fs_unhex16(s0, s0len, &seq0) < 0)
+		return tsr_errf(err, errlen, -EUCLEAN, "%s: a bad seq0", oid);
+	if (seq0 > 0 && seq0 - 1 > m->applied)
+		m->applied = seq0 - 1;
 	if (size > MAX_SEGMENT)
 		return tsr_errf(err, errlen, -EIO, "%s: %" PRIu64 " bytes, more than a "
 				"segment holds", oid, size);
@@ -171,18 +205,17 @@ replay_segment(struct mds *m, uint64_t seg, char *err, size_t errlen)
 					oid, off, len);
 		}
 		rc = tsr_fs_event_decode(buf + off + REC_HDR, len, &ev, why, sizeof(why));
-		if (rc == 0 && ev.seq <= m->applied) {
-			tsr_fs_event_free(&ev);
-			snprintf(why, sizeof(why), "seq %" PRIu64 " after %" PRIu64, ev.seq,
-				 m->applied);
-			rc = -EBADMSG;
-		}
 		if (rc == -EBADMSG)
 			rc = -EUCLEAN; /* a record that passed its checksum: our bug */
-		if (rc == 0)
+		/* an event seen already (written twice, by an append that timed
+		 * out yet landed): applying it is a no-op by the versions, but
+		 * the seqs must not go back */
+		if (rc == 0 && ev.seq > m->applied) {
+			note_inos(m, &ev);
 			rc = mds_apply(m, &ev, 1, why, sizeof(why));
-		if (rc == 0)
-			mds_done_add(m, ev.client, ev.tid, ev.ino);
+			if (rc == 0)
+				mds_done_add(m, ev.client, ev.tid, ev.ino);
+		}
 		tsr_fs_event_free(&ev);
 		if (rc < 0) {
 			free(buf);
@@ -204,6 +237,11 @@ read_inos(struct mds *m)
 	int rc;
 
 	tsr_fs_inos_oid(m->rank, oid, sizeof(oid));
+	/* fenced first: the MDS before us can promise no more inos */
+	if ((rc = raise_fence(m, oid)) < 0 && rc != -ENOENT) {
+		tsr_op_destroy(op);
+		return rc;
+	}
 	tsr_op_read(op, 0, 8, &v, &got, NULL);
 	rc = tsr_op_run(m->oc, m->meta_pool, oid, strlen(oid), op, NULL);
 	tsr_op_destroy(op);
@@ -321,7 +359,8 @@ mds_journal_open(struct mds *m, char *err, size_t errlen)
 		return tsr_errf(err, errlen, rc, "reading %s: %s", oid, strerror(-rc));
 	if ((rc = read_inos(m)) < 0)
 		return tsr_errf(err, errlen, rc, "reading rank %d's inode numbers: %s",
-				m->rank, strerror(-rc));
+				m->rank, rc == -ESTALE ? "a later MDS holds the rank"
+						       : strerror(-rc));
 	free(m->seg_last);
 	m->seg_last = NULL;
 	m->nseg_last = 0;
@@ -332,7 +371,7 @@ mds_journal_open(struct mds *m, char *err, size_t errlen)
 			seg++;
 		if (rc != -ENOENT)
 			return rc;
-		if ((rc = make_segment(m, seg)) == 0)
+		if ((rc = make_segment(m, seg, m->applied + 1)) == 0)
 			break;
 		if (rc != -EEXIST)
 			return tsr_errf(err, errlen, rc, "making segment %" PRIu64 ": %s", seg,
@@ -348,7 +387,17 @@ mds_journal_open(struct mds *m, char *err, size_t errlen)
 	return 0;
 }
 
-/* ---- Appending ---- */
+/* ---- Appending ----
+ *
+ * One append at a time, of at most MAX_APPEND bytes of whole records from
+ * the front of jbuf (the rest waits).  An append that fails (not fenced)
+ * is sent again exactly as it was — same segment, same offset, same bytes
+ * — after RETRY_MS: a write that timed out may have landed, and the same
+ * bytes at the same place are harmless, where the same events in the next
+ * segment would be written twice. */
+
+#define MAX_APPEND (4u << 20)
+#define RETRY_MS 200u
 
 struct append {
 	struct mds *m;
@@ -362,6 +411,41 @@ struct append {
 static void kick(struct mds *m);
 
 static void
+retry_on_mds(void *arg)
+{
+	kick(arg);
+}
+
+/* on the loop */
+static void
+retry_cb(void *arg)
+{
+	struct mds *m = arg;
+
+	m->retry_armed = 0;
+	mds_post(m, retry_on_mds, m);
+}
+
+/* on the MDS thread: one timer at a time */
+static void
+retry_later(struct mds *m)
+{
+	uint64_t id;
+
+	if (!atomic_exchange(&m->retry_armed, 1) &&
+	    tsr_loop_timer_add(m->loop, (uint64_t)RETRY_MS * 1000000u, retry_cb, m, &id) < 0)
+		m->retry_armed = 0;
+}
+
+static void
+append_free(struct append *a)
+{
+	tsr_op_destroy(a->op);
+	free(a->buf);
+	free(a);
+}
+
+static void
 appended(void *arg)
 {
 	struct append *a = arg;
@@ -369,38 +453,23 @@ appended(void *arg)
 
 	m->jinflight = 0;
 	if (a->result == -ECANCELED) {
+		append_free(a);
 		mds_lost_rank(m, "a journal segment has a later MDS's fence");
-	} else if (a->result < 0) {
-		/* sent again as it was: a write at a known offset lands once */
-		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "rank %d: journal append to segment %"
-			PRIu64 " at %" PRIu64 ": %s; again", m->rank, a->seg, a->off,
-			strerror(-a->result));
-		uint8_t *rest = m->jbuf;
-		size_t rlen = m->jlen;
-		m->jbuf = a->buf;
-		m->jlen = a->len;
-		m->jcap = a->len;
-		if (rlen) {
-			m->jbuf = realloc(m->jbuf, a->len + rlen);
-			if (m->jbuf == NULL)
-				abort();
-			memcpy(m->jbuf + a->len, rest, rlen);
-			m->jlen += rlen;
-			m->jcap = m->jlen;
-		} else {
-			m->jbuf_last = a->last;
-		}
-		free(rest);
-		a->buf = NULL;
-	} else {
-		m->seg_off = a->off + a->len;
-		m->committed = a->last;
-		m->n_appends++;
-		mds_replies_release(m);
+		return;
 	}
-	tsr_op_destroy(a->op);
-	free(a->buf);
-	free(a);
+	if (a->result < 0) {
+		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "rank %d: journal append to segment %"
+			PRIu64 " at %" PRIu64 ": %s; again in %u ms", m->rank, a->seg, a->off,
+			strerror(-a->result), RETRY_MS);
+		m->retry = a;
+		retry_later(m);
+		return;
+	}
+	m->seg_off = a->off + a->len;
+	m->committed = a->last;
+	m->n_appends++;
+	append_free(a);
+	mds_replies_release(m);
 	kick(m);
 }
 
@@ -411,59 +480,98 @@ append_done(void *arg, int result, const struct tsr_objver *ver)
 
 	(void)ver;
 	a->result = result;
-	if (mds_post(a->m, appended, a) < 0) {
-		tsr_op_destroy(a->op);
-		free(a->buf);
-		free(a);
+	if (mds_post(a->m, appended, a) < 0)
+		append_free(a); /* stopping: the journal has what landed */
+}
+
+static void
+submit(struct mds *m, struct append *a)
+{
+	char oid[96], f[17];
+	int rc;
+
+	tsr_op_destroy(a->op);
+	a->op = tsr_op_create();
+	fence_hex(m, f);
+	tsr_op_cmpxattr(a->op, "fence", TSR_CMP_EQ, f, 16);
+	tsr_op_write(a->op, a->off, a->buf, a->len);
+	tsr_fs_segment_oid(m->rank, a->seg, oid, sizeof(oid));
+	m->jinflight = 1;
+	rc = tsr_op_submit(m->oc, m->meta_pool, oid, strlen(oid), a->op, append_done, a);
+	if (rc < 0) {
+		/* refused before it went (never inline: that would recurse) */
+		m->jinflight = 0;
+		m->retry = a;
+		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "rank %d: journal append: %s; again in "
+			"%u ms", m->rank, strerror(-rc), RETRY_MS);
+		retry_later(m);
 	}
+}
+
+/* Take whole records from the front of jbuf, at most MAX_APPEND bytes
+ * (at least one record), into a new append. */
+static struct append *
+take_records(struct mds *m)
+{
+	struct append *a = tsr_xcalloc(1, sizeof(*a));
+	size_t k = 0, len = 0;
+
+	while (k < m->njrec && (k == 0 || m->jrec[k].end <= MAX_APPEND))
+		k++;
+	len = m->jrec[k - 1].end;
+	a->m = m;
+	a->last = m->jrec[k - 1].seq;
+	a->len = len;
+	a->buf = tsr_xcalloc(1, len);
+	memcpy(a->buf, m->jbuf, len);
+	memmove(m->jbuf, m->jbuf + len, m->jlen - len);
+	m->jlen -= len;
+	for (size_t i = k; i < m->njrec; i++) {
+		m->jrec[i - k] = m->jrec[i];
+		m->jrec[i - k].end -= len;
+	}
+	m->njrec -= k;
+	return a;
 }
 
 static void
 kick(struct mds *m)
 {
 	struct append *a;
-	char oid[96], f[17];
 	int rc;
 
-	if (m->jinflight || m->jlen == 0 || m->stopping)
+	if (m->jinflight || m->stopping)
 		return;
-	if (m->seg_off > 0 && m->seg_off + m->jlen > m->segment_bytes) {
+	if (m->retry) {
+		a = m->retry;
+		m->retry = NULL;
+		submit(m, a);
+		return;
+	}
+	if (m->jlen == 0)
+		return;
+	if (m->seg_off > 0 && m->seg_off + m->jrec[0].end > m->segment_bytes) {
 		/* the next segment; the one closed holds events up to committed */
-		if ((rc = make_segment(m, m->seg + 1)) < 0) {
+		if ((rc = make_segment(m, m->seg + 1, m->committed + 1)) < 0) {
 			if (rc == -EEXIST) {
 				mds_lost_rank(m, "the next journal segment exists: a later MDS "
 					      "holds the rank");
 				return;
 			}
 			tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "rank %d: making journal segment %"
-				PRIu64 ": %s; again at the next request", m->rank, m->seg + 1,
-				strerror(-rc));
+				PRIu64 ": %s; again in %u ms", m->rank, m->seg + 1,
+				strerror(-rc), RETRY_MS);
+			retry_later(m);
 			return;
 		}
 		seg_closed(m, m->seg, m->committed);
 		m->seg++;
 		m->seg_off = 0;
 	}
-	a = tsr_xcalloc(1, sizeof(*a));
-	a->m = m;
-	a->buf = m->jbuf;
-	a->len = m->jlen;
-	a->last = m->jbuf_last;
+	a = take_records(m);
 	a->seg = m->seg;
 	a->off = m->seg_off;
-	m->jbuf = NULL;
-	m->jlen = m->jcap = 0;
-	a->op = tsr_op_create();
-	fence_hex(m, f);
-	tsr_op_cmpxattr(a->op, "fence", TSR_CMP_EQ, f, 16);
-	tsr_op_write(a->op, a->off, a->buf, a->len);
-	tsr_fs_segment_oid(m->rank, m->seg, oid, sizeof(oid));
-	m->jinflight = 1;
-	rc = tsr_op_submit(m->oc, m->meta_pool, oid, strlen(oid), a->op, append_done, a);
-	if (rc < 0) {
-		a->result = rc;
-		appended(a);
-	}
+	submit(m, a);
 }
 
 int
@@ -501,9 +609,17 @@ mds_commit(struct mds *m, struct tsr_fs_event *ev, char *err, size_t errlen)
 			abort();
 		m->jcap = cap;
 	}
+	if (m->njrec == m->jreccap) {
+		m->jreccap = m->jreccap ? m->jreccap * 2 : 256;
+		m->jrec = realloc(m->jrec, m->jreccap * sizeof(*m->jrec));
+		if (m->jrec == NULL)
+			abort();
+	}
 	memcpy(m->jbuf + m->jlen, e.buf, e.len);
 	m->jlen += e.len;
-	m->jbuf_last = ev->seq;
+	m->jrec[m->njrec].end = m->jlen;
+	m->jrec[m->njrec].seq = ev->seq;
+	m->njrec++;
 	m->n_events++;
 	tsr_enc_release(&e);
 	kick(m);
@@ -571,9 +687,14 @@ mds_journal_trim(struct mds *m)
 void
 mds_journal_free(struct mds *m)
 {
+	if (m->retry)
+		append_free(m->retry);
+	m->retry = NULL;
 	free(m->jbuf);
+	free(m->jrec);
 	free(m->seg_last);
 	m->jbuf = NULL;
+	m->jrec = NULL;
 	m->seg_last = NULL;
-	m->jlen = m->jcap = m->nseg_last = 0;
+	m->jlen = m->jcap = m->nseg_last = m->njrec = m->jreccap = 0;
 }

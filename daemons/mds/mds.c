@@ -111,6 +111,7 @@ mds_replies_release(struct mds *m)
 	}
 	if (m->replies == NULL)
 		m->replies_tail = &m->replies;
+	mds_purges_run(m, 0);
 }
 
 static void
@@ -696,6 +697,7 @@ mds_stop(struct tsr_daemon *d)
 	tsr_client_shutdown(m->oc);
 	m->oc = NULL;
 	replies_drop(m);
+	mds_purges_run(m, 1);
 	for (size_t i = 0; i < m->nsess; i++)
 		tsr_conn_put(m->sess[i].conn);
 	free(m->sess);

@@ -79,6 +79,7 @@ struct mobj {
 	struct tsr_inode in;
 	uint64_t ver, dirty_since, flushing, taken;
 	int deleted;
+	int exists;                  /* its object has been written (or read) */
 };
 
 /* A reply waiting for the journal. */
@@ -144,8 +145,12 @@ struct mds {
 	size_t nseg_last;
 	uint8_t *jbuf;               /* records not yet sent */
 	size_t jlen, jcap;
-	uint64_t jbuf_last;          /* the last seq in jbuf */
+	struct jrec { size_t end; uint64_t seq; } *jrec;   /* each record's end
+					in jbuf, and its event */
+	size_t njrec, jreccap;
 	int jinflight;               /* an append is out */
+	struct append *retry;        /* a failed append, to send again as it was */
+	_Atomic int retry_armed;     /* a retry's timer is on the loop */
 	uint64_t committed;          /* the journal holds every event up to it */
 	int trimming;
 	int flushes;                 /* write-backs out */
@@ -155,6 +160,7 @@ struct mds {
 	uint64_t promised;           /* mds<R>.inos says inos below it are used */
 
 	struct pending_reply *replies, **replies_tail;
+	struct purge *purges;        /* data to remove once durable (ops.c) */
 	struct mds_session *sess;
 	size_t nsess;
 
@@ -222,6 +228,9 @@ void mds_done_prune(struct mds *m, uint64_t client, uint64_t oldest);
 void mds_done_free(struct mds *m);
 
 /* ops.c */
+/* Purge the data of files unlinked by events now durable (drop: forget
+ * them, stopping). */
+void mds_purges_run(struct mds *m, int drop);
 void mds_handle_request(struct mds *m, struct tsr_conn *conn,
 			const struct tsr_mds_request *r);
 

@@ -35,6 +35,7 @@
 #define XATTR_CREATE_ 1
 #define XATTR_REPLACE_ 2
 
+#define PAGE_BYTES (256u << 10)  /* a readdir reply's entries, about */
 #define MAY_R 4
 #define MAY_W 2
 #define MAY_X 1
@@ -287,12 +288,26 @@ commit(struct req *q)
 	return 0;
 }
 
+/* A copy of in for a reply, without its xattrs: they travel only in
+ * answer to getxattr and listxattr, so no reply outgrows a message (a
+ * directory of files with large xattrs would). */
+static int
+copy_for_reply(struct tsr_inode *dst, const struct tsr_inode *src)
+{
+	struct tsr_inode bare = *src;
+
+	bare.xattrs = NULL;
+	bare.xattrs_len = 0;
+	bare.nxattrs = 0;
+	return tsr_inode_copy(dst, &bare);
+}
+
 static int
 reply_inode(struct req *q, const struct tsr_inode *in)
 {
 	if (q->rep.n >= TSR_MDS_REPLY_MAX_INODES)
 		return -E2BIG;
-	return tsr_inode_copy(&q->rep.in[q->rep.n++], in);
+	return copy_for_reply(&q->rep.in[q->rep.n++], in);
 }
 
 /* A request done already (sent again after a failover): its answer as
@@ -307,11 +322,14 @@ answer_done(struct req *q, uint64_t ino)
 	return 0;
 }
 
-/* Data objects of a file no name refers to any more: removed after the
- * event (not journaled: a crash between leaves them behind). */
+/* Data objects of a file no name refers to any more: removed once the
+ * event that unlinked it is durable (mds_purges_run; before, a crash
+ * would bring the name back without its data).  Not journaled: a crash
+ * in between leaves the objects behind. */
 struct purge {
-	int64_t pool;
-	uint64_t ino, objs;
+	struct purge *next;
+	uint64_t seq;
+	struct tsr_inode in;
 };
 
 static void
@@ -320,6 +338,37 @@ purged(void *arg, int result, const struct tsr_objver *ver)
 	(void)ver;
 	(void)result;
 	tsr_op_destroy(arg);
+}
+
+static void purge_file(struct mds *m, const struct tsr_inode *in);
+
+/* Purge in's data once the journal holds event seq. */
+static void
+purge_later(struct mds *m, uint64_t seq, const struct tsr_inode *in)
+{
+	struct purge *p = tsr_xcalloc(1, sizeof(*p)), **pp = &m->purges;
+
+	p->seq = seq;
+	p->in = *in;
+	p->in.symlink = NULL;
+	p->in.xattrs = NULL;
+	p->in.xattrs_len = 0;
+	p->in.nxattrs = 0;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = p;
+}
+
+void
+mds_purges_run(struct mds *m, int drop)
+{
+	while (m->purges && (drop || m->purges->seq <= m->committed)) {
+		struct purge *p = m->purges;
+		m->purges = p->next;
+		if (!drop)
+			purge_file(m, &p->in);
+		free(p);
+	}
 }
 
 static void
@@ -427,7 +476,11 @@ do_setattr(struct req *q)
 			return fail(q, -EISDIR, "truncating a directory");
 		if (!S_ISREG(l.in->mode))
 			return fail(q, -EINVAL, "truncating what is not a file");
+		if (!may(r, l.in, MAY_W))
+			return fail(q, -EACCES, "truncating needs write permission");
 	}
+	if ((mask & TSR_SETATTR_SIZE) && r->sa.size > TSR_FS_MAX_SIZE)
+		return fail(q, -EFBIG, "a size past the largest file (2^62 bytes)");
 	if ((rc = tsr_inode_copy(&copy, l.in)) < 0)
 		return rc;
 	if (mask & TSR_SETATTR_MODE) {
@@ -643,7 +696,7 @@ do_unlink(struct req *q, int rmdir)
 		return rc;
 	}
 	if (gone.ino)
-		purge_file(q->m, &gone);
+		purge_later(q->m, q->ev.seq, &gone);
 	tsr_inode_free(&gone);
 	return reply_inode(q, mds_dir_inode(q->m, d));
 }
@@ -770,7 +823,7 @@ do_rename(struct req *q)
 		return rc;
 	}
 	if (gone.ino)
-		purge_file(q->m, &gone);
+		purge_later(q->m, q->ev.seq, &gone);
 	tsr_inode_free(&gone);
 	if ((rc = reply_inode(q, mds_dir_inode(q->m, sd))) < 0)
 		return rc;
@@ -842,7 +895,7 @@ do_readdir(struct req *q)
 	struct tsr_inode *din, *in;
 	struct mdir *d;
 	uint32_t max = q->r->max ? q->r->max : 256;
-	size_t i = 0, lo = 0, hi;
+	size_t i = 0, lo = 0, hi, bytes = 0;
 	int rc;
 
 	if ((rc = dir_for(q, q->r->ino, &d, &din, MAY_R)) < 0)
@@ -859,9 +912,11 @@ do_readdir(struct req *q)
 	q->rep.ent = tsr_xcalloc(max + 64, sizeof(*q->rep.ent));
 	for (i = lo; i < d->n; i++) {
 		struct mentry *e = d->ents[i];
-		/* a page ends only between different cookies: the next
+		/* a page ends at max entries or PAGE_BYTES (symlink targets
+		 * are long), and only between different cookies: the next
 		 * starts after the last cookie sent */
-		if (q->rep.nent >= max && e->cookie != d->ents[i - 1]->cookie)
+		int full = q->rep.nent >= max || bytes >= PAGE_BYTES;
+		if (full && e->cookie != d->ents[i - 1]->cookie)
 			break;
 		if (q->rep.nent >= max + 63)
 			break;
@@ -870,8 +925,9 @@ do_readdir(struct req *q)
 		struct tsr_mds_dirent *de = &q->rep.ent[q->rep.nent];
 		tsr_strlcpy(de->name, e->name, sizeof(de->name));
 		de->cookie = e->cookie;
-		if (tsr_inode_copy(&de->inode, in) < 0)
+		if (copy_for_reply(&de->inode, in) < 0)
 			return -ENOMEM;
+		bytes += 200 + strlen(e->name) + (in->symlink ? strlen(in->symlink) : 0);
 		q->rep.nent++;
 	}
 	q->rep.end = i >= d->n;
@@ -1146,11 +1202,17 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 			snprintf(q.rep.why, sizeof(q.rep.why), "%s", strerror(-rc));
 	}
 	tsr_enc_init(&e);
-	if (tsr_mdsmsg_reply_encode(&e, &q.rep) == 0 &&
-	    (msg = tsr_msg_from_enc(TSR_MSG_MDS_REPLY, &e)) != NULL)
-		mds_reply_after(m, conn, msg, m->applied);
-	else
+	if (tsr_mdsmsg_reply_encode(&e, &q.rep) < 0) {
+		/* no answer is worse than an error: a smaller one */
+		struct tsr_mds_reply small = { .tid = r->tid, .result = -EIO };
+		snprintf(small.why, sizeof(small.why), "the answer to %s does not encode",
+			 tsr_mds_op_name(r->op));
 		tsr_enc_release(&e);
+		tsr_enc_init(&e);
+		tsr_mdsmsg_reply_encode(&e, &small);
+	}
+	if ((msg = tsr_msg_from_enc(TSR_MSG_MDS_REPLY, &e)) != NULL)
+		mds_reply_after(m, conn, msg, m->applied);
 	tsr_mdsmsg_reply_free(&q.rep);
 	tsr_fs_event_free(&q.ev);
 }

@@ -526,8 +526,10 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct mnt *m = M(req);
 	struct cred cr;
 	struct tsr_file *f;
+	/* not O_APPEND: the kernel gives appends their offset (the size it
+	 * knows), which the file client's own would override */
 	int rc = m->t->open(m->t->fs, cred_of(req, &cr), to_fs(m, ino),
-			    fi->flags & (O_ACCMODE | O_TRUNC | O_APPEND), &f);
+			    fi->flags & (O_ACCMODE | O_TRUNC), &f);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -549,7 +551,7 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct tsr_fs_stat s;
 	struct fuse_entry_param e;
 	int rc = m->t->create(m->t->fs, cred_of(req, &cr), to_fs(m, parent), name, mode,
-			      fi->flags & (O_ACCMODE | O_TRUNC | O_APPEND | O_EXCL), &f, &s);
+			      fi->flags & (O_ACCMODE | O_TRUNC | O_EXCL), &f, &s);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);

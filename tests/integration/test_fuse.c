@@ -224,6 +224,19 @@ user_checks(const struct mnt *m)
 	/* trusted xattrs are root's */
 	if (setxattr(path(m, "sgid/f"), "trusted.x", "1", 1, 0) == 0 || errno != EPERM)
 		return step(13, "see the test");
+	/* a file made read-only by the open that makes it is writable through
+	 * that open (git writes its objects so) */
+	if ((fd = open(path(m, "tmp/ro"), O_CREAT | O_EXCL | O_RDWR, 0444)) < 0)
+		return step(14, "open(O_CREAT, 0444)");
+	if (write(fd, "ro", 2) != 2)
+		return step(15, "write to a new 0444 file");
+	close(fd);
+	if (open(path(m, "tmp/ro"), O_WRONLY) >= 0 || errno != EACCES)
+		return step(16, "a 0444 file opened again for writing");
+	if (truncate(path(m, "tmp/roots"), 0) == 0 || errno != EACCES)
+		return step(17, "truncate of root's 0600 file");
+	if (unlink(path(m, "tmp/ro")) < 0)
+		return step(18, "unlink");
 	return 0;
 }
 
@@ -291,6 +304,54 @@ START_TEST(posix)
 	WORKS(fstat(fd, &st));
 	ck_assert_int_eq(st.st_size, 1000);
 	WORKS(close(fd));
+	/* unlinked while open: the data stays until the last close */
+	{
+		char got[16];
+		struct dirent *de;
+		DIR *dp;
+		int hidden = 0;
+		WORKS(fd = open(path(&m, "gone"), O_CREAT | O_RDWR, 0644));
+		ck_assert_int_eq(write(fd, "still here", 10), 10);
+		WORKS(unlink(path(&m, "gone")));
+		FAILS(stat(path(&m, "gone"), &st), ENOENT);
+		ck_assert_int_eq(pread(fd, got, sizeof(got), 0), 10);
+		ck_assert_int_eq(memcmp(got, "still here", 10), 0);
+		WORKS(close(fd));
+		ck_assert_ptr_nonnull(dp = opendir(m.dir));
+		while ((de = readdir(dp)) != NULL)
+			hidden += strncmp(de->d_name, ".tessera_hidden", 15) == 0;
+		closedir(dp);
+		ck_assert_msg(hidden == 0, "a hidden name outlived the last close");
+	}
+	/* two appenders on one file: every byte lands */
+	{
+		int a, b;
+		WORKS(a = open(path(&m, "log"), O_CREAT | O_WRONLY | O_APPEND, 0644));
+		WORKS(b = open(path(&m, "log"), O_WRONLY | O_APPEND));
+		for (int i = 0; i < 20; i++) {
+			ck_assert_int_eq(write(i % 2 ? a : b, "0123456789", 10), 10);
+		}
+		WORKS(close(a));
+		WORKS(close(b));
+		WORKS(stat(path(&m, "log"), &st));
+		ck_assert_int_eq(st.st_size, 200);
+	}
+	/* a truncate below what this mount wrote and has not closed: the
+	 * bytes cut read as zeros when the file grows again */
+	{
+		static char big[1 << 20];
+		memset(big, 'x', sizeof(big));
+		WORKS(fd = open(path(&m, "cut"), O_CREAT | O_RDWR, 0644));
+		for (int i = 0; i < 6; i++)
+			ck_assert_int_eq(write(fd, big, sizeof(big)), (int)sizeof(big));
+		WORKS(ftruncate(fd, 4096));
+		ck_assert_int_eq(pwrite(fd, "y", 1, 6 << 20), 1);
+		ck_assert_int_eq(pread(fd, big, sizeof(big), 1 << 20), (int)sizeof(big));
+		for (size_t i = 0; i < sizeof(big); i++)
+			ck_assert_msg(big[i] == 0, "byte %zu after the cut reads %d", i + (1 << 20),
+				      big[i]);
+		WORKS(close(fd));
+	}
 	/* times: mtime moves with a write, ctime with chmod; ns kept */
 	{
 		struct timespec ts[2] = { { 1000000000, 123456789 }, { 1000000001, 987654321 } };

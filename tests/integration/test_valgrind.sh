@@ -2,13 +2,14 @@
 # test_valgrind.sh — a daemon's clean start and stop leaks nothing and
 # touches no invalid memory: tsr-testd (with a plugin configured), a
 # one-monitor tessera-mon (which elects itself, answers `tessera status`
-# and commits a change), and tessera-osd (--mkfs, then a run that boots
-# into the map and computes its PGs) run under valgrind, answer, and stop
-# on SIGTERM.
+# and commits a change), tessera-osd (--mkfs, then a run that boots into
+# the map and computes its PGs) and tessera-mds (takes rank 0 of a new file
+# system, makes a directory and a file, writes back) run under valgrind,
+# answer, and stop on SIGTERM.
 # Skipped (77) in sanitizer builds, where valgrind cannot run, and when
 # valgrind is not installed (dev.sh installs it).
 set -u
-: "${TESTD:?}" "${TESSERA:?}" "${TESSERA_MON:?}" "${TESSERA_OSD:?}" "${TEST_PLUGIN_DIR:?}" "${LIBTOOL:?}"
+: "${TESTD:?}" "${TESSERA:?}" "${TESSERA_MON:?}" "${TESSERA_OSD:?}" "${TESSERA_MDS:?}" "${TEST_PLUGIN_DIR:?}" "${LIBTOOL:?}"
 if [ "${SANITIZERS:-no}" = yes ]; then
 	echo "SKIP: sanitizer build; valgrind and ASan do not mix"; exit 77
 fi
@@ -18,9 +19,11 @@ fi
 tmp=$(mktemp -d /tmp/tsr-valgrind-test-XXXXXX)
 pid=
 monpid=
+osdpid=
 cleanup() {
 	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
 	[ -n "$monpid" ] && kill -9 "$monpid" 2>/dev/null
+	[ -n "$osdpid" ] && kill -9 "$osdpid" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -55,6 +58,8 @@ CONF
 	-o "$tmp/client-admin.keyring" >/dev/null || fail "tessera auth key failed"
 "$TESSERA" auth key osd.0 --secret "$tmp/mon-a.keyring" \
 	-o "$tmp/osd-0.keyring" >/dev/null || fail "tessera auth key failed"
+"$TESSERA" auth key mds.a --secret "$tmp/mon-a.keyring" \
+	-o "$tmp/mds-a.keyring" >/dev/null || fail "tessera auth key failed"
 
 # run_daemon CONF PROGRAM ARGS...: start it under valgrind in the background
 run_daemon() {
@@ -137,7 +142,32 @@ until_ok osd_ready ||
 "$TESSERA" admin "$tmp/run/osd-0.asok" status >/dev/null ||
 	fail "tessera-osd under valgrind: admin status failed"
 stop_daemon tessera-osd
+
+# the MDS, with the monitor and the OSD running plainly: one copy of each
+# object is enough here
+"$TESSERA_OSD" -f -c "$tmp/mon.conf" -i 0 2>/dev/null &
+osdpid=$!
+for pool in data metadata; do
+	"$TESSERA" pool create $pool 8 --size 1 --min-size 1 --conf "$tmp/mon.conf" \
+		>/dev/null || fail "pool create $pool failed"
+done
+run_daemon mon.conf "$TESSERA_MDS" -i a
+mds_active() {
+	"$TESSERA" admin -t 2 "$tmp/run/mds-a.asok" mds status | grep -q '"active": true'
+}
+until_ok mds_active || fail "tessera-mds under valgrind did not take rank 0 within 30 s"
+fs_works() {
+	"$TESSERA" fs mkdir -p /vg/dir --conf "$tmp/mon.conf" --timeout 10 &&
+		"$TESSERA" fs put "$tmp/mon.conf" /vg/dir/f --conf "$tmp/mon.conf" --timeout 10 &&
+		"$TESSERA" fs ls /vg/dir --conf "$tmp/mon.conf" --timeout 10 | grep -q ' f$'
+}
+until_ok fs_works || fail "tessera-mds under valgrind did not serve mkdir, put and ls"
+sleep 1.5 # a write-back
+"$TESSERA" admin "$tmp/run/mds-a.asok" status >/dev/null ||
+	fail "tessera-mds under valgrind: admin status failed"
+stop_daemon tessera-mds
+kill -TERM "$osdpid"; wait "$osdpid"; osdpid=
 kill -TERM "$monpid"; wait "$monpid"; monpid=
 
-echo "valgrind: no errors and no leaks over start, commands and stop (tsr-testd, tessera-mon, tessera-osd)"
-echo "3 passed, 0 failed"
+echo "valgrind: no errors and no leaks over start, commands and stop (tsr-testd, tessera-mon, tessera-osd, tessera-mds)"
+echo "4 passed, 0 failed"
