@@ -372,11 +372,13 @@ mds_dir_get(struct mds *m, uint64_t ino, struct mdir **out)
 	int rc;
 
 	if (d) {
+		d->used = ++m->clock;
 		*out = d;
 		return d->deleted ? -ENOENT : 0;
 	}
 	if ((rc = load_dir(m, ino, &d)) < 0)
 		return rc;
+	d->used = ++m->clock;
 	if ((rc = tsr_u64map_put(&m->dirs, ino, d)) < 0) {
 		dir_free(m, d);
 		return rc;
@@ -1029,6 +1031,84 @@ mds_dirty_floor(struct mds *m)
 	w.dirs = 0;
 	tsr_u64map_each(&m->objs, floor_of, &w);
 	return w.floor;
+}
+
+/* ---- Eviction ----
+ *
+ * Every cached directory keeps its parent cached (the climb of an rstat
+ * change, a directory's own inode), so only leaves go: clean, not being
+ * written back, not the root, no cached directory below.  One pass drops
+ * what it can; a parent left a leaf goes in a later pass. */
+
+struct trim_walk {
+	struct mds *m;
+	struct tsr_u64map parents;   /* inos with a cached child directory */
+	struct mdir **cand;
+	size_t n, cap;
+	uint64_t entries;
+};
+
+static int
+note_parent_walk(void *arg, uint64_t key, void *val)
+{
+	struct trim_walk *w = arg;
+	struct mdir *d = val;
+
+	(void)key;
+	w->entries += d->n;
+	if (d->parent)
+		tsr_u64map_put(&w->parents, d->parent, d);
+	return 0;
+}
+
+static int
+candidates(void *arg, uint64_t key, void *val)
+{
+	struct trim_walk *w = arg;
+	struct mdir *d = val;
+
+	if (d->ino == TSR_FS_ROOT_INO || d->dirty_since || d->flushing || d->deleted ||
+	    d->nremoved || !d->exists || tsr_u64map_get(&w->parents, key))
+		return 0;
+	if (w->n == w->cap) {
+		w->cap = w->cap ? w->cap * 2 : 64;
+		w->cand = realloc(w->cand, w->cap * sizeof(*w->cand));
+		if (w->cand == NULL)
+			abort();
+	}
+	w->cand[w->n++] = d;
+	return 0;
+}
+
+static int
+by_use(const void *a, const void *b)
+{
+	uint64_t x = (*(struct mdir *const *)a)->used, y = (*(struct mdir *const *)b)->used;
+
+	return x < y ? -1 : x > y;
+}
+
+void
+mds_cache_trim(struct mds *m)
+{
+	struct trim_walk w = { .m = m };
+
+	if (m->cache_max == 0 || m->where.n <= m->cache_max)
+		return;
+	tsr_u64map_each(&m->dirs, note_parent_walk, &w);
+	if (w.entries > m->cache_max) {
+		tsr_u64map_each(&m->dirs, candidates, &w);
+		qsort(w.cand, w.n, sizeof(*w.cand), by_use);
+		for (size_t i = 0; i < w.n && w.entries > m->cache_max; i++) {
+			struct mdir *d = w.cand[i];
+			w.entries -= d->n;
+			tsr_u64map_del(&m->dirs, d->ino);
+			dir_free(m, d);
+			m->n_evicted++;
+		}
+	}
+	free(w.cand);
+	tsr_u64map_free(&w.parents);
 }
 
 /* ---- A new file system ---- */

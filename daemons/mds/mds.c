@@ -396,6 +396,7 @@ writeback_mds(void *arg)
 	if (m->rank >= 0 && !m->replaying && !m->stopping) {
 		mds_writeback(m);
 		mds_journal_trim(m);
+		mds_cache_trim(m);
 	}
 }
 
@@ -529,13 +530,15 @@ status_on_mds(void *arg)
 			PRIu64 ", \"segment\": %" PRIu64 ", \"segment_bytes\": %" PRIu64
 			", \"appends\": %" PRIu64 ", \"trimmed\": %" PRIu64 "}, "
 			"\"cache\": {\"dirs\": %zu, \"inode_objects\": %zu, \"inodes\": %zu, "
-			"\"loads\": %" PRIu64 ", \"writebacks\": %" PRIu64 "}, "
+			"\"loads\": %" PRIu64 ", \"writebacks\": %" PRIu64 ", \"evicted\": %"
+			PRIu64 "}, "
 			"\"requests\": %" PRIu64 ", \"events\": %" PRIu64 ", \"sessions\": %zu, "
 			"\"next_ino\": %" PRIu64 "}\n", m->rank, m->active ? "true" : "false",
 			m->replaying ? "true" : "false", mds_lease_ok(m) ? "true" : "false",
 			m->fence, m->applied, m->committed, m->first_seg, m->seg, m->seg_off,
 			m->n_appends, m->n_trims, m->dirs.n, m->objs.n, m->where.n, m->n_loads,
-			m->n_flushes, m->n_requests, m->n_events, m->nsess, m->next_ino);
+			m->n_flushes, m->n_evicted, m->n_requests, m->n_events, m->nsess,
+			m->next_ino);
 	pthread_mutex_lock(&a->lock);
 	a->done = 1;
 	gone = a->abandoned;
@@ -607,6 +610,7 @@ mds_start(struct tsr_daemon *d, char *err, size_t errlen)
 		    sizeof(m->data_pool_name));
 	m->segment_bytes = (uint64_t)tsr_conf_int(conf, "mds_journal_segment_size");
 	m->writeback_ms = (uint32_t)tsr_conf_int(conf, "mds_writeback_interval");
+	m->cache_max = (uint64_t)tsr_conf_int(conf, "mds_cache_max_entries");
 	m->grace_ns = (uint64_t)tsr_conf_int(conf, "mon_mds_beacon_grace") * 1000000u;
 	if ((rc = tsr_workq_create("mds", &m->wq)) < 0)
 		return tsr_errf(err, errlen, rc, "starting the MDS thread: %s", strerror(-rc));

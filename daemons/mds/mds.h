@@ -72,6 +72,7 @@ struct mdir {
 	int deleted;                 /* removed (DIR_RM): its object goes at
 					write-back, then the entry */
 	int bt_dirty;                /* parent or name changed */
+	uint64_t used;               /* when last asked for (m->clock) */
 };
 
 /* An inode kept in an object of its own (i.<ino>). */
@@ -135,6 +136,9 @@ struct mds {
 	struct tsr_u64map where;     /* ino -> struct mentry (primary inodes) */
 	struct tsr_u64map done;      /* client -> its requests done (done.c) */
 	uint64_t applied;            /* the last event applied */
+	uint64_t clock;              /* ticks of use, for eviction */
+	uint64_t cache_max;          /* entries the cache holds at most (about) */
+	uint64_t n_evicted;
 
 	/* the journal (MDS thread) */
 	uint64_t first_seg;          /* the oldest live segment */
@@ -202,6 +206,10 @@ int mds_apply(struct mds *m, const struct tsr_fs_event *ev, int replay, char *er
 	      size_t errlen);
 /* Write back what the journal holds; called by the timer. */
 void mds_writeback(struct mds *m);
+/* Drop clean directories, least recently used first, while the cache
+ * holds more than cache_max entries (between requests: no handler holds
+ * a directory then). */
+void mds_cache_trim(struct mds *m);
 /* The oldest event not yet written back (0: all of them are). */
 uint64_t mds_dirty_floor(struct mds *m);
 /* A new file system: the root's objects (rank 0, when no journal exists). */

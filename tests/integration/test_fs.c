@@ -14,6 +14,8 @@
  *                  over; once resumed, the old one answers nothing and ends
  *   restart        stop every MDS and start one again: the namespace comes
  *                  back from the metadata pool alone
+ *   eviction       a cache bounded below the namespace: directories go and
+ *                  come back from their objects
  */
 #include "cluster/cluster.h"
 #include "cluster/tc_check.h"
@@ -558,6 +560,59 @@ START_TEST(restart)
 }
 END_TEST
 
+/* A cache bounded to 150 entries: 10 directories of 40 files each stay
+ * whole through write-back and eviction, reloaded from their objects;
+ * the statistics agree. */
+START_TEST(eviction)
+{
+	struct tc_cluster c;
+	struct tsr_client *k;
+	struct tsr_fs *fs;
+	struct tsr_fs_stat d, st;
+	char name[32], path[64], *out = NULL;
+	uint64_t evicted = 0, t0;
+
+	fs_cluster(&c, 1, FAST_MDS " mds_cache_max_entries = 150;");
+	k = client_of(&c);
+	fs = mount_of(k);
+	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "top", 0755, &d), 0);
+	for (int i = 0; i < 10; i++) {
+		struct tsr_fs_stat sub;
+		snprintf(name, sizeof(name), "d%d", i);
+		EXPECT(tsr_fs_mkdir(fs, NULL, d.ino, name, 0755, &sub), 0);
+		for (int j = 0; j < 40; j++) {
+			snprintf(name, sizeof(name), "f%02d", j);
+			EXPECT(tsr_fs_mknod(fs, NULL, sub.ino, name, S_IFREG | 0644, 0, NULL), 0);
+		}
+	}
+	t0 = tc_now_ms();
+	while (evicted == 0 && tc_now_ms() - t0 < 10000) {
+		tc_sleep_ms(200);
+		free(out);
+		out = NULL;
+		ck_assert_int_eq(tc_mds_asok(&c, 0, "mds status", &out), 0);
+		evicted = tc_json_u64(out, "evicted", 0);
+	}
+	ck_assert_msg(evicted > 0, "nothing evicted: %s", out);
+	ck_assert_msg(tc_json_u64(out, "inodes", 1000) <= 200, "the cache holds more than its "
+		      "bound allows: %s", out);
+	free(out);
+	/* every name, through a fresh session (no hints from this one) */
+	tsr_fs_unmount(fs);
+	fs = mount_of(k);
+	for (int i = 0; i < 10; i++)
+		for (int j = 0; j < 40; j++) {
+			snprintf(path, sizeof(path), "/top/d%d/f%02d", i, j);
+			EXPECT(tsr_fs_walk(fs, NULL, path, 0, &st), 0);
+		}
+	ck_assert_uint_eq(vx(fs, d.ino, "tessera.dir.rfiles"), 400);
+	ck_assert_uint_eq(vx(fs, TSR_FS_ROOT, "tessera.dir.rsubdirs"), 11);
+	tsr_fs_unmount(fs);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -566,6 +621,7 @@ main(void)
 		{ "failover", failover, NULL },
 		{ "fenced", fenced, NULL },
 		{ "restart", restart, NULL },
+		{ "eviction", eviction, NULL },
 	};
 
 	return tc_check_main("fs", cases, TC_NCASES(cases));
