@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1328,6 +1329,70 @@ flush_attrs(struct tsr_file *f)
 		pthread_mutex_unlock(&f->lock);
 	}
 	return rc;
+}
+
+int
+tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
+{
+	struct io_batch b;
+	struct tsr_op *ops[IO_INFLIGHT * 4];
+	struct timespec now;
+	uint64_t size, end, done = 0;
+	int rc;
+
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return failf(-EBADF, "a file opened for reading only");
+	if (len == 0 || off + len < off || off + len > TSR_FS_MAX_SIZE)
+		return failf(-EINVAL, "a range of %" PRIu64 " bytes at %" PRIu64, len, off);
+	if (mode == FALLOC_FL_KEEP_SIZE)
+		return 0;
+	if (mode == 0) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		pthread_mutex_lock(&f->lock);
+		if (off + len > f->size) {
+			f->size = off + len;
+			f->mtime.sec = now.tv_sec;
+			f->mtime.nsec = (uint32_t)now.tv_nsec;
+			f->dirty = 1;
+			f->send_mtime = 1;
+			f->gen++;
+		}
+		pthread_mutex_unlock(&f->lock);
+		return 0;
+	}
+	if (mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
+		return failf(-EOPNOTSUPP, "fallocate mode %#x (0, KEEP_SIZE and PUNCH_HOLE "
+			     "with KEEP_SIZE are)", (unsigned)mode);
+	/* a hole: zeros in every object the range covers, up to the size */
+	struct tsr_fs_stat st;
+	if ((rc = tsr_fs_getattr(f->fs, &f->cr, f->ino, &st)) < 0)
+		return rc;
+	size = st.size;
+	end = off + len < size ? off + len : size;
+	while (off + done < end) {
+		size_t nops = 0;
+		io_init(&b);
+		while (off + done < end && nops < sizeof(ops) / sizeof(ops[0])) {
+			uint64_t objno, objoff, left;
+			char oid[48];
+			tsr_layout_map(&f->layout, off + done, &objno, &objoff, &left);
+			if (left > end - off - done)
+				left = end - off - done;
+			struct tsr_op *op = tsr_op_create();
+			tsr_fs_data_oid(f->ino, objno, oid, sizeof(oid));
+			tsr_op_zero(op, objoff, left);
+			ops[nops++] = op;
+			io_submit(f->fs, &b, f->layout.pool, oid, op);
+			done += left;
+		}
+		rc = io_wait(&b);
+		for (size_t i = 0; i < nops; i++)
+			tsr_op_destroy(ops[i]);
+		if (rc < 0)
+			return failf(rc, "punching a hole in inode %" PRIx64 ": %s", f->ino,
+				     strerror(-rc));
+	}
+	return 0;
 }
 
 int

@@ -628,6 +628,20 @@ op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 static void
+op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+	     struct fuse_file_info *fi)
+{
+	struct mnt *m = M(req);
+
+	(void)ino;
+	if (off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_err(req, -m->t->fallocate(F(fi), mode, (uint64_t)off, (uint64_t)len));
+}
+
+static void
 op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
@@ -666,6 +680,7 @@ static const struct fuse_lowlevel_ops ll_ops = {
 	.listxattr = op_listxattr,
 	.removexattr = op_removexattr,
 	.create = op_create,
+	.fallocate = op_fallocate,
 };
 
 /* ---- The plugin ---- */

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/falloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -350,6 +351,28 @@ START_TEST(posix)
 		for (size_t i = 0; i < sizeof(big); i++)
 			ck_assert_msg(big[i] == 0, "byte %zu after the cut reads %d", i + (1 << 20),
 				      big[i]);
+		WORKS(close(fd));
+	}
+	/* fallocate: the default mode grows the file, a punched hole reads
+	 * as zeros and keeps the size */
+	{
+		char got[300];
+		WORKS(fd = open(path(&m, "falloc"), O_CREAT | O_RDWR, 0644));
+		ck_assert_int_eq(write(fd, "abcdefghijklmnopqrstuvwxyz", 26), 26);
+		WORKS(fallocate(fd, 0, 0, 300));
+		WORKS(fstat(fd, &st));
+		ck_assert_int_eq(st.st_size, 300);
+		WORKS(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 5, 10));
+		WORKS(fstat(fd, &st));
+		ck_assert_int_eq(st.st_size, 300);
+		ck_assert_int_eq(pread(fd, got, sizeof(got), 0), 300);
+		ck_assert_int_eq(memcmp(got, "abcde", 5), 0);
+		for (int i = 5; i < 15; i++)
+			ck_assert_int_eq(got[i], 0);
+		ck_assert_int_eq(memcmp(got + 15, "pqrstuvwxyz", 11), 0);
+		for (int i = 26; i < 300; i++)
+			ck_assert_int_eq(got[i], 0);
+		FAILS(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, 4096), EOPNOTSUPP);
 		WORKS(close(fd));
 	}
 	/* times: mtime moves with a write, ctime with chmod; ns kept */

@@ -339,6 +339,7 @@ fill_table(struct tsr_mount_fs *t, struct tsr_fs *fs)
 	t->write = tsr_fs_write;
 	t->fsync = tsr_fs_fsync;
 	t->close = tsr_fs_close;
+	t->fallocate = tsr_fs_fallocate;
 }
 
 int

@@ -152,6 +152,11 @@ TSR_API ssize_t tsr_fs_read(struct tsr_file *f, void *buf, size_t len, uint64_t 
  * end of the file as this client knows it. */
 TSR_API ssize_t tsr_fs_write(struct tsr_file *f, const void *buf, size_t len, uint64_t off);
 TSR_API int tsr_fs_fsync(struct tsr_file *f, int datasync);
+/* fallocate(2): mode 0 makes the file at least off + len long (holes read
+ * as zeros: space is not reserved ahead); FALLOC_FL_PUNCH_HOLE |
+ * FALLOC_FL_KEEP_SIZE zeros [off, off + len) within the file; KEEP_SIZE
+ * alone does nothing; other modes are -EOPNOTSUPP. */
+TSR_API int tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len);
 /* The file's attributes; as for tsr_fs_getattr, with the size and mtime
  * of this client's writes not yet sent to the MDS. */
 TSR_API int tsr_fs_fstat(struct tsr_file *f, struct tsr_fs_stat *out);

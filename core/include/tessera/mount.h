@@ -89,6 +89,7 @@ struct tsr_mount_fs {
 	ssize_t (*write)(struct tsr_file *, const void *, size_t, uint64_t);
 	int (*fsync)(struct tsr_file *, int);
 	int (*close)(struct tsr_file *);
+	int (*fallocate)(struct tsr_file *, int, uint64_t, uint64_t);
 };
 
 /* The version of this header's ops table (see PROVISIONAL above). */
