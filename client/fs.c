@@ -904,6 +904,70 @@ tsr_fs_removexattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino
 	return simple(fs, &r, NULL, NULL);
 }
 
+/* ---- Locks ---- */
+
+static void
+lock_req(struct tsr_mds_request *r, const struct tsr_fs_lock *lk)
+{
+	r->lk.start = lk->start;
+	r->lk.end = lk->end;
+	r->lk.owner = lk->owner;
+	r->lk.pid = lk->pid;
+	r->lk.type = (uint32_t)lk->type;
+}
+
+int
+tsr_fs_getlk(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+	     struct tsr_fs_lock *lk)
+{
+	struct tsr_mds_request r;
+	struct tsr_mds_reply rep;
+	struct tsr_mds_lock got;
+	int rc;
+
+	req_init(NULL, &r, TSR_MDS_OP_GETLK, ino, cr);
+	r.ino2 = parent_of(fs, ino);
+	lock_req(&r, lk);
+	if ((rc = call(fs, &r, &rep)) == 0) {
+		if (rep.value_len == 0) {
+			lk->type = (lk->type & TSR_FS_LOCK_FLOCK) | F_UNLCK;
+		} else if (tsr_mdsmsg_lock_decode(rep.value, rep.value_len, &got) == 0) {
+			lk->start = got.start;
+			lk->end = got.end;
+			lk->owner = got.owner;
+			lk->pid = got.pid;
+			lk->type = (int)got.type;
+		} else {
+			rc = failf(-EIO, "getlk: the MDS's answer does not decode");
+		}
+	}
+	tsr_mdsmsg_reply_free(&rep);
+	return rc;
+}
+
+int
+tsr_fs_setlk(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+	     const struct tsr_fs_lock *lk, int wait)
+{
+	uint32_t pause_ms = 10;
+
+	for (;;) {
+		struct tsr_mds_request r;
+		int rc;
+		req_init(NULL, &r, TSR_MDS_OP_SETLK, ino, cr);
+		lock_req(&r, lk);
+		rc = simple(fs, &r, NULL, NULL);
+		if (rc == -EBUSY) /* held by another owner (the MDS's -EAGAIN is
+				     "not serving now", retried in call) */
+			rc = failf(-EAGAIN, "setlk: held by another owner");
+		if (rc != -EAGAIN || !wait)
+			return rc;
+		usleep(pause_ms * 1000);
+		if (pause_ms < 100)
+			pause_ms *= 2;
+	}
+}
+
 /* ---- File data ---- */
 
 struct tsr_file {

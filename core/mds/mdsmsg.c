@@ -3,6 +3,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,8 +98,45 @@ tsr_mdsmsg_request_encode(struct tsr_enc *e, const struct tsr_mds_request *r)
 	tsr_enc_u64(e, r->cookie);
 	tsr_enc_u32(e, r->max);
 	tsr_enc_bytes(e, r->value, r->value_len);
+	tsr_mdsmsg_lock_encode(e, &r->lk);
 	tsr_enc_end_struct(e, mark);
 	return tsr_enc_error(e);
+}
+
+static int
+lock_type_ok(uint32_t t)
+{
+	uint32_t base = t & ~TSR_LOCK_FLOCK;
+
+	return base == F_RDLCK || base == F_WRLCK || base == F_UNLCK;
+}
+
+int
+tsr_mdsmsg_lock_encode(struct tsr_enc *e, const struct tsr_mds_lock *lk)
+{
+	tsr_enc_u64(e, lk->start);
+	tsr_enc_u64(e, lk->end);
+	tsr_enc_u64(e, lk->owner);
+	tsr_enc_u32(e, lk->pid);
+	tsr_enc_u32(e, lk->type);
+	return tsr_enc_error(e);
+}
+
+int
+tsr_mdsmsg_lock_decode(const void *buf, size_t len, struct tsr_mds_lock *lk)
+{
+	struct tsr_dec d;
+
+	tsr_dec_init(&d, buf, len);
+	lk->start = tsr_dec_u64(&d);
+	lk->end = tsr_dec_u64(&d);
+	lk->owner = tsr_dec_u64(&d);
+	lk->pid = tsr_dec_u32(&d);
+	lk->type = tsr_dec_u32(&d);
+	if (tsr_dec_error(&d) || tsr_dec_remaining(&d) != 0 || lk->start > lk->end ||
+	    !lock_type_ok(lk->type))
+		return -EBADMSG;
+	return 0;
 }
 
 int
@@ -143,6 +181,11 @@ tsr_mdsmsg_request_decode(const void *buf, size_t len, struct tsr_mds_request *r
 	r->cookie = tsr_dec_u64(&sub);
 	r->max = tsr_dec_u32(&sub);
 	tsr_dec_bytes(&sub, &r->value, &r->value_len, TSR_FS_XATTR_VALUE_MAX);
+	r->lk.start = tsr_dec_u64(&sub);
+	r->lk.end = tsr_dec_u64(&sub);
+	r->lk.owner = tsr_dec_u64(&sub);
+	r->lk.pid = tsr_dec_u32(&sub);
+	r->lk.type = tsr_dec_u32(&sub);
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0)
 		return tsr_errf(err, errlen, -EBADMSG, "request: truncated, a field too "
 				"long, or trailing bytes");
@@ -155,6 +198,11 @@ tsr_mdsmsg_request_decode(const void *buf, size_t len, struct tsr_mds_request *r
 	    r->sa.mtime.nsec >= 1000000000u)
 		return tsr_errf(err, errlen, -EBADMSG, "request %s: bad setattr mask or "
 				"nanoseconds", tsr_mds_op_name(r->op));
+	if ((r->op == TSR_MDS_OP_GETLK || r->op == TSR_MDS_OP_SETLK) &&
+	    (r->lk.start > r->lk.end || !lock_type_ok(r->lk.type)))
+		return tsr_errf(err, errlen, -EBADMSG, "request %s: a lock of type %#" PRIx32
+				" over %" PRIu64 "..%" PRIu64, tsr_mds_op_name(r->op),
+				r->lk.type, r->lk.start, r->lk.end);
 	if (r->max > TSR_MDS_READDIR_MAX)
 		return tsr_errf(err, errlen, -EBADMSG, "request %s: max %" PRIu32 " (at most "
 				"%u)", tsr_mds_op_name(r->op), r->max, TSR_MDS_READDIR_MAX);

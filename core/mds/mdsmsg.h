@@ -19,7 +19,11 @@
  *                           setattr { u32 mask, u32 mode, u32 uid, u32 gid,
  *                                     u64 size, i64 atime_s, u32 atime_ns,
  *                                     i64 mtime_s, u32 mtime_ns },
- *                           u64 cookie, u32 max, bytes value }
+ *                           u64 cookie, u32 max, bytes value,
+ *                           lock }
+ *   lock    = { u64 start, u64 end, u64 owner, u32 pid, u32 type }
+ *             (end inclusive; type: F_RDLCK, F_WRLCK, F_UNLCK, with
+ *             TSR_LOCK_FLOCK for flock(2) locks)
  *   reply   = envelope v1 { u64 tid, i32 result, string why,
  *                           u32 n, n x inode,
  *                           u32 nent, nent x { string name, u64 cookie,
@@ -74,7 +78,10 @@ struct tsr_mds_session {
 	X(GETXATTR, 13, "getxattr", 0)   /* ino, name -> value */              \
 	X(SETXATTR, 14, "setxattr", 1)   /* ino, name, value; flags: XATTR_*  */\
 	X(LISTXATTR, 15, "listxattr", 0) /* ino -> value: names, NUL after each */\
-	X(RMXATTR, 16, "removexattr", 1) /* ino, name */
+	X(RMXATTR, 16, "removexattr", 1) /* ino, name */                       \
+	X(GETLK, 17, "getlk", 0)         /* ino, lk -> value: a conflicting     \
+	                                    lock (lock encoding), or none */    \
+	X(SETLK, 18, "setlk", 0)         /* ino, lk: -EBUSY on a conflict */
 
 enum tsr_mds_op {
 #define X(e, v, n, w) TSR_MDS_OP_##e = v,
@@ -102,6 +109,19 @@ enum tsr_mds_op {
 #define TSR_MDS_EXCL 0x1u              /* MKNOD: EEXIST if present */
 
 #define TSR_MDS_MAX_GROUPS 64
+
+/* A byte-range lock (POSIX) or a whole-file one (flock), held by an owner
+ * of a client: the MDS keeps them in memory (not journaled: a failover
+ * drops them). */
+#define TSR_LOCK_FLOCK 0x100u
+struct tsr_mds_lock {
+	uint64_t start, end;         /* inclusive; end UINT64_MAX: to the end */
+	uint64_t owner;              /* the client's lock owner */
+	uint32_t pid;
+	uint32_t type;               /* F_RDLCK, F_WRLCK, F_UNLCK [| FLOCK] */
+};
+int tsr_mdsmsg_lock_encode(struct tsr_enc *e, const struct tsr_mds_lock *lk);
+int tsr_mdsmsg_lock_decode(const void *buf, size_t len, struct tsr_mds_lock *lk);
 #define TSR_MDS_READDIR_MAX 4096
 
 struct tsr_mds_request {
@@ -130,6 +150,7 @@ struct tsr_mds_request {
 	uint32_t max;
 	const void *value;           /* borrowed from the message */
 	size_t value_len;
+	struct tsr_mds_lock lk;      /* GETLK, SETLK */
 };
 
 struct tsr_mds_dirent {

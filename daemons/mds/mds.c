@@ -214,6 +214,8 @@ on_session_mds(void *arg)
 		snprintf(rep.why, sizeof(rep.why), "mds.%s does not serve a rank now",
 			 m->name);
 	} else if (s.op == TSR_MDS_SESSION_CLOSE) {
+		/* its locks go with it (the peer's id: what requests carry) */
+		mds_locks_drop(m, tsr_conn_peer_id(im->conn));
 		for (size_t i = 0; i < m->nsess; i++)
 			if (m->sess[i].client == s.client) {
 				tsr_conn_put(m->sess[i].conn);
@@ -709,6 +711,7 @@ mds_stop(struct tsr_daemon *d)
 	mds_cache_free(m);
 	mds_journal_free(m);
 	mds_done_free(m);
+	mds_locks_drop(m, 0);
 	pthread_mutex_destroy(&m->lease_lock);
 	pthread_mutex_destroy(&m->post_lock);
 	free(m);

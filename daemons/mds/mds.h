@@ -9,6 +9,7 @@
  *   ops.c      the requests: checks, then an event
  *   done.c     the requests done per client, so that one sent again is
  *              answered, not done twice
+ *   locks.c    POSIX and flock locks, per (client, owner)
  *
  * Threads.  The namespace lives on one thread, the MDS thread (a work
  * queue): requests, replay, write-back and the journal's bookkeeping all
@@ -135,6 +136,7 @@ struct mds {
 	struct tsr_u64map objs;      /* ino -> struct mobj */
 	struct tsr_u64map where;     /* ino -> struct mentry (primary inodes) */
 	struct tsr_u64map done;      /* client -> its requests done (done.c) */
+	struct tsr_u64map locks;     /* ino -> its locks (locks.c) */
 	uint64_t applied;            /* the last event applied */
 	uint64_t clock;              /* ticks of use, for eviction */
 	uint64_t cache_max;          /* entries the cache holds at most (about) */
@@ -234,6 +236,15 @@ int mds_done_find(struct mds *m, uint64_t client, uint64_t tid, uint64_t *ino);
 /* The client waits for nothing older than oldest: forget the rest. */
 void mds_done_prune(struct mds *m, uint64_t client, uint64_t oldest);
 void mds_done_free(struct mds *m);
+
+/* locks.c */
+/* A lock held by another than (client, lk->owner) that lk cannot be
+ * taken beside: 1 and *lk set to it, or 0 and lk->type F_UNLCK. */
+int mds_lock_get(struct mds *m, uint64_t ino, uint64_t client, struct tsr_mds_lock *lk);
+/* Take, change or release (F_UNLCK) a lock: 0, or -EAGAIN on a conflict. */
+int mds_lock_set(struct mds *m, uint64_t ino, uint64_t client, const struct tsr_mds_lock *lk);
+/* Every lock of client (0: of everyone) goes. */
+void mds_locks_drop(struct mds *m, uint64_t client);
 
 /* ops.c */
 /* Purge the data of files unlinked by events now durable (drop: forget

@@ -1147,6 +1147,39 @@ do_xattr(struct req *q)
 	return 0;
 }
 
+/* ---- Locks ---- */
+
+static int
+do_lock(struct req *q)
+{
+	struct tsr_mds_lock lk = q->r->lk;
+	struct loc l;
+	struct tsr_enc e;
+	int rc;
+
+	if ((rc = locate(q, q->r->ino, q->r->ino2, &l)) < 0)
+		return rc;
+	if (!S_ISREG(l.in->mode) && !(lk.type & TSR_LOCK_FLOCK))
+		return fail(q, -EINVAL, "a byte-range lock on what is not a file");
+	if (q->r->op == TSR_MDS_OP_SETLK) {
+		/* a conflict travels as -EBUSY: -EAGAIN on the wire means "not
+		 * serving now, ask again", which clients do by themselves */
+		if ((rc = mds_lock_set(q->m, l.in->ino, q->client, &lk)) < 0)
+			return rc == -EAGAIN ? fail(q, -EBUSY, "held by another owner")
+					     : fail(q, rc, "out of memory");
+		return 0;
+	}
+	if (mds_lock_get(q->m, l.in->ino, q->client, &lk) == 0)
+		return 0; /* no conflict: no value */
+	tsr_enc_init(&e);
+	if (tsr_mdsmsg_lock_encode(&e, &lk) < 0) {
+		tsr_enc_release(&e);
+		return -ENOMEM;
+	}
+	q->rep.value = tsr_enc_take(&e, &q->rep.value_len);
+	return 0;
+}
+
 /* ---- The entry point ---- */
 
 void
@@ -1189,6 +1222,8 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 		case TSR_MDS_OP_SETXATTR:
 		case TSR_MDS_OP_LISTXATTR:
 		case TSR_MDS_OP_RMXATTR: rc = do_xattr(&q); break;
+		case TSR_MDS_OP_GETLK:
+		case TSR_MDS_OP_SETLK: rc = do_lock(&q); break;
 		default: rc = fail(&q, -EOPNOTSUPP, "op %" PRIu32, r->op); break;
 		}
 	}

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -62,7 +63,13 @@ struct mnt {
 	struct fuse_session *se;
 	const char *mountpoint;
 	int stopping;
+	/* (lock owner, inode) pairs that took a lock here (lock): their
+	 * locks are released at close; few, so a plain array */
+	uint64_t *owners;
+	size_t nowners, owners_cap;
 };
+
+static void release_locks(fuse_req_t req, fuse_ino_t ino, uint64_t owner, int flock);
 
 /* ---- Translation ---- */
 
@@ -605,8 +612,11 @@ op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct mnt *m = M(req);
 
 	(void)ino;
-	/* every close(2): the size and mtime reach the MDS (close-to-open) */
-	fuse_reply_err(req, -m->t->fsync(F(fi), 1));
+	/* every close(2): the size and mtime reach the MDS (close-to-open),
+	 * and the closing process's POSIX locks on the file go */
+	int rc = m->t->fsync(F(fi), 1);
+	release_locks(req, ino, fi->lock_owner, 0);
+	fuse_reply_err(req, -rc);
 }
 
 static void
@@ -623,7 +633,8 @@ op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mnt *m = M(req);
 
-	(void)ino;
+	if (fi->flock_release)
+		release_locks(req, ino, fi->lock_owner, 1);
 	fuse_reply_err(req, -m->t->close(F(fi)));
 }
 
@@ -639,6 +650,166 @@ op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		return;
 	}
 	fuse_reply_err(req, -m->t->fallocate(F(fi), mode, (uint64_t)off, (uint64_t)len));
+}
+
+/* ---- Locks ----
+ *
+ * The MDS holds them, per (this client, owner): FUSE's lock_owner is the
+ * process's (POSIX) or the open file's (flock).  A blocking request asks
+ * again until granted or interrupted.  A close releases the POSIX locks
+ * of its owner on that file (flush), the last close of an open file its
+ * flock (release with flock_release) — for owners that took some here. */
+
+static void
+to_lock(const struct flock *fl, uint64_t owner, struct tsr_fs_lock *lk)
+{
+	lk->start = (uint64_t)fl->l_start;
+	lk->end = fl->l_len == 0 ? UINT64_MAX : (uint64_t)(fl->l_start + fl->l_len - 1);
+	lk->owner = owner;
+	lk->pid = (uint32_t)fl->l_pid;
+	lk->type = fl->l_type;
+}
+
+static uint64_t
+owner_key(uint64_t owner, fuse_ino_t ino)
+{
+	uint64_t k = owner ^ ((uint64_t)ino * 0x9e3779b97f4a7c15ull);
+
+	return k ? k : 1;
+}
+
+static void
+owner_note(struct mnt *m, uint64_t owner, fuse_ino_t ino)
+{
+	uint64_t k = owner_key(owner, ino);
+	size_t i;
+
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < m->nowners && m->owners[i] != k; i++)
+		;
+	if (i == m->nowners) {
+		if (m->nowners == m->owners_cap) {
+			size_t cap = m->owners_cap ? m->owners_cap * 2 : 16;
+			uint64_t *n = realloc(m->owners, cap * sizeof(*n));
+			if (n == NULL) {
+				pthread_mutex_unlock(&m->lock);
+				return; /* its locks then stay until the session ends */
+			}
+			m->owners = n;
+			m->owners_cap = cap;
+		}
+		m->owners[m->nowners++] = k;
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static int
+owner_took(struct mnt *m, uint64_t owner, fuse_ino_t ino)
+{
+	int took;
+
+	uint64_t k = owner_key(owner, ino);
+
+	took = 0;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->nowners; i++)
+		if (m->owners[i] == k) {
+			m->owners[i] = m->owners[--m->nowners];
+			took = 1;
+			break;
+		}
+	pthread_mutex_unlock(&m->lock);
+	return took;
+}
+
+static int
+set_lock(fuse_req_t req, fuse_ino_t ino, struct tsr_fs_lock *lk, int sleep)
+{
+	struct mnt *m = M(req);
+	struct cred cr;
+	const struct tsr_fs_cred *c = cred_of(req, &cr);
+	unsigned pause_us = 5000;
+
+	for (;;) {
+		int rc = m->t->setlk(m->t->fs, c, to_fs(m, ino), lk, 0);
+		if (rc != -EAGAIN || !sleep)
+			return rc;
+		if (fuse_req_interrupted(req))
+			return -EINTR;
+		usleep(pause_us);
+		if (pause_us < 100000)
+			pause_us *= 2;
+	}
+}
+
+static void
+op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *fl)
+{
+	struct mnt *m = M(req);
+	struct cred cr;
+	struct tsr_fs_lock lk;
+	int rc;
+
+	to_lock(fl, fi->lock_owner, &lk);
+	if ((rc = m->t->getlk(m->t->fs, cred_of(req, &cr), to_fs(m, ino), &lk)) < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fl->l_type = (short)(lk.type & ~TSR_FS_LOCK_FLOCK);
+	if (fl->l_type != F_UNLCK) {
+		fl->l_start = (off_t)lk.start;
+		fl->l_len = lk.end == UINT64_MAX ? 0 : (off_t)(lk.end - lk.start + 1);
+		fl->l_pid = (pid_t)lk.pid;
+	}
+	fl->l_whence = SEEK_SET;
+	fuse_reply_lock(req, fl);
+}
+
+static void
+op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *fl,
+	 int sleep)
+{
+	struct tsr_fs_lock lk;
+	int rc;
+
+	to_lock(fl, fi->lock_owner, &lk);
+	rc = set_lock(req, ino, &lk, sleep);
+	if (rc == 0 && fl->l_type != F_UNLCK)
+		owner_note(M(req), fi->lock_owner, ino);
+	fuse_reply_err(req, -rc);
+}
+
+static void
+op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	struct tsr_fs_lock lk = { .start = 0, .end = UINT64_MAX, .owner = fi->lock_owner };
+	int rc;
+
+	switch (op & ~LOCK_NB) {
+	case LOCK_SH: lk.type = F_RDLCK | TSR_FS_LOCK_FLOCK; break;
+	case LOCK_EX: lk.type = F_WRLCK | TSR_FS_LOCK_FLOCK; break;
+	case LOCK_UN: lk.type = F_UNLCK | TSR_FS_LOCK_FLOCK; break;
+	default:
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	rc = set_lock(req, ino, &lk, !(op & LOCK_NB));
+	if (rc == 0 && (op & ~LOCK_NB) != LOCK_UN)
+		owner_note(M(req), ~fi->lock_owner, ino); /* flock: its own key */
+	fuse_reply_err(req, rc == -EAGAIN ? EWOULDBLOCK : -rc);
+}
+
+/* The locks of owner on ino go (POSIX, or flock), if it took some here. */
+static void
+release_locks(fuse_req_t req, fuse_ino_t ino, uint64_t owner, int flock)
+{
+	struct mnt *m = M(req);
+	struct tsr_fs_lock lk = { .start = 0, .end = UINT64_MAX, .owner = owner,
+				  .type = F_UNLCK | (flock ? TSR_FS_LOCK_FLOCK : 0) };
+	struct cred cr;
+
+	if (owner_took(m, flock ? ~owner : owner, ino))
+		m->t->setlk(m->t->fs, cred_of(req, &cr), to_fs(m, ino), &lk, 0);
 }
 
 static void
@@ -681,6 +852,9 @@ static const struct fuse_lowlevel_ops ll_ops = {
 	.removexattr = op_removexattr,
 	.create = op_create,
 	.fallocate = op_fallocate,
+	.getlk = op_getlk,
+	.setlk = op_setlk,
+	.flock = op_flock,
 };
 
 /* ---- The plugin ---- */
@@ -784,6 +958,7 @@ fuse_destroy(void *inst)
 {
 	struct mnt *m = inst;
 
+	free(m->owners);
 	pthread_mutex_destroy(&m->lock);
 	m->host->free(m->host->ctx, m);
 }

@@ -302,6 +302,39 @@ START_TEST(namespace)
 	ck_assert(S_ISFIFO(st.mode));
 	EXPECT(tsr_fs_unlink(fs, &user, sub.ino, "mine"), 0);
 
+	/* locks: owners meet over overlapping ranges; an unlock cuts a hole
+	 * in a range held, and only the cut part is free */
+	{
+		struct tsr_fs_lock w1 = { .start = 0, .end = 99, .owner = 1, .pid = 11,
+					  .type = F_WRLCK };
+		struct tsr_fs_lock r2 = { .start = 50, .end = 59, .owner = 2, .pid = 22,
+					  .type = F_RDLCK };
+		struct tsr_fs_lock u1 = { .start = 40, .end = 59, .owner = 1, .type = F_UNLCK };
+		EXPECT(tsr_fs_lookup(fs, NULL, TSR_FS_ROOT, "tmp", &sub), 0);
+		EXPECT(tsr_fs_mknod(fs, NULL, sub.ino, "locked", S_IFREG | 0644, 0, &st), 0);
+		EXPECT(tsr_fs_setlk(fs, NULL, st.ino, &w1, 0), 0);
+		EXPECT(tsr_fs_setlk(fs, NULL, st.ino, &r2, 0), -EAGAIN);
+		{
+			struct tsr_fs_lock q = r2;
+			EXPECT(tsr_fs_getlk(fs, NULL, st.ino, &q), 0);
+			ck_assert_int_eq(q.type, F_WRLCK);
+			ck_assert_uint_eq(q.pid, 11);
+		}
+		EXPECT(tsr_fs_setlk(fs, NULL, st.ino, &u1, 0), 0);
+		EXPECT(tsr_fs_setlk(fs, NULL, st.ino, &r2, 0), 0);
+		r2.start = 60;
+		r2.end = 60; /* still held by owner 1 */
+		EXPECT(tsr_fs_setlk(fs, NULL, st.ino, &r2, 0), -EAGAIN);
+		struct tsr_fs_lock fl1 = { .end = UINT64_MAX, .owner = 1,
+					  .type = F_WRLCK | TSR_FS_LOCK_FLOCK };
+		struct tsr_fs_lock fl2 = fl1;
+		fl2.owner = 2;
+		EXPECT(tsr_fs_setlk(fs, NULL, st.ino, &fl1, 0), 0); /* flock: apart */
+		EXPECT(tsr_fs_setlk(fs, NULL, st.ino, &fl2, 0), -EAGAIN);
+		fl1.type = F_UNLCK | TSR_FS_LOCK_FLOCK;
+		EXPECT(tsr_fs_setlk(fs, NULL, st.ino, &fl1, 0), 0);
+		EXPECT(tsr_fs_setlk(fs, NULL, st.ino, &fl2, 0), 0);
+	}
 	/* readdir: stable cookies while entries go and come */
 	{
 		static struct names w1, w2;

@@ -11,7 +11,9 @@
  *              make, SQLite with its integrity check, git commits and
  *              fsck, a tar round trip keeping modes, times and links
  *   coherence  two mounts: what one writes and closes the other reads; a
- *              stat after the other's write shows its size and mtime
+ *              stat after the other's write shows its size and mtime;
+ *              POSIX and flock locks held through one are met through the
+ *              other, and granted once let go
  *   failover   the active MDS SIGKILLed while a child creates and renames
  *              through the mount: it goes on, and every change is there
  *
@@ -32,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -580,6 +583,61 @@ START_TEST(coherence)
 		ck_assert(st2.st_mtim.tv_sec > st.st_mtim.tv_sec ||
 			  (st2.st_mtim.tv_sec == st.st_mtim.tv_sec &&
 			   st2.st_mtim.tv_nsec > st.st_mtim.tv_nsec));
+	}
+	/* locks across the two mounts: a child holds a POSIX write lock on
+	 * [0, 100) and a flock through a; this process, through b, meets
+	 * both, then gets them once the child lets go */
+	{
+		int go[2], ready[2], lfd, fd2;
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0,
+				    .l_len = 100 };
+		pid_t child;
+		char ch;
+		ck_assert_int_eq(pipe(go), 0);
+		ck_assert_int_eq(pipe(ready), 0);
+		if ((child = fork()) == 0) {
+			int cfd = open(path(&a, "f"), O_RDWR), ffd = open(path(&a, "f"), O_RDONLY);
+			if (cfd < 0 || ffd < 0 || fcntl(cfd, F_SETLK, &fl) < 0 ||
+			    flock(ffd, LOCK_EX) < 0)
+				_exit(1);
+			if (write(ready[1], "r", 1) != 1 || read(go[0], &ch, 1) != 1)
+				_exit(2);
+			_exit(0); /* its closes release both */
+		}
+		ck_assert_int_eq(read(ready[0], &ch, 1), 1);
+		WORKS(lfd = open(path(&b, "f"), O_RDWR));
+		WORKS(fd2 = open(path(&b, "f"), O_RDONLY));
+		fl.l_start = 50;
+		fl.l_len = 10;
+		FAILS(fcntl(lfd, F_SETLK, &fl), EAGAIN);
+		WORKS(fcntl(lfd, F_GETLK, &fl));
+		ck_assert_int_eq(fl.l_type, F_WRLCK);
+		ck_assert_int_eq(fl.l_start, 0);
+		ck_assert_int_eq(fl.l_len, 100);
+		ck_assert_int_eq(fl.l_pid, child);
+		fl.l_type = F_RDLCK;
+		fl.l_start = 200; /* beside it: granted */
+		fl.l_len = 100;
+		WORKS(fcntl(lfd, F_SETLK, &fl));
+		FAILS(flock(fd2, LOCK_EX | LOCK_NB), EWOULDBLOCK);
+		ck_assert_int_eq(write(go[1], "g", 1), 1);
+		{
+			int status;
+			waitpid(child, &status, 0);
+			ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the locker: %x",
+				      status);
+		}
+		fl.l_type = F_WRLCK;
+		fl.l_start = 0;
+		fl.l_len = 100;
+		WORKS(fcntl(lfd, F_SETLKW, &fl)); /* released by the child's exit */
+		WORKS(flock(fd2, LOCK_EX | LOCK_NB));
+		WORKS(close(lfd));
+		WORKS(close(fd2));
+		close(go[0]);
+		close(go[1]);
+		close(ready[0]);
+		close(ready[1]);
 	}
 	/* names: made on one, seen and removed on the other */
 	WORKS(mkdir(path(&a, "dir"), 0755));

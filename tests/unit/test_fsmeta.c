@@ -10,6 +10,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -353,6 +354,30 @@ START_TEST(messages)
 	ck_assert_int_eq(tsr_mdsmsg_request_encode(&e, &r), 0);
 	ck_assert_int_eq(tsr_mdsmsg_check(TSR_MSG_MDS_REQUEST, e.buf, e.len, err,
 					  sizeof(err)), -EBADMSG);
+	tsr_enc_release(&e);
+
+	/* a lock whose range ends before it starts, or of no known type */
+	r.op = TSR_MDS_OP_SETLK;
+	r.max = 0;
+	r.lk.start = 10;
+	r.lk.end = 5;
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_mdsmsg_request_encode(&e, &r), 0);
+	ck_assert_int_eq(tsr_mdsmsg_check(TSR_MSG_MDS_REQUEST, e.buf, e.len, err,
+					  sizeof(err)), -EBADMSG);
+	tsr_enc_release(&e);
+	r.lk.end = UINT64_MAX;
+	r.lk.type = 7;
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_mdsmsg_request_encode(&e, &r), 0);
+	ck_assert_int_eq(tsr_mdsmsg_check(TSR_MSG_MDS_REQUEST, e.buf, e.len, err,
+					  sizeof(err)), -EBADMSG);
+	tsr_enc_release(&e);
+	r.lk.type = F_WRLCK | TSR_LOCK_FLOCK;
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_mdsmsg_request_encode(&e, &r), 0);
+	ck_assert_int_eq(tsr_mdsmsg_check(TSR_MSG_MDS_REQUEST, e.buf, e.len, err,
+					  sizeof(err)), 0);
 	tsr_enc_release(&e);
 
 	sample_inode(&rep.in[0], 3);

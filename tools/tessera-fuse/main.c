@@ -340,6 +340,8 @@ fill_table(struct tsr_mount_fs *t, struct tsr_fs *fs)
 	t->fsync = tsr_fs_fsync;
 	t->close = tsr_fs_close;
 	t->fallocate = tsr_fs_fallocate;
+	t->getlk = tsr_fs_getlk;
+	t->setlk = tsr_fs_setlk;
 }
 
 int

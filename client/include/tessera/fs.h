@@ -136,6 +136,31 @@ TSR_API ssize_t tsr_fs_listxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr
 TSR_API int tsr_fs_removexattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr,
 			       uint64_t ino, const char *name);
 
+/* ---- Locks ----
+ *
+ * POSIX byte-range locks (fcntl F_SETLK and the like) and flock(2) locks,
+ * coordinated by the MDS between every client: an owner (a number the
+ * caller chooses: FUSE gives the process's) holds them; a lock of another
+ * owner conflicts when the ranges overlap and either is a write lock;
+ * flock locks (TSR_FS_LOCK_FLOCK) cover the whole file and never meet
+ * POSIX ones.  A client's locks go when its session closes.  Not yet: a
+ * failover of the MDS drops them. */
+#define TSR_FS_LOCK_FLOCK 0x100
+struct tsr_fs_lock {
+	uint64_t start, end;         /* end inclusive; UINT64_MAX: to the end */
+	uint64_t owner;
+	uint32_t pid;
+	int type;                    /* F_RDLCK, F_WRLCK or F_UNLCK, | FLOCK */
+};
+/* The lock of another owner that *lk could not be taken beside, in *lk,
+ * or lk->type F_UNLCK when it could. */
+TSR_API int tsr_fs_getlk(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+			 struct tsr_fs_lock *lk);
+/* Take, change or release a lock: 0, or -EAGAIN when another owner holds
+ * a conflicting one (wait: ask again, every 10 to 100 ms, until granted). */
+TSR_API int tsr_fs_setlk(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+			 const struct tsr_fs_lock *lk, int wait);
+
 /* ---- Files ---- */
 
 /* flags: O_RDONLY, O_WRONLY, O_RDWR, with O_TRUNC, O_APPEND. */

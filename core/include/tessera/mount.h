@@ -90,6 +90,10 @@ struct tsr_mount_fs {
 	int (*fsync)(struct tsr_file *, int);
 	int (*close)(struct tsr_file *);
 	int (*fallocate)(struct tsr_file *, int, uint64_t, uint64_t);
+	int (*getlk)(struct tsr_fs *, const struct tsr_fs_cred *, uint64_t,
+		     struct tsr_fs_lock *);
+	int (*setlk)(struct tsr_fs *, const struct tsr_fs_cred *, uint64_t,
+		     const struct tsr_fs_lock *, int);
 };
 
 /* The version of this header's ops table (see PROVISIONAL above). */
