@@ -1748,6 +1748,12 @@ tsr_client_id_(struct tsr_client *c)
 	return c->id;
 }
 
+struct tsr_monc *
+tsr_client_monc_(struct tsr_client *c)
+{
+	return c->monc;
+}
+
 uint64_t
 tsr_client_timeout_ms_(struct tsr_client *c)
 {

@@ -18,5 +18,7 @@ struct tsr_mapsub *tsr_client_mapsub_(struct tsr_client *c);
 uint64_t tsr_client_id_(struct tsr_client *c);
 /* client_op_timeout, in ms. */
 uint64_t tsr_client_timeout_ms_(struct tsr_client *c);
+struct tsr_monc;
+struct tsr_monc *tsr_client_monc_(struct tsr_client *c);
 
 #endif

@@ -18,7 +18,10 @@
 #include "mds/fsmeta.h"
 #include "mds/mdsmsg.h"
 #include "map/mdsmap.h"
+#include "map/osdmap.h"
+#include "map/osdmap_epoch.h"
 #include "mon/mapsub.h"
+#include "mon/monc.h"
 #include "msg/msgr.h"
 #include "util/u64map.h"
 #include "util/util.h"
@@ -902,6 +905,57 @@ tsr_fs_removexattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
 	return simple(fs, &r, NULL, NULL);
+}
+
+/* ---- statfs ---- */
+
+/* The number after the last "key": in text, or def. */
+static uint64_t
+json_last_u64(const char *text, const char *key, uint64_t def)
+{
+	char want[64];
+	const char *p = NULL, *q = text;
+	size_t n = (size_t)snprintf(want, sizeof(want), "\"%s\": ", key);
+
+	while ((q = strstr(q, want)) != NULL)
+		p = q++;
+	return p ? strtoull(p + n, NULL, 10) : def;
+}
+
+int
+tsr_fs_statfs(struct tsr_fs *fs, struct tsr_fs_statfs *out)
+{
+	char *argv[] = { "osd", "df", NULL }, *text = NULL;
+	struct tsr_osdmap_epoch *ep;
+	struct tsr_inode root;
+	uint32_t copies = 1;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = get_inode(fs, NULL, TSR_FS_ROOT, &root)) < 0)
+		return rc;
+	if ((ep = tsr_mapsub_osdmap(fs->sub)) != NULL) {
+		const struct tsr_osdmap_pool *p =
+			tsr_osdmap_pool(tsr_osdmap_epoch_map(ep), root.layout.pool);
+		if (p && p->size > 0)
+			copies = p->size;
+		tsr_osdmap_epoch_put(ep);
+	}
+	rc = tsr_monc_command(tsr_client_monc_(fs->c), 2, argv, 10000, &text);
+	if (rc < 0) {
+		failf(rc, "osd df: %s", text ? text : strerror(-rc));
+		free(text);
+		tsr_inode_free(&root);
+		return rc;
+	}
+	/* the totals come last in its answer */
+	out->bytes_total = json_last_u64(text, "total", 0) / copies;
+	out->bytes_free = json_last_u64(text, "avail", 0) / copies;
+	out->files = root.rstat.rfiles + root.rstat.rsubdirs + 1;
+	out->copies = copies;
+	free(text);
+	tsr_inode_free(&root);
+	return 0;
 }
 
 /* ---- Locks ---- */

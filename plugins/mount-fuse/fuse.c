@@ -440,19 +440,26 @@ op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void
 op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	struct mnt *m = M(req);
+	struct tsr_fs_statfs fs;
 	struct statvfs sv;
+	int rc;
 
 	(void)ino;
-	/* the cluster's usage is not asked yet: a large, honest-looking
-	 * figure keeps tools that check for room working */
+	if ((rc = m->t->statfs(m->t->fs, &fs)) < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* blocks of 4 KiB; inodes: those used, and room for as many again
+	 * as the space would hold at one block each (there is no table) */
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = 4096;
 	sv.f_frsize = 4096;
-	sv.f_blocks = 1ull << 32;
-	sv.f_bfree = 1ull << 31;
-	sv.f_bavail = 1ull << 31;
-	sv.f_files = 1ull << 32;
-	sv.f_ffree = 1ull << 31;
+	sv.f_blocks = fs.bytes_total / 4096;
+	sv.f_bfree = fs.bytes_free / 4096;
+	sv.f_bavail = sv.f_bfree;
+	sv.f_ffree = sv.f_bfree;
+	sv.f_files = fs.files + sv.f_ffree;
 	sv.f_namemax = 255;
 	fuse_reply_statfs(req, &sv);
 }

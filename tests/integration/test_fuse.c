@@ -36,6 +36,7 @@
 #include <sys/prctl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -433,6 +434,15 @@ START_TEST(posix)
 		ck_assert_int_gt(n, 0);
 		buf[n] = '\0';
 		ck_assert_str_eq(buf, "2");
+	}
+	/* statfs: the cluster's space, a third of it for 3 copies */
+	{
+		struct statvfs sv;
+		WORKS(statvfs(m.dir, &sv));
+		ck_assert_uint_gt(sv.f_blocks, 0);
+		ck_assert_uint_le(sv.f_bfree, sv.f_blocks);
+		ck_assert_uint_gt(sv.f_files, 5);
+		ck_assert_uint_eq(sv.f_namemax, 255);
 	}
 	/* readdir: ".", "..", and every name once */
 	{

@@ -342,6 +342,7 @@ fill_table(struct tsr_mount_fs *t, struct tsr_fs *fs)
 	t->fallocate = tsr_fs_fallocate;
 	t->getlk = tsr_fs_getlk;
 	t->setlk = tsr_fs_setlk;
+	t->statfs = tsr_fs_statfs;
 }
 
 int

@@ -136,6 +136,16 @@ TSR_API ssize_t tsr_fs_listxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr
 TSR_API int tsr_fs_removexattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr,
 			       uint64_t ino, const char *name);
 
+/* statfs: the cluster's space as the monitors last heard from the OSDs
+ * (`tessera osd df`), divided by the copies the root's data pool keeps,
+ * and the files and directories the file system holds. */
+struct tsr_fs_statfs {
+	uint64_t bytes_total, bytes_free;   /* for data, after the copies */
+	uint64_t files;                     /* files and directories */
+	uint32_t copies;                    /* of the root's data pool */
+};
+TSR_API int tsr_fs_statfs(struct tsr_fs *fs, struct tsr_fs_statfs *out);
+
 /* ---- Locks ----
  *
  * POSIX byte-range locks (fcntl F_SETLK and the like) and flock(2) locks,

@@ -94,6 +94,7 @@ struct tsr_mount_fs {
 		     struct tsr_fs_lock *);
 	int (*setlk)(struct tsr_fs *, const struct tsr_fs_cred *, uint64_t,
 		     const struct tsr_fs_lock *, int);
+	int (*statfs)(struct tsr_fs *, struct tsr_fs_statfs *);
 };
 
 /* The version of this header's ops table (see PROVISIONAL above). */
