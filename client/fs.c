@@ -119,6 +119,23 @@ send_locked(struct tsr_fs *fs, struct call *k)
 	tsr_conn_send(fs->conn, m, TSR_SEND_NOWAIT);
 }
 
+/* Open or close the session on conn (no answer is waited for: a request
+ * that finds no session is answered all the same). */
+static void
+send_session(struct tsr_fs *fs, struct tsr_conn *conn, uint32_t op)
+{
+	struct tsr_mds_session s = { .op = op, .client = tsr_client_id_(fs->c) };
+	struct tsr_enc e;
+	struct tsr_msg *m;
+
+	tsr_enc_init(&e);
+	if (tsr_mdsmsg_session_encode(&e, &s) == 0 &&
+	    (m = tsr_msg_from_enc(TSR_MSG_MDS_SESSION, &e)) != NULL)
+		tsr_conn_send(conn, m, TSR_SEND_NOWAIT);
+	else
+		tsr_enc_release(&e);
+}
+
 /* The holder of rank 0 per the map held: (re)open the session with it
  * when it changed.  On the loop, or at mount. */
 static void
@@ -154,16 +171,7 @@ follow_map(struct tsr_fs *fs)
 	tsr_strlcpy(fs->mds_addr, h->addr, sizeof(fs->mds_addr));
 	fs->gen++;
 	/* the session first, then everything still waiting */
-	struct tsr_mds_session s = { .tid = 0, .op = TSR_MDS_SESSION_OPEN,
-				     .client = tsr_client_id_(fs->c) };
-	struct tsr_enc e;
-	struct tsr_msg *m;
-	tsr_enc_init(&e);
-	if (tsr_mdsmsg_session_encode(&e, &s) == 0 &&
-	    (m = tsr_msg_from_enc(TSR_MSG_MDS_SESSION, &e)) != NULL)
-		tsr_conn_send(conn, m, TSR_SEND_NOWAIT);
-	else
-		tsr_enc_release(&e);
+	send_session(fs, conn, TSR_MDS_SESSION_OPEN);
 	/* oldest first, as they were sent: pending is newest first */
 	{
 		size_t n = 0, i = 0;
@@ -402,16 +410,7 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	fs->conn = NULL;
 	pthread_mutex_unlock(&fs->lock);
 	if (conn) {
-		struct tsr_mds_session s = { .op = TSR_MDS_SESSION_CLOSE,
-					     .client = tsr_client_id_(fs->c) };
-		struct tsr_enc e;
-		struct tsr_msg *m;
-		tsr_enc_init(&e);
-		if (tsr_mdsmsg_session_encode(&e, &s) == 0 &&
-		    (m = tsr_msg_from_enc(TSR_MSG_MDS_SESSION, &e)) != NULL)
-			tsr_conn_send(conn, m, TSR_SEND_NOWAIT);
-		else
-			tsr_enc_release(&e);
+		send_session(fs, conn, TSR_MDS_SESSION_CLOSE);
 		tsr_conn_close(conn);
 		tsr_conn_put(conn);
 	}
