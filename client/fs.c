@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #define DEFAULT_TIMEOUT_MS 60000u
+#define RENEW_TICKS 5                /* a session renewal every 5 s */
 #define MAX_SYMLINKS 40
 #define IO_INFLIGHT 16              /* object operations of one call at once */
 
@@ -98,6 +99,7 @@ struct tsr_fs {
 	struct tsr_u64map open;      /* ino -> its open files (a list) */
 	struct tsr_u64map hidden;    /* ino -> struct hidden: unlinked while open */
 	uint64_t timer;
+	uint64_t ticks;
 	int closing;
 };
 
@@ -238,6 +240,9 @@ tick(void *arg)
 	fs->timer = 0;
 	follow_map(fs);
 	pthread_mutex_lock(&fs->lock);
+	/* the session stays alive (its locks with it) while we renew it */
+	if (fs->conn && ++fs->ticks % RENEW_TICKS == 0)
+		send_session(fs, fs->conn, TSR_MDS_SESSION_RENEW);
 	if (!fs->closing &&
 	    tsr_loop_timer_add(fs->loop, 1000000000u, tick, fs, &fs->timer) < 0)
 		fs->timer = 0;
@@ -707,53 +712,72 @@ remove_name(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64
 	return simple(fs, &r, NULL, NULL);
 }
 
-/* A file unlinked while this client holds it open keeps its data until
- * the last close (POSIX): its last name is renamed to a hidden one
- * instead, which the last close removes (as libfuse's high-level API
- * does).  Other clients' opens are not known here yet: capabilities will
- * tell the MDS. */
+/* A file unlinked (or renamed over) while this client holds it open keeps
+ * its data until the last close (POSIX): its last name is renamed to a
+ * hidden one instead, which the last close removes (as libfuse's
+ * high-level API does).  Other clients' opens are not known here yet:
+ * capabilities will tell the MDS. */
 struct hidden {
 	uint64_t dir;
 	char name[48];
 	struct tsr_fs_cred cr;
+	int pending;                 /* the rename is under way */
 };
+
+/* If name in parent is a file open here (its one link), rename it to its
+ * hidden name: 1 (the name is free now), 0 (not open here: nothing done),
+ * or an error. */
+static int
+hide_if_open(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
+	     const char *name)
+{
+	struct tsr_fs_stat st;
+	struct hidden *h;
+	int any, closed, rc;
+
+	pthread_mutex_lock(&fs->lock);
+	any = fs->open.n > 0;
+	pthread_mutex_unlock(&fs->lock);
+	if (!any || tsr_fs_lookup(fs, cr, parent, name, &st) < 0 || S_ISDIR(st.mode) ||
+	    st.nlink > 1)
+		return 0;
+	h = tsr_xcalloc(1, sizeof(*h));
+	h->dir = parent;
+	h->pending = 1; /* uid 0: the hidden name is removed as root */
+	snprintf(h->name, sizeof(h->name), ".tessera_hidden_%" PRIx64, st.ino);
+	pthread_mutex_lock(&fs->lock);
+	if (tsr_u64map_get(&fs->open, st.ino) == NULL ||
+	    tsr_u64map_get(&fs->hidden, st.ino) != NULL ||
+	    tsr_u64map_put(&fs->hidden, st.ino, h) < 0) {
+		pthread_mutex_unlock(&fs->lock);
+		free(h);
+		return 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	rc = tsr_fs_rename(fs, cr, parent, name, parent, h->name, 0);
+	pthread_mutex_lock(&fs->lock);
+	h->pending = 0;
+	/* a last close meanwhile left the hidden name to us */
+	closed = rc < 0 || tsr_u64map_get(&fs->open, st.ino) == NULL;
+	if (closed)
+		tsr_u64map_del(&fs->hidden, st.ino);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc == 0 && closed)
+		remove_name(fs, &h->cr, TSR_MDS_OP_UNLINK, h->dir, h->name);
+	if (closed)
+		free(h);
+	return rc < 0 ? rc : 1;
+}
 
 int
 tsr_fs_unlink(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 	      const char *name)
 {
-	struct tsr_fs_stat st;
-	struct hidden *h;
-	int open_here, rc;
+	int rc = hide_if_open(fs, cr, parent, name);
 
-	pthread_mutex_lock(&fs->lock);
-	open_here = fs->open.n > 0;
-	pthread_mutex_unlock(&fs->lock);
-	if (!open_here || tsr_fs_lookup(fs, cr, parent, name, &st) < 0 || S_ISDIR(st.mode) ||
-	    st.nlink > 1)
-		return remove_name(fs, cr, TSR_MDS_OP_UNLINK, parent, name);
-	pthread_mutex_lock(&fs->lock);
-	open_here = tsr_u64map_get(&fs->open, st.ino) != NULL &&
-		    tsr_u64map_get(&fs->hidden, st.ino) == NULL;
-	pthread_mutex_unlock(&fs->lock);
-	if (!open_here)
-		return remove_name(fs, cr, TSR_MDS_OP_UNLINK, parent, name);
-	h = tsr_xcalloc(1, sizeof(*h));
-	h->dir = parent;
-	h->cr.uid = h->cr.gid = 0; /* the hidden name is removed as root */
-	snprintf(h->name, sizeof(h->name), ".tessera_hidden_%" PRIx64, st.ino);
-	if ((rc = tsr_fs_rename(fs, cr, parent, name, parent, h->name, 0)) < 0) {
-		free(h);
-		return rc;
-	}
-	pthread_mutex_lock(&fs->lock);
-	if (tsr_u64map_put(&fs->hidden, st.ino, h) < 0) {
-		pthread_mutex_unlock(&fs->lock);
-		free(h);
-		return failf(-ENOMEM, "out of memory");
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return 0;
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	return remove_name(fs, cr, TSR_MDS_OP_UNLINK, parent, name);
 }
 
 int
@@ -770,12 +794,23 @@ tsr_fs_rename(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 	struct tsr_mds_request r;
 	int rc;
 
+	struct tsr_mds_reply rep;
+
 	req_init(NULL, &r, TSR_MDS_OP_RENAME, parent, cr);
 	r.ino2 = newparent;
 	r.flags = flags;
 	if ((rc = set_name(r.name, name)) < 0 || (rc = set_name(r.name2, newname)) < 0)
 		return rc;
-	return simple(fs, &r, NULL, NULL);
+	if ((parent != newparent || strcmp(name, newname) != 0) &&
+	    (rc = hide_if_open(fs, cr, newparent, newname)) < 0)
+		return rc;
+	rc = call(fs, &r, &rep);
+	/* what moved is the last inode of the answer: where it is now is
+	 * this client's hint for it from now on */
+	if (rc == 0 && rep.n > 0 && rep.in[rep.n - 1].ino != newparent)
+		note_parent(fs, rep.in[rep.n - 1].ino, newparent);
+	tsr_mdsmsg_reply_free(&rep);
+	return rc;
 }
 
 int
@@ -1547,7 +1582,11 @@ tsr_fs_close(struct tsr_file *f)
 			}
 	}
 	struct hidden *h = tsr_u64map_get(&f->fs->open, f->ino) == NULL
-				   ? tsr_u64map_del(&f->fs->hidden, f->ino) : NULL;
+				   ? tsr_u64map_get(&f->fs->hidden, f->ino) : NULL;
+	if (h && h->pending)
+		h = NULL; /* its rename is under way: the renamer removes it */
+	else if (h)
+		tsr_u64map_del(&f->fs->hidden, f->ino);
 	pthread_mutex_unlock(&f->fs->lock);
 	if (h) { /* unlinked while open here: its hidden name goes now */
 		int rc2 = remove_name(f->fs, &h->cr, TSR_MDS_OP_UNLINK, h->dir, h->name);

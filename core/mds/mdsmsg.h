@@ -71,7 +71,8 @@ struct tsr_mds_session {
 	X(UNLINK, 7, "unlink", 1)        /* ino: dir, name -> [0] dir */       \
 	X(RMDIR, 8, "rmdir", 1)          /* as unlink */                       \
 	X(RENAME, 9, "rename", 1)        /* ino, name -> ino2, name2; flags:   \
-	                                    RENAME_NOREPLACE, _EXCHANGE */      \
+	                                    RENAME_NOREPLACE, _EXCHANGE ->      \
+	                                    the dirs, then what moved (last) */ \
 	X(LINK, 10, "link", 1)           /* ino2: inode, ino: dir, name */     \
 	X(READDIR, 11, "readdir", 0)     /* ino, cookie, max -> entries */     \
 	X(OPEN, 12, "open", 0)           /* ino, flags (O_ACCMODE, O_TRUNC) */ \

@@ -384,7 +384,15 @@ mds_dir_get(struct mds *m, uint64_t ino, struct mdir **out)
 		return rc;
 	}
 	/* the ancestors (every cached directory has its parent cached) */
-	if (d->parent && (rc = mds_dir_get(m, d->parent, &p)) < 0) {
+	if (d->parent && (rc = mds_dir_get(m, d->parent, &p)) == -ENOENT && m->replaying) {
+		/* its backtrace names a parent removed later: a REPARENT to
+		 * come in the journal fixes it (mds_replay_done drops what is
+		 * still an orphan at the end) */
+		d->orphan = 1;
+		*out = d;
+		return 0;
+	}
+	if (d->parent && rc < 0) {
 		/* in a replay, a directory whose parent went later (its
 		 * removal written back) is one the journal removes too */
 		tsr_log(TSR_SUB_MDS, m->replaying ? TSR_LOG_DEBUG : TSR_LOG_ERROR,
@@ -651,6 +659,12 @@ apply_one(struct mds *m, const struct tsr_fs_update *u, uint64_t seq, int replay
 		d->parent = u->parent;
 		free(d->name);
 		d->name = tsr_xstrdup(u->name);
+		if (d->orphan) {
+			struct mdir *np;
+			if ((rc = mds_dir_get(m, d->parent, &np)) < 0)
+				return rc;
+			d->orphan = 0;
+		}
 		d->bt_dirty = 1;
 		touch(&d->ver, &d->dirty_since, &d->taken, seq);
 		return 0;
@@ -682,6 +696,7 @@ struct flush {
 	struct mds *m;
 	uint64_t ino;
 	int is_dir;
+	int removing;                /* the object is being removed */
 	uint64_t ver;
 	char **removed;              /* names sent for removal */
 	size_t nremoved;
@@ -788,7 +803,9 @@ flush_done(void *arg, int result, const struct tsr_objver *ver)
 	struct flush *f = arg;
 
 	(void)ver;
-	f->result = result;
+	/* a removal whose object is gone already (an earlier one landed and
+	 * its answer was lost) is done */
+	f->result = result == -ENOENT && f->removing ? 0 : result;
 	if (mds_post(f->m, flushed, f) < 0)
 		flush_free(f); /* shutting down: the journal keeps it */
 }
@@ -845,6 +862,7 @@ flush_dir(struct mds *m, struct mdir *d)
 		tsr_op_create_obj(f->op, !d->deleted);
 	if (d->deleted) {
 		tsr_op_remove(f->op);
+		f->removing = 1;
 		flush_submit(m, f, oid);
 		return;
 	}
@@ -936,6 +954,7 @@ flush_obj(struct mds *m, struct mobj *o)
 		tsr_op_create_obj(f->op, !o->deleted);
 	if (o->deleted) {
 		tsr_op_remove(f->op);
+		f->removing = 1;
 	} else {
 		tsr_enc_init(&e);
 		tsr_inode_encode(&e, &o->in);
@@ -1031,6 +1050,60 @@ mds_dirty_floor(struct mds *m)
 	w.dirs = 0;
 	tsr_u64map_each(&m->objs, floor_of, &w);
 	return w.floor;
+}
+
+/* ---- The end of a replay ---- */
+
+static int
+index_dir(void *arg, uint64_t key, void *val)
+{
+	struct mds *m = arg;
+	struct mdir *d = val;
+
+	(void)key;
+	for (size_t i = 0; i < d->n; i++)
+		if (d->ents[i]->de.kind == TSR_DENTRY_PRIMARY)
+			tsr_u64map_put(&m->where, d->ents[i]->de.ino, d->ents[i]);
+	return 0;
+}
+
+static int
+collect_orphan(void *arg, uint64_t key, void *val)
+{
+	struct tsr_u64map *orphans = arg;
+	struct mdir *d = val;
+
+	if (d->orphan)
+		tsr_u64map_put(orphans, key, d);
+	return 0;
+}
+
+static int
+drop_orphan(void *arg, uint64_t key, void *val)
+{
+	struct mds *m = arg;
+
+	tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "directory %" PRIx64 ": its parent is gone and "
+		"no event moved it: dropped from the cache", key);
+	tsr_u64map_del(&m->dirs, key);
+	dir_free(m, val);
+	return 0;
+}
+
+void
+mds_replay_done(struct mds *m)
+{
+	struct tsr_u64map orphans = { 0 };
+
+	/* directories still orphans belong nowhere now */
+	tsr_u64map_each(&m->dirs, collect_orphan, &orphans);
+	tsr_u64map_each(&orphans, drop_orphan, m);
+	tsr_u64map_free(&orphans);
+	/* the index from what replay left: loads during it did not take
+	 * entries over (dir_put), so an entry moved by a rename whose source
+	 * was loaded first may have no index */
+	tsr_u64map_free(&m->where);
+	tsr_u64map_each(&m->dirs, index_dir, m);
 }
 
 /* ---- Eviction ----

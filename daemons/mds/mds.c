@@ -338,6 +338,7 @@ take_rank(void *arg)
 		free(t);
 		return; /* stopping */
 	}
+	mds_replay_done(m);
 	m->replaying = 0;
 	tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "mds.%s: rank %d replayed (%" PRIu64 " events "
 		"in the journal): telling the monitors", m->name, m->rank, m->applied);
@@ -390,12 +391,48 @@ on_role(void *arg, const struct tsr_mds_role *r)
 
 /* ---- The tick (on the loop): the lease, write-back ---- */
 
+/* Sessions silent for mds_session_timeout (no renewal, no request) end,
+ * and the locks of their clients go: a client that died holds nothing. */
+static void
+expire_sessions(struct mds *m)
+{
+	uint64_t now = tsr_mono_ns();
+
+	for (size_t i = 0; i < m->nsess;) {
+		struct mds_session *s = &m->sess[i];
+		if (now - s->last_seen_ns < m->session_timeout_ns) {
+			i++;
+			continue;
+		}
+		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "session of %s (%" PRIx64 ") silent for %"
+			PRIu64 " s: closed, its locks released", tsr_conn_peer(s->conn),
+			s->client, m->session_timeout_ns / 1000000000u);
+		mds_locks_drop(m, tsr_conn_peer_id(s->conn));
+		tsr_conn_put(s->conn);
+		*s = m->sess[--m->nsess];
+	}
+}
+
+void
+mds_session_touch(struct mds *m, struct tsr_conn *conn)
+{
+	uint64_t id = tsr_conn_peer_id(conn);
+
+	for (size_t i = 0; i < m->nsess; i++)
+		if (tsr_conn_peer_id(m->sess[i].conn) == id) {
+			m->sess[i].last_seen_ns = tsr_mono_ns();
+			return;
+		}
+}
+
 static void
 writeback_mds(void *arg)
 {
 	struct mds *m = arg;
 
 	if (m->rank >= 0 && !m->replaying && !m->stopping) {
+		if (m->active)
+			expire_sessions(m);
 		mds_writeback(m);
 		mds_journal_trim(m);
 		mds_cache_trim(m);
@@ -613,6 +650,7 @@ mds_start(struct tsr_daemon *d, char *err, size_t errlen)
 	m->segment_bytes = (uint64_t)tsr_conf_int(conf, "mds_journal_segment_size");
 	m->writeback_ms = (uint32_t)tsr_conf_int(conf, "mds_writeback_interval");
 	m->cache_max = (uint64_t)tsr_conf_int(conf, "mds_cache_max_entries");
+	m->session_timeout_ns = (uint64_t)tsr_conf_int(conf, "mds_session_timeout") * 1000000u;
 	m->grace_ns = (uint64_t)tsr_conf_int(conf, "mon_mds_beacon_grace") * 1000000u;
 	if ((rc = tsr_workq_create("mds", &m->wq)) < 0)
 		return tsr_errf(err, errlen, rc, "starting the MDS thread: %s", strerror(-rc));

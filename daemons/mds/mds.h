@@ -74,6 +74,7 @@ struct mdir {
 					write-back, then the entry */
 	int bt_dirty;                /* parent or name changed */
 	uint64_t used;               /* when last asked for (m->clock) */
+	int orphan;                  /* replay: its parent is gone (for now) */
 };
 
 /* An inode kept in an object of its own (i.<ino>). */
@@ -140,6 +141,7 @@ struct mds {
 	uint64_t applied;            /* the last event applied */
 	uint64_t clock;              /* ticks of use, for eviction */
 	uint64_t cache_max;          /* entries the cache holds at most (about) */
+	uint64_t session_timeout_ns;
 	uint64_t n_evicted;
 
 	/* the journal (MDS thread) */
@@ -185,6 +187,8 @@ int mds_lease_ok(struct mds *m);
 void mds_reply_after(struct mds *m, struct tsr_conn *conn, struct tsr_msg *msg,
 		     uint64_t seq);
 void mds_replies_release(struct mds *m);
+/* A request or renewal came on conn: its session is alive. */
+void mds_session_touch(struct mds *m, struct tsr_conn *conn);
 /* The rank is lost (fenced by a successor, or an error that leaves the
  * journal in doubt): stop serving, and end the process so a supervisor
  * starts it again as a standby. */
@@ -208,6 +212,8 @@ int mds_apply(struct mds *m, const struct tsr_fs_event *ev, int replay, char *er
 	      size_t errlen);
 /* Write back what the journal holds; called by the timer. */
 void mds_writeback(struct mds *m);
+/* Replay is over: what is still an orphan goes, the index is rebuilt. */
+void mds_replay_done(struct mds *m);
 /* Drop clean directories, least recently used first, while the cache
  * holds more than cache_max entries (between requests: no handler holds
  * a directory then). */

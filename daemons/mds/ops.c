@@ -825,9 +825,16 @@ do_rename(struct req *q)
 	if (gone.ino)
 		purge_later(q->m, q->ev.seq, &gone);
 	tsr_inode_free(&gone);
-	if ((rc = reply_inode(q, mds_dir_inode(q->m, sd))) < 0)
+	/* the directories, then what moved (the client notes where it is
+	 * now: its hint for this inode when the MDS has to find it again) */
+	struct mentry *moved = mds_dir_find(dd, r->name2);
+	struct tsr_inode *min;
+	if ((rc = reply_inode(q, mds_dir_inode(q->m, sd))) < 0 ||
+	    (sd != dd && (rc = reply_inode(q, mds_dir_inode(q->m, dd))) < 0))
 		return rc;
-	return sd != dd ? reply_inode(q, mds_dir_inode(q->m, dd)) : 0;
+	if (moved && ent_inode(q, moved, &min) == 0)
+		return reply_inode(q, min);
+	return 0;
 }
 
 static int
@@ -1197,6 +1204,7 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 	q.rep.tid = r->tid;
 	q.client = tsr_conn_peer_id(conn);
 	m->n_requests++;
+	mds_session_touch(m, conn);
 	if (tsr_mds_op_writes(r->op))
 		mds_done_prune(m, q.client, r->oldest);
 	uint64_t done_ino;

@@ -18,7 +18,7 @@
  * keep_cache, so the page cache is dropped at open: a file closed on one
  * client reads whole on another (close-to-open consistency).
  */
-#define FUSE_USE_VERSION 35
+#define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 12)
 
 #include <tessera/mount.h>
 
@@ -47,8 +47,9 @@ static const struct tsr_opt_def fuse_options[] = {
 	  "after at most this long)" },
 	{ .name = "entry_timeout", .type = TSR_OPT_DOUBLE, .def = "1.0", .min = "0",
 	  .max = "3600", .help = "seconds the kernel keeps a name's lookup" },
-	{ .name = "max_threads", .type = TSR_OPT_INT, .def = "16", .min = "1",
-	  .max = "256", .help = "FUSE worker threads kept idle at most" },
+	{ .name = "max_threads", .type = TSR_OPT_INT, .def = "64", .min = "2",
+	  .max = "1024", .help = "FUSE worker threads at most (a request waiting "
+	  "for a lock holds one)" },
 	{ .name = NULL }
 };
 
@@ -872,8 +873,7 @@ fuse_serve(void *inst, const struct tsr_mount_fs *t, const struct tsr_mount_args
 {
 	struct mnt *m = inst;
 	struct fuse_args args = FUSE_ARGS_INIT(a->argc, a->argv);
-	struct fuse_loop_config cfg = { .clone_fd = 0,
-					.max_idle_threads = (unsigned)m->max_threads };
+	struct fuse_loop_config *cfg;
 	struct fuse_session *se;
 	int rc;
 
@@ -910,8 +910,17 @@ fuse_serve(void *inst, const struct tsr_mount_fs *t, const struct tsr_mount_args
 	pthread_mutex_unlock(&m->lock);
 	if (a->mounted)
 		a->mounted(a->mounted_arg);
-	if (!rc)
-		rc = fuse_session_loop_mt(se, &cfg);
+	/* the workers: a request waiting for a lock holds one (its wait
+	 * polls the MDS), so there are max_threads of them, not 10 */
+	if (!rc && (cfg = fuse_loop_cfg_create()) != NULL) {
+		fuse_loop_cfg_set_max_threads(cfg, (unsigned)m->max_threads);
+		fuse_loop_cfg_set_idle_threads(cfg, 4);
+		fuse_loop_cfg_set_clone_fd(cfg, 0);
+		rc = fuse_session_loop_mt(se, cfg);
+		fuse_loop_cfg_destroy(cfg);
+	} else if (!rc) {
+		rc = -ENOMEM;
+	}
 	pthread_mutex_lock(&m->lock);
 	m->se = NULL;
 	pthread_mutex_unlock(&m->lock);

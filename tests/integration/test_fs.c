@@ -16,6 +16,8 @@
  *                  back from the metadata pool alone
  *   eviction       a cache bounded below the namespace: directories go and
  *                  come back from their objects
+ *   dead_client    a client dies holding a lock: its session expires and
+ *                  another client gets the lock
  */
 #include "cluster/cluster.h"
 #include "cluster/tc_check.h"
@@ -646,6 +648,55 @@ START_TEST(eviction)
 }
 END_TEST
 
+/* A client that dies holding a lock: its session expires (no renewals)
+ * and the lock goes, so another client gets it. */
+START_TEST(dead_client)
+{
+	struct tc_cluster c;
+	struct tsr_client *k;
+	struct tsr_fs *fs;
+	struct tsr_fs_stat st;
+	struct tsr_fs_lock lk = { .start = 0, .end = UINT64_MAX, .owner = 7, .type = F_WRLCK };
+	int p[2], status;
+	uint64_t t0;
+	pid_t child;
+	char ch;
+
+	fs_cluster(&c, 1, FAST_MDS " mds_session_timeout = \"2s\";");
+	k = client_of(&c);
+	fs = mount_of(k);
+	EXPECT(tsr_fs_mknod(fs, NULL, TSR_FS_ROOT, "f", S_IFREG | 0644, 0, &st), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	if ((child = fork()) == 0) {
+		/* a client of its own: takes the lock, says so, and dies */
+		struct tsr_client *k2 = NULL;
+		struct tsr_fs *fs2 = NULL;
+		char err[512];
+		if (tsr_client_connect(c.conf, "client.admin", 15000, &k2, err, sizeof(err)) < 0 ||
+		    tsr_fs_mount(k2, 30000, &fs2, err, sizeof(err)) < 0 ||
+		    tsr_fs_setlk(fs2, NULL, st.ino, &lk, 0) < 0)
+			_exit(1);
+		if (write(p[1], "l", 1) != 1)
+			_exit(2);
+		_exit(0); /* no unmount: as if killed */
+	}
+	ck_assert_int_eq(read(p[0], &ch, 1), 1);
+	waitpid(child, &status, 0);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: %x", status);
+	lk.owner = 8;
+	EXPECT(tsr_fs_setlk(fs, NULL, st.ino, &lk, 0), -EAGAIN);
+	t0 = tc_now_ms();
+	EXPECT(tsr_fs_setlk(fs, NULL, st.ino, &lk, 1), 0);
+	ck_assert_msg(tc_now_ms() - t0 < 10000, "the dead client's lock went only after %llu ms",
+		      (unsigned long long)(tc_now_ms() - t0));
+	close(p[0]);
+	close(p[1]);
+	tsr_fs_unmount(fs);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -655,6 +706,7 @@ main(void)
 		{ "fenced", fenced, NULL },
 		{ "restart", restart, NULL },
 		{ "eviction", eviction, NULL },
+		{ "dead_client", dead_client, NULL },
 	};
 
 	return tc_check_main("fs", cases, TC_NCASES(cases));

@@ -54,7 +54,7 @@ usage(FILE *f)
 		"  subdir=PATH        mount this directory of the file system as the root\n"
 		"  attr_timeout=SEC   how long the kernel keeps attributes (default 1)\n"
 		"  entry_timeout=SEC  how long the kernel keeps names (default 1)\n"
-		"  max_threads=N      FUSE worker threads kept idle at most (default 16)\n"
+		"  max_threads=N      FUSE worker threads at most (default 64)\n"
 		"  any other option goes to FUSE (ro, allow_other, ...); allow_other and\n"
 		"  default_permissions are on unless noallow_other, and the kernel checks\n"
 		"  permissions as well as the MDS\n"
