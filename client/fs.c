@@ -390,6 +390,15 @@ stop_on_loop(void *arg)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+static int
+free_hidden(void *arg, uint64_t key, void *val)
+{
+	(void)arg;
+	(void)key;
+	free(val);
+	return 0;
+}
+
 void
 tsr_fs_unmount(struct tsr_fs *fs)
 {
@@ -421,6 +430,7 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	}
 	tsr_u64map_free(&fs->parent);
 	tsr_u64map_free(&fs->open);
+	tsr_u64map_each(&fs->hidden, free_hidden, NULL);
 	tsr_u64map_free(&fs->hidden);
 	pthread_cond_destroy(&fs->cv);
 	pthread_mutex_destroy(&fs->lock);
@@ -569,14 +579,19 @@ static int get_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t i
 		     struct tsr_inode *in);
 static int truncate_data(struct tsr_fs *fs, const struct tsr_inode *in, uint64_t size);
 
-int
-tsr_fs_setattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
-	       const struct tsr_fs_stat *a, unsigned mask, struct tsr_fs_stat *out)
+/* opened: through a file open for writing, whose open checked the
+ * permission (ftruncate on a file made 0444 by that open is POSIX's) */
+static int
+setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+	       const struct tsr_fs_stat *a, unsigned mask, struct tsr_fs_stat *out,
+	       int opened)
 {
 	struct tsr_mds_request r;
 	int rc;
 
 	req_init(NULL, &r, TSR_MDS_OP_SETATTR, ino, cr);
+	if (opened)
+		r.flags |= TSR_MDS_OPENED;
 	r.sa.mask = mask & (TSR_FS_SET_MODE | TSR_FS_SET_UID | TSR_FS_SET_GID |
 			    TSR_FS_SET_SIZE | TSR_FS_SET_ATIME | TSR_FS_SET_MTIME |
 			    TSR_FS_SET_ATIME_NOW | TSR_FS_SET_MTIME_NOW);
@@ -596,8 +611,8 @@ tsr_fs_setattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		/* the MDS says first whether the caller may write the file
 		 * (and gives its inode): the objects are cut before it
 		 * records the size */
-		req_init(NULL, &probe, TSR_MDS_OP_OPEN, ino, cr);
-		probe.flags = O_WRONLY;
+		req_init(NULL, &probe, opened ? TSR_MDS_OP_GETATTR : TSR_MDS_OP_OPEN, ino, cr);
+		probe.flags = opened ? 0 : O_WRONLY;
 		memset(&in, 0, sizeof(in));
 		if ((rc = simple(fs, &probe, NULL, &in)) < 0)
 			return rc;
@@ -617,6 +632,14 @@ tsr_fs_setattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		open_files_set(fs, ino, mask, a->size);
 	return rc;
 }
+
+int
+tsr_fs_setattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+	       const struct tsr_fs_stat *a, unsigned mask, struct tsr_fs_stat *out)
+{
+	return setattr_common(fs, cr, ino, a, mask, out, 0);
+}
+
 
 static int
 make(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64_t parent,
@@ -1481,6 +1504,16 @@ flush_attrs(struct tsr_file *f)
 		pthread_mutex_unlock(&f->lock);
 	}
 	return rc;
+}
+
+int
+tsr_fs_fsetattr(struct tsr_file *f, const struct tsr_fs_stat *a, unsigned mask,
+		struct tsr_fs_stat *out)
+{
+	if ((mask & TSR_FS_SET_SIZE) && (f->flags & O_ACCMODE) == O_RDONLY)
+		return failf(-EBADF, "ftruncate of a file open for reading only");
+	return setattr_common(f->fs, &f->cr, f->ino, a, mask, out,
+			      (f->flags & O_ACCMODE) != O_RDONLY);
 }
 
 int

@@ -108,6 +108,9 @@ enum tsr_mds_op {
 
 /* request flags */
 #define TSR_MDS_EXCL 0x1u              /* MKNOD: EEXIST if present */
+#define TSR_MDS_OPENED 0x4u            /* SETATTR: through a file the caller
+                                          holds open for writing (its open
+                                          checked the permission) */
 
 #define TSR_MDS_MAX_GROUPS 64
 

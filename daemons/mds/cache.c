@@ -1140,8 +1140,11 @@ candidates(void *arg, uint64_t key, void *val)
 	struct trim_walk *w = arg;
 	struct mdir *d = val;
 
+	/* used since the last pass: kept (a directory larger than the bound
+	 * would otherwise go and come back at every tick) */
 	if (d->ino == TSR_FS_ROOT_INO || d->dirty_since || d->flushing || d->deleted ||
-	    d->nremoved || !d->exists || tsr_u64map_get(&w->parents, key))
+	    d->nremoved || !d->exists || d->used > w->m->trim_clock ||
+	    tsr_u64map_get(&w->parents, key))
 		return 0;
 	if (w->n == w->cap) {
 		w->cap = w->cap ? w->cap * 2 : 64;
@@ -1182,6 +1185,7 @@ mds_cache_trim(struct mds *m)
 	}
 	free(w.cand);
 	tsr_u64map_free(&w.parents);
+	m->trim_clock = m->clock;
 }
 
 /* ---- A new file system ---- */

@@ -140,6 +140,7 @@ struct mds {
 	struct tsr_u64map locks;     /* ino -> its locks (locks.c) */
 	uint64_t applied;            /* the last event applied */
 	uint64_t clock;              /* ticks of use, for eviction */
+	uint64_t trim_clock;         /* the clock at the last eviction pass */
 	uint64_t cache_max;          /* entries the cache holds at most (about) */
 	uint64_t session_timeout_ns;
 	uint64_t n_evicted;

@@ -141,6 +141,7 @@ cred_of(fuse_req_t req, struct cred *cr)
 }
 
 #define M(req) ((struct mnt *)fuse_req_userdata(req))
+#define F(fi) ((struct tsr_file *)(uintptr_t)(fi)->fh)
 
 static void
 reply_entry_or_err(fuse_req_t req, int rc, const struct tsr_fs_stat *s)
@@ -204,7 +205,6 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	unsigned mask = 0;
 	int rc;
 
-	(void)fi;
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		mask |= TSR_FS_SET_MODE;
 		a.mode = attr->st_mode;
@@ -235,7 +235,11 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		a.mtime.sec = attr->st_mtim.tv_sec;
 		a.mtime.nsec = (uint32_t)attr->st_mtim.tv_nsec;
 	}
-	rc = m->t->setattr(m->t->fs, cred_of(req, &cr), to_fs(m, ino), &a, mask, &s);
+	/* through an open file (ftruncate, futimens): as its open allowed */
+	if (fi && fi->fh)
+		rc = m->t->fsetattr(F(fi), &a, mask, &s);
+	else
+		rc = m->t->setattr(m->t->fs, cred_of(req, &cr), to_fs(m, ino), &a, mask, &s);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -577,8 +581,6 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	if (fuse_reply_create(req, &e, fi) == -ENOENT)
 		m->t->close(f);
 }
-
-#define F(fi) ((struct tsr_file *)(uintptr_t)(fi)->fh)
 
 static void
 op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)

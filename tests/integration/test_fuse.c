@@ -236,6 +236,12 @@ user_checks(const struct mnt *m)
 	if (write(fd, "ro", 2) != 2)
 		return step(15, "write to a new 0444 file");
 	close(fd);
+	if ((fd = open(path(m, "tmp/ro2"), O_CREAT | O_EXCL | O_RDWR, 0444)) < 0 ||
+	    ftruncate(fd, 10) < 0)
+		return step(19, "ftruncate through the open that made a 0444 file");
+	close(fd);
+	if (unlink(path(m, "tmp/ro2")) < 0)
+		return step(20, "unlink");
 	if (open(path(m, "tmp/ro"), O_WRONLY) >= 0 || errno != EACCES)
 		return step(16, "a 0444 file opened again for writing");
 	if (truncate(path(m, "tmp/roots"), 0) == 0 || errno != EACCES)

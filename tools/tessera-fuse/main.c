@@ -343,6 +343,7 @@ fill_table(struct tsr_mount_fs *t, struct tsr_fs *fs)
 	t->getlk = tsr_fs_getlk;
 	t->setlk = tsr_fs_setlk;
 	t->statfs = tsr_fs_statfs;
+	t->fsetattr = tsr_fs_fsetattr;
 }
 
 int

@@ -89,6 +89,10 @@ TSR_API int tsr_fs_getattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint
 TSR_API int tsr_fs_setattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 			   const struct tsr_fs_stat *attr, unsigned mask,
 			   struct tsr_fs_stat *out);
+/* The same through an open file (ftruncate, futimens): a size change
+ * needs it open for writing, and no more permission than its open had. */
+TSR_API int tsr_fs_fsetattr(struct tsr_file *f, const struct tsr_fs_stat *attr,
+			    unsigned mask, struct tsr_fs_stat *out);
 /* mode's type: S_IFREG (or 0), S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK.
  * excl: fail with -EEXIST when the name exists. */
 TSR_API int tsr_fs_mknod(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,

@@ -95,6 +95,8 @@ struct tsr_mount_fs {
 	int (*setlk)(struct tsr_fs *, const struct tsr_fs_cred *, uint64_t,
 		     const struct tsr_fs_lock *, int);
 	int (*statfs)(struct tsr_fs *, struct tsr_fs_statfs *);
+	int (*fsetattr)(struct tsr_file *, const struct tsr_fs_stat *, unsigned,
+			struct tsr_fs_stat *);
 };
 
 /* The version of this header's ops table (see PROVISIONAL above). */
