@@ -440,10 +440,8 @@ tsr_fs_unmount(struct tsr_fs *fs)
 /* ---- Requests ---- */
 
 static void
-req_init(struct tsr_fs_stat *unused, struct tsr_mds_request *r, uint32_t op, uint64_t ino,
-	 const struct tsr_fs_cred *cr)
+req_init(struct tsr_mds_request *r, uint32_t op, uint64_t ino, const struct tsr_fs_cred *cr)
 {
-	(void)unused;
 	memset(r, 0, sizeof(*r));
 	r->op = op;
 	r->ino = ino;
@@ -549,7 +547,7 @@ tsr_fs_lookup(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 	struct tsr_fs_stat st;
 	int rc;
 
-	req_init(NULL, &r, TSR_MDS_OP_LOOKUP, parent, cr);
+	req_init(&r, TSR_MDS_OP_LOOKUP, parent, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
 	if ((rc = simple(fs, &r, &st, NULL)) < 0)
@@ -569,7 +567,7 @@ tsr_fs_getattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 
 	int rc;
 
-	req_init(NULL, &r, TSR_MDS_OP_GETATTR, ino, cr);
+	req_init(&r, TSR_MDS_OP_GETATTR, ino, cr);
 	if ((rc = simple(fs, &r, out, NULL)) == 0 && out)
 		overlay(fs, out);
 	return rc;
@@ -589,7 +587,7 @@ setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	struct tsr_mds_request r;
 	int rc;
 
-	req_init(NULL, &r, TSR_MDS_OP_SETATTR, ino, cr);
+	req_init(&r, TSR_MDS_OP_SETATTR, ino, cr);
 	if (opened)
 		r.flags |= TSR_MDS_OPENED;
 	r.sa.mask = mask & (TSR_FS_SET_MODE | TSR_FS_SET_UID | TSR_FS_SET_GID |
@@ -611,7 +609,7 @@ setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		/* the MDS says first whether the caller may write the file
 		 * (and gives its inode): the objects are cut before it
 		 * records the size */
-		req_init(NULL, &probe, opened ? TSR_MDS_OP_GETATTR : TSR_MDS_OP_OPEN, ino, cr);
+		req_init(&probe, opened ? TSR_MDS_OP_GETATTR : TSR_MDS_OP_OPEN, ino, cr);
 		probe.flags = opened ? 0 : O_WRONLY;
 		memset(&in, 0, sizeof(in));
 		if ((rc = simple(fs, &probe, NULL, &in)) < 0)
@@ -650,7 +648,7 @@ make(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64_t pare
 	struct tsr_fs_stat st;
 	int rc;
 
-	req_init(NULL, &r, op, parent, cr);
+	req_init(&r, op, parent, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
 	r.mode = mode;
@@ -694,7 +692,7 @@ get_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, struct 
 	struct tsr_mds_request r;
 
 	memset(in, 0, sizeof(*in));
-	req_init(NULL, &r, TSR_MDS_OP_GETATTR, ino, cr);
+	req_init(&r, TSR_MDS_OP_GETATTR, ino, cr);
 	return simple(fs, &r, NULL, in);
 }
 
@@ -729,7 +727,7 @@ remove_name(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64
 	struct tsr_mds_request r;
 	int rc;
 
-	req_init(NULL, &r, op, parent, cr);
+	req_init(&r, op, parent, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
 	return simple(fs, &r, NULL, NULL);
@@ -819,7 +817,7 @@ tsr_fs_rename(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 
 	struct tsr_mds_reply rep;
 
-	req_init(NULL, &r, TSR_MDS_OP_RENAME, parent, cr);
+	req_init(&r, TSR_MDS_OP_RENAME, parent, cr);
 	r.ino2 = newparent;
 	r.flags = flags;
 	if ((rc = set_name(r.name, name)) < 0 || (rc = set_name(r.name2, newname)) < 0)
@@ -843,7 +841,7 @@ tsr_fs_link(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	struct tsr_mds_request r;
 	int rc;
 
-	req_init(NULL, &r, TSR_MDS_OP_LINK, newparent, cr);
+	req_init(&r, TSR_MDS_OP_LINK, newparent, cr);
 	r.ino2 = ino;
 	if ((rc = set_name(r.name, newname)) < 0)
 		return rc;
@@ -860,7 +858,7 @@ tsr_fs_readdir(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		struct tsr_mds_request r;
 		struct tsr_mds_reply rep;
 		int rc, stop = 0;
-		req_init(NULL, &r, TSR_MDS_OP_READDIR, ino, cr);
+		req_init(&r, TSR_MDS_OP_READDIR, ino, cr);
 		r.ino2 = parent_of(fs, ino);
 		r.cookie = cookie;
 		r.max = max && max - given < 512 ? max - given : 512;
@@ -917,7 +915,7 @@ tsr_fs_getxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	struct tsr_mds_request r;
 	int rc;
 
-	req_init(NULL, &r, TSR_MDS_OP_GETXATTR, ino, cr);
+	req_init(&r, TSR_MDS_OP_GETXATTR, ino, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
 	return value_call(fs, &r, buf, cap);
@@ -929,7 +927,7 @@ tsr_fs_listxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, 
 {
 	struct tsr_mds_request r;
 
-	req_init(NULL, &r, TSR_MDS_OP_LISTXATTR, ino, cr);
+	req_init(&r, TSR_MDS_OP_LISTXATTR, ino, cr);
 	return value_call(fs, &r, buf, cap);
 }
 
@@ -940,7 +938,7 @@ tsr_fs_setxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	struct tsr_mds_request r;
 	int rc;
 
-	req_init(NULL, &r, TSR_MDS_OP_SETXATTR, ino, cr);
+	req_init(&r, TSR_MDS_OP_SETXATTR, ino, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
 	if (len > TSR_FS_XATTR_VALUE_MAX)
@@ -958,7 +956,7 @@ tsr_fs_removexattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino
 	struct tsr_mds_request r;
 	int rc;
 
-	req_init(NULL, &r, TSR_MDS_OP_RMXATTR, ino, cr);
+	req_init(&r, TSR_MDS_OP_RMXATTR, ino, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
 	return simple(fs, &r, NULL, NULL);
@@ -1036,7 +1034,7 @@ tsr_fs_getlk(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	struct tsr_mds_lock got;
 	int rc;
 
-	req_init(NULL, &r, TSR_MDS_OP_GETLK, ino, cr);
+	req_init(&r, TSR_MDS_OP_GETLK, ino, cr);
 	r.ino2 = parent_of(fs, ino);
 	lock_req(&r, lk);
 	if ((rc = call(fs, &r, &rep)) == 0) {
@@ -1065,7 +1063,7 @@ tsr_fs_setlk(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	for (;;) {
 		struct tsr_mds_request r;
 		int rc;
-		req_init(NULL, &r, TSR_MDS_OP_SETLK, ino, cr);
+		req_init(&r, TSR_MDS_OP_SETLK, ino, cr);
 		lock_req(&r, lk);
 		rc = simple(fs, &r, NULL, NULL);
 		if (rc == -EBUSY) /* held by another owner (the MDS's -EAGAIN is
@@ -1312,7 +1310,7 @@ tsr_fs_open(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, int f
 	int rc;
 
 	*out = NULL;
-	req_init(NULL, &r, TSR_MDS_OP_OPEN, ino, cr);
+	req_init(&r, TSR_MDS_OP_OPEN, ino, cr);
 	r.flags = (uint32_t)flags;
 	if ((rc = simple(fs, &r, NULL, &in)) < 0)
 		return rc;
@@ -1480,7 +1478,7 @@ flush_attrs(struct tsr_file *f)
 	uint64_t gen;
 	int rc;
 
-	req_init(NULL, &r, TSR_MDS_OP_SETATTR, f->ino, &f->cr);
+	req_init(&r, TSR_MDS_OP_SETATTR, f->ino, &f->cr);
 	pthread_mutex_lock(&f->lock);
 	if (!f->dirty) {
 		pthread_mutex_unlock(&f->lock);

@@ -614,11 +614,9 @@ stage_drop(struct req *q, struct mdir *d, struct mentry *e, struct tsr_inode *in
 	   struct tsr_inode *gone)
 {
 	struct tsr_fs_update *u = add(q, TSR_FSU_UNLINK);
-	int64_t b, f, s;
 
 	u->ino = d->ino;
 	tsr_strlcpy(u->name, e->name, sizeof(u->name));
-	contrib(in, e->de.kind == TSR_DENTRY_REMOTE, &b, &f, &s);
 	if (S_ISDIR(in->mode)) {
 		u = add(q, TSR_FSU_DIR_RM);
 		u->ino = in->ino;
@@ -644,9 +642,6 @@ stage_drop(struct req *q, struct mdir *d, struct mentry *e, struct tsr_inode *in
 	} else if (tsr_inode_copy(gone, in) < 0) {
 		return -ENOMEM;
 	}
-	(void)b;
-	(void)f;
-	(void)s;
 	return 0;
 }
 

@@ -119,7 +119,6 @@ parse_o(struct opts *o, const char *list)
 		size_t n = strcspn(p, ",");
 		char *item = keep(o, p, n), *eq = strchr(item, '=');
 		const char *val = eq ? eq + 1 : NULL;
-		size_t klen = eq ? (size_t)(eq - item) : n;
 		int taken = 0;
 
 		if (eq)
@@ -168,7 +167,6 @@ parse_o(struct opts *o, const char *list)
 				*eq = '=';
 			add_fuse_opt(o, item);
 		}
-		(void)klen;
 		p += n;
 		if (*p == ',')
 			p++;
