@@ -874,7 +874,8 @@ flush_dir(struct mds *m, struct mdir *d)
 	f->nremoved = d->nremoved;
 	d->removed = NULL;
 	d->nremoved = 0;
-	qsort(f->removed, f->nremoved, sizeof(*f->removed), cmp_names);
+	if (f->nremoved > 1) /* (qsort takes no NULL, even for none) */
+		qsort(f->removed, f->nremoved, sizeof(*f->removed), cmp_names);
 	{
 		size_t w = 0;
 		for (size_t i = 0; i < f->nremoved; i++) {
@@ -903,7 +904,8 @@ flush_dir(struct mds *m, struct mdir *d)
 	for (size_t i = 0; i < d->n; i++)
 		if (d->ents[i]->dirty)
 			dirty[ndirty++] = d->ents[i];
-	qsort(dirty, ndirty, sizeof(*dirty), cmp_ents);
+	if (ndirty > 1)
+		qsort(dirty, ndirty, sizeof(*dirty), cmp_ents);
 	for (size_t i = 0; i < ndirty; i++) {
 		struct mentry *en = dirty[i];
 		tsr_enc_init(&e);
@@ -1174,7 +1176,8 @@ mds_cache_trim(struct mds *m)
 	tsr_u64map_each(&m->dirs, note_parent_walk, &w);
 	if (w.entries > m->cache_max) {
 		tsr_u64map_each(&m->dirs, candidates, &w);
-		qsort(w.cand, w.n, sizeof(*w.cand), by_use);
+		if (w.n > 1)
+			qsort(w.cand, w.n, sizeof(*w.cand), by_use);
 		for (size_t i = 0; i < w.n && w.entries > m->cache_max; i++) {
 			struct mdir *d = w.cand[i];
 			w.entries -= d->n;
