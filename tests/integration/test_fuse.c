@@ -49,6 +49,7 @@
 
 struct mnt {
 	char dir[300];
+	char errpath[400];           /* its stderr */
 	pid_t pid;
 };
 
@@ -84,6 +85,7 @@ mount_fs(struct tc_cluster *c, struct mnt *m, const char *name, const char *opts
 	ck_assert_int_eq(mkdir(m->dir, 0755), 0);
 	snprintf(o, sizeof(o), "conf=%s%s%s", c->conf, opts ? "," : "", opts ? opts : "");
 	snprintf(errpath, sizeof(errpath), "%s/log/fuse-%s.stderr", c->dir, name);
+	snprintf(m->errpath, sizeof(m->errpath), "%s", errpath);
 	m->pid = fork();
 	ck_assert_int_ge(m->pid, 0);
 	if (m->pid == 0) {
@@ -128,6 +130,20 @@ umount_fs(struct mnt *m)
 	if (um > 0)
 		waitpid(um, NULL, 0);
 	m->pid = 0;
+	/* a clean unmount ends it with 0, and nothing from the sanitizers
+	 * (a leak report at exit, under ASan) */
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tessera-fuse on %s ended with "
+		      "status %x", m->dir, st);
+	{
+		FILE *f = fopen(m->errpath, "r");
+		char line[512];
+		while (f && fgets(line, sizeof(line), f))
+			ck_assert_msg(strstr(line, "Sanitizer") == NULL &&
+				      strstr(line, "runtime error") == NULL,
+				      "tessera-fuse on %s: %s", m->dir, line);
+		if (f)
+			fclose(f);
+	}
 }
 
 static char *
