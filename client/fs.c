@@ -101,6 +101,8 @@ struct tsr_fs {
 	uint64_t timer;
 	uint64_t ticks;
 	int closing;
+	struct tsr_fs_statfs statfs_last;  /* the last answer, and when */
+	uint64_t statfs_at;
 };
 
 /* ---- The session ---- */
@@ -986,6 +988,15 @@ tsr_fs_statfs(struct tsr_fs *fs, struct tsr_fs_statfs *out)
 	uint32_t copies = 1;
 	int rc;
 
+	/* asked often (df, and programs that check for room before each
+	 * write): the answer holds for a second */
+	pthread_mutex_lock(&fs->lock);
+	if (fs->statfs_at && tsr_mono_ns() - fs->statfs_at < 1000000000u) {
+		*out = fs->statfs_last;
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
 	memset(out, 0, sizeof(*out));
 	if ((rc = get_inode(fs, NULL, TSR_FS_ROOT, &root)) < 0)
 		return rc;
@@ -1010,6 +1021,10 @@ tsr_fs_statfs(struct tsr_fs *fs, struct tsr_fs_statfs *out)
 	out->copies = copies;
 	free(text);
 	tsr_inode_free(&root);
+	pthread_mutex_lock(&fs->lock);
+	fs->statfs_last = *out;
+	fs->statfs_at = tsr_mono_ns();
+	pthread_mutex_unlock(&fs->lock);
 	return 0;
 }
 
@@ -1575,6 +1590,15 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 			return failf(rc, "punching a hole in inode %" PRIx64 ": %s", f->ino,
 				     strerror(-rc));
 	}
+	/* a hole is a change of the data: mtime moves (sent at close) */
+	clock_gettime(CLOCK_REALTIME, &now);
+	pthread_mutex_lock(&f->lock);
+	f->mtime.sec = now.tv_sec;
+	f->mtime.nsec = (uint32_t)now.tv_nsec;
+	f->dirty = 1;
+	f->send_mtime = 1;
+	f->gen++;
+	pthread_mutex_unlock(&f->lock);
 	return 0;
 }
 

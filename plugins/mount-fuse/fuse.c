@@ -818,8 +818,12 @@ release_locks(fuse_req_t req, fuse_ino_t ino, uint64_t owner, int flock)
 				  .type = F_UNLCK | (flock ? TSR_FS_LOCK_FLOCK : 0) };
 	struct cred cr;
 
-	if (owner_took(m, flock ? ~owner : owner, ino))
-		m->t->setlk(m->t->fs, cred_of(req, &cr), to_fs(m, ino), &lk, 0);
+	/* an unlock that fails is tried again at the next close of the owner
+	 * (until then the MDS holds the lock, at most until the session
+	 * expires) */
+	if (owner_took(m, flock ? ~owner : owner, ino) &&
+	    m->t->setlk(m->t->fs, cred_of(req, &cr), to_fs(m, ino), &lk, 0) < 0)
+		owner_note(m, flock ? ~owner : owner, ino);
 }
 
 static void

@@ -388,9 +388,15 @@ START_TEST(posix)
 		WORKS(fallocate(fd, 0, 0, 300));
 		WORKS(fstat(fd, &st));
 		ck_assert_int_eq(st.st_size, 300);
+		WORKS(fstat(fd, &st2));
+		tc_sleep_ms(10);
 		WORKS(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 5, 10));
 		WORKS(fstat(fd, &st));
 		ck_assert_int_eq(st.st_size, 300);
+		ck_assert_msg(st.st_mtim.tv_sec > st2.st_mtim.tv_sec ||
+			      (st.st_mtim.tv_sec == st2.st_mtim.tv_sec &&
+			       st.st_mtim.tv_nsec > st2.st_mtim.tv_nsec),
+			      "a punched hole left mtime as it was");
 		ck_assert_int_eq(pread(fd, got, sizeof(got), 0), 300);
 		ck_assert_int_eq(memcmp(got, "abcde", 5), 0);
 		for (int i = 5; i < 15; i++)
