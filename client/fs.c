@@ -15,6 +15,7 @@
 #include "client_int.h"
 
 #include "event/loop.h"
+#include "event/workq.h"
 #include "mds/fsmeta.h"
 #include "mds/mdsmsg.h"
 #include "map/mdsmap.h"
@@ -98,12 +99,28 @@ struct tsr_fs {
 	struct tsr_u64map parent;    /* ino -> the directory it was seen in */
 	struct tsr_u64map open;      /* ino -> its open files (a list) */
 	struct tsr_u64map hidden;    /* ino -> struct hidden: unlinked while open */
+	struct tsr_u64map caps;      /* ino -> struct ccap */
+	struct tsr_workq *capq;      /* revokes are answered here */
 	uint64_t timer;
 	uint64_t ticks;
 	int closing;
 	struct tsr_fs_statfs statfs_last;  /* the last answer, and when */
 	uint64_t statfs_at;
 };
+
+/* Capabilities held on an inode (fs->lock): see mdsmsg.h.  A ccap
+ * lives while a file of the inode is open or being opened (busy), and
+ * after, until the tick gives it back to the MDS (a second idle) or a
+ * revoke takes it. */
+struct ccap {
+	uint32_t issued;
+	uint64_t seq;
+	int busy;                    /* open files, and opens under way */
+	uint64_t idle_since;         /* mono ns, when busy fell to 0 */
+	uint64_t size;               /* the largest size a closed file knew */
+};
+
+#define CAP_IDLE_NS 1000000000u   /* caps unused this long are given back */
 
 /* ---- The session ---- */
 
@@ -140,6 +157,17 @@ send_session(struct tsr_fs *fs, struct tsr_conn *conn, uint32_t op)
 		tsr_enc_release(&e);
 }
 
+static int
+caps_forget(void *arg, uint64_t ino, void *val)
+{
+	struct ccap *cc = val;
+
+	(void)arg;
+	(void)ino;
+	cc->issued &= TSR_CAP_RD | TSR_CAP_WR;
+	return 0;
+}
+
 /* The holder of rank 0 per the map held: (re)open the session with it
  * when it changed.  On the loop, or at mount. */
 static void
@@ -174,6 +202,9 @@ follow_map(struct tsr_fs *fs)
 	fs->mds_gid = h->gid;
 	tsr_strlcpy(fs->mds_addr, h->addr, sizeof(fs->mds_addr));
 	fs->gen++;
+	/* the new MDS knows of no capability of ours: until we open again,
+	 * nothing is cached or held back */
+	tsr_u64map_each(&fs->caps, caps_forget, NULL);
 	/* the session first, then everything still waiting */
 	send_session(fs, conn, TSR_MDS_SESSION_OPEN);
 	/* oldest first, as they were sent: pending is newest first */
@@ -206,6 +237,8 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 		follow_map(arg);
 }
 
+static void on_cap(struct tsr_fs *fs, struct tsr_msg *m);
+
 static void
 on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 {
@@ -214,6 +247,10 @@ on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 	char err[256];
 
 	(void)conn;
+	if (m->type == TSR_MSG_MDS_CAP) {
+		on_cap(fs, m);
+		return;
+	}
 	if (m->type != TSR_MSG_MDS_REPLY ||
 	    tsr_mdsmsg_reply_decode(m->front, m->front_len, &rep, err, sizeof(err)) < 0) {
 		tsr_msg_free(m, 0);
@@ -234,6 +271,75 @@ on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 	tsr_mdsmsg_reply_free(&rep); /* a session's answer, or one given up */
 }
 
+/* Send a request with no wait for its answer (fs->lock held). */
+static void
+send_now(struct tsr_fs *fs, struct tsr_mds_request *r)
+{
+	struct tsr_enc e;
+	struct tsr_msg *m;
+
+	if (fs->conn == NULL)
+		return;
+	r->tid = ++fs->next_tid;
+	r->oldest = r->tid; /* (not a change: nothing done to forget) */
+	tsr_enc_init(&e);
+	if (tsr_mdsmsg_request_encode(&e, r) == 0 &&
+	    (m = tsr_msg_from_enc(TSR_MSG_MDS_REQUEST, &e)) != NULL)
+		tsr_conn_send(fs->conn, m, TSR_SEND_NOWAIT);
+	else
+		tsr_enc_release(&e);
+}
+
+struct idle_ctx {
+	uint64_t now;
+	uint64_t *inos;
+	struct tsr_enc e;            /* (ino, size) pairs: a CAPS RELEASE's */
+	size_t n;
+};
+
+static int
+find_idle(void *arg, uint64_t ino, void *val)
+{
+	struct idle_ctx *x = arg;
+	struct ccap *cc = val;
+
+	if (cc->busy == 0 && x->now - cc->idle_since >= CAP_IDLE_NS &&
+	    x->n < TSR_MDS_CAPS_RELEASE_MAX) {
+		tsr_enc_u64(&x->e, ino);
+		tsr_enc_u64(&x->e, cc->size);
+		x->inos[x->n++] = ino;
+	}
+	return 0;
+}
+
+/* Give back (in one request, unanswered) the caps no file has used for
+ * a second (fs->lock held). */
+static void
+caps_release_idle(struct tsr_fs *fs)
+{
+	struct idle_ctx x = { .now = tsr_mono_ns() };
+	struct tsr_mds_request r;
+
+	if (fs->caps.n == 0)
+		return;
+	x.inos = tsr_xcalloc(TSR_MDS_CAPS_RELEASE_MAX, sizeof(*x.inos));
+	tsr_enc_init(&x.e);
+	tsr_u64map_each(&fs->caps, find_idle, &x);
+	for (size_t i = 0; i < x.n; i++)
+		free(tsr_u64map_del(&fs->caps, x.inos[i]));
+	if (x.n && tsr_enc_error(&x.e) == 0) {
+		memset(&r, 0, sizeof(r));
+		r.op = TSR_MDS_OP_CAPS;
+		r.flags = TSR_MDS_CAPS_RELEASE;
+		r.ino = TSR_FS_ROOT; /* (names none: the list does) */
+		r.value = x.e.buf;
+		r.value_len = x.e.len;
+		send_now(fs, &r);
+	}
+	tsr_enc_release(&x.e);
+	free(x.inos);
+}
+
 static void
 tick(void *arg)
 {
@@ -245,6 +351,7 @@ tick(void *arg)
 	/* the session stays alive (its locks with it) while we renew it */
 	if (fs->conn && ++fs->ticks % RENEW_TICKS == 0)
 		send_session(fs, fs->conn, TSR_MDS_SESSION_RENEW);
+	caps_release_idle(fs);
 	if (!fs->closing &&
 	    tsr_loop_timer_add(fs->loop, 1000000000u, tick, fs, &fs->timer) < 0)
 		fs->timer = 0;
@@ -341,6 +448,12 @@ tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out, cha
 	fs->timeout_ms = DEFAULT_TIMEOUT_MS;
 	pthread_mutex_init(&fs->lock, NULL);
 	tsr_cond_init_mono(&fs->cv);
+	if ((rc = tsr_workq_create("fscaps", &fs->capq)) < 0) {
+		pthread_cond_destroy(&fs->cv);
+		pthread_mutex_destroy(&fs->lock);
+		free(fs);
+		return tsr_errf(err, errlen, rc, "starting a thread: %s", strerror(-rc));
+	}
 	if (timeout_ms == 0)
 		timeout_ms = 30000;
 	deadline = tsr_mono_ns() + timeout_ms * 1000000u;
@@ -421,6 +534,8 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	} else {
 		tsr_mapsub_unlisten(fs->sub, on_map, fs);
 	}
+	/* revokes under way end (their calls fail: closing) */
+	tsr_workq_destroy(fs->capq);
 	pthread_mutex_lock(&fs->lock);
 	conn = fs->conn;
 	fs->conn = NULL;
@@ -434,6 +549,8 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	tsr_u64map_free(&fs->open);
 	tsr_u64map_each(&fs->hidden, free_hidden, NULL);
 	tsr_u64map_free(&fs->hidden);
+	tsr_u64map_each(&fs->caps, free_hidden, NULL);
+	tsr_u64map_free(&fs->caps);
 	pthread_cond_destroy(&fs->cv);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs);
@@ -519,10 +636,17 @@ parent_of(struct tsr_fs *fs, uint64_t ino)
 static void overlay(struct tsr_fs *fs, struct tsr_fs_stat *st);
 static void open_files_set(struct tsr_fs *fs, uint64_t ino, unsigned mask, uint64_t size);
 
-/* One request whose answer is an inode (in[0]) or nothing. */
+/* What an OPEN (or a create) grants. */
+struct grant {
+	uint32_t caps;
+	uint64_t seq, barrier;
+};
+
+/* One request whose answer is an inode (in[0]) or nothing; g (may be
+ * NULL) gets the capabilities it grants. */
 static int
-simple(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
-       struct tsr_inode *in_out)
+simple_g(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
+	 struct tsr_inode *in_out, struct grant *g)
 {
 	struct tsr_mds_reply rep;
 	int rc;
@@ -530,6 +654,11 @@ simple(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
 	if (r->ino2 == 0 && r->op != TSR_MDS_OP_RENAME && r->op != TSR_MDS_OP_LINK)
 		r->ino2 = parent_of(fs, r->ino);
 	rc = call(fs, r, &rep);
+	if (g) {
+		g->caps = rep.caps;
+		g->seq = rep.cap_seq;
+		g->barrier = rep.osd_barrier;
+	}
 	if (rc == 0 && rep.n > 0) {
 		to_stat(&rep.in[0], out);
 		if (in_out)
@@ -539,6 +668,13 @@ simple(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
 	}
 	tsr_mdsmsg_reply_free(&rep);
 	return rc;
+}
+
+static int
+simple(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
+       struct tsr_inode *in_out)
+{
+	return simple_g(fs, r, out, in_out, NULL);
 }
 
 int
@@ -642,15 +778,16 @@ tsr_fs_setattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 
 
 static int
-make(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64_t parent,
-     const char *name, uint32_t mode, uint64_t rdev, const char *target,
-     struct tsr_fs_stat *out, struct tsr_inode *in_out)
+make_g(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64_t parent,
+       const char *name, uint32_t mode, uint64_t rdev, const char *target,
+       struct tsr_fs_stat *out, struct tsr_inode *in_out, uint32_t flags, struct grant *g)
 {
 	struct tsr_mds_request r;
 	struct tsr_fs_stat st;
 	int rc;
 
 	req_init(&r, op, parent, cr);
+	r.flags = flags;
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
 	r.mode = mode;
@@ -659,12 +796,20 @@ make(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64_t pare
 		r.value = target;
 		r.value_len = strlen(target);
 	}
-	if ((rc = simple(fs, &r, &st, in_out)) < 0)
+	if ((rc = simple_g(fs, &r, &st, in_out, g)) < 0)
 		return rc;
 	note_parent(fs, st.ino, parent);
 	if (out)
 		*out = st;
 	return 0;
+}
+
+static int
+make(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint32_t op, uint64_t parent,
+     const char *name, uint32_t mode, uint64_t rdev, const char *target,
+     struct tsr_fs_stat *out, struct tsr_inode *in_out)
+{
+	return make_g(fs, cr, op, parent, name, mode, rdev, target, out, in_out, 0, NULL);
 }
 
 int
@@ -1108,6 +1253,7 @@ struct tsr_file {
 	struct tsr_ftime mtime;      /* of its last write */
 	int dirty;                   /* size (and mtime) to tell the MDS */
 	int send_mtime;              /* mtime too: no utimes since the write */
+	struct ccap *cap;            /* its inode's (held busy by this file) */
 };
 
 /* Object operations of one call, at most IO_INFLIGHT at once. */
@@ -1243,13 +1389,179 @@ truncate_data(struct tsr_fs *fs, const struct tsr_inode *in, uint64_t size)
 			      strerror(-rc)) : 0;
 }
 
+/* ---- Capabilities (client side) ---- */
+
+/* The ccap of ino, made when absent, one busier (fs->lock held). */
+static struct ccap *
+cap_hold(struct tsr_fs *fs, uint64_t ino)
+{
+	struct ccap *cc = tsr_u64map_get(&fs->caps, ino);
+
+	if (cc == NULL) {
+		cc = tsr_xcalloc(1, sizeof(*cc));
+		if (tsr_u64map_put(&fs->caps, ino, cc) < 0)
+			abort();
+	}
+	cc->busy++;
+	return cc;
+}
+
+/* A user of cc is done (fs->lock held); size: what it knew. */
+static void
+cap_unhold(struct ccap *cc, uint64_t size)
+{
+	if (size > cc->size)
+		cc->size = size;
+	if (--cc->busy == 0)
+		cc->idle_since = tsr_mono_ns();
+}
+
+/* Take a grant newer than what cc holds (fs->lock held). */
+static void
+cap_grant(struct ccap *cc, const struct grant *g)
+{
+	if (g->seq > cc->seq) {
+		__atomic_store_n(&cc->issued, g->caps, __ATOMIC_RELEASE);
+		cc->seq = g->seq;
+	}
+}
+
+static uint32_t
+cap_issued(const struct ccap *cc)
+{
+	return __atomic_load_n(&cc->issued, __ATOMIC_ACQUIRE);
+}
+
+/* The grant names the OSD map epoch that blocklists a client evicted for
+ * this file: no I/O before we hold it (the OSDs then refuse the evicted
+ * one's writes before they serve ours). */
+static int
+barrier_wait(struct tsr_fs *fs, uint64_t epoch)
+{
+	uint64_t deadline = tsr_mono_ns() + fs->timeout_ms * 1000000u;
+
+	while (tsr_client_epoch(fs->c) < epoch) {
+		if (tsr_mono_ns() >= deadline)
+			return failf(-ETIMEDOUT, "no OSD map of epoch %" PRIu64 " within %"
+				     PRIu64 " ms", epoch, fs->timeout_ms);
+		usleep(5000);
+	}
+	return 0;
+}
+
+struct revoke {
+	struct tsr_fs *fs;
+	struct tsr_mds_cap c;
+};
+
+/* On the caps thread: give back what the MDS revokes.  The size and
+ * mtime held back go first (BUF), then the answer: an ACK, or a RELEASE
+ * when no file of the inode is open here. */
+static void
+answer_revoke(void *arg)
+{
+	struct revoke *v = arg;
+	struct tsr_fs *fs = v->fs;
+	struct tsr_mds_request r;
+	struct tsr_ftime mtime = { 0 };
+	uint64_t size = 0, keep_size = 0;
+	uint32_t lose;
+	int dirty = 0, send_mtime = 0, release, fresh = 0;
+	struct ccap *cc;
+	struct tsr_enc pair;
+
+	pthread_mutex_lock(&fs->lock);
+	cc = tsr_u64map_get(&fs->caps, v->c.ino);
+	if (cc == NULL) {
+		/* a grant on its way (a create's answer) is older than this:
+		 * kept, so that grant is known stale when it comes */
+		fresh = 1;
+		cc = tsr_xcalloc(1, sizeof(*cc));
+		cc->idle_since = tsr_mono_ns();
+		if (tsr_u64map_put(&fs->caps, v->c.ino, cc) < 0)
+			abort();
+		cc->issued = v->c.caps;
+	} else if (v->c.seq < cc->seq) {
+		pthread_mutex_unlock(&fs->lock);
+		free(v);
+		return; /* older than a grant we took since */
+	}
+	lose = cap_issued(cc) & ~v->c.caps;
+	__atomic_store_n(&cc->issued, cap_issued(cc) & v->c.caps, __ATOMIC_RELEASE);
+	cc->seq = v->c.seq;
+	if (lose & TSR_CAP_BUF)
+		for (struct tsr_file *f = tsr_u64map_get(&fs->open, v->c.ino); f;
+		     f = f->next_open) {
+			pthread_mutex_lock(&f->lock);
+			if (f->dirty) {
+				dirty = 1;
+				if (f->size > size)
+					size = f->size;
+				if (f->send_mtime &&
+				    (f->mtime.sec > mtime.sec ||
+				     (f->mtime.sec == mtime.sec && f->mtime.nsec > mtime.nsec))) {
+					mtime = f->mtime;
+					send_mtime = 1;
+				}
+			}
+			pthread_mutex_unlock(&f->lock);
+		}
+	release = cc->busy == 0 && !fresh;
+	if (release) {
+		keep_size = cc->size;
+		free(tsr_u64map_del(&fs->caps, v->c.ino));
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (dirty) {
+		/* as flush_attrs does: only ever larger, as root */
+		req_init(&r, TSR_MDS_OP_SETATTR, v->c.ino, NULL);
+		r.sa.mask = TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW |
+			    (send_mtime ? TSR_SETATTR_MTIME : 0);
+		r.sa.size = size;
+		r.sa.mtime = mtime;
+		simple(fs, &r, NULL, NULL);
+	}
+	req_init(&r, TSR_MDS_OP_CAPS, v->c.ino, NULL);
+	tsr_enc_init(&pair);
+	if (release) {
+		tsr_enc_u64(&pair, v->c.ino);
+		tsr_enc_u64(&pair, keep_size > size ? keep_size : size);
+		r.flags = TSR_MDS_CAPS_RELEASE;
+		r.value = pair.buf;
+		r.value_len = pair.len;
+	} else {
+		r.flags = TSR_MDS_CAPS_ACK;
+		r.mode = v->c.caps;
+		r.cookie = v->c.seq;
+	}
+	simple(fs, &r, NULL, NULL);
+	tsr_enc_release(&pair);
+	free(v);
+}
+
+/* On a messenger thread: a revoke; answered on the caps thread (its
+ * flush waits for the MDS). */
+static void
+on_cap(struct tsr_fs *fs, struct tsr_msg *m)
+{
+	struct revoke *v = tsr_xcalloc(1, sizeof(*v));
+	char err[128];
+
+	v->fs = fs;
+	if (tsr_mdsmsg_cap_decode(m->front, m->front_len, &v->c, err, sizeof(err)) < 0 ||
+	    tsr_workq_post(fs->capq, answer_revoke, v) < 0)
+		free(v);
+	tsr_msg_free(m, 0);
+}
+
 static int
 open_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const struct tsr_inode *in,
-	   int flags, struct tsr_file **out)
+	   int flags, struct ccap *cc, struct tsr_file **out)
 {
 	struct tsr_file *f = tsr_xcalloc(1, sizeof(*f));
 
 	f->fs = fs;
+	f->cap = cc;
 	if (cr) {
 		f->cr = *cr;
 		f->cr.ngroups = cr->ngroups > TSR_MDS_MAX_GROUPS ? TSR_MDS_MAX_GROUPS : cr->ngroups;
@@ -1264,6 +1576,7 @@ open_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const struct tsr_ino
 	pthread_mutex_lock(&fs->lock);
 	f->next_open = tsr_u64map_get(&fs->open, f->ino);
 	if (tsr_u64map_put(&fs->open, f->ino, f) < 0) {
+		cap_unhold(cc, 0);
 		pthread_mutex_unlock(&fs->lock);
 		pthread_mutex_destroy(&f->lock);
 		free(f);
@@ -1322,26 +1635,37 @@ tsr_fs_open(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, int f
 {
 	struct tsr_mds_request r;
 	struct tsr_inode in = { 0 };
+	struct ccap *cc;
+	struct grant g;
 	int rc;
 
 	*out = NULL;
 	req_init(&r, TSR_MDS_OP_OPEN, ino, cr);
 	r.flags = (uint32_t)flags;
-	if ((rc = simple(fs, &r, NULL, &in)) < 0)
-		return rc;
-	if (S_ISDIR(in.mode) && (flags & O_ACCMODE) != O_RDONLY) {
-		tsr_inode_free(&in);
-		return failf(-EISDIR, "a directory opened for writing");
+	pthread_mutex_lock(&fs->lock);
+	cc = cap_hold(fs, ino); /* busy before the ask: no release crosses it */
+	pthread_mutex_unlock(&fs->lock);
+	if ((rc = simple_g(fs, &r, NULL, &in, &g)) == 0) {
+		pthread_mutex_lock(&fs->lock);
+		cap_grant(cc, &g);
+		pthread_mutex_unlock(&fs->lock);
+		rc = barrier_wait(fs, g.barrier);
 	}
-	if ((flags & O_TRUNC) && S_ISREG(in.mode) && in.size > 0) {
+	if (rc == 0 && S_ISDIR(in.mode) && (flags & O_ACCMODE) != O_RDONLY)
+		rc = failf(-EISDIR, "a directory opened for writing");
+	if (rc == 0 && (flags & O_TRUNC) && S_ISREG(in.mode) && in.size > 0) {
 		struct tsr_fs_stat a = { .size = 0 };
-		if ((rc = tsr_fs_setattr(fs, cr, ino, &a, TSR_FS_SET_SIZE, NULL)) < 0) {
-			tsr_inode_free(&in);
-			return rc;
-		}
-		in.size = 0;
+		if ((rc = tsr_fs_setattr(fs, cr, ino, &a, TSR_FS_SET_SIZE, NULL)) == 0)
+			in.size = 0;
 	}
-	rc = open_inode(fs, cr, &in, flags, out);
+	if (rc < 0) {
+		pthread_mutex_lock(&fs->lock);
+		cap_unhold(cc, 0);
+		pthread_mutex_unlock(&fs->lock);
+		tsr_inode_free(&in);
+		return rc;
+	}
+	rc = open_inode(fs, cr, &in, flags, cc, out);
 	tsr_inode_free(&in);
 	return rc;
 }
@@ -1353,15 +1677,21 @@ tsr_fs_create(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 {
 	struct tsr_fs_stat s;
 	struct tsr_inode in = { 0 };
+	struct grant g = { 0 };
 	int rc;
 
 	*out = NULL;
-	rc = make(fs, cr, TSR_MDS_OP_MKNOD, parent, name, S_IFREG | (mode & 07777), 0, NULL,
-		  &s, &in);
+	rc = make_g(fs, cr, TSR_MDS_OP_MKNOD, parent, name, S_IFREG | (mode & 07777), 0, NULL,
+		    &s, &in, TSR_MDS_CREATE_OPEN | ((uint32_t)(flags & O_ACCMODE) << 4), &g);
 	if (rc == 0) {
 		/* made by this call: opened as asked whatever its mode says
-		 * (open(O_CREAT, 0444) for writing is POSIX's), nothing to cut */
-		rc = open_inode(fs, cr, &in, flags & ~(O_CREAT | O_EXCL | O_TRUNC), out);
+		 * (open(O_CREAT, 0444) for writing is POSIX's), nothing to cut;
+		 * its maker holds it alone */
+		pthread_mutex_lock(&fs->lock);
+		struct ccap *cc = cap_hold(fs, in.ino);
+		cap_grant(cc, &g);
+		pthread_mutex_unlock(&fs->lock);
+		rc = open_inode(fs, cr, &in, flags & ~(O_CREAT | O_EXCL | O_TRUNC), cc, out);
 		tsr_inode_free(&in);
 		if (rc == 0 && st)
 			*st = s;
@@ -1431,8 +1761,9 @@ tsr_fs_read(struct tsr_file *f, void *buf, size_t len, uint64_t off)
 	pthread_mutex_lock(&f->lock);
 	size = f->size;
 	pthread_mutex_unlock(&f->lock);
-	if (off + len > size) {
-		/* past the end we know: another client may have written more */
+	if (off + len > size && !(cap_issued(f->cap) & TSR_CAP_CACHE)) {
+		/* past the end we know: another client may have written more
+		 * (not while we may cache: no other client writes) */
 		struct tsr_fs_stat st;
 		if (tsr_fs_getattr(f->fs, &f->cr, f->ino, &st) == 0 && st.size > size) {
 			size = st.size;
@@ -1451,6 +1782,8 @@ tsr_fs_read(struct tsr_file *f, void *buf, size_t len, uint64_t off)
 		return rc;
 	return (ssize_t)len;
 }
+
+static int flush_attrs(struct tsr_file *f);
 
 ssize_t
 tsr_fs_write(struct tsr_file *f, const void *buf, size_t len, uint64_t off)
@@ -1481,6 +1814,10 @@ tsr_fs_write(struct tsr_file *f, const void *buf, size_t len, uint64_t off)
 	f->send_mtime = 1;
 	f->gen++;
 	pthread_mutex_unlock(&f->lock);
+	/* without BUF another client has the file: it sees our size and
+	 * mtime at once */
+	if (!(cap_issued(f->cap) & TSR_CAP_BUF) && (rc = flush_attrs(f)) < 0)
+		return rc;
 	return (ssize_t)len;
 }
 
@@ -1636,6 +1973,9 @@ tsr_fs_close(struct tsr_file *f)
 				break;
 			}
 	}
+	pthread_mutex_lock(&f->lock);
+	cap_unhold(f->cap, f->size);
+	pthread_mutex_unlock(&f->lock);
 	struct hidden *h = tsr_u64map_get(&f->fs->open, f->ino) == NULL
 				   ? tsr_u64map_get(&f->fs->hidden, f->ino) : NULL;
 	if (h && h->pending)

@@ -25,6 +25,7 @@ tsr_osdmap_free(struct tsr_osdmap *m)
 	free(m->osds);
 	free(m->pools);
 	free(m->pg_temp);
+	free(m->blocklist);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -37,7 +38,9 @@ tsr_osdmap_copy(struct tsr_osdmap *dst, const struct tsr_osdmap *src)
 	m.osds = tsr_map_dup(src->osds, src->nosds * sizeof(*src->osds));
 	m.pools = tsr_map_dup(src->pools, src->npools * sizeof(*src->pools));
 	m.pg_temp = tsr_map_dup(src->pg_temp, src->npg_temp * sizeof(*src->pg_temp));
-	if (m.pmap == NULL || m.osds == NULL || m.pools == NULL || m.pg_temp == NULL) {
+	m.blocklist = tsr_map_dup(src->blocklist, src->nblocklist * sizeof(*src->blocklist));
+	if (m.pmap == NULL || m.osds == NULL || m.pools == NULL || m.pg_temp == NULL ||
+	    m.blocklist == NULL) {
 		tsr_osdmap_free(&m);
 		return -ENOMEM;
 	}
@@ -127,6 +130,19 @@ name_pg_temp(const void *k, char *buf, size_t len)
 	snprintf(buf, len, "the PG temp mapping of %" PRId64 ".%" PRIx32, g->pool, g->pg);
 }
 
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void
+name_client(const void *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "client %" PRIx64, *(const uint64_t *)k);
+}
+
 static const struct kind K_OSD = { "OSD", sizeof(struct tsr_osdmap_osd),
 				   sizeof(int32_t), cmp_osd, name_osd };
 static const struct kind K_POOL = { "pool", sizeof(struct tsr_osdmap_pool),
@@ -134,6 +150,8 @@ static const struct kind K_POOL = { "pool", sizeof(struct tsr_osdmap_pool),
 static const struct kind K_PG_TEMP = { "PG temp mapping",
 				       sizeof(struct tsr_osdmap_pg_temp),
 				       sizeof(struct tsr_pgid), cmp_pgid, name_pg_temp };
+static const struct kind K_BLOCK = { "blocklist", sizeof(struct tsr_osdmap_block),
+				     sizeof(uint64_t), cmp_u64, name_client };
 
 /* Where key is in base[n], or would go; *found says which. */
 static size_t
@@ -414,7 +432,23 @@ tsr_osdmap_check(const struct tsr_osdmap *m, char *err, size_t errlen)
 					errlen)) < 0)
 			return rc;
 	}
+	if (m->nblocklist > TSR_OSDMAP_MAX_BLOCKLIST)
+		return tsr_errf(err, errlen, -EINVAL, "%zu clients blocklisted (at most %d)",
+				m->nblocklist, TSR_OSDMAP_MAX_BLOCKLIST);
+	for (size_t i = 1; i < m->nblocklist; i++)
+		if (m->blocklist[i - 1].client >= m->blocklist[i].client)
+			return tsr_errf(err, errlen, -EINVAL, "blocklist out of order at "
+					"client %" PRIx64, m->blocklist[i].client);
 	return 0;
+}
+
+int
+tsr_osdmap_blocked(const struct tsr_osdmap *m, uint64_t client, uint64_t now_s)
+{
+	const struct tsr_osdmap_block *b = lookup(&K_BLOCK, m->blocklist, m->nblocklist,
+						  K_BLOCK.sz, &client);
+
+	return b != NULL && now_s < b->until;
 }
 
 struct tsr_osdmap_osd *
@@ -616,12 +650,37 @@ dec_list(struct tsr_dec *d, size_t max, size_t min_bytes, size_t sz, size_t *n)
 	return p;
 }
 
+#define BLOCK_MIN 16
+
+static void
+blocklist_encode(struct tsr_enc *e, const struct tsr_osdmap_block *b, size_t n)
+{
+	tsr_enc_u32(e, (uint32_t)n);
+	for (size_t i = 0; i < n; i++) {
+		tsr_enc_u64(e, b[i].client);
+		tsr_enc_u64(e, b[i].until);
+	}
+}
+
+static struct tsr_osdmap_block *
+blocklist_decode(struct tsr_dec *d, size_t *n)
+{
+	struct tsr_osdmap_block *b = dec_list(d, TSR_OSDMAP_MAX_BLOCKLIST, BLOCK_MIN,
+					      sizeof(*b), n);
+
+	for (size_t i = 0; i < *n && !tsr_dec_error(d); i++) {
+		b[i].client = tsr_dec_u64(d);
+		b[i].until = tsr_dec_u64(d);
+	}
+	return b;
+}
+
 /* ---- The full map ------------------------------------------------------------*/
 
 int
 tsr_osdmap_encode(struct tsr_enc *e, const struct tsr_osdmap *m)
 {
-	size_t mk = tsr_enc_begin_struct(e, 2, 1);
+	size_t mk = tsr_enc_begin_struct(e, 3, 1);
 
 	tsr_enc_u64(e, m->epoch);
 	tsr_enc_u32(e, m->flags);
@@ -637,6 +696,7 @@ tsr_osdmap_encode(struct tsr_enc *e, const struct tsr_osdmap *m)
 	tsr_enc_u32(e, (uint32_t)m->npg_temp);
 	for (size_t i = 0; i < m->npg_temp; i++)
 		pg_temp_encode(e, &m->pg_temp[i]);
+	blocklist_encode(e, m->blocklist, m->nblocklist);
 	tsr_enc_end_struct(e, mk);
 	return tsr_enc_error(e);
 }
@@ -652,7 +712,7 @@ tsr_osdmap_decode(const void *buf, size_t len, struct tsr_osdmap *out, char *err
 
 	tsr_osdmap_init(&m);
 	tsr_dec_init(&d, buf, len);
-	if (tsr_dec_begin_struct(&d, 2, &v, &s) < 0)
+	if (tsr_dec_begin_struct(&d, 3, &v, &s) < 0)
 		return tsr_errf(err, errlen, tsr_dec_error(&d), "OSD map: bad envelope");
 	m.epoch = tsr_dec_u64(&s);
 	m.flags = tsr_dec_u32(&s);
@@ -672,6 +732,8 @@ tsr_osdmap_decode(const void *buf, size_t len, struct tsr_osdmap *out, char *err
 		for (size_t i = 0; i < m.npg_temp && !tsr_dec_error(&s); i++)
 			pg_temp_decode(&s, &m.pg_temp[i]);
 	}
+	if (v >= 3)
+		m.blocklist = blocklist_decode(&s, &m.nblocklist);
 	if ((rc = tsr_dec_end_struct(&d, &s)) < 0 || tsr_dec_remaining(&d)) {
 		tsr_osdmap_free(&m);
 		return tsr_errf(err, errlen, rc < 0 ? rc : -EBADMSG,
@@ -698,6 +760,8 @@ tsr_osdmap_inc_free(struct tsr_osdmap_inc *inc)
 	free(inc->pool_rm);
 	free(inc->pg_temp);
 	free(inc->pg_temp_rm);
+	free(inc->blocklist);
+	free(inc->blocklist_rm);
 	memset(inc, 0, sizeof(*inc));
 }
 
@@ -754,7 +818,10 @@ tsr_osdmap_diff(const struct tsr_osdmap *a, const struct tsr_osdmap *b,
 	    (inc->pools = tsr_map_alloc(b->npools, sizeof(*inc->pools))) == NULL ||
 	    (inc->pool_rm = tsr_map_alloc(a->npools, sizeof(*inc->pool_rm))) == NULL ||
 	    (inc->pg_temp = tsr_map_alloc(b->npg_temp, sizeof(*inc->pg_temp))) == NULL ||
-	    (inc->pg_temp_rm = tsr_map_alloc(a->npg_temp, sizeof(*inc->pg_temp_rm))) == NULL)
+	    (inc->pg_temp_rm = tsr_map_alloc(a->npg_temp, sizeof(*inc->pg_temp_rm))) == NULL ||
+	    (inc->blocklist = tsr_map_alloc(b->nblocklist, sizeof(*inc->blocklist))) == NULL ||
+	    (inc->blocklist_rm = tsr_map_alloc(a->nblocklist,
+					       sizeof(*inc->blocklist_rm))) == NULL)
 		goto nomem;
 	/* both sides are sorted by key: merge (so the lists come out sorted,
 	 * as apply wants them) */
@@ -792,6 +859,20 @@ tsr_osdmap_diff(const struct tsr_osdmap *a, const struct tsr_osdmap *b,
 		} else {
 			if (!pg_temp_same(&a->pg_temp[i], &b->pg_temp[j]))
 				inc->pg_temp[inc->npg_temp++] = b->pg_temp[j];
+			i++;
+			j++;
+		}
+	}
+	for (i = 0, j = 0; i < a->nblocklist || j < b->nblocklist;) {
+		int c = j == b->nblocklist ? -1 : i == a->nblocklist ? 1 :
+			cmp_u64(&a->blocklist[i].client, &b->blocklist[j].client);
+		if (c < 0) {
+			inc->blocklist_rm[inc->nblocklist_rm++] = a->blocklist[i++].client;
+		} else if (c > 0) {
+			inc->blocklist[inc->nblocklist++] = b->blocklist[j++];
+		} else {
+			if (a->blocklist[i].until != b->blocklist[j].until)
+				inc->blocklist[inc->nblocklist++] = b->blocklist[j];
 			i++;
 			j++;
 		}
@@ -845,7 +926,7 @@ pg_temp_left(const struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc,
  * PG temp mappings it adds. */
 static int
 inc_check(const struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc, size_t *onew,
-	  size_t *pnew, size_t *tnew, char *err, size_t errlen)
+	  size_t *pnew, size_t *tnew, size_t *bnew, char *err, size_t errlen)
 {
 	const uint64_t e = inc->epoch;
 	int64_t maxpool = 0;
@@ -863,7 +944,9 @@ inc_check(const struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc, size_t *
 	if (inc->nosds > TSR_OSDMAP_MAX_OSDS || inc->nosd_rm > TSR_OSDMAP_MAX_OSDS ||
 	    inc->npools > TSR_OSDMAP_MAX_POOLS || inc->npool_rm > TSR_OSDMAP_MAX_POOLS ||
 	    inc->npg_temp > TSR_OSDMAP_MAX_PG_TEMP ||
-	    inc->npg_temp_rm > TSR_OSDMAP_MAX_PG_TEMP)
+	    inc->npg_temp_rm > TSR_OSDMAP_MAX_PG_TEMP ||
+	    inc->nblocklist > TSR_OSDMAP_MAX_BLOCKLIST ||
+	    inc->nblocklist_rm > TSR_OSDMAP_MAX_BLOCKLIST)
 		return tsr_errf(err, errlen, -EINVAL, "incremental %" PRIu64 " too "
 				"large", e);
 
@@ -938,6 +1021,15 @@ inc_check(const struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc, size_t *
 		    (rc = pg_temp_left(m, inc, p->id, p->pg_num, err, errlen)) < 0)
 			return rc;
 	}
+	if ((rc = list_check(&K_BLOCK, e, m->blocklist, m->nblocklist, inc->blocklist,
+			     inc->nblocklist, inc->blocklist_rm, inc->nblocklist_rm, bnew,
+			     err, errlen)) < 0)
+		return rc;
+	if (m->nblocklist - inc->nblocklist_rm + *bnew > TSR_OSDMAP_MAX_BLOCKLIST)
+		return tsr_errf(err, errlen, -EINVAL, "incremental %" PRIu64 " makes "
+				"%zu blocklist entries (at most %d)", e,
+				m->nblocklist - inc->nblocklist_rm + *bnew,
+				TSR_OSDMAP_MAX_BLOCKLIST);
 	return 0;
 }
 
@@ -945,7 +1037,7 @@ int
 tsr_osdmap_apply(struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc,
 		 char *err, size_t errlen)
 {
-	size_t onew, pnew, tnew;
+	size_t onew, pnew, tnew, bnew;
 	void *pmap = NULL, *p;
 	int rc;
 
@@ -954,7 +1046,7 @@ tsr_osdmap_apply(struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc,
 	if (m->epoch == UINT64_MAX || inc->epoch != m->epoch + 1)
 		return tsr_errf(err, errlen, -ESTALE, "incremental for epoch %" PRIu64
 			    " does not follow epoch %" PRIu64, inc->epoch, m->epoch);
-	if ((rc = inc_check(m, inc, &onew, &pnew, &tnew, err, errlen)) < 0)
+	if ((rc = inc_check(m, inc, &onew, &pnew, &tnew, &bnew, err, errlen)) < 0)
 		return rc;
 	/* everything that can fail comes first: growing an array keeps its
 	 * records, so m is still the same map if a later step fails */
@@ -977,6 +1069,12 @@ tsr_osdmap_apply(struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc,
 			goto nomem;
 		m->pg_temp = p;
 	}
+	if (bnew) {
+		if ((p = realloc(m->blocklist, (m->nblocklist + bnew) *
+				 sizeof(*m->blocklist))) == NULL)
+			goto nomem;
+		m->blocklist = p;
+	}
 
 	m->epoch = inc->epoch;
 	m->flags = inc->flags;
@@ -994,6 +1092,8 @@ tsr_osdmap_apply(struct tsr_osdmap *m, const struct tsr_osdmap_inc *inc,
 		   inc->pool_rm, inc->npool_rm);
 	list_apply(&K_PG_TEMP, m->pg_temp, &m->npg_temp, inc->pg_temp, inc->npg_temp,
 		   tnew, inc->pg_temp_rm, inc->npg_temp_rm);
+	list_apply(&K_BLOCK, m->blocklist, &m->nblocklist, inc->blocklist,
+		   inc->nblocklist, bnew, inc->blocklist_rm, inc->nblocklist_rm);
 	return 0;
 nomem:
 	free(pmap);
@@ -1004,7 +1104,7 @@ nomem:
 int
 tsr_osdmap_inc_encode(struct tsr_enc *e, const struct tsr_osdmap_inc *inc)
 {
-	size_t mk = tsr_enc_begin_struct(e, 2, 1);
+	size_t mk = tsr_enc_begin_struct(e, 3, 1);
 
 	tsr_enc_u64(e, inc->epoch);
 	tsr_enc_u32(e, inc->flags);
@@ -1032,6 +1132,10 @@ tsr_osdmap_inc_encode(struct tsr_enc *e, const struct tsr_osdmap_inc *inc)
 	tsr_enc_u32(e, (uint32_t)inc->npg_temp_rm);
 	for (size_t i = 0; i < inc->npg_temp_rm; i++)
 		pgid_encode(e, &inc->pg_temp_rm[i]);
+	blocklist_encode(e, inc->blocklist, inc->nblocklist);
+	tsr_enc_u32(e, (uint32_t)inc->nblocklist_rm);
+	for (size_t i = 0; i < inc->nblocklist_rm; i++)
+		tsr_enc_u64(e, inc->blocklist_rm[i]);
 	tsr_enc_end_struct(e, mk);
 	return tsr_enc_error(e);
 }
@@ -1047,7 +1151,7 @@ tsr_osdmap_inc_decode(const void *buf, size_t len, struct tsr_osdmap_inc *out,
 
 	memset(&inc, 0, sizeof(inc));
 	tsr_dec_init(&d, buf, len);
-	if (tsr_dec_begin_struct(&d, 2, &v, &s) < 0)
+	if (tsr_dec_begin_struct(&d, 3, &v, &s) < 0)
 		return tsr_errf(err, errlen, tsr_dec_error(&d), "OSD map incremental: "
 			    "bad envelope");
 	inc.epoch = tsr_dec_u64(&s);
@@ -1086,6 +1190,13 @@ tsr_osdmap_inc_decode(const void *buf, size_t len, struct tsr_osdmap_inc *out,
 					  sizeof(*inc.pg_temp_rm), &inc.npg_temp_rm);
 		for (size_t i = 0; i < inc.npg_temp_rm && !tsr_dec_error(&s); i++)
 			pgid_decode(&s, &inc.pg_temp_rm[i]);
+	}
+	if (v >= 3) {
+		inc.blocklist = blocklist_decode(&s, &inc.nblocklist);
+		inc.blocklist_rm = dec_list(&s, TSR_OSDMAP_MAX_BLOCKLIST, 8,
+					    sizeof(*inc.blocklist_rm), &inc.nblocklist_rm);
+		for (size_t i = 0; i < inc.nblocklist_rm && !tsr_dec_error(&s); i++)
+			inc.blocklist_rm[i] = tsr_dec_u64(&s);
 	}
 	if ((rc = tsr_dec_end_struct(&d, &s)) < 0 || tsr_dec_remaining(&d)) {
 		tsr_osdmap_inc_free(&inc);

@@ -94,6 +94,7 @@
 #define TSR_OSDMAP_MAX_PG_NUM 65536
 #define TSR_OSDMAP_MAX_SIZE 16
 #define TSR_OSDMAP_MAX_PG_TEMP (1u << 18)
+#define TSR_OSDMAP_MAX_BLOCKLIST 65536
 
 /* flags */
 #define TSR_OSDMAP_NOOUT 0x1u   /* down OSDs are not marked out */
@@ -137,6 +138,14 @@ struct tsr_osdmap_pg_temp {
 	int32_t osds[TSR_OSDMAP_MAX_SIZE];  /* distinct ids */
 };
 
+/* A client the OSDs refuse until a time: one an MDS evicted (its
+ * capabilities went to others, so its writes must not land after theirs). */
+struct tsr_osdmap_block {
+	uint64_t client;              /* first: the key; the client's entity id
+					 (its messenger's, tsr_conn_peer_id) */
+	uint64_t until;               /* unix seconds: refused before then */
+};
+
 struct tsr_osdmap {
 	uint64_t epoch;
 	uint32_t flags;
@@ -150,6 +159,8 @@ struct tsr_osdmap {
 	size_t npools;
 	struct tsr_osdmap_pg_temp *pg_temp;
 	size_t npg_temp;
+	struct tsr_osdmap_block *blocklist;   /* sorted by client */
+	size_t nblocklist;
 };
 
 struct tsr_osdmap_inc {
@@ -172,6 +183,10 @@ struct tsr_osdmap_inc {
 	size_t npg_temp;
 	struct tsr_pgid *pg_temp_rm;
 	size_t npg_temp_rm;
+	struct tsr_osdmap_block *blocklist;   /* new or changed */
+	size_t nblocklist;
+	uint64_t *blocklist_rm;
+	size_t nblocklist_rm;
 };
 
 /* An empty map at epoch 1. */
@@ -190,6 +205,9 @@ TSR_API struct tsr_osdmap_osd *tsr_osdmap_osd(const struct tsr_osdmap *m, int32_
 TSR_API struct tsr_osdmap_pool *tsr_osdmap_pool(const struct tsr_osdmap *m, int64_t id);
 TSR_API struct tsr_osdmap_pg_temp *tsr_osdmap_pg_temp(const struct tsr_osdmap *m,
 						      int64_t pool, uint32_t pg);
+/* Is client refused at unix time now_s (blocklisted until later)? */
+TSR_API int tsr_osdmap_blocked(const struct tsr_osdmap *m, uint64_t client,
+			       uint64_t now_s);
 TSR_API struct tsr_osdmap_pool *tsr_osdmap_pool_by_name(const struct tsr_osdmap *m,
 							const char *name);
 

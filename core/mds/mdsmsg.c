@@ -212,7 +212,7 @@ tsr_mdsmsg_request_decode(const void *buf, size_t len, struct tsr_mds_request *r
 int
 tsr_mdsmsg_reply_encode(struct tsr_enc *e, const struct tsr_mds_reply *r)
 {
-	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+	size_t mark = tsr_enc_begin_struct(e, 2, 1);
 
 	tsr_enc_u64(e, r->tid);
 	tsr_enc_i32(e, r->result);
@@ -228,6 +228,9 @@ tsr_mdsmsg_reply_encode(struct tsr_enc *e, const struct tsr_mds_reply *r)
 	}
 	tsr_enc_u8(e, r->end);
 	tsr_enc_bytes(e, r->value, r->value_len);
+	tsr_enc_u32(e, r->caps);
+	tsr_enc_u64(e, r->cap_seq);
+	tsr_enc_u64(e, r->osd_barrier);
 	tsr_enc_end_struct(e, mark);
 	return tsr_enc_error(e);
 }
@@ -258,7 +261,7 @@ tsr_mdsmsg_reply_decode(const void *buf, size_t len, struct tsr_mds_reply *r, ch
 
 	memset(r, 0, sizeof(*r));
 	tsr_dec_init(&d, buf, len);
-	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+	if (tsr_dec_begin_struct(&d, 2, &ver, &sub) < 0)
 		return tsr_errf(err, errlen, -EBADMSG, "reply: bad envelope");
 	r->tid = tsr_dec_u64(&sub);
 	r->result = tsr_dec_i32(&sub);
@@ -298,7 +301,13 @@ tsr_mdsmsg_reply_decode(const void *buf, size_t len, struct tsr_mds_reply *r, ch
 	}
 	r->end = tsr_dec_u8(&sub);
 	tsr_dec_bytes(&sub, &v, &r->value_len, TSR_FS_XATTRS_MAX);
-	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0 || r->end > 1) {
+	if (ver >= 2) {
+		r->caps = tsr_dec_u32(&sub);
+		r->cap_seq = tsr_dec_u64(&sub);
+		r->osd_barrier = tsr_dec_u64(&sub);
+	}
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0 || r->end > 1 ||
+	    (r->caps & ~TSR_CAP_ALL)) {
 		rc = tsr_errf(err, errlen, -EBADMSG, "reply: truncated or trailing bytes");
 		goto fail;
 	}
@@ -318,6 +327,42 @@ tsr_mdsmsg_reply_decode(const void *buf, size_t len, struct tsr_mds_reply *r, ch
 fail:
 	tsr_mdsmsg_reply_free(r);
 	return rc;
+}
+
+int
+tsr_mdsmsg_cap_encode(struct tsr_enc *e, const struct tsr_mds_cap *c)
+{
+	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+
+	tsr_enc_u32(e, c->op);
+	tsr_enc_u64(e, c->ino);
+	tsr_enc_u32(e, c->caps);
+	tsr_enc_u64(e, c->seq);
+	tsr_enc_end_struct(e, mark);
+	return tsr_enc_error(e);
+}
+
+int
+tsr_mdsmsg_cap_decode(const void *buf, size_t len, struct tsr_mds_cap *c, char *err,
+		      size_t errlen)
+{
+	struct tsr_dec d, sub;
+	uint8_t ver;
+
+	memset(c, 0, sizeof(*c));
+	tsr_dec_init(&d, buf, len);
+	if (tsr_dec_begin_struct(&d, 1, &ver, &sub) < 0)
+		return tsr_errf(err, errlen, -EBADMSG, "cap: bad envelope");
+	c->op = tsr_dec_u32(&sub);
+	c->ino = tsr_dec_u64(&sub);
+	c->caps = tsr_dec_u32(&sub);
+	c->seq = tsr_dec_u64(&sub);
+	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0)
+		return tsr_errf(err, errlen, -EBADMSG, "cap: truncated or trailing bytes");
+	if (c->op != TSR_MDS_CAP_REVOKE || c->ino == 0 || (c->caps & ~TSR_CAP_ALL))
+		return tsr_errf(err, errlen, -EBADMSG, "cap: op %" PRIu32 ", ino %" PRIx64
+				", caps %#" PRIx32, c->op, c->ino, c->caps);
+	return 0;
 }
 
 const char *
@@ -393,6 +438,26 @@ check_reply(const void *buf, size_t len, char *err, size_t errlen)
 	return rc;
 }
 
+static int
+check_cap(const void *buf, size_t len, char *err, size_t errlen)
+{
+	struct tsr_mds_cap a, b;
+	struct tsr_enc e1, e2;
+	int rc;
+
+	if (tsr_mdsmsg_cap_decode(buf, len, &a, err, errlen) < 0)
+		return -EBADMSG;
+	tsr_enc_init(&e1);
+	tsr_enc_init(&e2);
+	rc = tsr_mdsmsg_cap_encode(&e1, &a) < 0 ||
+	     tsr_mdsmsg_cap_decode(e1.buf, e1.len, &b, err, errlen) < 0 ||
+	     tsr_mdsmsg_cap_encode(&e2, &b) < 0 || e1.len != e2.len ||
+	     memcmp(e1.buf, e2.buf, e1.len) != 0 ? -EPROTO : 0;
+	tsr_enc_release(&e1);
+	tsr_enc_release(&e2);
+	return rc;
+}
+
 int
 tsr_mdsmsg_check(uint32_t type, const void *buf, size_t len, char *err, size_t errlen)
 {
@@ -400,6 +465,7 @@ tsr_mdsmsg_check(uint32_t type, const void *buf, size_t len, char *err, size_t e
 	case TSR_MSG_MDS_SESSION: return check_session(buf, len, err, errlen);
 	case TSR_MSG_MDS_REQUEST: return check_request(buf, len, err, errlen);
 	case TSR_MSG_MDS_REPLY: return check_reply(buf, len, err, errlen);
+	case TSR_MSG_MDS_CAP: return check_cap(buf, len, err, errlen);
 	}
 	return -ENOENT;
 }

@@ -6,6 +6,8 @@
  *                (the answer is an MDS_REPLY with the same tid)
  *   MDS_REQUEST  client -> mds: one metadata operation
  *   MDS_REPLY    mds -> client: its result
+ *   MDS_CAP      mds -> client: give back capabilities (a revoke), which
+ *                the client answers with a CAPS request (ACK)
  *
  * Types are TSR_MSG_USER + 128 + n (the monitors' and the OSDs' are
  * below, monmsg.h and osdmsg.h).
@@ -24,11 +26,13 @@
  *   lock    = { u64 start, u64 end, u64 owner, u32 pid, u32 type }
  *             (end inclusive; type: F_RDLCK, F_WRLCK, F_UNLCK, with
  *             TSR_LOCK_FLOCK for flock(2) locks)
- *   reply   = envelope v1 { u64 tid, i32 result, string why,
+ *   reply   = envelope v2, compat 1 { u64 tid, i32 result, string why,
  *                           u32 n, n x inode,
  *                           u32 nent, nent x { string name, u64 cookie,
  *                                              inode },
- *                           u8 end, bytes value }
+ *                           u8 end, bytes value,
+ *                           (v2) u32 caps, u64 cap_seq, u64 osd_barrier }
+ *   cap     = envelope v1 { u32 op, u64 ino, u32 caps, u64 seq }
  *
  * Requests name inodes by number.  ino2 is a hint for an inode the MDS
  * may not hold in its cache: the directory the client found it in, so the
@@ -43,7 +47,8 @@
 #define TSR_MDS_MESSAGES(X)                                                    \
 	X(SESSION, 0, "mds session", session)                                  \
 	X(REQUEST, 1, "mds request", request)                                  \
-	X(REPLY, 2, "mds reply", reply)
+	X(REPLY, 2, "mds reply", reply)                                        \
+	X(CAP, 3, "mds cap", cap)
 
 enum {
 #define TSR_MDS_MSG_ENUM(name, n, label, fn) TSR_MSG_MDS_##name = TSR_MSG_USER + 128 + (n),
@@ -82,7 +87,11 @@ struct tsr_mds_session {
 	X(RMXATTR, 16, "removexattr", 1) /* ino, name */                       \
 	X(GETLK, 17, "getlk", 0)         /* ino, lk -> value: a conflicting     \
 	                                    lock (lock encoding), or none */    \
-	X(SETLK, 18, "setlk", 0)         /* ino, lk: -EBUSY on a conflict */
+	X(SETLK, 18, "setlk", 0)         /* ino, lk: -EBUSY on a conflict */   \
+	X(CAPS, 19, "caps", 0)           /* flags CAPS_ACK: ino, mode: caps     \
+	                                    kept, cookie: the revoke's seq;     \
+	                                    CAPS_RELEASE: value: u64 inos (LE)  \
+	                                    given back */
 
 enum tsr_mds_op {
 #define X(e, v, n, w) TSR_MDS_OP_##e = v,
@@ -108,9 +117,39 @@ enum tsr_mds_op {
 
 /* request flags */
 #define TSR_MDS_EXCL 0x1u              /* MKNOD: EEXIST if present */
+#define TSR_MDS_CREATE_OPEN 0x8u       /* MKNOD of a file: the maker opens it,
+                                          and holds capabilities at once */
+#define TSR_MDS_CREATE_ACC 0x30u       /* ... with O_ACCMODE << 4 */
 #define TSR_MDS_OPENED 0x4u            /* SETATTR: through a file the caller
                                           holds open for writing (its open
                                           checked the permission) */
+
+/* CAPS request flags */
+#define TSR_MDS_CAPS_ACK 0x1u
+#define TSR_MDS_CAPS_RELEASE 0x2u
+#define TSR_MDS_CAPS_RELEASE_MAX 1024  /* inos in one release */
+
+/* Capabilities: what a client may do with an inode without asking the
+ * MDS, granted at open (the reply's caps) and revoked on conflict
+ * (MDS_CAP).  RD and WR follow the client's opens and are taken only by
+ * eviction; CACHE and BUF are given back when another client needs them
+ * gone (doc/architecture.md, "Capabilities"). */
+#define TSR_CAP_RD 0x1u       /* read the file's data from the OSDs */
+#define TSR_CAP_WR 0x2u       /* write its data to the OSDs */
+#define TSR_CAP_CACHE 0x4u    /* keep its data and size cached: no other
+				 client writes it */
+#define TSR_CAP_BUF 0x8u      /* hold back its size and mtime (told at
+				 fsync or close): no other client has it */
+#define TSR_CAP_ALL 0xfu
+
+enum { TSR_MDS_CAP_REVOKE = 1 };
+
+struct tsr_mds_cap {
+	uint32_t op;
+	uint64_t ino;
+	uint32_t caps;               /* what the client may keep */
+	uint64_t seq;                /* the holder's grant or revoke number */
+};
 
 #define TSR_MDS_MAX_GROUPS 64
 
@@ -176,6 +215,12 @@ struct tsr_mds_reply {
 	uint8_t end;                 /* READDIR: no more entries */
 	void *value;                 /* owned (decoded) */
 	size_t value_len;
+	/* OPEN: the capabilities granted, their seq, and the OSD map epoch
+	 * the client must hold before it reads or writes the file (one that
+	 * blocklists a client evicted for it; 0: none) */
+	uint32_t caps;
+	uint64_t cap_seq;
+	uint64_t osd_barrier;
 };
 
 const char *tsr_mds_op_name(uint32_t op);
@@ -193,6 +238,9 @@ int tsr_mdsmsg_reply_encode(struct tsr_enc *e, const struct tsr_mds_reply *r);
 int tsr_mdsmsg_reply_decode(const void *buf, size_t len, struct tsr_mds_reply *r,
 			    char *err, size_t errlen);
 void tsr_mdsmsg_reply_free(struct tsr_mds_reply *r);
+int tsr_mdsmsg_cap_encode(struct tsr_enc *e, const struct tsr_mds_cap *c);
+int tsr_mdsmsg_cap_decode(const void *buf, size_t len, struct tsr_mds_cap *c, char *err,
+			  size_t errlen);
 
 /* The registry's label of a type, or NULL for another type. */
 const char *tsr_mdsmsg_name(uint32_t type);

@@ -214,8 +214,10 @@ on_session_mds(void *arg)
 		snprintf(rep.why, sizeof(rep.why), "mds.%s does not serve a rank now",
 			 m->name);
 	} else if (s.op == TSR_MDS_SESSION_CLOSE) {
-		/* its locks go with it (the peer's id: what requests carry) */
+		/* its locks and capabilities go with it (the peer's id: what
+		 * requests carry) */
 		mds_locks_drop(m, tsr_conn_peer_id(im->conn));
+		mds_caps_drop_client(m, tsr_conn_peer_id(im->conn));
 		for (size_t i = 0; i < m->nsess; i++)
 			if (m->sess[i].client == s.client) {
 				tsr_conn_put(m->sess[i].conn);
@@ -404,13 +406,45 @@ expire_sessions(struct mds *m)
 			i++;
 			continue;
 		}
+		uint64_t id = tsr_conn_peer_id(s->conn);
+		char why[96];
+		if (mds_caps_client_holds(m, id)) {
+			/* what it holds goes to others only once the OSDs
+			 * refuse it: eviction ends the session */
+			snprintf(why, sizeof(why), "its session silent for %" PRIu64 " s",
+				 m->session_timeout_ns / 1000000000u);
+			mds_evict(m, id, why);
+			i++;
+			continue;
+		}
 		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "session of %s (%" PRIx64 ") silent for %"
 			PRIu64 " s: closed, its locks released", tsr_conn_peer(s->conn),
 			s->client, m->session_timeout_ns / 1000000000u);
-		mds_locks_drop(m, tsr_conn_peer_id(s->conn));
+		mds_locks_drop(m, id);
 		tsr_conn_put(s->conn);
 		*s = m->sess[--m->nsess];
 	}
+}
+
+struct tsr_conn *
+mds_session_conn(struct mds *m, uint64_t client)
+{
+	for (size_t i = 0; i < m->nsess; i++)
+		if (tsr_conn_peer_id(m->sess[i].conn) == client)
+			return m->sess[i].conn;
+	return NULL;
+}
+
+void
+mds_session_end(struct mds *m, uint64_t client)
+{
+	for (size_t i = 0; i < m->nsess; i++)
+		if (tsr_conn_peer_id(m->sess[i].conn) == client) {
+			tsr_conn_close(m->sess[i].conn);
+			tsr_conn_put(m->sess[i].conn);
+			m->sess[i] = m->sess[--m->nsess];
+			return;
+		}
 }
 
 void
@@ -431,8 +465,10 @@ writeback_mds(void *arg)
 	struct mds *m = arg;
 
 	if (m->rank >= 0 && !m->replaying && !m->stopping) {
-		if (m->active)
+		if (m->active) {
 			expire_sessions(m);
+			mds_caps_tick(m);
+		}
 		mds_writeback(m);
 		mds_journal_trim(m);
 		mds_cache_trim(m);
@@ -572,11 +608,14 @@ status_on_mds(void *arg)
 			"\"loads\": %" PRIu64 ", \"writebacks\": %" PRIu64 ", \"evicted\": %"
 			PRIu64 "}, "
 			"\"requests\": %" PRIu64 ", \"events\": %" PRIu64 ", \"sessions\": %zu, "
+			"\"caps\": {\"inodes\": %zu, \"parked\": %zu, \"evictions\": %" PRIu64
+			", \"osd_barrier\": %" PRIu64 "}, "
 			"\"next_ino\": %" PRIu64 "}\n", m->rank, m->active ? "true" : "false",
 			m->replaying ? "true" : "false", mds_lease_ok(m) ? "true" : "false",
 			m->fence, m->applied, m->committed, m->first_seg, m->seg, m->seg_off,
 			m->n_appends, m->n_trims, m->dirs.n, m->objs.n, m->where.n, m->n_loads,
 			m->n_flushes, m->n_evicted, m->n_requests, m->n_events, m->nsess,
+			m->caps.n, mds_parked_count(m), m->n_evictions, m->osd_barrier,
 			m->next_ino);
 	pthread_mutex_lock(&a->lock);
 	a->done = 1;
@@ -651,6 +690,8 @@ mds_start(struct tsr_daemon *d, char *err, size_t errlen)
 	m->writeback_ms = (uint32_t)tsr_conf_int(conf, "mds_writeback_interval");
 	m->cache_max = (uint64_t)tsr_conf_int(conf, "mds_cache_max_entries");
 	m->session_timeout_ns = (uint64_t)tsr_conf_int(conf, "mds_session_timeout") * 1000000u;
+	m->revoke_timeout_ns = (uint64_t)tsr_conf_int(conf, "mds_cap_revoke_timeout") * 1000000u;
+	m->blocklist_s = (uint64_t)tsr_conf_int(conf, "mds_blocklist_duration") / 1000u;
 	m->grace_ns = (uint64_t)tsr_conf_int(conf, "mon_mds_beacon_grace") * 1000000u;
 	if ((rc = tsr_workq_create("mds", &m->wq)) < 0)
 		return tsr_errf(err, errlen, rc, "starting the MDS thread: %s", strerror(-rc));
@@ -750,6 +791,7 @@ mds_stop(struct tsr_daemon *d)
 	mds_journal_free(m);
 	mds_done_free(m);
 	mds_locks_drop(m, 0);
+	mds_caps_free(m);
 	pthread_mutex_destroy(&m->lease_lock);
 	pthread_mutex_destroy(&m->post_lock);
 	free(m);

@@ -10,6 +10,8 @@
  *   done.c     the requests done per client, so that one sent again is
  *              answered, not done twice
  *   locks.c    POSIX and flock locks, per (client, owner)
+ *   caps.c     capabilities: granted at open, revoked on conflict, taken
+ *              by eviction (with an OSD blocklist)
  *
  * Threads.  The namespace lives on one thread, the MDS thread (a work
  * queue): requests, replay, write-back and the journal's bookkeeping all
@@ -138,6 +140,14 @@ struct mds {
 	struct tsr_u64map where;     /* ino -> struct mentry (primary inodes) */
 	struct tsr_u64map done;      /* client -> its requests done (done.c) */
 	struct tsr_u64map locks;     /* ino -> its locks (locks.c) */
+	struct tsr_u64map caps;      /* ino -> its holders (caps.c) */
+	struct parked *parked;       /* requests waiting for revokes */
+	uint64_t osd_barrier;        /* the OSD map epoch of the last eviction */
+	uint64_t *evicting;          /* clients whose blocklist is on its way */
+	size_t nevicting;
+	uint64_t revoke_timeout_ns;  /* mds_cap_revoke_timeout */
+	uint64_t blocklist_s;        /* mds_blocklist_duration */
+	uint64_t n_evictions;
 	uint64_t applied;            /* the last event applied */
 	uint64_t clock;              /* ticks of use, for eviction */
 	uint64_t trim_clock;         /* the clock at the last eviction pass */
@@ -190,6 +200,10 @@ void mds_reply_after(struct mds *m, struct tsr_conn *conn, struct tsr_msg *msg,
 void mds_replies_release(struct mds *m);
 /* A request or renewal came on conn: its session is alive. */
 void mds_session_touch(struct mds *m, struct tsr_conn *conn);
+/* The session of client (a peer id), or NULL. */
+struct tsr_conn *mds_session_conn(struct mds *m, uint64_t client);
+/* End client's session (evicted): its connection closes. */
+void mds_session_end(struct mds *m, uint64_t client);
 /* The rank is lost (fenced by a successor, or an error that leaves the
  * journal in doubt): stop serving, and end the process so a supervisor
  * starts it again as a standby. */
@@ -253,7 +267,36 @@ int mds_lock_set(struct mds *m, uint64_t ino, uint64_t client, const struct tsr_
 /* Every lock of client (0: of everyone) goes. */
 void mds_locks_drop(struct mds *m, uint64_t client);
 
+/* caps.c */
+/* OPEN by client: 1 when it must wait for revokes (park it), else 0 with
+ * the grant in rep (caps, cap_seq, osd_barrier). */
+int mds_caps_open(struct mds *m, uint64_t client, uint64_t ino, uint32_t flags,
+		  struct tsr_mds_reply *rep);
+/* Take bits (CACHE, BUF) from every holder of ino but client: 1 while
+ * some revoke is out (park the request). */
+int mds_caps_recall(struct mds *m, uint64_t client, uint64_t ino, uint32_t bits);
+/* Does any client hold ino (its data stays while one does)? */
+int mds_caps_held(struct mds *m, uint64_t ino);
+void mds_caps_ack(struct mds *m, uint64_t client, uint64_t ino, uint64_t seq,
+		  uint32_t kept);
+/* client gives ino back; size: the file's size as it knows it. */
+void mds_caps_release(struct mds *m, uint64_t client, uint64_t ino, uint64_t size);
+void mds_caps_drop_client(struct mds *m, uint64_t client);
+/* Evict clients whose revokes are late (the writeback timer). */
+void mds_caps_tick(struct mds *m);
+void mds_evict(struct mds *m, uint64_t client, const char *why);
+void mds_park(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_request *r);
+/* Run the parked requests again (a revoke was answered, a holder went). */
+void mds_parked_wake(struct mds *m);
+void mds_caps_free(struct mds *m);
+size_t mds_parked_count(struct mds *m);
+/* Does client hold capabilities on any inode? */
+int mds_caps_client_holds(struct mds *m, uint64_t client);
+
 /* ops.c */
+/* A file being purged may be larger than the MDS knew: size, from a
+ * holder that gave it back. */
+void mds_purge_size(struct mds *m, uint64_t ino, uint64_t size);
 /* Purge the data of files unlinked by events now durable (drop: forget
  * them, stopping). */
 void mds_purges_run(struct mds *m, int drop);

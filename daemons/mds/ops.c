@@ -36,6 +36,7 @@
 #define XATTR_REPLACE_ 2
 
 #define PAGE_BYTES (256u << 10)  /* a readdir reply's entries, about */
+#define PARKED 1                 /* a handler's answer: wait for revokes */
 #define MAY_R 4
 #define MAY_W 2
 #define MAY_X 1
@@ -359,16 +360,33 @@ purge_later(struct mds *m, uint64_t seq, const struct tsr_inode *in)
 	*pp = p;
 }
 
+/* Purges wait for their event to be durable, and for every client that
+ * holds the file (open, or its capabilities not yet given back) to let
+ * it go: a file unlinked while open elsewhere keeps its data till then. */
 void
 mds_purges_run(struct mds *m, int drop)
 {
-	while (m->purges && (drop || m->purges->seq <= m->committed)) {
-		struct purge *p = m->purges;
-		m->purges = p->next;
+	for (struct purge **pp = &m->purges; *pp;) {
+		struct purge *p = *pp;
+		if (!drop && p->seq > m->committed)
+			break;
+		if (!drop && mds_caps_held(m, p->in.ino)) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
 		if (!drop)
 			purge_file(m, &p->in);
 		free(p);
 	}
+}
+
+void
+mds_purge_size(struct mds *m, uint64_t ino, uint64_t size)
+{
+	for (struct purge *p = m->purges; p; p = p->next)
+		if (p->in.ino == ino && size > p->in.size)
+			p->in.size = size;
 }
 
 static void
@@ -411,6 +429,8 @@ do_lookup(struct req *q)
 		return fail(q, -ENOENT, "no \"%s\" in %" PRIx64, q->r->name, q->r->ino);
 	if ((rc = ent_inode(q, e, &in)) < 0)
 		return rc;
+	if (S_ISREG(in->mode) && mds_caps_recall(q->m, q->client, in->ino, TSR_CAP_BUF))
+		return PARKED;
 	return reply_inode(q, in);
 }
 
@@ -422,6 +442,9 @@ do_getattr(struct req *q)
 
 	if ((rc = locate(q, q->r->ino, q->r->ino2, &l)) < 0)
 		return rc;
+	/* the size and mtime a writer holds back come first */
+	if (S_ISREG(l.in->mode) && mds_caps_recall(q->m, q->client, l.in->ino, TSR_CAP_BUF))
+		return PARKED;
 	return reply_inode(q, l.in);
 }
 
@@ -444,7 +467,34 @@ do_open(struct req *q)
 		return fail(q, -EISDIR, "a directory opened for writing");
 	if (!may(q->r, l.in, want))
 		return fail(q, -EACCES, "permission denied");
+	if (S_ISREG(l.in->mode) &&
+	    mds_caps_open(q->m, q->client, l.in->ino, q->r->flags, &q->rep))
+		return PARKED;
 	return reply_inode(q, l.in);
+}
+
+/* CAPS: a revoke answered, or capabilities given back. */
+static int
+do_caps(struct req *q)
+{
+	const struct tsr_mds_request *r = q->r;
+
+	if (r->flags == TSR_MDS_CAPS_ACK) {
+		mds_caps_ack(q->m, q->client, r->ino, r->cookie, r->mode);
+		return 0;
+	}
+	if (r->flags != TSR_MDS_CAPS_RELEASE || r->value_len % 16 ||
+	    r->value_len / 16 > TSR_MDS_CAPS_RELEASE_MAX)
+		return fail(q, -EINVAL, "caps: flags %#" PRIx32 " with %zu bytes (ACK, or "
+			    "RELEASE with up to %d (ino, size) pairs)", r->flags,
+			    r->value_len, TSR_MDS_CAPS_RELEASE_MAX);
+	struct tsr_dec d;
+	tsr_dec_init(&d, r->value, r->value_len);
+	while (tsr_dec_remaining(&d) >= 16) {
+		uint64_t ino = tsr_dec_u64(&d);
+		mds_caps_release(q->m, q->client, ino, tsr_dec_u64(&d));
+	}
+	return 0;
 }
 
 static int
@@ -479,6 +529,13 @@ do_setattr(struct req *q)
 		if (!may(r, l.in, MAY_W) && !(r->flags & TSR_MDS_OPENED))
 			return fail(q, -EACCES, "truncating needs write permission");
 	}
+	/* another client's held-back size and mtime first; a truncate also
+	 * empties the caches of the data */
+	if (S_ISREG(l.in->mode) &&
+	    mds_caps_recall(q->m, q->client, l.in->ino,
+			    TSR_CAP_BUF | ((mask & TSR_SETATTR_SIZE) &&
+					   !(mask & TSR_SETATTR_SIZE_GROW) ? TSR_CAP_CACHE : 0)))
+		return PARKED;
 	if ((mask & TSR_SETATTR_SIZE) && r->sa.size > TSR_FS_MAX_SIZE)
 		return fail(q, -EFBIG, "a size past the largest file (2^62 bytes)");
 	if ((rc = tsr_inode_copy(&copy, l.in)) < 0)
@@ -604,6 +661,10 @@ do_make(struct req *q)
 	struct mentry *e = mds_dir_find(d, r->name);
 	if (e == NULL || (rc = reply_inode(q, &e->de.inode)) < 0)
 		return -EIO;
+	/* made to be opened (creat): the maker holds it, alone */
+	if (type == S_IFREG && (r->flags & TSR_MDS_CREATE_OPEN))
+		mds_caps_open(q->m, q->client, in.ino, (r->flags & TSR_MDS_CREATE_ACC) >> 4,
+			      &q->rep);
 	return reply_inode(q, mds_dir_inode(q->m, d));
 }
 
@@ -1227,8 +1288,16 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 		case TSR_MDS_OP_RMXATTR: rc = do_xattr(&q); break;
 		case TSR_MDS_OP_GETLK:
 		case TSR_MDS_OP_SETLK: rc = do_lock(&q); break;
+		case TSR_MDS_OP_CAPS: rc = do_caps(&q); break;
 		default: rc = fail(&q, -EOPNOTSUPP, "op %" PRIu32, r->op); break;
 		}
+	}
+	if (rc == PARKED) {
+		/* nothing changed: it runs again once the revokes are answered */
+		mds_park(m, conn, r);
+		tsr_mdsmsg_reply_free(&q.rep);
+		tsr_fs_event_free(&q.ev);
+		return;
 	}
 	q.rep.result = rc < 0 ? rc : 0;
 	if (rc < 0) {

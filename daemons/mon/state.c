@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void
 state_init(struct mon_state *s)
@@ -636,11 +637,28 @@ alive_walk(const char *list, int (*fn)(void *arg, const struct alive_req *r),
 }
 
 
+/* How long a blocklist entry may last: a year. */
+#define BLOCK_MAX_S 31536000
+#define BLOCK_MAX_S_STR "31536000"
+
+/* A client id word: hexadecimal, not 0. */
+static int
+client_word(const char *w, uint64_t *id)
+{
+	char *end;
+
+	if (w[0] == '\0' || w[0] == '-' || w[0] == '+' || strlen(w) > 16)
+		return -EINVAL;
+	errno = 0;
+	*id = strtoull(w, &end, 16);
+	return *end || errno || *id == 0 ? -EINVAL : 0;
+}
+
 enum chg {
 	C_OSD_ADD, C_OSD_RM, C_OSD_IN, C_OSD_OUT, C_OSD_REWEIGHT, C_OSD_SET,
 	C_OSD_UNSET, C_OSD_DOWN, C_OSD_BOOT, C_POOL_CREATE, C_POOL_SET, C_POOL_RM,
 	C_MDS_BOOT, C_MDS_ASSIGN, C_MDS_ACTIVE, C_MDS_FAIL, C_FS_SET, C_OSD_BOOTS,
-	C_OSD_ALIVES, C_OSD_PLACEMENT,
+	C_OSD_ALIVES, C_OSD_PLACEMENT, C_OSD_BLOCKLIST,
 };
 
 struct change {
@@ -683,6 +701,10 @@ static const struct change changes[] = {
 	[C_OSD_ALIVES] = { "osd", "alives", 1, 1, 0,
 			   "osd alives ID@UP_FROM:WANT[;POOL.PG=[ID,...]]...|... (the "
 			   "leader: what OSDs asked of the map for their PGs)" },
+	[C_OSD_BLOCKLIST] = { "osd", "blocklist", 2, 3, 0,
+			      "osd blocklist add CLIENT [SECONDS] | osd blocklist rm CLIENT "
+			      "(CLIENT: a client's id in hexadecimal, as `tessera-mds` "
+			      "logs it; SECONDS: 1.." BLOCK_MAX_S_STR ", default 3600)" },
 	[C_OSD_BOOTS] = { "osd", "boots", 1, 1, 0,
 			  "osd boots ID@IP:PORT[,...] (the leader: OSDs that booted)" },
 };
@@ -787,6 +809,22 @@ check_change(enum chg k, char **argv, struct cmd_opts *o, struct tsr_sbuf *out)
 		if (strcmp(o->pos[0], "set") != 0 || !tsr_osdmap_name_ok(o->pos[1]))
 			return FAIL(-EINVAL, "usage: %s", c->usage);
 		return 0;
+	case C_OSD_BLOCKLIST: {
+		uint64_t id;
+		int add = strcmp(o->pos[0], "add") == 0;
+		if (!add && strcmp(o->pos[0], "rm") != 0)
+			return FAIL(-EINVAL, "osd blocklist: '%s' is neither add nor rm "
+				    "(usage: %s)", o->pos[0], c->usage);
+		if (!add && o->npos != 2)
+			return FAIL(-EINVAL, "usage: %s", c->usage);
+		if (client_word(o->pos[1], &id) < 0)
+			return FAIL(-EINVAL, "osd blocklist: '%s' is not a client id (1 to "
+				    "16 hexadecimal digits, not 0)", o->pos[1]);
+		if (o->npos == 3 && pos_num(argv, o, 2, 1, BLOCK_MAX_S, &v) < 0)
+			return FAIL(-EINVAL, "osd blocklist: SECONDS '%s': a number in "
+				    "1..%d", o->pos[2], BLOCK_MAX_S);
+		return 0;
+	}
 	case C_OSD_SET: case C_OSD_UNSET:
 		if (strcmp(o->pos[0], "noout") != 0)
 			return FAIL(-EINVAL, "unknown flag '%s' (noout)", o->pos[0]);
@@ -943,7 +981,8 @@ state_classify(int argc, char **argv, struct tsr_sbuf *out)
 int
 state_needs_decisions(int argc, char **argv)
 {
-	if (is(argc, argv, "osd", "boots"))
+	/* the leader's clock says when a blocklist entry ends */
+	if (is(argc, argv, "osd", "boots") || is(argc, argv, "osd", "blocklist"))
 		return 1;
 	if (argc < 3 || strcmp(argv[0], "osd") != 0)
 		return 0;
@@ -1637,6 +1676,49 @@ mark_ids(const char *w, int32_t *ids, size_t *n, struct tsr_sbuf *out)
 	return state_osd_list(w, ids, MON_MAX_MARKS, n, out);
 }
 
+/* osd blocklist add|rm: decided by the leader (state_needs_decisions),
+ * whose clock sets the end; an add also drops the entries that ended. */
+static int
+blocklist_change(struct draft *d, const struct cmd_opts *o, struct tsr_sbuf *out)
+{
+	const struct tsr_osdmap *m = d->om;
+	uint64_t id, now = (uint64_t)time(NULL), until;
+	int64_t secs = 3600;
+	int found = 0;
+
+	client_word(o->pos[1], &id);
+	for (size_t i = 0; i < m->nblocklist; i++)
+		found |= m->blocklist[i].client == id;
+	if (strcmp(o->pos[0], "rm") == 0) {
+		if (!found)
+			return FAIL(-ENOENT, "client %" PRIx64 " is not blocklisted", id);
+		d->inc.blocklist_rm = tsr_xcalloc(1, sizeof(uint64_t));
+		d->inc.blocklist_rm[d->inc.nblocklist_rm++] = id;
+		tsr_sbuf_printf(out, "{\"client\": \"%" PRIx64 "\", \"blocklisted\": "
+				"false, \"osdmap_epoch\": %" PRIu64 "}", id,
+				draft_osd_epoch(d));
+		return 0;
+	}
+	if (o->npos == 3)
+		secs = strtoll(o->pos[2], NULL, 10); /* checked: 1..BLOCK_MAX_S */
+	until = now + (uint64_t)secs;
+	if (!found && m->nblocklist >= TSR_OSDMAP_MAX_BLOCKLIST)
+		return FAIL(-ENOSPC, "the blocklist holds %d clients already",
+			    TSR_OSDMAP_MAX_BLOCKLIST);
+	d->inc.blocklist = tsr_xcalloc(1, sizeof(*d->inc.blocklist));
+	d->inc.blocklist[0].client = id;
+	d->inc.blocklist[0].until = until;
+	d->inc.nblocklist = 1;
+	d->inc.blocklist_rm = tsr_xcalloc(m->nblocklist + 1, sizeof(uint64_t));
+	for (size_t i = 0; i < m->nblocklist; i++)
+		if (m->blocklist[i].until <= now && m->blocklist[i].client != id)
+			d->inc.blocklist_rm[d->inc.nblocklist_rm++] = m->blocklist[i].client;
+	tsr_sbuf_printf(out, "{\"client\": \"%" PRIx64 "\", \"blocklisted\": true, "
+			"\"until\": %" PRIu64 ", \"expired_removed\": %zu, \"osdmap_epoch\": %"
+			PRIu64 "}", id, until, d->inc.nblocklist_rm, draft_osd_epoch(d));
+	return 0;
+}
+
 static int
 change(struct mon_state *s, struct draft *d, int argc, char **argv,
        struct tsr_sbuf *out)
@@ -1697,6 +1779,8 @@ change(struct mon_state *s, struct draft *d, int argc, char **argv,
 				d->inc.epoch ? d->inc.epoch : d->om->epoch);
 		return 0;
 	}
+	if (is(argc, argv, "osd", "blocklist"))
+		return blocklist_change(d, &o, out);
 	if (is(argc, argv, "osd", "set") || is(argc, argv, "osd", "unset")) {
 		if (strcmp(o.pos[0], "noout") != 0)
 			return FAIL(-EINVAL, "unknown flag '%s' (noout)", o.pos[0]);
@@ -2778,6 +2862,11 @@ state_read(const struct mon_state *s, int argc, char **argv, struct tsr_sbuf *ou
 				tsr_sbuf_printf(out, "%s%d", j ? ", " : "", t->osds[j]);
 			tsr_sbuf_printf(out, "]}");
 		}
+		tsr_sbuf_printf(out, "],\n \"blocklist\": [");
+		for (size_t i = 0; i < m->nblocklist; i++)
+			tsr_sbuf_printf(out, "%s{\"client\": \"%" PRIx64 "\", \"until\": %"
+					PRIu64 "}", i ? ", " : "", m->blocklist[i].client,
+					m->blocklist[i].until);
 		tsr_sbuf_printf(out, "]}");
 		return 0;
 	}

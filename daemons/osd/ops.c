@@ -447,6 +447,8 @@ frees_only(const struct tsr_objop *op)
 	return 1;
 }
 
+static struct tsr_log_rate blocked_lines = TSR_LOG_RATE_INIT(5, 10000);
+
 void
 osd_op_start(struct pgi *g, struct cop *op)
 {
@@ -457,6 +459,17 @@ osd_op_start(struct pgi *g, struct cop *op)
 		/* the client placed it with another pg_num (or a pool that
 		 * went): it places it again */
 		osd_op_abort(op, -ESTALE, tsr_osdmap_epoch_number(g->ep));
+		return;
+	}
+	if (op->conn && tsr_osdmap_blocked(tsr_osdmap_epoch_map(g->ep),
+					   tsr_conn_peer_id(op->conn), (uint64_t)time(NULL))) {
+		/* an MDS evicted this client: what it sends now would land
+		 * after the writes of those its capabilities went to */
+		tsr_log_rated(&blocked_lines, TSR_SUB_OSD, TSR_LOG_WARN, "pg %" PRId64 ".%x: "
+			      "refused an operation of %s: blocklisted at epoch %" PRIu64
+			      " or before", g->pgid.pool, g->pgid.pg, tsr_conn_peer(op->conn),
+			      tsr_osdmap_epoch_number(g->ep));
+		osd_op_abort(op, -EKEYREVOKED, tsr_osdmap_epoch_number(g->ep));
 		return;
 	}
 	if (tsr_objop_is_write(&op->op) && !frees_only(&op->op)) {

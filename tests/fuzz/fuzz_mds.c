@@ -1,8 +1,8 @@
 /* fuzz_mds.c — libFuzzer target for the MDS's decoders: what clients send
  * it (sessions, requests), what it answers (replies), and what it reads
  * back from the metadata pool (journal events, directory entries,
- * inodes).  The first byte picks the decoder (modulo 6: session, request,
- * reply, event, dentry, inode), the rest is its input.  Whatever decodes
+ * inodes).  The first byte picks the decoder (modulo 7: session, request,
+ * reply, event, dentry, inode, cap), the rest is its input.  Whatever decodes
  * must encode again to the same bytes (-EPROTO from tsr_mdsmsg_check is a
  * bug); nothing may read out of bounds, leak or trip UBSan; a refusal
  * always says why.
@@ -67,7 +67,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size == 0)
 		return 0;
-	switch (data[0] % 6) {
+	switch (data[0] % 7) {
 	case 0:
 		must_say_why(tsr_mdsmsg_check(TSR_MSG_MDS_SESSION, p, n, err, sizeof(err)), err);
 		break;
@@ -101,6 +101,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	}
+	case 6:
+		must_say_why(tsr_mdsmsg_check(TSR_MSG_MDS_CAP, p, n, err, sizeof(err)), err);
+		break;
 	}
 	return 0;
 }

@@ -18,6 +18,13 @@
  *                  come back from their objects
  *   dead_client    a client dies holding a lock: its session expires and
  *                  another client gets the lock
+ *   caps           two clients: a writer's held-back size reaches the other's
+ *                  stat, a reader beside a writer reads its writes, a file
+ *                  unlinked while open elsewhere keeps its data till closed
+ *   evict          a client holding a file for writing stops answering
+ *                  (SIGSTOP, then SIGKILL): another's open goes on after
+ *                  the revoke timeout, and the stopped one's writes are
+ *                  refused by the OSDs once it resumes
  */
 #include "cluster/cluster.h"
 #include "cluster/tc_check.h"
@@ -697,6 +704,224 @@ START_TEST(dead_client)
 }
 END_TEST
 
+/* The data object objno of ino: 1 while it exists, 0 once gone. */
+static int
+data_object_exists(struct tsr_client *k, uint64_t ino, uint64_t objno)
+{
+	char oid[48];
+	int64_t pool;
+	uint64_t size = 0, mt = 0;
+	int rc = 0, rc2;
+	struct tsr_op *op = tsr_op_create();
+
+	ck_assert_int_eq(tsr_client_pool(k, "data", &pool), 0);
+	snprintf(oid, sizeof(oid), "%" PRIx64 ".%08" PRIx64, ino, objno);
+	tsr_op_stat(op, &size, &mt, &rc);
+	rc2 = tsr_op_run(k, pool, oid, strlen(oid), op, NULL);
+	tsr_op_destroy(op);
+	ck_assert_msg(rc2 == 0 || rc2 == -ENOENT, "stat %s: %d", oid, rc2);
+	return rc2 == 0;
+}
+
+static uint64_t
+mds_status_u64(struct tc_cluster *c, const char *key)
+{
+	char *out = NULL;
+	int i = tc_mds_active(c);
+	uint64_t v;
+
+	ck_assert_int_ge(i, 0);
+	ck_assert_int_eq(tc_mds_asok(c, (size_t)i, "mds status", &out), 0);
+	v = tc_json_u64(out, key, UINT64_MAX);
+	ck_assert_msg(v != UINT64_MAX, "no %s in: %s", key, out);
+	free(out);
+	return v;
+}
+
+START_TEST(caps)
+{
+	struct tc_cluster c;
+	struct tsr_client *k1, *k2;
+	struct tsr_fs *fs1, *fs2;
+	struct tsr_file *f, *g;
+	struct tsr_fs_stat st, st2;
+	static char buf[1 << 20], back[1 << 20];
+
+	fs_cluster(&c, 1, FAST_MDS);
+	k1 = client_of(&c);
+	k2 = client_of(&c);
+	fs1 = mount_of(k1);
+	fs2 = mount_of(k2);
+
+	/* a writer alone holds back its size; another's stat fetches it */
+	EXPECT(tsr_fs_create(fs1, NULL, TSR_FS_ROOT, "f", 0644, O_RDWR, &f, &st), 0);
+	memset(buf, 'a', sizeof(buf));
+	EXPECT(tsr_fs_write(f, buf, 100, 0), 100);
+	EXPECT(tsr_fs_lookup(fs2, NULL, TSR_FS_ROOT, "f", &st2), 0);
+	ck_assert_uint_eq(st2.size, 100);
+	/* from then on its writes tell the MDS at once */
+	EXPECT(tsr_fs_write(f, buf, 50, 100), 50);
+	EXPECT(tsr_fs_getattr(fs2, NULL, st.ino, &st2), 0);
+	ck_assert_uint_eq(st2.size, 150);
+	/* a reader beside the writer reads what it wrote */
+	EXPECT(tsr_fs_open(fs2, NULL, st.ino, O_RDONLY, &g), 0);
+	EXPECT(tsr_fs_write(f, "bb", 2, 150), 2);
+	EXPECT(tsr_fs_read(g, back, sizeof(back), 0), 152);
+	ck_assert_int_eq(memcmp(back, buf, 150), 0);
+	ck_assert_int_eq(memcmp(back + 150, "bb", 2), 0);
+	EXPECT(tsr_fs_close(g), 0);
+	EXPECT(tsr_fs_close(f), 0);
+
+	/* a file unlinked by one client while another has it open keeps its
+	 * data until that one lets go */
+	EXPECT(tsr_fs_create(fs1, NULL, TSR_FS_ROOT, "u", 0644, O_RDWR, &f, &st), 0);
+	EXPECT(tsr_fs_write(f, buf, sizeof(buf), 0), (int)sizeof(buf));
+	EXPECT(tsr_fs_close(f), 0);
+	EXPECT(tsr_fs_open(fs2, NULL, st.ino, O_RDONLY, &g), 0);
+	EXPECT(tsr_fs_unlink(fs1, NULL, TSR_FS_ROOT, "u"), 0);
+	tc_sleep_ms(2500); /* past the unlink's durability and the idle release */
+	memset(back, 0, sizeof(back));
+	EXPECT(tsr_fs_read(g, back, sizeof(back), 0), (int)sizeof(back));
+	ck_assert_msg(memcmp(back, buf, sizeof(buf)) == 0, "the data of an open file went");
+	ck_assert_int_eq(data_object_exists(k1, st.ino, 0), 1);
+	EXPECT(tsr_fs_close(g), 0);
+	/* then it goes (the closed file's caps are given back within about
+	 * two seconds) */
+	uint64_t t0 = tc_now_ms();
+	while (data_object_exists(k1, st.ino, 0) && tc_now_ms() - t0 < 15000)
+		tc_sleep_ms(200);
+	ck_assert_msg(!data_object_exists(k1, st.ino, 0),
+		      "the data of an unlinked file outlived its last user");
+	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 0);
+
+	tsr_fs_unmount(fs2);
+	tsr_fs_unmount(fs1);
+	tsr_client_shutdown(k2);
+	tsr_client_shutdown(k1);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* A child holding exclusive capabilities (a file open for writing, size
+ * held back) that never answers a revoke: SIGSTOPped, then SIGKILLed.
+ * Another client's open waits the revoke timeout, then goes on; the
+ * stopped child, resumed, finds its writes refused. */
+static pid_t
+holder_child(struct tc_cluster *c, const char *name, int to_parent, int from_parent)
+{
+	pid_t child = fork();
+
+	if (child != 0)
+		return child;
+	struct tsr_client *k2 = NULL;
+	struct tsr_fs *fs2 = NULL;
+	struct tsr_file *f = NULL;
+	struct tsr_fs_stat st;
+	char err[512], ch, block[4096];
+	int rc;
+
+	memset(block, 'A', sizeof(block));
+	if (tsr_client_connect(c->conf, "client.admin", 15000, &k2, err, sizeof(err)) < 0 ||
+	    tsr_fs_mount(k2, 30000, &fs2, err, sizeof(err)) < 0 ||
+	    tsr_fs_create(fs2, NULL, TSR_FS_ROOT, name, 0644, O_RDWR, &f, &st) < 0 ||
+	    tsr_fs_write(f, block, sizeof(block), 0) != (ssize_t)sizeof(block) ||
+	    tsr_fs_fsync(f, 0) < 0)
+		_exit(1);
+	memset(block, 'B', sizeof(block));
+	if (tsr_fs_write(f, block, sizeof(block), sizeof(block)) != (ssize_t)sizeof(block))
+		_exit(2);
+	if (write(to_parent, "h", 1) != 1)
+		_exit(3);
+	/* (stopped here by the parent) then told to write again */
+	if (read(from_parent, &ch, 1) != 1)
+		_exit(4);
+	memset(block, 'D', sizeof(block));
+	rc = (int)tsr_fs_write(f, block, sizeof(block), 0);
+	ch = rc == -EKEYREVOKED ? 'r' : rc < 0 ? 'e' : 'w';
+	if (write(to_parent, &ch, 1) != 1)
+		_exit(5);
+	_exit(0); /* no unmount, no close: an evicted client */
+}
+
+START_TEST(evict)
+{
+	struct tc_cluster c;
+	struct tsr_client *k;
+	struct tsr_fs *fs;
+	struct tsr_file *f;
+	struct tsr_fs_stat st;
+	char block[4096], back[8192], ch, *out = NULL;
+	int up[2], down[2], status;
+	uint64_t t0, waited;
+	pid_t child;
+
+	fs_cluster(&c, 1, FAST_MDS " mds_cap_revoke_timeout = \"2s\";");
+	k = client_of(&c);
+	fs = mount_of(k);
+	ck_assert_int_eq(pipe(up), 0);
+	ck_assert_int_eq(pipe(down), 0);
+
+	/* SIGSTOP: evicted, then refused */
+	child = holder_child(&c, "s", up[1], down[0]);
+	ck_assert_int_eq(read(up[0], &ch, 1), 1);
+	ck_assert_int_eq(ch, 'h');
+	ck_assert_int_eq(kill(child, SIGSTOP), 0);
+	/* (the lookup asks for the size it holds back: it waits already) */
+	t0 = tc_now_ms();
+	EXPECT(tsr_fs_lookup(fs, NULL, TSR_FS_ROOT, "s", &st), 0);
+	EXPECT(tsr_fs_open(fs, NULL, st.ino, O_RDWR, &f), 0);
+	waited = tc_now_ms() - t0;
+	ck_assert_msg(waited >= 1500 && waited < 20000, "the open waited %llu ms (the "
+		      "revoke timeout is 2 s)", (unsigned long long)waited);
+	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 1);
+	ck_assert_int_eq(tc_cli(&c, &out, "osd dump"), 0);
+	assert_says(out, "blocklist client ");
+	free(out);
+	/* what it fsynced is there */
+	memset(back, 0, sizeof(back));
+	ck_assert_int_ge(tsr_fs_read(f, back, sizeof(back), 0), 4096);
+	memset(block, 'A', sizeof(block));
+	ck_assert_int_eq(memcmp(back, block, 4096), 0);
+	memset(block, 'C', sizeof(block));
+	EXPECT(tsr_fs_write(f, block, sizeof(block), 0), 4096);
+	EXPECT(tsr_fs_close(f), 0);
+	/* resumed, the evicted client writes in vain */
+	ck_assert_int_eq(kill(child, SIGCONT), 0);
+	ck_assert_int_eq(write(down[1], "w", 1), 1);
+	ck_assert_int_eq(read(up[0], &ch, 1), 1);
+	ck_assert_msg(ch == 'r', "the evicted client's write: '%c' (r: refused as "
+		      "blocklisted, e: another error, w: written)", ch);
+	waitpid(child, &status, 0);
+	EXPECT(tsr_fs_open(fs, NULL, st.ino, O_RDONLY, &f), 0);
+	EXPECT(tsr_fs_read(f, back, 4096, 0), 4096);
+	ck_assert_msg(memcmp(back, block, 4096) == 0, "the evicted client's write landed");
+	EXPECT(tsr_fs_close(f), 0);
+
+	/* SIGKILL: the others get the file after the timeout */
+	child = holder_child(&c, "k", up[1], down[0]);
+	ck_assert_int_eq(read(up[0], &ch, 1), 1);
+	ck_assert_int_eq(kill(child, SIGKILL), 0);
+	waitpid(child, &status, 0);
+	t0 = tc_now_ms();
+	EXPECT(tsr_fs_lookup(fs, NULL, TSR_FS_ROOT, "k", &st), 0);
+	EXPECT(tsr_fs_open(fs, NULL, st.ino, O_WRONLY, &f), 0);
+	waited = tc_now_ms() - t0;
+	ck_assert_msg(waited < 20000, "the open waited %llu ms",
+		      (unsigned long long)waited);
+	EXPECT(tsr_fs_write(f, block, sizeof(block), 0), 4096);
+	EXPECT(tsr_fs_close(f), 0);
+	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 2);
+
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	tsr_fs_unmount(fs);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -707,6 +932,8 @@ main(void)
 		{ "restart", restart, NULL },
 		{ "eviction", eviction, NULL },
 		{ "dead_client", dead_client, NULL },
+		{ "caps", caps, NULL },
+		{ "evict", evict, NULL },
 	};
 
 	return tc_check_main("fs", cases, TC_NCASES(cases));

@@ -149,6 +149,34 @@ random_pg_temp(struct tsr_osdmap *m)
 	set_pg_temp(m, p->id, rnd(p->pg_num), osds, n);
 }
 
+/* A client blocklisted, its entry moved, or one removed (no epoch: it
+ * goes with mutate's), as k says: mutate's random sequence stays as the
+ * other cases know it. */
+static void
+mutate_blocklist(struct tsr_osdmap *m, uint32_t k)
+{
+	if (k % 3 != 2 && m->nblocklist < 30) {
+		uint64_t id = 1 + (k * 7919u) % 40;
+		size_t at = 0;
+		while (at < m->nblocklist && m->blocklist[at].client < id)
+			at++;
+		if (at == m->nblocklist || m->blocklist[at].client != id) {
+			m->blocklist = realloc(m->blocklist,
+					       (m->nblocklist + 1) * sizeof(*m->blocklist));
+			memmove(&m->blocklist[at + 1], &m->blocklist[at],
+				(m->nblocklist - at) * sizeof(*m->blocklist));
+			m->nblocklist++;
+			m->blocklist[at].client = id;
+		}
+		m->blocklist[at].until = 1000 + (k * 104729u) % 1000;
+	} else if (m->nblocklist) {
+		size_t at = (k * 31u) % m->nblocklist;
+		memmove(&m->blocklist[at], &m->blocklist[at + 1],
+			(m->nblocklist - at - 1) * sizeof(*m->blocklist));
+		m->nblocklist--;
+	}
+}
+
 /* One random change, and the epoch that goes with it. */
 static void
 mutate(struct tsr_osdmap *m)
@@ -236,7 +264,7 @@ mutate(struct tsr_osdmap *m)
 START_TEST(osdmap_incrementals_follow_history)
 {
 	struct tsr_osdmap leader, follower, prev;
-	size_t empty = 0, full = 0, pg_temp = 0, thru = 0, most = 0;
+	size_t empty = 0, full = 0, pg_temp = 0, thru = 0, most = 0, blocks = 0;
 
 	tsr_osdmap_init(&leader);
 	tsr_osdmap_init(&follower);
@@ -248,11 +276,14 @@ START_TEST(osdmap_incrementals_follow_history)
 
 		ck_assert_int_eq(tsr_osdmap_copy(&prev, &leader), 0);
 		mutate(&leader);
+		if (step % 4 == 0)
+			mutate_blocklist(&leader, (uint32_t)step / 4);
 		ck_assert_msg(tsr_osdmap_check(&leader, err, sizeof(err)) == 0, "%s", err);
 		ck_assert_int_eq(tsr_osdmap_diff(&prev, &leader, &inc), 0);
 		empty += inc.nosds + inc.nosd_rm + inc.npools + inc.npool_rm == 0;
 		full += inc.nosds == leader.nosds && leader.nosds > 4;
 		pg_temp += inc.npg_temp + inc.npg_temp_rm;
+		blocks += inc.nblocklist + inc.nblocklist_rm;
 		most = leader.npg_temp > most ? leader.npg_temp : most;
 		for (size_t i = 0; i < inc.nosds; i++)
 			thru += inc.osds[i].up_thru == inc.epoch;
@@ -283,6 +314,9 @@ START_TEST(osdmap_incrementals_follow_history)
 	ck_assert_uint_gt(pg_temp, 100);
 	ck_assert_uint_gt(thru, 50);
 	ck_assert_uint_gt(most, 3);
+	/* and blocklist entries, added, moved and removed */
+	ck_assert_uint_gt(blocks, 100);
+	ck_assert_uint_gt(leader.nblocklist, 3);
 	tsr_osdmap_free(&leader);
 	tsr_osdmap_free(&follower);
 }
@@ -434,6 +468,49 @@ static const uint8_t v1_inc[] = {
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 };
 
+/* A blocklisted client is refused until its entry ends; the list must
+ * be sorted, and an incremental's lists too. */
+START_TEST(osdmap_blocklist)
+{
+	struct tsr_osdmap m, next;
+	struct tsr_osdmap_inc inc;
+
+	tsr_osdmap_init(&m);
+	m.blocklist = calloc(2, sizeof(*m.blocklist));
+	m.blocklist[0] = (struct tsr_osdmap_block){ .client = 0x10, .until = 500 };
+	m.blocklist[1] = (struct tsr_osdmap_block){ .client = 0x20, .until = 900 };
+	m.nblocklist = 2;
+	ck_assert_msg(tsr_osdmap_check(&m, err, sizeof(err)) == 0, "%s", err);
+	ck_assert(tsr_osdmap_blocked(&m, 0x10, 499));
+	ck_assert(!tsr_osdmap_blocked(&m, 0x10, 500));
+	ck_assert(tsr_osdmap_blocked(&m, 0x20, 500));
+	ck_assert(!tsr_osdmap_blocked(&m, 0x30, 0));
+	/* an incremental adding one and removing another */
+	ck_assert_int_eq(tsr_osdmap_copy(&next, &m), 0);
+	next.epoch++;
+	next.blocklist[0] = (struct tsr_osdmap_block){ .client = 0x15, .until = 700 };
+	ck_assert_int_eq(tsr_osdmap_diff(&m, &next, &inc), 0);
+	ck_assert_uint_eq(inc.nblocklist, 1);
+	ck_assert_uint_eq(inc.nblocklist_rm, 1);
+	ck_assert_msg(tsr_osdmap_apply(&m, &inc, err, sizeof(err)) == 0, "%s", err);
+	assert_same(&m, &next);
+	ck_assert(tsr_osdmap_blocked(&m, 0x15, 600));
+	ck_assert(!tsr_osdmap_blocked(&m, 0x10, 0));
+	/* removing what the map lacks is refused, the map kept */
+	inc.epoch = m.epoch + 1;
+	inc.nblocklist = 0;
+	ck_assert_int_eq(tsr_osdmap_apply(&m, &inc, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "client 10") != NULL, "%s", err);
+	tsr_osdmap_inc_free(&inc);
+	/* out of order */
+	next.blocklist[0].client = 0x30;
+	ck_assert_int_eq(tsr_osdmap_check(&next, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "blocklist out of order") != NULL, "%s", err);
+	tsr_osdmap_free(&next);
+	tsr_osdmap_free(&m);
+}
+END_TEST
+
 START_TEST(osdmap_reads_version_1)
 {
 	struct tsr_osdmap m, again;
@@ -456,9 +533,9 @@ START_TEST(osdmap_reads_version_1)
 	ck_assert_uint_eq(m.npools, 1);
 	ck_assert_str_eq(m.pools[0].redundancy_opts, "copies=3");
 	ck_assert_uint_eq(m.npg_temp, 0);
-	/* written again it is version 2, and reads back the same */
+	/* written again it is version 3, and reads back the same */
 	buf = osd_bytes(&m, &len);
-	ck_assert_uint_eq(buf[0], 2);
+	ck_assert_uint_eq(buf[0], 3);
 	ck_assert_uint_eq(buf[1], 1);
 	ck_assert_int_eq(tsr_osdmap_decode(buf, len, &again, err, sizeof(err)), 0);
 	assert_same(&m, &again);
@@ -1145,6 +1222,7 @@ main(void)
 	tcase_add_loop_test(tc, osdmap_check_refuses, 0, 17);
 	tcase_add_test(tc, osdmap_inc_removing_missing);
 	tcase_add_test(tc, osdmap_reads_version_1);
+	tcase_add_test(tc, osdmap_blocklist);
 	tcase_add_test(tc, osdmap_apply_matches_model);
 	tcase_add_test(tc, osdmap_apply_refuses_epoch_wrap);
 	tcase_add_test(tc, osdmap_apply_copied_whole_map);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <tessera/crc32c.h>
 
 /* CRC32C of both maps' encodings. */
@@ -475,6 +476,62 @@ START_TEST(osdmap_history)
 }
 END_TEST
 
+/* osd blocklist: decided by the leader, whose clock sets the end; the
+ * follower takes the decision as it is; rm takes it back. */
+START_TEST(blocklist_decided)
+{
+	struct mon_state lead, fol;
+	struct tsr_sbuf out;
+	struct mon_entry en;
+	char *argv[8];
+	uint64_t now = (uint64_t)time(NULL);
+	size_t len;
+	int st, n;
+	uint8_t *e;
+
+	state_init(&lead);
+	state_init(&fol);
+	n = words("osd blocklist add 1f 60", argv, 7);
+	ck_assert_int_eq(state_needs_decisions(n, argv), 1);
+	free_words(argv, n);
+	e = decide(&lead, 1, "osd blocklist add 1f 60", &st, &len);
+	ck_assert_int_eq(st, 0);
+	tsr_sbuf_init(&out);
+	ck_assert_int_eq(state_apply_entry(&fol, e, len, &en, &out), 0);
+	free(e);
+	ck_assert_uint_eq(maps_crc(&lead), maps_crc(&fol));
+	ck_assert_uint_eq(fol.osdmap.nblocklist, 1);
+	ck_assert_uint_eq(fol.osdmap.blocklist[0].client, 0x1f);
+	ck_assert(fol.osdmap.blocklist[0].until >= now + 60 &&
+		  fol.osdmap.blocklist[0].until <= now + 62);
+	ck_assert(tsr_osdmap_blocked(&fol.osdmap, 0x1f, now));
+	/* rm, and rm of what is not there */
+	e = decide(&lead, 2, "osd blocklist rm 1f", &st, &len);
+	ck_assert_int_eq(st, 0);
+	tsr_sbuf_reset(&out);
+	ck_assert_int_eq(state_apply_entry(&fol, e, len, &en, &out), 0);
+	free(e);
+	ck_assert_uint_eq(fol.osdmap.nblocklist, 0);
+	e = decide(&lead, 3, "osd blocklist rm 1f", &st, &len);
+	ck_assert_int_eq(st, -ENOENT);
+	free(e);
+	/* words refused where the command is accepted */
+	static const char *const bad[] = { "osd blocklist add 0", "osd blocklist add xyz",
+					   "osd blocklist add 1f 0", "osd blocklist del 1f",
+					   "osd blocklist rm 1f 5",
+					   "osd blocklist add 12345678901234567" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		n = words(bad[i], argv, 7);
+		tsr_sbuf_reset(&out);
+		ck_assert_msg(state_classify(n, argv, &out) == -EINVAL, "%s accepted", bad[i]);
+		free_words(argv, n);
+	}
+	tsr_sbuf_release(&out);
+	state_free(&lead);
+	state_free(&fol);
+}
+END_TEST
+
 /* osd add FIRST-LAST: many OSDs in one change, spread over hosts. */
 START_TEST(osd_add_range)
 {
@@ -837,6 +894,7 @@ main(void)
 	tcase_add_test(tc, osdmap_history);
 	tcase_add_test(tc, boots_batched_in_one_epoch);
 	tcase_add_test(tc, osd_add_range);
+	tcase_add_test(tc, blocklist_decided);
 	tcase_add_test(tc, placement_chosen_before_osds);
 	tcase_add_test(tc, placement_changed_with_osds);
 	tcase_add_test(tc, health_codes);

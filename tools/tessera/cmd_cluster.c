@@ -322,6 +322,12 @@ print_plain(const struct copts *o, const char *text)
 			jprint("pg_temp ", p, "pgid");
 			printf(" %.*s\n", ids ? (int)(strcspn(ids, "]") + 1) : 0, ids ? ids : "");
 		}
+		for (const char *p = strstr(text, "{\"client\": "); p;
+		     p = strstr(p + 1, "{\"client\": ")) {
+			jprint("blocklist client ", p, "client");
+			jprint(" until ", p, "until");
+			printf("\n");
+		}
 		return;
 	}
 	if (strcmp(w0, "osd") == 0 && strcmp(w1, "tree") == 0) {
@@ -639,6 +645,7 @@ READ2(c_osd_beacon, "osd beacon")
 CHANGE2(c_osd_set, "osd set", "health")
 CHANGE2(c_osd_placement, "osd placement", "osd dump")
 CHANGE2(c_osd_unset, "osd unset", "health")
+CHANGE2(c_osd_blocklist, "osd blocklist", "osd dump")
 CHANGE2(c_pool_create, "pool create", "pool ls")
 READ2(c_pool_ls, "pool ls")
 CHANGE2(c_pool_set, "pool set", "pool ls")
@@ -736,6 +743,14 @@ HELP(h_osd_placement, "osd placement set PLUGIN [--yes-i-really-mean-it]",
      "monitors refuse a plugin they do not have in plugin_dir.  `tessera osd\n"
      "dump` shows the plugin in use.")
 HELP(h_osd_unset, "osd unset noout", "Clear a cluster flag.")
+HELP(h_osd_blocklist, "osd blocklist add CLIENT [SECONDS] | osd blocklist rm CLIENT",
+     "Make the OSDs refuse every operation of a client until SECONDS from now\n"
+     "(default 3600, at most a year), or take the refusal back.  CLIENT is the\n"
+     "client's id in hexadecimal, as tessera-mds logs it when it evicts one.\n"
+     "An MDS adds clients itself when it evicts them (mds_cap_revoke_timeout,\n"
+     "mds_blocklist_duration), so their late writes cannot land after those of\n"
+     "the clients their capabilities went to.  An entry ends by itself; adding\n"
+     "one also drops those that ended.  `tessera osd dump` lists them.")
 HELP(h_pool_create, "pool create NAME [PG_NUM] [--size N] [--min-size N] [--rule ID]\n"
      "       [--redundancy PLUGIN [--redundancy-opts K=V,...]]",
      "Create a pool (32 PGs, size 3, min_size 2, placement rule 0, redundancy\n"
@@ -793,6 +808,8 @@ const struct cli_cmd cli_cluster_cmds[] = {
 	{ "osd placement", "set PLUGIN", "choose the placement plugin (with OSDs: "
 	  "what would move)", c_osd_placement, h_osd_placement },
 	{ "osd unset", "noout", "clear a cluster flag", c_osd_unset, h_osd_unset },
+	{ "osd blocklist", "add|rm CLIENT", "refuse a client at the OSDs (eviction)",
+	  c_osd_blocklist, h_osd_blocklist },
 	{ "pool create", "NAME [PG_NUM]", "create a pool", c_pool_create, h_pool_create },
 	{ "pool ls", "", "list pools", c_pool_ls, h_pool_ls },
 	{ "pool set", "NAME KEY VALUE", "change a pool", c_pool_set, h_pool_set },

@@ -15,7 +15,8 @@
  * Durability.  A metadata call returns once the MDS's journal holds the
  * change.  File data is written to the OSDs when tsr_fs_write returns;
  * the new size and mtime reach the MDS at tsr_fs_fsync, tsr_fs_close, or
- * the next metadata call on the file.  After tsr_fs_fsync both survive
+ * when another client asks for them (a revoke of this client's BUF
+ * capability; after that, at every write while the file is open).  After tsr_fs_fsync both survive
  * any crash of a minority of replicas, of the MDS and of this process.
  *
  * Threads: any thread may call, on the same tsr_file too (FUSE's workers
