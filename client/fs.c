@@ -100,10 +100,13 @@ struct tsr_fs {
 	struct tsr_u64map open;      /* ino -> its open files (a list) */
 	struct tsr_u64map hidden;    /* ino -> struct hidden: unlinked while open */
 	struct tsr_u64map caps;      /* ino -> struct ccap */
+	struct lockrec *locks;       /* the locks we took, oldest first */
+	size_t nlocks;
 	struct tsr_workq *capq;      /* revokes are answered here */
 	uint64_t timer;
 	uint64_t ticks;
 	int closing;
+	int evicted;                 /* the MDS evicted us: every call fails */
 	struct tsr_fs_statfs statfs_last;  /* the last answer, and when */
 	uint64_t statfs_at;
 };
@@ -121,6 +124,14 @@ struct ccap {
 };
 
 #define CAP_IDLE_NS 1000000000u   /* caps unused this long are given back */
+
+/* A lock this client took (see lock_log). */
+struct lockrec {
+	struct lockrec *next;
+	uint64_t ino;
+	struct tsr_mds_lock lk;
+};
+
 
 /* ---- The session ---- */
 
@@ -164,9 +175,13 @@ caps_forget(void *arg, uint64_t ino, void *val)
 
 	(void)arg;
 	(void)ino;
-	cc->issued &= TSR_CAP_RD | TSR_CAP_WR;
+	__atomic_store_n(&cc->issued, cc->issued & (TSR_CAP_RD | TSR_CAP_WR),
+			 __ATOMIC_RELEASE);
+	cc->seq = 0; /* a new holder numbers anew */
 	return 0;
 }
+
+static void reconnect_job(void *arg);
 
 /* The holder of rank 0 per the map held: (re)open the session with it
  * when it changed.  On the loop, or at mount. */
@@ -202,9 +217,11 @@ follow_map(struct tsr_fs *fs)
 	fs->mds_gid = h->gid;
 	tsr_strlcpy(fs->mds_addr, h->addr, sizeof(fs->mds_addr));
 	fs->gen++;
-	/* the new MDS knows of no capability of ours: until we open again,
-	 * nothing is cached or held back */
-	tsr_u64map_each(&fs->caps, caps_forget, NULL);
+	/* a new holder of the rank: what we held of the last one is told
+	 * again, even nothing, so it need not wait for us (on the caps
+	 * thread: it waits for the answer) */
+	if (fs->gen > 1 && tsr_workq_post(fs->capq, reconnect_job, fs) < 0)
+		tsr_u64map_each(&fs->caps, caps_forget, NULL);
 	/* the session first, then everything still waiting */
 	send_session(fs, conn, TSR_MDS_SESSION_OPEN);
 	/* oldest first, as they were sent: pending is newest first */
@@ -392,6 +409,13 @@ call(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_mds_reply *rep)
 		return failf(rc == -ENOMEM ? -ENOMEM : -EINVAL, "%s: the request does not "
 			     "encode", tsr_mds_op_name(r->op));
 	}
+	if (fs->evicted) {
+		pthread_mutex_unlock(&fs->lock);
+		tsr_enc_release(&e);
+		return failf(-EKEYREVOKED, "%s: this client was evicted by the MDS (it "
+			     "did not give back a capability in time): mount again",
+			     tsr_mds_op_name(r->op));
+	}
 	k.tid = r->tid;
 	k.front = tsr_enc_take(&e, &k.front_len);
 	k.next = fs->pending;
@@ -427,6 +451,13 @@ call(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_mds_reply *rep)
 			     "MDS within %" PRIu64 " ms", tsr_mds_op_name(r->op),
 			     fs->timeout_ms);
 	*rep = k.rep;
+	if (rep->result == -EKEYREVOKED) {
+		/* what we held is others' now: nothing is cached or held back */
+		pthread_mutex_lock(&fs->lock);
+		fs->evicted = 1;
+		tsr_u64map_each(&fs->caps, caps_forget, NULL);
+		pthread_mutex_unlock(&fs->lock);
+	}
 	if (rep->result < 0)
 		return failf(rep->result, "%s: %s", tsr_mds_op_name(r->op), rep->why);
 	return 0;
@@ -534,23 +565,28 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	} else {
 		tsr_mapsub_unlisten(fs->sub, on_map, fs);
 	}
-	/* revokes under way end (their calls fail: closing) */
-	tsr_workq_destroy(fs->capq);
 	pthread_mutex_lock(&fs->lock);
 	conn = fs->conn;
 	fs->conn = NULL;
 	pthread_mutex_unlock(&fs->lock);
 	if (conn) {
 		send_session(fs, conn, TSR_MDS_SESSION_CLOSE);
-		tsr_conn_close(conn);
+		tsr_conn_close(conn); /* (no revoke comes in after) */
 		tsr_conn_put(conn);
 	}
+	/* revokes under way end (their calls fail: closing) */
+	tsr_workq_destroy(fs->capq);
 	tsr_u64map_free(&fs->parent);
 	tsr_u64map_free(&fs->open);
 	tsr_u64map_each(&fs->hidden, free_hidden, NULL);
 	tsr_u64map_free(&fs->hidden);
 	tsr_u64map_each(&fs->caps, free_hidden, NULL);
 	tsr_u64map_free(&fs->caps);
+	while (fs->locks) {
+		struct lockrec *l = fs->locks;
+		fs->locks = l->next;
+		free(l);
+	}
 	pthread_cond_destroy(&fs->cv);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs);
@@ -717,6 +753,8 @@ static int truncate_data(struct tsr_fs *fs, const struct tsr_inode *in, uint64_t
 
 /* opened: through a file open for writing, whose open checked the
  * permission (ftruncate on a file made 0444 by that open is POSIX's) */
+static int barrier_wait(struct tsr_fs *fs, uint64_t epoch);
+
 static int
 setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	       const struct tsr_fs_stat *a, unsigned mask, struct tsr_fs_stat *out,
@@ -747,11 +785,17 @@ setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		/* the MDS says first whether the caller may write the file
 		 * (and gives its inode): the objects are cut before it
 		 * records the size */
+		struct grant g = { 0 };
 		req_init(&probe, opened ? TSR_MDS_OP_GETATTR : TSR_MDS_OP_OPEN, ino, cr);
-		probe.flags = opened ? 0 : O_WRONLY;
+		probe.flags = opened ? 0 : O_WRONLY | TSR_MDS_OPEN_PROBE;
 		memset(&in, 0, sizeof(in));
-		if ((rc = simple(fs, &probe, NULL, &in)) < 0)
+		if ((rc = simple_g(fs, &probe, NULL, &in, &g)) < 0)
 			return rc;
+		/* no cut before the OSDs refuse a client evicted for it */
+		if ((rc = barrier_wait(fs, g.barrier)) < 0) {
+			tsr_inode_free(&in);
+			return rc;
+		}
 		/* this client's writes may reach further than the MDS knows */
 		struct tsr_fs_stat local = { .ino = ino, .size = in.size };
 		overlay(fs, &local);
@@ -1175,6 +1219,52 @@ tsr_fs_statfs(struct tsr_fs *fs, struct tsr_fs_statfs *out)
 
 /* ---- Locks ---- */
 
+/* A lock this client took, kept to tell a new holder of the rank
+ * (fs->lock).  Replayed in order, the records rebuild what the MDS held;
+ * a record goes once later ones of its owner cover its range (a lock then
+ * its unlock: both go), so the list holds about what is locked now. */
+#define LOCKS_KEPT 65536
+
+static int
+same_owner(const struct lockrec *a, uint64_t ino, const struct tsr_mds_lock *lk)
+{
+	return a->ino == ino && a->lk.owner == lk->owner &&
+	       (a->lk.type & TSR_LOCK_FLOCK) == (lk->type & TSR_LOCK_FLOCK);
+}
+
+static void
+lock_log(struct tsr_fs *fs, uint64_t ino, const struct tsr_mds_lock *lk)
+{
+	struct lockrec **pp, *x;
+	int overlap = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	/* earlier records within the new one's range are what it replaces */
+	for (pp = &fs->locks; (x = *pp) != NULL;) {
+		if (same_owner(x, ino, lk) && lk->start <= x->lk.start && x->lk.end <= lk->end) {
+			*pp = x->next;
+			free(x);
+			fs->nlocks--;
+			continue;
+		}
+		overlap |= same_owner(x, ino, lk) && x->lk.start <= lk->end &&
+			   lk->start <= x->lk.end;
+		pp = &x->next;
+	}
+	/* an unlock over nothing left is nothing to tell */
+	if (((lk->type & ~TSR_LOCK_FLOCK) == F_UNLCK && !overlap) ||
+	    fs->nlocks >= LOCKS_KEPT) {
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
+	x = tsr_xcalloc(1, sizeof(*x));
+	x->ino = ino;
+	x->lk = *lk;
+	*pp = x;
+	fs->nlocks++;
+	pthread_mutex_unlock(&fs->lock);
+}
+
 static void
 lock_req(struct tsr_mds_request *r, const struct tsr_fs_lock *lk)
 {
@@ -1226,6 +1316,8 @@ tsr_fs_setlk(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		req_init(&r, TSR_MDS_OP_SETLK, ino, cr);
 		lock_req(&r, lk);
 		rc = simple(fs, &r, NULL, NULL);
+		if (rc == 0)
+			lock_log(fs, ino, &r.lk);
 		if (rc == -EBUSY) /* held by another owner (the MDS's -EAGAIN is
 				     "not serving now", retried in call) */
 			rc = failf(-EAGAIN, "setlk: held by another owner");
@@ -1507,10 +1599,6 @@ answer_revoke(void *arg)
 			pthread_mutex_unlock(&f->lock);
 		}
 	release = cc->busy == 0 && !fresh;
-	if (release) {
-		keep_size = cc->size;
-		free(tsr_u64map_del(&fs->caps, v->c.ino));
-	}
 	pthread_mutex_unlock(&fs->lock);
 	if (dirty) {
 		/* as flush_attrs does: only ever larger, as root */
@@ -1524,16 +1612,29 @@ answer_revoke(void *arg)
 	req_init(&r, TSR_MDS_OP_CAPS, v->c.ino, NULL);
 	tsr_enc_init(&pair);
 	if (release) {
-		tsr_enc_u64(&pair, v->c.ino);
-		tsr_enc_u64(&pair, keep_size > size ? keep_size : size);
-		r.flags = TSR_MDS_CAPS_RELEASE;
-		r.value = pair.buf;
-		r.value_len = pair.len;
-	} else {
-		r.flags = TSR_MDS_CAPS_ACK;
-		r.mode = v->c.caps;
-		r.cookie = v->c.seq;
+		/* still unused: given back, sent under the lock so no open of
+		 * ours can pass it on the way */
+		pthread_mutex_lock(&fs->lock);
+		cc = tsr_u64map_get(&fs->caps, v->c.ino);
+		if (cc && cc->busy == 0) {
+			keep_size = cc->size;
+			free(tsr_u64map_del(&fs->caps, v->c.ino));
+			tsr_enc_u64(&pair, v->c.ino);
+			tsr_enc_u64(&pair, keep_size > size ? keep_size : size);
+			r.flags = TSR_MDS_CAPS_RELEASE;
+			r.value = pair.buf;
+			r.value_len = pair.len;
+			send_now(fs, &r);
+			pthread_mutex_unlock(&fs->lock);
+			tsr_enc_release(&pair);
+			free(v);
+			return;
+		}
+		pthread_mutex_unlock(&fs->lock);
 	}
+	r.flags = TSR_MDS_CAPS_ACK;
+	r.mode = v->c.caps;
+	r.cookie = v->c.seq;
 	simple(fs, &r, NULL, NULL);
 	tsr_enc_release(&pair);
 	free(v);
@@ -1552,6 +1653,84 @@ on_cap(struct tsr_fs *fs, struct tsr_msg *m)
 	    tsr_workq_post(fs->capq, answer_revoke, v) < 0)
 		free(v);
 	tsr_msg_free(m, 0);
+}
+
+struct rc_ctx {
+	struct tsr_fs *fs;
+	struct tsr_mds_reconnect r;
+};
+
+static int
+gather_cap(void *arg, uint64_t ino, void *val)
+{
+	struct rc_ctx *x = arg;
+	struct ccap *cc = val;
+	uint32_t wanted = 0;
+
+	for (struct tsr_file *f = tsr_u64map_get(&x->fs->open, ino); f; f = f->next_open)
+		wanted |= (f->flags & O_ACCMODE) == O_RDONLY ? TSR_CAP_RD
+			  : (f->flags & O_ACCMODE) == O_WRONLY ? TSR_CAP_WR
+			  : TSR_CAP_RD | TSR_CAP_WR;
+	x->r.caps[x->r.ncaps].ino = ino;
+	x->r.caps[x->r.ncaps].wanted = wanted;
+	x->r.caps[x->r.ncaps].issued = cap_issued(cc);
+	x->r.ncaps++;
+	cc->seq = 0; /* the new holder numbers its grants and revokes anew */
+	return 0;
+}
+
+/* On the caps thread, after the session moved to a new holder of the
+ * rank: tell it the capabilities and locks we held, in requests of at
+ * most TSR_MDS_RECONNECT_MAX of each.  If it cannot hear them, nothing
+ * is cached or held back any more. */
+static void
+reconnect_job(void *arg)
+{
+	struct tsr_fs *fs = arg;
+	struct rc_ctx x = { .fs = fs };
+	struct tsr_mds_request r;
+	uint32_t nl = 0, at_c = 0, at_l = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	x.r.caps = tsr_xcalloc(fs->caps.n + 1, sizeof(*x.r.caps));
+	x.r.locks = tsr_xcalloc(fs->nlocks + 1, sizeof(*x.r.locks));
+	tsr_u64map_each(&fs->caps, gather_cap, &x);
+	for (struct lockrec *l = fs->locks; l; l = l->next, nl++) {
+		x.r.locks[nl].ino = l->ino;
+		x.r.locks[nl].lk = l->lk;
+	}
+	x.r.nlocks = nl;
+	pthread_mutex_unlock(&fs->lock);
+	while (rc == 0 && (at_c < x.r.ncaps || at_l < x.r.nlocks || at_c + at_l == 0)) {
+		struct tsr_mds_reconnect part = {
+			.caps = x.r.caps + at_c,
+			.ncaps = x.r.ncaps - at_c < TSR_MDS_RECONNECT_MAX ? x.r.ncaps - at_c
+									: TSR_MDS_RECONNECT_MAX,
+			.locks = x.r.locks + at_l,
+			.nlocks = x.r.nlocks - at_l < TSR_MDS_RECONNECT_MAX ? x.r.nlocks - at_l
+									 : TSR_MDS_RECONNECT_MAX,
+		};
+		struct tsr_enc e;
+		tsr_enc_init(&e);
+		if ((rc = tsr_mdsmsg_reconnect_encode(&e, &part)) == 0) {
+			req_init(&r, TSR_MDS_OP_RECONNECT, TSR_FS_ROOT, NULL);
+			r.value = e.buf;
+			r.value_len = e.len;
+			rc = simple(fs, &r, NULL, NULL);
+		}
+		tsr_enc_release(&e);
+		at_c += part.ncaps;
+		at_l += part.nlocks;
+		if (part.ncaps + part.nlocks == 0)
+			break;
+	}
+	if (rc < 0) {
+		pthread_mutex_lock(&fs->lock);
+		tsr_u64map_each(&fs->caps, caps_forget, NULL);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	tsr_mdsmsg_reconnect_free(&x.r);
 }
 
 static int
@@ -1641,7 +1820,7 @@ tsr_fs_open(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, int f
 
 	*out = NULL;
 	req_init(&r, TSR_MDS_OP_OPEN, ino, cr);
-	r.flags = (uint32_t)flags;
+	r.flags = (uint32_t)flags & ~TSR_MDS_OPEN_PROBE;
 	pthread_mutex_lock(&fs->lock);
 	cc = cap_hold(fs, ino); /* busy before the ask: no release crosses it */
 	pthread_mutex_unlock(&fs->lock);
@@ -1761,9 +1940,13 @@ tsr_fs_read(struct tsr_file *f, void *buf, size_t len, uint64_t off)
 	pthread_mutex_lock(&f->lock);
 	size = f->size;
 	pthread_mutex_unlock(&f->lock);
-	if (off + len > size && !(cap_issued(f->cap) & TSR_CAP_CACHE)) {
-		/* past the end we know: another client may have written more
-		 * (not while we may cache: no other client writes) */
+	if (off + len > size && (cap_issued(f->cap) & TSR_CAP_CACHE)) {
+		/* no other client writes: our other open files may have */
+		struct tsr_fs_stat local = { .ino = f->ino, .size = size };
+		overlay(f->fs, &local);
+		size = local.size;
+	} else if (off + len > size) {
+		/* past the end we know: another client may have written more */
 		struct tsr_fs_stat st;
 		if (tsr_fs_getattr(f->fs, &f->cr, f->ino, &st) == 0 && st.size > size) {
 			size = st.size;
@@ -1893,7 +2076,8 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 			f->gen++;
 		}
 		pthread_mutex_unlock(&f->lock);
-		return 0;
+		/* (without BUF another client sees the size at once) */
+		return cap_issued(f->cap) & TSR_CAP_BUF ? 0 : flush_attrs(f);
 	}
 	if (mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
 		return failf(-EOPNOTSUPP, "fallocate mode %#x (0, KEEP_SIZE and PUNCH_HOLE "
@@ -1936,7 +2120,7 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 	f->send_mtime = 1;
 	f->gen++;
 	pthread_mutex_unlock(&f->lock);
-	return 0;
+	return cap_issued(f->cap) & TSR_CAP_BUF ? 0 : flush_attrs(f);
 }
 
 int

@@ -330,6 +330,78 @@ fail:
 }
 
 int
+tsr_mdsmsg_reconnect_encode(struct tsr_enc *e, const struct tsr_mds_reconnect *r)
+{
+	tsr_enc_u32(e, r->ncaps);
+	for (uint32_t i = 0; i < r->ncaps; i++) {
+		tsr_enc_u64(e, r->caps[i].ino);
+		tsr_enc_u32(e, r->caps[i].wanted);
+		tsr_enc_u32(e, r->caps[i].issued);
+	}
+	tsr_enc_u32(e, r->nlocks);
+	for (uint32_t i = 0; i < r->nlocks; i++) {
+		tsr_enc_u64(e, r->locks[i].ino);
+		tsr_mdsmsg_lock_encode(e, &r->locks[i].lk);
+	}
+	return tsr_enc_error(e);
+}
+
+void
+tsr_mdsmsg_reconnect_free(struct tsr_mds_reconnect *r)
+{
+	free(r->caps);
+	free(r->locks);
+	memset(r, 0, sizeof(*r));
+}
+
+#define LOCK_BYTES 32
+
+int
+tsr_mdsmsg_reconnect_decode(const void *buf, size_t len, struct tsr_mds_reconnect *r,
+			    char *err, size_t errlen)
+{
+	struct tsr_dec d;
+	uint32_t n;
+
+	memset(r, 0, sizeof(*r));
+	tsr_dec_init(&d, buf, len);
+	n = tsr_dec_u32(&d);
+	if (tsr_dec_error(&d) || n > TSR_MDS_RECONNECT_MAX || n > tsr_dec_remaining(&d) / 16)
+		return tsr_errf(err, errlen, -EBADMSG, "reconnect: %" PRIu32 " caps", n);
+	r->caps = tsr_xcalloc(n ? n : 1, sizeof(*r->caps));
+	for (; r->ncaps < n; r->ncaps++) {
+		struct tsr_mds_reconnect_cap *c = &r->caps[r->ncaps];
+		c->ino = tsr_dec_u64(&d);
+		c->wanted = tsr_dec_u32(&d);
+		c->issued = tsr_dec_u32(&d);
+		if (c->ino == 0 || ((c->wanted | c->issued) & ~TSR_CAP_ALL) ||
+		    (c->wanted & ~(TSR_CAP_RD | TSR_CAP_WR)))
+			goto bad;
+	}
+	n = tsr_dec_u32(&d);
+	if (tsr_dec_error(&d) || n > TSR_MDS_RECONNECT_MAX ||
+	    n > tsr_dec_remaining(&d) / (8 + LOCK_BYTES))
+		goto bad;
+	r->locks = tsr_xcalloc(n ? n : 1, sizeof(*r->locks));
+	for (; r->nlocks < n; r->nlocks++) {
+		struct tsr_mds_reconnect_lock *l = &r->locks[r->nlocks];
+		uint8_t raw[LOCK_BYTES];
+		l->ino = tsr_dec_u64(&d);
+		tsr_dec_raw(&d, raw, sizeof(raw));
+		if (tsr_dec_error(&d) || l->ino == 0 ||
+		    tsr_mdsmsg_lock_decode(raw, sizeof(raw), &l->lk) < 0)
+			goto bad;
+	}
+	if (tsr_dec_error(&d) || tsr_dec_remaining(&d) != 0)
+		goto bad;
+	return 0;
+bad:
+	tsr_mdsmsg_reconnect_free(r);
+	return tsr_errf(err, errlen, -EBADMSG, "reconnect: a capability or lock out of "
+			"range, truncated, or trailing bytes");
+}
+
+int
 tsr_mdsmsg_cap_encode(struct tsr_enc *e, const struct tsr_mds_cap *c)
 {
 	size_t mark = tsr_enc_begin_struct(e, 1, 1);

@@ -7,7 +7,8 @@
  *   MDS_REQUEST  client -> mds: one metadata operation
  *   MDS_REPLY    mds -> client: its result
  *   MDS_CAP      mds -> client: give back capabilities (a revoke), which
- *                the client answers with a CAPS request (ACK)
+ *                the client answers with a CAPS request (ACK, or RELEASE
+ *                when no file of the inode is open there)
  *
  * Types are TSR_MSG_USER + 128 + n (the monitors' and the OSDs' are
  * below, monmsg.h and osdmsg.h).
@@ -90,8 +91,12 @@ struct tsr_mds_session {
 	X(SETLK, 18, "setlk", 0)         /* ino, lk: -EBUSY on a conflict */   \
 	X(CAPS, 19, "caps", 0)           /* flags CAPS_ACK: ino, mode: caps     \
 	                                    kept, cookie: the revoke's seq;     \
-	                                    CAPS_RELEASE: value: u64 inos (LE)  \
-	                                    given back */
+	                                    CAPS_RELEASE: value: (u64 ino,      \
+	                                    u64 size) pairs given back (also    \
+	                                    the answer to a revoke of what no   \
+	                                    file uses) */                       \
+	X(RECONNECT, 20, "reconnect", 0) /* value: what the client held of the \
+	                                    MDS before (reconnect encoding) */
 
 enum tsr_mds_op {
 #define X(e, v, n, w) TSR_MDS_OP_##e = v,
@@ -120,6 +125,8 @@ enum tsr_mds_op {
 #define TSR_MDS_CREATE_OPEN 0x8u       /* MKNOD of a file: the maker opens it,
                                           and holds capabilities at once */
 #define TSR_MDS_CREATE_ACC 0x30u       /* ... with O_ACCMODE << 4 */
+#define TSR_MDS_OPEN_PROBE 0x80000000u /* OPEN: may the caller open it so?
+                                          (no capabilities: it will not) */
 #define TSR_MDS_OPENED 0x4u            /* SETATTR: through a file the caller
                                           holds open for writing (its open
                                           checked the permission) */
@@ -165,6 +172,27 @@ struct tsr_mds_lock {
 };
 int tsr_mdsmsg_lock_encode(struct tsr_enc *e, const struct tsr_mds_lock *lk);
 int tsr_mdsmsg_lock_decode(const void *buf, size_t len, struct tsr_mds_lock *lk);
+
+/* RECONNECT's value: a client's capabilities and locks, re-asserted with
+ * a new holder of the rank.
+ *   reconnect = { u32 ncaps, ncaps x { u64 ino, u32 wanted, u32 issued },
+ *                 u32 nlocks, nlocks x { u64 ino, lock } } */
+#define TSR_MDS_RECONNECT_MAX 4096     /* caps, and locks, in one request */
+struct tsr_mds_reconnect_cap {
+	uint64_t ino;
+	uint32_t wanted, issued;
+};
+struct tsr_mds_reconnect_lock {
+	uint64_t ino;
+	struct tsr_mds_lock lk;
+};
+struct tsr_mds_reconnect {
+	struct tsr_mds_reconnect_cap *caps;
+	uint32_t ncaps;
+	struct tsr_mds_reconnect_lock *locks;
+	uint32_t nlocks;
+};
+
 #define TSR_MDS_READDIR_MAX 4096
 
 struct tsr_mds_request {
@@ -238,6 +266,11 @@ int tsr_mdsmsg_reply_encode(struct tsr_enc *e, const struct tsr_mds_reply *r);
 int tsr_mdsmsg_reply_decode(const void *buf, size_t len, struct tsr_mds_reply *r,
 			    char *err, size_t errlen);
 void tsr_mdsmsg_reply_free(struct tsr_mds_reply *r);
+int tsr_mdsmsg_reconnect_encode(struct tsr_enc *e, const struct tsr_mds_reconnect *r);
+/* Owns what it decodes (tsr_mdsmsg_reconnect_free), also on error. */
+int tsr_mdsmsg_reconnect_decode(const void *buf, size_t len, struct tsr_mds_reconnect *r,
+				char *err, size_t errlen);
+void tsr_mdsmsg_reconnect_free(struct tsr_mds_reconnect *r);
 int tsr_mdsmsg_cap_encode(struct tsr_enc *e, const struct tsr_mds_cap *c);
 int tsr_mdsmsg_cap_decode(const void *buf, size_t len, struct tsr_mds_cap *c, char *err,
 			  size_t errlen);

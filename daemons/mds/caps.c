@@ -22,7 +22,8 @@
  * that epoch or newer, and the OSDs wait for the client's epoch before
  * they serve it, so no write of the evicted client lands after theirs.
  *
- * Everything here runs on the MDS thread. */
+ * Everything here runs on the MDS thread, but mds_evictions_send (on the
+ * loop, where the monitor client lives). */
 #include "mds.h"
 
 #include "log/log.h"
@@ -74,6 +75,30 @@ holder(struct mcaps *cs, uint64_t client)
 	return NULL;
 }
 
+/* client's record on ino, made (with the inode's) when absent. */
+static struct mcap *
+holder_add(struct mds *m, uint64_t ino, struct mcaps **csp, uint64_t client)
+{
+	struct mcaps *cs = *csp;
+	struct mcap *h;
+
+	if (cs == NULL) {
+		cs = tsr_xcalloc(1, sizeof(*cs));
+		if (tsr_u64map_put(&m->caps, ino, cs) < 0)
+			abort();
+		*csp = cs;
+	}
+	if ((h = holder(cs, client)) == NULL) {
+		cs->h = realloc(cs->h, (cs->n + 1) * sizeof(*cs->h));
+		if (cs->h == NULL)
+			abort();
+		h = &cs->h[cs->n++];
+		memset(h, 0, sizeof(*h));
+		h->client = client;
+	}
+	return h;
+}
+
 static uint32_t
 allowed(const struct mcaps *cs, const struct mcap *h)
 {
@@ -102,7 +127,7 @@ send_revoke(struct mds *m, uint64_t ino, struct mcap *h, uint32_t target)
 	struct tsr_msg *msg;
 
 	h->target = target;
-	h->seq++;
+	h->seq = ++m->cap_seq;
 	if (h->revoke_ns == 0)
 		h->revoke_ns = tsr_mono_ns();
 	c.caps = target;
@@ -133,7 +158,9 @@ settle(struct mds *m, uint64_t ino, struct mcaps *cs, uint64_t client, uint32_t 
 		uint32_t extra = h->issued & ~keep & (TSR_CAP_CACHE | TSR_CAP_BUF);
 		if (extra && (h->revoke_ns == 0 || (h->target & extra)))
 			send_revoke(m, ino, h, h->issued & keep);
-		waiting |= h->revoke_ns != 0;
+		/* (a revoke out for bits this request does not mind is no
+		 * reason to wait) */
+		waiting |= extra != 0;
 	}
 	return waiting;
 }
@@ -151,27 +178,18 @@ mds_caps_open(struct mds *m, uint64_t client, uint64_t ino, uint32_t flags,
 	case O_WRONLY: want = TSR_CAP_WR; break;
 	default: want = TSR_CAP_RD | TSR_CAP_WR; break;
 	}
-	if (cs == NULL) {
-		cs = tsr_xcalloc(1, sizeof(*cs));
-		if (tsr_u64map_put(&m->caps, ino, cs) < 0)
-			abort();
-	}
-	if ((h = holder(cs, client)) == NULL) {
-		cs->h = realloc(cs->h, (cs->n + 1) * sizeof(*cs->h));
-		if (cs->h == NULL)
-			abort();
-		h = &cs->h[cs->n++];
-		memset(h, 0, sizeof(*h));
-		h->client = client;
-	}
+	h = holder_add(m, ino, &cs, client);
 	h->wanted |= want;
 	if (settle(m, ino, cs, client, 0))
 		return 1;
 	h = holder(cs, client);
-	/* a grant answers any revoke of this holder's that is out */
+	/* a grant answers any revoke of this holder's that is out; requests
+	 * parked for it run again once this one is answered */
+	if (h->revoke_ns)
+		m->wake_pending = 1;
 	h->issued = h->target = allowed(cs, h);
 	h->revoke_ns = 0;
-	h->seq++;
+	h->seq = ++m->cap_seq;
 	rep->caps = h->issued;
 	rep->cap_seq = h->seq;
 	rep->osd_barrier = m->osd_barrier;
@@ -203,6 +221,33 @@ remove_holder(struct mds *m, uint64_t ino, struct mcaps *cs, struct mcap *h)
 		free(cs->h);
 		free(cs);
 	}
+}
+
+void
+mds_caps_reassert(struct mds *m, uint64_t client, uint64_t ino, uint32_t wanted,
+		  uint32_t issued)
+{
+	struct mcaps *cs = caps_of(m, ino);
+	struct mcap *h;
+
+	h = holder_add(m, ino, &cs, client);
+	h->wanted |= wanted & (TSR_CAP_RD | TSR_CAP_WR);
+	h->issued |= issued & TSR_CAP_ALL;
+	h->target = h->issued;
+	/* (seq starts again: the client set its own to 0 when it sent this) */
+}
+
+static int
+settle_one(void *arg, uint64_t ino, void *val)
+{
+	settle(arg, ino, val, 0, 0);
+	return 0;
+}
+
+void
+mds_caps_settle_all(struct mds *m)
+{
+	tsr_u64map_each(&m->caps, settle_one, m);
 }
 
 void
@@ -277,6 +322,7 @@ mds_caps_drop_client(struct mds *m, uint64_t client)
 /* ---- Eviction ---- */
 
 struct evict {
+	struct evict *next;          /* on m->evict_out */
 	struct mds *m;
 	uint64_t client;
 	int status;
@@ -316,6 +362,7 @@ evicted(void *arg)
 		free(v);
 		return;
 	}
+	mds_evicted_add(m, v->client);
 	if (v->epoch > m->osd_barrier)
 		m->osd_barrier = v->epoch;
 	tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "client %" PRIx64 " evicted: blocklisted at OSD "
@@ -337,34 +384,57 @@ blocklist_done(void *arg, int status, const char *text)
 	const char *p;
 
 	v->status = status;
+	if (status == 0 && ((p = strstr(text, "\"osdmap_epoch\": ")) == NULL ||
+			    (v->epoch = strtoull(p + 16, NULL, 10)) == 0))
+		v->status = status = -EPROTO; /* no epoch: no barrier to give */
 	if (status < 0)
 		tsr_log(TSR_SUB_MDS, TSR_LOG_ERROR, "evicting client %" PRIx64 ": osd blocklist "
 			"add failed: %s (tried again)", v->client, text);
-	else if ((p = strstr(text, "\"osdmap_epoch\": ")) != NULL)
-		v->epoch = strtoull(p + 16, NULL, 10);
 	if (mds_post(v->m, evicted, v) < 0)
 		free(v);
+}
+
+/* On the loop (its tick): the blocklist commands the MDS thread asked
+ * for. */
+void
+mds_evictions_send(struct mds *m)
+{
+	struct evict *list;
+
+	pthread_mutex_lock(&m->post_lock);
+	list = m->evict_out;
+	m->evict_out = NULL;
+	pthread_mutex_unlock(&m->post_lock);
+	while (list) {
+		struct evict *v = list;
+		char id[24], secs[24];
+		char *argv[] = { "osd", "blocklist", "add", id, secs };
+		list = v->next;
+		snprintf(id, sizeof(id), "%" PRIx64, v->client);
+		snprintf(secs, sizeof(secs), "%" PRIu64, m->blocklist_s);
+		if (tsr_monc_send(m->monc, 5, argv, 30000, blocklist_done, v, NULL) < 0) {
+			v->status = -ESHUTDOWN;
+			if (mds_post(m, evicted, v) < 0)
+				free(v);
+		}
+	}
 }
 
 static void
 evict(struct mds *m, uint64_t client, const char *why)
 {
-	char id[24], secs[24];
-	char *argv[] = { "osd", "blocklist", "add", id, secs };
 	struct evict *v;
 
 	if (evicting(m, client))
 		return;
 	tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "evicting client %" PRIx64 ": %s", client, why);
-	snprintf(id, sizeof(id), "%" PRIx64, client);
-	snprintf(secs, sizeof(secs), "%" PRIu64, m->blocklist_s);
 	v = tsr_xcalloc(1, sizeof(*v));
 	v->m = m;
 	v->client = client;
-	if (tsr_monc_send(m->monc, 5, argv, 30000, blocklist_done, v, NULL) < 0) {
-		free(v);
-		return;
-	}
+	pthread_mutex_lock(&m->post_lock);
+	v->next = m->evict_out;
+	m->evict_out = v;
+	pthread_mutex_unlock(&m->post_lock);
 	m->evicting = realloc(m->evicting, (m->nevicting + 1) * sizeof(*m->evicting));
 	if (m->evicting == NULL)
 		abort();
@@ -385,10 +455,17 @@ find_late(void *arg, uint64_t ino, void *val)
 	struct mcaps *cs = val;
 
 	(void)ino;
-	for (size_t i = 0; i < cs->n && x->n < 16; i++)
-		if (cs->h[i].revoke_ns &&
-		    x->now - cs->h[i].revoke_ns >= x->m->revoke_timeout_ns)
+	for (size_t i = 0; i < cs->n && x->n < 16; i++) {
+		size_t j;
+		if (cs->h[i].revoke_ns == 0 ||
+		    x->now - cs->h[i].revoke_ns < x->m->revoke_timeout_ns ||
+		    evicting(x->m, cs->h[i].client))
+			continue;
+		for (j = 0; j < x->n && x->late[j] != cs->h[i].client; j++)
+			;
+		if (j == x->n)
 			x->late[x->n++] = cs->h[i].client;
+	}
 	return 0;
 }
 
@@ -499,4 +576,44 @@ mds_caps_free(struct mds *m)
 	free(m->evicting);
 	m->evicting = NULL;
 	m->nevicting = 0;
+	while (m->evict_out) {
+		struct evict *v = m->evict_out;
+		m->evict_out = v->next;
+		free(v);
+	}
+	free(m->evicted);
+	m->evicted = NULL;
+	m->nevicted = 0;
+}
+
+/* ---- Clients evicted: refused by the MDS too, while blocklisted ---- */
+
+void
+mds_evicted_add(struct mds *m, uint64_t client)
+{
+	uint64_t now = tsr_mono_ns();
+	size_t w = 0;
+
+	/* (entries past their time go) */
+	for (size_t i = 0; i < m->nevicted; i++)
+		if (m->evicted[i].until_ns > now)
+			m->evicted[w++] = m->evicted[i];
+	m->nevicted = w;
+	m->evicted = realloc(m->evicted, (m->nevicted + 1) * sizeof(*m->evicted));
+	if (m->evicted == NULL)
+		abort();
+	m->evicted[m->nevicted].client = client;
+	m->evicted[m->nevicted].until_ns = now + m->blocklist_s * 1000000000u;
+	m->nevicted++;
+}
+
+int
+mds_is_evicted(struct mds *m, uint64_t client)
+{
+	uint64_t now = tsr_mono_ns();
+
+	for (size_t i = 0; i < m->nevicted; i++)
+		if (m->evicted[i].client == client && m->evicted[i].until_ns > now)
+			return 1;
+	return 0;
 }

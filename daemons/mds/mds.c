@@ -209,7 +209,10 @@ on_session_mds(void *arg)
 		goto out;
 	}
 	rep.tid = s.tid;
-	if (!m->active || !mds_lease_ok(m)) {
+	if (mds_is_evicted(m, tsr_conn_peer_id(im->conn))) {
+		rep.result = -EKEYREVOKED;
+		snprintf(rep.why, sizeof(rep.why), "this client was evicted: mount again");
+	} else if (!m->active || !mds_lease_ok(m)) {
 		rep.result = -EAGAIN;
 		snprintf(rep.why, sizeof(rep.why), "mds.%s does not serve a rank now",
 			 m->name);
@@ -222,6 +225,7 @@ on_session_mds(void *arg)
 			if (m->sess[i].client == s.client) {
 				tsr_conn_put(m->sess[i].conn);
 				m->sess[i] = m->sess[--m->nsess];
+				m->sessions_dirty = 1;
 				break;
 			}
 	} else {
@@ -237,6 +241,7 @@ on_session_mds(void *arg)
 			m->sess[i].conn = im->conn;
 			tsr_conn_get(im->conn);
 			m->nsess++;
+			m->sessions_dirty = 1;
 			tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "session of %s (%" PRIx64 ") opened",
 				tsr_conn_peer(im->conn), s.client);
 		}
@@ -341,6 +346,10 @@ take_rank(void *arg)
 		return; /* stopping */
 	}
 	mds_replay_done(m);
+	/* the clients the last holder served, which come back to us */
+	if ((rc = mds_sessions_read(m)) < 0)
+		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "mds.%s: rank %d: reading its sessions: %s "
+			"(no client waited for)", m->name, m->rank, strerror(-rc));
 	m->replaying = 0;
 	tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "mds.%s: rank %d replayed (%" PRIu64 " events "
 		"in the journal): telling the monitors", m->name, m->rank, m->applied);
@@ -355,6 +364,7 @@ set_active(void *arg)
 
 	if (m->rank >= 0 && !m->replaying && !m->active) {
 		m->active = 1;
+		mds_reconnect_begin(m);
 		tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "mds.%s: rank %d active", m->name, m->rank);
 	}
 }
@@ -423,6 +433,7 @@ expire_sessions(struct mds *m)
 		mds_locks_drop(m, id);
 		tsr_conn_put(s->conn);
 		*s = m->sess[--m->nsess];
+		m->sessions_dirty = 1;
 	}
 }
 
@@ -443,6 +454,7 @@ mds_session_end(struct mds *m, uint64_t client)
 			tsr_conn_close(m->sess[i].conn);
 			tsr_conn_put(m->sess[i].conn);
 			m->sess[i] = m->sess[--m->nsess];
+			m->sessions_dirty = 1;
 			return;
 		}
 }
@@ -468,6 +480,8 @@ writeback_mds(void *arg)
 		if (m->active) {
 			expire_sessions(m);
 			mds_caps_tick(m);
+			mds_reconnecting(m); /* (ends the window when it is over) */
+			mds_sessions_write(m);
 		}
 		mds_writeback(m);
 		mds_journal_trim(m);
@@ -492,6 +506,7 @@ tick(void *arg)
 		last_wb = now;
 		mds_post(m, writeback_mds, m);
 	}
+	mds_evictions_send(m);
 	tsr_loop_timer_add(m->loop, (uint64_t)TICK_MS * 1000000u, tick, m, &m->wb_timer);
 }
 
@@ -691,6 +706,8 @@ mds_start(struct tsr_daemon *d, char *err, size_t errlen)
 	m->cache_max = (uint64_t)tsr_conf_int(conf, "mds_cache_max_entries");
 	m->session_timeout_ns = (uint64_t)tsr_conf_int(conf, "mds_session_timeout") * 1000000u;
 	m->revoke_timeout_ns = (uint64_t)tsr_conf_int(conf, "mds_cap_revoke_timeout") * 1000000u;
+	m->reconnect_timeout_ns = (uint64_t)tsr_conf_int(conf, "mds_reconnect_timeout") *
+				  1000000u;
 	m->blocklist_s = (uint64_t)tsr_conf_int(conf, "mds_blocklist_duration") / 1000u;
 	m->grace_ns = (uint64_t)tsr_conf_int(conf, "mon_mds_beacon_grace") * 1000000u;
 	if ((rc = tsr_workq_create("mds", &m->wq)) < 0)
@@ -786,12 +803,13 @@ mds_stop(struct tsr_daemon *d)
 	for (size_t i = 0; i < m->nsess; i++)
 		tsr_conn_put(m->sess[i].conn);
 	free(m->sess);
+	mds_caps_free(m); /* (parked requests hold connections) */
 	tsr_msgr_destroy(m->msgr);
 	mds_cache_free(m);
 	mds_journal_free(m);
 	mds_done_free(m);
 	mds_locks_drop(m, 0);
-	mds_caps_free(m);
+	free(m->expect);
 	pthread_mutex_destroy(&m->lease_lock);
 	pthread_mutex_destroy(&m->post_lock);
 	free(m);

@@ -12,6 +12,8 @@
  *   locks.c    POSIX and flock locks, per (client, owner)
  *   caps.c     capabilities: granted at open, revoked on conflict, taken
  *              by eviction (with an OSD blocklist)
+ *   reconnect.c  clients re-assert capabilities and locks with a new
+ *              holder of the rank
  *
  * Threads.  The namespace lives on one thread, the MDS thread (a work
  * queue): requests, replay, write-back and the journal's bookkeeping all
@@ -145,9 +147,21 @@ struct mds {
 	uint64_t osd_barrier;        /* the OSD map epoch of the last eviction */
 	uint64_t *evicting;          /* clients whose blocklist is on its way */
 	size_t nevicting;
+	struct evict *evict_out;     /* blocklists for the loop to ask for
+					(post_lock) */
+	struct { uint64_t client, until_ns; } *evicted;  /* refused */
+	size_t nevicted;
+	uint64_t cap_seq;            /* numbers every grant and revoke */
+	int wake_pending;            /* parked requests to run again */
 	uint64_t revoke_timeout_ns;  /* mds_cap_revoke_timeout */
 	uint64_t blocklist_s;        /* mds_blocklist_duration */
 	uint64_t n_evictions;
+	/* reconnect (reconnect.c) */
+	uint64_t reconnect_timeout_ns;  /* mds_reconnect_timeout */
+	uint64_t reconnect_until_ns;  /* the window's end (0: none) */
+	uint64_t *expect;            /* clients of the last holder not back yet */
+	size_t nexpect;
+	int sessions_dirty;          /* mds<R>.sessions to write */
 	uint64_t applied;            /* the last event applied */
 	uint64_t clock;              /* ticks of use, for eviction */
 	uint64_t trim_clock;         /* the clock at the last eviction pass */
@@ -285,10 +299,32 @@ void mds_caps_drop_client(struct mds *m, uint64_t client);
 /* Evict clients whose revokes are late (the writeback timer). */
 void mds_caps_tick(struct mds *m);
 void mds_evict(struct mds *m, uint64_t client, const char *why);
+/* On the loop: ask the monitors for the blocklists evict() queued. */
+void mds_evictions_send(struct mds *m);
+void mds_evicted_add(struct mds *m, uint64_t client);
+/* Was client evicted (and is it still blocklisted)? */
+int mds_is_evicted(struct mds *m, uint64_t client);
 void mds_park(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_request *r);
 /* Run the parked requests again (a revoke was answered, a holder went). */
 void mds_parked_wake(struct mds *m);
 void mds_caps_free(struct mds *m);
+/* A client re-asserts what it held (RECONNECT). */
+void mds_caps_reassert(struct mds *m, uint64_t client, uint64_t ino, uint32_t wanted,
+		       uint32_t issued);
+/* Revoke from every holder what it may not hold beside the others. */
+void mds_caps_settle_all(struct mds *m);
+
+/* reconnect.c */
+/* Read mds<R>.sessions: the clients to wait for (takeover thread). */
+int mds_sessions_read(struct mds *m);
+/* Write mds<R>.sessions if the sessions changed (the tick). */
+void mds_sessions_write(struct mds *m);
+/* The rank is active: the window for reconnects opens. */
+void mds_reconnect_begin(struct mds *m);
+/* 1 while clients are still expected within the window. */
+int mds_reconnecting(struct mds *m);
+int mds_reconnect(struct mds *m, uint64_t client, const void *value, size_t len,
+		  char *why, size_t whylen);
 size_t mds_parked_count(struct mds *m);
 /* Does client hold capabilities on any inode? */
 int mds_caps_client_holds(struct mds *m, uint64_t client);

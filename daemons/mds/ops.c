@@ -384,6 +384,8 @@ mds_purges_run(struct mds *m, int drop)
 void
 mds_purge_size(struct mds *m, uint64_t ino, uint64_t size)
 {
+	if (size > TSR_FS_MAX_SIZE)
+		size = TSR_FS_MAX_SIZE; /* (a client's word) */
 	for (struct purge *p = m->purges; p; p = p->next)
 		if (p->in.ino == ino && size > p->in.size)
 			p->in.size = size;
@@ -467,7 +469,7 @@ do_open(struct req *q)
 		return fail(q, -EISDIR, "a directory opened for writing");
 	if (!may(q->r, l.in, want))
 		return fail(q, -EACCES, "permission denied");
-	if (S_ISREG(l.in->mode) &&
+	if (S_ISREG(l.in->mode) && !(q->r->flags & TSR_MDS_OPEN_PROBE) &&
 	    mds_caps_open(q->m, q->client, l.in->ino, q->r->flags, &q->rep))
 		return PARKED;
 	return reply_inode(q, l.in);
@@ -1266,6 +1268,15 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 	uint64_t done_ino;
 	if (!m->active || !mds_lease_ok(m)) {
 		rc = fail(&q, -EAGAIN, "mds.%s does not serve a rank now", m->name);
+	} else if (mds_is_evicted(m, q.client)) {
+		rc = fail(&q, -EKEYREVOKED, "this client was evicted (a revoke "
+			  "unanswered): mount again");
+	} else if (r->op == TSR_MDS_OP_RECONNECT) {
+		rc = mds_reconnect(m, q.client, r->value, r->value_len, q.rep.why,
+				   sizeof(q.rep.why));
+	} else if (r->op != TSR_MDS_OP_CAPS && mds_reconnecting(m)) {
+		/* nothing is granted before what clients held is known */
+		rc = fail(&q, -EAGAIN, "mds.%s: waiting for clients to reconnect", m->name);
 	} else if (tsr_mds_op_writes(r->op) && mds_done_find(m, q.client, r->tid, &done_ino)) {
 		rc = answer_done(&q, done_ino);
 	} else {
@@ -1299,6 +1310,9 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 		tsr_fs_event_free(&q.ev);
 		return;
 	}
+	/* every answer names the OSD epoch of the last eviction: a client
+	 * cuts data (truncate) only with a map that new */
+	q.rep.osd_barrier = m->osd_barrier;
 	q.rep.result = rc < 0 ? rc : 0;
 	if (rc < 0) {
 		/* an error answers nothing but the error */
@@ -1322,4 +1336,8 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 		mds_reply_after(m, conn, msg, m->applied);
 	tsr_mdsmsg_reply_free(&q.rep);
 	tsr_fs_event_free(&q.ev);
+	if (m->wake_pending) {
+		m->wake_pending = 0;
+		mds_parked_wake(m);
+	}
 }

@@ -1702,17 +1702,20 @@ blocklist_change(struct draft *d, const struct cmd_opts *o, struct tsr_sbuf *out
 	if (o->npos == 3)
 		secs = strtoll(o->pos[2], NULL, 10); /* checked: 1..BLOCK_MAX_S */
 	until = now + (uint64_t)secs;
-	if (!found && m->nblocklist >= TSR_OSDMAP_MAX_BLOCKLIST)
+	d->inc.blocklist_rm = tsr_xcalloc(m->nblocklist + 1, sizeof(uint64_t));
+	for (size_t i = 0; i < m->nblocklist; i++) {
+		if (m->blocklist[i].client == id && m->blocklist[i].until > until)
+			until = m->blocklist[i].until; /* an add never shortens one */
+		if (m->blocklist[i].until <= now && m->blocklist[i].client != id)
+			d->inc.blocklist_rm[d->inc.nblocklist_rm++] = m->blocklist[i].client;
+	}
+	if (!found && m->nblocklist - d->inc.nblocklist_rm >= TSR_OSDMAP_MAX_BLOCKLIST)
 		return FAIL(-ENOSPC, "the blocklist holds %d clients already",
 			    TSR_OSDMAP_MAX_BLOCKLIST);
 	d->inc.blocklist = tsr_xcalloc(1, sizeof(*d->inc.blocklist));
 	d->inc.blocklist[0].client = id;
 	d->inc.blocklist[0].until = until;
 	d->inc.nblocklist = 1;
-	d->inc.blocklist_rm = tsr_xcalloc(m->nblocklist + 1, sizeof(uint64_t));
-	for (size_t i = 0; i < m->nblocklist; i++)
-		if (m->blocklist[i].until <= now && m->blocklist[i].client != id)
-			d->inc.blocklist_rm[d->inc.nblocklist_rm++] = m->blocklist[i].client;
 	tsr_sbuf_printf(out, "{\"client\": \"%" PRIx64 "\", \"blocklisted\": true, "
 			"\"until\": %" PRIu64 ", \"expired_removed\": %zu, \"osdmap_epoch\": %"
 			PRIu64 "}", id, until, d->inc.nblocklist_rm, draft_osd_epoch(d));

@@ -25,6 +25,9 @@
  *                  (SIGSTOP, then SIGKILL): another's open goes on after
  *                  the revoke timeout, and the stopped one's writes are
  *                  refused by the OSDs once it resumes
+ *   reconnect      SIGKILL the active MDS while a client holds a file open
+ *                  for writing and a lock: the standby waits for it to
+ *                  re-assert both, and another client meets them
  */
 #include "cluster/cluster.h"
 #include "cluster/tc_check.h"
@@ -922,6 +925,63 @@ START_TEST(evict)
 }
 END_TEST
 
+/* The active MDS dies while one client holds a file open for writing
+ * (its size held back) and a lock: the standby waits for it to reconnect,
+ * and another client meets both as before. */
+START_TEST(reconnect)
+{
+	struct tc_cluster c;
+	struct tsr_client *k1, *k2;
+	struct tsr_fs *fs1, *fs2;
+	struct tsr_file *f;
+	struct tsr_fs_stat st, st2;
+	struct tsr_fs_lock lk = { .start = 0, .end = 99, .owner = 1, .type = F_WRLCK };
+	char buf[300];
+	int first, second;
+
+	fs_cluster(&c, 2, FAST_MDS);
+	k1 = client_of(&c);
+	k2 = client_of(&c);
+	fs1 = mount_of(k1);
+	fs2 = mount_of(k2);
+	EXPECT(tsr_fs_create(fs1, NULL, TSR_FS_ROOT, "f", 0644, O_RDWR, &f, &st), 0);
+	memset(buf, 'r', sizeof(buf));
+	EXPECT(tsr_fs_write(f, buf, sizeof(buf), 0), (int)sizeof(buf));
+	EXPECT(tsr_fs_setlk(fs1, NULL, st.ino, &lk, 0), 0);
+	/* the sessions reach mds0.sessions at the write-back tick */
+	tc_sleep_ms(500);
+	first = tc_mds_active(&c);
+	ck_assert_int_ge(first, 0);
+	ck_assert_int_eq(tc_mds_signal(&c, (size_t)first, SIGKILL), SIGKILL);
+	second = tc_await_mds_active(&c, first, 30000);
+	ck_assert_int_ge(second, 0);
+	/* the lock holds across the failover */
+	lk.owner = 2;
+	EXPECT(tsr_fs_setlk(fs2, NULL, st.ino, &lk, 0), -EAGAIN);
+	/* and so does the held-back size: a stat asks the writer for it */
+	EXPECT(tsr_fs_getattr(fs2, NULL, st.ino, &st2), 0);
+	ck_assert_uint_eq(st2.size, sizeof(buf));
+	/* the writer goes on writing */
+	EXPECT(tsr_fs_write(f, buf, 10, sizeof(buf)), 10);
+	EXPECT(tsr_fs_getattr(fs2, NULL, st.ino, &st2), 0);
+	ck_assert_uint_eq(st2.size, sizeof(buf) + 10);
+	lk.owner = 1;
+	lk.type = F_UNLCK;
+	EXPECT(tsr_fs_setlk(fs1, NULL, st.ino, &lk, 0), 0);
+	lk.owner = 2;
+	lk.type = F_WRLCK;
+	EXPECT(tsr_fs_setlk(fs2, NULL, st.ino, &lk, 0), 0);
+	EXPECT(tsr_fs_close(f), 0);
+	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 0);
+
+	tsr_fs_unmount(fs2);
+	tsr_fs_unmount(fs1);
+	tsr_client_shutdown(k2);
+	tsr_client_shutdown(k1);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -934,6 +994,7 @@ main(void)
 		{ "dead_client", dead_client, NULL },
 		{ "caps", caps, NULL },
 		{ "evict", evict, NULL },
+		{ "reconnect", reconnect, NULL },
 	};
 
 	return tc_check_main("fs", cases, TC_NCASES(cases));

@@ -688,9 +688,9 @@ START_TEST(test_foreach)
 	 * clients' (client_op_timeout, client_inject_dup: not an OSD's), the
 	 * MDSs' (mds_addr, mds_metadata_pool, mds_data_pool,
 	 * mds_journal_segment_size, mds_cache_max_entries,
-	 * mds_session_timeout, mds_cap_revoke_timeout, mds_blocklist_duration,
-	 * mds_writeback_interval) */
-	ck_assert_uint_eq(ncore, 8 + 14 + 15 + 22 + 2 + 9);
+	 * mds_session_timeout, mds_cap_revoke_timeout, mds_reconnect_timeout,
+	 * mds_blocklist_duration, mds_writeback_interval) */
+	ck_assert_uint_eq(ncore, 8 + 14 + 15 + 22 + 2 + 10);
 	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 23); /* mon_members, the OSDs' */
 	ck_assert_uint_eq(s.n, nosd);
 

@@ -16,7 +16,8 @@
  * change.  File data is written to the OSDs when tsr_fs_write returns;
  * the new size and mtime reach the MDS at tsr_fs_fsync, tsr_fs_close, or
  * when another client asks for them (a revoke of this client's BUF
- * capability; after that, at every write while the file is open).  After tsr_fs_fsync both survive
+ * capability; after that, at every write or fallocate while the file is
+ * open).  After tsr_fs_fsync both survive
  * any crash of a minority of replicas, of the MDS and of this process.
  *
  * Threads: any thread may call, on the same tsr_file too (FUSE's workers

@@ -1,0 +1,190 @@
+/* reconnect.c — sessions that outlive their MDS (mds.h).
+ *
+ * Capabilities and locks live in the MDS's memory.  When another MDS
+ * takes the rank, clients re-assert what they held (a RECONNECT request:
+ * the caps of every inode they hold, the locks they took, in order), and
+ * the new holder serves nothing else until they have, so no grant
+ * crosses a capability it has not heard of yet.
+ *
+ * Which clients to wait for: the active MDS keeps the ids of its sessions
+ * in the object mds<R>.sessions (written at the write-back tick when they
+ * changed; a hint, not journaled).  The successor reads it before it goes
+ * active, then waits until each of those clients has reconnected or
+ * mds_reconnect_timeout has passed; with none listed (a new file system,
+ * or no client), it serves at once.  A client that comes back later still
+ * re-asserts, and what it claims beyond what it may hold now is revoked.
+ *
+ * Everything here runs on the MDS thread, but mds_sessions_read (the
+ * takeover's thread, before the MDS serves).
+ */
+#include "mds.h"
+
+#include "log/log.h"
+#include "msg/msgr.h"
+#include "util/util.h"
+
+#include <tessera/client.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SESSIONS_MAX 65536            /* ids the object holds at most */
+
+static void
+sessions_oid(const struct mds *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "mds%d.sessions", m->rank);
+}
+
+int
+mds_sessions_read(struct mds *m)
+{
+	char oid[32];
+	struct tsr_op *op = tsr_op_create();
+	uint64_t got = 0;
+	uint8_t *buf = tsr_xcalloc(SESSIONS_MAX, 8);
+	int rc, rrc = 0;
+
+	sessions_oid(m, oid, sizeof(oid));
+	free(m->expect);
+	m->expect = NULL;
+	m->nexpect = 0;
+	tsr_op_read(op, 0, SESSIONS_MAX * 8, buf, &got, &rrc);
+	rc = tsr_op_run(m->oc, m->meta_pool, oid, strlen(oid), op, NULL);
+	tsr_op_destroy(op);
+	if (rc == -ENOENT) {
+		free(buf);
+		return 0;
+	}
+	if (rc == 0 && rrc < 0)
+		rc = rrc;
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	struct tsr_dec d;
+	tsr_dec_init(&d, buf, (size_t)got);
+	m->expect = tsr_xcalloc(got / 8 + 1, sizeof(*m->expect));
+	while (tsr_dec_remaining(&d) >= 8) {
+		uint64_t id = tsr_dec_u64(&d);
+		if (id != 0)
+			m->expect[m->nexpect++] = id;
+	}
+	free(buf);
+	return 0;
+}
+
+struct sessions_write {
+	struct tsr_op *op;
+	struct tsr_enc e;            /* the ids: the write borrows them */
+};
+
+static void
+sessions_written(void *arg, int result, const struct tsr_objver *ver)
+{
+	struct sessions_write *w = arg;
+
+	(void)ver;
+	(void)result; /* a hint: written again at the next change */
+	tsr_op_destroy(w->op);
+	tsr_enc_release(&w->e);
+	free(w);
+}
+
+void
+mds_sessions_write(struct mds *m)
+{
+	struct sessions_write *w;
+	char oid[32];
+
+	if (!m->sessions_dirty || m->rank < 0)
+		return;
+	m->sessions_dirty = 0;
+	w = tsr_xcalloc(1, sizeof(*w));
+	tsr_enc_init(&w->e);
+	for (size_t i = 0; i < m->nsess && i < SESSIONS_MAX; i++)
+		tsr_enc_u64(&w->e, tsr_conn_peer_id(m->sess[i].conn));
+	sessions_oid(m, oid, sizeof(oid));
+	w->op = tsr_op_create();
+	tsr_op_write_full(w->op, w->e.buf, w->e.len);
+	if (tsr_op_submit(m->oc, m->meta_pool, oid, strlen(oid), w->op, sessions_written,
+			  w) < 0) {
+		tsr_op_destroy(w->op);
+		tsr_enc_release(&w->e);
+		free(w);
+		m->sessions_dirty = 1;
+	}
+}
+
+void
+mds_reconnect_begin(struct mds *m)
+{
+	/* grants and revokes of this incarnation number above any before
+	 * (the fence: the MDS map epoch the rank was taken in) */
+	if (m->cap_seq < m->fence << 32)
+		m->cap_seq = m->fence << 32;
+	if (m->nexpect == 0 || m->reconnect_timeout_ns == 0) {
+		m->nexpect = 0;
+		return;
+	}
+	m->reconnect_until_ns = tsr_mono_ns() + m->reconnect_timeout_ns;
+	tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "mds.%s: rank %d: waiting up to %" PRIu64 " ms for "
+		"%zu clients to reconnect", m->name, m->rank,
+		m->reconnect_timeout_ns / 1000000u, m->nexpect);
+}
+
+int
+mds_reconnecting(struct mds *m)
+{
+	if (m->reconnect_until_ns == 0)
+		return 0;
+	if (m->nexpect > 0 && tsr_mono_ns() < m->reconnect_until_ns)
+		return 1;
+	if (m->nexpect > 0)
+		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "mds.%s: rank %d: %zu clients did not "
+			"reconnect within %" PRIu64 " ms (the first: %" PRIx64 "); serving",
+			m->name, m->rank, m->nexpect, m->reconnect_timeout_ns / 1000000u,
+			m->expect[0]);
+	else
+		tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "mds.%s: rank %d: every client "
+			"reconnected; serving", m->name, m->rank);
+	m->reconnect_until_ns = 0;
+	m->nexpect = 0;
+	/* what two clients claimed that cannot stand together is revoked */
+	mds_caps_settle_all(m);
+	return 0;
+}
+
+int
+mds_reconnect(struct mds *m, uint64_t client, const void *value, size_t len, char *why,
+	      size_t whylen)
+{
+	struct tsr_mds_reconnect r;
+	int rc;
+
+	if ((rc = tsr_mdsmsg_reconnect_decode(value, len, &r, why, whylen)) < 0)
+		return rc;
+	for (uint32_t i = 0; i < r.ncaps; i++)
+		mds_caps_reassert(m, client, r.caps[i].ino, r.caps[i].wanted,
+				  r.caps[i].issued);
+	for (uint32_t i = 0; i < r.nlocks; i++)
+		if (mds_lock_set(m, r.locks[i].ino, client, &r.locks[i].lk) < 0)
+			tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "client %" PRIx64 " re-asserts a "
+				"lock on %" PRIx64 " that another holds now: dropped",
+				client, r.locks[i].ino);
+	for (size_t i = 0; i < m->nexpect; i++)
+		if (m->expect[i] == client) {
+			m->expect[i] = m->expect[--m->nexpect];
+			break;
+		}
+	tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "client %" PRIx64 " reconnected: %" PRIu32
+		" capabilities, %" PRIu32 " locks", client, r.ncaps, r.nlocks);
+	/* late (the window is over): what it claims beyond its due goes */
+	if (m->reconnect_until_ns == 0)
+		mds_caps_settle_all(m);
+	tsr_mdsmsg_reconnect_free(&r);
+	return 0;
+}
