@@ -16,6 +16,11 @@
  *              other, and granted once let go
  *   failover   the active MDS SIGKILLed while a child creates and renames
  *              through the mount: it goes on, and every change is there
+ *   fsx        random writes, reads, truncates, holes, fallocate, mmap
+ *              writes and reads, fsyncs and reopens, each checked against
+ *              a reference in memory (FSX_OPS, FSX_SEED)
+ *   osd_kill   an OSD SIGKILLed while a child writes and fsyncs files
+ *              through the mount: every fsynced file reads back whole
  *
  * Each case unmounts (fusermount3 -u) and stops its daemons, failing or
  * not.  Without /dev/fuse the cases are skipped.
@@ -35,6 +40,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -762,6 +768,321 @@ START_TEST(failover)
 }
 END_TEST
 
+/* ---- fsx: random operations against a reference ---- */
+
+#define FSX_MAX (6u << 20)           /* the file stays below this */
+
+struct fsx {
+	int fd;
+	uint8_t *ref;                /* what the file must hold */
+	uint64_t size;
+	uint64_t rng;
+	char log[16][96];            /* the last operations, for a failure */
+	unsigned nlog;
+};
+
+static uint64_t
+fsx_rnd(struct fsx *x, uint64_t n)
+{
+	x->rng ^= x->rng << 13;
+	x->rng ^= x->rng >> 7;
+	x->rng ^= x->rng << 17;
+	return n ? x->rng % n : 0;
+}
+
+static void
+fsx_note(struct fsx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+fsx_note(struct fsx *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(x->log[x->nlog++ % 16], sizeof(x->log[0]), fmt, ap);
+	va_end(ap);
+}
+
+static void
+fsx_fail(struct fsx *x, const char *what)
+{
+	for (unsigned i = x->nlog > 16 ? x->nlog - 16 : 0; i < x->nlog; i++)
+		fprintf(stderr, "fsx op %u: %s\n", i, x->log[i % 16]);
+	ck_abort_msg("fsx: %s (seed in FSX_SEED; the last operations above)", what);
+}
+
+/* The file's bytes [off, off + len) must be the reference's. */
+static void
+fsx_check(struct fsx *x, uint64_t off, size_t len)
+{
+	static uint8_t got[1 << 20];
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(x->fd, &st) < 0 || (uint64_t)st.st_size != x->size) {
+		char why[128];
+		snprintf(why, sizeof(why), "size %lld, the reference %llu",
+			 (long long)st.st_size, (unsigned long long)x->size);
+		fsx_fail(x, why);
+	}
+	if (off >= x->size)
+		return;
+	if (len > sizeof(got))
+		len = sizeof(got);
+	if (off + len > x->size)
+		len = (size_t)(x->size - off);
+	n = pread(x->fd, got, len, (off_t)off);
+	if (n != (ssize_t)len)
+		fsx_fail(x, "a short read");
+	for (size_t i = 0; i < len; i++)
+		if (got[i] != x->ref[off + i]) {
+			char why[128];
+			snprintf(why, sizeof(why), "byte %llu is %#x, the reference %#x",
+				 (unsigned long long)(off + i), got[i], x->ref[off + i]);
+			fsx_fail(x, why);
+		}
+}
+
+static void
+fsx_resize(struct fsx *x, uint64_t size)
+{
+	if (size > x->size)
+		memset(x->ref + x->size, 0, size - x->size);
+	x->size = size;
+}
+
+/* Random writes, reads, truncates, holes, fallocate, mmap writes and
+ * reads, fsync and reopen through the mount, each checked against a
+ * reference in memory: FSX_OPS operations (default 1200, at most 60 s),
+ * seeded by FSX_SEED. */
+START_TEST(fsx)
+{
+	struct tc_cluster c;
+	struct mnt m = { 0 };
+	struct fsx x = { 0 };
+	uint64_t t0, ops = 1200, done = 0;
+	static uint8_t buf[256 << 10];
+	const char *e;
+
+	if (!fuse_usable()) {
+		fprintf(stderr, "fsx: no /dev/fuse here: skipped\n");
+		return;
+	}
+	if ((e = getenv("FSX_OPS")) != NULL)
+		ops = strtoull(e, NULL, 10);
+	x.rng = (e = getenv("FSX_SEED")) != NULL ? strtoull(e, NULL, 0) : 0x5eed1234abcdull;
+	x.rng |= 1;
+	fprintf(stderr, "fsx: seed %#llx, %llu operations\n", (unsigned long long)x.rng,
+		(unsigned long long)ops);
+	x.ref = calloc(1, FSX_MAX);
+	ck_assert_ptr_nonnull(x.ref);
+	ck_assert_int_eq(tc_create(&c, 1, FAST_MDS), 0);
+	ck_assert_msg(tc_fs_start(&c, 1) == 0, "the file system did not start");
+	mount_fs(&c, &m, "mnt", NULL);
+	/* small objects, so operations cross them */
+	WORKS(mkdir(path(&m, "d"), 0755));
+	WORKS(setxattr(path(&m, "d"), "tessera.dir.layout.stripe_unit", "65536", 5, 0));
+	WORKS(setxattr(path(&m, "d"), "tessera.dir.layout.object_size", "65536", 5, 0));
+	WORKS(x.fd = open(path(&m, "d/f"), O_CREAT | O_RDWR, 0644));
+	t0 = tc_now_ms();
+	for (; done < ops && tc_now_ms() - t0 < 60000; done++) {
+		uint64_t off = fsx_rnd(&x, FSX_MAX - sizeof(buf));
+		size_t len = 1 + (size_t)fsx_rnd(&x, fsx_rnd(&x, 4) ? 8192 : sizeof(buf));
+		switch (fsx_rnd(&x, 11)) {
+		case 0: case 1: case 2: /* write */
+			if (fsx_rnd(&x, 2) && x.size)
+				off = fsx_rnd(&x, x.size); /* mostly inside */
+			fsx_note(&x, "write %zu at %llu", len, (unsigned long long)off);
+			for (size_t i = 0; i < len; i++)
+				buf[i] = (uint8_t)fsx_rnd(&x, 256);
+			if (pwrite(x.fd, buf, len, (off_t)off) != (ssize_t)len)
+				fsx_fail(&x, "write failed");
+			if (off + len > x.size)
+				fsx_resize(&x, off + len);
+			memcpy(x.ref + off, buf, len);
+			break;
+		case 3: case 4: /* read */
+			off = x.size ? fsx_rnd(&x, x.size) : 0;
+			fsx_note(&x, "read %zu at %llu", len, (unsigned long long)off);
+			fsx_check(&x, off, len);
+			break;
+		case 5: { /* truncate */
+			uint64_t size = fsx_rnd(&x, 3) ? fsx_rnd(&x, x.size + 1)
+						       : fsx_rnd(&x, FSX_MAX);
+			fsx_note(&x, "truncate to %llu", (unsigned long long)size);
+			if (ftruncate(x.fd, (off_t)size) < 0)
+				fsx_fail(&x, "ftruncate failed");
+			if (size < x.size)
+				memset(x.ref + size, 0, x.size - size);
+			fsx_resize(&x, size);
+			break;
+		}
+		case 6: /* a hole */
+			if (x.size == 0)
+				break;
+			off = fsx_rnd(&x, x.size);
+			fsx_note(&x, "punch %zu at %llu", len, (unsigned long long)off);
+			if (fallocate(x.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				      (off_t)off, (off_t)len) < 0)
+				fsx_fail(&x, "punching a hole failed");
+			memset(x.ref + off, 0, off + len > x.size ? x.size - off : len);
+			break;
+		case 7: /* fallocate: grows the size */
+			fsx_note(&x, "fallocate %zu at %llu", len, (unsigned long long)off);
+			if (fallocate(x.fd, 0, (off_t)off, (off_t)len) < 0)
+				fsx_fail(&x, "fallocate failed");
+			if (off + len > x.size)
+				fsx_resize(&x, off + len);
+			break;
+		case 8: { /* mmap: write, then read, within the size */
+			long pg = sysconf(_SC_PAGESIZE);
+			if (x.size < (uint64_t)pg)
+				break;
+			uint64_t at = fsx_rnd(&x, x.size) & ~(uint64_t)(pg - 1);
+			size_t span = (size_t)(x.size - at < len ? x.size - at : len);
+			uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_SHARED, x.fd,
+					  (off_t)at);
+			fsx_note(&x, "mmap %zu at %llu", span, (unsigned long long)at);
+			if (p == MAP_FAILED)
+				fsx_fail(&x, "mmap failed");
+			for (size_t i = 0; i < span; i++)
+				if (p[i] != x.ref[at + i])
+					fsx_fail(&x, "mmap read a byte the reference lacks");
+			for (size_t i = 0; i < span; i += 1 + fsx_rnd(&x, 64)) {
+				p[i] = (uint8_t)fsx_rnd(&x, 256);
+				x.ref[at + i] = p[i];
+			}
+			if (msync(p, span, MS_SYNC) < 0)
+				fsx_fail(&x, "msync failed");
+			munmap(p, span);
+			break;
+		}
+		case 9: /* fsync */
+			fsx_note(&x, "fsync");
+			if (fsync(x.fd) < 0)
+				fsx_fail(&x, "fsync failed");
+			break;
+		default: /* close and open again: the data from the OSDs */
+			fsx_note(&x, "reopen");
+			close(x.fd);
+			if ((x.fd = open(path(&m, "d/f"), O_RDWR)) < 0)
+				fsx_fail(&x, "reopen failed");
+			fsx_check(&x, x.size ? fsx_rnd(&x, x.size) : 0, 1 << 20);
+			break;
+		}
+	}
+	/* all of it, at the end */
+	for (uint64_t at = 0; at < x.size; at += 1 << 20)
+		fsx_check(&x, at, 1 << 20);
+	fprintf(stderr, "fsx: %llu operations in %llu ms, the file %llu bytes\n",
+		(unsigned long long)done, (unsigned long long)(tc_now_ms() - t0),
+		(unsigned long long)x.size);
+	ck_assert_uint_gt(done, 100);
+	close(x.fd);
+	free(x.ref);
+	umount_fs(&m);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+static int
+count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* SIGKILL an OSD while a child writes files through the mount, each
+ * fsynced: every file it fsynced reads back whole, from another mount. */
+START_TEST(osd_kill)
+{
+	struct tc_cluster c;
+	struct mnt m = { 0 }, r = { 0 };
+	static uint8_t buf[1 << 20], got[1 << 20];
+	int made = 0, st = 0;
+	pid_t child;
+
+	if (!fuse_usable()) {
+		fprintf(stderr, "osd_kill: no /dev/fuse here: skipped\n");
+		return;
+	}
+	/* OSDs find a dead peer in about 1.5 s */
+	ck_assert_int_eq(tc_create(&c, 1, FAST_MDS " osd_heartbeat_interval = \"200ms\"; "
+				   "osd_heartbeat_grace = \"1500ms\";"), 0);
+	ck_assert_msg(tc_fs_start(&c, 1) == 0, "the file system did not start");
+	mount_fs(&c, &m, "mnt", NULL);
+	WORKS(mkdir(path(&m, "w"), 0755));
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		int i;
+		signal(SIGTERM, on_term);
+		for (i = 0; !storm_stop && i < 2000; i++) {
+			char p[600];
+			int fd;
+			for (size_t k = 0; k < sizeof(buf); k++)
+				buf[k] = (uint8_t)(i * 131 + k * 7);
+			snprintf(p, sizeof(p), "%s/w/f%04d", m.dir, i);
+			if ((fd = open(p, O_CREAT | O_EXCL | O_WRONLY, 0644)) < 0 ||
+			    write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf) ||
+			    fsync(fd) < 0 || close(fd) < 0)
+				_exit(10);
+		}
+		FILE *f = fopen(path(&m, "../made"), "w");
+		fprintf(f, "%d\n", i);
+		fclose(f);
+		_exit(0);
+	}
+	tc_sleep_ms(2000);
+	ck_assert_int_eq(tc_osd_signal(&c, 1, SIGKILL), SIGKILL);
+	int at_kill = count_entries(path(&m, "w"));
+	/* the writes go on once the PGs of the dead OSD are served again */
+	uint64_t t0 = tc_now_ms();
+	while (count_entries(path(&m, "w")) < at_kill + 10 && tc_now_ms() - t0 < 30000)
+		tc_sleep_ms(200);
+	fprintf(stderr, "osd_kill: writes going on %llu ms after the kill\n",
+		(unsigned long long)(tc_now_ms() - t0));
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the writer failed (%x)", st);
+	{
+		FILE *f = fopen(path(&m, "../made"), "r");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_int_eq(fscanf(f, "%d", &made), 1);
+		fclose(f);
+	}
+	/* the writer went on past the kill */
+	ck_assert_msg(made >= at_kill + 10, "%d files at the kill, %d at the end", at_kill,
+		      made);
+	/* a second mount: nothing from the first one's caches */
+	mount_fs(&c, &r, "r", NULL);
+	for (int i = 0; i < made; i++) {
+		char name[64];
+		int fd;
+		snprintf(name, sizeof(name), "w/f%04d", i);
+		WORKS(fd = open(path(&r, name), O_RDONLY));
+		ck_assert_int_eq(read(fd, got, sizeof(got)), (int)sizeof(got));
+		close(fd);
+		for (size_t k = 0; k < sizeof(buf); k++)
+			buf[k] = (uint8_t)(i * 131 + k * 7);
+		ck_assert_msg(memcmp(got, buf, sizeof(buf)) == 0, "%s fsynced, then "
+			      "read back otherwise", name);
+	}
+	fprintf(stderr, "osd_kill: %d files of 1 MiB fsynced across the kill, all whole\n",
+		made);
+	umount_fs(&r);
+	umount_fs(&m);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -770,6 +1091,8 @@ main(void)
 		{ "workloads", workloads, NULL },
 		{ "coherence", coherence, NULL },
 		{ "failover", failover, NULL },
+		{ "fsx", fsx, NULL },
+		{ "osd_kill", osd_kill, NULL },
 	};
 
 	return tc_check_main("fuse", cases, TC_NCASES(cases));
