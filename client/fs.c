@@ -13,6 +13,7 @@
  * does not yet remember completed requests per session.)
  */
 #include "client_int.h"
+#include "dcache.h"
 
 #include "event/loop.h"
 #include "event/workq.h"
@@ -72,6 +73,7 @@ failf(int rc, const char *fmt, ...)
 
 struct call {
 	struct call *next;
+	const struct tsr_mds_request *r;  /* the caller's, while it waits */
 	uint64_t tid;
 	uint8_t *front;              /* the request's encoding, kept to resend */
 	size_t front_len;
@@ -100,6 +102,7 @@ struct tsr_fs {
 	struct tsr_u64map open;      /* ino -> its open files (a list) */
 	struct tsr_u64map hidden;    /* ino -> struct hidden: unlinked while open */
 	struct tsr_u64map caps;      /* ino -> struct ccap */
+	struct dc dc;                /* names and attributes (dcache.h) */
 	struct lockrec *locks;       /* the locks we took, oldest first */
 	size_t nlocks;
 	struct tsr_workq *capq;      /* revokes are answered here */
@@ -220,6 +223,7 @@ follow_map(struct tsr_fs *fs)
 	/* a new holder of the rank: what we held of the last one is told
 	 * again, even nothing, so it need not wait for us (on the caps
 	 * thread: it waits for the answer) */
+	dc_clear(&fs->dc); /* (the new MDS granted no names) */
 	if (fs->gen > 1 && tsr_workq_post(fs->capq, reconnect_job, fs) < 0)
 		tsr_u64map_each(&fs->caps, caps_forget, NULL);
 	/* the session first, then everything still waiting */
@@ -255,6 +259,106 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 }
 
 static void on_cap(struct tsr_fs *fs, struct tsr_msg *m);
+static void send_now(struct tsr_fs *fs, struct tsr_mds_request *r);
+
+static void to_stat(const struct tsr_inode *in, struct tsr_fs_stat *st);
+
+
+/* What an answer tells the cache of names (fs->lock held; on the
+ * session's thread, in the order answers and revokes came). */
+static void
+dc_apply(struct tsr_fs *fs, const struct tsr_mds_request *r, const struct tsr_mds_reply *rep)
+{
+	struct dc *c = &fs->dc;
+	struct tsr_fs_stat st;
+
+	if (rep->result == -EAGAIN)
+		return;
+	switch (r->op) {
+	case TSR_MDS_OP_LOOKUP:
+		if (rep->dcache_seq)
+			dc_grant(c, r->ino, rep->dcache_seq);
+		if (rep->result == 0 && rep->n > 0) {
+			to_stat(&rep->in[0], &st);
+			dc_put(c, r->ino, r->name, &st);
+		} else if (rep->result == -ENOENT) {
+			dc_put(c, r->ino, r->name, NULL);
+		}
+		break;
+	case TSR_MDS_OP_READDIR:
+		if (rep->dcache_seq)
+			dc_grant(c, r->ino, rep->dcache_seq);
+		for (uint32_t i = 0; rep->result == 0 && i < rep->nent; i++) {
+			to_stat(&rep->ent[i].inode, &st);
+			dc_put(c, r->ino, rep->ent[i].name, &st);
+		}
+		break;
+	case TSR_MDS_OP_MKNOD:
+	case TSR_MDS_OP_MKDIR:
+	case TSR_MDS_OP_SYMLINK:
+		if (rep->result < 0 || rep->n == 0) {
+			dc_forget_name(c, r->ino, r->name);
+			break;
+		}
+		if (rep->dcache_seq)
+			dc_grant(c, r->ino, rep->dcache_seq);
+		to_stat(&rep->in[0], &st);
+		dc_put(c, r->ino, r->name, &st);
+		if (r->op == TSR_MDS_OP_MKDIR && (rep->caps & TSR_CAP_DCACHE)) {
+			/* a new directory, empty, ours to cache whole */
+			dc_grant(c, st.ino, rep->cap_seq);
+			dc_complete(c, st.ino);
+		}
+		if (rep->n > 1) { /* the directory's new times */
+			to_stat(&rep->in[1], &st);
+			dc_set_attr(c, &st);
+		}
+		break;
+	case TSR_MDS_OP_UNLINK:
+	case TSR_MDS_OP_RMDIR:
+		if (rep->result < 0) {
+			dc_forget_name(c, r->ino, r->name);
+			break;
+		}
+		dc_put(c, r->ino, r->name, NULL);
+		for (uint32_t i = 0; i < rep->n; i++) {
+			to_stat(&rep->in[i], &st);
+			dc_set_attr(c, &st);
+		}
+		break;
+	case TSR_MDS_OP_RENAME:
+	case TSR_MDS_OP_LINK:
+		/* names and the inodes they name: asked again */
+		dc_forget_name(c, r->ino, r->name);
+		dc_forget_name(c, r->ino2, r->name2);
+		if (r->op == TSR_MDS_OP_LINK)
+			dc_forget_ino(c, r->ino2);
+		for (uint32_t i = 0; rep->result == 0 && i < rep->n; i++) {
+			to_stat(&rep->in[i], &st);
+			if (S_ISDIR(st.mode) && i + 1 < rep->n)
+				dc_set_attr(c, &st);
+			else
+				dc_forget_ino(c, st.ino);
+		}
+		break;
+	case TSR_MDS_OP_GETATTR:
+	case TSR_MDS_OP_SETATTR:
+	case TSR_MDS_OP_OPEN:
+		if (rep->result == 0 && rep->n > 0) {
+			to_stat(&rep->in[0], &st);
+			dc_set_attr(c, &st);
+		} else if (r->op == TSR_MDS_OP_SETATTR) {
+			dc_forget_ino(c, r->ino);
+		}
+		break;
+	case TSR_MDS_OP_SETXATTR:
+	case TSR_MDS_OP_RMXATTR:
+		dc_forget_ino(c, r->ino); /* (its ctime) */
+		break;
+	default:
+		break;
+	}
+}
 
 static void
 on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
@@ -277,6 +381,7 @@ on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 	pthread_mutex_lock(&fs->lock);
 	for (struct call *k = fs->pending; k; k = k->next) {
 		if (k->tid == rep.tid && !k->done) {
+			dc_apply(fs, k->r, &rep);
 			k->rep = rep;
 			k->done = 1;
 			pthread_cond_broadcast(&fs->cv);
@@ -324,6 +429,7 @@ find_idle(void *arg, uint64_t ino, void *val)
 	    x->n < TSR_MDS_CAPS_RELEASE_MAX) {
 		tsr_enc_u64(&x->e, ino);
 		tsr_enc_u64(&x->e, cc->size);
+		tsr_enc_u64(&x->e, 0);
 		x->inos[x->n++] = ino;
 	}
 	return 0;
@@ -337,12 +443,23 @@ caps_release_idle(struct tsr_fs *fs)
 	struct idle_ctx x = { .now = tsr_mono_ns() };
 	struct tsr_mds_request r;
 
-	if (fs->caps.n == 0)
+	size_t nd;
+	uint64_t *dropped = dc_take_dropped(&fs->dc, &nd);
+
+	if (fs->caps.n == 0 && nd == 0)
 		return;
 	x.inos = tsr_xcalloc(TSR_MDS_CAPS_RELEASE_MAX, sizeof(*x.inos));
 	tsr_enc_init(&x.e);
+	/* directories the cache's bound dropped: given back as granted */
+	for (size_t i = 0; i < nd && x.n < TSR_MDS_CAPS_RELEASE_MAX; i++, x.n++) {
+		tsr_enc_u64(&x.e, dropped[2 * i]);
+		tsr_enc_u64(&x.e, 0);
+		tsr_enc_u64(&x.e, dropped[2 * i + 1]);
+	}
+	free(dropped);
+	size_t ndirs = x.n;
 	tsr_u64map_each(&fs->caps, find_idle, &x);
-	for (size_t i = 0; i < x.n; i++)
+	for (size_t i = ndirs; i < x.n; i++)
 		free(tsr_u64map_del(&fs->caps, x.inos[i]));
 	if (x.n && tsr_enc_error(&x.e) == 0) {
 		memset(&r, 0, sizeof(r));
@@ -417,6 +534,7 @@ call(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_mds_reply *rep)
 			     tsr_mds_op_name(r->op));
 	}
 	k.tid = r->tid;
+	k.r = r;
 	k.front = tsr_enc_take(&e, &k.front_len);
 	k.next = fs->pending;
 	fs->pending = &k;
@@ -456,6 +574,7 @@ call(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_mds_reply *rep)
 		pthread_mutex_lock(&fs->lock);
 		fs->evicted = 1;
 		tsr_u64map_each(&fs->caps, caps_forget, NULL);
+		dc_clear(&fs->dc);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	if (rep->result < 0)
@@ -479,7 +598,9 @@ tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out, cha
 	fs->timeout_ms = DEFAULT_TIMEOUT_MS;
 	pthread_mutex_init(&fs->lock, NULL);
 	tsr_cond_init_mono(&fs->cv);
+	dc_init(&fs->dc);
 	if ((rc = tsr_workq_create("fscaps", &fs->capq)) < 0) {
+		dc_free(&fs->dc);
 		pthread_cond_destroy(&fs->cv);
 		pthread_mutex_destroy(&fs->lock);
 		free(fs);
@@ -582,6 +703,7 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	tsr_u64map_free(&fs->hidden);
 	tsr_u64map_each(&fs->caps, free_hidden, NULL);
 	tsr_u64map_free(&fs->caps);
+	dc_free(&fs->dc);
 	while (fs->locks) {
 		struct lockrec *l = fs->locks;
 		fs->locks = l->next;
@@ -713,6 +835,29 @@ simple(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
 	return simple_g(fs, r, out, in_out, NULL);
 }
 
+/* May cr search directory dir, as far as the cache knows (fs->lock
+ * held)?  Root may; others only where the cache holds dir's mode. */
+static int
+may_search(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t dir)
+{
+	struct tsr_fs_stat d;
+	uint32_t bits;
+
+	if (cr == NULL || cr->uid == 0)
+		return 1;
+	if (!dc_getattr(&fs->dc, dir, &d))
+		return 0;
+	if (cr->uid == d.uid) {
+		bits = d.mode >> 6;
+	} else {
+		int in = cr->gid == d.gid;
+		for (uint32_t i = 0; !in && i < cr->ngroups; i++)
+			in = cr->groups[i] == d.gid;
+		bits = in ? d.mode >> 3 : d.mode;
+	}
+	return (bits & 1) != 0;
+}
+
 int
 tsr_fs_lookup(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 	      const char *name, struct tsr_fs_stat *out)
@@ -724,7 +869,12 @@ tsr_fs_lookup(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 	req_init(&r, TSR_MDS_OP_LOOKUP, parent, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
-	if ((rc = simple(fs, &r, &st, NULL)) < 0)
+	pthread_mutex_lock(&fs->lock);
+	rc = may_search(fs, cr, parent) ? dc_lookup(&fs->dc, parent, name, &st) : 0;
+	pthread_mutex_unlock(&fs->lock);
+	if (rc == 2)
+		return failf(-ENOENT, "lookup: no \"%s\" in %" PRIx64, name, parent);
+	if (rc == 0 && (rc = simple(fs, &r, &st, NULL)) < 0)
 		return rc;
 	note_parent(fs, st.ino, parent);
 	overlay(fs, &st);
@@ -741,6 +891,16 @@ tsr_fs_getattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 
 	int rc;
 
+	struct tsr_fs_stat st;
+	pthread_mutex_lock(&fs->lock);
+	rc = dc_getattr(&fs->dc, ino, &st);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc == 1) {
+		overlay(fs, &st);
+		if (out)
+			*out = st;
+		return 0;
+	}
 	req_init(&r, TSR_MDS_OP_GETATTR, ino, cr);
 	if ((rc = simple(fs, &r, out, NULL)) == 0 && out)
 		overlay(fs, out);
@@ -1621,6 +1781,7 @@ answer_revoke(void *arg)
 			free(tsr_u64map_del(&fs->caps, v->c.ino));
 			tsr_enc_u64(&pair, v->c.ino);
 			tsr_enc_u64(&pair, keep_size > size ? keep_size : size);
+			tsr_enc_u64(&pair, 0);
 			r.flags = TSR_MDS_CAPS_RELEASE;
 			r.value = pair.buf;
 			r.value_len = pair.len;
@@ -1649,9 +1810,31 @@ on_cap(struct tsr_fs *fs, struct tsr_msg *m)
 	char err[128];
 
 	v->fs = fs;
-	if (tsr_mdsmsg_cap_decode(m->front, m->front_len, &v->c, err, sizeof(err)) < 0 ||
-	    tsr_workq_post(fs->capq, answer_revoke, v) < 0)
+	if (tsr_mdsmsg_cap_decode(m->front, m->front_len, &v->c, err, sizeof(err)) < 0) {
 		free(v);
+	} else if (v->c.op == TSR_MDS_CAP_REVOKE_DIR) {
+		/* names: dropped here, in the order messages come, and given
+		 * back at once (nothing to flush) */
+		struct tsr_mds_request r;
+		struct tsr_enc e;
+		uint64_t seq;
+		pthread_mutex_lock(&fs->lock);
+		dc_revoke(&fs->dc, v->c.ino, &seq);
+		req_init(&r, TSR_MDS_OP_CAPS, v->c.ino, NULL);
+		tsr_enc_init(&e);
+		tsr_enc_u64(&e, v->c.ino);
+		tsr_enc_u64(&e, 0);
+		tsr_enc_u64(&e, v->c.seq);
+		r.flags = TSR_MDS_CAPS_RELEASE;
+		r.value = e.buf;
+		r.value_len = e.len;
+		send_now(fs, &r);
+		pthread_mutex_unlock(&fs->lock);
+		tsr_enc_release(&e);
+		free(v);
+	} else if (tsr_workq_post(fs->capq, answer_revoke, v) < 0) {
+		free(v);
+	}
 	tsr_msg_free(m, 0);
 }
 

@@ -6,7 +6,8 @@
 # only (client/libtessera-client.sym).
 noinst_LTLIBRARIES += client/libtsrclient.la
 client_libtsrclient_la_SOURCES = client/client.c client/include/tessera/client.h \
-	client/client_int.h client/fs.c client/include/tessera/fs.h
+	client/client_int.h client/fs.c client/include/tessera/fs.h \
+	client/dcache.c client/dcache.h
 client_libtsrclient_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client/include
 client_libtsrclient_la_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 

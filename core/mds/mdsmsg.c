@@ -212,7 +212,7 @@ tsr_mdsmsg_request_decode(const void *buf, size_t len, struct tsr_mds_request *r
 int
 tsr_mdsmsg_reply_encode(struct tsr_enc *e, const struct tsr_mds_reply *r)
 {
-	size_t mark = tsr_enc_begin_struct(e, 2, 1);
+	size_t mark = tsr_enc_begin_struct(e, 3, 1);
 
 	tsr_enc_u64(e, r->tid);
 	tsr_enc_i32(e, r->result);
@@ -231,6 +231,7 @@ tsr_mdsmsg_reply_encode(struct tsr_enc *e, const struct tsr_mds_reply *r)
 	tsr_enc_u32(e, r->caps);
 	tsr_enc_u64(e, r->cap_seq);
 	tsr_enc_u64(e, r->osd_barrier);
+	tsr_enc_u64(e, r->dcache_seq);
 	tsr_enc_end_struct(e, mark);
 	return tsr_enc_error(e);
 }
@@ -261,7 +262,7 @@ tsr_mdsmsg_reply_decode(const void *buf, size_t len, struct tsr_mds_reply *r, ch
 
 	memset(r, 0, sizeof(*r));
 	tsr_dec_init(&d, buf, len);
-	if (tsr_dec_begin_struct(&d, 2, &ver, &sub) < 0)
+	if (tsr_dec_begin_struct(&d, 3, &ver, &sub) < 0)
 		return tsr_errf(err, errlen, -EBADMSG, "reply: bad envelope");
 	r->tid = tsr_dec_u64(&sub);
 	r->result = tsr_dec_i32(&sub);
@@ -306,6 +307,8 @@ tsr_mdsmsg_reply_decode(const void *buf, size_t len, struct tsr_mds_reply *r, ch
 		r->cap_seq = tsr_dec_u64(&sub);
 		r->osd_barrier = tsr_dec_u64(&sub);
 	}
+	if (ver >= 3)
+		r->dcache_seq = tsr_dec_u64(&sub);
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0 || r->end > 1 ||
 	    (r->caps & ~TSR_CAP_ALL)) {
 		rc = tsr_errf(err, errlen, -EBADMSG, "reply: truncated or trailing bytes");
@@ -431,7 +434,8 @@ tsr_mdsmsg_cap_decode(const void *buf, size_t len, struct tsr_mds_cap *c, char *
 	c->seq = tsr_dec_u64(&sub);
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0)
 		return tsr_errf(err, errlen, -EBADMSG, "cap: truncated or trailing bytes");
-	if (c->op != TSR_MDS_CAP_REVOKE || c->ino == 0 || (c->caps & ~TSR_CAP_ALL))
+	if ((c->op != TSR_MDS_CAP_REVOKE && c->op != TSR_MDS_CAP_REVOKE_DIR) || c->ino == 0 ||
+	    (c->caps & ~TSR_CAP_ALL))
 		return tsr_errf(err, errlen, -EBADMSG, "cap: op %" PRIu32 ", ino %" PRIx64
 				", caps %#" PRIx32, c->op, c->ino, c->caps);
 	return 0;

@@ -32,7 +32,8 @@
  *                           u32 nent, nent x { string name, u64 cookie,
  *                                              inode },
  *                           u8 end, bytes value,
- *                           (v2) u32 caps, u64 cap_seq, u64 osd_barrier }
+ *                           (v2) u32 caps, u64 cap_seq, u64 osd_barrier,
+ *                           (v3) u64 dcache_seq }
  *   cap     = envelope v1 { u32 op, u64 ino, u32 caps, u64 seq }
  *
  * Requests name inodes by number.  ino2 is a hint for an inode the MDS
@@ -91,8 +92,11 @@ struct tsr_mds_session {
 	X(SETLK, 18, "setlk", 0)         /* ino, lk: -EBUSY on a conflict */   \
 	X(CAPS, 19, "caps", 0)           /* flags CAPS_ACK: ino, mode: caps     \
 	                                    kept, cookie: the revoke's seq;     \
-	                                    CAPS_RELEASE: value: (u64 ino,      \
-	                                    u64 size) pairs given back (also    \
+	                                    CAPS_RELEASE: value: (u64 ino, u64  \
+	                                    size, u64 seq) given back (seq 0,   \
+	                                    or the grant given back: an older   \
+	                                    one than the holder's is ignored;   \
+	                                    also                                \
 	                                    the answer to a revoke of what no   \
 	                                    file uses) */                       \
 	X(RECONNECT, 20, "reconnect", 0) /* value: what the client held of the \
@@ -147,9 +151,12 @@ enum tsr_mds_op {
 				 client writes it */
 #define TSR_CAP_BUF 0x8u      /* hold back its size and mtime (told at
 				 fsync or close): no other client has it */
-#define TSR_CAP_ALL 0xfu
+#define TSR_CAP_DCACHE 0x10u  /* (a directory) keep its entries, and the
+				 attributes of their inodes, cached: no
+				 other client changes them meanwhile */
+#define TSR_CAP_ALL 0x1fu
 
-enum { TSR_MDS_CAP_REVOKE = 1 };
+enum { TSR_MDS_CAP_REVOKE = 1, TSR_MDS_CAP_REVOKE_DIR = 2 /* DCACHE */ };
 
 struct tsr_mds_cap {
 	uint32_t op;
@@ -243,12 +250,16 @@ struct tsr_mds_reply {
 	uint8_t end;                 /* READDIR: no more entries */
 	void *value;                 /* owned (decoded) */
 	size_t value_len;
-	/* OPEN: the capabilities granted, their seq, and the OSD map epoch
-	 * the client must hold before it reads or writes the file (one that
+	/* OPEN, a create: the capabilities granted on in[0] (MKDIR: DCACHE
+	 * on the new directory), their seq, and the OSD map epoch the
+	 * client must hold before it reads or writes the file (one that
 	 * blocklists a client evicted for it; 0: none) */
 	uint32_t caps;
 	uint64_t cap_seq;
 	uint64_t osd_barrier;
+	/* LOOKUP, READDIR, MKNOD/MKDIR/SYMLINK: DCACHE granted on the
+	 * request's directory, numbered so (0: not granted) */
+	uint64_t dcache_seq;
 };
 
 const char *tsr_mds_op_name(uint32_t op);

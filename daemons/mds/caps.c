@@ -60,6 +60,8 @@ struct parked {
 	void *value;                 /* r.value's copy */
 };
 
+#define REVOCABLE (TSR_CAP_CACHE | TSR_CAP_BUF | TSR_CAP_DCACHE)
+
 static struct mcaps *
 caps_of(struct mds *m, uint64_t ino)
 {
@@ -115,13 +117,16 @@ allowed(const struct mcaps *cs, const struct mcap *h)
 		a |= TSR_CAP_CACHE;
 	if ((h->wanted & TSR_CAP_WR) && !others)
 		a |= TSR_CAP_BUF;
-	return a;
+	/* (DCACHE: a directory's holder keeps it until a change takes it) */
+	return a | (h->issued & TSR_CAP_DCACHE);
 }
 
 static void
 send_revoke(struct mds *m, uint64_t ino, struct mcap *h, uint32_t target)
 {
-	struct tsr_mds_cap c = { .op = TSR_MDS_CAP_REVOKE, .ino = ino };
+	struct tsr_mds_cap c = { .op = (h->issued & TSR_CAP_DCACHE) ? TSR_MDS_CAP_REVOKE_DIR
+								      : TSR_MDS_CAP_REVOKE,
+				 .ino = ino };
 	struct tsr_conn *conn = mds_session_conn(m, h->client);
 	struct tsr_enc e;
 	struct tsr_msg *msg;
@@ -155,7 +160,7 @@ settle(struct mds *m, uint64_t ino, struct mcaps *cs, uint64_t client, uint32_t 
 		if (h->client == client)
 			continue;
 		uint32_t keep = allowed(cs, h) & ~drop;
-		uint32_t extra = h->issued & ~keep & (TSR_CAP_CACHE | TSR_CAP_BUF);
+		uint32_t extra = h->issued & ~keep & REVOCABLE;
 		if (extra && (h->revoke_ns == 0 || (h->target & extra)))
 			send_revoke(m, ino, h, h->issued & keep);
 		/* (a revoke out for bits this request does not mind is no
@@ -259,19 +264,64 @@ mds_caps_ack(struct mds *m, uint64_t client, uint64_t ino, uint64_t seq, uint32_
 	if (h == NULL || seq != h->seq)
 		return; /* an answer to an older revoke, or after a release */
 	h->issued &= kept | (TSR_CAP_RD | TSR_CAP_WR);
-	if ((h->issued & ~h->target & (TSR_CAP_CACHE | TSR_CAP_BUF)) == 0)
+	if ((h->issued & ~h->target & REVOCABLE) == 0)
 		h->revoke_ns = 0;
 	mds_parked_wake(m);
 }
 
+uint64_t
+mds_caps_grant_dir(struct mds *m, uint64_t client, uint64_t dir)
+{
+	struct mcaps *cs = caps_of(m, dir);
+	struct mcap *h = holder(cs, client);
+
+	/* not while a revoke of it is out, nor while a change waits for
+	 * one: a client looking names up all the time would keep another's
+	 * change waiting */
+	uint64_t *until = tsr_u64map_get(&m->dir_busy, dir);
+	if (until && *until > tsr_mono_ns())
+		return 0;
+	if (until)
+		free(tsr_u64map_del(&m->dir_busy, dir));
+	if (h && h->revoke_ns)
+		return 0;
+	h = holder_add(m, dir, &cs, client);
+	h->issued = h->target = TSR_CAP_DCACHE;
+	h->seq = ++m->cap_seq;
+	return h->seq;
+}
+
+int
+mds_caps_dir_change(struct mds *m, uint64_t client, uint64_t dir)
+{
+	struct mcaps *cs = caps_of(m, dir);
+	uint64_t *until;
+
+	if (cs == NULL || !settle(m, dir, cs, client, TSR_CAP_DCACHE)) {
+		/* (a change that waited goes on now: grants may again) */
+		if ((until = tsr_u64map_get(&m->dir_busy, dir)) != NULL)
+			free(tsr_u64map_del(&m->dir_busy, dir));
+		return 0;
+	}
+	/* no grant on it for a while: the change goes first */
+	if ((until = tsr_u64map_get(&m->dir_busy, dir)) == NULL) {
+		until = tsr_xcalloc(1, sizeof(*until));
+		if (tsr_u64map_put(&m->dir_busy, dir, until) < 0)
+			abort();
+	}
+	*until = tsr_mono_ns() + 1000000000u;
+	return 1;
+}
+
 void
-mds_caps_release(struct mds *m, uint64_t client, uint64_t ino, uint64_t size)
+mds_caps_release(struct mds *m, uint64_t client, uint64_t ino, uint64_t size,
+		 uint64_t seq)
 {
 	struct mcaps *cs = caps_of(m, ino);
 	struct mcap *h = holder(cs, client);
 
-	if (h == NULL)
-		return;
+	if (h == NULL || (seq != 0 && seq < h->seq))
+		return; /* (given back before a newer grant: that one holds) */
 	remove_holder(m, ino, cs, h);
 	mds_purge_size(m, ino, size);
 	if (caps_of(m, ino) == NULL)
@@ -561,11 +611,22 @@ free_caps(void *arg, uint64_t key, void *val)
 	return 0;
 }
 
+static int
+free_busy(void *arg, uint64_t key, void *val)
+{
+	(void)arg;
+	(void)key;
+	free(val);
+	return 0;
+}
+
 void
 mds_caps_free(struct mds *m)
 {
 	tsr_u64map_each(&m->caps, free_caps, NULL);
 	tsr_u64map_free(&m->caps);
+	tsr_u64map_each(&m->dir_busy, free_busy, NULL);
+	tsr_u64map_free(&m->dir_busy);
 	while (m->parked) {
 		struct parked *p = m->parked;
 		m->parked = p->next;

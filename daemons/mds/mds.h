@@ -143,6 +143,8 @@ struct mds {
 	struct tsr_u64map done;      /* client -> its requests done (done.c) */
 	struct tsr_u64map locks;     /* ino -> its locks (locks.c) */
 	struct tsr_u64map caps;      /* ino -> its holders (caps.c) */
+	struct tsr_u64map dir_busy;  /* dir -> no DCACHE grant before (mono ns):
+					a change waits for its revokes */
 	struct parked *parked;       /* requests waiting for revokes */
 	uint64_t osd_barrier;        /* the OSD map epoch of the last eviction */
 	uint64_t *evicting;          /* clients whose blocklist is on its way */
@@ -294,7 +296,13 @@ int mds_caps_held(struct mds *m, uint64_t ino);
 void mds_caps_ack(struct mds *m, uint64_t client, uint64_t ino, uint64_t seq,
 		  uint32_t kept);
 /* client gives ino back; size: the file's size as it knows it. */
-void mds_caps_release(struct mds *m, uint64_t client, uint64_t ino, uint64_t size);
+void mds_caps_release(struct mds *m, uint64_t client, uint64_t ino, uint64_t size,
+		      uint64_t seq);
+/* DCACHE on dir to client: its seq, or 0 (not now). */
+uint64_t mds_caps_grant_dir(struct mds *m, uint64_t client, uint64_t dir);
+/* client changes dir's entries (or the attributes of an inode in it):
+ * others' DCACHE on it goes; 1 while a revoke is out (park). */
+int mds_caps_dir_change(struct mds *m, uint64_t client, uint64_t dir);
 void mds_caps_drop_client(struct mds *m, uint64_t client);
 /* Evict clients whose revokes are late (the writeback timer). */
 void mds_caps_tick(struct mds *m);

@@ -279,6 +279,17 @@ commit(struct req *q)
 	char err[256];
 	int rc;
 
+	/* the directories whose entries change: others that cache them give
+	 * them up first (the event is only staged: it waits, parked) */
+	int wait = 0;
+	for (uint32_t i = 0; i < q->ev.n; i++) {
+		const struct tsr_fs_update *u = &q->ev.u[i];
+		if (u->type == TSR_FSU_LINK || u->type == TSR_FSU_UNLINK ||
+		    u->type == TSR_FSU_DIR_RM)
+			wait |= mds_caps_dir_change(q->m, q->client, u->ino);
+	}
+	if (wait)
+		return PARKED;
 	q->ev.client = q->client;
 	q->ev.tid = q->r->tid;
 	if (q->ev.ino == 0)
@@ -427,12 +438,18 @@ do_lookup(struct req *q)
 		return rc;
 	if (strlen(q->r->name) > TSR_FS_NAME_MAX)
 		return fail(q, -ENAMETOOLONG, "a name too long");
-	if ((e = mds_dir_find(d, q->r->name)) == NULL)
+	if ((e = mds_dir_find(d, q->r->name)) == NULL) {
+		/* the client may keep what it learns here, absent names too
+		 * (granted only once nothing more is waited for: a request
+		 * parked holding a grant would keep others' changes waiting) */
+		q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, d->ino);
 		return fail(q, -ENOENT, "no \"%s\" in %" PRIx64, q->r->name, q->r->ino);
+	}
 	if ((rc = ent_inode(q, e, &in)) < 0)
 		return rc;
 	if (S_ISREG(in->mode) && mds_caps_recall(q->m, q->client, in->ino, TSR_CAP_BUF))
 		return PARKED;
+	q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, d->ino);
 	return reply_inode(q, in);
 }
 
@@ -469,6 +486,11 @@ do_open(struct req *q)
 		return fail(q, -EISDIR, "a directory opened for writing");
 	if (!may(q->r, l.in, want))
 		return fail(q, -EACCES, "permission denied");
+	/* a writer: what others cache of the file's attributes goes first */
+	if (S_ISREG(l.in->mode) && !(q->r->flags & TSR_MDS_OPEN_PROBE) && l.dir &&
+	    (q->r->flags & O_ACCMODE) != O_RDONLY &&
+	    mds_caps_dir_change(q->m, q->client, l.dir->ino))
+		return PARKED;
 	if (S_ISREG(l.in->mode) && !(q->r->flags & TSR_MDS_OPEN_PROBE) &&
 	    mds_caps_open(q->m, q->client, l.in->ino, q->r->flags, &q->rep))
 		return PARKED;
@@ -485,16 +507,16 @@ do_caps(struct req *q)
 		mds_caps_ack(q->m, q->client, r->ino, r->cookie, r->mode);
 		return 0;
 	}
-	if (r->flags != TSR_MDS_CAPS_RELEASE || r->value_len % 16 ||
-	    r->value_len / 16 > TSR_MDS_CAPS_RELEASE_MAX)
+	if (r->flags != TSR_MDS_CAPS_RELEASE || r->value_len % 24 ||
+	    r->value_len / 24 > TSR_MDS_CAPS_RELEASE_MAX)
 		return fail(q, -EINVAL, "caps: flags %#" PRIx32 " with %zu bytes (ACK, or "
-			    "RELEASE with up to %d (ino, size) pairs)", r->flags,
+			    "RELEASE with up to %d (ino, size, seq))", r->flags,
 			    r->value_len, TSR_MDS_CAPS_RELEASE_MAX);
 	struct tsr_dec d;
 	tsr_dec_init(&d, r->value, r->value_len);
-	while (tsr_dec_remaining(&d) >= 16) {
-		uint64_t ino = tsr_dec_u64(&d);
-		mds_caps_release(q->m, q->client, ino, tsr_dec_u64(&d));
+	while (tsr_dec_remaining(&d) >= 24) {
+		uint64_t ino = tsr_dec_u64(&d), size = tsr_dec_u64(&d);
+		mds_caps_release(q->m, q->client, ino, size, tsr_dec_u64(&d));
 	}
 	return 0;
 }
@@ -578,7 +600,7 @@ do_setattr(struct req *q)
 	if (rc == 0 && l.dir && S_ISREG(copy.mode) && copy.size != l.in->size)
 		stage_rstat(q, l.dir->ino, (int64_t)copy.size - (int64_t)l.in->size, 0, 0);
 	tsr_inode_free(&copy);
-	if (rc < 0 || (rc = commit(q)) < 0)
+	if (rc < 0 || (rc = commit(q)) != 0)
 		return rc;
 	return locate(q, r->ino, 0, &l) < 0 ? -EIO : reply_inode(q, l.in);
 }
@@ -658,15 +680,19 @@ do_make(struct req *q)
 	if ((rc = stage_dir_touch(q, d, type == S_IFDIR ? 1 : 0)) < 0)
 		return fail(q, rc, "directory %" PRIx64 ": %s", d->ino, strerror(-rc));
 	stage_rstat(q, d->ino, 0, type == S_IFDIR ? 0 : 1, type == S_IFDIR ? 1 : 0);
-	if ((rc = commit(q)) < 0)
+	if ((rc = commit(q)) != 0)
 		return rc;
 	struct mentry *e = mds_dir_find(d, r->name);
 	if (e == NULL || (rc = reply_inode(q, &e->de.inode)) < 0)
 		return -EIO;
+	q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, d->ino);
 	/* made to be opened (creat): the maker holds it, alone */
 	if (type == S_IFREG && (r->flags & TSR_MDS_CREATE_OPEN))
 		mds_caps_open(q->m, q->client, in.ino, (r->flags & TSR_MDS_CREATE_ACC) >> 4,
 			      &q->rep);
+	if (type == S_IFDIR && (q->rep.cap_seq = mds_caps_grant_dir(q->m, q->client,
+								   in.ino)) != 0)
+		q->rep.caps = TSR_CAP_DCACHE; /* (on the new one: in[0]) */
 	return reply_inode(q, mds_dir_inode(q->m, d));
 }
 
@@ -749,7 +775,7 @@ do_unlink(struct req *q, int rmdir)
 		return fail(q, rc, "%s", strerror(-rc));
 	}
 	stage_rstat(q, d->ino, -b, -f, -s);
-	if ((rc = commit(q)) < 0) {
+	if ((rc = commit(q)) != 0) {
 		tsr_inode_free(&gone);
 		return rc;
 	}
@@ -876,7 +902,7 @@ do_rename(struct req *q)
 	} else {
 		stage_rstat(q, sd->ino, 0, 0, 0);
 	}
-	if ((rc = commit(q)) < 0) {
+	if ((rc = commit(q)) != 0) {
 		tsr_inode_free(&gone);
 		return rc;
 	}
@@ -947,7 +973,7 @@ do_link(struct req *q)
 	if (l.dir && S_ISREG(l.in->mode))
 		stage_rstat(q, l.dir->ino, -(int64_t)l.in->size, 0, 0);
 	stage_rstat(q, dd->ino, 0, 1, 0);
-	if ((rc = commit(q)) < 0)
+	if ((rc = commit(q)) != 0)
 		return rc;
 	if ((rc = locate(q, r->ino2, 0, &l)) < 0)
 		return -EIO;
@@ -965,6 +991,7 @@ do_readdir(struct req *q)
 
 	if ((rc = dir_for(q, q->r->ino, &d, &din, MAY_R)) < 0)
 		return rc;
+	q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, d->ino);
 	/* the first entry whose cookie is above the one given */
 	hi = d->n;
 	while (lo < hi) {
@@ -1207,7 +1234,7 @@ do_xattr(struct req *q)
 		rc = stage_inode(q, &l, &copy);
 	}
 	tsr_inode_free(&copy);
-	if (rc < 0 || (rc = commit(q)) < 0)
+	if (rc < 0 || (rc = commit(q)) != 0)
 		return rc;
 	return 0;
 }

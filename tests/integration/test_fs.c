@@ -28,6 +28,10 @@
  *   reconnect      SIGKILL the active MDS while a client holds a file open
  *                  for writing and a lock: the standby waits for it to
  *                  re-assert both, and another client meets them
+ *   dcache         names and attributes one client caches: another's
+ *                  creates, chmods, writes, renames and unlinks reach its
+ *                  lookups and stats at once; a name asked again costs
+ *                  the MDS nothing
  */
 #include "cluster/cluster.h"
 #include "cluster/tc_check.h"
@@ -594,11 +598,20 @@ START_TEST(restart)
 	ck_assert_msg(tc_await_mds_active(&c, -1, 30000) >= 0, "not active again within 30 s");
 	EXPECT(tsr_fs_lookup(fs, NULL, d.ino, "after", NULL), 0);
 	{
+		/* (the lookup may be answered from this client's cache: the
+		 * new incarnation serves within its failover time) */
 		char *out = NULL;
-		ck_assert_int_eq(tc_mds_asok(&c, 0, "mds status", &out), 0);
+		uint64_t t0 = tc_now_ms();
+		do {
+			free(out);
+			out = NULL;
+			tc_sleep_ms(100);
+			ck_assert_int_eq(tc_mds_asok(&c, 0, "mds status", &out), 0);
+		} while (strstr(out, "\"active\": true") == NULL && tc_now_ms() - t0 < 30000);
 		assert_says(out, "\"active\": true");
 		free(out);
 	}
+	EXPECT(tsr_fs_mkdir(fs, NULL, d.ino, "after2", 0755, NULL), 0);
 	tsr_fs_unmount(fs);
 	tsr_client_shutdown(k);
 	ck_assert_int_eq(tc_destroy(&c), 0);
@@ -982,6 +995,107 @@ START_TEST(reconnect)
 }
 END_TEST
 
+static uint64_t
+mds_requests(struct tc_cluster *c)
+{
+	return mds_status_u64(c, "requests");
+}
+
+/* Names and attributes cached under DCACHE: a second client's changes
+ * reach the first's lookups and stats at once, and a name looked up
+ * again costs the MDS nothing. */
+START_TEST(dcache)
+{
+	struct tc_cluster c;
+	struct tsr_client *k1, *k2;
+	struct tsr_fs *fs1, *fs2;
+	struct tsr_fs_stat d, st, st2;
+	struct tsr_file *f;
+	uint64_t before;
+
+	fs_cluster(&c, 1, FAST_MDS);
+	k1 = client_of(&c);
+	k2 = client_of(&c);
+	fs1 = mount_of(k1);
+	fs2 = mount_of(k2);
+	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "d", 0755, &d), 0);
+	/* an absent name, known absent: asked once */
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "x", &st), -ENOENT);
+	before = mds_requests(&c);
+	for (int i = 0; i < 100; i++)
+		EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "x", &st), -ENOENT);
+	ck_assert_uint_lt(mds_requests(&c) - before, 5);
+	/* another client makes it: the first sees it */
+	EXPECT(tsr_fs_mknod(fs1, NULL, d.ino, "x", S_IFREG | 0644, 0, &st), 0);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "x", &st2), 0);
+	ck_assert_uint_eq(st2.ino, st.ino);
+	ck_assert_uint_eq(st2.mode & 07777, 0644);
+	/* known now: its stat is the cache's */
+	before = mds_requests(&c);
+	for (int i = 0; i < 100; i++)
+		EXPECT(tsr_fs_getattr(fs2, NULL, st.ino, &st2), 0);
+	ck_assert_uint_lt(mds_requests(&c) - before, 5);
+	/* the other changes its mode: seen at once */
+	struct tsr_fs_stat a = { .mode = 0600 };
+	EXPECT(tsr_fs_setattr(fs1, NULL, st.ino, &a, TSR_FS_SET_MODE, NULL), 0);
+	EXPECT(tsr_fs_getattr(fs2, NULL, st.ino, &st2), 0);
+	ck_assert_uint_eq(st2.mode & 07777, 0600);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "x", &st2), 0);
+	ck_assert_uint_eq(st2.mode & 07777, 0600);
+	/* writes of the other: their size, at once */
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "x", &st2), 0);
+	EXPECT(tsr_fs_open(fs1, NULL, st.ino, O_WRONLY, &f), 0);
+	EXPECT(tsr_fs_write(f, "twelve bytes", 12, 0), 12);
+	EXPECT(tsr_fs_getattr(fs2, NULL, st.ino, &st2), 0);
+	ck_assert_uint_eq(st2.size, 12);
+	EXPECT(tsr_fs_write(f, "more", 4, 12), 4);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "x", &st2), 0);
+	ck_assert_uint_eq(st2.size, 16);
+	EXPECT(tsr_fs_close(f), 0);
+	/* a rename and an unlink by the other */
+	EXPECT(tsr_fs_rename(fs1, NULL, d.ino, "x", d.ino, "y", 0), 0);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "x", &st2), -ENOENT);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "y", &st2), 0);
+	ck_assert_uint_eq(st2.ino, st.ino);
+	EXPECT(tsr_fs_unlink(fs1, NULL, d.ino, "y"), 0);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "y", &st2), -ENOENT);
+	EXPECT(tsr_fs_getattr(fs2, NULL, st.ino, &st2), -ESTALE);
+	/* its own changes keep its cache true */
+	EXPECT(tsr_fs_mknod(fs2, NULL, d.ino, "z", S_IFREG | 0640, 0, &st), 0);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "z", &st2), 0);
+	ck_assert_uint_eq(st2.ino, st.ino);
+	EXPECT(tsr_fs_unlink(fs2, NULL, d.ino, "z"), 0);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "z", &st2), -ENOENT);
+	EXPECT(tsr_fs_lookup(fs1, NULL, d.ino, "z", &st2), -ENOENT);
+	/* a directory it made is known whole: absent names cost nothing */
+	struct tsr_fs_stat e;
+	char nm[16];
+	EXPECT(tsr_fs_mkdir(fs2, NULL, d.ino, "e", 0755, &e), 0);
+	before = mds_requests(&c);
+	for (int i = 0; i < 100; i++) {
+		snprintf(nm, sizeof(nm), "n%d", i);
+		EXPECT(tsr_fs_lookup(fs2, NULL, e.ino, nm, &st2), -ENOENT);
+	}
+	ck_assert_uint_lt(mds_requests(&c) - before, 5);
+	EXPECT(tsr_fs_mknod(fs2, NULL, e.ino, "a", S_IFREG | 0644, 0, &st), 0);
+	EXPECT(tsr_fs_rename(fs2, NULL, e.ino, "a", e.ino, "b", 0), 0);
+	EXPECT(tsr_fs_lookup(fs2, NULL, e.ino, "b", &st2), 0);
+	ck_assert_uint_eq(st2.ino, st.ino);
+	EXPECT(tsr_fs_lookup(fs2, NULL, e.ino, "a", &st2), -ENOENT);
+	/* until another client makes a name in it */
+	EXPECT(tsr_fs_mknod(fs1, NULL, e.ino, "c", S_IFREG | 0644, 0, &st), 0);
+	EXPECT(tsr_fs_lookup(fs2, NULL, e.ino, "c", &st2), 0);
+	ck_assert_uint_eq(st2.ino, st.ino);
+	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 0);
+
+	tsr_fs_unmount(fs2);
+	tsr_fs_unmount(fs1);
+	tsr_client_shutdown(k2);
+	tsr_client_shutdown(k1);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -995,6 +1109,7 @@ main(void)
 		{ "caps", caps, NULL },
 		{ "evict", evict, NULL },
 		{ "reconnect", reconnect, NULL },
+		{ "dcache", dcache, NULL },
 	};
 
 	return tc_check_main("fs", cases, TC_NCASES(cases));
