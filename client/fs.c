@@ -184,7 +184,7 @@ caps_forget(void *arg, uint64_t ino, void *val)
 	return 0;
 }
 
-static void reconnect_job(void *arg);
+static void reconnect_send(struct tsr_fs *fs);
 
 /* The holder of rank 0 per the map held: (re)open the session with it
  * when it changed.  On the loop, or at mount. */
@@ -224,8 +224,8 @@ follow_map(struct tsr_fs *fs)
 	 * again, even nothing, so it need not wait for us (on the caps
 	 * thread: it waits for the answer) */
 	dc_clear(&fs->dc); /* (the new MDS granted no names) */
-	if (fs->gen > 1 && tsr_workq_post(fs->capq, reconnect_job, fs) < 0)
-		tsr_u64map_each(&fs->caps, caps_forget, NULL);
+	if (fs->gen > 1)
+		reconnect_send(fs);
 	/* the session first, then everything still waiting */
 	send_session(fs, conn, TSR_MDS_SESSION_OPEN);
 	/* oldest first, as they were sent: pending is newest first */
@@ -260,6 +260,7 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 
 static void on_cap(struct tsr_fs *fs, struct tsr_msg *m);
 static void send_now(struct tsr_fs *fs, struct tsr_mds_request *r);
+static void lock_log(struct tsr_fs *fs, uint64_t ino, const struct tsr_mds_lock *lk);
 
 static void to_stat(const struct tsr_inode *in, struct tsr_fs_stat *st);
 
@@ -354,6 +355,10 @@ dc_apply(struct tsr_fs *fs, const struct tsr_mds_request *r, const struct tsr_md
 	case TSR_MDS_OP_SETXATTR:
 	case TSR_MDS_OP_RMXATTR:
 		dc_forget_ino(c, r->ino); /* (its ctime) */
+		break;
+	case TSR_MDS_OP_SETLK:
+		if (rep->result == 0)
+			lock_log(fs, r->ino, &r->lk);
 		break;
 	default:
 		break;
@@ -1392,15 +1397,28 @@ same_owner(const struct lockrec *a, uint64_t ino, const struct tsr_mds_lock *lk)
 	       (a->lk.type & TSR_LOCK_FLOCK) == (lk->type & TSR_LOCK_FLOCK);
 }
 
+/* (fs->lock held; on the session's thread, in the order the MDS took
+ * them) */
 static void
 lock_log(struct tsr_fs *fs, uint64_t ino, const struct tsr_mds_lock *lk)
 {
-	struct lockrec **pp, *x;
+	struct lockrec **pp, *x, *other = NULL;
 	int overlap = 0;
 
-	pthread_mutex_lock(&fs->lock);
+	/* the last record of another owner of the inode: records before it
+	 * stay, so a replay keeps the owners' order */
+	for (x = fs->locks; x; x = x->next)
+		if (x->ino == ino && !same_owner(x, ino, lk))
+			other = x;
 	/* earlier records within the new one's range are what it replaces */
-	for (pp = &fs->locks; (x = *pp) != NULL;) {
+	pp = &fs->locks;
+	if (other) {
+		for (x = fs->locks; x != other; x = x->next)
+			overlap |= same_owner(x, ino, lk) && x->lk.start <= lk->end &&
+				   lk->start <= x->lk.end;
+		pp = &other->next;
+	}
+	for (; (x = *pp) != NULL;) {
 		if (same_owner(x, ino, lk) && lk->start <= x->lk.start && x->lk.end <= lk->end) {
 			*pp = x->next;
 			free(x);
@@ -1413,16 +1431,13 @@ lock_log(struct tsr_fs *fs, uint64_t ino, const struct tsr_mds_lock *lk)
 	}
 	/* an unlock over nothing left is nothing to tell */
 	if (((lk->type & ~TSR_LOCK_FLOCK) == F_UNLCK && !overlap) ||
-	    fs->nlocks >= LOCKS_KEPT) {
-		pthread_mutex_unlock(&fs->lock);
+	    fs->nlocks >= LOCKS_KEPT)
 		return;
-	}
 	x = tsr_xcalloc(1, sizeof(*x));
 	x->ino = ino;
 	x->lk = *lk;
 	*pp = x;
 	fs->nlocks++;
-	pthread_mutex_unlock(&fs->lock);
 }
 
 static void
@@ -1476,8 +1491,6 @@ tsr_fs_setlk(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		req_init(&r, TSR_MDS_OP_SETLK, ino, cr);
 		lock_req(&r, lk);
 		rc = simple(fs, &r, NULL, NULL);
-		if (rc == 0)
-			lock_log(fs, ino, &r.lk);
 		if (rc == -EBUSY) /* held by another owner (the MDS's -EAGAIN is
 				     "not serving now", retried in call) */
 			rc = failf(-EAGAIN, "setlk: held by another owner");
@@ -1862,20 +1875,20 @@ gather_cap(void *arg, uint64_t ino, void *val)
 	return 0;
 }
 
-/* On the caps thread, after the session moved to a new holder of the
- * rank: tell it the capabilities and locks we held, in requests of at
- * most TSR_MDS_RECONNECT_MAX of each.  If it cannot hear them, nothing
- * is cached or held back any more. */
+/* The session moved to a new holder of the rank (fs->lock held, before
+ * anything unanswered is sent again): tell it the capabilities and
+ * locks we held, in requests of at most TSR_MDS_RECONNECT_MAX of each,
+ * the last flagged.  Not waited for: the MDS takes them in order, before
+ * what follows on the session; one it refuses leaves what we hold in
+ * doubt, so nothing is cached or held back any more. */
 static void
-reconnect_job(void *arg)
+reconnect_send(struct tsr_fs *fs)
 {
-	struct tsr_fs *fs = arg;
 	struct rc_ctx x = { .fs = fs };
 	struct tsr_mds_request r;
 	uint32_t nl = 0, at_c = 0, at_l = 0;
 	int rc = 0;
 
-	pthread_mutex_lock(&fs->lock);
 	x.r.caps = tsr_xcalloc(fs->caps.n + 1, sizeof(*x.r.caps));
 	x.r.locks = tsr_xcalloc(fs->nlocks + 1, sizeof(*x.r.locks));
 	tsr_u64map_each(&fs->caps, gather_cap, &x);
@@ -1884,8 +1897,7 @@ reconnect_job(void *arg)
 		x.r.locks[nl].lk = l->lk;
 	}
 	x.r.nlocks = nl;
-	pthread_mutex_unlock(&fs->lock);
-	while (rc == 0 && (at_c < x.r.ncaps || at_l < x.r.nlocks || at_c + at_l == 0)) {
+	for (;;) {
 		struct tsr_mds_reconnect part = {
 			.caps = x.r.caps + at_c,
 			.ncaps = x.r.ncaps - at_c < TSR_MDS_RECONNECT_MAX ? x.r.ncaps - at_c
@@ -1895,24 +1907,23 @@ reconnect_job(void *arg)
 									 : TSR_MDS_RECONNECT_MAX,
 		};
 		struct tsr_enc e;
+		at_c += part.ncaps;
+		at_l += part.nlocks;
 		tsr_enc_init(&e);
 		if ((rc = tsr_mdsmsg_reconnect_encode(&e, &part)) == 0) {
 			req_init(&r, TSR_MDS_OP_RECONNECT, TSR_FS_ROOT, NULL);
+			r.flags = at_c == x.r.ncaps && at_l == x.r.nlocks ? TSR_MDS_RECONNECT_LAST
+									  : 0;
 			r.value = e.buf;
 			r.value_len = e.len;
-			rc = simple(fs, &r, NULL, NULL);
+			send_now(fs, &r);
 		}
 		tsr_enc_release(&e);
-		at_c += part.ncaps;
-		at_l += part.nlocks;
-		if (part.ncaps + part.nlocks == 0)
+		if (rc < 0 || r.flags)
 			break;
 	}
-	if (rc < 0) {
-		pthread_mutex_lock(&fs->lock);
+	if (rc < 0)
 		tsr_u64map_each(&fs->caps, caps_forget, NULL);
-		pthread_mutex_unlock(&fs->lock);
-	}
 	tsr_mdsmsg_reconnect_free(&x.r);
 }
 

@@ -168,8 +168,8 @@ struct tsr_mds_cap {
 #define TSR_MDS_MAX_GROUPS 64
 
 /* A byte-range lock (POSIX) or a whole-file one (flock), held by an owner
- * of a client: the MDS keeps them in memory (not journaled: a failover
- * drops them). */
+ * of a client: the MDS keeps them in memory (not journaled: clients
+ * re-assert them with a new MDS, RECONNECT). */
 #define TSR_LOCK_FLOCK 0x100u
 struct tsr_mds_lock {
 	uint64_t start, end;         /* inclusive; end UINT64_MAX: to the end */
@@ -184,7 +184,10 @@ int tsr_mdsmsg_lock_decode(const void *buf, size_t len, struct tsr_mds_lock *lk)
  * a new holder of the rank.
  *   reconnect = { u32 ncaps, ncaps x { u64 ino, u32 wanted, u32 issued },
  *                 u32 nlocks, nlocks x { u64 ino, lock } } */
-#define TSR_MDS_RECONNECT_MAX 4096     /* caps, and locks, in one request */
+#define TSR_MDS_RECONNECT_MAX 1024     /* caps, and locks, in one request:
+                                          8 + 1024 x (16 + 40) bytes, below
+                                          TSR_FS_XATTR_VALUE_MAX */
+#define TSR_MDS_RECONNECT_LAST 0x1u    /* RECONNECT flags: the client's last */
 struct tsr_mds_reconnect_cap {
 	uint64_t ino;
 	uint32_t wanted, issued;

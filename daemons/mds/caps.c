@@ -562,18 +562,32 @@ mds_park(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_request *r)
 void
 mds_parked_wake(struct mds *m)
 {
-	struct parked *list = m->parked;
+	static __thread int running;
 
-	/* each runs again once; one that must still wait parks again */
-	m->parked = NULL;
-	while (list) {
-		struct parked *p = list;
-		list = p->next;
-		mds_handle_request(m, p->conn, &p->r);
-		tsr_conn_put(p->conn);
-		free(p->value);
-		free(p);
+	/* (a wake while one runs: the running one goes round again, so the
+	 * parked keep their order) */
+	if (running) {
+		m->wake_pending = 1;
+		return;
 	}
+	running = 1;
+	int rounds = 0;
+	do {
+		struct parked *list = m->parked;
+		m->wake_pending = 0;
+		/* each runs again once; one that must still wait parks again */
+		m->parked = NULL;
+		while (list) {
+			struct parked *p = list;
+			list = p->next;
+			mds_handle_request(m, p->conn, &p->r);
+			tsr_conn_put(p->conn);
+			free(p->value);
+			free(p);
+		}
+	} while (m->wake_pending && m->parked && ++rounds < 8);
+	m->wake_pending = 0;
+	running = 0;
 }
 
 size_t

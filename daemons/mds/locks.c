@@ -1,7 +1,7 @@
 /* locks.c — byte-range (POSIX) and whole-file (flock) locks, held by
  * (client, owner) pairs, coordinated by the MDS that serves the inode
- * (mds.h).  In memory only: a failover drops them, and a client's go when
- * its session closes.  Waiting for a lock is the client's (it asks
+ * (mds.h).  In memory only: after a failover clients re-assert them
+ * (reconnect.c), and a client's go when its session closes.  Waiting for a lock is the client's (it asks
  * again): the MDS answers at once, -EAGAIN on a conflict.
  *
  * POSIX locks of one owner merge and split as fcntl(2) says: setting a

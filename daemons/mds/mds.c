@@ -477,7 +477,9 @@ writeback_mds(void *arg)
 	struct mds *m = arg;
 
 	if (m->rank >= 0 && !m->replaying && !m->stopping) {
-		if (m->active) {
+		/* (not once the lease is gone: a successor may serve these
+		 * clients, and owns mds<R>.sessions) */
+		if (m->active && mds_lease_ok(m)) {
 			expire_sessions(m);
 			mds_caps_tick(m);
 			mds_reconnecting(m); /* (ends the window when it is over) */
@@ -506,7 +508,8 @@ tick(void *arg)
 		last_wb = now;
 		mds_post(m, writeback_mds, m);
 	}
-	mds_evictions_send(m);
+	if (mds_lease_ok(m))
+		mds_evictions_send(m);
 	tsr_loop_timer_add(m->loop, (uint64_t)TICK_MS * 1000000u, tick, m, &m->wb_timer);
 }
 

@@ -323,7 +323,7 @@ void mds_caps_reassert(struct mds *m, uint64_t client, uint64_t ino, uint32_t wa
 void mds_caps_settle_all(struct mds *m);
 
 /* reconnect.c */
-/* Read mds<R>.sessions: the clients to wait for (takeover thread). */
+/* Read mds<R>.sessions: the clients to wait for (before serving). */
 int mds_sessions_read(struct mds *m);
 /* Write mds<R>.sessions if the sessions changed (the tick). */
 void mds_sessions_write(struct mds *m);
@@ -331,7 +331,8 @@ void mds_sessions_write(struct mds *m);
 void mds_reconnect_begin(struct mds *m);
 /* 1 while clients are still expected within the window. */
 int mds_reconnecting(struct mds *m);
-int mds_reconnect(struct mds *m, uint64_t client, const void *value, size_t len,
+/* A RECONNECT of client's; last: its last (it is back). */
+int mds_reconnect(struct mds *m, uint64_t client, const void *value, size_t len, int last,
 		  char *why, size_t whylen);
 size_t mds_parked_count(struct mds *m);
 /* Does client hold capabilities on any inode? */

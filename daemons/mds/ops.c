@@ -487,6 +487,10 @@ do_open(struct req *q)
 	if (!may(q->r, l.in, want))
 		return fail(q, -EACCES, "permission denied");
 	/* a writer: what others cache of the file's attributes goes first */
+	/* a probe (truncate) needs the size a writer holds back */
+	if (S_ISREG(l.in->mode) && (q->r->flags & TSR_MDS_OPEN_PROBE) &&
+	    mds_caps_recall(q->m, q->client, l.in->ino, TSR_CAP_BUF))
+		return PARKED;
 	if (S_ISREG(l.in->mode) && !(q->r->flags & TSR_MDS_OPEN_PROBE) && l.dir &&
 	    (q->r->flags & O_ACCMODE) != O_RDONLY &&
 	    mds_caps_dir_change(q->m, q->client, l.dir->ino))
@@ -1293,13 +1297,22 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 	if (tsr_mds_op_writes(r->op))
 		mds_done_prune(m, q.client, r->oldest);
 	uint64_t done_ino;
-	if (!m->active || !mds_lease_ok(m)) {
+	if (r->op == TSR_MDS_OP_RECONNECT && m->rank >= 0 && !m->replaying &&
+	    !mds_is_evicted(m, q.client)) {
+		/* (taken as soon as replay is over: clients send it as they
+		 * connect, which they do once the MDS map says active, maybe
+		 * before we heard so) */
+		rc = mds_reconnect(m, q.client, r->value, r->value_len,
+				   (r->flags & TSR_MDS_RECONNECT_LAST) != 0, q.rep.why,
+				   sizeof(q.rep.why));
+	} else if (!m->active || !mds_lease_ok(m)) {
 		rc = fail(&q, -EAGAIN, "mds.%s does not serve a rank now", m->name);
 	} else if (mds_is_evicted(m, q.client)) {
 		rc = fail(&q, -EKEYREVOKED, "this client was evicted (a revoke "
 			  "unanswered): mount again");
 	} else if (r->op == TSR_MDS_OP_RECONNECT) {
-		rc = mds_reconnect(m, q.client, r->value, r->value_len, q.rep.why,
+		rc = mds_reconnect(m, q.client, r->value, r->value_len,
+				   (r->flags & TSR_MDS_RECONNECT_LAST) != 0, q.rep.why,
 				   sizeof(q.rep.why));
 	} else if (r->op != TSR_MDS_OP_CAPS && mds_reconnecting(m)) {
 		/* nothing is granted before what clients held is known */

@@ -14,8 +14,7 @@
  * or no client), it serves at once.  A client that comes back later still
  * re-asserts, and what it claims beyond what it may hold now is revoked.
  *
- * Everything here runs on the MDS thread, but mds_sessions_read (the
- * takeover's thread, before the MDS serves).
+ * Everything here runs on the MDS thread.
  */
 #include "mds.h"
 
@@ -70,7 +69,10 @@ mds_sessions_read(struct mds *m)
 	m->expect = tsr_xcalloc(got / 8 + 1, sizeof(*m->expect));
 	while (tsr_dec_remaining(&d) >= 8) {
 		uint64_t id = tsr_dec_u64(&d);
-		if (id != 0)
+		size_t i;
+		for (i = 0; i < m->nexpect && m->expect[i] != id; i++)
+			;
+		if (id != 0 && i == m->nexpect)
 			m->expect[m->nexpect++] = id;
 	}
 	free(buf);
@@ -107,6 +109,11 @@ mds_sessions_write(struct mds *m)
 	tsr_enc_init(&w->e);
 	for (size_t i = 0; i < m->nsess && i < SESSIONS_MAX; i++)
 		tsr_enc_u64(&w->e, tsr_conn_peer_id(m->sess[i].conn));
+	/* (while the window is open, those still expected too: a successor
+	 * must wait for them as well) */
+	for (size_t i = 0; m->reconnect_until_ns && i < m->nexpect &&
+			   m->nsess + i < SESSIONS_MAX; i++)
+		tsr_enc_u64(&w->e, m->expect[i]);
 	sessions_oid(m, oid, sizeof(oid));
 	w->op = tsr_op_create();
 	tsr_op_write_full(w->op, w->e.buf, w->e.len);
@@ -159,8 +166,8 @@ mds_reconnecting(struct mds *m)
 }
 
 int
-mds_reconnect(struct mds *m, uint64_t client, const void *value, size_t len, char *why,
-	      size_t whylen)
+mds_reconnect(struct mds *m, uint64_t client, const void *value, size_t len, int last,
+	      char *why, size_t whylen)
 {
 	struct tsr_mds_reconnect r;
 	int rc;
@@ -175,11 +182,11 @@ mds_reconnect(struct mds *m, uint64_t client, const void *value, size_t len, cha
 			tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "client %" PRIx64 " re-asserts a "
 				"lock on %" PRIx64 " that another holds now: dropped",
 				client, r.locks[i].ino);
-	for (size_t i = 0; i < m->nexpect; i++)
-		if (m->expect[i] == client) {
+	for (size_t i = 0; last && i < m->nexpect;)
+		if (m->expect[i] == client)
 			m->expect[i] = m->expect[--m->nexpect];
-			break;
-		}
+		else
+			i++;
 	tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "client %" PRIx64 " reconnected: %" PRIu32
 		" capabilities, %" PRIu32 " locks", client, r.ncaps, r.nlocks);
 	/* late (the window is over): what it claims beyond its due goes */
