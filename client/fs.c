@@ -110,6 +110,7 @@ struct tsr_fs {
 	uint64_t ticks;
 	int closing;
 	int evicted;                 /* the MDS evicted us: every call fails */
+	uint64_t heard_ns;           /* the session's last message (mono) */
 	struct tsr_fs_statfs statfs_last;  /* the last answer, and when */
 	uint64_t statfs_at;
 };
@@ -277,8 +278,11 @@ dc_apply(struct tsr_fs *fs, const struct tsr_mds_request *r, const struct tsr_md
 		return;
 	switch (r->op) {
 	case TSR_MDS_OP_LOOKUP:
-		if (rep->dcache_seq)
-			dc_grant(c, r->ino, rep->dcache_seq);
+		/* (an answer without a grant is not to be kept: the MDS says
+		 * so of names it cannot keep us told about) */
+		if (rep->dcache_seq == 0)
+			break;
+		dc_grant(c, r->ino, rep->dcache_seq);
 		if (rep->result == 0 && rep->n > 0) {
 			to_stat(&rep->in[0], &st);
 			dc_put(c, r->ino, r->name, &st);
@@ -287,8 +291,9 @@ dc_apply(struct tsr_fs *fs, const struct tsr_mds_request *r, const struct tsr_md
 		}
 		break;
 	case TSR_MDS_OP_READDIR:
-		if (rep->dcache_seq)
-			dc_grant(c, r->ino, rep->dcache_seq);
+		if (rep->dcache_seq == 0)
+			break;
+		dc_grant(c, r->ino, rep->dcache_seq);
 		for (uint32_t i = 0; rep->result == 0 && i < rep->nent; i++) {
 			to_stat(&rep->ent[i].inode, &st);
 			dc_put(c, r->ino, rep->ent[i].name, &st);
@@ -301,8 +306,11 @@ dc_apply(struct tsr_fs *fs, const struct tsr_mds_request *r, const struct tsr_md
 			dc_forget_name(c, r->ino, r->name);
 			break;
 		}
-		if (rep->dcache_seq)
-			dc_grant(c, r->ino, rep->dcache_seq);
+		if (rep->dcache_seq == 0) {
+			dc_forget_name(c, r->ino, r->name);
+			break;
+		}
+		dc_grant(c, r->ino, rep->dcache_seq);
 		to_stat(&rep->in[0], &st);
 		dc_put(c, r->ino, r->name, &st);
 		if (r->op == TSR_MDS_OP_MKDIR && (rep->caps & TSR_CAP_DCACHE)) {
@@ -332,8 +340,10 @@ dc_apply(struct tsr_fs *fs, const struct tsr_mds_request *r, const struct tsr_md
 		/* names and the inodes they name: asked again */
 		dc_forget_name(c, r->ino, r->name);
 		dc_forget_name(c, r->ino2, r->name2);
-		if (r->op == TSR_MDS_OP_LINK)
+		if (r->op == TSR_MDS_OP_LINK) {
 			dc_forget_ino(c, r->ino2);
+			dc_forget_ino(c, r->ino); /* (the directory's times) */
+		}
 		for (uint32_t i = 0; rep->result == 0 && i < rep->n; i++) {
 			to_stat(&rep->in[i], &st);
 			if (S_ISDIR(st.mode) && i + 1 < rep->n)
@@ -372,7 +382,15 @@ on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 	struct tsr_mds_reply rep;
 	char err[256];
 
-	(void)conn;
+	pthread_mutex_lock(&fs->lock);
+	if (conn != fs->conn) {
+		/* the session replaced: what the old MDS says counts no more */
+		pthread_mutex_unlock(&fs->lock);
+		tsr_msg_free(m, 0);
+		return;
+	}
+	fs->heard_ns = tsr_mono_ns();
+	pthread_mutex_unlock(&fs->lock);
 	if (m->type == TSR_MSG_MDS_CAP) {
 		on_cap(fs, m);
 		return;
@@ -840,6 +858,21 @@ simple(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
 	return simple_g(fs, r, out, in_out, NULL);
 }
 
+/* Is the cache of names to be believed (fs->lock held)?  Only while
+ * the session is heard from (renewals are answered every 5 s): a client
+ * cut off may have been evicted, its names changed by others meanwhile.
+ * Well within mds_session_timeout and mds_cap_revoke_timeout. */
+#define DC_LEASE_NS 10000000000ull
+
+static int
+dc_live(struct tsr_fs *fs)
+{
+	if (tsr_mono_ns() - fs->heard_ns < DC_LEASE_NS)
+		return 1;
+	dc_clear(&fs->dc);
+	return 0;
+}
+
 /* May cr search directory dir, as far as the cache knows (fs->lock
  * held)?  Root may; others only where the cache holds dir's mode. */
 static int
@@ -856,7 +889,8 @@ may_search(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t dir)
 		bits = d.mode >> 6;
 	} else {
 		int in = cr->gid == d.gid;
-		for (uint32_t i = 0; !in && i < cr->ngroups; i++)
+		/* (as many groups as the MDS would be told) */
+		for (uint32_t i = 0; !in && i < cr->ngroups && i < TSR_MDS_MAX_GROUPS; i++)
 			in = cr->groups[i] == d.gid;
 		bits = in ? d.mode >> 3 : d.mode;
 	}
@@ -875,7 +909,8 @@ tsr_fs_lookup(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
-	rc = may_search(fs, cr, parent) ? dc_lookup(&fs->dc, parent, name, &st) : 0;
+	rc = dc_live(fs) && may_search(fs, cr, parent) ? dc_lookup(&fs->dc, parent, name, &st)
+						       : 0;
 	pthread_mutex_unlock(&fs->lock);
 	if (rc == 2)
 		return failf(-ENOENT, "lookup: no \"%s\" in %" PRIx64, name, parent);
@@ -898,7 +933,7 @@ tsr_fs_getattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 
 	struct tsr_fs_stat st;
 	pthread_mutex_lock(&fs->lock);
-	rc = dc_getattr(&fs->dc, ino, &st);
+	rc = dc_live(fs) ? dc_getattr(&fs->dc, ino, &st) : 0;
 	pthread_mutex_unlock(&fs->lock);
 	if (rc == 1) {
 		overlay(fs, &st);

@@ -140,9 +140,11 @@ send_revoke(struct mds *m, uint64_t ino, struct mcap *h, uint32_t target)
 	if (conn == NULL)
 		return; /* no session: the timeout evicts it */
 	tsr_enc_init(&e);
+	/* behind the answers queued before it: a grant still waiting for
+	 * the journal must not reach the client after its own revoke */
 	if (tsr_mdsmsg_cap_encode(&e, &c) == 0 &&
 	    (msg = tsr_msg_from_enc(TSR_MSG_MDS_CAP, &e)) != NULL)
-		tsr_conn_send(conn, msg, TSR_SEND_NOWAIT);
+		mds_reply_after(m, conn, msg, m->applied);
 	else
 		tsr_enc_release(&e);
 }
@@ -283,8 +285,8 @@ mds_caps_grant_dir(struct mds *m, uint64_t client, uint64_t dir)
 		return 0;
 	if (until)
 		free(tsr_u64map_del(&m->dir_busy, dir));
-	if (h && h->revoke_ns)
-		return 0;
+	if ((h && h->revoke_ns) || mds_session_conn(m, client) == NULL)
+		return 0; /* (no session: no revoke could reach it) */
 	h = holder_add(m, dir, &cs, client);
 	h->issued = h->target = TSR_CAP_DCACHE;
 	h->seq = ++m->cap_seq;
@@ -603,8 +605,23 @@ mds_parked_count(struct mds *m)
 static int
 holds(void *arg, uint64_t ino, void *val)
 {
+	struct mcap *h = holder(val, *(uint64_t *)arg);
+
 	(void)ino;
-	return holder(val, *(uint64_t *)arg) != NULL;
+	/* (names cached only: the client drops them itself when it hears
+	 * nothing, before a session expires) */
+	return h != NULL && ((h->issued | h->wanted) & ~TSR_CAP_DCACHE) != 0;
+}
+
+int
+mds_caps_writer_other(struct mds *m, uint64_t client, uint64_t ino)
+{
+	struct mcaps *cs = caps_of(m, ino);
+
+	for (size_t i = 0; cs && i < cs->n; i++)
+		if (cs->h[i].client != client && (cs->h[i].wanted & TSR_CAP_WR))
+			return 1;
+	return 0;
 }
 
 int

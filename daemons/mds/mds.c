@@ -212,7 +212,10 @@ on_session_mds(void *arg)
 	if (mds_is_evicted(m, tsr_conn_peer_id(im->conn))) {
 		rep.result = -EKEYREVOKED;
 		snprintf(rep.why, sizeof(rep.why), "this client was evicted: mount again");
-	} else if (!m->active || !mds_lease_ok(m)) {
+	} else if ((!m->active || !mds_lease_ok(m)) &&
+		   !(s.op == TSR_MDS_SESSION_OPEN && m->rank >= 0 && !m->replaying)) {
+		/* (a session opens as soon as replay is over: clients
+		 * reconnect then, and revokes need it) */
 		rep.result = -EAGAIN;
 		snprintf(rep.why, sizeof(rep.why), "mds.%s does not serve a rank now",
 			 m->name);
@@ -431,6 +434,7 @@ expire_sessions(struct mds *m)
 			PRIu64 " s: closed, its locks released", tsr_conn_peer(s->conn),
 			s->client, m->session_timeout_ns / 1000000000u);
 		mds_locks_drop(m, id);
+		mds_caps_drop_client(m, id); /* (names it cached) */
 		tsr_conn_put(s->conn);
 		*s = m->sess[--m->nsess];
 		m->sessions_dirty = 1;

@@ -335,8 +335,10 @@ int mds_reconnecting(struct mds *m);
 int mds_reconnect(struct mds *m, uint64_t client, const void *value, size_t len, int last,
 		  char *why, size_t whylen);
 size_t mds_parked_count(struct mds *m);
-/* Does client hold capabilities on any inode? */
+/* Does client hold capabilities on any inode (DCACHE aside)? */
 int mds_caps_client_holds(struct mds *m, uint64_t client);
+/* Does a client other than client have ino open for writing? */
+int mds_caps_writer_other(struct mds *m, uint64_t client, uint64_t ino);
 
 /* ops.c */
 /* A file being purged may be larger than the MDS knew: size, from a

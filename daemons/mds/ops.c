@@ -426,6 +426,17 @@ purge_file(struct mds *m, const struct tsr_inode *in)
 
 /* ---- The handlers ---- */
 
+/* May a client cache entry e (with inode in) under its directory's
+ * DCACHE?  Not a name of an inode kept in an object of its own (linked
+ * twice, once): its changes touch no directory, so revoke no one; nor a
+ * file another client writes (its size and mtime move without us). */
+static int
+entry_cacheable(struct req *q, const struct mentry *e, const struct tsr_inode *in)
+{
+	return e->de.kind == TSR_DENTRY_PRIMARY &&
+	       !(S_ISREG(in->mode) && mds_caps_writer_other(q->m, q->client, in->ino));
+}
+
 static int
 do_lookup(struct req *q)
 {
@@ -449,7 +460,8 @@ do_lookup(struct req *q)
 		return rc;
 	if (S_ISREG(in->mode) && mds_caps_recall(q->m, q->client, in->ino, TSR_CAP_BUF))
 		return PARKED;
-	q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, d->ino);
+	if (entry_cacheable(q, e, in))
+		q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, d->ino);
 	return reply_inode(q, in);
 }
 
@@ -995,7 +1007,7 @@ do_readdir(struct req *q)
 
 	if ((rc = dir_for(q, q->r->ino, &d, &din, MAY_R)) < 0)
 		return rc;
-	q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, d->ino);
+	int cacheable = 1;
 	/* the first entry whose cookie is above the one given */
 	hi = d->n;
 	while (lo < hi) {
@@ -1025,8 +1037,11 @@ do_readdir(struct req *q)
 			return -ENOMEM;
 		bytes += 200 + strlen(e->name) + (in->symlink ? strlen(in->symlink) : 0);
 		q->rep.nent++;
+		cacheable &= entry_cacheable(q, e, in);
 	}
 	q->rep.end = i >= d->n;
+	if (cacheable)
+		q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, d->ino);
 	return reply_inode(q, din);
 }
 

@@ -1067,6 +1067,26 @@ START_TEST(dcache)
 	EXPECT(tsr_fs_unlink(fs2, NULL, d.ino, "z"), 0);
 	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "z", &st2), -ENOENT);
 	EXPECT(tsr_fs_lookup(fs1, NULL, d.ino, "z", &st2), -ENOENT);
+	/* an inode with two names: its changes touch no directory (its own
+	 * object), so its attributes are never kept */
+	struct tsr_fs_stat h;
+	EXPECT(tsr_fs_mknod(fs1, NULL, d.ino, "h1", S_IFREG | 0644, 0, &h), 0);
+	EXPECT(tsr_fs_link(fs1, NULL, h.ino, d.ino, "h2", NULL), 0);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "h1", &st2), 0);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "h2", &st2), 0);
+	EXPECT(tsr_fs_getattr(fs2, NULL, h.ino, &st2), 0);
+	a.mode = 0611;
+	EXPECT(tsr_fs_setattr(fs1, NULL, h.ino, &a, TSR_FS_SET_MODE, NULL), 0);
+	EXPECT(tsr_fs_getattr(fs2, NULL, h.ino, &st2), 0);
+	ck_assert_uint_eq(st2.mode & 07777, 0611);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "h2", &st2), 0);
+	ck_assert_uint_eq(st2.mode & 07777, 0611);
+	EXPECT(tsr_fs_unlink(fs1, NULL, d.ino, "h2"), 0);
+	a.mode = 0600;
+	EXPECT(tsr_fs_setattr(fs1, NULL, h.ino, &a, TSR_FS_SET_MODE, NULL), 0);
+	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "h1", &st2), 0);
+	ck_assert_uint_eq(st2.mode & 07777, 0600);
+	ck_assert_uint_eq(st2.nlink, 1);
 	/* a directory it made is known whole: absent names cost nothing */
 	struct tsr_fs_stat e;
 	char nm[16];
