@@ -331,6 +331,18 @@ mds_caps_release(struct mds *m, uint64_t client, uint64_t ino, uint64_t size,
 	mds_parked_wake(m);
 }
 
+void
+mds_caps_drop_ino(struct mds *m, uint64_t ino)
+{
+	struct mcaps *cs = tsr_u64map_del(&m->caps, ino);
+
+	if (cs) {
+		free(cs->h);
+		free(cs);
+		m->wake_pending = 1; /* (a request may have waited on one) */
+	}
+}
+
 struct drop_ctx {
 	struct mds *m;
 	uint64_t client;

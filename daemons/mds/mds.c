@@ -488,6 +488,9 @@ writeback_mds(void *arg)
 			mds_caps_tick(m);
 			mds_reconnecting(m); /* (ends the window when it is over) */
 			mds_sessions_write(m);
+			/* (what a bounded wake left parked) */
+			if (m->parked)
+				mds_parked_wake(m);
 		}
 		mds_writeback(m);
 		mds_journal_trim(m);

@@ -304,6 +304,8 @@ uint64_t mds_caps_grant_dir(struct mds *m, uint64_t client, uint64_t dir);
  * others' DCACHE on it goes; 1 while a revoke is out (park). */
 int mds_caps_dir_change(struct mds *m, uint64_t client, uint64_t dir);
 void mds_caps_drop_client(struct mds *m, uint64_t client);
+/* ino is gone (a directory removed): its holders go. */
+void mds_caps_drop_ino(struct mds *m, uint64_t ino);
 /* Evict clients whose revokes are late (the writeback timer). */
 void mds_caps_tick(struct mds *m);
 void mds_evict(struct mds *m, uint64_t client, const char *why);

@@ -296,6 +296,10 @@ commit(struct req *q)
 		q->ev.ino = q->r->ino;
 	if ((rc = mds_commit(q->m, &q->ev, err, sizeof(err))) < 0)
 		return fail(q, rc, "%s", err);
+	/* a directory removed: nobody caches its names any more */
+	for (uint32_t i = 0; i < q->ev.n; i++)
+		if (q->ev.u[i].type == TSR_FSU_DIR_RM)
+			mds_caps_drop_ino(q->m, q->ev.u[i].ino);
 	mds_done_add(q->m, q->ev.client, q->ev.tid, q->ev.ino);
 	return 0;
 }
