@@ -1344,13 +1344,7 @@ int
 tsr_fs_removexattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		   const char *name)
 {
-	struct tsr_mds_request r;
-	int rc;
-
-	req_init(&r, TSR_MDS_OP_RMXATTR, ino, cr);
-	if ((rc = set_name(r.name, name)) < 0)
-		return rc;
-	return simple(fs, &r, NULL, NULL);
+	return remove_name(fs, cr, TSR_MDS_OP_RMXATTR, ino, name); /* (same request) */
 }
 
 /* ---- statfs ---- */
