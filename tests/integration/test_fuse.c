@@ -675,7 +675,18 @@ START_TEST(coherence)
 		fl.l_start = 0;
 		fl.l_len = 100;
 		WORKS(fcntl(lfd, F_SETLKW, &fl)); /* released by the child's exit */
-		WORKS(flock(fd2, LOCK_EX | LOCK_NB));
+		/* the child's flock goes with FUSE's RELEASE, which the kernel
+		 * sends after close returns (asynchronously): wait for it,
+		 * bounded, instead of racing it */
+		{
+			int r = -1;
+			for (int i = 0; i < 500 && r < 0; i++)
+				if ((r = flock(fd2, LOCK_EX | LOCK_NB)) < 0) {
+					ck_assert_int_eq(errno, EWOULDBLOCK);
+					usleep(10000);
+				}
+			ck_assert_msg(r == 0, "the child's flock still held 5 s after its exit");
+		}
 		WORKS(close(lfd));
 		WORKS(close(fd2));
 		close(go[0]);
