@@ -523,6 +523,7 @@ struct tsr_client {
 	size_t ndoomed;
 	int closing;
 	int inject_dup;              /* client_inject_dup (tests) */
+	uint64_t dirty_max;          /* client_dirty_max (the file client) */
 	size_t max_data;             /* ms_max_data, less room for the front */
 	/* the key toward the OSDs (connect) */
 	int keys_done, keys_rc;
@@ -1598,6 +1599,7 @@ tsr_client_connect(const char *conf_path, const char *name, uint64_t timeout_ms,
 	t = tsr_conf_int(conf, "client_op_timeout");
 	c->op_timeout_ns = (uint64_t)(t > 0 ? t : DEFAULT_TIMEOUT_MS) * 1000000u;
 	c->inject_dup = is_mds ? 0 : tsr_conf_bool(conf, "client_inject_dup");
+	c->dirty_max = is_mds ? 0 : (uint64_t)tsr_conf_int(conf, "client_dirty_max");
 	if ((c->reg = tsr_registry_create()) == NULL) {
 		rc = tsr_errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
@@ -1752,6 +1754,12 @@ struct tsr_monc *
 tsr_client_monc_(struct tsr_client *c)
 {
 	return c->monc;
+}
+
+uint64_t
+tsr_client_dirty_max_(struct tsr_client *c)
+{
+	return c->dirty_max;
 }
 
 uint64_t

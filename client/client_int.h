@@ -16,6 +16,8 @@ struct tsr_loop *tsr_client_loop_(struct tsr_client *c);
 struct tsr_mapsub *tsr_client_mapsub_(struct tsr_client *c);
 /* The client's id (its request ids' client part; never 0). */
 uint64_t tsr_client_id_(struct tsr_client *c);
+/* client_dirty_max, in bytes. */
+uint64_t tsr_client_dirty_max_(struct tsr_client *c);
 /* client_op_timeout, in ms. */
 uint64_t tsr_client_timeout_ms_(struct tsr_client *c);
 struct tsr_monc;

@@ -14,6 +14,7 @@
  */
 #include "client_int.h"
 #include "dcache.h"
+#include "wbuf.h"
 
 #include "event/loop.h"
 #include "event/workq.h"
@@ -113,6 +114,14 @@ struct tsr_fs {
 	uint64_t heard_ns;           /* the session's last message (mono) */
 	struct tsr_fs_statfs statfs_last;  /* the last answer, and when */
 	uint64_t statfs_at;
+	/* the write-back cache: each ccap's wb, under wb_lock (taken after
+	 * lock and a file's lock, never before) */
+	pthread_mutex_t wb_lock;
+	pthread_cond_t wb_cv;        /* a send was answered */
+	uint64_t wb_total;           /* bytes held back, every file */
+	uint64_t wb_inflight;        /* operations sending them */
+	uint64_t wb_max;             /* client_dirty_max (0: nothing is) */
+	int wb_job;                  /* a write-back job is on capq (lock) */
 };
 
 /* Capabilities held on an inode (fs->lock): see mdsmsg.h.  A ccap
@@ -125,6 +134,8 @@ struct ccap {
 	int busy;                    /* open files, and opens under way */
 	uint64_t idle_since;         /* mono ns, when busy fell to 0 */
 	uint64_t size;               /* the largest size a closed file knew */
+	struct wbuf *wb;             /* writes held back (fs->wb_lock), or NULL;
+					a ccap goes only once it is empty */
 };
 
 #define CAP_IDLE_NS 1000000000u   /* caps unused this long are given back */
@@ -435,7 +446,22 @@ send_now(struct tsr_fs *fs, struct tsr_mds_request *r)
 		tsr_enc_release(&e);
 }
 
+static int free_ccap(void *arg, uint64_t key, void *val);
+
+/* Nothing of cc's file is held back (fs->lock held). */
+static int
+wb_empty(struct tsr_fs *fs, struct ccap *cc)
+{
+	int empty;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	empty = cc->wb == NULL || cc->wb->bytes == 0;
+	pthread_mutex_unlock(&fs->wb_lock);
+	return empty;
+}
+
 struct idle_ctx {
+	struct tsr_fs *fs;
 	uint64_t now;
 	uint64_t *inos;
 	struct tsr_enc e;            /* (ino, size) pairs: a CAPS RELEASE's */
@@ -449,7 +475,7 @@ find_idle(void *arg, uint64_t ino, void *val)
 	struct ccap *cc = val;
 
 	if (cc->busy == 0 && x->now - cc->idle_since >= CAP_IDLE_NS &&
-	    x->n < TSR_MDS_CAPS_RELEASE_MAX) {
+	    x->n < TSR_MDS_CAPS_RELEASE_MAX && wb_empty(x->fs, cc)) {
 		tsr_enc_u64(&x->e, ino);
 		tsr_enc_u64(&x->e, cc->size);
 		tsr_enc_u64(&x->e, 0);
@@ -463,7 +489,7 @@ find_idle(void *arg, uint64_t ino, void *val)
 static void
 caps_release_idle(struct tsr_fs *fs)
 {
-	struct idle_ctx x = { .now = tsr_mono_ns() };
+	struct idle_ctx x = { .fs = fs, .now = tsr_mono_ns() };
 	struct tsr_mds_request r;
 
 	size_t nd;
@@ -483,7 +509,7 @@ caps_release_idle(struct tsr_fs *fs)
 	size_t ndirs = x.n;
 	tsr_u64map_each(&fs->caps, find_idle, &x);
 	for (size_t i = ndirs; i < x.n; i++)
-		free(tsr_u64map_del(&fs->caps, x.inos[i]));
+		free_ccap(NULL, 0, tsr_u64map_del(&fs->caps, x.inos[i]));
 	if (x.n && tsr_enc_error(&x.e) == 0) {
 		memset(&r, 0, sizeof(r));
 		r.op = TSR_MDS_OP_CAPS;
@@ -497,6 +523,8 @@ caps_release_idle(struct tsr_fs *fs)
 	free(x.inos);
 }
 
+static void wb_tick(struct tsr_fs *fs);
+
 static void
 tick(void *arg)
 {
@@ -509,6 +537,7 @@ tick(void *arg)
 	if (fs->conn && ++fs->ticks % RENEW_TICKS == 0)
 		send_session(fs, fs->conn, TSR_MDS_SESSION_RENEW);
 	caps_release_idle(fs);
+	wb_tick(fs);
 	if (!fs->closing &&
 	    tsr_loop_timer_add(fs->loop, 1000000000u, tick, fs, &fs->timer) < 0)
 		fs->timer = 0;
@@ -621,9 +650,14 @@ tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out, cha
 	fs->timeout_ms = DEFAULT_TIMEOUT_MS;
 	pthread_mutex_init(&fs->lock, NULL);
 	tsr_cond_init_mono(&fs->cv);
+	pthread_mutex_init(&fs->wb_lock, NULL);
+	tsr_cond_init_mono(&fs->wb_cv);
+	fs->wb_max = tsr_client_dirty_max_(c);
 	dc_init(&fs->dc);
 	if ((rc = tsr_workq_create("fscaps", &fs->capq)) < 0) {
 		dc_free(&fs->dc);
+		pthread_cond_destroy(&fs->wb_cv);
+		pthread_mutex_destroy(&fs->wb_lock);
 		pthread_cond_destroy(&fs->cv);
 		pthread_mutex_destroy(&fs->lock);
 		free(fs);
@@ -689,6 +723,23 @@ free_hidden(void *arg, uint64_t key, void *val)
 	return 0;
 }
 
+static int
+free_ccap(void *arg, uint64_t key, void *val)
+{
+	struct ccap *cc = val;
+
+	(void)arg;
+	(void)key;
+	if (cc->wb) {
+		wb_free(cc->wb);
+		free(cc->wb);
+	}
+	free(cc);
+	return 0;
+}
+
+static void wb_drain(struct tsr_fs *fs);
+
 void
 tsr_fs_unmount(struct tsr_fs *fs)
 {
@@ -696,6 +747,7 @@ tsr_fs_unmount(struct tsr_fs *fs)
 
 	if (fs == NULL)
 		return;
+	wb_drain(fs); /* what is held back goes to the OSDs first */
 	pthread_mutex_lock(&fs->lock);
 	fs->closing = 1;
 	pthread_cond_broadcast(&fs->cv);
@@ -724,7 +776,7 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	tsr_u64map_free(&fs->open);
 	tsr_u64map_each(&fs->hidden, free_hidden, NULL);
 	tsr_u64map_free(&fs->hidden);
-	tsr_u64map_each(&fs->caps, free_hidden, NULL);
+	tsr_u64map_each(&fs->caps, free_ccap, NULL);
 	tsr_u64map_free(&fs->caps);
 	dc_free(&fs->dc);
 	while (fs->locks) {
@@ -732,6 +784,8 @@ tsr_fs_unmount(struct tsr_fs *fs)
 		fs->locks = l->next;
 		free(l);
 	}
+	pthread_cond_destroy(&fs->wb_cv);
+	pthread_mutex_destroy(&fs->wb_lock);
 	pthread_cond_destroy(&fs->cv);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs);
@@ -954,6 +1008,7 @@ static int truncate_data(struct tsr_fs *fs, const struct tsr_inode *in, uint64_t
 /* opened: through a file open for writing, whose open checked the
  * permission (ftruncate on a file made 0444 by that open is POSIX's) */
 static int barrier_wait(struct tsr_fs *fs, uint64_t epoch);
+static int wb_sync_ino(struct tsr_fs *fs, uint64_t ino);
 
 static int
 setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
@@ -993,6 +1048,11 @@ setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 			return rc;
 		/* no cut before the OSDs refuse a client evicted for it */
 		if ((rc = barrier_wait(fs, g.barrier)) < 0) {
+			tsr_inode_free(&in);
+			return rc;
+		}
+		/* what this client holds back lands before the cut */
+		if ((rc = wb_sync_ino(fs, ino)) < 0) {
 			tsr_inode_free(&in);
 			return rc;
 		}
@@ -1743,6 +1803,332 @@ barrier_wait(struct tsr_fs *fs, uint64_t epoch)
 	return 0;
 }
 
+/* ---- Write-back (wbuf.h) ----
+ *
+ * While the client holds BUF on a file (no other client has it open),
+ * its writes are held in the file's wbuf and return at once.  They go to
+ * the OSDs, per object in compound writes of up to WB_OP_STEPS ranges:
+ *   - at fsync, and at close (every close(2) through the mount);
+ *   - when BUF is revoked (before the answer: the next holder reads them);
+ *   - before a truncate or a hole, and before a write that goes straight
+ *     through (an older write must not land over it);
+ *   - when a read meets them other than inside one held range;
+ *   - after WB_AGE_NS held (the tick's job), or when the client lost BUF
+ *     some other way (a reconnect the MDS refused);
+ *   - past half of client_dirty_max (this file's), and past all of it
+ *     (every file's, the writer waiting for room).
+ * A send that fails is told by the next fsync or close of the file. */
+
+#define WB_AGE_NS 5000000000ull
+#define WB_OP_STEPS 64u              /* a compound's steps at most (client.h) */
+#define WB_OP_BYTES (4u << 20)       /* and bytes, unless one range is more */
+
+struct wsend {
+	struct wsend *next;
+	struct tsr_fs *fs;
+	struct wbuf *wb;
+	struct wb_obj *o;
+	struct tsr_op *op;
+};
+
+static void
+wb_sent_cb(void *arg, int result, const struct tsr_objver *ver)
+{
+	struct wsend *s = arg;
+	struct tsr_fs *fs = s->fs;
+
+	(void)ver;
+	pthread_mutex_lock(&fs->wb_lock);
+	fs->wb_total -= wb_sent(s->wb, s->o, result);
+	fs->wb_inflight--;
+	pthread_cond_broadcast(&fs->wb_cv);
+	pthread_mutex_unlock(&fs->wb_lock);
+	tsr_op_destroy(s->op);
+	free(s);
+}
+
+/* Send what wb holds back (wb_lock held, let go while submitting): every
+ * object with dirty ranges and no send in flight (only: object only - 1
+ * alone; 0: all).  With wait, until every write held when it was called
+ * is on the OSDs (or failed: wb->err): 0, or -ETIMEDOUT after the
+ * client's timeout.  The caller keeps wb alive (its ccap busy). */
+static int
+wb_send(struct tsr_fs *fs, struct wbuf *wb, uint64_t only, int wait)
+{
+	uint64_t deadline = tsr_mono_ns() + fs->timeout_ms * 1000000u, upto = wb->gen;
+	uint64_t objs[32];
+	size_t n;
+
+	for (;;) {
+		struct wsend *list = NULL;
+		while ((n = wb_ready(wb, only, objs, TSR_ARRAY_SIZE(objs))) > 0)
+			for (size_t i = 0; i < n; i++) {
+				struct wb_obj *o = wb_take(wb, objs[i]);
+				for (size_t k = 0; o && k < o->nsending;) {
+					struct wsend *s = tsr_xcalloc(1, sizeof(*s));
+					size_t steps = 0, bytes = 0;
+					s->fs = fs;
+					s->wb = wb;
+					s->o = o;
+					s->op = tsr_op_create();
+					for (; k < o->nsending && steps < WB_OP_STEPS &&
+					       (steps == 0 || bytes + o->sending[k].len <= WB_OP_BYTES);
+					     k++, steps++) {
+						tsr_op_write(s->op, o->sending[k].off, o->sending[k].data,
+							     o->sending[k].len);
+						bytes += o->sending[k].len;
+					}
+					o->inflight++;
+					fs->wb_inflight++;
+					s->next = list;
+					list = s;
+				}
+			}
+		if (list) {
+			/* (each object lives until its last operation is answered,
+			 * and none of this list's is sent yet) */
+			pthread_mutex_unlock(&fs->wb_lock);
+			while (list) {
+				struct wsend *s = list;
+				char oid[48];
+				int rc;
+				list = s->next;
+				tsr_fs_data_oid(wb->ino, s->o->objno, oid, sizeof(oid));
+				if ((rc = tsr_op_submit(fs->c, wb->pool, oid, strlen(oid), s->op,
+							wb_sent_cb, s)) < 0)
+					wb_sent_cb(s, rc, NULL);
+			}
+			pthread_mutex_lock(&fs->wb_lock);
+			continue;
+		}
+		if (!wait || !wb_pending(wb, only, upto))
+			return 0;
+		if (tsr_cond_wait_until(&fs->wb_cv, &fs->wb_lock, deadline) == ETIMEDOUT)
+			return failf(-ETIMEDOUT, "writing back inode %" PRIx64 ": not done within %"
+				     PRIu64 " ms", wb->ino, fs->timeout_ms);
+	}
+}
+
+/* Send what f's file holds back; with wait, until it is on the OSDs: 0,
+ * or the error of a send that failed since the last fsync or close. */
+static int
+wb_sync(struct tsr_file *f, int wait)
+{
+	struct tsr_fs *fs = f->fs;
+	struct wbuf *wb;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	if ((wb = f->cap->wb) != NULL) {
+		rc = wb_send(fs, wb, 0, wait);
+		if (wait && rc == 0 && wb->err) {
+			rc = failf(wb->err, "writing back inode %" PRIx64 ": %s", f->ino,
+				   strerror(-wb->err));
+			wb->err = 0;
+		}
+	}
+	pthread_mutex_unlock(&fs->wb_lock);
+	return rc;
+}
+
+/* The same for ino, whoever has it open here (before its size is cut). */
+static int
+wb_sync_ino(struct tsr_fs *fs, uint64_t ino)
+{
+	struct ccap *cc;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	if ((cc = tsr_u64map_get(&fs->caps, ino)) != NULL)
+		cc->busy++;
+	pthread_mutex_unlock(&fs->lock);
+	if (cc == NULL)
+		return 0;
+	pthread_mutex_lock(&fs->wb_lock);
+	if (cc->wb)
+		rc = wb_send(fs, cc->wb, 0, 1);
+	pthread_mutex_unlock(&fs->wb_lock);
+	pthread_mutex_lock(&fs->lock);
+	cap_unhold(cc, 0);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+struct kick_ctx {
+	struct tsr_fs *fs;
+	uint64_t older;              /* held back since before this (mono ns) */
+	struct ccap **v;
+	size_t n, cap;
+};
+
+static int
+kick_one(void *arg, uint64_t ino, void *val)
+{
+	struct kick_ctx *x = arg;
+	struct ccap *cc = val;
+	int take;
+
+	(void)ino;
+	pthread_mutex_lock(&x->fs->wb_lock);
+	take = cc->wb && cc->wb->dirty_bytes &&
+	       (cc->wb->dirty_since <= x->older || !(cap_issued(cc) & TSR_CAP_BUF));
+	pthread_mutex_unlock(&x->fs->wb_lock);
+	if (take) {
+		if (x->n == x->cap) {
+			x->cap = x->cap ? 2 * x->cap : 16;
+			struct ccap **v = realloc(x->v, x->cap * sizeof(*v));
+			if (v == NULL)
+				return 1;
+			x->v = v;
+		}
+		cc->busy++;
+		x->v[x->n++] = cc;
+	}
+	return 0;
+}
+
+/* Start sending every file's held-back writes older than older, and
+ * those of files whose BUF went (not waited for). */
+static void
+wb_kick(struct tsr_fs *fs, uint64_t older)
+{
+	struct kick_ctx x = { .fs = fs, .older = older };
+
+	pthread_mutex_lock(&fs->lock);
+	tsr_u64map_each(&fs->caps, kick_one, &x);
+	pthread_mutex_unlock(&fs->lock);
+	for (size_t i = 0; i < x.n; i++) {
+		pthread_mutex_lock(&fs->wb_lock);
+		wb_send(fs, x.v[i]->wb, 0, 0);
+		pthread_mutex_unlock(&fs->wb_lock);
+	}
+	pthread_mutex_lock(&fs->lock);
+	for (size_t i = 0; i < x.n; i++)
+		cap_unhold(x.v[i], 0);
+	pthread_mutex_unlock(&fs->lock);
+	free(x.v);
+}
+
+/* On the caps thread, posted by the tick. */
+static void
+wb_job(void *arg)
+{
+	struct tsr_fs *fs = arg;
+
+	wb_kick(fs, tsr_mono_ns() - WB_AGE_NS);
+	pthread_mutex_lock(&fs->lock);
+	fs->wb_job = 0;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* From the tick (fs->lock held): the job, when anything is held back. */
+static void
+wb_tick(struct tsr_fs *fs)
+{
+	uint64_t total;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	total = fs->wb_total;
+	pthread_mutex_unlock(&fs->wb_lock);
+	if (total && !fs->wb_job && !fs->closing && tsr_workq_post(fs->capq, wb_job, fs) == 0)
+		fs->wb_job = 1;
+}
+
+/* Everything to the OSDs (at unmount), within the client's timeout;
+ * then what is in flight is answered (each operation within
+ * client_op_timeout) before the buffers go. */
+static void
+wb_drain(struct tsr_fs *fs)
+{
+	uint64_t deadline = tsr_mono_ns() + fs->timeout_ms * 1000000u;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	while (fs->wb_total > 0 && tsr_mono_ns() < deadline) {
+		uint64_t pause = tsr_mono_ns() + 100000000u;
+		pthread_mutex_unlock(&fs->wb_lock);
+		wb_kick(fs, UINT64_MAX);
+		pthread_mutex_lock(&fs->wb_lock);
+		if (fs->wb_total > 0)
+			tsr_cond_wait_until(&fs->wb_cv, &fs->wb_lock,
+					    pause < deadline ? pause : deadline);
+	}
+	while (fs->wb_inflight > 0)
+		pthread_cond_wait(&fs->wb_cv, &fs->wb_lock);
+	pthread_mutex_unlock(&fs->wb_lock);
+}
+
+static int move_data(struct tsr_file *f, uint8_t *rbuf, const uint8_t *wbuf, size_t len,
+		     uint64_t off);
+
+/* A write's data: held back under BUF, else (or with client_dirty_max 0)
+ * through to the OSDs before it returns. */
+static int
+data_write(struct tsr_file *f, const uint8_t *buf, size_t len, uint64_t off)
+{
+	struct tsr_fs *fs = f->fs;
+	struct ccap *cc = f->cap;
+	uint64_t deadline = 0, now;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	for (;;) {
+		if (fs->wb_max == 0 || !(cap_issued(cc) & TSR_CAP_BUF)) {
+			if (cc->wb && cc->wb->bytes) /* older: it must not land over this */
+				rc = wb_send(fs, cc->wb, 0, 1);
+			pthread_mutex_unlock(&fs->wb_lock);
+			return rc < 0 ? rc : move_data(f, NULL, buf, len, off);
+		}
+		if (fs->wb_total == 0 || fs->wb_total + len <= fs->wb_max)
+			break;
+		/* no room: everything held goes, and this write waits */
+		now = tsr_mono_ns();
+		if (deadline == 0)
+			deadline = now + fs->timeout_ms * 1000000u;
+		else if (now >= deadline)
+			break; /* (held anyway: the bound is soft, progress is not) */
+		pthread_mutex_unlock(&fs->wb_lock);
+		wb_kick(fs, UINT64_MAX);
+		pthread_mutex_lock(&fs->wb_lock);
+		if (fs->wb_total > 0 && fs->wb_total + len > fs->wb_max) {
+			uint64_t pause = tsr_mono_ns() + 100000000u;
+			tsr_cond_wait_until(&fs->wb_cv, &fs->wb_lock,
+					    pause < deadline ? pause : deadline);
+		}
+	}
+	if (cc->wb == NULL) {
+		cc->wb = tsr_xcalloc(1, sizeof(*cc->wb));
+		wb_init(cc->wb, f->layout.pool, f->ino);
+	}
+	now = tsr_mono_ns();
+	for (size_t done = 0; done < len;) {
+		uint64_t objno, objoff, left;
+		tsr_layout_map(&f->layout, off + done, &objno, &objoff, &left);
+		if (left > len - done)
+			left = len - done;
+		fs->wb_total += wb_put(cc->wb, objno, objoff, buf + done, (size_t)left, now);
+		done += (size_t)left;
+	}
+	if (fs->wb_total > fs->wb_max / 2)
+		wb_send(fs, cc->wb, 0, 0); /* this file's start going */
+	pthread_mutex_unlock(&fs->wb_lock);
+	return 0;
+}
+
+/* A read of [objoff, objoff+len) of object objno: 1 when the held-back
+ * writes answered it (into out); else 0, after sending those it meets. */
+static int
+wb_read(struct tsr_file *f, uint64_t objno, uint64_t objoff, size_t len, uint8_t *out)
+{
+	struct tsr_fs *fs = f->fs;
+	int r = WB_NONE;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	if (f->cap->wb && (r = wb_get(f->cap->wb, objno, objoff, len, out)) == WB_PARTIAL)
+		wb_send(fs, f->cap->wb, objno + 1, 1);
+	pthread_mutex_unlock(&fs->wb_lock);
+	return r == WB_COVERED;
+}
+
 struct revoke {
 	struct tsr_fs *fs;
 	struct tsr_mds_cap c;
@@ -1801,7 +2187,20 @@ answer_revoke(void *arg)
 			pthread_mutex_unlock(&f->lock);
 		}
 	release = cc->busy == 0 && !fresh;
+	if (lose & TSR_CAP_BUF)
+		cc->busy++; /* (kept while what it holds back goes) */
 	pthread_mutex_unlock(&fs->lock);
+	if (lose & TSR_CAP_BUF) {
+		/* the data first: the new holder reads it from the OSDs (a
+		 * send that failed is told at fsync or close) */
+		pthread_mutex_lock(&fs->wb_lock);
+		if (cc->wb)
+			wb_send(fs, cc->wb, 0, 1);
+		pthread_mutex_unlock(&fs->wb_lock);
+		pthread_mutex_lock(&fs->lock);
+		cap_unhold(cc, 0);
+		pthread_mutex_unlock(&fs->lock);
+	}
 	if (dirty) {
 		/* as flush_attrs does: only ever larger, as root */
 		req_init(&r, TSR_MDS_OP_SETATTR, v->c.ino, NULL);
@@ -1818,9 +2217,9 @@ answer_revoke(void *arg)
 		 * ours can pass it on the way */
 		pthread_mutex_lock(&fs->lock);
 		cc = tsr_u64map_get(&fs->caps, v->c.ino);
-		if (cc && cc->busy == 0) {
+		if (cc && cc->busy == 0 && wb_empty(fs, cc)) {
 			keep_size = cc->size;
-			free(tsr_u64map_del(&fs->caps, v->c.ino));
+			free_ccap(NULL, 0, tsr_u64map_del(&fs->caps, v->c.ino));
 			tsr_enc_u64(&pair, v->c.ino);
 			tsr_enc_u64(&pair, keep_size > size ? keep_size : size);
 			tsr_enc_u64(&pair, 0);
@@ -2134,6 +2533,10 @@ move_data(struct tsr_file *f, uint8_t *rbuf, const uint8_t *wbuf, size_t len, ui
 			tsr_layout_map(&f->layout, off + done, &objno, &objoff, &left);
 			if (left > len - done)
 				left = len - done;
+			if (rbuf && wb_read(f, objno, objoff, (size_t)left, rbuf + done)) {
+				done += left; /* from what is held back */
+				continue;
+			}
 			struct tsr_op *op = tsr_op_create();
 			tsr_fs_data_oid(f->ino, objno, oid, sizeof(oid));
 			if (rbuf)
@@ -2208,7 +2611,7 @@ tsr_fs_write(struct tsr_file *f, const void *buf, size_t len, uint64_t off)
 		return 0;
 	if (off + len < off || off + len > (1ull << 62))
 		return failf(-EFBIG, "a write past the largest file");
-	if ((rc = move_data(f, NULL, buf, len, off)) < 0)
+	if ((rc = data_write(f, buf, len, off)) < 0)
 		return rc;
 	clock_gettime(CLOCK_REALTIME, &now);
 	pthread_mutex_lock(&f->lock);
@@ -2305,9 +2708,10 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 	if (mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
 		return failf(-EOPNOTSUPP, "fallocate mode %#x (0, KEEP_SIZE and PUNCH_HOLE "
 			     "with KEEP_SIZE are)", (unsigned)mode);
-	/* a hole: zeros in every object the range covers, up to the size */
+	/* a hole: zeros in every object the range covers, up to the size,
+	 * after what is held back (which it may cover) */
 	struct tsr_fs_stat st;
-	if ((rc = tsr_fs_getattr(f->fs, &f->cr, f->ino, &st)) < 0)
+	if ((rc = wb_sync(f, 1)) < 0 || (rc = tsr_fs_getattr(f->fs, &f->cr, f->ino, &st)) < 0)
 		return rc;
 	size = st.size;
 	end = off + len < size ? off + len : size;
@@ -2346,11 +2750,18 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 	return cap_issued(f->cap) & TSR_CAP_BUF ? 0 : flush_attrs(f);
 }
 
+/* The data goes out while the MDS is told the size: both are durable
+ * when this returns. */
 int
 tsr_fs_fsync(struct tsr_file *f, int datasync)
 {
-	(void)datasync; /* the data is on the OSDs once a write returns */
-	return flush_attrs(f);
+	int rc, rc2;
+
+	(void)datasync; /* the size is the data's too */
+	wb_sync(f, 0);
+	rc = flush_attrs(f);
+	rc2 = wb_sync(f, 1);
+	return rc2 < 0 ? rc2 : rc;
 }
 
 int
@@ -2366,7 +2777,7 @@ tsr_fs_close(struct tsr_file *f)
 
 	if (f == NULL)
 		return 0;
-	rc = flush_attrs(f);
+	rc = tsr_fs_fsync(f, 0);
 	pthread_mutex_lock(&f->fs->lock);
 	struct tsr_file *head = tsr_u64map_get(&f->fs->open, f->ino);
 	if (head == f) {

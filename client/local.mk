@@ -7,7 +7,7 @@
 noinst_LTLIBRARIES += client/libtsrclient.la
 client_libtsrclient_la_SOURCES = client/client.c client/include/tessera/client.h \
 	client/client_int.h client/fs.c client/include/tessera/fs.h \
-	client/dcache.c client/dcache.h
+	client/dcache.c client/dcache.h client/wbuf.c client/wbuf.h
 client_libtsrclient_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client/include
 client_libtsrclient_la_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 

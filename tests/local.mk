@@ -20,6 +20,7 @@ unit_tests = \
 	tests/unit/test_pglog \
 	tests/unit/test_objop \
 	tests/unit/test_fsmeta \
+	tests/unit/test_wbuf \
 	tests/unit/test_pgstore \
 	tests/unit/test_scrub \
 	tests/unit/test_monc \
@@ -73,6 +74,10 @@ tests_unit_test_scrub_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_fsmeta_SOURCES = tests/unit/test_fsmeta.c
 tests_unit_test_fsmeta_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_fsmeta_LDADD = $(CHECK_LDADD_ALL)
+tests_unit_test_wbuf_SOURCES = tests/unit/test_wbuf.c client/wbuf.c client/wbuf.h
+tests_unit_test_wbuf_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client
+tests_unit_test_wbuf_CFLAGS = $(CHECK_CFLAGS_ALL)
+tests_unit_test_wbuf_LDADD = $(CHECK_LDADD_ALL)
 tests_unit_test_osdmsg_SOURCES = tests/unit/test_osdmsg.c
 tests_unit_test_osdmsg_CFLAGS = $(CHECK_CFLAGS_ALL)
 tests_unit_test_osdmsg_LDADD = $(CHECK_LDADD_ALL)

@@ -156,6 +156,13 @@ static const struct tsr_conf_opt core_options[] = {
 		    "changes; a write that timed out may have been applied, and applies "
 		    "once if run again)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT | TSR_SEC_MDS, 0 },
+	{ { .name = "client_dirty_max", .type = TSR_OPT_SIZE, .def = "64M", .min = "0",
+	    .max = "16G",
+	    .help = "the file client holds back up to this many bytes of writes, in files "
+		    "no other client has open, and sends them to the OSDs at fsync and "
+		    "close, after 5 s, or when another client opens the file (0: every "
+		    "write reaches the OSDs before it returns)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT, 0 },
 	{ { .name = "client_inject_dup", .type = TSR_OPT_BOOL, .def = "false",
 	    .help = "for tests: a client sends every operation twice, as a network that "
 		    "duplicates would (the OSDs must apply it once)" },

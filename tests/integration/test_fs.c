@@ -788,6 +788,41 @@ START_TEST(caps)
 	EXPECT(tsr_fs_close(g), 0);
 	EXPECT(tsr_fs_close(f), 0);
 
+	/* a writer alone holds its writes back: no OSD has them until an
+	 * fsync, or another client's open, brings them out; its own reads
+	 * inside a held range are answered from it, and one that meets a
+	 * held range otherwise sends it first */
+	EXPECT(tsr_fs_create(fs1, NULL, TSR_FS_ROOT, "w", 0644, O_RDWR, &f, &st), 0);
+	EXPECT(tsr_fs_write(f, buf, 4096, 0), 4096);
+	EXPECT(tsr_fs_write(f, "cc", 2, 8192), 2);
+	memset(back, 0, 8194);
+	EXPECT(tsr_fs_read(f, back, 4096, 0), 4096);
+	ck_assert_int_eq(memcmp(back, buf, 4096), 0);
+	ck_assert_int_eq(data_object_exists(k1, st.ino, 0), 0);
+	EXPECT(tsr_fs_open(fs2, NULL, st.ino, O_RDONLY, &g), 0);
+	ck_assert_int_eq(data_object_exists(k1, st.ino, 0), 1);
+	memset(back, 'z', 8194);
+	EXPECT(tsr_fs_read(g, back, sizeof(back), 0), 8194);
+	ck_assert_int_eq(memcmp(back, buf, 4096), 0);
+	for (int i = 4096; i < 8192; i++)
+		ck_assert_msg(back[i] == 0, "byte %d of the hole is %#x", i, back[i]);
+	ck_assert_int_eq(memcmp(back + 8192, "cc", 2), 0);
+	EXPECT(tsr_fs_close(g), 0);
+	EXPECT(tsr_fs_close(f), 0);
+	EXPECT(tsr_fs_create(fs1, NULL, TSR_FS_ROOT, "w2", 0644, O_RDWR, &f, &st), 0);
+	EXPECT(tsr_fs_write(f, buf, 100, 0), 100);
+	EXPECT(tsr_fs_write(f, buf, 100, 5000), 100);
+	ck_assert_int_eq(data_object_exists(k1, st.ino, 0), 0);
+	EXPECT(tsr_fs_read(f, back, 200, 0), 200); /* meets the held ranges */
+	ck_assert_int_eq(data_object_exists(k1, st.ino, 0), 1);
+	EXPECT(tsr_fs_close(f), 0);
+	EXPECT(tsr_fs_create(fs1, NULL, TSR_FS_ROOT, "w3", 0644, O_RDWR, &f, &st), 0);
+	EXPECT(tsr_fs_write(f, buf, 100, 0), 100);
+	ck_assert_int_eq(data_object_exists(k1, st.ino, 0), 0);
+	EXPECT(tsr_fs_fsync(f, 1), 0);
+	ck_assert_int_eq(data_object_exists(k1, st.ino, 0), 1);
+	EXPECT(tsr_fs_close(f), 0);
+
 	/* a file unlinked by one client while another has it open keeps its
 	 * data until that one lets go */
 	EXPECT(tsr_fs_create(fs1, NULL, TSR_FS_ROOT, "u", 0644, O_RDWR, &f, &st), 0);

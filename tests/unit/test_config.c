@@ -690,7 +690,7 @@ START_TEST(test_foreach)
 	 * mds_journal_segment_size, mds_cache_max_entries,
 	 * mds_session_timeout, mds_cap_revoke_timeout, mds_reconnect_timeout,
 	 * mds_blocklist_duration, mds_writeback_interval) */
-	ck_assert_uint_eq(ncore, 8 + 14 + 15 + 22 + 2 + 10);
+	ck_assert_uint_eq(ncore, 8 + 14 + 15 + 22 + 2 + 11);
 	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 23); /* mon_members, the OSDs' */
 	ck_assert_uint_eq(s.n, nosd);
 
