@@ -233,11 +233,12 @@ follow_map(struct tsr_fs *fs)
 	tsr_strlcpy(fs->mds_addr, h->addr, sizeof(fs->mds_addr));
 	fs->gen++;
 	/* a new holder of the rank: what we held of the last one is told
-	 * again, even nothing, so it need not wait for us (on the caps
-	 * thread: it waits for the answer) */
+	 * again, even nothing, so it need not wait for us, nor evict us when
+	 * its window closes.  The first session too: an MDS started since
+	 * this client's last session (unmounted, and mounted again) may
+	 * still list it */
 	dc_clear(&fs->dc); /* (the new MDS granted no names) */
-	if (fs->gen > 1)
-		reconnect_send(fs);
+	reconnect_send(fs);
 	/* the session first, then everything still waiting */
 	send_session(fs, conn, TSR_MDS_SESSION_OPEN);
 	/* oldest first, as they were sent: pending is newest first */

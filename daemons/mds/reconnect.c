@@ -11,8 +11,8 @@
  * changed; a hint, not journaled).  The successor reads it before it goes
  * active, then waits until each of those clients has reconnected or
  * mds_reconnect_timeout has passed; with none listed (a new file system,
- * or no client), it serves at once.  A client that comes back later still
- * re-asserts, and what it claims beyond what it may hold now is revoked.
+ * or no client), it serves at once.  Those that did not come back are
+ * evicted (blocklisted): what they held, nobody here heard of.
  *
  * Everything here runs on the MDS thread.
  */
@@ -150,14 +150,19 @@ mds_reconnecting(struct mds *m)
 		return 0;
 	if (m->nexpect > 0 && tsr_mono_ns() < m->reconnect_until_ns)
 		return 1;
-	if (m->nexpect > 0)
+	if (m->nexpect > 0) {
 		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "mds.%s: rank %d: %zu clients did not "
-			"reconnect within %" PRIu64 " ms (the first: %" PRIx64 "); serving",
-			m->name, m->rank, m->nexpect, m->reconnect_timeout_ns / 1000000u,
-			m->expect[0]);
-	else
+			"reconnect within %" PRIu64 " ms (the first: %" PRIx64 "): evicted; "
+			"serving", m->name, m->rank, m->nexpect,
+			m->reconnect_timeout_ns / 1000000u, m->expect[0]);
+		/* what they held (BUF, CACHE, locks) we never heard of: the
+		 * OSDs refuse them before anyone is granted it */
+		for (size_t i = 0; i < m->nexpect; i++)
+			mds_evict(m, m->expect[i], "did not reconnect after the takeover");
+	} else {
 		tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "mds.%s: rank %d: every client "
 			"reconnected; serving", m->name, m->rank);
+	}
 	m->reconnect_until_ns = 0;
 	m->nexpect = 0;
 	/* what two clients claimed that cannot stand together is revoked */
@@ -187,10 +192,12 @@ mds_reconnect(struct mds *m, uint64_t client, const void *value, size_t len, int
 			m->expect[i] = m->expect[--m->nexpect];
 		else
 			i++;
-	tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "client %" PRIx64 " reconnected: %" PRIu32
-		" capabilities, %" PRIu32 " locks", client, r.ncaps, r.nlocks);
+	/* (every new session sends one, the first too, mostly empty) */
+	tsr_log(TSR_SUB_MDS, r.ncaps || r.nlocks ? TSR_LOG_INFO : TSR_LOG_DEBUG,
+		"client %" PRIx64 " reconnected: %" PRIu32 " capabilities, %" PRIu32
+		" locks", client, r.ncaps, r.nlocks);
 	/* late (the window is over): what it claims beyond its due goes */
-	if (m->reconnect_until_ns == 0)
+	if (m->reconnect_until_ns == 0 && r.ncaps > 0)
 		mds_caps_settle_all(m);
 	tsr_mdsmsg_reconnect_free(&r);
 	return 0;

@@ -27,7 +27,8 @@
  *                  refused by the OSDs once it resumes
  *   reconnect      SIGKILL the active MDS while a client holds a file open
  *                  for writing and a lock: the standby waits for it to
- *                  re-assert both, and another client meets them
+ *                  re-assert both, and another client meets them; a
+ *                  third, stopped, is evicted once the window closes
  *   dcache         names and attributes one client caches: another's
  *                  creates, chmods, writes, renames and unlinks reach its
  *                  lookups and stats at once; a name asked again costs
@@ -854,11 +855,13 @@ START_TEST(caps)
 END_TEST
 
 /* A child holding exclusive capabilities (a file open for writing, size
- * held back) that never answers a revoke: SIGSTOPped, then SIGKILLed.
- * Another client's open waits the revoke timeout, then goes on; the
- * stopped child, resumed, finds its writes refused. */
+ * and data held back) that never answers a revoke: SIGSTOPped, then
+ * SIGKILLed.  Another client's open waits the revoke timeout, then goes
+ * on; the stopped child, resumed, finds its write refused (at the latest
+ * when its fsync sends it). */
 static pid_t
-holder_child(struct tc_cluster *c, const char *name, int to_parent, int from_parent)
+holder_child(struct tc_cluster *c, uint64_t dir, const char *name, int to_parent,
+	     int from_parent)
 {
 	pid_t child = fork();
 
@@ -874,7 +877,7 @@ holder_child(struct tc_cluster *c, const char *name, int to_parent, int from_par
 	memset(block, 'A', sizeof(block));
 	if (tsr_client_connect(c->conf, "client.admin", 15000, &k2, err, sizeof(err)) < 0 ||
 	    tsr_fs_mount(k2, 30000, &fs2, err, sizeof(err)) < 0 ||
-	    tsr_fs_create(fs2, NULL, TSR_FS_ROOT, name, 0644, O_RDWR, &f, &st) < 0 ||
+	    tsr_fs_create(fs2, NULL, dir, name, 0644, O_RDWR, &f, &st) < 0 ||
 	    tsr_fs_write(f, block, sizeof(block), 0) != (ssize_t)sizeof(block) ||
 	    tsr_fs_fsync(f, 0) < 0)
 		_exit(1);
@@ -888,6 +891,8 @@ holder_child(struct tc_cluster *c, const char *name, int to_parent, int from_par
 		_exit(4);
 	memset(block, 'D', sizeof(block));
 	rc = (int)tsr_fs_write(f, block, sizeof(block), 0);
+	if (rc >= 0) /* held back (it still thinks it has BUF): refused as it goes */
+		rc = tsr_fs_fsync(f, 0);
 	ch = rc == -EKEYREVOKED ? 'r' : rc < 0 ? 'e' : 'w';
 	if (write(to_parent, &ch, 1) != 1)
 		_exit(5);
@@ -913,7 +918,7 @@ START_TEST(evict)
 	ck_assert_int_eq(pipe(down), 0);
 
 	/* SIGSTOP: evicted, then refused */
-	child = holder_child(&c, "s", up[1], down[0]);
+	child = holder_child(&c, TSR_FS_ROOT, "s", up[1], down[0]);
 	ck_assert_int_eq(read(up[0], &ch, 1), 1);
 	ck_assert_int_eq(ch, 'h');
 	ck_assert_int_eq(kill(child, SIGSTOP), 0);
@@ -949,7 +954,7 @@ START_TEST(evict)
 	EXPECT(tsr_fs_close(f), 0);
 
 	/* SIGKILL: the others get the file after the timeout */
-	child = holder_child(&c, "k", up[1], down[0]);
+	child = holder_child(&c, TSR_FS_ROOT, "k", up[1], down[0]);
 	ck_assert_int_eq(read(up[0], &ch, 1), 1);
 	ck_assert_int_eq(kill(child, SIGKILL), 0);
 	waitpid(child, &status, 0);
@@ -987,11 +992,24 @@ START_TEST(reconnect)
 	char buf[300];
 	int first, second;
 
-	fs_cluster(&c, 2, FAST_MDS);
+	int up[2], down[2], status;
+	pid_t child;
+	char ch;
+
+	fs_cluster(&c, 2, FAST_MDS " mds_reconnect_timeout = \"2s\";");
+	ck_assert_int_eq(pipe(up), 0);
+	ck_assert_int_eq(pipe(down), 0);
 	k1 = client_of(&c);
 	k2 = client_of(&c);
 	fs1 = mount_of(k1);
 	fs2 = mount_of(k2);
+	/* a third client, holding a file in a directory of its own (so it
+	 * caches no name the others change), that will not come back */
+	struct tsr_fs_stat q;
+	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "q", 0777, &q), 0);
+	child = holder_child(&c, q.ino, "held", up[1], down[0]);
+	ck_assert_int_eq(read(up[0], &ch, 1), 1);
+	ck_assert_int_eq(kill(child, SIGSTOP), 0);
 	EXPECT(tsr_fs_create(fs1, NULL, TSR_FS_ROOT, "f", 0644, O_RDWR, &f, &st), 0);
 	memset(buf, 'r', sizeof(buf));
 	EXPECT(tsr_fs_write(f, buf, sizeof(buf), 0), (int)sizeof(buf));
@@ -1020,7 +1038,17 @@ START_TEST(reconnect)
 	lk.type = F_WRLCK;
 	EXPECT(tsr_fs_setlk(fs2, NULL, st.ino, &lk, 0), 0);
 	EXPECT(tsr_fs_close(f), 0);
-	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 0);
+	/* the one that did not reconnect is evicted once the window closed */
+	uint64_t t0 = tc_now_ms();
+	while (mds_status_u64(&c, "evictions") < 1 && tc_now_ms() - t0 < 20000)
+		tc_sleep_ms(200);
+	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 1);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
 
 	tsr_fs_unmount(fs2);
 	tsr_fs_unmount(fs1);
