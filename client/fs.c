@@ -122,6 +122,11 @@ struct tsr_fs {
 	uint64_t wb_inflight;        /* operations sending them */
 	uint64_t wb_max;             /* client_dirty_max (0: nothing is) */
 	int wb_job;                  /* a write-back job is on capq (lock) */
+	int wb_stop;                 /* unmounting: no more jobs (lock) */
+	/* the page cache above (tsr_fs_set_inval): called under inval_lock */
+	pthread_mutex_t inval_lock;
+	void (*inval)(void *arg, uint64_t ino);
+	void *inval_arg;
 };
 
 /* Capabilities held on an inode (fs->lock): see mdsmsg.h.  A ccap
@@ -136,6 +141,8 @@ struct ccap {
 	uint64_t size;               /* the largest size a closed file knew */
 	struct wbuf *wb;             /* writes held back (fs->wb_lock), or NULL;
 					a ccap goes only once it is empty */
+	int kept;                    /* CACHE held since an open that dropped
+					the page cache above (tsr_fs_keep_cache) */
 };
 
 #define CAP_IDLE_NS 1000000000u   /* caps unused this long are given back */
@@ -193,6 +200,7 @@ caps_forget(void *arg, uint64_t ino, void *val)
 	__atomic_store_n(&cc->issued, cc->issued & (TSR_CAP_RD | TSR_CAP_WR),
 			 __ATOMIC_RELEASE);
 	cc->seq = 0; /* a new holder numbers anew */
+	cc->kept = 0; /* (a cache above keeps what it read until its next open) */
 	return 0;
 }
 
@@ -653,10 +661,12 @@ tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out, cha
 	tsr_cond_init_mono(&fs->cv);
 	pthread_mutex_init(&fs->wb_lock, NULL);
 	tsr_cond_init_mono(&fs->wb_cv);
+	pthread_mutex_init(&fs->inval_lock, NULL);
 	fs->wb_max = tsr_client_dirty_max_(c);
 	dc_init(&fs->dc);
 	if ((rc = tsr_workq_create("fscaps", &fs->capq)) < 0) {
 		dc_free(&fs->dc);
+		pthread_mutex_destroy(&fs->inval_lock);
 		pthread_cond_destroy(&fs->wb_cv);
 		pthread_mutex_destroy(&fs->wb_lock);
 		pthread_cond_destroy(&fs->cv);
@@ -748,6 +758,9 @@ tsr_fs_unmount(struct tsr_fs *fs)
 
 	if (fs == NULL)
 		return;
+	pthread_mutex_lock(&fs->lock);
+	fs->wb_stop = 1;
+	pthread_mutex_unlock(&fs->lock);
 	wb_drain(fs); /* what is held back goes to the OSDs first */
 	pthread_mutex_lock(&fs->lock);
 	fs->closing = 1;
@@ -773,6 +786,16 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	}
 	/* revokes under way end (their calls fail: closing) */
 	tsr_workq_destroy(fs->capq);
+	/* (a revoke's send may have left operations in flight: they borrow
+	 * the buffers) */
+	pthread_mutex_lock(&fs->wb_lock);
+	while (fs->wb_inflight > 0)
+		pthread_cond_wait(&fs->wb_cv, &fs->wb_lock);
+	if (fs->wb_total)
+		fprintf(stderr, "tessera: unmount: %" PRIu64 " bytes of writes not sent to "
+			"the OSDs within %" PRIu64 " ms were dropped\n", fs->wb_total,
+			fs->timeout_ms);
+	pthread_mutex_unlock(&fs->wb_lock);
 	tsr_u64map_free(&fs->parent);
 	tsr_u64map_free(&fs->open);
 	tsr_u64map_each(&fs->hidden, free_hidden, NULL);
@@ -785,6 +808,7 @@ tsr_fs_unmount(struct tsr_fs *fs)
 		fs->locks = l->next;
 		free(l);
 	}
+	pthread_mutex_destroy(&fs->inval_lock);
 	pthread_cond_destroy(&fs->wb_cv);
 	pthread_mutex_destroy(&fs->wb_lock);
 	pthread_cond_destroy(&fs->cv);
@@ -1609,6 +1633,7 @@ struct tsr_file {
 	int dirty;                   /* size (and mtime) to tell the MDS */
 	int send_mtime;              /* mtime too: no utimes since the write */
 	struct ccap *cap;            /* its inode's (held busy by this file) */
+	uint32_t err_seen;           /* cap->wb->err_seq told (fs->wb_lock) */
 };
 
 /* Object operations of one call, at most IO_INFLIGHT at once. */
@@ -1822,7 +1847,9 @@ barrier_wait(struct tsr_fs *fs, uint64_t epoch)
 
 #define WB_AGE_NS 5000000000ull
 #define WB_OP_STEPS 64u              /* a compound's steps at most (client.h) */
-#define WB_OP_BYTES (4u << 20)       /* and bytes, unless one range is more */
+#define WB_OP_BYTES (4u << 20)       /* and bytes */
+#define WB_SEND_MIN (4u << 20)       /* past half the bound, a file's held
+					bytes go once this many */
 
 struct wsend {
 	struct wsend *next;
@@ -1865,19 +1892,29 @@ wb_send(struct tsr_fs *fs, struct wbuf *wb, uint64_t only, int wait)
 		while ((n = wb_ready(wb, only, objs, TSR_ARRAY_SIZE(objs))) > 0)
 			for (size_t i = 0; i < n; i++) {
 				struct wb_obj *o = wb_take(wb, objs[i]);
-				for (size_t k = 0; o && k < o->nsending;) {
+				size_t k = 0, at = 0; /* in o->sending[k] */
+				while (o && k < o->nsending) {
 					struct wsend *s = tsr_xcalloc(1, sizeof(*s));
 					size_t steps = 0, bytes = 0;
 					s->fs = fs;
 					s->wb = wb;
 					s->o = o;
 					s->op = tsr_op_create();
-					for (; k < o->nsending && steps < WB_OP_STEPS &&
-					       (steps == 0 || bytes + o->sending[k].len <= WB_OP_BYTES);
-					     k++, steps++) {
-						tsr_op_write(s->op, o->sending[k].off, o->sending[k].data,
-							     o->sending[k].len);
-						bytes += o->sending[k].len;
+					/* (a range past WB_OP_BYTES goes in pieces: the
+					 * operations of one send touch disjoint bytes) */
+					while (k < o->nsending && steps < WB_OP_STEPS &&
+					       bytes < WB_OP_BYTES) {
+						const struct wb_ext *x = &o->sending[k];
+						size_t piece = x->len - at;
+						if (piece > WB_OP_BYTES - bytes)
+							piece = WB_OP_BYTES - bytes;
+						tsr_op_write(s->op, x->off + at, x->data + at, piece);
+						bytes += piece;
+						steps++;
+						if ((at += piece) == x->len) {
+							k++;
+							at = 0;
+						}
 					}
 					o->inflight++;
 					fs->wb_inflight++;
@@ -1911,7 +1948,9 @@ wb_send(struct tsr_fs *fs, struct wbuf *wb, uint64_t only, int wait)
 }
 
 /* Send what f's file holds back; with wait, until it is on the OSDs: 0,
- * or the error of a send that failed since the last fsync or close. */
+ * or (to a handle open for writing) the error of a send of the file's
+ * that failed since this handle last told one — each handle is told
+ * once, as fsync(2) does. */
 static int
 wb_sync(struct tsr_file *f, int wait)
 {
@@ -1922,10 +1961,11 @@ wb_sync(struct tsr_file *f, int wait)
 	pthread_mutex_lock(&fs->wb_lock);
 	if ((wb = f->cap->wb) != NULL) {
 		rc = wb_send(fs, wb, 0, wait);
-		if (wait && rc == 0 && wb->err) {
+		if (wait && rc == 0 && wb->err_seq != f->err_seen &&
+		    (f->flags & O_ACCMODE) != O_RDONLY) {
 			rc = failf(wb->err, "writing back inode %" PRIx64 ": %s", f->ino,
 				   strerror(-wb->err));
-			wb->err = 0;
+			f->err_seen = wb->err_seq;
 		}
 	}
 	pthread_mutex_unlock(&fs->wb_lock);
@@ -2031,7 +2071,7 @@ wb_tick(struct tsr_fs *fs)
 	pthread_mutex_lock(&fs->wb_lock);
 	total = fs->wb_total;
 	pthread_mutex_unlock(&fs->wb_lock);
-	if (total && !fs->wb_job && !fs->closing && tsr_workq_post(fs->capq, wb_job, fs) == 0)
+	if (total && !fs->wb_job && !fs->wb_stop && tsr_workq_post(fs->capq, wb_job, fs) == 0)
 		fs->wb_job = 1;
 }
 
@@ -2109,25 +2149,27 @@ data_write(struct tsr_file *f, const uint8_t *buf, size_t len, uint64_t off)
 		fs->wb_total += wb_put(cc->wb, objno, objoff, buf + done, (size_t)left, now);
 		done += (size_t)left;
 	}
-	if (fs->wb_total > fs->wb_max / 2)
+	if (fs->wb_total > fs->wb_max / 2 &&
+	    cc->wb->dirty_bytes >= (fs->wb_max / 8 < WB_SEND_MIN ? fs->wb_max / 8 : WB_SEND_MIN))
 		wb_send(fs, cc->wb, 0, 0); /* this file's start going */
 	pthread_mutex_unlock(&fs->wb_lock);
 	return 0;
 }
 
 /* A read of [objoff, objoff+len) of object objno: 1 when the held-back
- * writes answered it (into out); else 0, after sending those it meets. */
+ * writes answered it (into out); else 0, after sending those it meets,
+ * or an error when they did not go in time. */
 static int
 wb_read(struct tsr_file *f, uint64_t objno, uint64_t objoff, size_t len, uint8_t *out)
 {
 	struct tsr_fs *fs = f->fs;
-	int r = WB_NONE;
+	int r = WB_NONE, rc = 0;
 
 	pthread_mutex_lock(&fs->wb_lock);
 	if (f->cap->wb && (r = wb_get(f->cap->wb, objno, objoff, len, out)) == WB_PARTIAL)
-		wb_send(fs, f->cap->wb, objno + 1, 1);
+		rc = wb_send(fs, f->cap->wb, objno + 1, 1);
 	pthread_mutex_unlock(&fs->wb_lock);
-	return r == WB_COVERED;
+	return rc < 0 ? rc : r == WB_COVERED;
 }
 
 struct revoke {
@@ -2190,17 +2232,34 @@ answer_revoke(void *arg)
 	release = cc->busy == 0 && !fresh;
 	if (lose & TSR_CAP_BUF)
 		cc->busy++; /* (kept while what it holds back goes) */
+	if (lose & TSR_CAP_CACHE)
+		cc->kept = 0;
 	pthread_mutex_unlock(&fs->lock);
+	if ((lose & TSR_CAP_CACHE) && !fresh) {
+		/* the page cache above drops the file before we answer */
+		pthread_mutex_lock(&fs->inval_lock);
+		if (fs->inval)
+			fs->inval(fs->inval_arg, v->c.ino);
+		pthread_mutex_unlock(&fs->inval_lock);
+	}
 	if (lose & TSR_CAP_BUF) {
 		/* the data first: the new holder reads it from the OSDs (a
-		 * send that failed is told at fsync or close) */
+		 * send that failed is told at fsync or close).  Not all of it
+		 * answered in time: no answer — the MDS evicts us, and the
+		 * OSDs refuse what is still in flight before the next holder
+		 * may write (its barrier) */
+		int rc = 0;
 		pthread_mutex_lock(&fs->wb_lock);
 		if (cc->wb)
-			wb_send(fs, cc->wb, 0, 1);
+			rc = wb_send(fs, cc->wb, 0, 1);
 		pthread_mutex_unlock(&fs->wb_lock);
 		pthread_mutex_lock(&fs->lock);
 		cap_unhold(cc, 0);
 		pthread_mutex_unlock(&fs->lock);
+		if (rc < 0) {
+			free(v);
+			return;
+		}
 	}
 	if (dirty) {
 		/* as flush_attrs does: only ever larger, as root */
@@ -2375,6 +2434,9 @@ open_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const struct tsr_ino
 	f->layout = in->layout;
 	f->size = in->size;
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_lock(&fs->wb_lock);
+	f->err_seen = cc->wb ? cc->wb->err_seq : 0; /* (earlier failures are not its) */
+	pthread_mutex_unlock(&fs->wb_lock);
 	pthread_mutex_lock(&fs->lock);
 	f->next_open = tsr_u64map_get(&fs->open, f->ino);
 	if (tsr_u64map_put(&fs->open, f->ino, f) < 0) {
@@ -2523,7 +2585,7 @@ move_data(struct tsr_file *f, uint8_t *rbuf, const uint8_t *wbuf, size_t len, ui
 	uint64_t gots[IO_INFLIGHT * 4];
 	struct io_batch b;
 	uint64_t done = 0;
-	int rc;
+	int rc, wrc = 0;
 
 	while (done < len) {
 		size_t nops = 0;
@@ -2534,7 +2596,10 @@ move_data(struct tsr_file *f, uint8_t *rbuf, const uint8_t *wbuf, size_t len, ui
 			tsr_layout_map(&f->layout, off + done, &objno, &objoff, &left);
 			if (left > len - done)
 				left = len - done;
-			if (rbuf && wb_read(f, objno, objoff, (size_t)left, rbuf + done)) {
+			if (rbuf && (wrc = wb_read(f, objno, objoff, (size_t)left, rbuf + done))) {
+				if (wrc < 0)
+					break;
+				wrc = 0;
 				done += left; /* from what is held back */
 				continue;
 			}
@@ -2551,6 +2616,8 @@ move_data(struct tsr_file *f, uint8_t *rbuf, const uint8_t *wbuf, size_t len, ui
 		rc = io_wait(&b);
 		for (size_t i = 0; i < nops; i++)
 			tsr_op_destroy(ops[i]);
+		if (rc == 0)
+			rc = wrc;
 		if (rc < 0)
 			return failf(rc, "%s inode %" PRIx64 " at %" PRIu64 ": %s",
 				     rbuf ? "reading" : "writing", f->ino, off, strerror(-rc));
@@ -2811,6 +2878,33 @@ tsr_fs_close(struct tsr_file *f)
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 	return rc;
+}
+
+int
+tsr_fs_keep_cache(struct tsr_file *f)
+{
+	struct tsr_fs *fs = f->fs;
+	int keep;
+
+	pthread_mutex_lock(&fs->lock);
+	if (cap_issued(f->cap) & TSR_CAP_CACHE) {
+		keep = f->cap->kept;
+		f->cap->kept = 1;
+	} else {
+		keep = 0;
+		f->cap->kept = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return keep;
+}
+
+void
+tsr_fs_set_inval(struct tsr_fs *fs, void (*inval)(void *arg, uint64_t ino), void *arg)
+{
+	pthread_mutex_lock(&fs->inval_lock);
+	fs->inval = inval;
+	fs->inval_arg = arg;
+	pthread_mutex_unlock(&fs->inval_lock);
 }
 
 /* ---- Paths ---- */

@@ -234,8 +234,10 @@ wb_sent(struct wbuf *wb, struct wb_obj *o, int result)
 {
 	uint64_t n = 0;
 
-	if (result < 0 && wb->err == 0)
+	if (result < 0) {
 		wb->err = result;
+		wb->err_seq++;
+	}
 	if (o->inflight == 0 || --o->inflight > 0)
 		return 0;
 	for (size_t i = 0; i < o->nsending; i++)

@@ -51,7 +51,9 @@ struct wbuf {
 	uint64_t dirty_bytes;
 	uint64_t dirty_since;        /* when the oldest dirty byte came (0: none) */
 	uint64_t gen;                /* writes put so far: each one's number */
-	int err;                     /* a send that failed, until told */
+	int err;                     /* the last send that failed */
+	uint32_t err_seq;            /* sends that failed: a file handle tells
+					those it has not seen (fs.c) */
 };
 
 enum { WB_NONE, WB_COVERED, WB_PARTIAL };

@@ -14,9 +14,13 @@
  * take offsets 1 and 2, which no cookie uses.
  *
  * Attributes and entries are cached by the kernel for attr_timeout and
- * entry_timeout (options, 1 s by default); files are opened without
- * keep_cache, so the page cache is dropped at open: a file closed on one
- * client reads whole on another (close-to-open consistency).
+ * entry_timeout (options, 1 s by default).  File data stays in the page
+ * cache across opens only while the file client holds CACHE on the file
+ * (no other client writes it): each open asks (keep_cache), and when CACHE
+ * is revoked the client calls back before it answers, and the kernel's
+ * pages of the inode are dropped (fuse_lowlevel_notify_inval_inode).  So
+ * a file written on one client reads whole on another, even through a
+ * descriptor opened before the write.
  */
 #define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 12)
 
@@ -555,7 +559,7 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
-	fi->keep_cache = 0;
+	fi->keep_cache = (unsigned)m->t->keep_cache(f);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		m->t->close(f); /* the caller was interrupted */
 }
@@ -577,6 +581,7 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->keep_cache = (unsigned)m->t->keep_cache(f);
 	fill_entry(m, &s, &e);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT)
 		m->t->close(f);
@@ -873,6 +878,19 @@ static const struct fuse_lowlevel_ops ll_ops = {
 
 /* ---- The plugin ---- */
 
+/* The file client lost CACHE on ino (its caps thread): the kernel drops
+ * the inode's pages before the client answers the revoke. */
+static void
+inval_inode(void *arg, uint64_t ino)
+{
+	struct mnt *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	if (m->se)
+		fuse_lowlevel_notify_inval_inode(m->se, to_kernel(m, ino), 0, 0);
+	pthread_mutex_unlock(&m->lock);
+}
+
 static int
 fuse_serve(void *inst, const struct tsr_mount_fs *t, const struct tsr_mount_args *a,
 	   char *err, size_t errlen)
@@ -914,6 +932,7 @@ fuse_serve(void *inst, const struct tsr_mount_fs *t, const struct tsr_mount_args
 	m->mountpoint = a->mountpoint;
 	rc = m->stopping;
 	pthread_mutex_unlock(&m->lock);
+	t->set_inval(t->fs, inval_inode, m);
 	if (a->mounted)
 		a->mounted(a->mounted_arg);
 	/* the workers: a request waiting for a lock holds one (its wait
@@ -927,6 +946,7 @@ fuse_serve(void *inst, const struct tsr_mount_fs *t, const struct tsr_mount_args
 	} else if (!rc) {
 		rc = -ENOMEM;
 	}
+	t->set_inval(t->fs, NULL, NULL); /* (none runs once it returns) */
 	pthread_mutex_lock(&m->lock);
 	m->se = NULL;
 	pthread_mutex_unlock(&m->lock);

@@ -628,6 +628,47 @@ START_TEST(coherence)
 			  (st2.st_mtim.tv_sec == st.st_mtim.tv_sec &&
 			   st2.st_mtim.tv_nsec > st.st_mtim.tv_nsec));
 	}
+	/* the page cache: a file only one mount reads stays cached across
+	 * its opens (it holds CACHE); b's write drops it from that cache at
+	 * once, even under a descriptor opened before — on a mount whose
+	 * attributes the kernel keeps 30 s (a and b keep none, so the kernel
+	 * would notice the new mtime at every read by itself) */
+	struct mnt a30 = { 0 };
+	mount_fs(&c, &a30, "a30", "attr_timeout=30,entry_timeout=30");
+	{
+		static char page[8192], back[8192];
+		unsigned char vec[2];
+		int fa;
+		void *map;
+		memset(page, 'p', sizeof(page));
+		WORKS(fd = open(path(&a30, "pc"), O_CREAT | O_WRONLY, 0644));
+		ck_assert_int_eq(write(fd, page, sizeof(page)), (ssize_t)sizeof(page));
+		WORKS(close(fd));
+		WORKS(fa = open(path(&a30, "pc"), O_RDONLY));
+		ck_assert_int_eq(read(fa, back, sizeof(back)), (ssize_t)sizeof(back));
+		WORKS(close(fa));
+		WORKS(fa = open(path(&a30, "pc"), O_RDONLY));
+		ck_assert((map = mmap(NULL, sizeof(page), PROT_READ, MAP_SHARED, fa, 0)) !=
+			  MAP_FAILED);
+		WORKS(mincore(map, sizeof(page), vec));
+		ck_assert_msg((vec[0] & 1) && (vec[1] & 1), "a's pages were dropped at its "
+			      "open (%d %d)", vec[0] & 1, vec[1] & 1);
+		WORKS(munmap(map, sizeof(page)));
+		ck_assert_int_eq(pread(fa, back, sizeof(back), 0), (ssize_t)sizeof(back));
+		memset(page, 'q', sizeof(page));
+		WORKS(fd = open(path(&b, "pc"), O_WRONLY));
+		ck_assert_int_eq(pwrite(fd, page, sizeof(page), 0), (ssize_t)sizeof(page));
+		WORKS(close(fd));
+		ck_assert_int_eq(pread(fa, back, sizeof(back), 0), (ssize_t)sizeof(back));
+		ck_assert_msg(memcmp(back, page, sizeof(page)) == 0, "a read what it cached "
+			      "before b's write ('%c')", back[0]);
+		WORKS(close(fa));
+		WORKS(fa = open(path(&a30, "pc"), O_RDONLY));
+		ck_assert_int_eq(read(fa, back, sizeof(back)), (ssize_t)sizeof(back));
+		ck_assert_int_eq(memcmp(back, page, sizeof(page)), 0);
+		WORKS(close(fa));
+	}
+	umount_fs(&a30);
 	/* locks across the two mounts: a child holds a POSIX write lock on
 	 * [0, 100) and a flock through a; this process, through b, meets
 	 * both, then gets them once the child lets go */

@@ -342,6 +342,8 @@ fill_table(struct tsr_mount_fs *t, struct tsr_fs *fs)
 	t->setlk = tsr_fs_setlk;
 	t->statfs = tsr_fs_statfs;
 	t->fsetattr = tsr_fs_fsetattr;
+	t->keep_cache = tsr_fs_keep_cache;
+	t->set_inval = tsr_fs_set_inval;
 }
 
 int

@@ -13,12 +13,15 @@
  * words (this thread's last failure).
  *
  * Durability.  A metadata call returns once the MDS's journal holds the
- * change.  File data is written to the OSDs when tsr_fs_write returns;
- * the new size and mtime reach the MDS at tsr_fs_fsync, tsr_fs_close, or
- * when another client asks for them (a revoke of this client's BUF
- * capability; after that, at every write or fallocate while the file is
- * open).  After tsr_fs_fsync both survive
- * any crash of a minority of replicas, of the MDS and of this process.
+ * change.  File data is held back in this process while no other client
+ * has the file (the BUF capability; at most client_dirty_max bytes), and
+ * otherwise written to the OSDs when tsr_fs_write returns; held-back data,
+ * the new size and the mtime reach the OSDs and the MDS at tsr_fs_fsync,
+ * tsr_fs_close, or when another client asks for them (a revoke of BUF;
+ * after that, at every write or fallocate while the file is open).  After
+ * tsr_fs_fsync they survive any crash of a minority of replicas, of the
+ * MDS and of this process; a write-back that failed is reported by the
+ * next tsr_fs_fsync or tsr_fs_close of each file open for writing.
  *
  * Threads: any thread may call, on the same tsr_file too (FUSE's workers
  * write one file from several threads); a file is closed once, after
@@ -202,6 +205,23 @@ TSR_API int tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_
  * of this client's writes not yet sent to the MDS. */
 TSR_API int tsr_fs_fstat(struct tsr_file *f, struct tsr_fs_stat *out);
 TSR_API int tsr_fs_close(struct tsr_file *f);
+
+/* ---- A page cache above the client (a FUSE front end's) ---- */
+
+/* Called once per open, right after tsr_fs_open or tsr_fs_create: 1 when
+ * data of the file a cache above kept from earlier opens is still good
+ * (this client has held the CACHE capability since an open of the file
+ * that answered 0, so no other client wrote it since), 0 when the cache
+ * must drop it.  Either way, what the cache reads from now on is good
+ * until the inval callback names the inode. */
+TSR_API int tsr_fs_keep_cache(struct tsr_file *f);
+/* inval(arg, ino) runs, on the client's caps thread and under none of its
+ * locks, when the client loses CACHE on ino while it has the file open
+ * (another client opened it for writing or truncates it): the cache must
+ * drop ino's data before it returns — the other client goes on once it
+ * has.  NULL stops the calls; once this returns, none is running. */
+TSR_API void tsr_fs_set_inval(struct tsr_fs *fs, void (*inval)(void *arg, uint64_t ino),
+			      void *arg);
 
 /* ---- Paths ---- */
 

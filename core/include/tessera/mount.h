@@ -23,6 +23,8 @@
  *
  *   version 1: serve(inst, client, args) — never used by a program.
  *   version 2: serve(inst, fs table, args); the table below.
+ *   version 3: the table ends with keep_cache and set_inval (a page
+ *              cache kept across opens while the client holds CACHE).
  */
 #ifndef TESSERA_MOUNT_H
 #define TESSERA_MOUNT_H
@@ -97,10 +99,12 @@ struct tsr_mount_fs {
 	int (*statfs)(struct tsr_fs *, struct tsr_fs_statfs *);
 	int (*fsetattr)(struct tsr_file *, const struct tsr_fs_stat *, unsigned,
 			struct tsr_fs_stat *);
+	int (*keep_cache)(struct tsr_file *);
+	void (*set_inval)(struct tsr_fs *, void (*)(void *, uint64_t), void *);
 };
 
 /* The version of this header's ops table (see PROVISIONAL above). */
-#define TSR_MOUNT_ABI_VERSION 2
+#define TSR_MOUNT_ABI_VERSION 3
 
 struct tsr_mount_ops {
 	uint32_t size; /* sizeof(struct tsr_mount_ops) as built */
@@ -112,7 +116,7 @@ struct tsr_mount_ops {
 		     const struct tsr_mount_args *args, char *err, size_t errlen);
 	void (*stop)(void *inst);
 
-	/* Version 2 ends here.  Provisional: not frozen (see above). */
+	/* Version 3 ends here.  Provisional: not frozen (see above). */
 };
 
 TSR_END_DECLS
