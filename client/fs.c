@@ -141,8 +141,9 @@ struct ccap {
 	uint64_t size;               /* the largest size a closed file knew */
 	struct wbuf *wb;             /* writes held back (fs->wb_lock), or NULL;
 					a ccap goes only once it is empty */
-	int kept;                    /* CACHE held since an open that dropped
-					the page cache above (tsr_fs_keep_cache) */
+	int kept;                    /* CACHE held since the page cache above
+					dropped the file (tsr_fs_keep_cache) */
+	uint64_t cache_lost;         /* times CACHE went (kept's guard) */
 };
 
 #define CAP_IDLE_NS 1000000000u   /* caps unused this long are given back */
@@ -201,6 +202,7 @@ caps_forget(void *arg, uint64_t ino, void *val)
 			 __ATOMIC_RELEASE);
 	cc->seq = 0; /* a new holder numbers anew */
 	cc->kept = 0; /* (a cache above keeps what it read until its next open) */
+	cc->cache_lost++;
 	return 0;
 }
 
@@ -1801,6 +1803,12 @@ static void
 cap_grant(struct ccap *cc, const struct grant *g)
 {
 	if (g->seq > cc->seq) {
+		if ((cc->issued & TSR_CAP_CACHE) && !(g->caps & TSR_CAP_CACHE)) {
+			/* (an open answered a revoke of CACHE: the open that
+			 * follows drops the page cache above) */
+			cc->kept = 0;
+			cc->cache_lost++;
+		}
 		__atomic_store_n(&cc->issued, g->caps, __ATOMIC_RELEASE);
 		cc->seq = g->seq;
 	}
@@ -1846,6 +1854,7 @@ barrier_wait(struct tsr_fs *fs, uint64_t epoch)
  * A send that fails is told by the next fsync or close of the file. */
 
 #define WB_AGE_NS 5000000000ull
+#define REVOKE_FLUSH_MS 20000u       /* within mds_cap_revoke_timeout's 30 s */
 #define WB_OP_STEPS 64u              /* a compound's steps at most (client.h) */
 #define WB_OP_BYTES (4u << 20)       /* and bytes */
 #define WB_SEND_MIN (4u << 20)       /* past half the bound, a file's held
@@ -1877,13 +1886,14 @@ wb_sent_cb(void *arg, int result, const struct tsr_objver *ver)
 
 /* Send what wb holds back (wb_lock held, let go while submitting): every
  * object with dirty ranges and no send in flight (only: object only - 1
- * alone; 0: all).  With wait, until every write held when it was called
- * is on the OSDs (or failed: wb->err): 0, or -ETIMEDOUT after the
- * client's timeout.  The caller keeps wb alive (its ccap busy). */
+ * alone; 0: all).  With wait_ms, until every write held when it was
+ * called is answered (on the OSDs, or failed: wb->err): 0, or -ETIMEDOUT
+ * after wait_ms.  The caller keeps wb alive (its ccap busy). */
 static int
-wb_send(struct tsr_fs *fs, struct wbuf *wb, uint64_t only, int wait)
+wb_send(struct tsr_fs *fs, struct wbuf *wb, uint64_t only, uint64_t wait_ms)
 {
-	uint64_t deadline = tsr_mono_ns() + fs->timeout_ms * 1000000u, upto = wb->gen;
+	uint64_t deadline = tsr_mono_ns() + wait_ms * 1000000u, upto = wb->gen;
+	int wait = wait_ms > 0;
 	uint64_t objs[32];
 	size_t n;
 
@@ -1943,7 +1953,7 @@ wb_send(struct tsr_fs *fs, struct wbuf *wb, uint64_t only, int wait)
 			return 0;
 		if (tsr_cond_wait_until(&fs->wb_cv, &fs->wb_lock, deadline) == ETIMEDOUT)
 			return failf(-ETIMEDOUT, "writing back inode %" PRIx64 ": not done within %"
-				     PRIu64 " ms", wb->ino, fs->timeout_ms);
+				     PRIu64 " ms", wb->ino, wait_ms);
 	}
 }
 
@@ -1960,7 +1970,7 @@ wb_sync(struct tsr_file *f, int wait)
 
 	pthread_mutex_lock(&fs->wb_lock);
 	if ((wb = f->cap->wb) != NULL) {
-		rc = wb_send(fs, wb, 0, wait);
+		rc = wb_send(fs, wb, 0, wait ? fs->timeout_ms : 0);
 		if (wait && rc == 0 && wb->err_seq != f->err_seen &&
 		    (f->flags & O_ACCMODE) != O_RDONLY) {
 			rc = failf(wb->err, "writing back inode %" PRIx64 ": %s", f->ino,
@@ -1987,7 +1997,7 @@ wb_sync_ino(struct tsr_fs *fs, uint64_t ino)
 		return 0;
 	pthread_mutex_lock(&fs->wb_lock);
 	if (cc->wb)
-		rc = wb_send(fs, cc->wb, 0, 1);
+		rc = wb_send(fs, cc->wb, 0, fs->timeout_ms);
 	pthread_mutex_unlock(&fs->wb_lock);
 	pthread_mutex_lock(&fs->lock);
 	cap_unhold(cc, 0);
@@ -2115,7 +2125,7 @@ data_write(struct tsr_file *f, const uint8_t *buf, size_t len, uint64_t off)
 	for (;;) {
 		if (fs->wb_max == 0 || !(cap_issued(cc) & TSR_CAP_BUF)) {
 			if (cc->wb && cc->wb->bytes) /* older: it must not land over this */
-				rc = wb_send(fs, cc->wb, 0, 1);
+				rc = wb_send(fs, cc->wb, 0, fs->timeout_ms);
 			pthread_mutex_unlock(&fs->wb_lock);
 			return rc < 0 ? rc : move_data(f, NULL, buf, len, off);
 		}
@@ -2167,7 +2177,7 @@ wb_read(struct tsr_file *f, uint64_t objno, uint64_t objoff, size_t len, uint8_t
 
 	pthread_mutex_lock(&fs->wb_lock);
 	if (f->cap->wb && (r = wb_get(f->cap->wb, objno, objoff, len, out)) == WB_PARTIAL)
-		rc = wb_send(fs, f->cap->wb, objno + 1, 1);
+		rc = wb_send(fs, f->cap->wb, objno + 1, fs->timeout_ms);
 	pthread_mutex_unlock(&fs->wb_lock);
 	return rc < 0 ? rc : r == WB_COVERED;
 }
@@ -2232,8 +2242,10 @@ answer_revoke(void *arg)
 	release = cc->busy == 0 && !fresh;
 	if (lose & TSR_CAP_BUF)
 		cc->busy++; /* (kept while what it holds back goes) */
-	if (lose & TSR_CAP_CACHE)
+	if (lose & TSR_CAP_CACHE) {
 		cc->kept = 0;
+		cc->cache_lost++;
+	}
 	pthread_mutex_unlock(&fs->lock);
 	if ((lose & TSR_CAP_CACHE) && !fresh) {
 		/* the page cache above drops the file before we answer */
@@ -2243,15 +2255,16 @@ answer_revoke(void *arg)
 		pthread_mutex_unlock(&fs->inval_lock);
 	}
 	if (lose & TSR_CAP_BUF) {
-		/* the data first: the new holder reads it from the OSDs (a
-		 * send that failed is told at fsync or close).  Not all of it
-		 * answered in time: no answer — the MDS evicts us, and the
-		 * OSDs refuse what is still in flight before the next holder
-		 * may write (its barrier) */
+		/* the data first: the new holder reads it from the OSDs.  A
+		 * send that failed is answered (its data is gone; fsync and
+		 * close tell it); one not answered within REVOKE_FLUSH_MS is
+		 * not: no answer — the MDS evicts us, and the OSDs refuse what
+		 * is still in flight before the next holder may write (its
+		 * barrier) */
 		int rc = 0;
 		pthread_mutex_lock(&fs->wb_lock);
 		if (cc->wb)
-			rc = wb_send(fs, cc->wb, 0, 1);
+			rc = wb_send(fs, cc->wb, 0, REVOKE_FLUSH_MS);
 		pthread_mutex_unlock(&fs->wb_lock);
 		pthread_mutex_lock(&fs->lock);
 		cap_unhold(cc, 0);
@@ -2360,6 +2373,8 @@ gather_cap(void *arg, uint64_t ino, void *val)
 	x->r.caps[x->r.ncaps].issued = cap_issued(cc);
 	x->r.ncaps++;
 	cc->seq = 0; /* the new holder numbers its grants and revokes anew */
+	cc->kept = 0; /* (what the cache above holds, the next open drops) */
+	cc->cache_lost++;
 	return 0;
 }
 
@@ -2884,18 +2899,28 @@ int
 tsr_fs_keep_cache(struct tsr_file *f)
 {
 	struct tsr_fs *fs = f->fs;
-	int keep;
+	struct ccap *cc = f->cap;
+	uint64_t lost;
 
 	pthread_mutex_lock(&fs->lock);
-	if (cap_issued(f->cap) & TSR_CAP_CACHE) {
-		keep = f->cap->kept;
-		f->cap->kept = 1;
-	} else {
-		keep = 0;
-		f->cap->kept = 0;
+	if (cc->kept && (cap_issued(cc) & TSR_CAP_CACHE)) {
+		pthread_mutex_unlock(&fs->lock);
+		return 1;
 	}
+	lost = cc->cache_lost;
 	pthread_mutex_unlock(&fs->lock);
-	return keep;
+	/* the cache above drops the file now (not when the kernel takes
+	 * this open's answer, which another open's may pass), then holds
+	 * what it reads while CACHE stays */
+	pthread_mutex_lock(&fs->inval_lock);
+	if (fs->inval)
+		fs->inval(fs->inval_arg, f->ino);
+	pthread_mutex_unlock(&fs->inval_lock);
+	pthread_mutex_lock(&fs->lock);
+	if ((cap_issued(cc) & TSR_CAP_CACHE) && cc->cache_lost == lost)
+		cc->kept = 1;
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
 }
 
 void

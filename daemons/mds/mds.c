@@ -487,6 +487,7 @@ writeback_mds(void *arg)
 			expire_sessions(m);
 			mds_caps_tick(m);
 			mds_reconnecting(m); /* (ends the window when it is over) */
+			mds_reconnect_tick(m);
 			mds_sessions_write(m);
 			/* (what a bounded wake left parked) */
 			if (m->parked)

@@ -35,6 +35,7 @@
 #include "mds/mdsmsg.h"
 #include "util/u64map.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -163,7 +164,12 @@ struct mds {
 	uint64_t reconnect_until_ns;  /* the window's end (0: none) */
 	uint64_t *expect;            /* clients of the last holder not back yet */
 	size_t nexpect;
+	int window_closed;           /* the window is over: expect lists those
+					being evicted, none granted before */
+	uint64_t window_retry_ns;    /* their blocklists asked again from then */
+	int late_claims;             /* a late RECONNECT claimed capabilities */
 	int sessions_dirty;          /* mds<R>.sessions to write */
+	atomic_int sessions_failed;  /* a write of it failed (library thread) */
 	uint64_t applied;            /* the last event applied */
 	uint64_t clock;              /* ticks of use, for eviction */
 	uint64_t trim_clock;         /* the clock at the last eviction pass */
@@ -331,6 +337,9 @@ int mds_sessions_read(struct mds *m);
 void mds_sessions_write(struct mds *m);
 /* The rank is active: the window for reconnects opens. */
 void mds_reconnect_begin(struct mds *m);
+/* At the tick: the blocklists of those the closed window left, asked for
+ * (again, a second after one failed). */
+void mds_reconnect_tick(struct mds *m);
 /* 1 while clients are still expected within the window. */
 int mds_reconnecting(struct mds *m);
 /* A RECONNECT of client's; last: its last (it is back). */

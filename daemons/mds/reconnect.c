@@ -12,7 +12,10 @@
  * active, then waits until each of those clients has reconnected or
  * mds_reconnect_timeout has passed; with none listed (a new file system,
  * or no client), it serves at once.  Those that did not come back are
- * evicted (blocklisted): what they held, nobody here heard of.
+ * evicted (blocklisted): what they held, nobody here heard of — and the
+ * MDS serves nothing until the OSD map has them all (a blocklist that
+ * failed is asked for again at each tick), so none of their late writes
+ * lands after a grant made here.
  *
  * Everything here runs on the MDS thread.
  */
@@ -80,6 +83,7 @@ mds_sessions_read(struct mds *m)
 }
 
 struct sessions_write {
+	struct mds *m;
 	struct tsr_op *op;
 	struct tsr_enc e;            /* the ids: the write borrows them */
 };
@@ -90,7 +94,8 @@ sessions_written(void *arg, int result, const struct tsr_objver *ver)
 	struct sessions_write *w = arg;
 
 	(void)ver;
-	(void)result; /* a hint: written again at the next change */
+	if (result < 0) /* written again at the next tick */
+		atomic_store(&w->m->sessions_failed, 1);
 	tsr_op_destroy(w->op);
 	tsr_enc_release(&w->e);
 	free(w);
@@ -102,10 +107,13 @@ mds_sessions_write(struct mds *m)
 	struct sessions_write *w;
 	char oid[32];
 
+	if (atomic_exchange(&m->sessions_failed, 0))
+		m->sessions_dirty = 1;
 	if (!m->sessions_dirty || m->rank < 0)
 		return;
 	m->sessions_dirty = 0;
 	w = tsr_xcalloc(1, sizeof(*w));
+	w->m = m;
 	tsr_enc_init(&w->e);
 	for (size_t i = 0; i < m->nsess && i < SESSIONS_MAX; i++)
 		tsr_enc_u64(&w->e, tsr_conn_peer_id(m->sess[i].conn));
@@ -148,26 +156,51 @@ mds_reconnecting(struct mds *m)
 {
 	if (m->reconnect_until_ns == 0)
 		return 0;
-	if (m->nexpect > 0 && tsr_mono_ns() < m->reconnect_until_ns)
+	if (m->nexpect > 0 && !m->window_closed && tsr_mono_ns() < m->reconnect_until_ns)
 		return 1;
-	if (m->nexpect > 0) {
+	if (m->nexpect > 0 && !m->window_closed) {
 		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "mds.%s: rank %d: %zu clients did not "
-			"reconnect within %" PRIu64 " ms (the first: %" PRIx64 "): evicted; "
-			"serving", m->name, m->rank, m->nexpect,
+			"reconnect within %" PRIu64 " ms (the first: %" PRIx64 "): evicting "
+			"them before serving", m->name, m->rank, m->nexpect,
 			m->reconnect_timeout_ns / 1000000u, m->expect[0]);
-		/* what they held (BUF, CACHE, locks) we never heard of: the
-		 * OSDs refuse them before anyone is granted it */
-		for (size_t i = 0; i < m->nexpect; i++)
-			mds_evict(m, m->expect[i], "did not reconnect after the takeover");
-	} else {
+		m->window_closed = 1;
+		m->window_retry_ns = 0;
+		mds_reconnect_tick(m);
+	}
+	/* what they held (BUF, CACHE, locks) we never heard of: the OSDs
+	 * refuse them before anyone is granted it (mds_evict asks again for
+	 * one whose blocklist failed, and does nothing while one is out) */
+	for (size_t i = 0; i < m->nexpect;)
+		if (mds_is_evicted(m, m->expect[i]))
+			m->expect[i] = m->expect[--m->nexpect];
+		else
+			i++;
+	if (m->nexpect > 0)
+		return 1;
+	if (m->window_closed)
+		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "mds.%s: rank %d: those that did not "
+			"reconnect are blocklisted; serving", m->name, m->rank);
+	else
 		tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "mds.%s: rank %d: every client "
 			"reconnected; serving", m->name, m->rank);
-	}
+	m->window_closed = 0;
 	m->reconnect_until_ns = 0;
 	m->nexpect = 0;
 	/* what two clients claimed that cannot stand together is revoked */
 	mds_caps_settle_all(m);
 	return 0;
+}
+
+void
+mds_reconnect_tick(struct mds *m)
+{
+	uint64_t now = tsr_mono_ns();
+
+	if (!m->window_closed || now < m->window_retry_ns)
+		return;
+	m->window_retry_ns = now + 1000000000u;
+	for (size_t i = 0; i < m->nexpect; i++) /* (nothing while one is out) */
+		mds_evict(m, m->expect[i], "did not reconnect after the takeover");
 }
 
 int
@@ -196,9 +229,14 @@ mds_reconnect(struct mds *m, uint64_t client, const void *value, size_t len, int
 	tsr_log(TSR_SUB_MDS, r.ncaps || r.nlocks ? TSR_LOG_INFO : TSR_LOG_DEBUG,
 		"client %" PRIx64 " reconnected: %" PRIu32 " capabilities, %" PRIu32
 		" locks", client, r.ncaps, r.nlocks);
-	/* late (the window is over): what it claims beyond its due goes */
+	/* late (the window is over): what it claims beyond its due goes,
+	 * once it has told everything */
 	if (m->reconnect_until_ns == 0 && r.ncaps > 0)
+		m->late_claims = 1;
+	if (m->reconnect_until_ns == 0 && last && m->late_claims) {
+		m->late_claims = 0;
 		mds_caps_settle_all(m);
+	}
 	tsr_mdsmsg_reconnect_free(&r);
 	return 0;
 }

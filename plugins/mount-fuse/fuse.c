@@ -20,7 +20,9 @@
  * is revoked the client calls back before it answers, and the kernel's
  * pages of the inode are dropped (fuse_lowlevel_notify_inval_inode).  So
  * a file written on one client reads whole on another, even through a
- * descriptor opened before the write.
+ * descriptor opened before the write.  (Such a descriptor then caches
+ * without CACHE: another client's later writes reach it when the kernel's
+ * attributes expire and it sees the new mtime — FUSE's auto_inval_data.)
  */
 #define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 12)
 
@@ -68,6 +70,11 @@ struct mnt {
 	struct fuse_session *se;
 	const char *mountpoint;
 	int stopping;
+	/* drops of an inode's pages under way (lock), and whether more may
+	 * start: at the end the connection goes first, which ends any such
+	 * drop waiting for a request no worker will answer */
+	int inval_busy, inval_off;
+	pthread_cond_t inval_cv;
 	/* (lock owner, inode) pairs that took a lock here (lock): their
 	 * locks are released at close; few, so a plain array */
 	uint64_t *owners;
@@ -581,7 +588,7 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
-	fi->keep_cache = (unsigned)m->t->keep_cache(f);
+	fi->keep_cache = 0; /* (new: nothing cached; its next open asks) */
 	fill_entry(m, &s, &e);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT)
 		m->t->close(f);
@@ -878,16 +885,27 @@ static const struct fuse_lowlevel_ops ll_ops = {
 
 /* ---- The plugin ---- */
 
-/* The file client lost CACHE on ino (its caps thread): the kernel drops
- * the inode's pages before the client answers the revoke. */
+/* The kernel drops ino's pages: the file client lost CACHE on it (its
+ * caps thread, before it answers the revoke), or an open found them not
+ * good (a worker, in OPEN: not a request this waits on).  Not under
+ * m->lock: the kernel may wait for a READ in flight. */
 static void
 inval_inode(void *arg, uint64_t ino)
 {
 	struct mnt *m = arg;
+	struct fuse_session *se;
 
 	pthread_mutex_lock(&m->lock);
-	if (m->se)
-		fuse_lowlevel_notify_inval_inode(m->se, to_kernel(m, ino), 0, 0);
+	if ((se = m->se) == NULL || m->inval_off) {
+		pthread_mutex_unlock(&m->lock);
+		return;
+	}
+	m->inval_busy++;
+	pthread_mutex_unlock(&m->lock);
+	fuse_lowlevel_notify_inval_inode(se, to_kernel(m, ino), 0, 0);
+	pthread_mutex_lock(&m->lock);
+	if (--m->inval_busy == 0)
+		pthread_cond_broadcast(&m->inval_cv);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -930,6 +948,7 @@ fuse_serve(void *inst, const struct tsr_mount_fs *t, const struct tsr_mount_args
 	pthread_mutex_lock(&m->lock);
 	m->se = se;
 	m->mountpoint = a->mountpoint;
+	m->inval_off = 0;
 	rc = m->stopping;
 	pthread_mutex_unlock(&m->lock);
 	t->set_inval(t->fs, inval_inode, m);
@@ -946,12 +965,19 @@ fuse_serve(void *inst, const struct tsr_mount_fs *t, const struct tsr_mount_args
 	} else if (!rc) {
 		rc = -ENOMEM;
 	}
-	t->set_inval(t->fs, NULL, NULL); /* (none runs once it returns) */
+	/* no drop starts from here; the unmount closes the connection, so
+	 * one waiting on a request in flight ends; then none is running */
 	pthread_mutex_lock(&m->lock);
-	m->se = NULL;
+	m->inval_off = 1;
 	pthread_mutex_unlock(&m->lock);
 	fuse_remove_signal_handlers(se);
 	fuse_session_unmount(se);
+	pthread_mutex_lock(&m->lock);
+	while (m->inval_busy > 0)
+		pthread_cond_wait(&m->inval_cv, &m->lock);
+	m->se = NULL;
+	pthread_mutex_unlock(&m->lock);
+	t->set_inval(t->fs, NULL, NULL);
 	fuse_session_destroy(se);
 	fuse_opt_free_args(&args);
 	if (rc < 0)
@@ -991,6 +1017,7 @@ fuse_create(const struct tsr_host *host, const struct tsr_opts *opts, void **ins
 	m->entry_timeout = opts->vals[1].d;
 	m->max_threads = (int)opts->vals[2].i;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->inval_cv, NULL);
 	*instance = m;
 	return 0;
 }
@@ -1001,6 +1028,7 @@ fuse_destroy(void *inst)
 	struct mnt *m = inst;
 
 	free(m->owners);
+	pthread_cond_destroy(&m->inval_cv);
 	pthread_mutex_destroy(&m->lock);
 	m->host->free(m->host->ctx, m);
 }

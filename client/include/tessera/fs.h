@@ -208,12 +208,14 @@ TSR_API int tsr_fs_close(struct tsr_file *f);
 
 /* ---- A page cache above the client (a FUSE front end's) ---- */
 
-/* Called once per open, right after tsr_fs_open or tsr_fs_create: 1 when
- * data of the file a cache above kept from earlier opens is still good
- * (this client has held the CACHE capability since an open of the file
- * that answered 0, so no other client wrote it since), 0 when the cache
- * must drop it.  Either way, what the cache reads from now on is good
- * until the inval callback names the inode. */
+/* Called per open, right after tsr_fs_open: 1 when data of the file a
+ * cache above kept from earlier opens is still good (this client has held
+ * the CACHE capability since the cache last dropped the file, so no other
+ * client wrote it since); else 0, after the inval callback dropped it.
+ * Either way, what the cache reads from now on is good until the inval
+ * callback names the inode.  (A descriptor that stays open after CACHE
+ * went caches what it reads without it: the kernel's attribute timeout
+ * bounds how long another client's later writes stay unseen there.) */
 TSR_API int tsr_fs_keep_cache(struct tsr_file *f);
 /* inval(arg, ino) runs, on the client's caps thread and under none of its
  * locks, when the client loses CACHE on ino while it has the file open
