@@ -496,6 +496,8 @@ writeback_mds(void *arg)
 		mds_writeback(m);
 		mds_journal_trim(m);
 		mds_cache_trim(m);
+		if (m->purges && m->active)
+			mds_purges_run(m, 0); /* (once clients are quiet) */
 	}
 }
 

@@ -202,6 +202,9 @@ struct mds {
 
 	struct pending_reply *replies, **replies_tail;
 	struct purge *purges;        /* data to remove once durable (ops.c) */
+	atomic_uint purge_inflight;  /* its object removals under way */
+	size_t npurges;              /* files in purges */
+	uint64_t last_request_ns;    /* when a client's request came (mono) */
 	struct mds_session *sess;
 	size_t nsess;
 

@@ -341,22 +341,50 @@ answer_done(struct req *q, uint64_t ino)
 /* Data objects of a file no name refers to any more: removed once the
  * event that unlinked it is durable (mds_purges_run; before, a crash
  * would bring the name back without its data).  Not journaled: a crash
- * in between leaves the objects behind. */
+ * in between leaves the objects behind.
+ *
+ * They wait until no client's request has come for PURGE_IDLE_NS (unless
+ * PURGE_BACKLOG files wait): they go to the OSDs that take the journal's
+ * appends, and removing a burst of files as it is unlinked (rm -rf) slows
+ * every change waiting for its append by a third.  Then at most
+ * PURGE_INFLIGHT removals at once, in the order of the unlinks; each
+ * answer starts the next, and the tick resumes them. */
+#define PURGE_INFLIGHT 8u
+#define PURGE_IDLE_NS 200000000u
+#define PURGE_BACKLOG 100000u
+
 struct purge {
 	struct purge *next;
 	uint64_t seq;
 	struct tsr_inode in;
+	uint64_t next_obj;           /* the removals sent so far */
 };
+
+struct purge_op {
+	struct mds *m;
+	struct tsr_op *op;
+};
+
+static void
+purges_kick(void *arg)
+{
+	mds_purges_run(arg, 0);
+}
 
 static void
 purged(void *arg, int result, const struct tsr_objver *ver)
 {
+	struct purge_op *po = arg;
+
 	(void)ver;
 	(void)result;
-	tsr_op_destroy(arg);
+	atomic_fetch_sub(&po->m->purge_inflight, 1);
+	mds_post(po->m, purges_kick, po->m); /* (none once it stops) */
+	tsr_op_destroy(po->op);
+	free(po);
 }
 
-static void purge_file(struct mds *m, const struct tsr_inode *in);
+static int purge_step(struct mds *m, struct purge *p);
 
 /* Purge in's data once the journal holds event seq. */
 static void
@@ -373,6 +401,7 @@ purge_later(struct mds *m, uint64_t seq, const struct tsr_inode *in)
 	while (*pp)
 		pp = &(*pp)->next;
 	*pp = p;
+	m->npurges++;
 }
 
 /* Purges wait for their event to be durable, and for every client that
@@ -381,6 +410,9 @@ purge_later(struct mds *m, uint64_t seq, const struct tsr_inode *in)
 void
 mds_purges_run(struct mds *m, int drop)
 {
+	if (!drop && m->npurges < PURGE_BACKLOG &&
+	    tsr_mono_ns() - m->last_request_ns < PURGE_IDLE_NS)
+		return; /* (clients first) */
 	for (struct purge **pp = &m->purges; *pp;) {
 		struct purge *p = *pp;
 		if (!drop && p->seq > m->committed)
@@ -389,10 +421,11 @@ mds_purges_run(struct mds *m, int drop)
 			pp = &p->next;
 			continue;
 		}
+		if (!drop && !purge_step(m, p))
+			break; /* (the rest after an answer) */
 		*pp = p->next;
-		if (!drop)
-			purge_file(m, &p->in);
 		free(p);
+		m->npurges--;
 	}
 }
 
@@ -406,26 +439,37 @@ mds_purge_size(struct mds *m, uint64_t ino, uint64_t size)
 			p->in.size = size;
 }
 
-static void
-purge_file(struct mds *m, const struct tsr_inode *in)
+/* Send p's next removals while there is room: 1 once all are sent. */
+static int
+purge_step(struct mds *m, struct purge *p)
 {
-	uint64_t per_set, objs, sets;
+	const struct tsr_inode *in = &p->in;
+	uint64_t per_set, objs;
 
 	if (!S_ISREG(in->mode) || in->size == 0 || in->layout.object_size == 0 ||
 	    in->layout.stripe_count == 0)
-		return;
+		return 1;
 	per_set = (uint64_t)in->layout.object_size * in->layout.stripe_count;
-	sets = (in->size + per_set - 1) / per_set;
-	objs = sets * in->layout.stripe_count;
-	for (uint64_t o = 0; o < objs && o < 1000000; o++) {
+	objs = (in->size + per_set - 1) / per_set * in->layout.stripe_count;
+	if (objs > 1000000)
+		objs = 1000000;
+	while (p->next_obj < objs && atomic_load(&m->purge_inflight) < PURGE_INFLIGHT) {
 		char oid[48];
-		struct tsr_op *op = tsr_op_create();
-		tsr_fs_data_oid(in->ino, o, oid, sizeof(oid));
-		tsr_op_create_obj(op, 0);
-		tsr_op_remove(op);
-		if (tsr_op_submit(m->oc, in->layout.pool, oid, strlen(oid), op, purged, op) < 0)
-			tsr_op_destroy(op);
+		struct purge_op *po = tsr_xcalloc(1, sizeof(*po));
+		po->m = m;
+		po->op = tsr_op_create();
+		tsr_fs_data_oid(in->ino, p->next_obj++, oid, sizeof(oid));
+		tsr_op_create_obj(po->op, 0);
+		tsr_op_remove(po->op);
+		atomic_fetch_add(&m->purge_inflight, 1);
+		if (tsr_op_submit(m->oc, in->layout.pool, oid, strlen(oid), po->op, purged,
+				  po) < 0) {
+			atomic_fetch_sub(&m->purge_inflight, 1);
+			tsr_op_destroy(po->op);
+			free(po);
+		}
 	}
+	return p->next_obj >= objs;
 }
 
 /* ---- The handlers ---- */
@@ -1312,6 +1356,7 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 	q.rep.tid = r->tid;
 	q.client = tsr_conn_peer_id(conn);
 	m->n_requests++;
+	m->last_request_ns = tsr_mono_ns();
 	mds_session_touch(m, conn);
 	if (tsr_mds_op_writes(r->op))
 		mds_done_prune(m, q.client, r->oldest);
