@@ -809,6 +809,10 @@ mds_stop(struct tsr_daemon *d)
 	pthread_mutex_unlock(&m->post_lock);
 	if (wq)
 		tsr_workq_destroy(wq);
+	/* the clients that closed their sessions before us (an unmount,
+	 * then the cluster stopped) are not waited for at the next start */
+	if (m->sessions_dirty || atomic_load(&m->sessions_failed))
+		mds_sessions_write_now(m);
 	tsr_client_shutdown(m->oc);
 	m->oc = NULL;
 	replies_drop(m);

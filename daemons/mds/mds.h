@@ -340,6 +340,9 @@ int mds_sessions_read(struct mds *m);
 void mds_sessions_write(struct mds *m);
 /* The rank is active: the window for reconnects opens. */
 void mds_reconnect_begin(struct mds *m);
+/* At a clean stop (the MDS thread done): mds<R>.sessions as it stands
+ * now, written and waited for, while the lease says the rank is ours. */
+void mds_sessions_write_now(struct mds *m);
 /* At the tick: the blocklists of those the closed window left, asked for
  * (again, a second after one failed). */
 void mds_reconnect_tick(struct mds *m);

@@ -101,6 +101,18 @@ sessions_written(void *arg, int result, const struct tsr_objver *ver)
 	free(w);
 }
 
+static void
+sessions_encode(const struct mds *m, struct tsr_enc *e)
+{
+	for (size_t i = 0; i < m->nsess && i < SESSIONS_MAX; i++)
+		tsr_enc_u64(e, tsr_conn_peer_id(m->sess[i].conn));
+	/* (while the window is open, those still expected too: a successor
+	 * must wait for them as well) */
+	for (size_t i = 0; m->reconnect_until_ns && i < m->nexpect &&
+			   m->nsess + i < SESSIONS_MAX; i++)
+		tsr_enc_u64(e, m->expect[i]);
+}
+
 void
 mds_sessions_write(struct mds *m)
 {
@@ -115,13 +127,7 @@ mds_sessions_write(struct mds *m)
 	w = tsr_xcalloc(1, sizeof(*w));
 	w->m = m;
 	tsr_enc_init(&w->e);
-	for (size_t i = 0; i < m->nsess && i < SESSIONS_MAX; i++)
-		tsr_enc_u64(&w->e, tsr_conn_peer_id(m->sess[i].conn));
-	/* (while the window is open, those still expected too: a successor
-	 * must wait for them as well) */
-	for (size_t i = 0; m->reconnect_until_ns && i < m->nexpect &&
-			   m->nsess + i < SESSIONS_MAX; i++)
-		tsr_enc_u64(&w->e, m->expect[i]);
+	sessions_encode(m, &w->e);
 	sessions_oid(m, oid, sizeof(oid));
 	w->op = tsr_op_create();
 	tsr_op_write_full(w->op, w->e.buf, w->e.len);
@@ -132,6 +138,28 @@ mds_sessions_write(struct mds *m)
 		free(w);
 		m->sessions_dirty = 1;
 	}
+}
+
+void
+mds_sessions_write_now(struct mds *m)
+{
+	struct tsr_op *op;
+	struct tsr_enc e;
+	char oid[32];
+	int rc;
+
+	if (m->rank < 0 || !mds_lease_ok(m))
+		return; /* (not ours to write: a successor may hold the rank) */
+	tsr_enc_init(&e);
+	sessions_encode(m, &e);
+	sessions_oid(m, oid, sizeof(oid));
+	op = tsr_op_create();
+	tsr_op_write_full(op, e.buf, e.len);
+	if ((rc = tsr_op_run(m->oc, m->meta_pool, oid, strlen(oid), op, NULL)) < 0)
+		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "mds.%s: writing %s at stop: %s (a "
+			"successor may wait for clients gone)", m->name, oid, strerror(-rc));
+	tsr_op_destroy(op);
+	tsr_enc_release(&e);
 }
 
 void
