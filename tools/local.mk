@@ -43,7 +43,8 @@ daemons_mds_tessera_mds_SOURCES = daemons/mds/mds.c daemons/mds/mds.h \
 	daemons/mds/cache.c daemons/mds/journal.c daemons/mds/ops.c \
 	daemons/mds/done.c daemons/mds/locks.c daemons/mds/caps.c \
 	daemons/mds/reconnect.c
-daemons_mds_tessera_mds_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client/include
+daemons_mds_tessera_mds_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client/include \
+	-I$(top_srcdir)/client
 daemons_mds_tessera_mds_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 daemons_mds_tessera_mds_LDADD = client/libtsrclient.la core/libtsrcore.la $(PTHREAD_LIBS) -lm
 

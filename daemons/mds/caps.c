@@ -26,7 +26,11 @@
  * loop, where the monitor client lives). */
 #include "mds.h"
 
+#include "client_int.h"
 #include "log/log.h"
+#include "map/osdmap.h"
+#include "map/osdmap_epoch.h"
+#include "mon/mapsub.h"
 #include "mon/monc.h"
 #include "msg/msgr.h"
 #include "util/util.h"
@@ -37,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct mcap {
 	uint64_t client;             /* the peer's id */
@@ -709,6 +714,24 @@ mds_evicted_add(struct mds *m, uint64_t client)
 	m->evicted[m->nevicted].client = client;
 	m->evicted[m->nevicted].until_ns = now + m->blocklist_s * 1000000000u;
 	m->nevicted++;
+}
+
+int
+mds_refused(struct mds *m, uint64_t client)
+{
+	struct tsr_osdmap_epoch *ep;
+	int blocked = 0;
+
+	if (mds_is_evicted(m, client))
+		return 1;
+	/* evicted by an MDS before us (the list above dies with it): the
+	 * OSD map our object client follows says so */
+	if (m->oc && (ep = tsr_mapsub_osdmap(tsr_client_mapsub_(m->oc))) != NULL) {
+		blocked = tsr_osdmap_blocked(tsr_osdmap_epoch_map(ep), client,
+					     (uint64_t)time(NULL));
+		tsr_osdmap_epoch_put(ep);
+	}
+	return blocked;
 }
 
 int

@@ -209,7 +209,7 @@ on_session_mds(void *arg)
 		goto out;
 	}
 	rep.tid = s.tid;
-	if (mds_is_evicted(m, tsr_conn_peer_id(im->conn))) {
+	if (mds_refused(m, tsr_conn_peer_id(im->conn))) {
 		rep.result = -EKEYREVOKED;
 		snprintf(rep.why, sizeof(rep.why), "this client was evicted: mount again");
 	} else if ((!m->active || !mds_lease_ok(m)) &&

@@ -323,6 +323,9 @@ void mds_evictions_send(struct mds *m);
 void mds_evicted_add(struct mds *m, uint64_t client);
 /* Was client evicted (and is it still blocklisted)? */
 int mds_is_evicted(struct mds *m, uint64_t client);
+/* Evicted here, or blocklisted in the OSD map (by an MDS before this
+ * one): its sessions and requests are refused. */
+int mds_refused(struct mds *m, uint64_t client);
 void mds_park(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_request *r);
 /* Run the parked requests again (a revoke was answered, a holder went). */
 void mds_parked_wake(struct mds *m);

@@ -1362,7 +1362,7 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 		mds_done_prune(m, q.client, r->oldest);
 	uint64_t done_ino;
 	if (r->op == TSR_MDS_OP_RECONNECT && m->rank >= 0 && !m->replaying &&
-	    !mds_is_evicted(m, q.client)) {
+	    !mds_refused(m, q.client)) {
 		/* (taken as soon as replay is over: clients send it as they
 		 * connect, which they do once the MDS map says active, maybe
 		 * before we heard so) */
@@ -1371,7 +1371,7 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 				   sizeof(q.rep.why));
 	} else if (!m->active || !mds_lease_ok(m)) {
 		rc = fail(&q, -EAGAIN, "mds.%s does not serve a rank now", m->name);
-	} else if (mds_is_evicted(m, q.client)) {
+	} else if (mds_refused(m, q.client)) {
 		rc = fail(&q, -EKEYREVOKED, "this client was evicted (a revoke "
 			  "unanswered): mount again");
 	} else if (r->op == TSR_MDS_OP_RECONNECT) {

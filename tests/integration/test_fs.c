@@ -896,6 +896,12 @@ holder_child(struct tc_cluster *c, uint64_t dir, const char *name, int to_parent
 	ch = rc == -EKEYREVOKED ? 'r' : rc < 0 ? 'e' : 'w';
 	if (write(to_parent, &ch, 1) != 1)
 		_exit(5);
+	/* a change that only the MDS sees: refused too (by an MDS that took
+	 * over since, from the OSD map's blocklist) */
+	rc = tsr_fs_mkdir(fs2, NULL, dir, "made-when-evicted", 0755, NULL);
+	ch = rc == -EKEYREVOKED ? 'r' : rc < 0 ? 'e' : 'm';
+	if (write(to_parent, &ch, 1) != 1)
+		_exit(6);
 	_exit(0); /* no unmount, no close: an evicted client */
 }
 
@@ -911,7 +917,7 @@ START_TEST(evict)
 	uint64_t t0, waited;
 	pid_t child;
 
-	fs_cluster(&c, 1, FAST_MDS " mds_cap_revoke_timeout = \"2s\";");
+	fs_cluster(&c, 2, FAST_MDS " mds_cap_revoke_timeout = \"2s\";");
 	k = client_of(&c);
 	fs = mount_of(k);
 	ck_assert_int_eq(pipe(up), 0);
@@ -941,13 +947,28 @@ START_TEST(evict)
 	memset(block, 'C', sizeof(block));
 	EXPECT(tsr_fs_write(f, block, sizeof(block), 0), 4096);
 	EXPECT(tsr_fs_close(f), 0);
+	/* the MDS that evicted it dies; its successor knows from the OSD map */
+	{
+		int first = tc_mds_active(&c);
+		ck_assert_int_ge(first, 0);
+		ck_assert_int_eq(tc_mds_signal(&c, (size_t)first, SIGKILL), SIGKILL);
+		ck_assert_int_ge(tc_await_mds_active(&c, first, 30000), 0);
+	}
 	/* resumed, the evicted client writes in vain */
 	ck_assert_int_eq(kill(child, SIGCONT), 0);
 	ck_assert_int_eq(write(down[1], "w", 1), 1);
 	ck_assert_int_eq(read(up[0], &ch, 1), 1);
 	ck_assert_msg(ch == 'r', "the evicted client's write: '%c' (r: refused as "
 		      "blocklisted, e: another error, w: written)", ch);
+	ck_assert_int_eq(read(up[0], &ch, 1), 1);
+	ck_assert_msg(ch == 'r', "the evicted client's mkdir, after a failover: '%c' (r: "
+		      "refused, e: another error, m: made)", ch);
 	waitpid(child, &status, 0);
+	{
+		struct tsr_fs_stat none;
+		EXPECT(tsr_fs_lookup(fs, NULL, TSR_FS_ROOT, "made-when-evicted", &none),
+		       -ENOENT);
+	}
 	EXPECT(tsr_fs_open(fs, NULL, st.ino, O_RDONLY, &f), 0);
 	EXPECT(tsr_fs_read(f, back, 4096, 0), 4096);
 	ck_assert_msg(memcmp(back, block, 4096) == 0, "the evicted client's write landed");
