@@ -144,6 +144,12 @@ struct ccap {
 	int kept;                    /* CACHE held since the page cache above
 					dropped the file (tsr_fs_keep_cache) */
 	uint64_t cache_lost;         /* times CACHE went (kept's guard) */
+	/* times set here under BUF, not yet told (TSR_SETATTR_ATIME/MTIME
+	 * bits), and their values: told with the size (flush_attrs, a
+	 * revoke's answer); held_gen tells a newer setting from a told one */
+	uint32_t held;
+	struct tsr_ftime held_atime, held_mtime;
+	uint64_t held_gen;
 };
 
 #define CAP_IDLE_NS 1000000000u   /* caps unused this long are given back */
@@ -1037,6 +1043,73 @@ static int truncate_data(struct tsr_fs *fs, const struct tsr_inode *in, uint64_t
 static int barrier_wait(struct tsr_fs *fs, uint64_t epoch);
 static int wb_sync_ino(struct tsr_fs *fs, uint64_t ino);
 
+static uint32_t cap_issued(const struct ccap *cc);
+static void cap_unhold(struct ccap *cc, uint64_t size);
+static void open_files_set(struct tsr_fs *fs, uint64_t ino, unsigned mask, uint64_t size);
+
+/* Times set by the owner (or root) of a file this client has open and
+ * holds BUF on: kept here and told with the size at close or fsync, or
+ * when another client asks (cp -a and tar set a file's times between
+ * writing and closing it: one MDS change less per file).  0 with *out,
+ * or 1: not kept (the MDS decides). */
+static int
+hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+	   const struct tsr_fs_stat *a, unsigned mask, struct tsr_fs_stat *out)
+{
+	struct tsr_fs_stat st;
+	struct timespec now = { 0 };
+	struct ccap *cc;
+	int held = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	cc = tsr_u64map_get(&fs->caps, ino);
+	if (cc == NULL || !(cap_issued(cc) & TSR_CAP_BUF) ||
+	    tsr_u64map_get(&fs->open, ino) == NULL) {
+		pthread_mutex_unlock(&fs->lock);
+		return 1;
+	}
+	cc->busy++;
+	pthread_mutex_unlock(&fs->lock);
+	if (tsr_fs_getattr(fs, cr, ino, &st) == 0 && S_ISREG(st.mode) &&
+	    (cr == NULL || cr->uid == 0 || cr->uid == st.uid)) {
+		/* (newer than the writes' mtime, until the next write) */
+		open_files_set(fs, ino, mask & (TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW), 0);
+		clock_gettime(CLOCK_REALTIME, &now);
+		pthread_mutex_lock(&fs->lock);
+		if (cap_issued(cc) & TSR_CAP_BUF) { /* (a revoke meanwhile: the MDS) */
+			struct tsr_ftime t = { now.tv_sec, (uint32_t)now.tv_nsec };
+			if (mask & (TSR_FS_SET_ATIME | TSR_FS_SET_ATIME_NOW)) {
+				cc->held_atime = mask & TSR_FS_SET_ATIME_NOW
+							 ? t : (struct tsr_ftime){ a->atime.sec,
+										  a->atime.nsec };
+				__atomic_fetch_or(&cc->held, TSR_SETATTR_ATIME, __ATOMIC_RELAXED);
+			}
+			if (mask & (TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW)) {
+				cc->held_mtime = mask & TSR_FS_SET_MTIME_NOW
+							 ? t : (struct tsr_ftime){ a->mtime.sec,
+										  a->mtime.nsec };
+				__atomic_fetch_or(&cc->held, TSR_SETATTR_MTIME, __ATOMIC_RELAXED);
+			}
+			cc->held_gen++;
+			held = 1;
+		}
+		cap_unhold(cc, 0);
+		pthread_mutex_unlock(&fs->lock);
+	} else {
+		pthread_mutex_lock(&fs->lock);
+		cap_unhold(cc, 0);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (!held)
+		return 1;
+	if (out) {
+		overlay(fs, &st);
+		st.ctime = (struct tsr_fs_time){ now.tv_sec, (uint32_t)now.tv_nsec };
+		*out = st;
+	}
+	return 0;
+}
+
 static int
 setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	       const struct tsr_fs_stat *a, unsigned mask, struct tsr_fs_stat *out,
@@ -1044,6 +1117,11 @@ setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 {
 	struct tsr_mds_request r;
 	int rc;
+
+	if (mask && !(mask & ~(unsigned)(TSR_FS_SET_ATIME | TSR_FS_SET_MTIME |
+					 TSR_FS_SET_ATIME_NOW | TSR_FS_SET_MTIME_NOW)) &&
+	    hold_times(fs, cr, ino, a, mask, out) == 0)
+		return 0;
 
 	req_init(&r, TSR_MDS_OP_SETATTR, ino, cr);
 	if (opened)
@@ -2182,6 +2260,33 @@ wb_read(struct tsr_file *f, uint64_t objno, uint64_t objoff, size_t len, uint8_t
 	return rc < 0 ? rc : r == WB_COVERED;
 }
 
+/* The times held (hold_times) into a SETATTR telling them. */
+static void
+held_add(struct tsr_mds_request *r, uint32_t held, struct tsr_ftime atime,
+	 struct tsr_ftime mtime)
+{
+	if (held & TSR_SETATTR_ATIME) {
+		r->sa.mask |= TSR_SETATTR_ATIME;
+		r->sa.atime = atime;
+	}
+	if (held & TSR_SETATTR_MTIME) {
+		r->sa.mask |= TSR_SETATTR_MTIME;
+		r->sa.mtime = mtime;
+	}
+}
+
+/* The MDS has the times held at gen: none set since is lost. */
+static void
+held_told(struct tsr_fs *fs, uint64_t ino, uint64_t gen)
+{
+	struct ccap *cc;
+
+	pthread_mutex_lock(&fs->lock);
+	if ((cc = tsr_u64map_get(&fs->caps, ino)) != NULL && cc->held_gen == gen)
+		__atomic_store_n(&cc->held, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&fs->lock);
+}
+
 struct revoke {
 	struct tsr_fs *fs;
 	struct tsr_mds_cap c;
@@ -2197,8 +2302,9 @@ answer_revoke(void *arg)
 	struct tsr_fs *fs = v->fs;
 	struct tsr_mds_request r;
 	struct tsr_ftime mtime = { 0 };
-	uint64_t size = 0, keep_size = 0;
-	uint32_t lose;
+	uint64_t size = 0, keep_size = 0, held_gen = 0;
+	uint32_t lose, held = 0;
+	struct tsr_ftime held_atime = { 0 }, held_mtime = { 0 };
 	int dirty = 0, send_mtime = 0, release, fresh = 0;
 	struct ccap *cc;
 	struct tsr_enc pair;
@@ -2239,6 +2345,12 @@ answer_revoke(void *arg)
 			}
 			pthread_mutex_unlock(&f->lock);
 		}
+	if (lose & TSR_CAP_BUF) { /* times set here go too */
+		held = __atomic_load_n(&cc->held, __ATOMIC_RELAXED);
+		held_atime = cc->held_atime;
+		held_mtime = cc->held_mtime;
+		held_gen = cc->held_gen;
+	}
 	release = cc->busy == 0 && !fresh;
 	if (lose & TSR_CAP_BUF)
 		cc->busy++; /* (kept while what it holds back goes) */
@@ -2274,14 +2386,16 @@ answer_revoke(void *arg)
 			return;
 		}
 	}
-	if (dirty) {
+	if (dirty || held) {
 		/* as flush_attrs does: only ever larger, as root */
 		req_init(&r, TSR_MDS_OP_SETATTR, v->c.ino, NULL);
-		r.sa.mask = TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW |
-			    (send_mtime ? TSR_SETATTR_MTIME : 0);
+		r.sa.mask = dirty ? TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW |
+					    (send_mtime ? TSR_SETATTR_MTIME : 0) : 0;
 		r.sa.size = size;
 		r.sa.mtime = mtime;
-		simple(fs, &r, NULL, NULL);
+		held_add(&r, held, held_atime, held_mtime);
+		if (simple(fs, &r, NULL, NULL) == 0 && held)
+			held_told(fs, v->c.ino, held_gen);
 	}
 	req_init(&r, TSR_MDS_OP_CAPS, v->c.ino, NULL);
 	tsr_enc_init(&pair);
@@ -2487,6 +2601,12 @@ overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 		}
 		pthread_mutex_unlock(&f->lock);
 	}
+	struct ccap *cc = tsr_u64map_get(&fs->caps, st->ino);
+	uint32_t held = cc ? __atomic_load_n(&cc->held, __ATOMIC_RELAXED) : 0;
+	if (held & TSR_SETATTR_ATIME)
+		st->atime = (struct tsr_fs_time){ cc->held_atime.sec, cc->held_atime.nsec };
+	if (held & TSR_SETATTR_MTIME)
+		st->mtime = (struct tsr_fs_time){ cc->held_mtime.sec, cc->held_mtime.nsec };
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -2505,6 +2625,11 @@ open_files_set(struct tsr_fs *fs, uint64_t ino, unsigned mask, uint64_t size)
 			f->send_mtime = 0;
 		pthread_mutex_unlock(&f->lock);
 	}
+	struct ccap *cc = tsr_u64map_get(&fs->caps, ino);
+	if (cc && (mask & (TSR_FS_SET_ATIME | TSR_FS_SET_ATIME_NOW)))
+		__atomic_fetch_and(&cc->held, ~(uint32_t)TSR_SETATTR_ATIME, __ATOMIC_RELAXED);
+	if (cc && (mask & (TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW)))
+		__atomic_fetch_and(&cc->held, ~(uint32_t)TSR_SETATTR_MTIME, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -2706,6 +2831,8 @@ tsr_fs_write(struct tsr_file *f, const void *buf, size_t len, uint64_t off)
 	f->send_mtime = 1;
 	f->gen++;
 	pthread_mutex_unlock(&f->lock);
+	/* (a write after times set here: its mtime wins) */
+	__atomic_fetch_and(&f->cap->held, ~(uint32_t)TSR_SETATTR_MTIME, __ATOMIC_RELAXED);
 	/* without BUF another client has the file: it sees our size and
 	 * mtime at once */
 	if (!(cap_issued(f->cap) & TSR_CAP_BUF) && (rc = flush_attrs(f)) < 0)
@@ -2719,21 +2846,30 @@ static int
 flush_attrs(struct tsr_file *f)
 {
 	struct tsr_mds_request r;
-	uint64_t gen;
+	struct tsr_ftime held_atime, held_mtime;
+	uint64_t gen, held_gen;
+	uint32_t held;
 	int rc;
 
 	req_init(&r, TSR_MDS_OP_SETATTR, f->ino, &f->cr);
+	pthread_mutex_lock(&f->fs->lock);
+	held = __atomic_load_n(&f->cap->held, __ATOMIC_RELAXED);
+	held_atime = f->cap->held_atime;
+	held_mtime = f->cap->held_mtime;
+	held_gen = f->cap->held_gen;
+	pthread_mutex_unlock(&f->fs->lock);
 	pthread_mutex_lock(&f->lock);
-	if (!f->dirty) {
+	if (!f->dirty && !held) {
 		pthread_mutex_unlock(&f->lock);
 		return 0;
 	}
-	r.sa.mask = TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW |
-		    (f->send_mtime ? TSR_SETATTR_MTIME : 0);
+	r.sa.mask = f->dirty ? TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW |
+				       (f->send_mtime ? TSR_SETATTR_MTIME : 0) : 0;
 	r.sa.size = f->size;
 	r.sa.mtime = f->mtime;
 	gen = f->gen;
 	pthread_mutex_unlock(&f->lock);
+	held_add(&r, held, held_atime, held_mtime);
 	/* the writer owns the change: the MDS checks the owner for explicit
 	 * times, so send as root (the open already checked the access) */
 	r.uid = 0;
@@ -2744,6 +2880,8 @@ flush_attrs(struct tsr_file *f)
 		if (f->gen == gen) /* no write since: all of it is told */
 			f->dirty = 0;
 		pthread_mutex_unlock(&f->lock);
+		if (held)
+			held_told(f->fs, f->ino, held_gen);
 	}
 	return rc;
 }

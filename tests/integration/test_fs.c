@@ -824,6 +824,37 @@ START_TEST(caps)
 	ck_assert_int_eq(data_object_exists(k1, st.ino, 0), 1);
 	EXPECT(tsr_fs_close(f), 0);
 
+	/* times the owner sets on a file it holds alone wait for its close,
+	 * told with the size (nothing journaled meanwhile); another client's
+	 * stat brings them out */
+	{
+		struct tsr_fs_stat ta = { .atime = { 1000, 5 }, .mtime = { 2000, 7 } };
+		uint64_t ev0;
+		EXPECT(tsr_fs_create(fs1, NULL, TSR_FS_ROOT, "times", 0644, O_RDWR, &f, &st), 0);
+		EXPECT(tsr_fs_write(f, buf, 10, 0), 10);
+		ev0 = mds_status_u64(&c, "events");
+		EXPECT(tsr_fs_setattr(fs1, NULL, st.ino, &ta, TSR_FS_SET_ATIME | TSR_FS_SET_MTIME,
+				      &st2), 0);
+		ck_assert_int_eq(st2.mtime.sec, 2000);
+		ck_assert_int_eq(st2.mtime.nsec, 7);
+		ck_assert_int_eq(st2.atime.sec, 1000);
+		ck_assert_uint_eq(st2.size, 10);
+		EXPECT(tsr_fs_getattr(fs1, NULL, st.ino, &st2), 0);
+		ck_assert_int_eq(st2.mtime.sec, 2000);
+		ck_assert_uint_eq(mds_status_u64(&c, "events"), ev0);
+		EXPECT(tsr_fs_getattr(fs2, NULL, st.ino, &st2), 0);
+		ck_assert_int_eq(st2.mtime.sec, 2000);
+		ck_assert_int_eq(st2.mtime.nsec, 7);
+		ck_assert_int_eq(st2.atime.sec, 1000);
+		ck_assert_uint_eq(st2.size, 10);
+		/* a write after them moves mtime again */
+		EXPECT(tsr_fs_write(f, buf, 10, 10), 10);
+		EXPECT(tsr_fs_close(f), 0);
+		EXPECT(tsr_fs_getattr(fs2, NULL, st.ino, &st2), 0);
+		ck_assert_msg(st2.mtime.sec > 2000, "the write after the times kept them");
+		ck_assert_uint_eq(st2.size, 20);
+	}
+
 	/* a file unlinked by one client while another has it open keeps its
 	 * data until that one lets go */
 	EXPECT(tsr_fs_create(fs1, NULL, TSR_FS_ROOT, "u", 0644, O_RDWR, &f, &st), 0);
