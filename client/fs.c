@@ -148,7 +148,7 @@ struct ccap {
 	 * bits), and their values: told with the size (flush_attrs, a
 	 * revoke's answer); held_gen tells a newer setting from a told one */
 	uint32_t held;
-	struct tsr_ftime held_atime, held_mtime;
+	struct tsr_ftime held_atime, held_mtime, held_ctime;
 	uint64_t held_gen;
 };
 
@@ -209,6 +209,7 @@ caps_forget(void *arg, uint64_t ino, void *val)
 	cc->seq = 0; /* a new holder numbers anew */
 	cc->kept = 0; /* (a cache above keeps what it read until its next open) */
 	cc->cache_lost++;
+	__atomic_store_n(&cc->held, 0, __ATOMIC_RELAXED); /* (BUF went) */
 	return 0;
 }
 
@@ -1047,68 +1048,8 @@ static uint32_t cap_issued(const struct ccap *cc);
 static void cap_unhold(struct ccap *cc, uint64_t size);
 static void open_files_set(struct tsr_fs *fs, uint64_t ino, unsigned mask, uint64_t size);
 
-/* Times set by the owner (or root) of a file this client has open and
- * holds BUF on: kept here and told with the size at close or fsync, or
- * when another client asks (cp -a and tar set a file's times between
- * writing and closing it: one MDS change less per file).  0 with *out,
- * or 1: not kept (the MDS decides). */
-static int
-hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
-	   const struct tsr_fs_stat *a, unsigned mask, struct tsr_fs_stat *out)
-{
-	struct tsr_fs_stat st;
-	struct timespec now = { 0 };
-	struct ccap *cc;
-	int held = 0;
-
-	pthread_mutex_lock(&fs->lock);
-	cc = tsr_u64map_get(&fs->caps, ino);
-	if (cc == NULL || !(cap_issued(cc) & TSR_CAP_BUF) ||
-	    tsr_u64map_get(&fs->open, ino) == NULL) {
-		pthread_mutex_unlock(&fs->lock);
-		return 1;
-	}
-	cc->busy++;
-	pthread_mutex_unlock(&fs->lock);
-	if (tsr_fs_getattr(fs, cr, ino, &st) == 0 && S_ISREG(st.mode) &&
-	    (cr == NULL || cr->uid == 0 || cr->uid == st.uid)) {
-		/* (newer than the writes' mtime, until the next write) */
-		open_files_set(fs, ino, mask & (TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW), 0);
-		clock_gettime(CLOCK_REALTIME, &now);
-		pthread_mutex_lock(&fs->lock);
-		if (cap_issued(cc) & TSR_CAP_BUF) { /* (a revoke meanwhile: the MDS) */
-			struct tsr_ftime t = { now.tv_sec, (uint32_t)now.tv_nsec };
-			if (mask & (TSR_FS_SET_ATIME | TSR_FS_SET_ATIME_NOW)) {
-				cc->held_atime = mask & TSR_FS_SET_ATIME_NOW
-							 ? t : (struct tsr_ftime){ a->atime.sec,
-										  a->atime.nsec };
-				__atomic_fetch_or(&cc->held, TSR_SETATTR_ATIME, __ATOMIC_RELAXED);
-			}
-			if (mask & (TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW)) {
-				cc->held_mtime = mask & TSR_FS_SET_MTIME_NOW
-							 ? t : (struct tsr_ftime){ a->mtime.sec,
-										  a->mtime.nsec };
-				__atomic_fetch_or(&cc->held, TSR_SETATTR_MTIME, __ATOMIC_RELAXED);
-			}
-			cc->held_gen++;
-			held = 1;
-		}
-		cap_unhold(cc, 0);
-		pthread_mutex_unlock(&fs->lock);
-	} else {
-		pthread_mutex_lock(&fs->lock);
-		cap_unhold(cc, 0);
-		pthread_mutex_unlock(&fs->lock);
-	}
-	if (!held)
-		return 1;
-	if (out) {
-		overlay(fs, &st);
-		st.ctime = (struct tsr_fs_time){ now.tv_sec, (uint32_t)now.tv_nsec };
-		*out = st;
-	}
-	return 0;
-}
+static int hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+		      const struct tsr_fs_stat *a, unsigned mask, struct tsr_fs_stat *out);
 
 static int
 setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
@@ -1173,8 +1114,11 @@ setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		tsr_inode_free(&in);
 	}
 	if ((rc = simple(fs, &r, out, NULL)) == 0 &&
-	    (mask & (TSR_FS_SET_SIZE | TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW)))
+	    (mask & (TSR_FS_SET_SIZE | TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW |
+		     TSR_FS_SET_ATIME | TSR_FS_SET_ATIME_NOW)))
 		open_files_set(fs, ino, mask, a->size);
+	if (rc == 0 && out)
+		overlay(fs, out); /* (what this client holds back, as a stat shows) */
 	return rc;
 }
 
@@ -2394,7 +2338,10 @@ answer_revoke(void *arg)
 		r.sa.size = size;
 		r.sa.mtime = mtime;
 		held_add(&r, held, held_atime, held_mtime);
-		if (simple(fs, &r, NULL, NULL) == 0 && held)
+		/* (told or not, BUF is gone: times held then are the MDS's
+		 * to decide now) */
+		simple(fs, &r, NULL, NULL);
+		if (held)
 			held_told(fs, v->c.ino, held_gen);
 	}
 	req_init(&r, TSR_MDS_OP_CAPS, v->c.ino, NULL);
@@ -2607,6 +2554,8 @@ overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 		st->atime = (struct tsr_fs_time){ cc->held_atime.sec, cc->held_atime.nsec };
 	if (held & TSR_SETATTR_MTIME)
 		st->mtime = (struct tsr_fs_time){ cc->held_mtime.sec, cc->held_mtime.nsec };
+	if (held)
+		st->ctime = (struct tsr_fs_time){ cc->held_ctime.sec, cc->held_ctime.nsec };
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -2626,12 +2575,79 @@ open_files_set(struct tsr_fs *fs, uint64_t ino, unsigned mask, uint64_t size)
 		pthread_mutex_unlock(&f->lock);
 	}
 	struct ccap *cc = tsr_u64map_get(&fs->caps, ino);
+	/* (the MDS has newer times: a truncate moves mtime too) */
 	if (cc && (mask & (TSR_FS_SET_ATIME | TSR_FS_SET_ATIME_NOW)))
 		__atomic_fetch_and(&cc->held, ~(uint32_t)TSR_SETATTR_ATIME, __ATOMIC_RELAXED);
-	if (cc && (mask & (TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW)))
+	if (cc && (mask & (TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW | TSR_FS_SET_SIZE)))
 		__atomic_fetch_and(&cc->held, ~(uint32_t)TSR_SETATTR_MTIME, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&fs->lock);
 }
+
+/* Times set by the owner (or root) of a file this client has open and
+ * holds BUF on: kept here and told with the size at close or fsync, or
+ * when another client asks (cp -a and tar set a file's times between
+ * writing and closing it: one MDS change less per file).  0 with *out,
+ * or 1: not kept (the MDS decides). */
+static int
+hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+	   const struct tsr_fs_stat *a, unsigned mask, struct tsr_fs_stat *out)
+{
+	struct tsr_fs_stat st;
+	struct timespec now;
+	struct ccap *cc;
+	int held = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	cc = tsr_u64map_get(&fs->caps, ino);
+	if (cc == NULL || !(cap_issued(cc) & TSR_CAP_BUF) ||
+	    tsr_u64map_get(&fs->open, ino) == NULL) {
+		pthread_mutex_unlock(&fs->lock);
+		return 1;
+	}
+	cc->busy++;
+	pthread_mutex_unlock(&fs->lock);
+	/* (the owner as this client sees it: a chown elsewhere recalls BUF) */
+	int ok = tsr_fs_getattr(fs, cr, ino, &st) == 0 && S_ISREG(st.mode) &&
+		 (cr == NULL || cr->uid == 0 || cr->uid == st.uid);
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct tsr_ftime t = { now.tv_sec, (uint32_t)now.tv_nsec };
+	pthread_mutex_lock(&fs->lock);
+	if (ok && (cap_issued(cc) & TSR_CAP_BUF)) { /* (a revoke meanwhile: the MDS) */
+		uint32_t bits = 0;
+		if (mask & (TSR_FS_SET_ATIME | TSR_FS_SET_ATIME_NOW)) {
+			cc->held_atime = mask & TSR_FS_SET_ATIME_NOW
+						 ? t : (struct tsr_ftime){ a->atime.sec, a->atime.nsec };
+			bits |= TSR_SETATTR_ATIME;
+		}
+		if (mask & (TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW)) {
+			cc->held_mtime = mask & TSR_FS_SET_MTIME_NOW
+						 ? t : (struct tsr_ftime){ a->mtime.sec, a->mtime.nsec };
+			bits |= TSR_SETATTR_MTIME;
+			/* newer than the writes' mtime, until the next write (which
+			 * clears the bit under its file's lock) */
+			for (struct tsr_file *f = tsr_u64map_get(&fs->open, ino); f;
+			     f = f->next_open) {
+				pthread_mutex_lock(&f->lock);
+				f->send_mtime = 0;
+				pthread_mutex_unlock(&f->lock);
+			}
+		}
+		cc->held_ctime = t;
+		__atomic_fetch_or(&cc->held, bits, __ATOMIC_RELAXED);
+		cc->held_gen++;
+		held = 1;
+	}
+	cap_unhold(cc, 0);
+	pthread_mutex_unlock(&fs->lock);
+	if (!held)
+		return 1;
+	if (out) {
+		overlay(fs, &st);
+		*out = st;
+	}
+	return 0;
+}
+
 
 int
 tsr_fs_open(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, int flags,
@@ -2830,9 +2846,9 @@ tsr_fs_write(struct tsr_file *f, const void *buf, size_t len, uint64_t off)
 	f->dirty = 1;
 	f->send_mtime = 1;
 	f->gen++;
-	pthread_mutex_unlock(&f->lock);
 	/* (a write after times set here: its mtime wins) */
 	__atomic_fetch_and(&f->cap->held, ~(uint32_t)TSR_SETATTR_MTIME, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&f->lock);
 	/* without BUF another client has the file: it sees our size and
 	 * mtime at once */
 	if (!(cap_issued(f->cap) & TSR_CAP_BUF) && (rc = flush_attrs(f)) < 0)
@@ -2880,9 +2896,9 @@ flush_attrs(struct tsr_file *f)
 		if (f->gen == gen) /* no write since: all of it is told */
 			f->dirty = 0;
 		pthread_mutex_unlock(&f->lock);
-		if (held)
-			held_told(f->fs, f->ino, held_gen);
 	}
+	if (held) /* (told, or lost with the error returned) */
+		held_told(f->fs, f->ino, held_gen);
 	return rc;
 }
 
@@ -2921,6 +2937,8 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 			f->dirty = 1;
 			f->send_mtime = 1;
 			f->gen++;
+			__atomic_fetch_and(&f->cap->held, ~(uint32_t)TSR_SETATTR_MTIME,
+					   __ATOMIC_RELAXED);
 		}
 		pthread_mutex_unlock(&f->lock);
 		/* (without BUF another client sees the size at once) */
@@ -2967,6 +2985,7 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 	f->dirty = 1;
 	f->send_mtime = 1;
 	f->gen++;
+	__atomic_fetch_and(&f->cap->held, ~(uint32_t)TSR_SETATTR_MTIME, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&f->lock);
 	return cap_issued(f->cap) & TSR_CAP_BUF ? 0 : flush_attrs(f);
 }

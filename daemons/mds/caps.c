@@ -717,21 +717,27 @@ mds_evicted_add(struct mds *m, uint64_t client)
 }
 
 int
-mds_refused(struct mds *m, uint64_t client)
+mds_map_blocked(struct mds *m, uint64_t client, uint64_t *epoch)
 {
 	struct tsr_osdmap_epoch *ep;
 	int blocked = 0;
 
-	if (mds_is_evicted(m, client))
-		return 1;
-	/* evicted by an MDS before us (the list above dies with it): the
-	 * OSD map our object client follows says so */
 	if (m->oc && (ep = tsr_mapsub_osdmap(tsr_client_mapsub_(m->oc))) != NULL) {
 		blocked = tsr_osdmap_blocked(tsr_osdmap_epoch_map(ep), client,
 					     (uint64_t)time(NULL));
+		if (epoch)
+			*epoch = tsr_osdmap_epoch_number(ep);
 		tsr_osdmap_epoch_put(ep);
 	}
 	return blocked;
+}
+
+int
+mds_refused(struct mds *m, uint64_t client)
+{
+	/* evicted by an MDS before us too (the list of mds_is_evicted dies
+	 * with it): the OSD map our object client follows says so */
+	return mds_is_evicted(m, client) || mds_map_blocked(m, client, NULL);
 }
 
 int

@@ -811,8 +811,9 @@ mds_stop(struct tsr_daemon *d)
 		tsr_workq_destroy(wq);
 	/* the clients that closed their sessions before us (an unmount,
 	 * then the cluster stopped) are not waited for at the next start */
-	if (m->sessions_dirty || atomic_load(&m->sessions_failed))
-		mds_sessions_write_now(m);
+	mds_sessions_write_now(m);
+	if (m->purges)
+		mds_purges_drain(m);
 	tsr_client_shutdown(m->oc);
 	m->oc = NULL;
 	replies_drop(m);

@@ -326,6 +326,9 @@ int mds_is_evicted(struct mds *m, uint64_t client);
 /* Evicted here, or blocklisted in the OSD map (by an MDS before this
  * one): its sessions and requests are refused. */
 int mds_refused(struct mds *m, uint64_t client);
+/* Blocklisted in the OSD map the object client holds (*epoch: that
+ * map's, a barrier behind the blocklist). */
+int mds_map_blocked(struct mds *m, uint64_t client, uint64_t *epoch);
 void mds_park(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_request *r);
 /* Run the parked requests again (a revoke was answered, a holder went). */
 void mds_parked_wake(struct mds *m);
@@ -346,6 +349,9 @@ void mds_reconnect_begin(struct mds *m);
 /* At a clean stop (the MDS thread done): mds<R>.sessions as it stands
  * now, written and waited for, while the lease says the rank is ours. */
 void mds_sessions_write_now(struct mds *m);
+/* At a clean stop (the MDS thread done): the purges that may go, sent
+ * and waited for, within a bound. */
+void mds_purges_drain(struct mds *m);
 /* At the tick: the blocklists of those the closed window left, asked for
  * (again, a second after one failed). */
 void mds_reconnect_tick(struct mds *m);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE 1
@@ -343,21 +344,26 @@ answer_done(struct req *q, uint64_t ino)
  * would bring the name back without its data).  Not journaled: a crash
  * in between leaves the objects behind.
  *
- * They wait until no client's request has come for PURGE_IDLE_NS (unless
- * PURGE_BACKLOG files wait): they go to the OSDs that take the journal's
- * appends, and removing a burst of files as it is unlinked (rm -rf) slows
- * every change waiting for its append by a third.  Then at most
- * PURGE_INFLIGHT removals at once, in the order of the unlinks; each
- * answer starts the next, and the tick resumes them. */
+ * They wait until no client's request has come for PURGE_IDLE_NS, unless
+ * the oldest has waited PURGE_MAX_WAIT_NS or PURGE_BACKLOG files wait:
+ * they go to the OSDs that take the journal's appends, and removing a
+ * burst of files as it is unlinked (rm -rf) slows every change waiting
+ * for its append by a third; a client that never pauses does not hold
+ * them up for long.  Then at most PURGE_INFLIGHT removals at once, in the
+ * order of the unlinks; each answer starts the next, and the tick resumes
+ * them.  A clean stop sends what it can within PURGE_STOP_NS. */
 #define PURGE_INFLIGHT 8u
 #define PURGE_IDLE_NS 200000000u
+#define PURGE_MAX_WAIT_NS 10000000000ull
 #define PURGE_BACKLOG 100000u
+#define PURGE_STOP_NS 5000000000ull
 
 struct purge {
 	struct purge *next;
 	uint64_t seq;
 	struct tsr_inode in;
 	uint64_t next_obj;           /* the removals sent so far */
+	uint64_t queued_ns;          /* when the unlink came (mono) */
 };
 
 struct purge_op {
@@ -393,6 +399,7 @@ purge_later(struct mds *m, uint64_t seq, const struct tsr_inode *in)
 	struct purge *p = tsr_xcalloc(1, sizeof(*p)), **pp = &m->purges;
 
 	p->seq = seq;
+	p->queued_ns = tsr_mono_ns();
 	p->in = *in;
 	p->in.symlink = NULL;
 	p->in.xattrs = NULL;
@@ -410,8 +417,10 @@ purge_later(struct mds *m, uint64_t seq, const struct tsr_inode *in)
 void
 mds_purges_run(struct mds *m, int drop)
 {
-	if (!drop && m->npurges < PURGE_BACKLOG &&
-	    tsr_mono_ns() - m->last_request_ns < PURGE_IDLE_NS)
+	uint64_t now = tsr_mono_ns();
+
+	if (!drop && m->npurges < PURGE_BACKLOG && now - m->last_request_ns < PURGE_IDLE_NS &&
+	    (m->purges == NULL || now - m->purges->queued_ns < PURGE_MAX_WAIT_NS))
 		return; /* (clients first) */
 	for (struct purge **pp = &m->purges; *pp;) {
 		struct purge *p = *pp;
@@ -426,6 +435,21 @@ mds_purges_run(struct mds *m, int drop)
 		*pp = p->next;
 		free(p);
 		m->npurges--;
+	}
+}
+
+void
+mds_purges_drain(struct mds *m)
+{
+	uint64_t until = tsr_mono_ns() + PURGE_STOP_NS;
+
+	m->last_request_ns = 0; /* (no client waits now) */
+	while (tsr_mono_ns() < until) {
+		size_t before = m->npurges;
+		mds_purges_run(m, 0);
+		if (atomic_load(&m->purge_inflight) == 0 && m->npurges == before)
+			break; /* (what is left waits for a holder, or the journal) */
+		usleep(10000);
 	}
 }
 

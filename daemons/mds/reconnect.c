@@ -169,6 +169,10 @@ mds_reconnect_begin(struct mds *m)
 	 * (the fence: the MDS map epoch the rank was taken in) */
 	if (m->cap_seq < m->fence << 32)
 		m->cap_seq = m->fence << 32;
+	/* clients an MDS before us evicted: the OSD map we hold has them, so
+	 * no grant of ours lets another client's I/O pass it */
+	if (m->oc && tsr_client_epoch(m->oc) > m->osd_barrier)
+		m->osd_barrier = tsr_client_epoch(m->oc);
 	if (m->nexpect == 0 || m->reconnect_timeout_ns == 0) {
 		m->nexpect = 0;
 		return;
@@ -198,11 +202,20 @@ mds_reconnecting(struct mds *m)
 	/* what they held (BUF, CACHE, locks) we never heard of: the OSDs
 	 * refuse them before anyone is granted it (mds_evict asks again for
 	 * one whose blocklist failed, and does nothing while one is out) */
-	for (size_t i = 0; i < m->nexpect;)
-		if (mds_is_evicted(m, m->expect[i]))
+	for (size_t i = 0; i < m->nexpect;) {
+		uint64_t epoch = 0;
+		if (mds_is_evicted(m, m->expect[i])) {
 			m->expect[i] = m->expect[--m->nexpect];
-		else
+		} else if (mds_map_blocked(m, m->expect[i], &epoch)) {
+			/* (evicted before this MDS: it cannot come back, and the
+			 * OSDs refuse it from that epoch) */
+			if (epoch > m->osd_barrier)
+				m->osd_barrier = epoch;
+			m->expect[i] = m->expect[--m->nexpect];
+		} else {
 			i++;
+		}
+	}
 	if (m->nexpect > 0)
 		return 1;
 	if (m->window_closed)
