@@ -224,12 +224,23 @@ EOF
 }
 
 cmd_down() {
-	local d pid pids=() i alive
 	if grep -q " $DEV/mnt fuse.tessera " /proc/mounts 2>/dev/null; then
 		fusermount3 -u "$DEV/mnt" 2>/dev/null || fusermount3 -u -z "$DEV/mnt"
 		echo "unmounted $DEV/mnt"
 	fi
-	for d in mds-a mds-b $(seq -f "osd-%g" 0 $((NOSDS - 1))) mon-a mon-b mon-c; do
+	# the MDSs first, while the OSDs they write their last state to run;
+	# then the OSDs, then the monitors
+	local rc=0
+	stop_daemons mds-a mds-b || rc=1
+	stop_daemons $(seq -f "osd-%g" 0 $((NOSDS - 1))) || rc=1
+	stop_daemons mon-a mon-b mon-c || rc=1
+	return $rc
+}
+
+# SIGTERM the named daemons of ours and wait until they are gone (bounded)
+stop_daemons() {
+	local d pid pids=() i alive
+	for d in "$@"; do
 		pid=$(cat "$DEV/run/$d.pid" 2>/dev/null || true)
 		# only a daemon of ours: a stale pid file may name another process
 		if [ -n "$pid" ] && grep -q "tessera-" "/proc/$pid/cmdline" 2>/dev/null &&
@@ -238,8 +249,8 @@ cmd_down() {
 			pids+=("$pid")
 		fi
 	done
-	# until they are gone (bounded), so that `up` right after starts anew
-	for i in $(seq 1 100); do
+	# until they are gone, so that `up` right after starts anew
+	for i in $(seq 1 150); do
 		alive=0
 		for pid in "${pids[@]}"; do
 			if kill -0 "$pid" 2>/dev/null; then alive=1; break; fi
@@ -247,7 +258,7 @@ cmd_down() {
 		[ $alive -eq 0 ] && return 0
 		sleep 0.1
 	done
-	echo "still running after 10 s: ${pids[*]}" >&2
+	echo "still running after 15 s: ${pids[*]}" >&2
 	return 1
 }
 

@@ -245,13 +245,14 @@ tc_destroy(struct tc_cluster *c)
 {
 	int reports = 0;
 
-	/* a clean stop of each, so leak checkers run at exit */
-	for (size_t i = 0; i < c->nosd; i++)
-		if (c->osd[i].pid > 0)
-			dsignal(&c->osd[i], SIGTERM);
+	/* a clean stop of each, so leak checkers run at exit: the MDSs
+	 * first, while the OSDs they write their last state to still run */
 	for (size_t i = 0; i < c->nmds; i++)
 		if (c->mds[i].pid > 0)
 			dsignal(&c->mds[i], SIGTERM);
+	for (size_t i = 0; i < c->nosd; i++)
+		if (c->osd[i].pid > 0)
+			dsignal(&c->osd[i], SIGTERM);
 	for (size_t i = 0; i < c->nmon; i++)
 		if (c->mon[i].pid > 0)
 			tc_signal(c, i, SIGTERM);
