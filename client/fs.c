@@ -290,6 +290,8 @@ on_map(void *arg, int which, uint64_t epoch, int full)
 
 static void on_cap(struct tsr_fs *fs, struct tsr_msg *m);
 static void send_now(struct tsr_fs *fs, struct tsr_mds_request *r);
+static void req_init(struct tsr_mds_request *r, uint32_t op, uint64_t ino,
+		     const struct tsr_fs_cred *cr);
 static void lock_log(struct tsr_fs *fs, uint64_t ino, const struct tsr_mds_lock *lk);
 
 static void to_stat(const struct tsr_inode *in, struct tsr_fs_stat *st);
@@ -464,6 +466,34 @@ send_now(struct tsr_fs *fs, struct tsr_mds_request *r)
 		tsr_enc_release(&e);
 }
 
+/* One (ino, size, seq) entry of a CAPS RELEASE list: seq, the grant or
+ * revoke given back (0: whatever is granted); size, the largest we know. */
+static void
+release_encode(struct tsr_enc *e, uint64_t ino, uint64_t size, uint64_t seq)
+{
+	tsr_enc_u64(e, ino);
+	tsr_enc_u64(e, size);
+	tsr_enc_u64(e, seq);
+}
+
+/* Give back what we hold of one inode, at once (fs->lock held, so no
+ * open of ours passes it on the way). */
+static void
+send_release(struct tsr_fs *fs, uint64_t ino, uint64_t size, uint64_t seq)
+{
+	struct tsr_mds_request r;
+	struct tsr_enc e;
+
+	req_init(&r, TSR_MDS_OP_CAPS, ino, NULL);
+	tsr_enc_init(&e);
+	release_encode(&e, ino, size, seq);
+	r.flags = TSR_MDS_CAPS_RELEASE;
+	r.value = e.buf;
+	r.value_len = e.len;
+	send_now(fs, &r);
+	tsr_enc_release(&e);
+}
+
 static int free_ccap(void *arg, uint64_t key, void *val);
 
 /* Nothing of cc's file is held back (fs->lock held). */
@@ -494,9 +524,7 @@ find_idle(void *arg, uint64_t ino, void *val)
 
 	if (cc->busy == 0 && x->now - cc->idle_since >= CAP_IDLE_NS &&
 	    x->n < TSR_MDS_CAPS_RELEASE_MAX && wb_empty(x->fs, cc)) {
-		tsr_enc_u64(&x->e, ino);
-		tsr_enc_u64(&x->e, cc->size);
-		tsr_enc_u64(&x->e, 0);
+		release_encode(&x->e, ino, cc->size, 0);
 		x->inos[x->n++] = ino;
 	}
 	return 0;
@@ -518,11 +546,8 @@ caps_release_idle(struct tsr_fs *fs)
 	x.inos = tsr_xcalloc(TSR_MDS_CAPS_RELEASE_MAX, sizeof(*x.inos));
 	tsr_enc_init(&x.e);
 	/* directories the cache's bound dropped: given back as granted */
-	for (size_t i = 0; i < nd && x.n < TSR_MDS_CAPS_RELEASE_MAX; i++, x.n++) {
-		tsr_enc_u64(&x.e, dropped[2 * i]);
-		tsr_enc_u64(&x.e, 0);
-		tsr_enc_u64(&x.e, dropped[2 * i + 1]);
-	}
+	for (size_t i = 0; i < nd && x.n < TSR_MDS_CAPS_RELEASE_MAX; i++, x.n++)
+		release_encode(&x.e, dropped[2 * i], 0, dropped[2 * i + 1]);
 	free(dropped);
 	size_t ndirs = x.n;
 	tsr_u64map_each(&fs->caps, find_idle, &x);
@@ -1810,6 +1835,17 @@ cap_hold(struct tsr_fs *fs, uint64_t ino)
 	return cc;
 }
 
+/* The ccap of ino, one busier, or NULL when there is none (fs->lock held). */
+static struct ccap *
+cap_hold_existing(struct tsr_fs *fs, uint64_t ino)
+{
+	struct ccap *cc = tsr_u64map_get(&fs->caps, ino);
+
+	if (cc)
+		cc->busy++;
+	return cc;
+}
+
 /* A user of cc is done (fs->lock held); size: what it knew. */
 static void
 cap_unhold(struct ccap *cc, uint64_t size)
@@ -2012,8 +2048,7 @@ wb_sync_ino(struct tsr_fs *fs, uint64_t ino)
 	int rc = 0;
 
 	pthread_mutex_lock(&fs->lock);
-	if ((cc = tsr_u64map_get(&fs->caps, ino)) != NULL)
-		cc->busy++;
+	cc = cap_hold_existing(fs, ino);
 	pthread_mutex_unlock(&fs->lock);
 	if (cc == NULL)
 		return 0;
@@ -2251,7 +2286,6 @@ answer_revoke(void *arg)
 	struct tsr_ftime held_atime = { 0 }, held_mtime = { 0 };
 	int dirty = 0, send_mtime = 0, release, fresh = 0;
 	struct ccap *cc;
-	struct tsr_enc pair;
 
 	pthread_mutex_lock(&fs->lock);
 	cc = tsr_u64map_get(&fs->caps, v->c.ino);
@@ -2344,35 +2378,25 @@ answer_revoke(void *arg)
 		if (held)
 			held_told(fs, v->c.ino, held_gen);
 	}
-	req_init(&r, TSR_MDS_OP_CAPS, v->c.ino, NULL);
-	tsr_enc_init(&pair);
 	if (release) {
-		/* still unused: given back, sent under the lock so no open of
-		 * ours can pass it on the way */
+		/* still unused: given back */
 		pthread_mutex_lock(&fs->lock);
 		cc = tsr_u64map_get(&fs->caps, v->c.ino);
 		if (cc && cc->busy == 0 && wb_empty(fs, cc)) {
 			keep_size = cc->size;
 			free_ccap(NULL, 0, tsr_u64map_del(&fs->caps, v->c.ino));
-			tsr_enc_u64(&pair, v->c.ino);
-			tsr_enc_u64(&pair, keep_size > size ? keep_size : size);
-			tsr_enc_u64(&pair, 0);
-			r.flags = TSR_MDS_CAPS_RELEASE;
-			r.value = pair.buf;
-			r.value_len = pair.len;
-			send_now(fs, &r);
+			send_release(fs, v->c.ino, keep_size > size ? keep_size : size, 0);
 			pthread_mutex_unlock(&fs->lock);
-			tsr_enc_release(&pair);
 			free(v);
 			return;
 		}
 		pthread_mutex_unlock(&fs->lock);
 	}
+	req_init(&r, TSR_MDS_OP_CAPS, v->c.ino, NULL);
 	r.flags = TSR_MDS_CAPS_ACK;
 	r.mode = v->c.caps;
 	r.cookie = v->c.seq;
 	simple(fs, &r, NULL, NULL);
-	tsr_enc_release(&pair);
 	free(v);
 }
 
@@ -2390,22 +2414,11 @@ on_cap(struct tsr_fs *fs, struct tsr_msg *m)
 	} else if (v->c.op == TSR_MDS_CAP_REVOKE_DIR) {
 		/* names: dropped here, in the order messages come, and given
 		 * back at once (nothing to flush) */
-		struct tsr_mds_request r;
-		struct tsr_enc e;
 		uint64_t seq;
 		pthread_mutex_lock(&fs->lock);
 		dc_revoke(&fs->dc, v->c.ino, &seq);
-		req_init(&r, TSR_MDS_OP_CAPS, v->c.ino, NULL);
-		tsr_enc_init(&e);
-		tsr_enc_u64(&e, v->c.ino);
-		tsr_enc_u64(&e, 0);
-		tsr_enc_u64(&e, v->c.seq);
-		r.flags = TSR_MDS_CAPS_RELEASE;
-		r.value = e.buf;
-		r.value_len = e.len;
-		send_now(fs, &r);
+		send_release(fs, v->c.ino, 0, v->c.seq);
 		pthread_mutex_unlock(&fs->lock);
-		tsr_enc_release(&e);
 		free(v);
 	} else if (tsr_workq_post(fs->capq, answer_revoke, v) < 0) {
 		free(v);
@@ -2598,13 +2611,15 @@ hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	int held = 0;
 
 	pthread_mutex_lock(&fs->lock);
-	cc = tsr_u64map_get(&fs->caps, ino);
-	if (cc == NULL || !(cap_issued(cc) & TSR_CAP_BUF) ||
-	    tsr_u64map_get(&fs->open, ino) == NULL) {
+	cc = cap_hold_existing(fs, ino);
+	if (cc && (!(cap_issued(cc) & TSR_CAP_BUF) || tsr_u64map_get(&fs->open, ino) == NULL)) {
+		cap_unhold(cc, 0);
+		cc = NULL;
+	}
+	if (cc == NULL) {
 		pthread_mutex_unlock(&fs->lock);
 		return 1;
 	}
-	cc->busy++;
 	pthread_mutex_unlock(&fs->lock);
 	/* (the owner as this client sees it: a chown elsewhere recalls BUF) */
 	int ok = tsr_fs_getattr(fs, cr, ino, &st) == 0 && S_ISREG(st.mode) &&
