@@ -38,7 +38,7 @@ struct tsr_raft {
 	struct progress *pr;
 	size_t npeers, self;
 	unsigned e_ticks, hb_ticks;
-	size_t max_append;
+	size_t max_append, max_append_bytes;
 	uint64_t rng;
 
 	enum tsr_raft_role role;
@@ -768,6 +768,19 @@ tsr_raft_ready(struct tsr_raft *r, struct tsr_raft_ready *rd)
 			cnt = (size_t)(last_index(r) - prev);
 			if (cnt > r->max_append)
 				cnt = r->max_append;
+			if (r->max_append_bytes) {
+				/* entries (with their index, term and length)
+				 * up to the byte limit, one at least: a follower
+				 * that lags gets its entries in several messages,
+				 * never one too large to send */
+				size_t bytes = 0, j;
+				for (j = 0; j < cnt; j++) {
+					bytes += entry(r, prev + 1 + j)->len + 32;
+					if (j > 0 && bytes > r->max_append_bytes)
+						break;
+				}
+				cnt = j;
+			}
 			r->rd[k++] = (struct tsr_raft_msg){
 				.type = TSR_RAFT_APPEND, .from = r->id, .to = r->peers[i],
 				.term = r->term, .log_term = term_at(r, prev),
@@ -868,6 +881,7 @@ tsr_raft_create(const struct tsr_raft_conf *c, struct tsr_raft **out)
 	r->e_ticks = c->election_ticks ? c->election_ticks : 10;
 	r->hb_ticks = c->heartbeat_ticks ? c->heartbeat_ticks : 1;
 	r->max_append = c->max_append ? c->max_append : 64;
+	r->max_append_bytes = c->max_append_bytes;
 	r->rng = (c->seed ^ (c->id * 0x9E3779B97F4A7C15ull)) | 1;
 	r->term = c->hs.term;
 	r->vote = c->hs.vote;

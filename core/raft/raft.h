@@ -141,6 +141,10 @@ struct tsr_raft_conf {
 	unsigned heartbeat_ticks; /* (1) */
 	uint64_t seed;            /* for the random timeouts */
 	size_t max_append;        /* entries per APPEND (64) */
+	size_t max_append_bytes;  /* and their data's bytes, at most (0: no
+	                           * limit), except that an APPEND always
+	                           * carries one entry: the caller's message
+	                           * size limit (ms_max_front) */
 	/* state restored from storage */
 	struct tsr_raft_hardstate hs;
 	uint64_t snap_index, snap_term; /* the last snapshot (0, 0: none) */

@@ -249,8 +249,16 @@ send_raft(struct mon *mon, const struct tsr_raft_msg *rm, uint64_t now)
 	/* Raft copes with loss: a full queue drops the message.  A session
 	 * that already failed (its fault event may have come before we held
 	 * the handle) is dropped here: the next send reconnects. */
+	size_t front = m->front_len, data = m->data_len;
 	int rc = tsr_conn_send(mon->peer[i], m, TSR_SEND_NOWAIT);
-	if (rc < 0 && rc != -EAGAIN) {
+	if (rc == -EINVAL) {
+		/* larger than a message may be (ms_max_front, ms_max_data):
+		 * the session is fine, and sending it again will not help */
+		tsr_log_rated(&mon_refusal_lines, TSR_SUB_MON, TSR_LOG_ERROR,
+			      "raft %s to mon.%s (%zu + %zu bytes) is larger than "
+			      "a message may be (ms_max_front, ms_max_data); not sent",
+			      tsr_raft_msg_name(copy.type), to->name, front, data);
+	} else if (rc < 0 && rc != -EAGAIN) {
 		tsr_conn_close(mon->peer[i]);
 		tsr_conn_put(mon->peer[i]);
 		mon->peer[i] = NULL;
@@ -1641,6 +1649,10 @@ open_store(struct mon *mon, char *err, size_t errlen)
 	struct tsr_raft_conf c = {
 		.id = mon->self->id, .peers = peers, .npeers = mon->mem.n,
 		.election_ticks = mon->e_ticks, .heartbeat_ticks = 1,
+		/* an APPEND's entries go in its front: half of ms_max_front,
+		 * room to spare for the envelope */
+		.max_append_bytes = (size_t)tsr_conf_int(tsr_daemon_conf(mon->d),
+							 "ms_max_front") / 2,
 		.seed = tsr_now_ns(), .hs = hs, .log = log, .nlog = nlog,
 		.snap_index = mon->rs.snap_index, .snap_term = mon->rs.snap_term,
 		.snap = mon->rs.snap, .snap_len = mon->rs.snap_len,

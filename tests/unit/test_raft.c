@@ -40,6 +40,8 @@ struct node {
 };
 
 static size_t compact_every;         /* snapshot every N applied (0: never) */
+static size_t append_bytes;          /* max_append_bytes of nodes started */
+static size_t most_entries;          /* in one APPEND sent, the most */
 
 struct pkt {
 	struct tsr_raft_msg m;
@@ -133,6 +135,7 @@ node_start(struct node *n)
 	c.peers = peers;
 	c.npeers = nn;
 	c.election_ticks = E_TICKS;
+	c.max_append_bytes = append_bytes;
 	c.seed = rnd();
 	c.hs = n->hs;
 	c.log = log;
@@ -247,6 +250,8 @@ node_ready(struct node *n)
 		const struct tsr_raft_msg *m = &rd.msgs[i];
 		struct pkt p;
 
+		if (m->type == TSR_RAFT_APPEND && m->nentries > most_entries)
+			most_entries = m->nentries;
 		if (cut[m->from][m->to] || rnd() % 100 == 0) /* 1% loss */
 			continue;
 		memset(&p, 0, sizeof(p));
@@ -699,6 +704,35 @@ START_TEST(restart_catches_up)
 	ck_assert(converge(50 * E_TICKS));
 	check_acked();
 	ck_assert_int_ge(f->napplied, 110);
+}
+END_TEST
+
+/* A follower far behind gets its entries in APPENDs of at most
+ * max_append_bytes (8-byte entries, counted with 32 bytes of framing
+ * each: 2 in 100 bytes), never in one too large for a message. */
+START_TEST(append_bytes_bounded)
+{
+	struct node *l, *f = NULL;
+
+	append_bytes = 100;
+	cluster(3);
+	l = await_leader(20 * E_TICKS);
+	for (size_t i = 0; i < nn; i++)
+		if (&nodes[i] != l)
+			f = &nodes[i];
+	node_crash(f);
+	for (int i = 0; i < 100; i++) {
+		propose(NULL);
+		round_(i % 2);
+	}
+	most_entries = 0;
+	node_start(f);
+	ck_assert(converge(200 * E_TICKS));
+	check_acked();
+	ck_assert_int_ge(f->napplied, 100);
+	ck_assert_uint_ge(most_entries, 1);
+	ck_assert_uint_le(most_entries, 2);
+	append_bytes = 0;
 }
 END_TEST
 
@@ -1467,6 +1501,7 @@ main(void)
 	tcase_add_test(tc, restart_keeps_lease);
 	tcase_add_test(tc, restart_catches_up);
 	tcase_add_test(tc, snapshot_catch_up);
+	tcase_add_test(tc, append_bytes_bounded);
 	tcase_add_test(tc, nemesis);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, forged_append_huge_term_refused);
