@@ -83,6 +83,19 @@ struct call {
 	struct tsr_mds_reply rep;
 };
 
+/* A change the MDS answered EARLY: kept until its SAFE, and sent again
+ * (REQ_REPLAY) to a new holder of the rank, whose journal may lack it. */
+struct unsafe {
+	struct unsafe *next;         /* in tid order */
+	struct tsr_mds_request r;    /* (r.value: ours) */
+	uint64_t sent_ns;            /* answered, or last sent again (mono) */
+};
+
+#define UNSAFE_MAX 1024              /* changes not yet durable, at most */
+#define UNSAFE_SPAN 2048             /* and requests since the oldest: the MDS
+					remembers the last 4,096 changes */
+#define UNSAFE_RESEND_NS 10000000000ull  /* no SAFE this long: asked again */
+
 struct tsr_fs {
 	struct tsr_client *c;
 	struct tsr_msgr *msgr;
@@ -98,6 +111,11 @@ struct tsr_fs {
 	uint64_t gen;                /* bumped per new session */
 	uint64_t next_tid;
 	struct call *pending;
+	struct unsafe *unsafe;       /* answered EARLY, not yet SAFE */
+	size_t nunsafe;
+	uint64_t n_replayed, n_lost; /* sent again to a new holder; refused then */
+	uint64_t lost_tid, lost_seen; /* the latest change lost, and the latest
+					fsync told of (unsafe_wait) */
 	struct tsr_conn *doomed;     /* the session replaced, closed outside the lock */
 	struct tsr_u64map parent;    /* ino -> the directory it was seen in */
 	struct tsr_u64map open;      /* ino -> its open files (a list) */
@@ -180,6 +198,160 @@ send_locked(struct tsr_fs *fs, struct call *k)
 	tsr_conn_send(fs->conn, m, TSR_SEND_NOWAIT);
 }
 
+/* ---- Changes answered early (fs->lock held) ---- */
+
+/* r was answered EARLY by rep: kept, with what it made. */
+static void
+unsafe_add(struct tsr_fs *fs, const struct tsr_mds_request *r,
+	   const struct tsr_mds_reply *rep)
+{
+	struct unsafe *u = tsr_xcalloc(1, sizeof(*u)), **pp;
+
+	u->r = *r;
+	if (r->value_len) {
+		void *v = tsr_xcalloc(1, r->value_len);
+		memcpy(v, r->value, r->value_len);
+		u->r.value = v;
+	}
+	if ((r->op == TSR_MDS_OP_MKNOD || r->op == TSR_MDS_OP_MKDIR ||
+	     r->op == TSR_MDS_OP_SYMLINK) && rep->result == 0 && rep->n > 0)
+		u->r.made_ino = rep->in[0].ino;
+	u->sent_ns = tsr_mono_ns();
+	/* (answers come about in tid order: from the end, mostly) */
+	for (pp = &fs->unsafe; *pp && (*pp)->r.tid < r->tid; pp = &(*pp)->next)
+		;
+	u->next = *pp;
+	*pp = u;
+	fs->nunsafe++;
+}
+
+static void
+unsafe_free(struct unsafe *u)
+{
+	free((void *)u->r.value);
+	free(u);
+}
+
+/* The kept change tid, or NULL. */
+static struct unsafe **
+unsafe_find(struct tsr_fs *fs, uint64_t tid)
+{
+	struct unsafe **pp;
+
+	for (pp = &fs->unsafe; *pp; pp = &(*pp)->next)
+		if ((*pp)->r.tid == tid)
+			return pp;
+	return NULL;
+}
+
+static void
+unsafe_drop_all(struct tsr_fs *fs)
+{
+	while (fs->unsafe) {
+		struct unsafe *u = fs->unsafe;
+		fs->unsafe = u->next;
+		if (u->r.tid > fs->lost_tid)
+			fs->lost_tid = u->r.tid;
+		unsafe_free(u);
+	}
+	fs->nunsafe = 0;
+	pthread_cond_broadcast(&fs->cv);
+}
+
+/* An answer to no waiting call: a SAFE, or the answer to a change sent
+ * again.  1 when it was one of ours. */
+static int
+unsafe_answer(struct tsr_fs *fs, const struct tsr_mds_reply *rep)
+{
+	struct unsafe **pp = unsafe_find(fs, rep->tid), *u;
+
+	if (pp == NULL)
+		return 0;
+	u = *pp;
+	if (rep->stage == TSR_MDS_REPLY_EARLY)
+		return 1; /* (sent again, answered early again: its SAFE comes) */
+	if (rep->result == -EAGAIN) {
+		u->sent_ns = 0; /* (the MDS is not ready: again at the tick) */
+		return 1;
+	}
+	if (rep->result < 0 && rep->stage != TSR_MDS_REPLY_SAFE) {
+		/* the journal lost it, and it could not be made again */
+		fs->n_lost++;
+		if (u->r.tid > fs->lost_tid)
+			fs->lost_tid = u->r.tid;
+		fprintf(stderr, "tessera: %s %" PRIx64 "/%s, answered before the MDS "
+			"failed, was lost with it: doing it again failed: %s\n",
+			tsr_mds_op_name(u->r.op), u->r.ino, u->r.name, rep->why);
+	}
+	*pp = u->next;
+	unsafe_free(u);
+	fs->nunsafe--;
+	pthread_cond_broadcast(&fs->cv);
+	return 1;
+}
+
+/* The oldest request whose answer we may still need: a call waiting, or
+ * a change kept (the MDS remembers the changes from it on). */
+static uint64_t
+oldest_tid(struct tsr_fs *fs, uint64_t tid)
+{
+	for (struct call *p = fs->pending; p; p = p->next)
+		if (p->tid < tid)
+			tid = p->tid;
+	if (fs->unsafe && fs->unsafe->r.tid < tid)
+		tid = fs->unsafe->r.tid;
+	return tid;
+}
+
+/* Send u again, as a replay, on the session. */
+static void
+unsafe_send(struct tsr_fs *fs, struct unsafe *u)
+{
+	struct tsr_enc e;
+	struct tsr_msg *m;
+
+	if (fs->conn == NULL)
+		return;
+	u->r.rflags = TSR_MDS_REQ_REPLAY | TSR_MDS_REQ_EARLY;
+	u->r.oldest = oldest_tid(fs, u->r.tid);
+	u->sent_ns = tsr_mono_ns();
+	tsr_enc_init(&e);
+	if (tsr_mdsmsg_request_encode(&e, &u->r) == 0 &&
+	    (m = tsr_msg_from_enc(TSR_MSG_MDS_REQUEST, &e)) != NULL)
+		tsr_conn_send(fs->conn, m, TSR_SEND_NOWAIT);
+	else
+		tsr_enc_release(&e);
+}
+
+/* Wait until the changes up to tid are durable, within the timeout:
+ * 0, or -EIO (also when one was lost: told once, as errseq). */
+static int
+unsafe_wait(struct tsr_fs *fs, uint64_t tid)
+{
+	uint64_t deadline = tsr_mono_ns() + fs->timeout_ms * 1000000u;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	while (fs->unsafe && fs->unsafe->r.tid <= tid && !fs->closing) {
+		if (tsr_cond_wait_until(&fs->cv, &fs->lock, deadline) != 0 &&
+		    fs->unsafe && fs->unsafe->r.tid <= tid) {
+			rc = failf(-EIO, "the MDS's journal did not take a change "
+				   "(%s of %" PRIx64 ") within %" PRIu64 " ms",
+				   tsr_mds_op_name(fs->unsafe->r.op), fs->unsafe->r.ino,
+				   fs->timeout_ms);
+			break;
+		}
+	}
+	if (rc == 0 && fs->lost_tid > fs->lost_seen && fs->lost_seen < tid) {
+		rc = failf(-EIO, "%" PRIu64 " changes the MDS answered were lost when it "
+			   "failed (this client was evicted, or making them again failed)",
+			   fs->n_lost ? fs->n_lost : 1);
+		fs->lost_seen = fs->lost_tid;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
 /* Open or close the session on conn (no answer is waited for: a request
  * that finds no session is answered all the same). */
 static void
@@ -255,6 +427,12 @@ follow_map(struct tsr_fs *fs)
 	 * this client's last session (unmounted, and mounted again) may
 	 * still list it */
 	dc_clear(&fs->dc); /* (the new MDS granted no names) */
+	/* the changes answered early, first: the new holder makes again
+	 * what its journal lacks before it serves anyone */
+	for (struct unsafe *u = fs->unsafe; u; u = u->next) {
+		unsafe_send(fs, u);
+		fs->n_replayed++;
+	}
 	reconnect_send(fs);
 	/* the session first, then everything still waiting */
 	send_session(fs, conn, TSR_MDS_SESSION_OPEN);
@@ -265,7 +443,8 @@ follow_map(struct tsr_fs *fs)
 			n++;
 		struct call **v = n ? calloc(n, sizeof(*v)) : NULL;
 		for (struct call *k = fs->pending; k && v; k = k->next)
-			v[i++] = k;
+			if (!k->done) /* (answered: kept, if early, and replayed) */
+				v[i++] = k;
 		while (v && i > 0)
 			send_locked(fs, v[--i]);
 		free(v);
@@ -367,6 +546,25 @@ dc_apply(struct tsr_fs *fs, const struct tsr_mds_request *r, const struct tsr_md
 		}
 		break;
 	case TSR_MDS_OP_RENAME:
+		if (rep->result == 0 && rep->n >= 2 && r->flags == 0 &&
+		    dc_held(c, r->ino) && dc_held(c, r->ino2)) {
+			/* both directories ours to cache (the MDS took others'
+			 * DCACHE first): the old name is gone, the new one
+			 * names what moved (the last inode), and what it named
+			 * before has a link fewer */
+			struct tsr_fs_stat moved, old;
+			to_stat(&rep->in[rep->n - 1], &moved);
+			if (dc_lookup(c, r->ino2, r->name2, &old) == 1 && old.ino != moved.ino)
+				dc_forget_ino(c, old.ino);
+			dc_put(c, r->ino, r->name, NULL);
+			dc_put(c, r->ino2, r->name2, &moved);
+			for (uint32_t i = 0; i + 1 < rep->n; i++) {
+				to_stat(&rep->in[i], &st);
+				dc_set_attr(c, &st);
+			}
+			break;
+		}
+		/* fall through */
 	case TSR_MDS_OP_LINK:
 		/* names and the inodes they name: asked again */
 		dc_forget_name(c, r->ino, r->name);
@@ -433,8 +631,18 @@ on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 	}
 	tsr_msg_free(m, 0);
 	pthread_mutex_lock(&fs->lock);
-	for (struct call *k = fs->pending; k; k = k->next) {
+	if (conn != fs->conn) { /* (replaced while we decoded) */
+		pthread_mutex_unlock(&fs->lock);
+		tsr_mdsmsg_reply_free(&rep);
+		return;
+	}
+	for (struct call *k = fs->pending; rep.stage != TSR_MDS_REPLY_SAFE && k;
+	     k = k->next) {
 		if (k->tid == rep.tid && !k->done) {
+			/* (kept here, not by the caller: its SAFE may come
+			 * before the caller wakes) */
+			if (rep.stage == TSR_MDS_REPLY_EARLY && rep.result == 0)
+				unsafe_add(fs, k->r, &rep);
 			dc_apply(fs, k->r, &rep);
 			k->rep = rep;
 			k->done = 1;
@@ -443,6 +651,7 @@ on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 			return;
 		}
 	}
+	unsafe_answer(fs, &rep);
 	pthread_mutex_unlock(&fs->lock);
 	tsr_mdsmsg_reply_free(&rep); /* a session's answer, or one given up */
 }
@@ -580,6 +789,13 @@ tick(void *arg)
 	if (fs->conn && ++fs->ticks % RENEW_TICKS == 0)
 		send_session(fs, fs->conn, TSR_MDS_SESSION_RENEW);
 	caps_release_idle(fs);
+	/* a SAFE lost with a connection, or a replay the MDS was not ready
+	 * for: asked again (the MDS answers one it made from what it
+	 * remembers) */
+	for (struct unsafe *u = fs->unsafe; u; u = u->next)
+		if (tsr_mono_ns() - u->sent_ns > UNSAFE_RESEND_NS ||
+		    (u->sent_ns == 0 && fs->conn))
+			unsafe_send(fs, u);
 	wb_tick(fs);
 	if (!fs->closing &&
 	    tsr_loop_timer_add(fs->loop, 1000000000u, tick, fs, &fs->timer) < 0)
@@ -609,11 +825,21 @@ call(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_mds_reply *rep)
 	 * hold of the lock, so no request's oldest passes one not yet in
 	 * pending; pending stays in tid order, newest first */
 	pthread_mutex_lock(&fs->lock);
+	/* a bound on the changes not yet durable (each waits for its SAFE
+	 * here, and at the MDS among the requests it remembers) */
+	while (tsr_mds_op_writes(r->op) && !fs->closing &&
+	       (fs->nunsafe >= UNSAFE_MAX ||
+		(fs->unsafe && fs->next_tid + 1 - fs->unsafe->r.tid >= UNSAFE_SPAN))) {
+		if (tsr_cond_wait_until(&fs->cv, &fs->lock, deadline) != 0) {
+			pthread_mutex_unlock(&fs->lock);
+			return failf(-EIO, "%s: the MDS's journal takes no changes (%zu "
+				     "answered, not yet durable, for %" PRIu64 " ms)",
+				     tsr_mds_op_name(r->op), fs->nunsafe, fs->timeout_ms);
+		}
+	}
 	r->tid = ++fs->next_tid;
-	r->oldest = r->tid;
-	for (struct call *p = fs->pending; p; p = p->next)
-		if (p->tid < r->oldest)
-			r->oldest = p->tid;
+	r->rflags |= TSR_MDS_REQ_EARLY;
+	r->oldest = oldest_tid(fs, r->tid);
 	tsr_enc_init(&e);
 	if ((rc = tsr_mdsmsg_request_encode(&e, r)) < 0) {
 		pthread_mutex_unlock(&fs->lock);
@@ -670,6 +896,7 @@ call(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_mds_reply *rep)
 		fs->evicted = 1;
 		tsr_u64map_each(&fs->caps, caps_forget, NULL);
 		dc_clear(&fs->dc);
+		unsafe_drop_all(fs); /* (the MDS takes nothing of ours now) */
 		pthread_mutex_unlock(&fs->lock);
 	}
 	if (rep->result < 0)
@@ -796,6 +1023,9 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	fs->wb_stop = 1;
 	pthread_mutex_unlock(&fs->lock);
 	wb_drain(fs); /* what is held back goes to the OSDs first */
+	/* the changes answered early: durable before the session goes */
+	if (fs->conn && unsafe_wait(fs, UINT64_MAX) < 0)
+		fprintf(stderr, "tessera: unmount: %s\n", tsr_fs_why());
 	pthread_mutex_lock(&fs->lock);
 	fs->closing = 1;
 	pthread_cond_broadcast(&fs->cv);
@@ -837,6 +1067,10 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	tsr_u64map_each(&fs->caps, free_ccap, NULL);
 	tsr_u64map_free(&fs->caps);
 	dc_free(&fs->dc);
+	if (fs->nunsafe)
+		fprintf(stderr, "tessera: unmount: %zu changes the MDS answered were not yet "
+			"durable in its journal\n", fs->nunsafe);
+	unsafe_drop_all(fs);
 	while (fs->locks) {
 		struct lockrec *l = fs->locks;
 		fs->locks = l->next;
@@ -3008,15 +3242,44 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 /* The data goes out while the MDS is told the size: both are durable
  * when this returns. */
 int
-tsr_fs_fsync(struct tsr_file *f, int datasync)
+tsr_fs_flush(struct tsr_file *f)
 {
 	int rc, rc2;
 
-	(void)datasync; /* the size is the data's too */
 	wb_sync(f, 0);
 	rc = flush_attrs(f);
 	rc2 = wb_sync(f, 1);
 	return rc2 < 0 ? rc2 : rc;
+}
+
+int
+tsr_fs_fsync(struct tsr_file *f, int datasync)
+{
+	uint64_t upto;
+	int rc;
+
+	(void)datasync; /* the size is the data's too */
+	rc = tsr_fs_flush(f);
+	/* and the changes made before it durable in the MDS's journal (its
+	 * name's too) */
+	pthread_mutex_lock(&f->fs->lock);
+	upto = f->fs->next_tid;
+	pthread_mutex_unlock(&f->fs->lock);
+	if (rc == 0)
+		rc = unsafe_wait(f->fs, upto);
+	return rc;
+}
+
+int
+tsr_fs_fsyncdir(struct tsr_fs *fs, uint64_t ino)
+{
+	uint64_t upto;
+
+	(void)ino; /* (every change made before it: names in it among them) */
+	pthread_mutex_lock(&fs->lock);
+	upto = fs->next_tid;
+	pthread_mutex_unlock(&fs->lock);
+	return unsafe_wait(fs, upto);
 }
 
 int
@@ -3032,7 +3295,7 @@ tsr_fs_close(struct tsr_file *f)
 
 	if (f == NULL)
 		return 0;
-	rc = tsr_fs_fsync(f, 0);
+	rc = tsr_fs_flush(f);
 	pthread_mutex_lock(&f->fs->lock);
 	struct tsr_file *head = tsr_u64map_get(&f->fs->open, f->ino);
 	if (head == f) {

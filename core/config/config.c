@@ -287,7 +287,7 @@ static const struct tsr_conf_opt core_options[] = {
 	    .help = "a client that has not given back a revoked capability this long is evicted: its session closes and the OSDs refuse it (osd blocklist), so others may go on" },
 	  TSR_SEC_GLOBAL | TSR_SEC_MDS, 0 },
 	{ { .name = "mds_reconnect_timeout", .type = TSR_OPT_DURATION, .def = "10s", .min = "0s", .max = "10m",
-	    .help = "after a takeover, how long an MDS waits for the clients of the last holder to re-assert their capabilities and locks before it serves others (0: it does not wait)" },
+	    .help = "after a takeover, how long an MDS waits for the clients of the last holder to replay the changes it answered early and re-assert their capabilities and locks before it serves others (0: it does not wait, and answers changes only once its journal holds them)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_MDS, 0 },
 	{ { .name = "mds_blocklist_duration", .type = TSR_OPT_DURATION, .def = "1h", .min = "1m", .max = "365d",
 	    .help = "how long the OSDs refuse a client an MDS evicted (the entry leaves the OSD map after that)" },

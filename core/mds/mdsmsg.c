@@ -69,7 +69,7 @@ tsr_mdsmsg_session_decode(const void *buf, size_t len, struct tsr_mds_session *s
 int
 tsr_mdsmsg_request_encode(struct tsr_enc *e, const struct tsr_mds_request *r)
 {
-	size_t mark = tsr_enc_begin_struct(e, 1, 1);
+	size_t mark = tsr_enc_begin_struct(e, 2, 1);
 
 	tsr_enc_u64(e, r->tid);
 	tsr_enc_u64(e, r->oldest);
@@ -99,6 +99,8 @@ tsr_mdsmsg_request_encode(struct tsr_enc *e, const struct tsr_mds_request *r)
 	tsr_enc_u32(e, r->max);
 	tsr_enc_bytes(e, r->value, r->value_len);
 	tsr_mdsmsg_lock_encode(e, &r->lk);
+	tsr_enc_u32(e, r->rflags);
+	tsr_enc_u64(e, r->made_ino);
 	tsr_enc_end_struct(e, mark);
 	return tsr_enc_error(e);
 }
@@ -186,9 +188,16 @@ tsr_mdsmsg_request_decode(const void *buf, size_t len, struct tsr_mds_request *r
 	r->lk.owner = tsr_dec_u64(&sub);
 	r->lk.pid = tsr_dec_u32(&sub);
 	r->lk.type = tsr_dec_u32(&sub);
+	if (ver >= 2) {
+		r->rflags = tsr_dec_u32(&sub);
+		r->made_ino = tsr_dec_u64(&sub);
+	}
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0)
 		return tsr_errf(err, errlen, -EBADMSG, "request: truncated, a field too "
 				"long, or trailing bytes");
+	if (r->rflags & ~(TSR_MDS_REQ_REPLAY | TSR_MDS_REQ_EARLY))
+		return tsr_errf(err, errlen, -EBADMSG, "request %s: unknown flags %#" PRIx32,
+				tsr_mds_op_name(r->op), r->rflags);
 	if (tsr_mds_op_name(r->op) == NULL)
 		return tsr_errf(err, errlen, -EBADMSG, "request: unknown op %" PRIu32, r->op);
 	if (r->ino == 0)
@@ -212,7 +221,7 @@ tsr_mdsmsg_request_decode(const void *buf, size_t len, struct tsr_mds_request *r
 int
 tsr_mdsmsg_reply_encode(struct tsr_enc *e, const struct tsr_mds_reply *r)
 {
-	size_t mark = tsr_enc_begin_struct(e, 3, 1);
+	size_t mark = tsr_enc_begin_struct(e, 4, 1);
 
 	tsr_enc_u64(e, r->tid);
 	tsr_enc_i32(e, r->result);
@@ -232,6 +241,7 @@ tsr_mdsmsg_reply_encode(struct tsr_enc *e, const struct tsr_mds_reply *r)
 	tsr_enc_u64(e, r->cap_seq);
 	tsr_enc_u64(e, r->osd_barrier);
 	tsr_enc_u64(e, r->dcache_seq);
+	tsr_enc_u8(e, r->stage);
 	tsr_enc_end_struct(e, mark);
 	return tsr_enc_error(e);
 }
@@ -309,8 +319,10 @@ tsr_mdsmsg_reply_decode(const void *buf, size_t len, struct tsr_mds_reply *r, ch
 	}
 	if (ver >= 3)
 		r->dcache_seq = tsr_dec_u64(&sub);
+	if (ver >= 4)
+		r->stage = tsr_dec_u8(&sub);
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0 || r->end > 1 ||
-	    (r->caps & ~TSR_CAP_ALL)) {
+	    (r->caps & ~TSR_CAP_ALL) || r->stage > TSR_MDS_REPLY_SAFE) {
 		rc = tsr_errf(err, errlen, -EBADMSG, "reply: truncated or trailing bytes");
 		goto fail;
 	}

@@ -232,7 +232,18 @@ struct tsr_mds_request {
 	const void *value;           /* borrowed from the message */
 	size_t value_len;
 	struct tsr_mds_lock lk;      /* GETLK, SETLK */
+	/* (v2) a change answered early (TSR_MDS_REPLY_EARLY) and sent again
+	 * to a new holder of the rank before it serves: REQ_REPLAY, and what
+	 * the first answer made (MKNOD, MKDIR, SYMLINK: its inode) */
+	uint32_t rflags;
+	uint64_t made_ino;
 };
+
+#define TSR_MDS_REQ_REPLAY 0x1u
+#define TSR_MDS_REQ_EARLY 0x2u    /* the client keeps changes answered
+				     EARLY and replays them (an MDS answers
+				     others only once durable: upgrade MDSs
+				     before clients) */
 
 struct tsr_mds_dirent {
 	char name[TSR_FS_NAME_MAX + 1];
@@ -263,7 +274,18 @@ struct tsr_mds_reply {
 	/* LOOKUP, READDIR, MKNOD/MKDIR/SYMLINK: DCACHE granted on the
 	 * request's directory, numbered so (0: not granted) */
 	uint64_t dcache_seq;
+	/* (v4) TSR_MDS_REPLY_FINAL, EARLY or SAFE */
+	uint8_t stage;
 };
+
+/* A change is answered once the MDS has applied it (EARLY), before its
+ * journal holds it; SAFE (the tid only) follows once it does.  The
+ * client keeps the request until then and sends it again (REQ_REPLAY)
+ * to a new holder of the rank.  Everything else is FINAL: durable, and
+ * resting on nothing another client could lose. */
+#define TSR_MDS_REPLY_FINAL 0
+#define TSR_MDS_REPLY_EARLY 1
+#define TSR_MDS_REPLY_SAFE 2
 
 const char *tsr_mds_op_name(uint32_t op);
 /* Does op change the namespace (is it journaled)? */

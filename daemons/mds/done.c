@@ -6,9 +6,11 @@
  * The journal's events carry the request (client, tid) and the inode it
  * made or changed; replay records them as the live MDS did.  A client's
  * records go once it says it waits for no older request (the request's
- * `oldest`), and at most DONE_MAX are kept per client whatever it says.
- * What lives in trimmed segments only is not replayed: a reply is sent as
- * its event is durable, long before write-back lets the segment go. */
+ * `oldest`, which counts the changes it keeps until their SAFE), and at
+ * most DONE_MAX are kept per client whatever it says (a client keeps
+ * fewer than half as many requests open).  What lives in trimmed segments
+ * only is not replayed: a client forgets a change at its SAFE, long
+ * before write-back lets the segment go. */
 #include "mds.h"
 
 #include "util/util.h"

@@ -381,6 +381,9 @@ mds_journal_open(struct mds *m, char *err, size_t errlen)
 	m->seg = seg;
 	m->seg_off = 0;
 	m->committed = m->applied;
+	/* inos an MDS before us gave out in answers its journal may not
+	 * hold: below here, and never given out by us (clients' replays) */
+	m->ino_floor = m->next_ino;
 	tsr_log(TSR_SUB_MDS, TSR_LOG_INFO, "rank %d: replayed segments %" PRIu64 "..%" PRIu64
 		" up to event %" PRIu64 "; writing segment %" PRIu64, m->rank, m->first_seg,
 		seg - 1, m->applied, seg);
@@ -621,9 +624,23 @@ mds_commit(struct mds *m, struct tsr_fs_event *ev, char *err, size_t errlen)
 	m->jrec[m->njrec].seq = ev->seq;
 	m->njrec++;
 	m->n_events++;
+	/* who made the latest events (mds_seen_before) */
+	if (ev->client != m->last_author) {
+		m->others_seq = m->author_seq; /* (the event before: another's) */
+		m->last_author = ev->client;
+	}
+	m->author_seq = ev->seq;
 	tsr_enc_release(&e);
 	kick(m);
 	return 0;
+}
+
+uint64_t
+mds_seen_before(const struct mds *m, uint64_t client)
+{
+	if (client != 0 && client == m->last_author)
+		return m->others_seq;
+	return m->applied;
 }
 
 /* ---- Trimming ---- */

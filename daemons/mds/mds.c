@@ -75,8 +75,19 @@ mds_lease_ok(struct mds *m)
 
 /* ---- Replies ---- */
 
-void
-mds_reply_after(struct mds *m, struct tsr_conn *conn, struct tsr_msg *msg, uint64_t seq)
+/* Is an ordered message to conn waiting? */
+static int
+conn_waiting(const struct mds *m, const struct tsr_conn *conn)
+{
+	for (const struct pending_reply *p = m->replies; p; p = p->next)
+		if (p->conn == conn && p->ordered)
+			return 1;
+	return 0;
+}
+
+static void
+queue_after(struct mds *m, struct tsr_conn *conn, struct tsr_msg *msg, uint64_t seq,
+	    int ordered)
 {
 	struct pending_reply *p;
 
@@ -84,12 +95,13 @@ mds_reply_after(struct mds *m, struct tsr_conn *conn, struct tsr_msg *msg, uint6
 		tsr_msg_free(msg, -ESHUTDOWN);
 		return;
 	}
-	if (seq <= m->committed && m->replies == NULL) {
+	if (seq <= m->committed && (!ordered || !conn_waiting(m, conn))) {
 		tsr_conn_send(conn, msg, TSR_SEND_NOWAIT);
 		return;
 	}
 	p = tsr_xcalloc(1, sizeof(*p));
 	p->seq = seq;
+	p->ordered = ordered;
 	p->conn = conn;
 	p->msg = msg;
 	tsr_conn_get(conn);
@@ -100,17 +112,57 @@ mds_reply_after(struct mds *m, struct tsr_conn *conn, struct tsr_msg *msg, uint6
 }
 
 void
+mds_reply_after(struct mds *m, struct tsr_conn *conn, struct tsr_msg *msg, uint64_t seq)
+{
+	queue_after(m, conn, msg, seq, 1);
+}
+
+void
+mds_safe_after(struct mds *m, struct tsr_conn *conn, struct tsr_msg *msg, uint64_t seq)
+{
+	queue_after(m, conn, msg, seq, 0);
+}
+
+#define BLOCKED_MAX 64
+
+void
 mds_replies_release(struct mds *m)
 {
-	while (m->replies && m->replies->seq <= m->committed) {
-		struct pending_reply *p = m->replies;
-		m->replies = p->next;
+	/* in the order queued.  One waiting for a later event holds back
+	 * the ordered messages to its connection queued after it (a grant
+	 * must not pass a revoke queued before it, nor a revoke its grant);
+	 * a SAFE holds back nothing */
+	const struct tsr_conn *blocked[BLOCKED_MAX];
+	size_t nblocked = 0;
+	int all_blocked = 0;
+
+	m->replies_tail = &m->replies;
+	for (struct pending_reply **pp = &m->replies; *pp;) {
+		struct pending_reply *p = *pp;
+		int hold = p->seq > m->committed;
+		for (size_t i = 0; !hold && p->ordered && i < nblocked; i++)
+			hold = blocked[i] == p->conn;
+		if (!hold && p->ordered && all_blocked)
+			hold = 1;
+		if (hold) {
+			int known = 0;
+			for (size_t i = 0; p->ordered && i < nblocked; i++)
+				known |= blocked[i] == p->conn;
+			if (p->ordered && !known) {
+				if (nblocked < BLOCKED_MAX)
+					blocked[nblocked++] = p->conn;
+				else
+					all_blocked = 1; /* (at the next release) */
+			}
+			m->replies_tail = &p->next;
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
 		tsr_conn_send(p->conn, p->msg, TSR_SEND_NOWAIT);
 		tsr_conn_put(p->conn);
 		free(p);
 	}
-	if (m->replies == NULL)
-		m->replies_tail = &m->replies;
 	mds_purges_run(m, 0);
 }
 
@@ -241,6 +293,7 @@ on_session_mds(void *arg)
 			if (m->sess == NULL)
 				abort();
 			m->sess[i].client = s.client;
+			m->sess[i].listed_gen = 0;
 			m->sess[i].conn = im->conn;
 			tsr_conn_get(im->conn);
 			m->nsess++;
@@ -635,14 +688,16 @@ status_on_mds(void *arg)
 			"\"cache\": {\"dirs\": %zu, \"inode_objects\": %zu, \"inodes\": %zu, "
 			"\"loads\": %" PRIu64 ", \"writebacks\": %" PRIu64 ", \"evicted\": %"
 			PRIu64 "}, "
-			"\"requests\": %" PRIu64 ", \"events\": %" PRIu64 ", \"sessions\": %zu, "
+			"\"requests\": %" PRIu64 ", \"events\": %" PRIu64 ", \"early_replies\": %"
+			PRIu64 ", \"replays\": %" PRIu64 ", \"sessions\": %zu, "
 			"\"caps\": {\"inodes\": %zu, \"parked\": %zu, \"evictions\": %" PRIu64
 			", \"osd_barrier\": %" PRIu64 "}, "
 			"\"next_ino\": %" PRIu64 "}\n", m->rank, m->active ? "true" : "false",
 			m->replaying ? "true" : "false", mds_lease_ok(m) ? "true" : "false",
 			m->fence, m->applied, m->committed, m->first_seg, m->seg, m->seg_off,
 			m->n_appends, m->n_trims, m->dirs.n, m->objs.n, m->where.n, m->n_loads,
-			m->n_flushes, m->n_evicted, m->n_requests, m->n_events, m->nsess,
+			m->n_flushes, m->n_evicted, m->n_requests, m->n_events, m->n_early,
+			m->n_replays, m->nsess,
 			m->caps.n, mds_parked_count(m), m->n_evictions, m->osd_barrier,
 			m->next_ino);
 	pthread_mutex_lock(&a->lock);

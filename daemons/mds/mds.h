@@ -23,9 +23,12 @@
  * MDS thread (a synchronous read): the cache makes that rare.
  *
  * Durability.  A request's change is applied to the cache at once and its
- * event appended to the journal; its reply — and the reply of any request
- * that saw the state it made — waits until the journal holds the event
- * durably (replies go out in seq order, see mds_reply_after).  Write-back
+ * event appended to the journal.  Its reply goes at once, EARLY (the
+ * client keeps the request, to replay it to a successor), and SAFE
+ * follows once the journal holds the event.  A reply that saw a state
+ * another client made waits until the journal holds that state
+ * (mds_seen_before, mds_reply_after): no client acts on what a crash
+ * could take back, except its own changes, which it replays.  Write-back
  * writes a directory only in a state whose every event is durable.
  */
 #ifndef TSR_DAEMONS_MDS_H
@@ -94,6 +97,8 @@ struct mobj {
 struct pending_reply {
 	struct pending_reply *next;
 	uint64_t seq;                /* sent once the journal holds it */
+	int ordered;                 /* after what was queued to conn before
+					(all but SAFE notices) */
 	struct tsr_conn *conn;       /* a reference */
 	struct tsr_msg *msg;
 };
@@ -102,6 +107,8 @@ struct mds_session {
 	uint64_t client;
 	struct tsr_conn *conn;       /* a reference */
 	uint64_t last_seen_ns;
+	uint64_t listed_gen;         /* the first write of mds<R>.sessions
+					that lists it (0: none yet) */
 };
 
 struct mds {
@@ -169,6 +176,9 @@ struct mds {
 	uint64_t window_retry_ns;    /* their blocklists asked again from then */
 	int late_claims;             /* a late RECONNECT claimed capabilities */
 	int sessions_dirty;          /* mds<R>.sessions to write */
+	uint64_t sessions_gen;       /* writes of it begun */
+	_Atomic uint64_t sessions_done_gen;  /* the latest one written (a
+					library thread sets it) */
 	atomic_int sessions_failed;  /* a write of it failed (library thread) */
 	uint64_t applied;            /* the last event applied */
 	uint64_t clock;              /* ticks of use, for eviction */
@@ -193,12 +203,17 @@ struct mds {
 	struct append *retry;        /* a failed append, to send again as it was */
 	_Atomic int retry_armed;     /* a retry's timer is on the loop */
 	uint64_t committed;          /* the journal holds every event up to it */
+	/* the latest event's maker (a client; 0: none), that event, and the
+	 * latest event of any other (mds_seen_before) */
+	uint64_t last_author, author_seq, others_seq;
 	int trimming;
 	int flushes;                 /* write-backs out */
 
 	/* inode numbers */
 	uint64_t next_ino;
 	uint64_t promised;           /* mds<R>.inos says inos below it are used */
+	uint64_t ino_floor;          /* inos below it are the MDSs' before us
+					(a replayed create may name one) */
 
 	struct pending_reply *replies, **replies_tail;
 	struct purge *purges;        /* data to remove once durable (ops.c) */
@@ -214,6 +229,7 @@ struct mds {
 	int have_keys;
 	/* counters, for `status` and tests */
 	uint64_t n_requests, n_events, n_appends, n_flushes, n_trims, n_loads;
+	uint64_t n_early, n_replays;
 };
 
 /* mds.c */
@@ -222,6 +238,9 @@ int mds_lease_ok(struct mds *m);
  * conn gets a reference). */
 void mds_reply_after(struct mds *m, struct tsr_conn *conn, struct tsr_msg *msg,
 		     uint64_t seq);
+/* The same for a SAFE notice, which keeps no order with the rest. */
+void mds_safe_after(struct mds *m, struct tsr_conn *conn, struct tsr_msg *msg,
+		    uint64_t seq);
 void mds_replies_release(struct mds *m);
 /* A request or renewal came on conn: its session is alive. */
 void mds_session_touch(struct mds *m, struct tsr_conn *conn);
@@ -269,6 +288,11 @@ int mds_journal_open(struct mds *m, char *err, size_t errlen);
 /* Append ev (its seq set here: applied + 1) after applying it to the
  * cache: 0, or an error (nothing applied). */
 int mds_commit(struct mds *m, struct tsr_fs_event *ev, char *err, size_t errlen);
+/* The latest event an answer to client rests on that the client could
+ * not make again itself: the latest made by another (or by none), or by
+ * the MDS.  What client made since, it replays to a successor if the
+ * journal lost it. */
+uint64_t mds_seen_before(const struct mds *m, uint64_t client);
 /* Trim segments whose every event is written back. */
 void mds_journal_trim(struct mds *m);
 /* Promise inos up to at least want (a write of mds<R>.inos). */
@@ -342,6 +366,9 @@ void mds_caps_settle_all(struct mds *m);
 /* reconnect.c */
 /* Read mds<R>.sessions: the clients to wait for (before serving). */
 int mds_sessions_read(struct mds *m);
+/* Is conn's client in mds<R>.sessions as written (a successor waits
+ * for it to reconnect)?  Only such a client is answered early. */
+int mds_session_listed(struct mds *m, struct tsr_conn *conn);
 /* Write mds<R>.sessions if the sessions changed (the tick). */
 void mds_sessions_write(struct mds *m);
 /* The rank is active: the window for reconnects opens. */

@@ -1,6 +1,6 @@
 /* ops.c — the MDS's requests (mds.h): permission and sanity checks on the
- * cache, then one event (mds_commit) for a change, and the reply once the
- * journal holds it.
+ * cache, then one event (mds_commit) for a change, and the reply: early,
+ * then SAFE once the journal holds it (mds.h, "Durability").
  *
  * Every handler reads what it needs into the cache before it builds its
  * event (loading directories blocks here, on the MDS thread), so applying
@@ -58,6 +58,11 @@ struct req {
 	struct tsr_fs_event ev;
 	struct tsr_ftime now;
 	int rstat_from;              /* rstat updates start here in ev */
+	int replay;                  /* a change answered early by an MDS
+					before us (REQ_REPLAY) */
+	int nowait;                  /* ... in the reconnect window: the
+					revokes it waited for were answered
+					then (none is waited for now) */
 };
 
 static int
@@ -289,7 +294,7 @@ commit(struct req *q)
 		    u->type == TSR_FSU_DIR_RM)
 			wait |= mds_caps_dir_change(q->m, q->client, u->ino);
 	}
-	if (wait)
+	if (wait && !q->nowait)
 		return PARKED;
 	q->ev.client = q->client;
 	q->ev.tid = q->r->tid;
@@ -646,7 +651,8 @@ do_setattr(struct req *q)
 	if (S_ISREG(l.in->mode) &&
 	    mds_caps_recall(q->m, q->client, l.in->ino,
 			    TSR_CAP_BUF | ((mask & TSR_SETATTR_SIZE) &&
-					   !(mask & TSR_SETATTR_SIZE_GROW) ? TSR_CAP_CACHE : 0)))
+					   !(mask & TSR_SETATTR_SIZE_GROW) ? TSR_CAP_CACHE : 0)) &&
+	    !q->nowait)
 		return PARKED;
 	if ((mask & TSR_SETATTR_SIZE) && r->sa.size > TSR_FS_MAX_SIZE)
 		return fail(q, -EFBIG, "a size past the largest file (2^62 bytes)");
@@ -726,9 +732,25 @@ do_make(struct req *q)
 	     memchr(r->value, 0, r->value_len)))
 		return fail(q, r->value_len > TSR_FS_SYMLINK_MAX ? -ENAMETOOLONG : -EINVAL,
 			    "a symlink target of %zu bytes", r->value_len);
-	if ((rc = mds_inos_reserve(q->m, q->m->next_ino)) < 0)
-		return fail(q, rc, "no inode number: %s", strerror(-rc));
-	in.ino = q->m->next_ino++;
+	if (q->replay && r->made_ino) {
+		/* the number the first answer gave: one an MDS before us
+		 * handed out (below ino_floor), not in use */
+		struct tsr_inode *old;
+		if (r->made_ino < tsr_fs_rank_ino_base(q->m->rank) ||
+		    r->made_ino >= q->m->ino_floor)
+			return fail(q, -EINVAL, "a replayed %s names inode %" PRIx64 ", "
+				    "which no MDS before this one gave out",
+				    tsr_mds_op_name(r->op), r->made_ino);
+		if (mds_inode_find(q->m, r->made_ino, d->ino, &old) == 0) /* (else ESTALE) */
+			return fail(q, -EEXIST, "a replayed %s names inode %" PRIx64
+				    ", which is in use", tsr_mds_op_name(r->op),
+				    r->made_ino);
+		in.ino = r->made_ino;
+	} else {
+		if ((rc = mds_inos_reserve(q->m, q->m->next_ino)) < 0)
+			return fail(q, rc, "no inode number: %s", strerror(-rc));
+		in.ino = q->m->next_ino++;
+	}
 	q->ev.ino = in.ino;
 	in.mode = type | (type == S_IFLNK ? 0777 : (r->mode & 07777));
 	in.uid = r->uid;
@@ -1363,6 +1385,62 @@ do_lock(struct req *q)
 	return 0;
 }
 
+/* The request's handler: 0, PARKED, or an error. */
+static int
+dispatch(struct req *q)
+{
+	switch (q->r->op) {
+	case TSR_MDS_OP_LOOKUP: return do_lookup(q);
+	case TSR_MDS_OP_GETATTR: return do_getattr(q);
+	case TSR_MDS_OP_SETATTR: return do_setattr(q);
+	case TSR_MDS_OP_MKNOD:
+	case TSR_MDS_OP_MKDIR:
+	case TSR_MDS_OP_SYMLINK: return do_make(q);
+	case TSR_MDS_OP_UNLINK: return do_unlink(q, 0);
+	case TSR_MDS_OP_RMDIR: return do_unlink(q, 1);
+	case TSR_MDS_OP_RENAME: return do_rename(q);
+	case TSR_MDS_OP_LINK: return do_link(q);
+	case TSR_MDS_OP_READDIR: return do_readdir(q);
+	case TSR_MDS_OP_OPEN: return do_open(q);
+	case TSR_MDS_OP_GETXATTR:
+	case TSR_MDS_OP_SETXATTR:
+	case TSR_MDS_OP_LISTXATTR:
+	case TSR_MDS_OP_RMXATTR: return do_xattr(q);
+	case TSR_MDS_OP_GETLK:
+	case TSR_MDS_OP_SETLK: return do_lock(q);
+	case TSR_MDS_OP_CAPS: return do_caps(q);
+	default: return fail(q, -EOPNOTSUPP, "op %" PRIu32, q->r->op);
+	}
+}
+
+/* The answer, encoded in e (taken): sent once the journal holds what it
+ * rests on (mds_seen_before; floor: at least that event), and when the
+ * request made an event (own) not yet durable, a SAFE once it is. */
+static void
+reply_send(struct req *q, struct tsr_enc *e, uint64_t floor, uint64_t own)
+{
+	struct mds *m = q->m;
+	uint64_t at = mds_seen_before(m, q->client);
+	struct tsr_msg *msg;
+
+	if (floor > at)
+		at = floor;
+	if ((msg = tsr_msg_from_enc(TSR_MSG_MDS_REPLY, e)) == NULL)
+		return;
+	mds_reply_after(m, q->conn, msg, at);
+	if (q->rep.stage == TSR_MDS_REPLY_EARLY) {
+		struct tsr_mds_reply safe = { .tid = q->rep.tid, .stage = TSR_MDS_REPLY_SAFE };
+		struct tsr_enc se;
+		m->n_early++;
+		tsr_enc_init(&se);
+		if (tsr_mdsmsg_reply_encode(&se, &safe) == 0 &&
+		    (msg = tsr_msg_from_enc(TSR_MSG_MDS_REPLY, &se)) != NULL)
+			mds_safe_after(m, q->conn, msg, own);
+		else
+			tsr_enc_release(&se);
+	}
+}
+
 /* ---- The entry point ---- */
 
 void
@@ -1370,7 +1448,6 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 {
 	struct req q = { .m = m, .conn = conn, .r = r };
 	struct timespec ts;
-	struct tsr_msg *msg;
 	struct tsr_enc e;
 	int rc;
 
@@ -1385,7 +1462,30 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 	if (tsr_mds_op_writes(r->op))
 		mds_done_prune(m, q.client, r->oldest);
 	uint64_t done_ino;
-	if (r->op == TSR_MDS_OP_RECONNECT && m->rank >= 0 && !m->replaying &&
+	int done = 0;
+	q.replay = (r->rflags & TSR_MDS_REQ_REPLAY) && tsr_mds_op_writes(r->op);
+	q.nowait = q.replay && m->reconnect_until_ns != 0;
+	if (q.replay)
+		m->n_replays++;
+	if (q.replay && m->rank >= 0 && !m->replaying && mds_lease_ok(m) &&
+	    !mds_refused(m, q.client)) {
+		/* a change answered early by the MDS before us, which its
+		 * journal may have lost: taken as RECONNECT is (the client
+		 * sends them before its RECONNECT), in the window, before
+		 * anything is served.  Outside it, only one made is answered:
+		 * a client answered early was listed in mds<R>.sessions, so it
+		 * came back in the window or was evicted */
+		if (mds_done_find(m, q.client, r->tid, &done_ino)) {
+			rc = answer_done(&q, done_ino);
+			done = 1;
+		} else if (q.nowait) {
+			rc = dispatch(&q);
+		} else {
+			rc = fail(&q, -ESTALE, "a replayed %s (tid %" PRIu64 ") this MDS did "
+				  "not make, after its reconnect window",
+				  tsr_mds_op_name(r->op), r->tid);
+		}
+	} else if (r->op == TSR_MDS_OP_RECONNECT && m->rank >= 0 && !m->replaying &&
 	    !mds_refused(m, q.client)) {
 		/* (taken as soon as replay is over: clients send it as they
 		 * connect, which they do once the MDS map says active, maybe
@@ -1407,29 +1507,9 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 		rc = fail(&q, -EAGAIN, "mds.%s: waiting for clients to reconnect", m->name);
 	} else if (tsr_mds_op_writes(r->op) && mds_done_find(m, q.client, r->tid, &done_ino)) {
 		rc = answer_done(&q, done_ino);
+		done = 1;
 	} else {
-		switch (r->op) {
-		case TSR_MDS_OP_LOOKUP: rc = do_lookup(&q); break;
-		case TSR_MDS_OP_GETATTR: rc = do_getattr(&q); break;
-		case TSR_MDS_OP_SETATTR: rc = do_setattr(&q); break;
-		case TSR_MDS_OP_MKNOD:
-		case TSR_MDS_OP_MKDIR:
-		case TSR_MDS_OP_SYMLINK: rc = do_make(&q); break;
-		case TSR_MDS_OP_UNLINK: rc = do_unlink(&q, 0); break;
-		case TSR_MDS_OP_RMDIR: rc = do_unlink(&q, 1); break;
-		case TSR_MDS_OP_RENAME: rc = do_rename(&q); break;
-		case TSR_MDS_OP_LINK: rc = do_link(&q); break;
-		case TSR_MDS_OP_READDIR: rc = do_readdir(&q); break;
-		case TSR_MDS_OP_OPEN: rc = do_open(&q); break;
-		case TSR_MDS_OP_GETXATTR:
-		case TSR_MDS_OP_SETXATTR:
-		case TSR_MDS_OP_LISTXATTR:
-		case TSR_MDS_OP_RMXATTR: rc = do_xattr(&q); break;
-		case TSR_MDS_OP_GETLK:
-		case TSR_MDS_OP_SETLK: rc = do_lock(&q); break;
-		case TSR_MDS_OP_CAPS: rc = do_caps(&q); break;
-		default: rc = fail(&q, -EOPNOTSUPP, "op %" PRIu32, r->op); break;
-		}
+		rc = dispatch(&q);
 	}
 	if (rc == PARKED) {
 		/* nothing changed: it runs again once the revokes are answered */
@@ -1450,6 +1530,16 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 		if (q.rep.why[0] == '\0')
 			snprintf(q.rep.why, sizeof(q.rep.why), "%s", strerror(-rc));
 	}
+	/* the event this request made (q.ev.seq: it committed one): an
+	 * early answer if the client keeps it until SAFE and a successor
+	 * would wait for the client; else the answer waits for it */
+	uint64_t own = done ? 0 : q.ev.seq, floor = done ? m->applied : 0;
+	if (own && own > m->committed) {
+		if (rc == 0 && (r->rflags & TSR_MDS_REQ_EARLY) && mds_session_listed(m, conn))
+			q.rep.stage = TSR_MDS_REPLY_EARLY;
+		else
+			floor = own;
+	}
 	tsr_enc_init(&e);
 	if (tsr_mdsmsg_reply_encode(&e, &q.rep) < 0) {
 		/* no answer is worse than an error: a smaller one */
@@ -1459,9 +1549,12 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 		tsr_enc_release(&e);
 		tsr_enc_init(&e);
 		tsr_mdsmsg_reply_encode(&e, &small);
+		if (q.rep.stage == TSR_MDS_REPLY_EARLY) { /* (kept by no one) */
+			q.rep.stage = TSR_MDS_REPLY_FINAL;
+			floor = own;
+		}
 	}
-	if ((msg = tsr_msg_from_enc(TSR_MSG_MDS_REPLY, &e)) != NULL)
-		mds_reply_after(m, conn, msg, m->applied);
+	reply_send(&q, &e, floor, own);
 	tsr_mdsmsg_reply_free(&q.rep);
 	tsr_fs_event_free(&q.ev);
 	if (m->wake_pending) {

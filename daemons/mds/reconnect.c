@@ -1,10 +1,17 @@
 /* reconnect.c — sessions that outlive their MDS (mds.h).
  *
  * Capabilities and locks live in the MDS's memory.  When another MDS
- * takes the rank, clients re-assert what they held (a RECONNECT request:
- * the caps of every inode they hold, the locks they took, in order), and
- * the new holder serves nothing else until they have, so no grant
- * crosses a capability it has not heard of yet.
+ * takes the rank, clients send again the changes the last holder
+ * answered early and did not say were durable (replays, made again here
+ * unless the journal had them), then re-assert what they held (a
+ * RECONNECT request: the caps of every inode they hold, the locks they
+ * took, in order), and the new holder serves nothing else until they
+ * have, so no grant crosses a capability it has not heard of yet, and no
+ * request meets a namespace without a change some client was told of.
+ *
+ * A session is answered early only once a write of mds<R>.sessions that
+ * lists it has succeeded (mds_session_listed): a successor waits for
+ * every client that may hold such changes.
  *
  * Which clients to wait for: the active MDS keeps the ids of its sessions
  * in the object mds<R>.sessions (written at the write-back tick when they
@@ -86,6 +93,7 @@ mds_sessions_read(struct mds *m)
 
 struct sessions_write {
 	struct mds *m;
+	uint64_t gen;                /* m->sessions_gen it wrote */
 	struct tsr_op *op;
 	struct tsr_enc e;            /* the ids: the write borrows them */
 };
@@ -96,8 +104,15 @@ sessions_written(void *arg, int result, const struct tsr_objver *ver)
 	struct sessions_write *w = arg;
 
 	(void)ver;
-	if (result < 0) /* written again at the next tick */
+	if (result < 0) { /* written again at the next tick */
 		atomic_store(&w->m->sessions_failed, 1);
+	} else {
+		/* the sessions it lists are answered early from now on */
+		uint64_t had = atomic_load(&w->m->sessions_done_gen);
+		while (had < w->gen &&
+		       !atomic_compare_exchange_weak(&w->m->sessions_done_gen, &had, w->gen))
+			;
+	}
 	tsr_op_destroy(w->op);
 	tsr_enc_release(&w->e);
 	free(w);
@@ -128,6 +143,10 @@ mds_sessions_write(struct mds *m)
 	m->sessions_dirty = 0;
 	w = tsr_xcalloc(1, sizeof(*w));
 	w->m = m;
+	w->gen = ++m->sessions_gen;
+	for (size_t i = 0; i < m->nsess; i++)
+		if (m->sess[i].listed_gen == 0)
+			m->sess[i].listed_gen = w->gen;
 	tsr_enc_init(&w->e);
 	sessions_encode(m, &w->e);
 	sessions_oid(m, oid, sizeof(oid));
@@ -184,6 +203,20 @@ stop_written(void *arg, int result, const struct tsr_objver *ver)
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 	stop_write_put(w);
+}
+
+int
+mds_session_listed(struct mds *m, struct tsr_conn *conn)
+{
+	uint64_t id = tsr_conn_peer_id(conn);
+
+	if (m->reconnect_timeout_ns == 0)
+		return 0; /* (a successor would not wait for anyone) */
+	for (size_t i = 0; i < m->nsess; i++)
+		if (tsr_conn_peer_id(m->sess[i].conn) == id)
+			return m->sess[i].listed_gen != 0 &&
+			       m->sess[i].listed_gen <= atomic_load(&m->sessions_done_gen);
+	return 0;
 }
 
 void

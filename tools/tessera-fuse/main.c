@@ -344,6 +344,8 @@ fill_table(struct tsr_mount_fs *t, struct tsr_fs *fs)
 	t->fsetattr = tsr_fs_fsetattr;
 	t->keep_cache = tsr_fs_keep_cache;
 	t->set_inval = tsr_fs_set_inval;
+	t->flush = tsr_fs_flush;
+	t->fsyncdir = tsr_fs_fsyncdir;
 }
 
 int

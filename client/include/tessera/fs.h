@@ -12,8 +12,16 @@
  * caller's.  Errors are negative errno values; tsr_fs_why() says why in
  * words (this thread's last failure).
  *
- * Durability.  A metadata call returns once the MDS's journal holds the
- * change.  File data is held back in this process while no other client
+ * Durability.  A metadata call returns once the MDS has made the change,
+ * before its journal holds it (the MDS's early answer): a successor MDS
+ * gets the change again from this client if the journal lost it, so it
+ * survives the crash of the MDS, or of this process, but not of both
+ * before the journal takes it (about a millisecond; longer while the
+ * OSDs stall), nor an eviction of this client (a later tsr_fs_fsync or
+ * tsr_fs_fsyncdir fails with -EIO then).  tsr_fs_fsync and tsr_fs_fsyncdir return
+ * once the journal holds every change this client made before them (the
+ * file's name too).  Another client sees a change only once it is
+ * durable.  File data is held back in this process while no other client
  * has the file (the BUF capability; at most client_dirty_max bytes), and
  * otherwise written to the OSDs when tsr_fs_write returns; held-back data,
  * the new size and the mtime reach the OSDs and the MDS at tsr_fs_fsync,
@@ -196,6 +204,12 @@ TSR_API ssize_t tsr_fs_read(struct tsr_file *f, void *buf, size_t len, uint64_t 
  * end of the file as this client knows it. */
 TSR_API ssize_t tsr_fs_write(struct tsr_file *f, const void *buf, size_t len, uint64_t off);
 TSR_API int tsr_fs_fsync(struct tsr_file *f, int datasync);
+/* close(2) of a descriptor of f (f stays open): its data on the OSDs,
+ * its size and mtime told to the MDS; not waited for in its journal. */
+TSR_API int tsr_fs_flush(struct tsr_file *f);
+/* fsync(2) of a directory: every change this client made before it
+ * (its names among them) durable in the MDS's journal.  0, or -EIO. */
+TSR_API int tsr_fs_fsyncdir(struct tsr_fs *fs, uint64_t ino);
 /* fallocate(2): mode 0 makes the file at least off + len long (holes read
  * as zeros: space is not reserved ahead); FALLOC_FL_PUNCH_HOLE |
  * FALLOC_FL_KEEP_SIZE zeros [off, off + len) within the file; KEEP_SIZE

@@ -25,6 +25,9 @@
  *   version 2: serve(inst, fs table, args); the table below.
  *   version 3: the table ends with keep_cache and set_inval (a page
  *              cache kept across opens while the client holds CACHE).
+ *   version 4: the table ends with flush and fsyncdir (the MDS answers
+ *              changes before its journal holds them: close(2) need
+ *              not wait for it, fsync(2) of a directory does).
  */
 #ifndef TESSERA_MOUNT_H
 #define TESSERA_MOUNT_H
@@ -101,10 +104,12 @@ struct tsr_mount_fs {
 			struct tsr_fs_stat *);
 	int (*keep_cache)(struct tsr_file *);
 	void (*set_inval)(struct tsr_fs *, void (*)(void *, uint64_t), void *);
+	int (*flush)(struct tsr_file *);
+	int (*fsyncdir)(struct tsr_fs *, uint64_t);
 };
 
 /* The version of this header's ops table (see PROVISIONAL above). */
-#define TSR_MOUNT_ABI_VERSION 3
+#define TSR_MOUNT_ABI_VERSION 4
 
 struct tsr_mount_ops {
 	uint32_t size; /* sizeof(struct tsr_mount_ops) as built */
@@ -116,7 +121,7 @@ struct tsr_mount_ops {
 		     const struct tsr_mount_args *args, char *err, size_t errlen);
 	void (*stop)(void *inst);
 
-	/* Version 3 ends here.  Provisional: not frozen (see above). */
+	/* Version 4 ends here.  Provisional: not frozen (see above). */
 };
 
 TSR_END_DECLS
