@@ -1467,12 +1467,15 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 	q.nowait = q.replay && m->reconnect_until_ns != 0;
 	if (q.replay)
 		m->n_replays++;
-	if (q.replay && m->rank >= 0 && !m->replaying && mds_lease_ok(m) &&
-	    !mds_refused(m, q.client)) {
+	if (q.replay && m->rank >= 0 && !m->replaying && !mds_refused(m, q.client)) {
 		/* a change answered early by the MDS before us, which its
-		 * journal may have lost: taken as RECONNECT is (the client
-		 * sends them before its RECONNECT), in the window, before
-		 * anything is served.  Outside it, only one made is answered:
+		 * journal may have lost: taken exactly when RECONNECT is (the
+		 * client sends them just before its RECONNECT, which closes the
+		 * window once every listed client sent it; a replay refused
+		 * for want of a lease would come back after that), in the
+		 * window, before anything is served.  (Without the lease an
+		 * MDS that lost the rank may answer one early; its journal is
+		 * fenced, so no SAFE comes and the client keeps it.)  Outside it, only one made is answered:
 		 * a client answered early was listed in mds<R>.sessions, so it
 		 * came back in the window or was evicted */
 		if (mds_done_find(m, q.client, r->tid, &done_ino)) {
