@@ -1674,6 +1674,8 @@ tsr_fs_getxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	struct tsr_mds_request r;
 	int rc;
 
+	if (strncmp(name, "system.", 7) == 0) /* (as the MDS would answer) */
+		return failf(-EOPNOTSUPP, "%s: POSIX ACLs are not supported", name);
 	req_init(&r, TSR_MDS_OP_GETXATTR, ino, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
@@ -1697,6 +1699,8 @@ tsr_fs_setxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	struct tsr_mds_request r;
 	int rc;
 
+	if (strncmp(name, "system.", 7) == 0) /* (as the MDS would answer) */
+		return failf(-EOPNOTSUPP, "%s: POSIX ACLs are not supported", name);
 	req_init(&r, TSR_MDS_OP_SETXATTR, ino, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;

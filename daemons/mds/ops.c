@@ -1269,7 +1269,12 @@ xattr_may(struct req *q, const struct tsr_inode *in, const char *name, int write
 			return fail(q, write ? -EPERM : -ENODATA, "trusted attributes are root's");
 		return 0;
 	}
-	if (strncmp(name, "security.", 9) == 0 || strncmp(name, "system.", 7) == 0) {
+	if (strncmp(name, "system.", 7) == 0)
+		/* (POSIX ACLs: kept as an opaque value they would not act, and
+		 * cp -a would think it set a file's mode with one) */
+		return fail(q, -EOPNOTSUPP, "system attributes (POSIX ACLs) are not "
+			    "supported");
+	if (strncmp(name, "security.", 9) == 0) {
 		if (write && q->r->uid != 0 && q->r->uid != in->uid)
 			return fail(q, -EPERM, "only the owner sets %s", name);
 		return 0;
