@@ -60,9 +60,11 @@ struct req {
 	int rstat_from;              /* rstat updates start here in ev */
 	int replay;                  /* a change answered early by an MDS
 					before us (REQ_REPLAY) */
-	int nowait;                  /* ... in the reconnect window: the
-					revokes it waited for were answered
-					then (none is waited for now) */
+	int nowait;                  /* ... before the MDS serves anyone
+					(not active yet, or the reconnect
+					window): the revokes it waited for
+					were answered then (none is waited
+					for now) */
 };
 
 static int
@@ -1323,6 +1325,11 @@ do_xattr(struct req *q)
 		q->rep.value_len = vl;
 		return 0;
 	}
+	/* others that cache the file know it has no xattrs (the kernel asks
+	 * for security.capability at every write): they let go first */
+	if (S_ISREG(l.in->mode) && strncmp(name, "tessera.", 8) != 0 &&
+	    mds_caps_recall(q->m, q->client, l.in->ino, TSR_CAP_CACHE) && !q->nowait)
+		return PARKED;
 	if ((rc = tsr_inode_copy(&copy, l.in)) < 0)
 		return rc;
 	if (r->op == TSR_MDS_OP_SETXATTR && strncmp(name, "tessera.", 8) == 0) {
@@ -1469,7 +1476,9 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 	uint64_t done_ino;
 	int done = 0;
 	q.replay = (r->rflags & TSR_MDS_REQ_REPLAY) && tsr_mds_op_writes(r->op);
-	q.nowait = q.replay && m->reconnect_until_ns != 0;
+	/* (before the MDS goes active — a RECONNECT taken then closes its
+	 * client's part of the window before it opens — or in the window) */
+	q.nowait = q.replay && (!m->active || m->reconnect_until_ns != 0);
 	if (q.replay)
 		m->n_replays++;
 	if (q.replay && m->rank >= 0 && !m->replaying && !mds_refused(m, q.client)) {
