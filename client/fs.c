@@ -168,12 +168,6 @@ struct ccap {
 	uint32_t held;
 	struct tsr_ftime held_atime, held_mtime, held_ctime;
 	uint64_t held_gen;
-	/* the inode had no xattrs when CACHE came with an open, and this
-	 * client set none since: good while cache_lost is still
-	 * no_xattrs_at (another client's setxattr recalls CACHE first) */
-	int no_xattrs;
-	uint64_t no_xattrs_at;
-	uint64_t xattr_gen;          /* this client's xattr changes */
 };
 
 #define CAP_IDLE_NS 1000000000u   /* caps unused this long are given back */
@@ -1682,16 +1676,6 @@ tsr_fs_getxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 
 	if (strncmp(name, "system.", 7) == 0) /* (as the MDS would answer) */
 		return failf(-EOPNOTSUPP, "%s: POSIX ACLs are not supported", name);
-	if (strncmp(name, "tessera.", 8) != 0) {
-		/* (FUSE asks for security.capability before every write) */
-		pthread_mutex_lock(&fs->lock);
-		struct ccap *cc = tsr_u64map_get(&fs->caps, ino);
-		int none = cc && cc->no_xattrs && cc->no_xattrs_at == cc->cache_lost &&
-			   (cap_issued(cc) & TSR_CAP_CACHE);
-		pthread_mutex_unlock(&fs->lock);
-		if (none)
-			return failf(-ENODATA, "no attribute %s", name);
-	}
 	req_init(&r, TSR_MDS_OP_GETXATTR, ino, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
@@ -1708,19 +1692,6 @@ tsr_fs_listxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, 
 	return value_call(fs, &r, buf, cap);
 }
 
-/* This client changes ino's xattrs: what it knew of them goes. */
-static void
-xattrs_unknown(struct tsr_fs *fs, uint64_t ino)
-{
-	pthread_mutex_lock(&fs->lock);
-	struct ccap *cc = tsr_u64map_get(&fs->caps, ino);
-	if (cc) {
-		cc->no_xattrs = 0;
-		cc->xattr_gen++;
-	}
-	pthread_mutex_unlock(&fs->lock);
-}
-
 int
 tsr_fs_setxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		const char *name, const void *val, size_t len, int flags)
@@ -1730,7 +1701,6 @@ tsr_fs_setxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 
 	if (strncmp(name, "system.", 7) == 0) /* (as the MDS would answer) */
 		return failf(-EOPNOTSUPP, "%s: POSIX ACLs are not supported", name);
-	xattrs_unknown(fs, ino);
 	req_init(&r, TSR_MDS_OP_SETXATTR, ino, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
@@ -1746,7 +1716,6 @@ int
 tsr_fs_removexattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		   const char *name)
 {
-	xattrs_unknown(fs, ino);
 	return remove_name(fs, cr, TSR_MDS_OP_RMXATTR, ino, name); /* (same request) */
 }
 
@@ -2138,19 +2107,6 @@ cap_grant(struct ccap *cc, const struct grant *g)
 		}
 		__atomic_store_n(&cc->issued, g->caps, __ATOMIC_RELEASE);
 		cc->seq = g->seq;
-	}
-}
-
-/* An open of in answered with CACHE, with no revoke of it since lost
- * (cc->cache_lost then) and no xattr change of ours since xg: the
- * inode's lack of xattrs is known. */
-static void
-cap_note_xattrs(struct ccap *cc, const struct tsr_inode *in, uint64_t lost, uint64_t xg)
-{
-	if ((cc->issued & TSR_CAP_CACHE) && cc->cache_lost == lost && cc->xattr_gen == xg &&
-	    in->nxattrs == 0) {
-		cc->no_xattrs = 1;
-		cc->no_xattrs_at = lost;
 	}
 }
 
@@ -2961,12 +2917,10 @@ tsr_fs_open(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, int f
 	r.flags = (uint32_t)flags & ~TSR_MDS_OPEN_PROBE;
 	pthread_mutex_lock(&fs->lock);
 	cc = cap_hold(fs, ino); /* busy before the ask: no release crosses it */
-	uint64_t lost = cc->cache_lost, xg = cc->xattr_gen;
 	pthread_mutex_unlock(&fs->lock);
 	if ((rc = simple_g(fs, &r, NULL, &in, &g)) == 0) {
 		pthread_mutex_lock(&fs->lock);
 		cap_grant(cc, &g);
-		cap_note_xattrs(cc, &in, lost, xg);
 		pthread_mutex_unlock(&fs->lock);
 		rc = barrier_wait(fs, g.barrier);
 	}
@@ -3008,9 +2962,7 @@ tsr_fs_create(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 		 * its maker holds it alone */
 		pthread_mutex_lock(&fs->lock);
 		struct ccap *cc = cap_hold(fs, in.ino);
-		uint64_t lost = cc->cache_lost, xg = cc->xattr_gen;
 		cap_grant(cc, &g);
-		cap_note_xattrs(cc, &in, lost, xg);
 		pthread_mutex_unlock(&fs->lock);
 		rc = open_inode(fs, cr, &in, flags & ~(O_CREAT | O_EXCL | O_TRUNC), cc, out);
 		tsr_inode_free(&in);

@@ -1325,11 +1325,6 @@ do_xattr(struct req *q)
 		q->rep.value_len = vl;
 		return 0;
 	}
-	/* others that cache the file know it has no xattrs (the kernel asks
-	 * for security.capability at every write): they let go first */
-	if (S_ISREG(l.in->mode) && strncmp(name, "tessera.", 8) != 0 &&
-	    mds_caps_recall(q->m, q->client, l.in->ino, TSR_CAP_CACHE) && !q->nowait)
-		return PARKED;
 	if ((rc = tsr_inode_copy(&copy, l.in)) < 0)
 		return rc;
 	if (r->op == TSR_MDS_OP_SETXATTR && strncmp(name, "tessera.", 8) == 0) {
@@ -1478,7 +1473,7 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 	q.replay = (r->rflags & TSR_MDS_REQ_REPLAY) && tsr_mds_op_writes(r->op);
 	/* (before the MDS goes active — a RECONNECT taken then closes its
 	 * client's part of the window before it opens — or in the window) */
-	q.nowait = q.replay && (!m->active || m->reconnect_until_ns != 0);
+	q.nowait = q.replay && ((!m->active && !m->stopping) || m->reconnect_until_ns != 0);
 	if (q.replay)
 		m->n_replays++;
 	if (q.replay && m->rank >= 0 && !m->replaying && !mds_refused(m, q.client)) {
