@@ -1343,6 +1343,12 @@ woken(void *arg, int result, const struct tsr_objver *ver)
 	pthread_mutex_unlock(&w->mu);
 }
 
+void
+tsr_op_timeout_(struct tsr_op *op, uint64_t ms)
+{
+	op->timeout_ns = ms * 1000000u;
+}
+
 int
 tsr_op_run(struct tsr_client *c, int64_t pool, const void *oid, size_t oid_len,
 	   struct tsr_op *op, struct tsr_objver *ver)
@@ -1392,7 +1398,7 @@ tsr_pg_scrub(struct tsr_client *c, int64_t pool, uint32_t pg, unsigned flags,
 	s->rc = &src;
 	op->pg = pg;
 	op->scrub = out;
-	op->timeout_ns = timeout_ms * 1000000u;
+	tsr_op_timeout_(op, timeout_ms);
 	rc = tsr_op_run(c, pool, NULL, 0, op, NULL);
 	if (rc == 0)
 		rc = src;

@@ -20,6 +20,10 @@ uint64_t tsr_client_id_(struct tsr_client *c);
 uint64_t tsr_client_dirty_max_(struct tsr_client *c);
 /* client_op_timeout, in ms. */
 uint64_t tsr_client_timeout_ms_(struct tsr_client *c);
+struct tsr_op;
+/* op's deadline: ms instead of client_op_timeout (the timer answers it
+ * -ETIMEDOUT then, whatever an OSD does later). */
+void tsr_op_timeout_(struct tsr_op *op, uint64_t ms);
 struct tsr_monc;
 struct tsr_monc *tsr_client_monc_(struct tsr_client *c);
 

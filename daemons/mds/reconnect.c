@@ -28,6 +28,7 @@
  */
 #include "mds.h"
 
+#include "client_int.h"
 #include "log/log.h"
 #include "msg/msgr.h"
 #include "util/util.h"
@@ -36,11 +37,9 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define SESSIONS_MAX 65536            /* ids the object holds at most */
 
@@ -161,50 +160,6 @@ mds_sessions_write(struct mds *m)
 	}
 }
 
-/* The stop-time write: waited for at most STOP_WRITE_MS, then left to
- * tsr_client_shutdown, which answers it -ESHUTDOWN (an OSD that is going
- * away with us must not hold the stop for client_op_timeout). */
-#define STOP_WRITE_MS 2000
-
-struct stop_write {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int refs, done, rc;
-	struct tsr_op *op;
-	struct tsr_enc e;
-};
-
-static void
-stop_write_put(struct stop_write *w)
-{
-	int last;
-
-	pthread_mutex_lock(&w->lock);
-	last = --w->refs == 0;
-	pthread_mutex_unlock(&w->lock);
-	if (!last)
-		return;
-	tsr_op_destroy(w->op);
-	tsr_enc_release(&w->e);
-	pthread_cond_destroy(&w->cond);
-	pthread_mutex_destroy(&w->lock);
-	free(w);
-}
-
-static void
-stop_written(void *arg, int result, const struct tsr_objver *ver)
-{
-	struct stop_write *w = arg;
-
-	(void)ver;
-	pthread_mutex_lock(&w->lock);
-	w->done = 1;
-	w->rc = result;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-	stop_write_put(w);
-}
-
 int
 mds_session_listed(struct mds *m, struct tsr_conn *conn)
 {
@@ -219,47 +174,31 @@ mds_session_listed(struct mds *m, struct tsr_conn *conn)
 	return 0;
 }
 
+/* The stop-time write's deadline: an OSD going away with us must not hold
+ * the stop for client_op_timeout. */
+#define STOP_WRITE_MS 2000
+
 void
 mds_sessions_write_now(struct mds *m)
 {
-	struct stop_write *w;
-	struct timespec until;
+	struct tsr_op *op;
+	struct tsr_enc e;
 	char oid[32];
 	int rc;
 
 	if (m->rank < 0 || !mds_lease_ok(m))
 		return; /* (not ours to write: a successor may hold the rank) */
-	w = tsr_xcalloc(1, sizeof(*w));
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
-	w->refs = 2;
-	tsr_enc_init(&w->e);
-	sessions_encode(m, &w->e);
+	tsr_enc_init(&e);
+	sessions_encode(m, &e);
 	sessions_oid(m, oid, sizeof(oid));
-	w->op = tsr_op_create();
-	tsr_op_write_full(w->op, w->e.buf, w->e.len);
-	if ((rc = tsr_op_submit(m->oc, m->meta_pool, oid, strlen(oid), w->op, stop_written,
-				w)) < 0) {
-		w->refs = 1;
-	} else {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += STOP_WRITE_MS / 1000;
-		until.tv_nsec += (long)(STOP_WRITE_MS % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		pthread_mutex_lock(&w->lock);
-		while (!w->done &&
-		       pthread_cond_timedwait(&w->cond, &w->lock, &until) != ETIMEDOUT)
-			;
-		rc = w->done ? w->rc : -ETIMEDOUT;
-		pthread_mutex_unlock(&w->lock);
-	}
-	if (rc < 0)
+	op = tsr_op_create();
+	tsr_op_write_full(op, e.buf, e.len);
+	tsr_op_timeout_(op, STOP_WRITE_MS);
+	if ((rc = tsr_op_run(m->oc, m->meta_pool, oid, strlen(oid), op, NULL)) < 0)
 		tsr_log(TSR_SUB_MDS, TSR_LOG_WARN, "mds.%s: writing %s at stop: %s (a "
 			"successor may wait for clients gone)", m->name, oid, strerror(-rc));
-	stop_write_put(w);
+	tsr_op_destroy(op);
+	tsr_enc_release(&e);
 }
 
 void
