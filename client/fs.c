@@ -113,7 +113,7 @@ struct tsr_fs {
 	struct call *pending;
 	struct unsafe *unsafe;       /* answered EARLY, not yet SAFE */
 	size_t nunsafe;
-	uint64_t n_replayed, n_lost; /* sent again to a new holder; refused then */
+	uint64_t n_lost;             /* changes whose replay was refused */
 	uint64_t lost_tid, lost_seen; /* the latest change lost, and the latest
 					fsync told of (unsafe_wait) */
 	struct tsr_conn *doomed;     /* the session replaced, closed outside the lock */
@@ -323,15 +323,16 @@ unsafe_send(struct tsr_fs *fs, struct unsafe *u)
 		tsr_enc_release(&e);
 }
 
-/* Wait until the changes up to tid are durable, within the timeout:
+/* Wait until the changes sent so far are durable, within the timeout:
  * 0, or -EIO (also when one was lost: told once, as errseq). */
 static int
-unsafe_wait(struct tsr_fs *fs, uint64_t tid)
+unsafe_wait(struct tsr_fs *fs)
 {
-	uint64_t deadline = tsr_mono_ns() + fs->timeout_ms * 1000000u;
+	uint64_t deadline = tsr_mono_ns() + fs->timeout_ms * 1000000u, tid;
 	int rc = 0;
 
 	pthread_mutex_lock(&fs->lock);
+	tid = fs->next_tid; /* (not those sent meanwhile) */
 	while (fs->unsafe && fs->unsafe->r.tid <= tid && !fs->closing) {
 		if (tsr_cond_wait_until(&fs->cv, &fs->lock, deadline) != 0 &&
 		    fs->unsafe && fs->unsafe->r.tid <= tid) {
@@ -429,10 +430,8 @@ follow_map(struct tsr_fs *fs)
 	dc_clear(&fs->dc); /* (the new MDS granted no names) */
 	/* the changes answered early, first: the new holder makes again
 	 * what its journal lacks before it serves anyone */
-	for (struct unsafe *u = fs->unsafe; u; u = u->next) {
+	for (struct unsafe *u = fs->unsafe; u; u = u->next)
 		unsafe_send(fs, u);
-		fs->n_replayed++;
-	}
 	reconnect_send(fs);
 	/* the session first, then everything still waiting */
 	send_session(fs, conn, TSR_MDS_SESSION_OPEN);
@@ -792,9 +791,9 @@ tick(void *arg)
 	/* a SAFE lost with a connection, or a replay the MDS was not ready
 	 * for: asked again (the MDS answers one it made from what it
 	 * remembers) */
+	uint64_t now = tsr_mono_ns();
 	for (struct unsafe *u = fs->unsafe; u; u = u->next)
-		if (tsr_mono_ns() - u->sent_ns > UNSAFE_RESEND_NS ||
-		    (u->sent_ns == 0 && fs->conn))
+		if (now - u->sent_ns > UNSAFE_RESEND_NS || (u->sent_ns == 0 && fs->conn))
 			unsafe_send(fs, u);
 	wb_tick(fs);
 	if (!fs->closing &&
@@ -1024,7 +1023,7 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 	wb_drain(fs); /* what is held back goes to the OSDs first */
 	/* the changes answered early: durable before the session goes */
-	if (fs->conn && unsafe_wait(fs, UINT64_MAX) < 0)
+	if (fs->conn && unsafe_wait(fs) < 0)
 		fprintf(stderr, "tessera: unmount: %s\n", tsr_fs_why());
 	pthread_mutex_lock(&fs->lock);
 	fs->closing = 1;
@@ -3243,8 +3242,9 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 	return cap_issued(f->cap) & TSR_CAP_BUF ? 0 : flush_attrs(f);
 }
 
-/* The data goes out while the MDS is told the size: both are durable
- * when this returns. */
+/* The data goes out while the MDS is told the size: the data is durable
+ * when this returns, the size answered (early: tsr_fs_fsync waits for
+ * the MDS's journal). */
 int
 tsr_fs_flush(struct tsr_file *f)
 {
@@ -3259,31 +3259,20 @@ tsr_fs_flush(struct tsr_file *f)
 int
 tsr_fs_fsync(struct tsr_file *f, int datasync)
 {
-	uint64_t upto;
 	int rc;
 
 	(void)datasync; /* the size is the data's too */
 	rc = tsr_fs_flush(f);
 	/* and the changes made before it durable in the MDS's journal (its
 	 * name's too) */
-	pthread_mutex_lock(&f->fs->lock);
-	upto = f->fs->next_tid;
-	pthread_mutex_unlock(&f->fs->lock);
-	if (rc == 0)
-		rc = unsafe_wait(f->fs, upto);
-	return rc;
+	return rc < 0 ? rc : unsafe_wait(f->fs);
 }
 
 int
 tsr_fs_fsyncdir(struct tsr_fs *fs, uint64_t ino)
 {
-	uint64_t upto;
-
 	(void)ino; /* (every change made before it: names in it among them) */
-	pthread_mutex_lock(&fs->lock);
-	upto = fs->next_tid;
-	pthread_mutex_unlock(&fs->lock);
-	return unsafe_wait(fs, upto);
+	return unsafe_wait(fs);
 }
 
 int

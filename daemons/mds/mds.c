@@ -139,15 +139,10 @@ mds_replies_release(struct mds *m)
 	m->replies_tail = &m->replies;
 	for (struct pending_reply **pp = &m->replies; *pp;) {
 		struct pending_reply *p = *pp;
-		int hold = p->seq > m->committed;
-		for (size_t i = 0; !hold && p->ordered && i < nblocked; i++)
-			hold = blocked[i] == p->conn;
-		if (!hold && p->ordered && all_blocked)
-			hold = 1;
-		if (hold) {
-			int known = 0;
-			for (size_t i = 0; p->ordered && i < nblocked; i++)
-				known |= blocked[i] == p->conn;
+		int known = 0;
+		for (size_t i = 0; p->ordered && i < nblocked; i++)
+			known |= blocked[i] == p->conn;
+		if (p->seq > m->committed || (p->ordered && (known || all_blocked))) {
 			if (p->ordered && !known) {
 				if (nblocked < BLOCKED_MAX)
 					blocked[nblocked++] = p->conn;

@@ -1481,12 +1481,13 @@ mds_handle_request(struct mds *m, struct tsr_conn *conn, const struct tsr_mds_re
 		 * journal may have lost: taken exactly when RECONNECT is (the
 		 * client sends them just before its RECONNECT, which closes the
 		 * window once every listed client sent it; a replay refused
-		 * for want of a lease would come back after that), in the
-		 * window, before anything is served.  (Without the lease an
-		 * MDS that lost the rank may answer one early; its journal is
-		 * fenced, so no SAFE comes and the client keeps it.)  Outside it, only one made is answered:
-		 * a client answered early was listed in mds<R>.sessions, so it
-		 * came back in the window or was evicted */
+		 * for want of a lease would come back after that), before
+		 * anything is served.  (Without the lease an MDS that lost the
+		 * rank may answer one early; its journal is fenced, so no SAFE
+		 * comes and the client keeps it.)  After that, only one made
+		 * is answered: a client answered early was listed in
+		 * mds<R>.sessions, so it came back in the window or was
+		 * evicted */
 		if (mds_done_find(m, q.client, r->tid, &done_ino)) {
 			rc = answer_done(&q, done_ino);
 			done = 1;
