@@ -3,21 +3,8 @@
 
 #include "util/util.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void *
-xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-
-	if (q == NULL) {
-		fprintf(stderr, "tessera: out of memory (%zu bytes)\n", n);
-		abort();
-	}
-	return q;
-}
 
 void
 wb_init(struct wbuf *wb, int64_t pool, uint64_t ino)
@@ -101,11 +88,11 @@ wb_put(struct wbuf *wb, uint64_t objno, uint64_t off, const void *data, size_t l
 	if (i == j) { /* apart from every other: a range of its own */
 		if (o->ndirty == o->capdirty) {
 			o->capdirty = o->capdirty ? o->capdirty * 2 : 8;
-			o->dirty = xrealloc(o->dirty, o->capdirty * sizeof(*o->dirty));
+			o->dirty = tsr_xrealloc(o->dirty, o->capdirty * sizeof(*o->dirty));
 		}
 		memmove(o->dirty + i + 1, o->dirty + i, (o->ndirty - i) * sizeof(*o->dirty));
 		o->dirty[i] = (struct wb_ext){ .off = off, .len = len, .cap = len,
-					       .data = xrealloc(NULL, len) };
+					       .data = tsr_xrealloc(NULL, len) };
 		memcpy(o->dirty[i].data, data, len);
 		o->ndirty++;
 		grew = len;
@@ -117,7 +104,7 @@ wb_put(struct wbuf *wb, uint64_t objno, uint64_t off, const void *data, size_t l
 			size_t cap = e->cap * 2;
 			if (cap < new_end - e->off)
 				cap = (size_t)(new_end - e->off);
-			e->data = xrealloc(e->data, cap);
+			e->data = tsr_xrealloc(e->data, cap);
 			e->cap = cap;
 		}
 		memcpy(e->data + (off - e->off), data, len);
@@ -127,7 +114,7 @@ wb_put(struct wbuf *wb, uint64_t objno, uint64_t off, const void *data, size_t l
 		uint64_t start = off < o->dirty[i].off ? off : o->dirty[i].off;
 		uint64_t last = o->dirty[j - 1].off + o->dirty[j - 1].len;
 		uint64_t stop = end > last ? end : last, had = 0;
-		uint8_t *buf = xrealloc(NULL, (size_t)(stop - start));
+		uint8_t *buf = tsr_xrealloc(NULL, (size_t)(stop - start));
 		for (size_t k = i; k < j; k++) {
 			memcpy(buf + (o->dirty[k].off - start), o->dirty[k].data, o->dirty[k].len);
 			had += o->dirty[k].len;

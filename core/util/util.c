@@ -81,6 +81,16 @@ tsr_xcalloc(size_t n, size_t size)
 	return p;
 }
 
+void *
+tsr_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	if (q == NULL)
+		out_of_memory(n);
+	return q;
+}
+
 void
 tsr_cond_init_mono(pthread_cond_t *cond)
 {

@@ -32,6 +32,9 @@ TSR_API int tsr_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu,
 void tsr_uuid_str(const uint8_t u[16], char out[37]);
 TSR_API char *tsr_xstrdup(const char *s);
 TSR_API void *tsr_xcalloc(size_t n, size_t size);
+/* realloc that aborts with a message on allocation failure (n 0: a
+ * one-byte block, never NULL). */
+TSR_API void *tsr_xrealloc(void *p, size_t n);
 
 #define TSR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
