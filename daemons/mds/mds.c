@@ -868,6 +868,7 @@ mds_stop(struct tsr_daemon *d)
 	m->oc = NULL;
 	replies_drop(m);
 	mds_purges_run(m, 1);
+	tsr_u64map_free(&m->purge_of);
 	for (size_t i = 0; i < m->nsess; i++)
 		tsr_conn_put(m->sess[i].conn);
 	free(m->sess);

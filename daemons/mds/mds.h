@@ -217,6 +217,8 @@ struct mds {
 
 	struct pending_reply *replies, **replies_tail;
 	struct purge *purges;        /* data to remove once durable (ops.c) */
+	struct purge **purges_tail;  /* where the next goes */
+	struct tsr_u64map purge_of;  /* ino -> its struct purge */
 	atomic_uint purge_inflight;  /* its object removals under way */
 	size_t npurges;              /* files in purges */
 	uint64_t last_request_ns;    /* when a client's request came (mono) */

@@ -403,7 +403,7 @@ static int purge_step(struct mds *m, struct purge *p);
 static void
 purge_later(struct mds *m, uint64_t seq, const struct tsr_inode *in)
 {
-	struct purge *p = tsr_xcalloc(1, sizeof(*p)), **pp = &m->purges;
+	struct purge *p = tsr_xcalloc(1, sizeof(*p));
 
 	p->seq = seq;
 	p->queued_ns = tsr_mono_ns();
@@ -412,9 +412,13 @@ purge_later(struct mds *m, uint64_t seq, const struct tsr_inode *in)
 	p->in.xattrs = NULL;
 	p->in.xattrs_len = 0;
 	p->in.nxattrs = 0;
-	while (*pp)
-		pp = &(*pp)->next;
-	*pp = p;
+	if (m->purges == NULL)
+		m->purges_tail = &m->purges;
+	*m->purges_tail = p;
+	m->purges_tail = &p->next;
+	/* (an inode number is never used twice; a map that cannot grow
+	 * leaves mds_purge_size blind to this one) */
+	tsr_u64map_put(&m->purge_of, in->ino, p);
 	m->npurges++;
 }
 
@@ -440,6 +444,10 @@ mds_purges_run(struct mds *m, int drop)
 		if (!drop && !purge_step(m, p))
 			break; /* (the rest after an answer) */
 		*pp = p->next;
+		if (m->purges_tail == &p->next)
+			m->purges_tail = pp;
+		if (tsr_u64map_get(&m->purge_of, p->in.ino) == p)
+			tsr_u64map_del(&m->purge_of, p->in.ino);
 		free(p);
 		m->npurges--;
 	}
@@ -463,11 +471,12 @@ mds_purges_drain(struct mds *m)
 void
 mds_purge_size(struct mds *m, uint64_t ino, uint64_t size)
 {
+	struct purge *p = tsr_u64map_get(&m->purge_of, ino);
+
 	if (size > TSR_FS_MAX_SIZE)
 		size = TSR_FS_MAX_SIZE; /* (a client's word) */
-	for (struct purge *p = m->purges; p; p = p->next)
-		if (p->in.ino == ino && size > p->in.size)
-			p->in.size = size;
+	if (p && size > p->in.size)
+		p->in.size = size;
 }
 
 /* Send p's next removals while there is room: 1 once all are sent. */
