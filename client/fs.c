@@ -2270,7 +2270,7 @@ wb_sync(struct tsr_file *f, int wait)
 		    (f->flags & O_ACCMODE) != O_RDONLY) {
 			rc = failf(wb->err, "writing back inode %" PRIx64 ": %s", f->ino,
 				   strerror(-wb->err));
-			f->err_seen = wb->err_seq;
+			f->err_seen = wb->err_told = wb->err_seq;
 		}
 	}
 	pthread_mutex_unlock(&fs->wb_lock);
@@ -2761,7 +2761,9 @@ open_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const struct tsr_ino
 	f->size = in->size;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_lock(&fs->wb_lock);
-	f->err_seen = cc->wb ? cc->wb->err_seq : 0; /* (earlier failures are not its) */
+	/* (a failure some handle told is not this one's; one nobody told
+	 * yet, a send after its writer's close, is) */
+	f->err_seen = cc->wb ? cc->wb->err_told : 0;
 	pthread_mutex_unlock(&fs->wb_lock);
 	pthread_mutex_lock(&fs->lock);
 	f->next_open = tsr_u64map_get(&fs->open, f->ino);
@@ -3242,18 +3244,31 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 	return cap_issued(f->cap) & TSR_CAP_BUF ? 0 : flush_attrs(f);
 }
 
-/* The data goes out while the MDS is told the size: the data is durable
- * when this returns, the size answered (early: tsr_fs_fsync waits for
- * the MDS's journal). */
-int
-tsr_fs_flush(struct tsr_file *f)
+/* close(2): the held-back data starts out while the MDS is told the
+ * size (answered early: tsr_fs_fsync waits for the journal).  The data
+ * is not waited for while this client holds BUF, as a local file system
+ * does not write at close: nobody else reads the file before the BUF it
+ * needs is revoked, and answering that revoke waits for the data; the
+ * capability is not given back, and the file's objects not purged, while
+ * any of it is in flight.  A send that fails is told by the next fsync
+ * of a handle of the file (wb_sync).  Without BUF, writes went through
+ * already; what a revoke left in flight is waited for. */
+static int
+flush_file(struct tsr_file *f, int wait_data)
 {
-	int rc, rc2;
+	int rc, rc2 = 0;
 
 	wb_sync(f, 0);
 	rc = flush_attrs(f);
-	rc2 = wb_sync(f, 1);
+	if (wait_data || !(cap_issued(f->cap) & TSR_CAP_BUF))
+		rc2 = wb_sync(f, 1);
 	return rc2 < 0 ? rc2 : rc;
+}
+
+int
+tsr_fs_flush(struct tsr_file *f)
+{
+	return flush_file(f, 0);
 }
 
 int
@@ -3262,7 +3277,7 @@ tsr_fs_fsync(struct tsr_file *f, int datasync)
 	int rc;
 
 	(void)datasync; /* the size is the data's too */
-	rc = tsr_fs_flush(f);
+	rc = flush_file(f, 1);
 	/* and the changes made before it durable in the MDS's journal (its
 	 * name's too) */
 	return rc < 0 ? rc : unsafe_wait(f->fs);

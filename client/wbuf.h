@@ -54,6 +54,7 @@ struct wbuf {
 	int err;                     /* the last send that failed */
 	uint32_t err_seq;            /* sends that failed: a file handle tells
 					those it has not seen (fs.c) */
+	uint32_t err_told;           /* err_seq as a handle last told it */
 };
 
 enum { WB_NONE, WB_COVERED, WB_PARTIAL };

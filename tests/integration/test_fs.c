@@ -1376,6 +1376,75 @@ START_TEST(replay)
 }
 END_TEST
 
+/* close(2) under BUF does not wait for the held-back data (a local file
+ * system does not write at close either): it returns with every OSD
+ * paused; another client's lookup of the file waits for the revoke of
+ * BUF, whose answer waits for the data, and then reads what was
+ * written. */
+START_TEST(close_held)
+{
+	struct tc_cluster c;
+	struct tsr_client *k1, *k2;
+	struct tsr_fs *fs1, *fs2;
+	struct tsr_fs_stat d, st;
+	struct tsr_file *f;
+	struct looker l = { 0 };
+	pthread_t t;
+	enum { LEN = 192 * 1024 };
+	uint8_t *buf = malloc(LEN), *back = calloc(1, LEN);
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_ptr_nonnull(back);
+	for (size_t i = 0; i < LEN; i++)
+		buf[i] = (uint8_t)(i * 7 + i / 4096);
+	fs_cluster(&c, 2, FAST_MDS);
+	k1 = client_of(&c);
+	k2 = client_of(&c);
+	fs1 = mount_of(k1);
+	fs2 = mount_of(k2);
+	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "r", 0755, &d), 0);
+	tc_sleep_ms(500); /* (answered early once mds0.sessions lists us) */
+	EXPECT(tsr_fs_create(fs1, NULL, d.ino, "f", 0644, O_CREAT | O_EXCL | O_WRONLY, &f,
+			     &st), 0);
+	EXPECT(tsr_fs_fsyncdir(fs1, d.ino), 0);
+	ck_assert_int_eq(tsr_fs_write(f, buf, LEN, 0), LEN); /* (held back) */
+
+	for (size_t i = 0; i < c.nosd; i++)
+		ck_assert_int_eq(tc_osd_signal(&c, i, SIGSTOP), 0);
+	uint64_t t0 = tc_now_ms();
+	EXPECT(tsr_fs_flush(f), 0);
+	EXPECT(tsr_fs_close(f), 0);
+	uint64_t took = tc_now_ms() - t0;
+	fprintf(stderr, "close_held: closed in %" PRIu64 " ms with every OSD paused\n", took);
+	ck_assert_uint_lt(took, 2000);
+	l.fs = fs2;
+	l.dir = d.ino;
+	l.name = "f";
+	ck_assert_int_eq(pthread_create(&t, NULL, look_run, &l), 0);
+	tc_sleep_ms(500);
+	ck_assert_msg(!atomic_load(&l.done), "another client found the file before its data "
+		      "reached the OSDs (%d)", l.rc);
+	for (size_t i = 0; i < c.nosd; i++)
+		ck_assert_int_eq(tc_osd_signal(&c, i, SIGCONT), 0);
+	pthread_join(t, NULL);
+	ck_assert_msg(l.rc == 0, "lookup: %d (%s)", l.rc, strerror(-l.rc));
+	ck_assert_uint_eq(l.st.size, LEN);
+	EXPECT(tsr_fs_open(fs2, NULL, l.st.ino, O_RDONLY, &f), 0);
+	ck_assert_int_eq(tsr_fs_read(f, back, LEN, 0), LEN);
+	ck_assert_msg(memcmp(buf, back, LEN) == 0, "the other client read other bytes");
+	EXPECT(tsr_fs_close(f), 0);
+	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 0);
+
+	free(buf);
+	free(back);
+	tsr_fs_unmount(fs2);
+	tsr_fs_unmount(fs1);
+	tsr_client_shutdown(k2);
+	tsr_client_shutdown(k1);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1391,6 +1460,7 @@ main(void)
 		{ "reconnect", reconnect, NULL },
 		{ "dcache", dcache, NULL },
 		{ "replay", replay, NULL },
+		{ "close_held", close_held, NULL },
 	};
 
 	return tc_check_main("fs", cases, TC_NCASES(cases));
