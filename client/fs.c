@@ -132,6 +132,10 @@ struct tsr_fs {
 	uint64_t heard_ns;           /* the session's last message (mono) */
 	struct tsr_fs_statfs statfs_last;  /* the last answer, and when */
 	uint64_t statfs_at;
+	/* this client's changes of security.* attributes: under way, and
+	 * begun or ended so far (cap_grant) */
+	unsigned sec_changing;
+	uint64_t sec_gen;
 	/* the write-back cache: each ccap's wb, under wb_lock (taken after
 	 * lock and a file's lock, never before) */
 	pthread_mutex_t wb_lock;
@@ -168,6 +172,9 @@ struct ccap {
 	uint32_t held;
 	struct tsr_ftime held_atime, held_mtime, held_ctime;
 	uint64_t held_gen;
+	/* no security.* attribute, as the grant of BUF said (tsr_mds_reply's
+	 * nosec): while BUF stays, getxattr answers those names here */
+	int nosec;
 };
 
 #define CAP_IDLE_NS 1000000000u   /* caps unused this long are given back */
@@ -917,6 +924,7 @@ tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out, cha
 	fs->loop = tsr_client_loop_(c);
 	fs->sub = tsr_client_mapsub_(c);
 	fs->timeout_ms = DEFAULT_TIMEOUT_MS;
+	fs->sec_gen = 1; /* (0: a grant's "changed meanwhile") */
 	pthread_mutex_init(&fs->lock, NULL);
 	tsr_cond_init_mono(&fs->cv);
 	pthread_mutex_init(&fs->wb_lock, NULL);
@@ -1167,6 +1175,8 @@ static void open_files_set(struct tsr_fs *fs, uint64_t ino, unsigned mask, uint6
 struct grant {
 	uint32_t caps;
 	uint64_t seq, barrier;
+	int nosec;                   /* the file has no security.* attribute */
+	uint64_t sec_gen;            /* fs->sec_gen when it was asked for */
 };
 
 /* One request whose answer is an inode (in[0]) or nothing; g (may be
@@ -1180,11 +1190,17 @@ simple_g(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
 
 	if (r->ino2 == 0 && r->op != TSR_MDS_OP_RENAME && r->op != TSR_MDS_OP_LINK)
 		r->ino2 = parent_of(fs, r->ino);
+	if (g) {
+		pthread_mutex_lock(&fs->lock);
+		g->sec_gen = fs->sec_changing ? 0 : fs->sec_gen;
+		pthread_mutex_unlock(&fs->lock);
+	}
 	rc = call(fs, r, &rep);
 	if (g) {
 		g->caps = rep.caps;
 		g->seq = rep.cap_seq;
 		g->barrier = rep.osd_barrier;
+		g->nosec = rep.nosec;
 	}
 	if (rc == 0 && rep.n > 0) {
 		to_stat(&rep.in[0], out);
@@ -1675,10 +1691,43 @@ tsr_fs_getxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 
 	if (strncmp(name, "system.", 7) == 0) /* (as the MDS would answer) */
 		return failf(-EOPNOTSUPP, "%s: POSIX ACLs are not supported", name);
+	if (strncmp(name, "security.", 9) == 0) {
+		/* (FUSE asks for security.capability before every write;
+		 * anyone may read these: no permission to check) */
+		struct ccap *cc;
+		int none;
+		pthread_mutex_lock(&fs->lock);
+		cc = tsr_u64map_get(&fs->caps, ino);
+		none = cc && cc->nosec && (cap_issued(cc) & TSR_CAP_BUF) && !fs->evicted;
+		pthread_mutex_unlock(&fs->lock);
+		if (none)
+			return failf(-ENODATA, "no attribute %s", name);
+	}
 	req_init(&r, TSR_MDS_OP_GETXATTR, ino, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
 	return value_call(fs, &r, buf, cap);
+}
+
+/* A change of a security.* attribute of ino begins (1) or ends (0): an
+ * answer asked for before it says nothing of them (cap_grant). */
+static void
+sec_change(struct tsr_fs *fs, uint64_t ino, const char *name, int begin)
+{
+	struct ccap *cc;
+
+	if (strncmp(name, "security.", 9) != 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	if (begin) {
+		fs->sec_changing++;
+		if ((cc = tsr_u64map_get(&fs->caps, ino)) != NULL)
+			cc->nosec = 0;
+	} else {
+		fs->sec_changing--;
+	}
+	fs->sec_gen++;
+	pthread_mutex_unlock(&fs->lock);
 }
 
 ssize_t
@@ -1708,7 +1757,10 @@ tsr_fs_setxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	r.value = val;
 	r.value_len = len;
 	r.flags = (uint32_t)flags;
-	return simple(fs, &r, NULL, NULL);
+	sec_change(fs, ino, name, 1);
+	rc = simple(fs, &r, NULL, NULL);
+	sec_change(fs, ino, name, 0);
+	return rc;
 }
 
 int
@@ -2095,9 +2147,14 @@ cap_unhold(struct ccap *cc, uint64_t size)
 
 /* Take a grant newer than what cc holds (fs->lock held). */
 static void
-cap_grant(struct ccap *cc, const struct grant *g)
+cap_grant(struct tsr_fs *fs, struct ccap *cc, const struct grant *g)
 {
 	if (g->seq > cc->seq) {
+		/* (what the answer says of security.* holds unless this
+		 * client changed one of its own since it asked: the answer
+		 * may be older than that change) */
+		cc->nosec = g->nosec && g->sec_gen != 0 && g->sec_gen == fs->sec_gen &&
+			    !fs->sec_changing;
 		if ((cc->issued & TSR_CAP_CACHE) && !(g->caps & TSR_CAP_CACHE)) {
 			/* (an open answered a revoke of CACHE: the open that
 			 * follows drops the page cache above) */
@@ -2921,7 +2978,7 @@ tsr_fs_open(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, int f
 	pthread_mutex_unlock(&fs->lock);
 	if ((rc = simple_g(fs, &r, NULL, &in, &g)) == 0) {
 		pthread_mutex_lock(&fs->lock);
-		cap_grant(cc, &g);
+		cap_grant(fs, cc, &g);
 		pthread_mutex_unlock(&fs->lock);
 		rc = barrier_wait(fs, g.barrier);
 	}
@@ -2963,7 +3020,7 @@ tsr_fs_create(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t parent,
 		 * its maker holds it alone */
 		pthread_mutex_lock(&fs->lock);
 		struct ccap *cc = cap_hold(fs, in.ino);
-		cap_grant(cc, &g);
+		cap_grant(fs, cc, &g);
 		pthread_mutex_unlock(&fs->lock);
 		rc = open_inode(fs, cr, &in, flags & ~(O_CREAT | O_EXCL | O_TRUNC), cc, out);
 		tsr_inode_free(&in);

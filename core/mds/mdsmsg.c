@@ -221,7 +221,7 @@ tsr_mdsmsg_request_decode(const void *buf, size_t len, struct tsr_mds_request *r
 int
 tsr_mdsmsg_reply_encode(struct tsr_enc *e, const struct tsr_mds_reply *r)
 {
-	size_t mark = tsr_enc_begin_struct(e, 4, 1);
+	size_t mark = tsr_enc_begin_struct(e, 5, 1);
 
 	tsr_enc_u64(e, r->tid);
 	tsr_enc_i32(e, r->result);
@@ -242,6 +242,7 @@ tsr_mdsmsg_reply_encode(struct tsr_enc *e, const struct tsr_mds_reply *r)
 	tsr_enc_u64(e, r->osd_barrier);
 	tsr_enc_u64(e, r->dcache_seq);
 	tsr_enc_u8(e, r->stage);
+	tsr_enc_u8(e, r->nosec);
 	tsr_enc_end_struct(e, mark);
 	return tsr_enc_error(e);
 }
@@ -272,7 +273,7 @@ tsr_mdsmsg_reply_decode(const void *buf, size_t len, struct tsr_mds_reply *r, ch
 
 	memset(r, 0, sizeof(*r));
 	tsr_dec_init(&d, buf, len);
-	if (tsr_dec_begin_struct(&d, 3, &ver, &sub) < 0)
+	if (tsr_dec_begin_struct(&d, 5, &ver, &sub) < 0)
 		return tsr_errf(err, errlen, -EBADMSG, "reply: bad envelope");
 	r->tid = tsr_dec_u64(&sub);
 	r->result = tsr_dec_i32(&sub);
@@ -321,8 +322,10 @@ tsr_mdsmsg_reply_decode(const void *buf, size_t len, struct tsr_mds_reply *r, ch
 		r->dcache_seq = tsr_dec_u64(&sub);
 	if (ver >= 4)
 		r->stage = tsr_dec_u8(&sub);
+	if (ver >= 5)
+		r->nosec = tsr_dec_u8(&sub);
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0 || r->end > 1 ||
-	    (r->caps & ~TSR_CAP_ALL) || r->stage > TSR_MDS_REPLY_SAFE) {
+	    (r->caps & ~TSR_CAP_ALL) || r->stage > TSR_MDS_REPLY_SAFE || r->nosec > 1) {
 		rc = tsr_errf(err, errlen, -EBADMSG, "reply: truncated or trailing bytes");
 		goto fail;
 	}

@@ -276,6 +276,11 @@ struct tsr_mds_reply {
 	uint64_t dcache_seq;
 	/* (v4) TSR_MDS_REPLY_FINAL, EARLY or SAFE */
 	uint8_t stage;
+	/* (v5) OPEN, a create: in[0] has no security.* attribute.  While
+	 * the client keeps BUF granted with it, none comes: the MDS recalls
+	 * BUF from others before it sets one (the kernel asks for
+	 * security.capability before every write) */
+	uint8_t nosec;
 };
 
 /* A change is answered once the MDS has applied it (EARLY), before its

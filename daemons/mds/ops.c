@@ -326,6 +326,26 @@ copy_for_reply(struct tsr_inode *dst, const struct tsr_inode *src)
 	return tsr_inode_copy(dst, &bare);
 }
 
+/* Whether in has no security.* attribute (an OPEN's answer says so:
+ * struct tsr_mds_reply's nosec). */
+static int
+no_security_xattr(const struct tsr_inode *in)
+{
+	char *names;
+	size_t len;
+	int none = 1;
+
+	if (in->nxattrs == 0)
+		return 1;
+	if (tsr_inode_xattr_list(in, &names, &len) < 0)
+		return 0;
+	for (size_t at = 0; at < len; at += strlen(names + at) + 1)
+		if (strncmp(names + at, "security.", 9) == 0)
+			none = 0;
+	free(names);
+	return none;
+}
+
 static int
 reply_inode(struct req *q, const struct tsr_inode *in)
 {
@@ -598,6 +618,7 @@ do_open(struct req *q)
 	if (S_ISREG(l.in->mode) && !(q->r->flags & TSR_MDS_OPEN_PROBE) &&
 	    mds_caps_open(q->m, q->client, l.in->ino, q->r->flags, &q->rep))
 		return PARKED;
+	q->rep.nosec = no_security_xattr(l.in);
 	return reply_inode(q, l.in);
 }
 
@@ -808,9 +829,11 @@ do_make(struct req *q)
 		return -EIO;
 	q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, d->ino);
 	/* made to be opened (creat): the maker holds it, alone */
-	if (type == S_IFREG && (r->flags & TSR_MDS_CREATE_OPEN))
+	if (type == S_IFREG && (r->flags & TSR_MDS_CREATE_OPEN)) {
 		mds_caps_open(q->m, q->client, in.ino, (r->flags & TSR_MDS_CREATE_ACC) >> 4,
 			      &q->rep);
+		q->rep.nosec = 1; /* (a new inode) */
+	}
 	if (type == S_IFDIR && (q->rep.cap_seq = mds_caps_grant_dir(q->m, q->client,
 								   in.ino)) != 0)
 		q->rep.caps = TSR_CAP_DCACHE; /* (on the new one: in[0]) */
@@ -1350,6 +1373,10 @@ do_xattr(struct req *q)
 			rc = fail(q, -EEXIST, "attribute %s exists", name);
 		else if ((r->flags & XATTR_REPLACE_) && !present)
 			rc = fail(q, -ENODATA, "no attribute %s", name);
+		else if (!present && S_ISREG(l.in->mode) && strncmp(name, "security.", 9) == 0 &&
+			 mds_caps_recall(q->m, q->client, l.in->ino, TSR_CAP_BUF))
+			rc = PARKED; /* (others answer security.* reads from
+					their BUF: tsr_mds_reply's nosec) */
 		else if ((rc = tsr_inode_xattr_set(&copy, name, r->value ? r->value : "",
 						   r->value_len)) < 0)
 			rc = fail(q, rc, "setting %s: %s", name, strerror(-rc));
@@ -1363,7 +1390,7 @@ do_xattr(struct req *q)
 		rc = stage_inode(q, &l, &copy);
 	}
 	tsr_inode_free(&copy);
-	if (rc < 0 || (rc = commit(q)) != 0)
+	if (rc < 0 || rc == PARKED || (rc = commit(q)) != 0)
 		return rc;
 	return 0;
 }

@@ -1376,6 +1376,63 @@ START_TEST(replay)
 }
 END_TEST
 
+/* FUSE asks for security.capability before every write: a writer that
+ * holds BUF on a file the MDS said has no security.* attribute answers
+ * itself; another client's setting of one recalls BUF first, and this
+ * client's own setting is not hidden by an answer from before it. */
+START_TEST(nosec)
+{
+	struct tc_cluster c;
+	struct tsr_client *k1, *k2;
+	struct tsr_fs *fs1, *fs2;
+	struct tsr_fs_stat d, st, st2;
+	struct tsr_file *f, *g;
+	char v[32];
+	uint64_t before;
+
+	fs_cluster(&c, 1, FAST_MDS);
+	k1 = client_of(&c);
+	k2 = client_of(&c);
+	fs1 = mount_of(k1);
+	fs2 = mount_of(k2);
+	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "d", 0755, &d), 0);
+	EXPECT(tsr_fs_create(fs1, NULL, d.ino, "f", 0644, O_CREAT | O_EXCL | O_WRONLY, &f,
+			     &st), 0);
+	before = mds_requests(&c);
+	for (int i = 0; i < 100; i++) {
+		EXPECT(tsr_fs_getxattr(fs1, NULL, st.ino, "security.capability", v,
+				       sizeof(v)), -ENODATA);
+		ck_assert_int_eq(tsr_fs_write(f, "x", 1, (uint64_t)i), 1);
+	}
+	ck_assert_uint_lt(mds_requests(&c) - before, 5);
+	/* another client sets one: the writer's BUF goes first, and the
+	 * writer sees it */
+	EXPECT(tsr_fs_setxattr(fs2, NULL, st.ino, "security.t", "v1", 2, 0), 0);
+	EXPECT(tsr_fs_getxattr(fs1, NULL, st.ino, "security.t", v, sizeof(v)), 2);
+	ck_assert_int_eq(memcmp(v, "v1", 2), 0);
+	EXPECT(tsr_fs_close(f), 0);
+	/* an open of a file with one: not answered here */
+	EXPECT(tsr_fs_open(fs1, NULL, st.ino, O_WRONLY, &f), 0);
+	EXPECT(tsr_fs_getxattr(fs1, NULL, st.ino, "security.t", v, sizeof(v)), 2);
+	EXPECT(tsr_fs_close(f), 0);
+	/* this client's own setting, with the file open (BUF kept) */
+	EXPECT(tsr_fs_create(fs1, NULL, d.ino, "g", 0644, O_CREAT | O_EXCL | O_RDWR, &g,
+			     &st2), 0);
+	EXPECT(tsr_fs_getxattr(fs1, NULL, st2.ino, "security.capability", v, sizeof(v)),
+	       -ENODATA);
+	EXPECT(tsr_fs_setxattr(fs1, NULL, st2.ino, "security.capability", "cap", 3, 0), 0);
+	EXPECT(tsr_fs_getxattr(fs1, NULL, st2.ino, "security.capability", v, sizeof(v)), 3);
+	EXPECT(tsr_fs_getxattr(fs2, NULL, st2.ino, "security.capability", v, sizeof(v)), 3);
+	EXPECT(tsr_fs_close(g), 0);
+
+	tsr_fs_unmount(fs2);
+	tsr_fs_unmount(fs1);
+	tsr_client_shutdown(k2);
+	tsr_client_shutdown(k1);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 /* close(2) under BUF does not wait for the held-back data (a local file
  * system does not write at close either): it returns with every OSD
  * paused; another client's lookup of the file waits for the revoke of
@@ -1461,6 +1518,7 @@ main(void)
 		{ "dcache", dcache, NULL },
 		{ "replay", replay, NULL },
 		{ "close_held", close_held, NULL },
+		{ "nosec", nosec, NULL },
 	};
 
 	return tc_check_main("fs", cases, TC_NCASES(cases));

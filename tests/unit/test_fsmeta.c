@@ -394,6 +394,7 @@ START_TEST(messages)
 	rep.value = "v";
 	rep.value_len = 1;
 	strcpy(rep.why, "no such thing");
+	rep.nosec = 1;
 	tsr_enc_init(&e);
 	ck_assert_int_eq(tsr_mdsmsg_reply_encode(&e, &rep), 0);
 	ck_assert_int_eq(tsr_mdsmsg_check(TSR_MSG_MDS_REPLY, e.buf, e.len, err, sizeof(err)),
@@ -402,6 +403,7 @@ START_TEST(messages)
 	ck_assert_uint_eq(rout.nent, 2);
 	ck_assert_str_eq(rout.ent[1].name, "y");
 	ck_assert_str_eq(rout.why, "no such thing");
+	ck_assert_uint_eq(rout.nosec, 1);
 	tsr_mdsmsg_reply_free(&rout);
 	ASSERT_CUTS_REFUSED(tsr_mdsmsg_check(TSR_MSG_MDS_REPLY, e.buf, len_, err_,
 					     sizeof(err_)));
