@@ -136,6 +136,9 @@ struct tsr_fs {
 	 * begun or ended so far (cap_grant) */
 	unsigned sec_changing;
 	uint64_t sec_gen;
+	/* ino -> a write-back failure no handle told when its ccap went
+	 * (-errno as a pointer): told by the next open's fsync */
+	struct tsr_u64map late_errs;
 	/* the write-back cache: each ccap's wb, under wb_lock (taken after
 	 * lock and a file's lock, never before) */
 	pthread_mutex_t wb_lock;
@@ -144,6 +147,7 @@ struct tsr_fs {
 	uint64_t wb_inflight;        /* operations sending them */
 	uint64_t wb_max;             /* client_dirty_max (0: nothing is) */
 	int wb_job;                  /* a write-back job is on capq (lock) */
+	int tell_stop;               /* capq goes: no more tell jobs (wb_lock) */
 	int wb_stop;                 /* unmounting: no more jobs (lock) */
 	/* the page cache above (tsr_fs_set_inval): called under inval_lock */
 	pthread_mutex_t inval_lock;
@@ -175,9 +179,20 @@ struct ccap {
 	/* no security.* attribute, as the grant of BUF said (tsr_mds_reply's
 	 * nosec): while BUF stays, getxattr answers those names here */
 	int nosec;
+	/* the size (TSR_SETATTR_SIZE) and mtime (TSR_SETATTR_MTIME) of
+	 * handles closed under BUF, not yet told: told once their data is on
+	 * the OSDs (tell_job), with a revoke's answer, before a setattr or
+	 * fsync of this client's, or at unmount; tell_gen tells a newer
+	 * close from a told one, telling a tell under way (tell_send) */
+	uint32_t tell;               /* (TELL_HELD: only the held times) */
+	uint64_t tell_size;
+	struct tsr_ftime tell_mtime;
+	uint64_t tell_gen;
+	int telling;
 };
 
 #define CAP_IDLE_NS 1000000000u   /* caps unused this long are given back */
+#define TELL_HELD 0x80000000u     /* ccap tell: the held times to tell */
 
 /* A lock this client took (see lock_log). */
 struct lockrec {
@@ -390,6 +405,8 @@ caps_forget(void *arg, uint64_t ino, void *val)
 	cc->kept = 0; /* (a cache above keeps what it read until its next open) */
 	cc->cache_lost++;
 	__atomic_store_n(&cc->held, 0, __ATOMIC_RELAXED); /* (BUF went) */
+	cc->nosec = 0;
+	cc->tell = 0; /* (others' now: lost, as the data still held back) */
 	return 0;
 }
 
@@ -711,12 +728,34 @@ send_release(struct tsr_fs *fs, uint64_t ino, uint64_t size, uint64_t seq)
 
 static int free_ccap(void *arg, uint64_t key, void *val);
 
-/* Nothing of cc's file is held back (fs->lock held). */
+/* ino's ccap goes (fs->lock held): a write-back failure of its that no
+ * handle told is kept for the next open (late_errs). */
+static void
+ccap_drop(struct tsr_fs *fs, uint64_t ino)
+{
+	struct ccap *cc = tsr_u64map_del(&fs->caps, ino);
+	int err = 0;
+
+	if (cc == NULL)
+		return;
+	pthread_mutex_lock(&fs->wb_lock);
+	if (cc->wb && cc->wb->err_seq != cc->wb->err_told)
+		err = cc->wb->err;
+	pthread_mutex_unlock(&fs->wb_lock);
+	if (err < 0)
+		tsr_u64map_put(&fs->late_errs, ino, (void *)(uintptr_t)-err);
+	free_ccap(NULL, 0, cc);
+}
+
+/* Nothing of cc's file is held back (fs->lock held): no data, and no
+ * size or mtime of a closed handle. */
 static int
 wb_empty(struct tsr_fs *fs, struct ccap *cc)
 {
 	int empty;
 
+	if (cc->tell)
+		return 0;
 	pthread_mutex_lock(&fs->wb_lock);
 	empty = cc->wb == NULL || cc->wb->bytes == 0;
 	pthread_mutex_unlock(&fs->wb_lock);
@@ -731,11 +770,24 @@ struct idle_ctx {
 	size_t n;
 };
 
+static void tell_post(struct tsr_fs *fs, uint64_t ino);
+
 static int
 find_idle(void *arg, uint64_t ino, void *val)
 {
 	struct idle_ctx *x = arg;
 	struct ccap *cc = val;
+
+	/* a close's size whose tell failed, or was never posted: again */
+	if (cc->tell && !cc->telling && cc->busy == 0 &&
+	    x->now - cc->idle_since >= CAP_IDLE_NS) {
+		int sent;
+		pthread_mutex_lock(&x->fs->wb_lock);
+		sent = cc->wb == NULL || cc->wb->bytes == 0;
+		pthread_mutex_unlock(&x->fs->wb_lock);
+		if (sent)
+			tell_post(x->fs, ino);
+	}
 
 	if (cc->busy == 0 && x->now - cc->idle_since >= CAP_IDLE_NS &&
 	    x->n < TSR_MDS_CAPS_RELEASE_MAX && wb_empty(x->fs, cc)) {
@@ -767,7 +819,7 @@ caps_release_idle(struct tsr_fs *fs)
 	size_t ndirs = x.n;
 	tsr_u64map_each(&fs->caps, find_idle, &x);
 	for (size_t i = ndirs; i < x.n; i++)
-		free_ccap(NULL, 0, tsr_u64map_del(&fs->caps, x.inos[i]));
+		ccap_drop(fs, x.inos[i]);
 	if (x.n && tsr_enc_error(&x.e) == 0) {
 		memset(&r, 0, sizeof(r));
 		r.op = TSR_MDS_OP_CAPS;
@@ -1018,6 +1070,39 @@ free_ccap(void *arg, uint64_t key, void *val)
 }
 
 static void wb_drain(struct tsr_fs *fs);
+static int tell_send(struct tsr_fs *fs, uint64_t ino);
+
+static int
+gather_tell(void *arg, uint64_t ino, void *val)
+{
+	struct ccap *cc = val;
+	struct tsr_u64map *inos = arg;
+
+	if (cc->tell)
+		tsr_u64map_put(inos, ino, cc);
+	return 0;
+}
+
+static int
+tell_one(void *arg, uint64_t ino, void *val)
+{
+	(void)val;
+	tell_send(arg, ino);
+	return 0;
+}
+
+/* Every size a close held back, told now (at unmount, the data sent). */
+static void
+tell_all(struct tsr_fs *fs)
+{
+	struct tsr_u64map inos = { 0 };
+
+	pthread_mutex_lock(&fs->lock);
+	tsr_u64map_each(&fs->caps, gather_tell, &inos);
+	pthread_mutex_unlock(&fs->lock);
+	tsr_u64map_each(&inos, tell_one, fs);
+	tsr_u64map_free(&inos);
+}
 
 void
 tsr_fs_unmount(struct tsr_fs *fs)
@@ -1030,6 +1115,7 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	fs->wb_stop = 1;
 	pthread_mutex_unlock(&fs->lock);
 	wb_drain(fs); /* what is held back goes to the OSDs first */
+	tell_all(fs); /* then the sizes closes held back */
 	/* the changes answered early: durable before the session goes */
 	if (fs->conn && unsafe_wait(fs) < 0)
 		fprintf(stderr, "tessera: unmount: %s\n", tsr_fs_why());
@@ -1056,6 +1142,9 @@ tsr_fs_unmount(struct tsr_fs *fs)
 		tsr_conn_put(conn);
 	}
 	/* revokes under way end (their calls fail: closing) */
+	pthread_mutex_lock(&fs->wb_lock);
+	fs->tell_stop = 1;
+	pthread_mutex_unlock(&fs->wb_lock);
 	tsr_workq_destroy(fs->capq);
 	/* (a revoke's send may have left operations in flight: they borrow
 	 * the buffers) */
@@ -1073,6 +1162,10 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	tsr_u64map_free(&fs->hidden);
 	tsr_u64map_each(&fs->caps, free_ccap, NULL);
 	tsr_u64map_free(&fs->caps);
+	if (fs->late_errs.n)
+		fprintf(stderr, "tessera: unmount: the write-back of %zu files failed after "
+			"their last close, and no fsync told it\n", (size_t)fs->late_errs.n);
+	tsr_u64map_free(&fs->late_errs);
 	dc_free(&fs->dc);
 	if (fs->nunsafe)
 		fprintf(stderr, "tessera: unmount: %zu changes the MDS answered were not yet "
@@ -1177,6 +1270,7 @@ struct grant {
 	uint64_t seq, barrier;
 	int nosec;                   /* the file has no security.* attribute */
 	uint64_t sec_gen;            /* fs->sec_gen when it was asked for */
+	uint64_t gen;                /* fs->gen then: the session */
 };
 
 /* One request whose answer is an inode (in[0]) or nothing; g (may be
@@ -1193,6 +1287,7 @@ simple_g(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
 	if (g) {
 		pthread_mutex_lock(&fs->lock);
 		g->sec_gen = fs->sec_changing ? 0 : fs->sec_gen;
+		g->gen = fs->gen;
 		pthread_mutex_unlock(&fs->lock);
 	}
 	rc = call(fs, r, &rep);
@@ -1337,6 +1432,8 @@ setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 					 TSR_FS_SET_ATIME_NOW | TSR_FS_SET_MTIME_NOW)) &&
 	    hold_times(fs, cr, ino, a, mask, out) == 0)
 		return 0;
+	/* a size a close held back goes first (a truncate after it stands) */
+	tell_send(fs, ino);
 
 	req_init(&r, TSR_MDS_OP_SETATTR, ino, cr);
 	if (opened)
@@ -1619,7 +1716,9 @@ tsr_fs_link(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	r.ino2 = ino;
 	if ((rc = set_name(r.name, newname)) < 0)
 		return rc;
-	return simple(fs, &r, out, NULL);
+	if ((rc = simple(fs, &r, out, NULL)) == 0 && out)
+		overlay(fs, out); /* (what this client holds back, as a stat shows) */
+	return rc;
 }
 
 int
@@ -1643,6 +1742,8 @@ tsr_fs_readdir(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		for (uint32_t i = 0; i < rep.nent && !stop; i++) {
 			struct tsr_fs_stat st;
 			to_stat(&rep.ent[i].inode, &st);
+			if (S_ISREG(st.mode))
+				overlay(fs, &st); /* (sizes this client holds back) */
 			note_parent(fs, st.ino, ino);
 			cookie = rep.ent[i].cookie;
 			given++;
@@ -1698,7 +1799,8 @@ tsr_fs_getxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		int none;
 		pthread_mutex_lock(&fs->lock);
 		cc = tsr_u64map_get(&fs->caps, ino);
-		none = cc && cc->nosec && (cap_issued(cc) & TSR_CAP_BUF) && !fs->evicted;
+		none = cc && cc->nosec && (cap_issued(cc) & TSR_CAP_BUF) && !fs->evicted &&
+		       dc_live(fs); /* (a session still heard from) */
 		pthread_mutex_unlock(&fs->lock);
 		if (none)
 			return failf(-ENODATA, "no attribute %s", name);
@@ -1757,6 +1859,7 @@ tsr_fs_setxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	r.value = val;
 	r.value_len = len;
 	r.flags = (uint32_t)flags;
+	tell_send(fs, ino); /* (a layout is set only while the file is empty) */
 	sec_change(fs, ino, name, 1);
 	rc = simple(fs, &r, NULL, NULL);
 	sec_change(fs, ino, name, 0);
@@ -1972,6 +2075,7 @@ struct tsr_file {
 	int send_mtime;              /* mtime too: no utimes since the write */
 	struct ccap *cap;            /* its inode's (held busy by this file) */
 	uint32_t err_seen;           /* cap->wb->err_seq told (fs->wb_lock) */
+	int late_err;                /* one of late_errs, to tell (wb_lock) */
 };
 
 /* Object operations of one call, at most IO_INFLIGHT at once. */
@@ -2149,6 +2253,10 @@ cap_unhold(struct ccap *cc, uint64_t size)
 static void
 cap_grant(struct tsr_fs *fs, struct ccap *cc, const struct grant *g)
 {
+	/* (one the session before a reconnect gave: the new holder of the
+	 * rank was not told of it, and numbers anew) */
+	if (g->gen != fs->gen)
+		return;
 	if (g->seq > cc->seq) {
 		/* (what the answer says of security.* holds unless this
 		 * client changed one of its own since it asked: the answer
@@ -2203,7 +2311,10 @@ barrier_wait(struct tsr_fs *fs, uint64_t epoch)
  *     some other way (a reconnect the MDS refused);
  *   - past half of client_dirty_max (this file's), and past all of it
  *     (every file's, the writer waiting for room).
- * A send that fails is told by the next fsync or close of the file. */
+ * A send that fails is told by the next fsync of a handle of the file
+ * (after its last close: of the next open's; late_errs), and by a close
+ * without BUF.  A close under BUF waits for none of it: the size waits
+ * for the data instead (tell_hold). */
 
 #define WB_AGE_NS 5000000000ull
 #define REVOKE_FLUSH_MS 20000u       /* within mds_cap_revoke_timeout's 30 s */
@@ -2230,6 +2341,9 @@ wb_sent_cb(void *arg, int result, const struct tsr_objver *ver)
 	pthread_mutex_lock(&fs->wb_lock);
 	fs->wb_total -= wb_sent(s->wb, s->o, result);
 	fs->wb_inflight--;
+	/* a closed handle's size waits for this file's data */
+	if (s->wb->tell_wanted && !fs->tell_stop)
+		tell_post(fs, s->wb->ino);
 	pthread_cond_broadcast(&fs->wb_cv);
 	pthread_mutex_unlock(&fs->wb_lock);
 	tsr_op_destroy(s->op);
@@ -2321,6 +2435,13 @@ wb_sync(struct tsr_file *f, int wait)
 	int rc = 0;
 
 	pthread_mutex_lock(&fs->wb_lock);
+	if (wait && f->late_err) {
+		rc = failf(f->late_err, "writing back inode %" PRIx64 " (after its last "
+			   "close): %s", f->ino, strerror(-f->late_err));
+		f->late_err = 0;
+		pthread_mutex_unlock(&fs->wb_lock);
+		return rc;
+	}
 	if ((wb = f->cap->wb) != NULL) {
 		rc = wb_send(fs, wb, 0, wait ? fs->timeout_ms : 0);
 		if (wait && rc == 0 && wb->err_seq != f->err_seen &&
@@ -2560,6 +2681,178 @@ held_told(struct tsr_fs *fs, uint64_t ino, uint64_t gen)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+/* ---- A closed handle's size and mtime (ccap tell) ----
+ *
+ * A close under BUF does not tell the MDS the size at once: the data it
+ * sent is not on the OSDs yet, and the size must never be there before
+ * it (a crash of this process in between would leave the file reading
+ * zeros).  The size and mtime wait in the ccap, and go in one SETATTR
+ * once every byte of the file held back is answered (tell_job, posted
+ * by the last answer), or earlier with a revoke's answer (which waits
+ * for the data first), before this client's own setattr or fsync of the
+ * file, and at unmount.  Until then this client's stats show them
+ * (overlay), and the ccap is not given back. */
+
+/* Tell ino's closed handles' size and mtime, and the times held with
+ * them, now (not on the loop; waits for a tell under way elsewhere):
+ * 0, or the SETATTR's error (they are given up then: logged). */
+static int
+tell_send(struct tsr_fs *fs, uint64_t ino)
+{
+	struct tsr_mds_request r;
+	struct ccap *cc;
+	uint64_t tgen, hgen;
+	uint32_t held;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	cc = tsr_u64map_get(&fs->caps, ino);
+	rc = cc != NULL && cc->tell != 0;
+	pthread_mutex_unlock(&fs->lock);
+	if (!rc)
+		return 0;
+	/* never the size before the data (a write-back that fails is told
+	 * by fsync) */
+	wb_sync_ino(fs, ino);
+	req_init(&r, TSR_MDS_OP_SETATTR, ino, NULL);
+	pthread_mutex_lock(&fs->lock);
+	while ((cc = tsr_u64map_get(&fs->caps, ino)) != NULL && cc->telling && !fs->closing)
+		pthread_cond_wait(&fs->cv, &fs->lock);
+	if (cc == NULL || cc->tell == 0 || cc->telling) {
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
+	cc->telling = 1;
+	cc->busy++;
+	if (cc->tell & TSR_SETATTR_SIZE) {
+		r.sa.mask |= TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW;
+		r.sa.size = cc->tell_size;
+	}
+	if (cc->tell & TSR_SETATTR_MTIME) {
+		r.sa.mask |= TSR_SETATTR_MTIME;
+		r.sa.mtime = cc->tell_mtime;
+	}
+	tgen = cc->tell_gen;
+	held = __atomic_load_n(&cc->held, __ATOMIC_RELAXED);
+	hgen = cc->held_gen;
+	held_add(&r, held, cc->held_atime, cc->held_mtime); /* (set since: newer) */
+	pthread_mutex_unlock(&fs->lock);
+	/* as flush_attrs: as root, only ever growing the size */
+	r.uid = 0;
+	r.gid = 0;
+	r.ngroups = 0;
+	r.ino2 = parent_of(fs, ino);
+	if ((rc = simple(fs, &r, NULL, NULL)) < 0 && rc != -ESHUTDOWN)
+		fprintf(stderr, "tessera: the size of %" PRIx64 " after its close: %s\n", ino,
+			tsr_fs_why());
+	pthread_mutex_lock(&fs->lock);
+	if (cc->tell_gen == tgen) /* (told, or given up: BUF decides now) */
+		cc->tell = 0;
+	if (held && cc->held_gen == hgen)
+		__atomic_store_n(&cc->held, 0, __ATOMIC_RELAXED);
+	cc->telling = 0;
+	cap_unhold(cc, 0);
+	pthread_cond_broadcast(&fs->cv);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+struct tell {
+	struct tsr_fs *fs;
+	uint64_t ino;
+};
+
+/* On the caps thread: tell ino's size once its data is all answered;
+ * while some is not sent yet (its object had a send in flight), send it
+ * (its answer posts this again). */
+static void
+tell_job(void *arg)
+{
+	struct tell *t = arg;
+	struct tsr_fs *fs = t->fs;
+	struct ccap *cc;
+	int ready = 1;
+
+	pthread_mutex_lock(&fs->lock);
+	cc = cap_hold_existing(fs, t->ino);
+	pthread_mutex_unlock(&fs->lock);
+	if (cc == NULL) {
+		free(t);
+		return;
+	}
+	pthread_mutex_lock(&fs->wb_lock);
+	if (cc->wb && cc->wb->bytes > 0) {
+		ready = 0;
+		cc->wb->tell_wanted = 1;
+		if (cc->wb->dirty_bytes)
+			wb_send(fs, cc->wb, 0, 0);
+	} else if (cc->wb) {
+		cc->wb->tell_wanted = 0;
+	}
+	pthread_mutex_unlock(&fs->wb_lock);
+	if (ready)
+		tell_send(fs, t->ino);
+	pthread_mutex_lock(&fs->lock);
+	cap_unhold(cc, 0);
+	pthread_mutex_unlock(&fs->lock);
+	free(t);
+}
+
+static void
+tell_post(struct tsr_fs *fs, uint64_t ino)
+{
+	struct tell *t = tsr_xcalloc(1, sizeof(*t));
+
+	t->fs = fs;
+	t->ino = ino;
+	if (tsr_workq_post(fs->capq, tell_job, t) < 0)
+		free(t); /* (unmounting: unmount tells what is left) */
+}
+
+/* close(2) under BUF: f's size and mtime into its ccap, to be told once
+ * the data sent is answered. */
+static void
+tell_hold(struct tsr_file *f)
+{
+	struct tsr_fs *fs = f->fs;
+	struct ccap *cc = f->cap;
+	int post = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	pthread_mutex_lock(&f->lock);
+	if (f->dirty) {
+		/* (a size told since is no floor: a truncate may have come) */
+		if (!(cc->tell & TSR_SETATTR_SIZE) || f->size > cc->tell_size)
+			cc->tell_size = f->size;
+		cc->tell |= TSR_SETATTR_SIZE;
+		if (f->send_mtime &&
+		    (!(cc->tell & TSR_SETATTR_MTIME) || f->mtime.sec > cc->tell_mtime.sec ||
+		     (f->mtime.sec == cc->tell_mtime.sec &&
+		      f->mtime.nsec > cc->tell_mtime.nsec))) {
+			cc->tell |= TSR_SETATTR_MTIME;
+			cc->tell_mtime = f->mtime;
+		}
+		cc->tell_gen++;
+		f->dirty = 0;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (cc->tell || __atomic_load_n(&cc->held, __ATOMIC_RELAXED)) {
+		if (!cc->tell) {
+			cc->tell = TELL_HELD;
+			cc->tell_gen++;
+		}
+		pthread_mutex_lock(&fs->wb_lock);
+		if (cc->wb && cc->wb->bytes > 0)
+			cc->wb->tell_wanted = 1;
+		else
+			post = 1;
+		pthread_mutex_unlock(&fs->wb_lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (post)
+		tell_post(fs, f->ino);
+}
+
 struct revoke {
 	struct tsr_fs *fs;
 	struct tsr_mds_cap c;
@@ -2578,7 +2871,8 @@ answer_revoke(void *arg)
 	uint64_t size = 0, keep_size = 0, held_gen = 0;
 	uint32_t lose, held = 0;
 	struct tsr_ftime held_atime = { 0 }, held_mtime = { 0 };
-	int dirty = 0, send_mtime = 0, release, fresh = 0;
+	int dirty = 0, send_mtime = 0, release, fresh = 0, tell = 0;
+	uint64_t tell_gen = 0;
 	struct ccap *cc;
 
 	pthread_mutex_lock(&fs->lock);
@@ -2623,6 +2917,21 @@ answer_revoke(void *arg)
 		held_mtime = cc->held_mtime;
 		held_gen = cc->held_gen;
 	}
+	if ((lose & TSR_CAP_BUF) && cc->tell) { /* and closed handles' (after the data) */
+		tell = 1;
+		tell_gen = cc->tell_gen;
+		if (cc->tell & TSR_SETATTR_SIZE) {
+			dirty = 1;
+			if (cc->tell_size > size)
+				size = cc->tell_size;
+		}
+		if ((cc->tell & TSR_SETATTR_MTIME) &&
+		    (!send_mtime || cc->tell_mtime.sec > mtime.sec ||
+		     (cc->tell_mtime.sec == mtime.sec && cc->tell_mtime.nsec > mtime.nsec))) {
+			mtime = cc->tell_mtime;
+			send_mtime = 1;
+		}
+	}
 	release = cc->busy == 0 && !fresh;
 	if (lose & TSR_CAP_BUF)
 		cc->busy++; /* (kept while what it holds back goes) */
@@ -2658,7 +2967,7 @@ answer_revoke(void *arg)
 			return;
 		}
 	}
-	if (dirty || held) {
+	if (dirty || held || tell) {
 		/* as flush_attrs does: only ever larger, as root */
 		req_init(&r, TSR_MDS_OP_SETATTR, v->c.ino, NULL);
 		r.sa.mask = dirty ? TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW |
@@ -2672,13 +2981,19 @@ answer_revoke(void *arg)
 		if (held)
 			held_told(fs, v->c.ino, held_gen);
 	}
+	if (tell) {
+		pthread_mutex_lock(&fs->lock);
+		if ((cc = tsr_u64map_get(&fs->caps, v->c.ino)) != NULL && cc->tell_gen == tell_gen)
+			cc->tell = 0;
+		pthread_mutex_unlock(&fs->lock);
+	}
 	if (release) {
 		/* still unused: given back */
 		pthread_mutex_lock(&fs->lock);
 		cc = tsr_u64map_get(&fs->caps, v->c.ino);
 		if (cc && cc->busy == 0 && wb_empty(fs, cc)) {
 			keep_size = cc->size;
-			free_ccap(NULL, 0, tsr_u64map_del(&fs->caps, v->c.ino));
+			ccap_drop(fs, v->c.ino);
 			send_release(fs, v->c.ino, keep_size > size ? keep_size : size, 0);
 			pthread_mutex_unlock(&fs->lock);
 			free(v);
@@ -2743,6 +3058,9 @@ gather_cap(void *arg, uint64_t ino, void *val)
 	cc->seq = 0; /* the new holder numbers its grants and revokes anew */
 	cc->kept = 0; /* (what the cache above holds, the next open drops) */
 	cc->cache_lost++;
+	/* (the new holder may have set a security.* attribute before our
+	 * claim came, or be an MDS that does not recall BUF for one) */
+	cc->nosec = 0;
 	return 0;
 }
 
@@ -2823,6 +3141,11 @@ open_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const struct tsr_ino
 	f->err_seen = cc->wb ? cc->wb->err_told : 0;
 	pthread_mutex_unlock(&fs->wb_lock);
 	pthread_mutex_lock(&fs->lock);
+	void *late = tsr_u64map_del(&fs->late_errs, f->ino);
+	if (late && (flags & O_ACCMODE) != O_RDONLY)
+		f->late_err = -(int)(uintptr_t)late;
+	else if (late) /* (kept for a handle that may write) */
+		tsr_u64map_put(&fs->late_errs, f->ino, late);
 	f->next_open = tsr_u64map_get(&fs->open, f->ino);
 	if (tsr_u64map_put(&fs->open, f->ino, f) < 0) {
 		cap_unhold(cc, 0);
@@ -2859,6 +3182,14 @@ overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 	}
 	struct ccap *cc = tsr_u64map_get(&fs->caps, st->ino);
 	uint32_t held = cc ? __atomic_load_n(&cc->held, __ATOMIC_RELAXED) : 0;
+	if (cc && (cc->tell & TSR_SETATTR_SIZE) && cc->tell_size > st->size) {
+		st->size = cc->tell_size; /* (closed here, not yet told) */
+		st->blocks = (st->size + 511) / 512;
+	}
+	if (cc && (cc->tell & TSR_SETATTR_MTIME) &&
+	    (cc->tell_mtime.sec > st->mtime.sec ||
+	     (cc->tell_mtime.sec == st->mtime.sec && cc->tell_mtime.nsec > st->mtime.nsec)))
+		st->mtime = (struct tsr_fs_time){ cc->tell_mtime.sec, cc->tell_mtime.nsec };
 	if (held & TSR_SETATTR_ATIME)
 		st->atime = (struct tsr_fs_time){ cc->held_atime.sec, cc->held_atime.nsec };
 	if (held & TSR_SETATTR_MTIME)
@@ -2971,6 +3302,9 @@ tsr_fs_open(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, int f
 	int rc;
 
 	*out = NULL;
+	/* a size a close here held back goes first: the answer's size is
+	 * the handle's (an open soon after a close: git, editors) */
+	tell_send(fs, ino);
 	req_init(&r, TSR_MDS_OP_OPEN, ino, cr);
 	r.flags = (uint32_t)flags & ~TSR_MDS_OPEN_PROBE;
 	pthread_mutex_lock(&fs->lock);
@@ -3301,24 +3635,31 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 	return cap_issued(f->cap) & TSR_CAP_BUF ? 0 : flush_attrs(f);
 }
 
-/* close(2): the held-back data starts out while the MDS is told the
- * size (answered early: tsr_fs_fsync waits for the journal).  The data
- * is not waited for while this client holds BUF, as a local file system
- * does not write at close: nobody else reads the file before the BUF it
- * needs is revoked, and answering that revoke waits for the data; the
- * capability is not given back, and the file's objects not purged, while
- * any of it is in flight.  A send that fails is told by the next fsync
- * of a handle of the file (wb_sync).  Without BUF, writes went through
- * already; what a revoke left in flight is waited for. */
+/* close(2): the held-back data starts out to the OSDs.  Under BUF
+ * nothing is waited for, as a local file system does not write at
+ * close: the size and mtime wait in the ccap until the data is answered
+ * (tell_hold; see "A closed handle's size"), nobody else reads the file
+ * before the BUF it needs is revoked, and the answer to that revoke
+ * waits for the data and tells the size; the capability is not given
+ * back, and the file's objects not purged, while any of it is held.  A
+ * send that fails is told by the next fsync of a handle of the file
+ * (wb_sync; after the last close, of the next open's).  Without BUF,
+ * writes went through already: the size is told, and what a revoke left
+ * in flight waited for.  fsync (wait_data) waits for both. */
 static int
 flush_file(struct tsr_file *f, int wait_data)
 {
-	int rc, rc2 = 0;
+	int rc, rc2;
 
 	wb_sync(f, 0);
+	if (!wait_data && (cap_issued(f->cap) & TSR_CAP_BUF)) {
+		tell_hold(f);
+		return 0;
+	}
+	tell_send(f->fs, f->ino); /* (a closed handle's size first: the MDS
+				     keeps the larger) */
 	rc = flush_attrs(f);
-	if (wait_data || !(cap_issued(f->cap) & TSR_CAP_BUF))
-		rc2 = wb_sync(f, 1);
+	rc2 = wb_sync(f, 1);
 	return rc2 < 0 ? rc2 : rc;
 }
 

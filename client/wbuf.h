@@ -55,6 +55,9 @@ struct wbuf {
 	uint32_t err_seq;            /* sends that failed: a file handle tells
 					those it has not seen (fs.c) */
 	uint32_t err_told;           /* err_seq as a handle last told it */
+	int tell_wanted;             /* a closed handle's size waits for these
+					bytes: each answered send posts the
+					client's tell job (fs.c) */
 };
 
 enum { WB_NONE, WB_COVERED, WB_PARTIAL };

@@ -1374,9 +1374,10 @@ do_xattr(struct req *q)
 		else if ((r->flags & XATTR_REPLACE_) && !present)
 			rc = fail(q, -ENODATA, "no attribute %s", name);
 		else if (!present && S_ISREG(l.in->mode) && strncmp(name, "security.", 9) == 0 &&
-			 mds_caps_recall(q->m, q->client, l.in->ino, TSR_CAP_BUF))
+			 !q->nowait && mds_caps_recall(q->m, q->client, l.in->ino, TSR_CAP_BUF))
 			rc = PARKED; /* (others answer security.* reads from
-					their BUF: tsr_mds_reply's nosec) */
+					their BUF: tsr_mds_reply's nosec.  A replay
+					does not wait: its MDS recalled them) */
 		else if ((rc = tsr_inode_xattr_set(&copy, name, r->value ? r->value : "",
 						   r->value_len)) < 0)
 			rc = fail(q, rc, "setting %s: %s", name, strerror(-rc));

@@ -1435,9 +1435,11 @@ END_TEST
 
 /* close(2) under BUF does not wait for the held-back data (a local file
  * system does not write at close either): it returns with every OSD
- * paused; another client's lookup of the file waits for the revoke of
- * BUF, whose answer waits for the data, and then reads what was
- * written. */
+ * paused, and the MDS is not told the size before the data is on the
+ * OSDs (the directory's rbytes stays 0); another client's lookup of the
+ * file waits for the revoke of BUF, whose answer waits for the data, and
+ * then reads what was written.  A file closed with nobody asking is told
+ * once its data is answered. */
 START_TEST(close_held)
 {
 	struct tc_cluster c;
@@ -1474,6 +1476,8 @@ START_TEST(close_held)
 	uint64_t took = tc_now_ms() - t0;
 	fprintf(stderr, "close_held: closed in %" PRIu64 " ms with every OSD paused\n", took);
 	ck_assert_uint_lt(took, 2000);
+	tc_sleep_ms(300);
+	ck_assert_uint_eq(vx(fs1, d.ino, "tessera.dir.rbytes"), 0);
 	l.fs = fs2;
 	l.dir = d.ino;
 	l.name = "f";
@@ -1490,6 +1494,17 @@ START_TEST(close_held)
 	ck_assert_int_eq(tsr_fs_read(f, back, LEN, 0), LEN);
 	ck_assert_msg(memcmp(buf, back, LEN) == 0, "the other client read other bytes");
 	EXPECT(tsr_fs_close(f), 0);
+	/* nobody asks: told once the data is answered */
+	struct tsr_fs_stat e;
+	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "e", 0755, &e), 0);
+	EXPECT(tsr_fs_create(fs1, NULL, e.ino, "g", 0644, O_CREAT | O_EXCL | O_WRONLY, &f,
+			     &st), 0);
+	ck_assert_int_eq(tsr_fs_write(f, buf, 1000, 0), 1000);
+	EXPECT(tsr_fs_close(f), 0);
+	uint64_t rb = 0;
+	for (int i = 0; i < 50 && (rb = vx(fs2, e.ino, "tessera.dir.rbytes")) != 1000; i++)
+		tc_sleep_ms(100);
+	ck_assert_uint_eq(rb, 1000);
 	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 0);
 
 	free(buf);

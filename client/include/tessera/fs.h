@@ -23,18 +23,21 @@
  * file's name too).  Another client sees a change only once it is
  * durable.  File data is held back in this process while no other client
  * has the file (the BUF capability; at most client_dirty_max bytes), and
- * otherwise written to the OSDs when tsr_fs_write returns; the new size
- * and the mtime reach the MDS at tsr_fs_fsync, tsr_fs_flush and
- * tsr_fs_close, or when another client asks for them (a revoke of BUF;
- * after that, at every write or fallocate while the file is open), and
- * held-back data starts out to the OSDs then.  tsr_fs_fsync and a revoke's
- * answer wait for the data; tsr_fs_flush and tsr_fs_close do not while
- * this client holds BUF (nobody else reads the file before that revoke).
- * After tsr_fs_fsync they survive any crash of a minority of replicas, of
- * the MDS and of this process; a write-back that failed is reported by
- * the next tsr_fs_fsync of each file open for writing then (one that
- * failed after its file's last close: by the first fsync after the next
- * open), and by tsr_fs_flush and tsr_fs_close without BUF.
+ * otherwise written to the OSDs when tsr_fs_write returns.  Held-back
+ * data starts out to the OSDs at tsr_fs_fsync, tsr_fs_flush and
+ * tsr_fs_close, or when another client asks for the file (a revoke of
+ * BUF; after that, writes go through while the file is open).  The new
+ * size and mtime reach the MDS never before the data is on the OSDs: at
+ * tsr_fs_fsync; after tsr_fs_flush or tsr_fs_close under BUF, once the
+ * data sent is answered (close does not wait: a local file system does
+ * not write at close either), or earlier with the answer to a revoke,
+ * before this client's own open, setattr or setxattr of the file, and at
+ * unmount (this client's stats show them meanwhile).  After
+ * tsr_fs_fsync they survive any crash of a minority of replicas, of the
+ * MDS and of this process; a write-back that failed is reported by the
+ * next tsr_fs_fsync of each file open for writing then (one that failed
+ * after its file's last close: by the first fsync after the next open),
+ * and by tsr_fs_flush and tsr_fs_close without BUF.
  *
  * Threads: any thread may call, on the same tsr_file too (FUSE's workers
  * write one file from several threads); a file is closed once, after
@@ -209,9 +212,9 @@ TSR_API ssize_t tsr_fs_read(struct tsr_file *f, void *buf, size_t len, uint64_t 
  * end of the file as this client knows it. */
 TSR_API ssize_t tsr_fs_write(struct tsr_file *f, const void *buf, size_t len, uint64_t off);
 TSR_API int tsr_fs_fsync(struct tsr_file *f, int datasync);
-/* close(2) of a descriptor of f (f stays open): its size and mtime told
- * to the MDS (not waited for in its journal), its held-back data sent to
- * the OSDs (waited for only without BUF: see "Durability" above). */
+/* close(2) of a descriptor of f (f stays open): its held-back data sent
+ * to the OSDs, and its size and mtime told to the MDS once the data is
+ * there (without BUF: both waited for; see "Durability" above). */
 TSR_API int tsr_fs_flush(struct tsr_file *f);
 /* fsync(2) of a directory: every change this client made before it
  * (its names among them) durable in the MDS's journal.  0, or -EIO. */
