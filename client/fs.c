@@ -81,7 +81,11 @@ struct call {
 	uint64_t gen;                /* the session it went on (0: not sent) */
 	int done;
 	struct tsr_mds_reply rep;
+	uint64_t rep_gen;            /* the session that answered */
 };
+
+/* The session that answered this thread's last call() (grant.gen). */
+static __thread uint64_t call_rep_gen;
 
 /* A change the MDS answered EARLY: kept until its SAFE, and sent again
  * (REQ_REPLAY) to a new holder of the rank, whose journal may lack it. */
@@ -181,9 +185,10 @@ struct ccap {
 	int nosec;
 	/* the size (TSR_SETATTR_SIZE) and mtime (TSR_SETATTR_MTIME) of
 	 * handles closed under BUF, not yet told: told once their data is on
-	 * the OSDs (tell_job), with a revoke's answer, before a setattr or
-	 * fsync of this client's, or at unmount; tell_gen tells a newer
-	 * close from a told one, telling a tell under way (tell_send) */
+	 * the OSDs (tell_job), with a revoke's answer, before this client's
+	 * open, setattr, setxattr or fsync of the file, or at unmount;
+	 * tell_gen tells a newer close from a told one, telling a tell under
+	 * way (tell_send) */
 	uint32_t tell;               /* (TELL_HELD: only the held times) */
 	uint64_t tell_size;
 	struct tsr_ftime tell_mtime;
@@ -193,6 +198,11 @@ struct ccap {
 
 #define CAP_IDLE_NS 1000000000u   /* caps unused this long are given back */
 #define TELL_HELD 0x80000000u     /* ccap tell: the held times to tell */
+/* tell_send's flags */
+#define TELL_NOWAIT 0x1u          /* (the caps thread) nothing waited for: a
+				     tell under way, or data still held, is
+				     left for later */
+#define TELL_DATA_SENT 0x2u       /* (unmount) only if the data is answered */
 
 /* A lock this client took (see lock_log). */
 struct lockrec {
@@ -668,6 +678,7 @@ on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 				unsafe_add(fs, k->r, &rep);
 			dc_apply(fs, k->r, &rep);
 			k->rep = rep;
+			k->rep_gen = fs->gen;
 			k->done = 1;
 			pthread_cond_broadcast(&fs->cv);
 			pthread_mutex_unlock(&fs->lock);
@@ -948,6 +959,7 @@ call(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_mds_reply *rep)
 			     "MDS within %" PRIu64 " ms", tsr_mds_op_name(r->op),
 			     fs->timeout_ms);
 	*rep = k.rep;
+	call_rep_gen = k.rep_gen;
 	if (rep->result == -EKEYREVOKED) {
 		/* what we held is others' now: nothing is cached or held back */
 		pthread_mutex_lock(&fs->lock);
@@ -1070,7 +1082,7 @@ free_ccap(void *arg, uint64_t key, void *val)
 }
 
 static void wb_drain(struct tsr_fs *fs);
-static int tell_send(struct tsr_fs *fs, uint64_t ino);
+static int tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags);
 
 static int
 gather_tell(void *arg, uint64_t ino, void *val)
@@ -1087,7 +1099,7 @@ static int
 tell_one(void *arg, uint64_t ino, void *val)
 {
 	(void)val;
-	tell_send(arg, ino);
+	tell_send(arg, ino, TELL_DATA_SENT); /* (unmount: not what wb_drain left) */
 	return 0;
 }
 
@@ -1270,7 +1282,7 @@ struct grant {
 	uint64_t seq, barrier;
 	int nosec;                   /* the file has no security.* attribute */
 	uint64_t sec_gen;            /* fs->sec_gen when it was asked for */
-	uint64_t gen;                /* fs->gen then: the session */
+	uint64_t gen;                /* fs->gen of the session that answered */
 };
 
 /* One request whose answer is an inode (in[0]) or nothing; g (may be
@@ -1287,7 +1299,6 @@ simple_g(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
 	if (g) {
 		pthread_mutex_lock(&fs->lock);
 		g->sec_gen = fs->sec_changing ? 0 : fs->sec_gen;
-		g->gen = fs->gen;
 		pthread_mutex_unlock(&fs->lock);
 	}
 	rc = call(fs, r, &rep);
@@ -1296,6 +1307,7 @@ simple_g(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_fs_stat *out,
 		g->seq = rep.cap_seq;
 		g->barrier = rep.osd_barrier;
 		g->nosec = rep.nosec;
+		g->gen = rc == 0 ? call_rep_gen : 0;
 	}
 	if (rc == 0 && rep.n > 0) {
 		to_stat(&rep.in[0], out);
@@ -1433,7 +1445,7 @@ setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	    hold_times(fs, cr, ino, a, mask, out) == 0)
 		return 0;
 	/* a size a close held back goes first (a truncate after it stands) */
-	tell_send(fs, ino);
+	tell_send(fs, ino, 0);
 
 	req_init(&r, TSR_MDS_OP_SETATTR, ino, cr);
 	if (opened)
@@ -1859,7 +1871,7 @@ tsr_fs_setxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	r.value = val;
 	r.value_len = len;
 	r.flags = (uint32_t)flags;
-	tell_send(fs, ino); /* (a layout is set only while the file is empty) */
+	tell_send(fs, ino, 0); /* (a layout is set only while the file is empty) */
 	sec_change(fs, ino, name, 1);
 	rc = simple(fs, &r, NULL, NULL);
 	sec_change(fs, ino, name, 0);
@@ -2435,13 +2447,6 @@ wb_sync(struct tsr_file *f, int wait)
 	int rc = 0;
 
 	pthread_mutex_lock(&fs->wb_lock);
-	if (wait && f->late_err) {
-		rc = failf(f->late_err, "writing back inode %" PRIx64 " (after its last "
-			   "close): %s", f->ino, strerror(-f->late_err));
-		f->late_err = 0;
-		pthread_mutex_unlock(&fs->wb_lock);
-		return rc;
-	}
 	if ((wb = f->cap->wb) != NULL) {
 		rc = wb_send(fs, wb, 0, wait ? fs->timeout_ms : 0);
 		if (wait && rc == 0 && wb->err_seq != f->err_seen &&
@@ -2694,36 +2699,56 @@ held_told(struct tsr_fs *fs, uint64_t ino, uint64_t gen)
  * (overlay), and the ccap is not given back. */
 
 /* Tell ino's closed handles' size and mtime, and the times held with
- * them, now (not on the loop; waits for a tell under way elsewhere):
- * 0, or the SETATTR's error (they are given up then: logged). */
+ * them, now, after the file's held data (not on the loop, no lock held):
+ * 0, -EAGAIN (left for later: flags), or the SETATTR's error.  Only
+ * ever after the data is answered; a tell under way elsewhere is waited
+ * for, so this client's changes of the file reach the MDS in order.  An
+ * answer that did not come is kept for the tick to try again; another
+ * error gives the tell up (logged). */
 static int
-tell_send(struct tsr_fs *fs, uint64_t ino)
+tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 {
 	struct tsr_mds_request r;
 	struct ccap *cc;
 	uint64_t tgen, hgen;
 	uint32_t held;
-	int rc;
+	int rc, pending;
 
 	pthread_mutex_lock(&fs->lock);
 	cc = tsr_u64map_get(&fs->caps, ino);
-	rc = cc != NULL && cc->tell != 0;
-	pthread_mutex_unlock(&fs->lock);
-	if (!rc)
-		return 0;
-	/* never the size before the data (a write-back that fails is told
-	 * by fsync) */
-	wb_sync_ino(fs, ino);
-	req_init(&r, TSR_MDS_OP_SETATTR, ino, NULL);
-	pthread_mutex_lock(&fs->lock);
-	while ((cc = tsr_u64map_get(&fs->caps, ino)) != NULL && cc->telling && !fs->closing)
-		pthread_cond_wait(&fs->cv, &fs->lock);
-	if (cc == NULL || cc->tell == 0 || cc->telling) {
+	if (cc == NULL || cc->tell == 0) {
 		pthread_mutex_unlock(&fs->lock);
 		return 0;
 	}
-	cc->telling = 1;
+	if ((flags & TELL_NOWAIT) && cc->telling) {
+		pthread_mutex_unlock(&fs->lock);
+		return -EAGAIN;
+	}
 	cc->busy++;
+	pthread_mutex_unlock(&fs->lock);
+	/* never the size before the data */
+	pthread_mutex_lock(&fs->wb_lock);
+	pending = cc->wb && cc->wb->bytes > 0;
+	pthread_mutex_unlock(&fs->wb_lock);
+	rc = 0;
+	if (pending && (flags & (TELL_NOWAIT | TELL_DATA_SENT)))
+		rc = -EAGAIN;
+	else if (pending && (rc = wb_sync_ino(fs, ino)) == 0) {
+		pthread_mutex_lock(&fs->wb_lock);
+		if (cc->wb && cc->wb->bytes > 0) /* (written meanwhile) */
+			rc = -EAGAIN;
+		pthread_mutex_unlock(&fs->wb_lock);
+	}
+	pthread_mutex_lock(&fs->lock);
+	while (rc == 0 && cc->telling && !fs->closing)
+		pthread_cond_wait(&fs->cv, &fs->lock);
+	if (rc < 0 || cc->tell == 0 || cc->telling) {
+		cap_unhold(cc, 0);
+		pthread_mutex_unlock(&fs->lock);
+		return rc < 0 ? rc : 0;
+	}
+	cc->telling = 1;
+	req_init(&r, TSR_MDS_OP_SETATTR, ino, NULL);
 	if (cc->tell & TSR_SETATTR_SIZE) {
 		r.sa.mask |= TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW;
 		r.sa.size = cc->tell_size;
@@ -2742,13 +2767,14 @@ tell_send(struct tsr_fs *fs, uint64_t ino)
 	r.gid = 0;
 	r.ngroups = 0;
 	r.ino2 = parent_of(fs, ino);
-	if ((rc = simple(fs, &r, NULL, NULL)) < 0 && rc != -ESHUTDOWN)
-		fprintf(stderr, "tessera: the size of %" PRIx64 " after its close: %s\n", ino,
-			tsr_fs_why());
+	rc = r.sa.mask ? simple(fs, &r, NULL, NULL) : 0; /* (held times told since) */
+	if (rc < 0 && rc != -ESHUTDOWN)
+		fprintf(stderr, "tessera: the size of %" PRIx64 " after its close: %s%s\n", ino,
+			tsr_fs_why(), rc == -ETIMEDOUT ? " (again at the next tick)" : "");
 	pthread_mutex_lock(&fs->lock);
-	if (cc->tell_gen == tgen) /* (told, or given up: BUF decides now) */
+	if (cc->tell_gen == tgen && rc != -ETIMEDOUT)
 		cc->tell = 0;
-	if (held && cc->held_gen == hgen)
+	if (held && cc->held_gen == hgen && rc != -ETIMEDOUT)
 		__atomic_store_n(&cc->held, 0, __ATOMIC_RELAXED);
 	cc->telling = 0;
 	cap_unhold(cc, 0);
@@ -2764,7 +2790,8 @@ struct tell {
 
 /* On the caps thread: tell ino's size once its data is all answered;
  * while some is not sent yet (its object had a send in flight), send it
- * (its answer posts this again). */
+ * (its answer posts this again).  Waits for nothing: revokes' answers
+ * queue behind it. */
 static void
 tell_job(void *arg)
 {
@@ -2781,17 +2808,21 @@ tell_job(void *arg)
 		return;
 	}
 	pthread_mutex_lock(&fs->wb_lock);
-	if (cc->wb && cc->wb->bytes > 0) {
+	if (cc->wb && (!cc->tell || (cc->wb->bytes > 0 && !cc->wb->dirty_bytes))) {
+		/* told already (by a revoke's answer, an open...), or the data
+		 * is in flight: its answer posts this again */
+		cc->wb->tell_wanted = cc->tell != 0;
 		ready = 0;
+	} else if (cc->wb && cc->wb->bytes > 0) {
 		cc->wb->tell_wanted = 1;
-		if (cc->wb->dirty_bytes)
-			wb_send(fs, cc->wb, 0, 0);
+		wb_send(fs, cc->wb, 0, 0);
+		ready = 0;
 	} else if (cc->wb) {
 		cc->wb->tell_wanted = 0;
 	}
 	pthread_mutex_unlock(&fs->wb_lock);
 	if (ready)
-		tell_send(fs, t->ino);
+		tell_send(fs, t->ino, TELL_NOWAIT);
 	pthread_mutex_lock(&fs->lock);
 	cap_unhold(cc, 0);
 	pthread_mutex_unlock(&fs->lock);
@@ -2810,8 +2841,9 @@ tell_post(struct tsr_fs *fs, uint64_t ino)
 }
 
 /* close(2) under BUF: f's size and mtime into its ccap, to be told once
- * the data sent is answered. */
-static void
+ * the data sent is answered: 0, or 1 when BUF went meanwhile (the caller
+ * tells them itself). */
+static int
 tell_hold(struct tsr_file *f)
 {
 	struct tsr_fs *fs = f->fs;
@@ -2819,6 +2851,10 @@ tell_hold(struct tsr_file *f)
 	int post = 0;
 
 	pthread_mutex_lock(&fs->lock);
+	if (!(cap_issued(cc) & TSR_CAP_BUF)) { /* (revoked meanwhile) */
+		pthread_mutex_unlock(&fs->lock);
+		return 1;
+	}
 	pthread_mutex_lock(&f->lock);
 	if (f->dirty) {
 		/* (a size told since is no floor: a truncate may have come) */
@@ -2851,6 +2887,7 @@ tell_hold(struct tsr_file *f)
 	pthread_mutex_unlock(&fs->lock);
 	if (post)
 		tell_post(fs, f->ino);
+	return 0;
 }
 
 struct revoke {
@@ -2871,8 +2908,7 @@ answer_revoke(void *arg)
 	uint64_t size = 0, keep_size = 0, held_gen = 0;
 	uint32_t lose, held = 0;
 	struct tsr_ftime held_atime = { 0 }, held_mtime = { 0 };
-	int dirty = 0, send_mtime = 0, release, fresh = 0, tell = 0;
-	uint64_t tell_gen = 0;
+	int dirty = 0, send_mtime = 0, release, fresh = 0;
 	struct ccap *cc;
 
 	pthread_mutex_lock(&fs->lock);
@@ -2917,21 +2953,7 @@ answer_revoke(void *arg)
 		held_mtime = cc->held_mtime;
 		held_gen = cc->held_gen;
 	}
-	if ((lose & TSR_CAP_BUF) && cc->tell) { /* and closed handles' (after the data) */
-		tell = 1;
-		tell_gen = cc->tell_gen;
-		if (cc->tell & TSR_SETATTR_SIZE) {
-			dirty = 1;
-			if (cc->tell_size > size)
-				size = cc->tell_size;
-		}
-		if ((cc->tell & TSR_SETATTR_MTIME) &&
-		    (!send_mtime || cc->tell_mtime.sec > mtime.sec ||
-		     (cc->tell_mtime.sec == mtime.sec && cc->tell_mtime.nsec > mtime.nsec))) {
-			mtime = cc->tell_mtime;
-			send_mtime = 1;
-		}
-	}
+
 	release = cc->busy == 0 && !fresh;
 	if (lose & TSR_CAP_BUF)
 		cc->busy++; /* (kept while what it holds back goes) */
@@ -2967,7 +2989,11 @@ answer_revoke(void *arg)
 			return;
 		}
 	}
-	if (dirty || held || tell) {
+	/* closed handles' size, after the data (in order with this client's
+	 * other tells of the file) */
+	if (lose & TSR_CAP_BUF)
+		tell_send(fs, v->c.ino, 0);
+	if (dirty || held) {
 		/* as flush_attrs does: only ever larger, as root */
 		req_init(&r, TSR_MDS_OP_SETATTR, v->c.ino, NULL);
 		r.sa.mask = dirty ? TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW |
@@ -2981,12 +3007,7 @@ answer_revoke(void *arg)
 		if (held)
 			held_told(fs, v->c.ino, held_gen);
 	}
-	if (tell) {
-		pthread_mutex_lock(&fs->lock);
-		if ((cc = tsr_u64map_get(&fs->caps, v->c.ino)) != NULL && cc->tell_gen == tell_gen)
-			cc->tell = 0;
-		pthread_mutex_unlock(&fs->lock);
-	}
+
 	if (release) {
 		/* still unused: given back */
 		pthread_mutex_lock(&fs->lock);
@@ -3160,8 +3181,8 @@ open_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const struct tsr_ino
 }
 
 /* A getattr's answer as this client knows it: the size and mtime of its
- * own writes not yet told to the MDS (close-to-open: others see them at
- * close or fsync). */
+ * own writes not yet told to the MDS (open files', and closed ones' tell:
+ * others see them once told, or when their stat recalls BUF). */
 static void
 overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 {
@@ -3220,6 +3241,19 @@ open_files_set(struct tsr_fs *fs, uint64_t ino, unsigned mask, uint64_t size)
 		__atomic_fetch_and(&cc->held, ~(uint32_t)TSR_SETATTR_ATIME, __ATOMIC_RELAXED);
 	if (cc && (mask & (TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW | TSR_FS_SET_SIZE)))
 		__atomic_fetch_and(&cc->held, ~(uint32_t)TSR_SETATTR_MTIME, __ATOMIC_RELAXED);
+	/* and a closed handle's, held since the setattr asked (its tell_send
+	 * went before): older than what the MDS has now */
+	if (cc && (cc->tell & TSR_SETATTR_SIZE) && (mask & TSR_FS_SET_SIZE)) {
+		cc->tell &= ~(uint32_t)TSR_SETATTR_SIZE;
+		cc->tell_gen++;
+	}
+	if (cc && (cc->tell & TSR_SETATTR_MTIME) &&
+	    (mask & (TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW | TSR_FS_SET_SIZE))) {
+		cc->tell &= ~(uint32_t)TSR_SETATTR_MTIME;
+		cc->tell_gen++;
+	}
+	if (cc && cc->tell == TELL_HELD && !__atomic_load_n(&cc->held, __ATOMIC_RELAXED))
+		cc->tell = 0;
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -3304,7 +3338,7 @@ tsr_fs_open(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino, int f
 	*out = NULL;
 	/* a size a close here held back goes first: the answer's size is
 	 * the handle's (an open soon after a close: git, editors) */
-	tell_send(fs, ino);
+	tell_send(fs, ino, 0);
 	req_init(&r, TSR_MDS_OP_OPEN, ino, cr);
 	r.flags = (uint32_t)flags & ~TSR_MDS_OPEN_PROBE;
 	pthread_mutex_lock(&fs->lock);
@@ -3652,14 +3686,20 @@ flush_file(struct tsr_file *f, int wait_data)
 	int rc, rc2;
 
 	wb_sync(f, 0);
-	if (!wait_data && (cap_issued(f->cap) & TSR_CAP_BUF)) {
-		tell_hold(f);
+	if (!wait_data && (cap_issued(f->cap) & TSR_CAP_BUF) && tell_hold(f) == 0)
 		return 0;
-	}
-	tell_send(f->fs, f->ino); /* (a closed handle's size first: the MDS
-				     keeps the larger) */
+	/* a closed handle's size first (the MDS keeps the larger) */
+	if ((rc = tell_send(f->fs, f->ino, 0)) < 0 && wait_data)
+		return rc;
 	rc = flush_attrs(f);
 	rc2 = wb_sync(f, 1);
+	pthread_mutex_lock(&f->fs->wb_lock);
+	if (wait_data && rc2 == 0 && f->late_err) {
+		rc2 = failf(f->late_err, "writing back inode %" PRIx64 " (after its last "
+			    "close): %s", f->ino, strerror(-f->late_err));
+		f->late_err = 0;
+	}
+	pthread_mutex_unlock(&f->fs->wb_lock);
 	return rc2 < 0 ? rc2 : rc;
 }
 

@@ -1135,7 +1135,7 @@ do_readdir(struct req *q)
 
 	if ((rc = dir_for(q, q->r->ino, &d, &din, MAY_R)) < 0)
 		return rc;
-	int cacheable = 1;
+	int cacheable = 1, recalled = 0;
 	/* the first entry whose cookie is above the one given */
 	hi = d->n;
 	while (lo < hi) {
@@ -1158,6 +1158,10 @@ do_readdir(struct req *q)
 			break;
 		if (ent_inode(q, e, &in) < 0)
 			continue;
+		/* sizes and mtimes writers hold back come first, as a stat's
+		 * do (all of the page's revokes go out at once) */
+		if (S_ISREG(in->mode) && mds_caps_recall(q->m, q->client, in->ino, TSR_CAP_BUF))
+			recalled = 1;
 		struct tsr_mds_dirent *de = &q->rep.ent[q->rep.nent];
 		tsr_strlcpy(de->name, e->name, sizeof(de->name));
 		de->cookie = e->cookie;
@@ -1167,6 +1171,8 @@ do_readdir(struct req *q)
 		q->rep.nent++;
 		cacheable &= entry_cacheable(q, e, in);
 	}
+	if (recalled)
+		return PARKED;
 	q->rep.end = i >= d->n;
 	if (cacheable)
 		q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, d->ino);

@@ -27,12 +27,14 @@
  * data starts out to the OSDs at tsr_fs_fsync, tsr_fs_flush and
  * tsr_fs_close, or when another client asks for the file (a revoke of
  * BUF; after that, writes go through while the file is open).  The new
- * size and mtime reach the MDS never before the data is on the OSDs: at
- * tsr_fs_fsync; after tsr_fs_flush or tsr_fs_close under BUF, once the
- * data sent is answered (close does not wait: a local file system does
- * not write at close either), or earlier with the answer to a revoke,
- * before this client's own open, setattr or setxattr of the file, and at
- * unmount (this client's stats show them meanwhile).  After
+ * size and mtime reach the MDS at tsr_fs_fsync (in parallel with the
+ * data: fsync returns once both are durable); after tsr_fs_flush or
+ * tsr_fs_close under BUF, only once the data sent is answered by the
+ * OSDs (close waits for neither: a local file system does not write at
+ * close either), or with the answer to a revoke, before this client's
+ * own open, setattr or setxattr of the file, and at unmount, each of
+ * which waits for the data first (this client's stats show them
+ * meanwhile).  After
  * tsr_fs_fsync they survive any crash of a minority of replicas, of the
  * MDS and of this process; a write-back that failed is reported by the
  * next tsr_fs_fsync of each file open for writing then (one that failed
