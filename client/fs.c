@@ -179,7 +179,6 @@ struct ccap {
 	 * revoke's answer); held_gen tells a newer setting from a told one */
 	uint32_t held;
 	struct tsr_ftime held_atime, held_mtime, held_ctime;
-	uint32_t held_mode;          /* (TSR_SETATTR_MODE: permission bits) */
 	uint64_t held_gen;
 	/* no security.* attribute, as the grant of BUF said (tsr_mds_reply's
 	 * nosec): while BUF stays, getxattr answers those names here */
@@ -1442,8 +1441,7 @@ setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	int rc;
 
 	if (mask && !(mask & ~(unsigned)(TSR_FS_SET_ATIME | TSR_FS_SET_MTIME |
-					 TSR_FS_SET_ATIME_NOW | TSR_FS_SET_MTIME_NOW |
-					 TSR_FS_SET_MODE)) &&
+					 TSR_FS_SET_ATIME_NOW | TSR_FS_SET_MTIME_NOW)) &&
 	    hold_times(fs, cr, ino, a, mask, out) == 0)
 		return 0;
 	/* a size a close held back goes first (a truncate after it stands) */
@@ -1819,8 +1817,6 @@ tsr_fs_getxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		if (none)
 			return failf(-ENODATA, "no attribute %s", name);
 	}
-	if (strncmp(name, "user.", 5) == 0)
-		tell_send(fs, ino, 0); /* (a held mode: the MDS checks access by it) */
 	req_init(&r, TSR_MDS_OP_GETXATTR, ino, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
@@ -2663,15 +2659,11 @@ wb_read(struct tsr_file *f, uint64_t objno, uint64_t objoff, size_t len, uint8_t
 	return rc < 0 ? rc : r == WB_COVERED;
 }
 
-/* The times and mode held (hold_times) into a SETATTR telling them. */
+/* The times held (hold_times) into a SETATTR telling them. */
 static void
 held_add(struct tsr_mds_request *r, uint32_t held, struct tsr_ftime atime,
-	 struct tsr_ftime mtime, uint32_t mode)
+	 struct tsr_ftime mtime)
 {
-	if (held & TSR_SETATTR_MODE) {
-		r->sa.mask |= TSR_SETATTR_MODE;
-		r->sa.mode = mode;
-	}
 	if (held & TSR_SETATTR_ATIME) {
 		r->sa.mask |= TSR_SETATTR_ATIME;
 		r->sa.atime = atime;
@@ -2724,9 +2716,6 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 
 	pthread_mutex_lock(&fs->lock);
 	cc = tsr_u64map_get(&fs->caps, ino);
-	if (cc && cc->tell == 0 &&
-	    (__atomic_load_n(&cc->held, __ATOMIC_RELAXED) & TSR_SETATTR_MODE))
-		cc->tell = TELL_HELD; /* (a held mode: the MDS checks access by it) */
 	if (cc == NULL || cc->tell == 0) {
 		pthread_mutex_unlock(&fs->lock);
 		return 0;
@@ -2771,7 +2760,7 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 	tgen = cc->tell_gen;
 	held = __atomic_load_n(&cc->held, __ATOMIC_RELAXED);
 	hgen = cc->held_gen;
-	held_add(&r, held, cc->held_atime, cc->held_mtime, cc->held_mode); /* (newer) */
+	held_add(&r, held, cc->held_atime, cc->held_mtime); /* (set since: newer) */
 	pthread_mutex_unlock(&fs->lock);
 	/* as flush_attrs: as root, only ever growing the size */
 	r.uid = 0;
@@ -2919,7 +2908,6 @@ answer_revoke(void *arg)
 	uint64_t size = 0, keep_size = 0, held_gen = 0;
 	uint32_t lose, held = 0;
 	struct tsr_ftime held_atime = { 0 }, held_mtime = { 0 };
-	uint32_t held_mode = 0;
 	int dirty = 0, send_mtime = 0, release, fresh = 0;
 	struct ccap *cc;
 
@@ -2962,7 +2950,6 @@ answer_revoke(void *arg)
 	if (lose & TSR_CAP_BUF) { /* times set here go too */
 		held = __atomic_load_n(&cc->held, __ATOMIC_RELAXED);
 		held_atime = cc->held_atime;
-		held_mode = cc->held_mode;
 		held_mtime = cc->held_mtime;
 		held_gen = cc->held_gen;
 	}
@@ -3013,7 +3000,7 @@ answer_revoke(void *arg)
 					    (send_mtime ? TSR_SETATTR_MTIME : 0) : 0;
 		r.sa.size = size;
 		r.sa.mtime = mtime;
-		held_add(&r, held, held_atime, held_mtime, held_mode);
+		held_add(&r, held, held_atime, held_mtime);
 		/* (told or not, BUF is gone: times held then are the MDS's
 		 * to decide now) */
 		simple(fs, &r, NULL, NULL);
@@ -3228,8 +3215,6 @@ overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 		st->atime = (struct tsr_fs_time){ cc->held_atime.sec, cc->held_atime.nsec };
 	if (held & TSR_SETATTR_MTIME)
 		st->mtime = (struct tsr_fs_time){ cc->held_mtime.sec, cc->held_mtime.nsec };
-	if (held & TSR_SETATTR_MODE)
-		st->mode = (st->mode & ~07777u) | cc->held_mode;
 	if (held)
 		st->ctime = (struct tsr_fs_time){ cc->held_ctime.sec, cc->held_ctime.nsec };
 	pthread_mutex_unlock(&fs->lock);
@@ -3300,10 +3285,6 @@ hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	/* (the owner as this client sees it: a chown elsewhere recalls BUF) */
 	int ok = tsr_fs_getattr(fs, cr, ino, &st) == 0 && S_ISREG(st.mode) &&
 		 (cr == NULL || cr->uid == 0 || cr->uid == st.uid);
-	/* a mode: only permission bits, none special before or after (a
-	 * setgid bit's rules are the MDS's to apply) */
-	if ((mask & TSR_FS_SET_MODE) && ((a->mode & 07000) || (st.mode & 07000)))
-		ok = 0;
 	clock_gettime(CLOCK_REALTIME, &now);
 	struct tsr_ftime t = { now.tv_sec, (uint32_t)now.tv_nsec };
 	pthread_mutex_lock(&fs->lock);
@@ -3326,10 +3307,6 @@ hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 				f->send_mtime = 0;
 				pthread_mutex_unlock(&f->lock);
 			}
-		}
-		if (mask & TSR_FS_SET_MODE) {
-			cc->held_mode = a->mode & 0777;
-			bits |= TSR_SETATTR_MODE;
 		}
 		cc->held_ctime = t;
 		__atomic_fetch_or(&cc->held, bits, __ATOMIC_RELAXED);
@@ -3566,13 +3543,12 @@ flush_attrs(struct tsr_file *f)
 	struct tsr_mds_request r;
 	struct tsr_ftime held_atime, held_mtime;
 	uint64_t gen, held_gen;
-	uint32_t held, held_mode;
+	uint32_t held;
 	int rc;
 
 	req_init(&r, TSR_MDS_OP_SETATTR, f->ino, &f->cr);
 	pthread_mutex_lock(&f->fs->lock);
 	held = __atomic_load_n(&f->cap->held, __ATOMIC_RELAXED);
-	held_mode = f->cap->held_mode;
 	held_atime = f->cap->held_atime;
 	held_mtime = f->cap->held_mtime;
 	held_gen = f->cap->held_gen;
@@ -3588,7 +3564,7 @@ flush_attrs(struct tsr_file *f)
 	r.sa.mtime = f->mtime;
 	gen = f->gen;
 	pthread_mutex_unlock(&f->lock);
-	held_add(&r, held, held_atime, held_mtime, held_mode);
+	held_add(&r, held, held_atime, held_mtime);
 	/* the writer owns the change: the MDS checks the owner for explicit
 	 * times, so send as root (the open already checked the access) */
 	r.uid = 0;

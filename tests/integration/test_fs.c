@@ -1425,35 +1425,6 @@ START_TEST(nosec)
 	EXPECT(tsr_fs_getxattr(fs2, NULL, st2.ino, "security.capability", v, sizeof(v)), 3);
 	EXPECT(tsr_fs_close(g), 0);
 
-	/* a mode the owner sets on a file open here under BUF is held (cp
-	 * -a's fchmod), shown here, told before this client's next open
-	 * (the MDS checks access by it) and to another client that asks */
-	const struct tsr_fs_cred other = { 2000, 2000, 0, NULL };
-	struct tsr_fs_stat m = { .mode = 0644 }, out;
-	struct tsr_file *h;
-	EXPECT(tsr_fs_create(fs1, NULL, d.ino, "m", 0600, O_CREAT | O_EXCL | O_WRONLY, &g,
-			     &st2), 0);
-	ck_assert_int_eq(tsr_fs_write(g, "mode", 4, 0), 4);
-	before = mds_requests(&c);
-	EXPECT(tsr_fs_fsetattr(g, &m, TSR_FS_SET_MODE, &out), 0);
-	ck_assert_uint_eq(out.mode & 07777, 0644);
-	EXPECT(tsr_fs_getattr(fs1, NULL, st2.ino, &out), 0);
-	ck_assert_uint_eq(out.mode & 07777, 0644);
-	ck_assert_uint_eq(mds_requests(&c) - before, 0);
-	EXPECT(tsr_fs_open(fs1, &other, st2.ino, O_RDONLY, &h), 0);
-	EXPECT(tsr_fs_close(h), 0);
-	m.mode = 0640;
-	EXPECT(tsr_fs_fsetattr(g, &m, TSR_FS_SET_MODE, &out), 0);
-	EXPECT(tsr_fs_getattr(fs2, NULL, st2.ino, &out), 0);
-	ck_assert_uint_eq(out.mode & 07777, 0640);
-	EXPECT(tsr_fs_open(fs2, &other, st2.ino, O_RDONLY, &h), -EACCES);
-	/* special bits are the MDS's to decide */
-	m.mode = 02755;
-	EXPECT(tsr_fs_fsetattr(g, &m, TSR_FS_SET_MODE, &out), 0);
-	EXPECT(tsr_fs_getattr(fs2, NULL, st2.ino, &out), 0);
-	ck_assert_uint_eq(out.mode & 07777, 02755);
-	EXPECT(tsr_fs_close(g), 0);
-
 	tsr_fs_unmount(fs2);
 	tsr_fs_unmount(fs1);
 	tsr_client_shutdown(k2);
