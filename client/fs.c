@@ -1763,10 +1763,11 @@ tsr_fs_readdir(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 				stop = rc;
 		}
 		int end = rep.end;
+		uint32_t nent = rep.nent; /* (the free zeroes it) */
 		tsr_mdsmsg_reply_free(&rep);
 		if (stop)
 			return stop;
-		if (end || rep.nent == 0 || (max && given >= max))
+		if (end || nent == 0 || (max && given >= max))
 			return 0;
 	}
 }
@@ -2694,9 +2695,10 @@ held_told(struct tsr_fs *fs, uint64_t ino, uint64_t gen)
  * zeros).  The size and mtime wait in the ccap, and go in one SETATTR
  * once every byte of the file held back is answered (tell_job, posted
  * by the last answer), or earlier with a revoke's answer (which waits
- * for the data first), before this client's own setattr or fsync of the
- * file, and at unmount.  Until then this client's stats show them
- * (overlay), and the ccap is not given back. */
+ * for the data first), before this client's own open, setattr, setxattr
+ * or fsync of the file (each waits for the data first), and at unmount
+ * (what wb_drain sent).  Until then this client's stats and listings
+ * show them (overlay), and the ccap is not given back. */
 
 /* Tell ino's closed handles' size and mtime, and the times held with
  * them, now, after the file's held data (not on the loop, no lock held):
@@ -2777,9 +2779,16 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 	if (held && cc->held_gen == hgen && rc != -ETIMEDOUT)
 		__atomic_store_n(&cc->held, 0, __ATOMIC_RELAXED);
 	cc->telling = 0;
+	int again = cc->tell != 0 && rc == 0; /* (a close meanwhile) */
 	cap_unhold(cc, 0);
 	pthread_cond_broadcast(&fs->cv);
 	pthread_mutex_unlock(&fs->lock);
+	if (again) {
+		pthread_mutex_lock(&fs->wb_lock); /* (as wb_sent_cb: capq lives) */
+		if (!fs->tell_stop)
+			tell_post(fs, ino);
+		pthread_mutex_unlock(&fs->wb_lock);
+	}
 	return rc;
 }
 
@@ -2930,29 +2939,6 @@ answer_revoke(void *arg)
 	lose = cap_issued(cc) & ~v->c.caps;
 	__atomic_store_n(&cc->issued, cap_issued(cc) & v->c.caps, __ATOMIC_RELEASE);
 	cc->seq = v->c.seq;
-	if (lose & TSR_CAP_BUF)
-		for (struct tsr_file *f = tsr_u64map_get(&fs->open, v->c.ino); f;
-		     f = f->next_open) {
-			pthread_mutex_lock(&f->lock);
-			if (f->dirty) {
-				dirty = 1;
-				if (f->size > size)
-					size = f->size;
-				if (f->send_mtime &&
-				    (f->mtime.sec > mtime.sec ||
-				     (f->mtime.sec == mtime.sec && f->mtime.nsec > mtime.nsec))) {
-					mtime = f->mtime;
-					send_mtime = 1;
-				}
-			}
-			pthread_mutex_unlock(&f->lock);
-		}
-	if (lose & TSR_CAP_BUF) { /* times set here go too */
-		held = __atomic_load_n(&cc->held, __ATOMIC_RELAXED);
-		held_atime = cc->held_atime;
-		held_mtime = cc->held_mtime;
-		held_gen = cc->held_gen;
-	}
 
 	release = cc->busy == 0 && !fresh;
 	if (lose & TSR_CAP_BUF)
@@ -2993,6 +2979,33 @@ answer_revoke(void *arg)
 	 * other tells of the file) */
 	if (lose & TSR_CAP_BUF)
 		tell_send(fs, v->c.ino, 0);
+	/* then what open files and held times have, read now: a truncate or
+	 * times set here during the data wait are newer than what was held
+	 * before it */
+	pthread_mutex_lock(&fs->lock);
+	if ((lose & TSR_CAP_BUF) && (cc = tsr_u64map_get(&fs->caps, v->c.ino)) != NULL) {
+		for (struct tsr_file *f = tsr_u64map_get(&fs->open, v->c.ino); f;
+		     f = f->next_open) {
+			pthread_mutex_lock(&f->lock);
+			if (f->dirty) {
+				dirty = 1;
+				if (f->size > size)
+					size = f->size;
+				if (f->send_mtime &&
+				    (f->mtime.sec > mtime.sec ||
+				     (f->mtime.sec == mtime.sec && f->mtime.nsec > mtime.nsec))) {
+					mtime = f->mtime;
+					send_mtime = 1;
+				}
+			}
+			pthread_mutex_unlock(&f->lock);
+		}
+		held = __atomic_load_n(&cc->held, __ATOMIC_RELAXED);
+		held_atime = cc->held_atime;
+		held_mtime = cc->held_mtime;
+		held_gen = cc->held_gen;
+	}
+	pthread_mutex_unlock(&fs->lock);
 	if (dirty || held) {
 		/* as flush_attrs does: only ever larger, as root */
 		req_init(&r, TSR_MDS_OP_SETATTR, v->c.ino, NULL);
@@ -3689,8 +3702,8 @@ flush_file(struct tsr_file *f, int wait_data)
 	if (!wait_data && (cap_issued(f->cap) & TSR_CAP_BUF) && tell_hold(f) == 0)
 		return 0;
 	/* a closed handle's size first (the MDS keeps the larger) */
-	if ((rc = tell_send(f->fs, f->ino, 0)) < 0 && wait_data)
-		return rc;
+	if ((rc = tell_send(f->fs, f->ino, 0)) < 0 && rc != -EAGAIN && wait_data)
+		return rc; /* (-EAGAIN: written meanwhile; the tell follows that) */
 	rc = flush_attrs(f);
 	rc2 = wb_sync(f, 1);
 	pthread_mutex_lock(&f->fs->wb_lock);

@@ -1135,7 +1135,8 @@ do_readdir(struct req *q)
 
 	if ((rc = dir_for(q, q->r->ino, &d, &din, MAY_R)) < 0)
 		return rc;
-	int cacheable = 1, recalled = 0;
+	int cacheable = 1;
+	size_t stop_at = SIZE_MAX;   /* the first entry a writer holds */
 	/* the first entry whose cookie is above the one given */
 	hi = d->n;
 	while (lo < hi) {
@@ -1156,12 +1157,23 @@ do_readdir(struct req *q)
 			break;
 		if (q->rep.nent >= max + 63)
 			break;
+		if (stop_at != SIZE_MAX && i - stop_at >= max)
+			break; /* (the rest of a page's worth recalled) */
 		if (ent_inode(q, e, &in) < 0)
 			continue;
 		/* sizes and mtimes writers hold back come first, as a stat's
-		 * do (all of the page's revokes go out at once) */
-		if (S_ISREG(in->mode) && mds_caps_recall(q->m, q->client, in->ino, TSR_CAP_BUF))
-			recalled = 1;
+		 * do: the page ends before the first file another client holds
+		 * BUF on (its revokes, and the rest of the page's, go out now),
+		 * and waits for it only when it is the first (so a listing
+		 * moves on while a writer keeps making files).  An entry that
+		 * shares the last one's cookie cannot wait for the next page */
+		int held = S_ISREG(in->mode) &&
+			   mds_caps_recall(q->m, q->client, in->ino, TSR_CAP_BUF);
+		if (stop_at == SIZE_MAX && held &&
+		    (q->rep.nent == 0 || e->cookie != q->rep.ent[q->rep.nent - 1].cookie))
+			stop_at = i;
+		if (stop_at != SIZE_MAX)
+			continue;
 		struct tsr_mds_dirent *de = &q->rep.ent[q->rep.nent];
 		tsr_strlcpy(de->name, e->name, sizeof(de->name));
 		de->cookie = e->cookie;
@@ -1171,8 +1183,10 @@ do_readdir(struct req *q)
 		q->rep.nent++;
 		cacheable &= entry_cacheable(q, e, in);
 	}
-	if (recalled)
-		return PARKED;
+	if (stop_at != SIZE_MAX && q->rep.nent == 0)
+		return PARKED; /* (the entries copied go with the answer) */
+	if (stop_at != SIZE_MAX)
+		i = stop_at;
 	q->rep.end = i >= d->n;
 	if (cacheable)
 		q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, d->ino);

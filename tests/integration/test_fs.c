@@ -1376,6 +1376,22 @@ START_TEST(replay)
 }
 END_TEST
 
+struct sized {
+	const char *name;
+	uint64_t size;
+};
+
+static int
+size_of(void *arg, const char *name, const struct tsr_fs_stat *st, uint64_t cookie)
+{
+	struct sized *z = arg;
+
+	(void)cookie;
+	if (strcmp(name, z->name) == 0)
+		z->size = st->size;
+	return 0;
+}
+
 /* FUSE asks for security.capability before every write: a writer that
  * holds BUF on a file the MDS said has no security.* attribute answers
  * itself; another client's setting of one recalls BUF first, and this
@@ -1505,6 +1521,15 @@ START_TEST(close_held)
 	for (int i = 0; i < 50 && (rb = vx(fs2, e.ino, "tessera.dir.rbytes")) != 1000; i++)
 		tc_sleep_ms(100);
 	ck_assert_uint_eq(rb, 1000);
+	/* a listing shows a size another client holds back (the MDS recalls
+	 * it, as for a stat) */
+	EXPECT(tsr_fs_create(fs1, NULL, e.ino, "h", 0644, O_CREAT | O_EXCL | O_WRONLY, &f,
+			     &st), 0);
+	ck_assert_int_eq(tsr_fs_write(f, buf, 777, 0), 777);
+	struct sized s2 = { .name = "h" };
+	EXPECT(tsr_fs_readdir(fs2, NULL, e.ino, 0, 0, size_of, &s2), 0);
+	ck_assert_uint_eq(s2.size, 777);
+	EXPECT(tsr_fs_close(f), 0);
 	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 0);
 
 	free(buf);

@@ -32,9 +32,9 @@
  * tsr_fs_close under BUF, only once the data sent is answered by the
  * OSDs (close waits for neither: a local file system does not write at
  * close either), or with the answer to a revoke, before this client's
- * own open, setattr or setxattr of the file, and at unmount, each of
- * which waits for the data first (this client's stats show them
- * meanwhile).  After
+ * own open, setattr or setxattr of the file (each waits for the data
+ * first), and at unmount once the data is sent (this client's stats show
+ * them meanwhile).  After
  * tsr_fs_fsync they survive any crash of a minority of replicas, of the
  * MDS and of this process; a write-back that failed is reported by the
  * next tsr_fs_fsync of each file open for writing then (one that failed
