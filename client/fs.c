@@ -335,24 +335,32 @@ oldest_tid(struct tsr_fs *fs, uint64_t tid)
 	return tid;
 }
 
-/* Send u again, as a replay, on the session. */
+/* Encode r and send it on the session, no answer waited for (fs->lock
+ * held, fs->conn set). */
 static void
-unsafe_send(struct tsr_fs *fs, struct unsafe *u)
+request_send(struct tsr_fs *fs, const struct tsr_mds_request *r)
 {
 	struct tsr_enc e;
 	struct tsr_msg *m;
 
+	tsr_enc_init(&e);
+	if (tsr_mdsmsg_request_encode(&e, r) == 0 &&
+	    (m = tsr_msg_from_enc(TSR_MSG_MDS_REQUEST, &e)) != NULL)
+		tsr_conn_send(fs->conn, m, TSR_SEND_NOWAIT);
+	else
+		tsr_enc_release(&e);
+}
+
+/* Send u again, as a replay, on the session. */
+static void
+unsafe_send(struct tsr_fs *fs, struct unsafe *u)
+{
 	if (fs->conn == NULL)
 		return;
 	u->r.rflags = TSR_MDS_REQ_REPLAY | TSR_MDS_REQ_EARLY;
 	u->r.oldest = oldest_tid(fs, u->r.tid);
 	u->sent_ns = tsr_mono_ns();
-	tsr_enc_init(&e);
-	if (tsr_mdsmsg_request_encode(&e, &u->r) == 0 &&
-	    (m = tsr_msg_from_enc(TSR_MSG_MDS_REQUEST, &e)) != NULL)
-		tsr_conn_send(fs->conn, m, TSR_SEND_NOWAIT);
-	else
-		tsr_enc_release(&e);
+	request_send(fs, &u->r);
 }
 
 /* Wait until the changes sent so far are durable, within the timeout:
@@ -694,19 +702,11 @@ on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 static void
 send_now(struct tsr_fs *fs, struct tsr_mds_request *r)
 {
-	struct tsr_enc e;
-	struct tsr_msg *m;
-
 	if (fs->conn == NULL)
 		return;
 	r->tid = ++fs->next_tid;
 	r->oldest = r->tid; /* (not a change: nothing done to forget) */
-	tsr_enc_init(&e);
-	if (tsr_mdsmsg_request_encode(&e, r) == 0 &&
-	    (m = tsr_msg_from_enc(TSR_MSG_MDS_REQUEST, &e)) != NULL)
-		tsr_conn_send(fs->conn, m, TSR_SEND_NOWAIT);
-	else
-		tsr_enc_release(&e);
+	request_send(fs, r);
 }
 
 /* One (ino, size, seq) entry of a CAPS RELEASE list: seq, the grant or
@@ -758,19 +758,25 @@ ccap_drop(struct tsr_fs *fs, uint64_t ino)
 	free_ccap(NULL, 0, cc);
 }
 
+/* Some of cc's file's data is held back or in flight (not under
+ * wb_lock: it takes it). */
+static int
+wb_holds(struct tsr_fs *fs, struct ccap *cc)
+{
+	int holds;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	holds = cc->wb != NULL && cc->wb->bytes > 0;
+	pthread_mutex_unlock(&fs->wb_lock);
+	return holds;
+}
+
 /* Nothing of cc's file is held back (fs->lock held): no data, and no
  * size or mtime of a closed handle. */
 static int
 wb_empty(struct tsr_fs *fs, struct ccap *cc)
 {
-	int empty;
-
-	if (cc->tell)
-		return 0;
-	pthread_mutex_lock(&fs->wb_lock);
-	empty = cc->wb == NULL || cc->wb->bytes == 0;
-	pthread_mutex_unlock(&fs->wb_lock);
-	return empty;
+	return !cc->tell && !wb_holds(fs, cc);
 }
 
 struct idle_ctx {
@@ -788,20 +794,12 @@ find_idle(void *arg, uint64_t ino, void *val)
 {
 	struct idle_ctx *x = arg;
 	struct ccap *cc = val;
+	int idle = cc->busy == 0 && x->now - cc->idle_since >= CAP_IDLE_NS;
 
 	/* a close's size whose tell failed, or was never posted: again */
-	if (cc->tell && !cc->telling && cc->busy == 0 &&
-	    x->now - cc->idle_since >= CAP_IDLE_NS) {
-		int sent;
-		pthread_mutex_lock(&x->fs->wb_lock);
-		sent = cc->wb == NULL || cc->wb->bytes == 0;
-		pthread_mutex_unlock(&x->fs->wb_lock);
-		if (sent)
-			tell_post(x->fs, ino);
-	}
-
-	if (cc->busy == 0 && x->now - cc->idle_since >= CAP_IDLE_NS &&
-	    x->n < TSR_MDS_CAPS_RELEASE_MAX && wb_empty(x->fs, cc)) {
+	if (idle && cc->tell && !cc->telling && !wb_holds(x->fs, cc))
+		tell_post(x->fs, ino);
+	if (idle && x->n < TSR_MDS_CAPS_RELEASE_MAX && wb_empty(x->fs, cc)) {
 		release_encode(&x->e, ino, cc->size, 0);
 		x->inos[x->n++] = ino;
 	}
@@ -2226,6 +2224,13 @@ truncate_data(struct tsr_fs *fs, const struct tsr_inode *in, uint64_t size)
 
 /* ---- Capabilities (client side) ---- */
 
+/* Is time a (sec, nsec) later than b? */
+static int
+ftime_after(int64_t asec, uint32_t ansec, int64_t bsec, uint32_t bnsec)
+{
+	return asec > bsec || (asec == bsec && ansec > bnsec);
+}
+
 /* The ccap of ino, made when absent, one busier (fs->lock held). */
 static struct ccap *
 cap_hold(struct tsr_fs *fs, uint64_t ino)
@@ -2729,18 +2734,12 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 	cc->busy++;
 	pthread_mutex_unlock(&fs->lock);
 	/* never the size before the data */
-	pthread_mutex_lock(&fs->wb_lock);
-	pending = cc->wb && cc->wb->bytes > 0;
-	pthread_mutex_unlock(&fs->wb_lock);
+	pending = wb_holds(fs, cc);
 	rc = 0;
 	if (pending && (flags & (TELL_NOWAIT | TELL_DATA_SENT)))
 		rc = -EAGAIN;
-	else if (pending && (rc = wb_sync_ino(fs, ino)) == 0) {
-		pthread_mutex_lock(&fs->wb_lock);
-		if (cc->wb && cc->wb->bytes > 0) /* (written meanwhile) */
-			rc = -EAGAIN;
-		pthread_mutex_unlock(&fs->wb_lock);
-	}
+	else if (pending && (rc = wb_sync_ino(fs, ino)) == 0 && wb_holds(fs, cc))
+		rc = -EAGAIN; /* (written meanwhile) */
 	pthread_mutex_lock(&fs->lock);
 	while (rc == 0 && cc->telling && !fs->closing)
 		pthread_cond_wait(&fs->cv, &fs->lock);
@@ -2871,9 +2870,9 @@ tell_hold(struct tsr_file *f)
 			cc->tell_size = f->size;
 		cc->tell |= TSR_SETATTR_SIZE;
 		if (f->send_mtime &&
-		    (!(cc->tell & TSR_SETATTR_MTIME) || f->mtime.sec > cc->tell_mtime.sec ||
-		     (f->mtime.sec == cc->tell_mtime.sec &&
-		      f->mtime.nsec > cc->tell_mtime.nsec))) {
+		    (!(cc->tell & TSR_SETATTR_MTIME) ||
+		     ftime_after(f->mtime.sec, f->mtime.nsec, cc->tell_mtime.sec,
+				 cc->tell_mtime.nsec))) {
 			cc->tell |= TSR_SETATTR_MTIME;
 			cc->tell_mtime = f->mtime;
 		}
@@ -2939,7 +2938,6 @@ answer_revoke(void *arg)
 	lose = cap_issued(cc) & ~v->c.caps;
 	__atomic_store_n(&cc->issued, cap_issued(cc) & v->c.caps, __ATOMIC_RELEASE);
 	cc->seq = v->c.seq;
-
 	release = cc->busy == 0 && !fresh;
 	if (lose & TSR_CAP_BUF)
 		cc->busy++; /* (kept while what it holds back goes) */
@@ -2991,9 +2989,8 @@ answer_revoke(void *arg)
 				dirty = 1;
 				if (f->size > size)
 					size = f->size;
-				if (f->send_mtime &&
-				    (f->mtime.sec > mtime.sec ||
-				     (f->mtime.sec == mtime.sec && f->mtime.nsec > mtime.nsec))) {
+				if (f->send_mtime && ftime_after(f->mtime.sec, f->mtime.nsec,
+								 mtime.sec, mtime.nsec)) {
 					mtime = f->mtime;
 					send_mtime = 1;
 				}
@@ -3221,8 +3218,7 @@ overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 		st->blocks = (st->size + 511) / 512;
 	}
 	if (cc && (cc->tell & TSR_SETATTR_MTIME) &&
-	    (cc->tell_mtime.sec > st->mtime.sec ||
-	     (cc->tell_mtime.sec == st->mtime.sec && cc->tell_mtime.nsec > st->mtime.nsec)))
+	    ftime_after(cc->tell_mtime.sec, cc->tell_mtime.nsec, st->mtime.sec, st->mtime.nsec))
 		st->mtime = (struct tsr_fs_time){ cc->tell_mtime.sec, cc->tell_mtime.nsec };
 	if (held & TSR_SETATTR_ATIME)
 		st->atime = (struct tsr_fs_time){ cc->held_atime.sec, cc->held_atime.nsec };

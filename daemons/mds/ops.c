@@ -1184,7 +1184,7 @@ do_readdir(struct req *q)
 		cacheable &= entry_cacheable(q, e, in);
 	}
 	if (stop_at != SIZE_MAX && q->rep.nent == 0)
-		return PARKED; /* (the entries copied go with the answer) */
+		return PARKED; /* (none copied: it runs again once answered) */
 	if (stop_at != SIZE_MAX)
 		i = stop_at;
 	q->rep.end = i >= d->n;
