@@ -174,11 +174,13 @@ struct ccap {
 	int kept;                    /* CACHE held since the page cache above
 					dropped the file (tsr_fs_keep_cache) */
 	uint64_t cache_lost;         /* times CACHE went (kept's guard) */
-	/* times set here under BUF, not yet told (TSR_SETATTR_ATIME/MTIME
-	 * bits), and their values: told with the size (flush_attrs, a
-	 * revoke's answer); held_gen tells a newer setting from a told one */
+	/* times and a widened mode set here under BUF, not yet told
+	 * (TSR_SETATTR_ATIME/MTIME/MODE bits), and their values: told with
+	 * the size (flush_attrs, tell_send, a revoke's answer); held_gen
+	 * tells a newer setting from a told one */
 	uint32_t held;
 	struct tsr_ftime held_atime, held_mtime, held_ctime;
+	uint32_t held_mode;          /* (TSR_SETATTR_MODE: permission bits) */
 	uint64_t held_gen;
 	/* no security.* attribute, as the grant of BUF said (tsr_mds_reply's
 	 * nosec): while BUF stays, getxattr answers those names here */
@@ -1081,6 +1083,8 @@ free_ccap(void *arg, uint64_t key, void *val)
 
 static void wb_drain(struct tsr_fs *fs);
 static int tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags);
+static void tell_mode(struct tsr_fs *fs, uint64_t ino);
+static void drop_held_mode(struct tsr_fs *fs, uint64_t ino);
 
 static int
 gather_tell(void *arg, uint64_t ino, void *val)
@@ -1439,11 +1443,14 @@ setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	int rc;
 
 	if (mask && !(mask & ~(unsigned)(TSR_FS_SET_ATIME | TSR_FS_SET_MTIME |
-					 TSR_FS_SET_ATIME_NOW | TSR_FS_SET_MTIME_NOW)) &&
+					 TSR_FS_SET_ATIME_NOW | TSR_FS_SET_MTIME_NOW |
+					 TSR_FS_SET_MODE)) &&
 	    hold_times(fs, cr, ino, a, mask, out) == 0)
 		return 0;
 	/* a size a close held back goes first (a truncate after it stands) */
 	tell_send(fs, ino, 0);
+	if (mask & TSR_FS_SET_MODE)
+		drop_held_mode(fs, ino);
 
 	req_init(&r, TSR_MDS_OP_SETATTR, ino, cr);
 	if (opened)
@@ -1816,6 +1823,8 @@ tsr_fs_getxattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		if (none)
 			return failf(-ENODATA, "no attribute %s", name);
 	}
+	if (strncmp(name, "user.", 5) == 0)
+		tell_mode(fs, ino);
 	req_init(&r, TSR_MDS_OP_GETXATTR, ino, cr);
 	if ((rc = set_name(r.name, name)) < 0)
 		return rc;
@@ -1881,6 +1890,8 @@ int
 tsr_fs_removexattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		   const char *name)
 {
+	if (strncmp(name, "user.", 5) == 0)
+		tell_mode(fs, ino);
 	return remove_name(fs, cr, TSR_MDS_OP_RMXATTR, ino, name); /* (same request) */
 }
 
@@ -2665,11 +2676,15 @@ wb_read(struct tsr_file *f, uint64_t objno, uint64_t objoff, size_t len, uint8_t
 	return rc < 0 ? rc : r == WB_COVERED;
 }
 
-/* The times held (hold_times) into a SETATTR telling them. */
+/* The times and mode held (hold_times) into a SETATTR telling them. */
 static void
 held_add(struct tsr_mds_request *r, uint32_t held, struct tsr_ftime atime,
-	 struct tsr_ftime mtime)
+	 struct tsr_ftime mtime, uint32_t mode)
 {
+	if (held & TSR_SETATTR_MODE) {
+		r->sa.mask |= TSR_SETATTR_MODE;
+		r->sa.mode = mode;
+	}
 	if (held & TSR_SETATTR_ATIME) {
 		r->sa.mask |= TSR_SETATTR_ATIME;
 		r->sa.atime = atime;
@@ -2723,6 +2738,9 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 
 	pthread_mutex_lock(&fs->lock);
 	cc = tsr_u64map_get(&fs->caps, ino);
+	if (cc && cc->tell == 0 &&
+	    (__atomic_load_n(&cc->held, __ATOMIC_RELAXED) & TSR_SETATTR_MODE))
+		cc->tell = TELL_HELD; /* (a held mode: the MDS checks access by it) */
 	if (cc == NULL || cc->tell == 0) {
 		pthread_mutex_unlock(&fs->lock);
 		return 0;
@@ -2743,6 +2761,10 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 	pthread_mutex_lock(&fs->lock);
 	while (rc == 0 && cc->telling && !fs->closing)
 		pthread_cond_wait(&fs->cv, &fs->lock);
+	/* a mode held while another tell was out (which did not carry it) */
+	if (rc == 0 && cc->tell == 0 && !cc->telling &&
+	    (__atomic_load_n(&cc->held, __ATOMIC_RELAXED) & TSR_SETATTR_MODE))
+		cc->tell = TELL_HELD;
 	if (rc < 0 || cc->tell == 0 || cc->telling) {
 		cap_unhold(cc, 0);
 		pthread_mutex_unlock(&fs->lock);
@@ -2761,7 +2783,7 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 	tgen = cc->tell_gen;
 	held = __atomic_load_n(&cc->held, __ATOMIC_RELAXED);
 	hgen = cc->held_gen;
-	held_add(&r, held, cc->held_atime, cc->held_mtime); /* (set since: newer) */
+	held_add(&r, held, cc->held_atime, cc->held_mtime, cc->held_mode); /* (newer) */
 	pthread_mutex_unlock(&fs->lock);
 	/* as flush_attrs: as root, only ever growing the size */
 	r.uid = 0;
@@ -2789,6 +2811,42 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 		pthread_mutex_unlock(&fs->wb_lock);
 	}
 	return rc;
+}
+
+/* Before a request the MDS judges by the file's mode: a mode held here
+ * goes first (another uid through this client would be judged by the
+ * narrower mode the MDS has; other clients' requests recall BUF). */
+static void
+tell_mode(struct tsr_fs *fs, uint64_t ino)
+{
+	struct ccap *cc;
+	int held;
+
+	pthread_mutex_lock(&fs->lock);
+	cc = tsr_u64map_get(&fs->caps, ino);
+	held = cc && (__atomic_load_n(&cc->held, __ATOMIC_RELAXED) & TSR_SETATTR_MODE);
+	pthread_mutex_unlock(&fs->lock);
+	if (held)
+		tell_send(fs, ino, 0);
+}
+
+/* A mode going to the MDS replaces one held here: a held mode still
+ * untold (its tell failed) must not be told after it.  A tell out now
+ * is answered first (it went first). */
+static void
+drop_held_mode(struct tsr_fs *fs, uint64_t ino)
+{
+	struct ccap *cc;
+
+	pthread_mutex_lock(&fs->lock);
+	if ((cc = cap_hold_existing(fs, ino)) != NULL) {
+		while (cc->telling && !fs->closing)
+			pthread_cond_wait(&fs->cv, &fs->lock);
+		__atomic_fetch_and(&cc->held, ~(uint32_t)TSR_SETATTR_MODE, __ATOMIC_RELAXED);
+		cc->held_gen++;
+		cap_unhold(cc, 0);
+	}
+	pthread_mutex_unlock(&fs->lock);
 }
 
 struct tell {
@@ -2916,6 +2974,7 @@ answer_revoke(void *arg)
 	uint64_t size = 0, keep_size = 0, held_gen = 0;
 	uint32_t lose, held = 0;
 	struct tsr_ftime held_atime = { 0 }, held_mtime = { 0 };
+	uint32_t held_mode = 0;
 	int dirty = 0, send_mtime = 0, release, fresh = 0;
 	struct ccap *cc;
 
@@ -3000,6 +3059,7 @@ answer_revoke(void *arg)
 		held = __atomic_load_n(&cc->held, __ATOMIC_RELAXED);
 		held_atime = cc->held_atime;
 		held_mtime = cc->held_mtime;
+		held_mode = cc->held_mode;
 		held_gen = cc->held_gen;
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -3010,7 +3070,7 @@ answer_revoke(void *arg)
 					    (send_mtime ? TSR_SETATTR_MTIME : 0) : 0;
 		r.sa.size = size;
 		r.sa.mtime = mtime;
-		held_add(&r, held, held_atime, held_mtime);
+		held_add(&r, held, held_atime, held_mtime, held_mode);
 		/* (told or not, BUF is gone: times held then are the MDS's
 		 * to decide now) */
 		simple(fs, &r, NULL, NULL);
@@ -3224,6 +3284,8 @@ overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 		st->atime = (struct tsr_fs_time){ cc->held_atime.sec, cc->held_atime.nsec };
 	if (held & TSR_SETATTR_MTIME)
 		st->mtime = (struct tsr_fs_time){ cc->held_mtime.sec, cc->held_mtime.nsec };
+	if (held & TSR_SETATTR_MODE)
+		st->mode = (st->mode & ~07777u) | cc->held_mode;
 	if (held)
 		st->ctime = (struct tsr_fs_time){ cc->held_ctime.sec, cc->held_ctime.nsec };
 	pthread_mutex_unlock(&fs->lock);
@@ -3266,11 +3328,12 @@ open_files_set(struct tsr_fs *fs, uint64_t ino, unsigned mask, uint64_t size)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* Times set by the owner (or root) of a file this client has open and
- * holds BUF on: kept here and told with the size at close or fsync, or
- * when another client asks (cp -a and tar set a file's times between
- * writing and closing it: one MDS change less per file).  0 with *out,
- * or 1: not kept (the MDS decides). */
+/* Times and widened permission bits set by the owner (or root) of a
+ * file this client has open and holds BUF on: kept here and told with
+ * the size at close or fsync, or when another client asks (cp -a and tar
+ * set a file's times, and cp -a its mode, between writing and closing
+ * it: two MDS changes less per file).  0 with *out, or 1: not kept (the
+ * MDS decides). */
 static int
 hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	   const struct tsr_fs_stat *a, unsigned mask, struct tsr_fs_stat *out)
@@ -3294,10 +3357,20 @@ hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	/* (the owner as this client sees it: a chown elsewhere recalls BUF) */
 	int ok = tsr_fs_getattr(fs, cr, ino, &st) == 0 && S_ISREG(st.mode) &&
 		 (cr == NULL || cr->uid == 0 || cr->uid == st.uid);
+	/* a mode: only permission bits, none special before or after (a
+	 * setgid bit's rules are the MDS's to apply), and only widening
+	 * them (cp -a's 0600 -> 0644): the mode the MDS has is then never
+	 * wider than the one held, and where it denies access it recalls
+	 * BUF and asks again.  A narrowing goes to the MDS now. */
+	if ((mask & TSR_FS_SET_MODE) &&
+	    ((a->mode & 07000) || (st.mode & 07000) || (st.mode & 0777 & ~a->mode)))
+		ok = 0;
 	clock_gettime(CLOCK_REALTIME, &now);
 	struct tsr_ftime t = { now.tv_sec, (uint32_t)now.tv_nsec };
 	pthread_mutex_lock(&fs->lock);
-	if (ok && (cap_issued(cc) & TSR_CAP_BUF)) { /* (a revoke meanwhile: the MDS) */
+	/* (a revoke meanwhile: the MDS; a last close meanwhile told what
+	 * was held then: the MDS too) */
+	if (ok && (cap_issued(cc) & TSR_CAP_BUF) && tsr_u64map_get(&fs->open, ino) != NULL) {
 		uint32_t bits = 0;
 		if (mask & (TSR_FS_SET_ATIME | TSR_FS_SET_ATIME_NOW)) {
 			cc->held_atime = mask & TSR_FS_SET_ATIME_NOW
@@ -3316,6 +3389,10 @@ hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 				f->send_mtime = 0;
 				pthread_mutex_unlock(&f->lock);
 			}
+		}
+		if (mask & TSR_FS_SET_MODE) {
+			cc->held_mode = a->mode & 0777;
+			bits |= TSR_SETATTR_MODE;
 		}
 		cc->held_ctime = t;
 		__atomic_fetch_or(&cc->held, bits, __ATOMIC_RELAXED);
@@ -3552,12 +3629,13 @@ flush_attrs(struct tsr_file *f)
 	struct tsr_mds_request r;
 	struct tsr_ftime held_atime, held_mtime;
 	uint64_t gen, held_gen;
-	uint32_t held;
+	uint32_t held, held_mode;
 	int rc;
 
 	req_init(&r, TSR_MDS_OP_SETATTR, f->ino, &f->cr);
 	pthread_mutex_lock(&f->fs->lock);
 	held = __atomic_load_n(&f->cap->held, __ATOMIC_RELAXED);
+	held_mode = f->cap->held_mode;
 	held_atime = f->cap->held_atime;
 	held_mtime = f->cap->held_mtime;
 	held_gen = f->cap->held_gen;
@@ -3573,7 +3651,7 @@ flush_attrs(struct tsr_file *f)
 	r.sa.mtime = f->mtime;
 	gen = f->gen;
 	pthread_mutex_unlock(&f->lock);
-	held_add(&r, held, held_atime, held_mtime);
+	held_add(&r, held, held_atime, held_mtime, held_mode);
 	/* the writer owns the change: the MDS checks the owner for explicit
 	 * times, so send as root (the open already checked the access) */
 	r.uid = 0;

@@ -545,6 +545,19 @@ entry_cacheable(struct req *q, const struct mentry *e, const struct tsr_inode *i
 	       !(S_ISREG(in->mode) && mds_caps_writer_other(q->m, q->client, in->ino));
 }
 
+/* An access check by a regular file's mode failed: another client
+ * holding BUF on it may hold wider permission bits (its owner's chmod
+ * under BUF, told with its size; a client holds only widening ones, so
+ * the mode here is never wider than the held one and a check that passes
+ * here passes there).  1: recalled, wait and check again; 0: the denial
+ * stands.  A replay does not wait (its MDS recalled). */
+static int
+mode_held_elsewhere(struct req *q, const struct tsr_inode *in)
+{
+	return S_ISREG(in->mode) &&
+	       mds_caps_recall(q->m, q->client, in->ino, TSR_CAP_BUF) && !q->nowait;
+}
+
 static int
 do_lookup(struct req *q)
 {
@@ -605,7 +618,8 @@ do_open(struct req *q)
 	if (S_ISDIR(l.in->mode) && (want & MAY_W))
 		return fail(q, -EISDIR, "a directory opened for writing");
 	if (!may(q->r, l.in, want))
-		return fail(q, -EACCES, "permission denied");
+		return mode_held_elsewhere(q, l.in) ? PARKED
+						    : fail(q, -EACCES, "permission denied");
 	/* a writer: what others cache of the file's attributes goes first */
 	/* a probe (truncate) needs the size a writer holds back */
 	if (S_ISREG(l.in->mode) && (q->r->flags & TSR_MDS_OPEN_PROBE) &&
@@ -669,14 +683,18 @@ do_setattr(struct req *q)
 		return fail(q, -EPERM, "only the owner sets times");
 	if ((mask & (TSR_SETATTR_ATIME_NOW | TSR_SETATTR_MTIME_NOW)) && !owner &&
 	    !may(r, l.in, MAY_W))
-		return fail(q, -EACCES, "setting times to now needs write permission");
+		return mode_held_elsewhere(q, l.in)
+			       ? PARKED
+			       : fail(q, -EACCES, "setting times to now needs write permission");
 	if ((mask & TSR_SETATTR_SIZE) && !(mask & TSR_SETATTR_SIZE_GROW)) {
 		if (S_ISDIR(l.in->mode))
 			return fail(q, -EISDIR, "truncating a directory");
 		if (!S_ISREG(l.in->mode))
 			return fail(q, -EINVAL, "truncating what is not a file");
 		if (!may(r, l.in, MAY_W) && !(r->flags & TSR_MDS_OPENED))
-			return fail(q, -EACCES, "truncating needs write permission");
+			return mode_held_elsewhere(q, l.in)
+				       ? PARKED
+				       : fail(q, -EACCES, "truncating needs write permission");
 	}
 	/* another client's held-back size and mtime first; a truncate also
 	 * empties the caches of the data */
@@ -1306,7 +1324,7 @@ vxattr_set(struct req *q, struct tsr_inode *copy, const char *name, const char *
 	return 0;
 }
 
-/* May the caller read (write) xattr name of in? */
+/* May the caller read (write) xattr name of in?  0, an error, or PARKED. */
 static int
 xattr_may(struct req *q, const struct tsr_inode *in, const char *name, int write)
 {
@@ -1315,7 +1333,8 @@ xattr_may(struct req *q, const struct tsr_inode *in, const char *name, int write
 			return fail(q, write ? -EPERM : -ENODATA,
 				    "user attributes are for files and directories");
 		if (!may(q->r, in, write ? MAY_W : MAY_R))
-			return fail(q, -EACCES, "permission denied");
+			return mode_held_elsewhere(q, in) ? PARKED
+							  : fail(q, -EACCES, "permission denied");
 		return 0;
 	}
 	if (strncmp(name, "trusted.", 8) == 0) {
@@ -1365,8 +1384,8 @@ do_xattr(struct req *q)
 	}
 	if (name[0] == '\0')
 		return fail(q, -EINVAL, "an empty attribute name");
-	if ((rc = xattr_may(q, l.in, name, r->op != TSR_MDS_OP_GETXATTR)) < 0)
-		return rc;
+	if ((rc = xattr_may(q, l.in, name, r->op != TSR_MDS_OP_GETXATTR)) != 0)
+		return rc; /* (an error, or PARKED) */
 	if (r->op == TSR_MDS_OP_GETXATTR) {
 		if (strncmp(name, "tessera.", 8) == 0)
 			return vxattr_get(q, l.in, name);

@@ -1441,6 +1441,86 @@ START_TEST(nosec)
 	EXPECT(tsr_fs_getxattr(fs2, NULL, st2.ino, "security.capability", v, sizeof(v)), 3);
 	EXPECT(tsr_fs_close(g), 0);
 
+	/* a mode the owner sets on a file open here under BUF is held (cp
+	 * -a's fchmod), shown here, told before this client's next open
+	 * (the MDS checks access by it) and to another client that asks */
+	const struct tsr_fs_cred other = { 2000, 2000, 0, NULL };
+	struct tsr_fs_stat m = { .mode = 0644 }, out;
+	struct tsr_file *h;
+	EXPECT(tsr_fs_create(fs1, NULL, d.ino, "m", 0600, O_CREAT | O_EXCL | O_WRONLY, &g,
+			     &st2), 0);
+	ck_assert_int_eq(tsr_fs_write(g, "mode", 4, 0), 4);
+	before = mds_requests(&c);
+	EXPECT(tsr_fs_fsetattr(g, &m, TSR_FS_SET_MODE, &out), 0);
+	ck_assert_uint_eq(out.mode & 07777, 0644);
+	EXPECT(tsr_fs_getattr(fs1, NULL, st2.ino, &out), 0);
+	ck_assert_uint_eq(out.mode & 07777, 0644);
+	ck_assert_uint_eq(mds_requests(&c) - before, 0);
+	EXPECT(tsr_fs_open(fs1, &other, st2.ino, O_RDONLY, &h), 0);
+	EXPECT(tsr_fs_close(h), 0);
+	m.mode = 0640;
+	EXPECT(tsr_fs_fsetattr(g, &m, TSR_FS_SET_MODE, &out), 0);
+	EXPECT(tsr_fs_getattr(fs2, NULL, st2.ino, &out), 0);
+	ck_assert_uint_eq(out.mode & 07777, 0640);
+	EXPECT(tsr_fs_open(fs2, &other, st2.ino, O_RDONLY, &h), -EACCES);
+	/* another client's access by the mode waits for the held one: an
+	 * open, a truncate, times set to now and a user.* read (each EACCES
+	 * by the MDS's 0600) */
+	const char *names[] = { "m_open", "m_trunc", "m_now", "m_xattr" };
+	for (int i = 0; i < 4; i++) {
+		struct tsr_file *w;
+		struct tsr_fs_stat ns, t = { .mode = 0666, .size = 1 };
+		char buf[8] = "";
+		EXPECT(tsr_fs_create(fs1, NULL, d.ino, names[i], 0600,
+				     O_CREAT | O_EXCL | O_WRONLY, &w, &ns), 0);
+		ck_assert_int_eq(tsr_fs_write(w, "held", 4, 0), 4);
+		EXPECT(tsr_fs_fsetattr(w, &t, TSR_FS_SET_MODE, &out), 0);
+		if (i == 0) {
+			EXPECT(tsr_fs_open(fs2, &other, ns.ino, O_RDWR, &h), 0);
+			ck_assert_int_eq(tsr_fs_read(h, buf, sizeof(buf), 0), 4);
+			ck_assert_str_eq(buf, "held");
+			EXPECT(tsr_fs_close(h), 0);
+		} else if (i == 1) {
+			EXPECT(tsr_fs_setattr(fs2, &other, ns.ino, &t, TSR_FS_SET_SIZE, &out), 0);
+			ck_assert_uint_eq(out.size, 1);
+		} else if (i == 2) {
+			EXPECT(tsr_fs_setattr(fs2, &other, ns.ino, &t,
+					      TSR_FS_SET_ATIME_NOW | TSR_FS_SET_MTIME_NOW, &out), 0);
+		} else {
+			EXPECT(tsr_fs_getxattr(fs2, &other, ns.ino, "user.none", buf,
+					       sizeof(buf)), -ENODATA);
+		}
+		EXPECT(tsr_fs_getattr(fs2, NULL, ns.ino, &out), 0);
+		ck_assert_uint_eq(out.mode & 07777, 0666);
+		EXPECT(tsr_fs_close(w), 0);
+	}
+	EXPECT(tsr_fs_close(g), 0);
+	/* only a widening is held: a narrowing, and special bits (the MDS's
+	 * rules), go to the MDS at once, after the held mode */
+	EXPECT(tsr_fs_create(fs1, NULL, d.ino, "n", 0600, O_CREAT | O_EXCL | O_WRONLY, &g,
+			     &st2), 0);
+	ck_assert_int_eq(tsr_fs_write(g, "mode", 4, 0), 4);
+	m.mode = 0666;
+	before = mds_requests(&c);
+	EXPECT(tsr_fs_fsetattr(g, &m, TSR_FS_SET_MODE, &out), 0);
+	ck_assert_uint_eq(mds_requests(&c) - before, 0);
+	m.mode = 0600;
+	EXPECT(tsr_fs_fsetattr(g, &m, TSR_FS_SET_MODE, &out), 0);
+	ck_assert_uint_gt(mds_requests(&c) - before, 0);
+	EXPECT(tsr_fs_open(fs1, &other, st2.ino, O_RDONLY, &h), -EACCES);
+	m.mode = 0666;
+	before = mds_requests(&c);
+	EXPECT(tsr_fs_fsetattr(g, &m, TSR_FS_SET_MODE, &out), 0);
+	ck_assert_uint_eq(mds_requests(&c) - before, 0);
+	m.mode = 02777;
+	EXPECT(tsr_fs_fsetattr(g, &m, TSR_FS_SET_MODE, &out), 0);
+	ck_assert_uint_gt(mds_requests(&c) - before, 0);
+	EXPECT(tsr_fs_getattr(fs1, NULL, st2.ino, &out), 0);
+	ck_assert_uint_eq(out.mode & 07777, 02777);
+	EXPECT(tsr_fs_close(g), 0);
+	EXPECT(tsr_fs_getattr(fs2, NULL, st2.ino, &out), 0);
+	ck_assert_uint_eq(out.mode & 07777, 02777);
+
 	tsr_fs_unmount(fs2);
 	tsr_fs_unmount(fs1);
 	tsr_client_shutdown(k2);
