@@ -366,6 +366,8 @@ struct dirbuf {
 	size_t cap, len;
 	int plus;
 	int full;
+	uint32_t given;              /* entries the library gave (not . or ..) */
+	off_t last;                  /* the offset after the last of them */
 };
 
 static int
@@ -405,18 +407,65 @@ add_entry(struct dirbuf *b, const char *name, const struct tsr_fs_stat *s, off_t
 static int
 dirent_cb(void *arg, const char *name, const struct tsr_fs_stat *s, uint64_t cookie)
 {
-	return add_entry(arg, name, s, (off_t)cookie);
+	struct dirbuf *b = arg;
+	int rc = add_entry(b, name, s, (off_t)cookie);
+
+	if (rc == 0) {
+		b->given++;
+		b->last = (off_t)cookie;
+	}
+	return rc;
+}
+
+/* An open directory: where its listing was seen to end.  The kernel asks
+ * once more from there (an empty answer is its end of the directory):
+ * answered here, not by another MDS round trip.  Names made since the
+ * listing reached its end are not shown to this handle then, as POSIX
+ * allows (readdir(3): "unspecified" for names added after opendir or
+ * rewinddir); a rewind (offset 0) asks the MDS again. */
+struct dirh {
+	off_t end;                   /* the offset the end was seen at, or -1 */
+};
+
+static void
+op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dirh *h = malloc(sizeof(*h));
+
+	(void)ino;
+	if (h == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	h->end = -1;
+	fi->fh = (uint64_t)(uintptr_t)h;
+	if (fuse_reply_open(req, fi) != 0)
+		free(h); /* (interrupted: no releasedir comes) */
 }
 
 static void
-do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
+op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	free((struct dirh *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void
+do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus,
+	   struct fuse_file_info *fi)
 {
 	struct mnt *m = M(req);
 	struct cred cr;
 	struct dirbuf b = { .m = m, .req = req, .self = ino, .cap = size, .plus = plus };
 	struct tsr_fs_stat dot = { .mode = S_IFDIR };
+	struct dirh *h = (struct dirh *)(uintptr_t)fi->fh;
 	int rc = 0;
 
+	if (h && off >= 2 && off == h->end) {
+		fuse_reply_buf(req, NULL, 0); /* (the end, seen before) */
+		return;
+	}
 	if ((b.buf = malloc(size)) == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -432,6 +481,9 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 		uint32_t max = (uint32_t)(size / (plus ? 150 : 32)) + 1;
 		rc = m->t->readdir(m->t->fs, cred_of(req, &cr), to_fs(m, ino),
 				   off <= 2 ? 0 : (uint64_t)off, max, dirent_cb, &b);
+		/* fewer than asked for, all taken: the library met the end */
+		if (h && rc == 0 && !b.full && b.given < max)
+			h->end = b.given ? b.last : off;
 	}
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -443,16 +495,14 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 static void
 op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	(void)fi;
-	do_readdir(req, ino, size, off, 0);
+	do_readdir(req, ino, size, off, 0, fi);
 }
 
 static void
 op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	       struct fuse_file_info *fi)
 {
-	(void)fi;
-	do_readdir(req, ino, size, off, 1);
+	do_readdir(req, ino, size, off, 1, fi);
 }
 
 static void
@@ -882,6 +932,8 @@ static const struct fuse_lowlevel_ops ll_ops = {
 	.release = op_release,
 	.fsync = op_fsync,
 	.fsyncdir = op_fsyncdir,
+	.opendir = op_opendir,
+	.releasedir = op_releasedir,
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,
 	.statfs = op_statfs,
