@@ -2697,13 +2697,13 @@ held_add(struct tsr_mds_request *r, uint32_t held, struct tsr_ftime atime,
 
 /* The MDS has the times held at gen: none set since is lost. */
 static void
-held_told(struct tsr_fs *fs, uint64_t ino, uint64_t gen)
+held_told(struct tsr_fs *fs, uint64_t ino, uint64_t gen, uint32_t bits)
 {
 	struct ccap *cc;
 
 	pthread_mutex_lock(&fs->lock);
 	if ((cc = tsr_u64map_get(&fs->caps, ino)) != NULL && cc->held_gen == gen)
-		__atomic_store_n(&cc->held, 0, __ATOMIC_RELAXED);
+		__atomic_fetch_and(&cc->held, ~bits, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -2974,7 +2974,6 @@ answer_revoke(void *arg)
 	uint64_t size = 0, keep_size = 0, held_gen = 0;
 	uint32_t lose, held = 0;
 	struct tsr_ftime held_atime = { 0 }, held_mtime = { 0 };
-	uint32_t held_mode = 0;
 	int dirty = 0, send_mtime = 0, release, fresh = 0;
 	struct ccap *cc;
 
@@ -3059,7 +3058,6 @@ answer_revoke(void *arg)
 		held = __atomic_load_n(&cc->held, __ATOMIC_RELAXED);
 		held_atime = cc->held_atime;
 		held_mtime = cc->held_mtime;
-		held_mode = cc->held_mode;
 		held_gen = cc->held_gen;
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -3070,12 +3068,14 @@ answer_revoke(void *arg)
 					    (send_mtime ? TSR_SETATTR_MTIME : 0) : 0;
 		r.sa.size = size;
 		r.sa.mtime = mtime;
-		held_add(&r, held, held_atime, held_mtime, held_mode);
-		/* (told or not, BUF is gone: times held then are the MDS's
-		 * to decide now) */
+		/* (a held mode went with tell_send above: only tell_send
+		 * sends one, so a narrowing's drop_held_mode can wait for it) */
+		held_add(&r, held & ~(uint32_t)TSR_SETATTR_MODE, held_atime, held_mtime, 0);
+		/* (told or not, BUF is gone: times and mode held then are
+		 * the MDS's to decide now) */
 		simple(fs, &r, NULL, NULL);
 		if (held)
-			held_told(fs, v->c.ino, held_gen);
+			held_told(fs, v->c.ino, held_gen, ~0u);
 	}
 
 	if (release) {
@@ -3362,14 +3362,30 @@ hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	 * them (cp -a's 0600 -> 0644): the mode the MDS has is then never
 	 * wider than the one held, and where it denies access it recalls
 	 * BUF and asks again.  A narrowing goes to the MDS now. */
-	if ((mask & TSR_FS_SET_MODE) &&
-	    ((a->mode & 07000) || (st.mode & 07000) || (st.mode & 0777 & ~a->mode)))
+	if ((mask & TSR_FS_SET_MODE) && (a->mode & 07000))
 		ok = 0;
 	clock_gettime(CLOCK_REALTIME, &now);
 	struct tsr_ftime t = { now.tv_sec, (uint32_t)now.tv_nsec };
 	pthread_mutex_lock(&fs->lock);
 	/* (a revoke meanwhile: the MDS; a last close meanwhile told what
 	 * was held then: the MDS too) */
+	if (ok && (mask & TSR_FS_SET_MODE)) {
+		/* the mode now, as this client knows it (st may be older: a
+		 * tell answered meanwhile): held here, or else cached (the
+		 * MDS revokes the names before another client changes it;
+		 * this client's own changes update the cache before their
+		 * callers go on) */
+		struct tsr_fs_stat cur;
+		uint32_t mode;
+		if (__atomic_load_n(&cc->held, __ATOMIC_RELAXED) & TSR_SETATTR_MODE)
+			mode = cc->held_mode;
+		else if (dc_live(fs) && dc_getattr(&fs->dc, ino, &cur) == 1)
+			mode = cur.mode;
+		else
+			mode = 07000; /* (not known: the MDS decides) */
+		if ((mode & 07000) || (mode & 0777 & ~a->mode))
+			ok = 0;
+	}
 	if (ok && (cap_issued(cc) & TSR_CAP_BUF) && tsr_u64map_get(&fs->open, ino) != NULL) {
 		uint32_t bits = 0;
 		if (mask & (TSR_FS_SET_ATIME | TSR_FS_SET_ATIME_NOW)) {
@@ -3397,6 +3413,13 @@ hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		cc->held_ctime = t;
 		__atomic_fetch_or(&cc->held, bits, __ATOMIC_RELAXED);
 		cc->held_gen++;
+		/* told at the last close at the latest (or by the idle tick,
+		 * should that close have gone by meanwhile); the capability
+		 * stays until then */
+		if (!cc->tell) {
+			cc->tell = TELL_HELD;
+			cc->tell_gen++;
+		}
 		held = 1;
 	}
 	cap_unhold(cc, 0);
@@ -3629,13 +3652,14 @@ flush_attrs(struct tsr_file *f)
 	struct tsr_mds_request r;
 	struct tsr_ftime held_atime, held_mtime;
 	uint64_t gen, held_gen;
-	uint32_t held, held_mode;
+	uint32_t held;
 	int rc;
 
 	req_init(&r, TSR_MDS_OP_SETATTR, f->ino, &f->cr);
 	pthread_mutex_lock(&f->fs->lock);
-	held = __atomic_load_n(&f->cap->held, __ATOMIC_RELAXED);
-	held_mode = f->cap->held_mode;
+	/* (not a held mode: only tell_send sends one, so a narrowing's
+	 * drop_held_mode can wait for it) */
+	held = __atomic_load_n(&f->cap->held, __ATOMIC_RELAXED) & ~(uint32_t)TSR_SETATTR_MODE;
 	held_atime = f->cap->held_atime;
 	held_mtime = f->cap->held_mtime;
 	held_gen = f->cap->held_gen;
@@ -3651,7 +3675,7 @@ flush_attrs(struct tsr_file *f)
 	r.sa.mtime = f->mtime;
 	gen = f->gen;
 	pthread_mutex_unlock(&f->lock);
-	held_add(&r, held, held_atime, held_mtime, held_mode);
+	held_add(&r, held, held_atime, held_mtime, 0);
 	/* the writer owns the change: the MDS checks the owner for explicit
 	 * times, so send as root (the open already checked the access) */
 	r.uid = 0;
@@ -3664,7 +3688,7 @@ flush_attrs(struct tsr_file *f)
 		pthread_mutex_unlock(&f->lock);
 	}
 	if (held) /* (told, or lost with the error returned) */
-		held_told(f->fs, f->ino, held_gen);
+		held_told(f->fs, f->ino, held_gen, held);
 	return rc;
 }
 

@@ -545,17 +545,23 @@ entry_cacheable(struct req *q, const struct mentry *e, const struct tsr_inode *i
 	       !(S_ISREG(in->mode) && mds_caps_writer_other(q->m, q->client, in->ino));
 }
 
-/* An access check by a regular file's mode failed: another client
+/* An access check by a regular file's mode failed.  Another client
  * holding BUF on it may hold wider permission bits (its owner's chmod
  * under BUF, told with its size; a client holds only widening ones, so
  * the mode here is never wider than the held one and a check that passes
- * here passes there).  1: recalled, wait and check again; 0: the denial
- * stands.  A replay does not wait (its MDS recalled). */
+ * here passes there).  PARKED: recalled, wait and check again; 0: passed
+ * after all (a replay, answered by an MDS that judged it by the mode the
+ * holder had told then, which this one may not have replayed yet); or
+ * the denial. */
 static int
-mode_held_elsewhere(struct req *q, const struct tsr_inode *in)
+mode_denied(struct req *q, const struct tsr_inode *in, const char *why)
 {
-	return S_ISREG(in->mode) &&
-	       mds_caps_recall(q->m, q->client, in->ino, TSR_CAP_BUF) && !q->nowait;
+	if (S_ISREG(in->mode) && q->replay)
+		return 0;
+	if (S_ISREG(in->mode) && mds_caps_recall(q->m, q->client, in->ino, TSR_CAP_BUF) &&
+	    !q->nowait)
+		return PARKED;
+	return fail(q, -EACCES, "%s", why);
 }
 
 static int
@@ -617,9 +623,8 @@ do_open(struct req *q)
 		want |= MAY_W;
 	if (S_ISDIR(l.in->mode) && (want & MAY_W))
 		return fail(q, -EISDIR, "a directory opened for writing");
-	if (!may(q->r, l.in, want))
-		return mode_held_elsewhere(q, l.in) ? PARKED
-						    : fail(q, -EACCES, "permission denied");
+	if (!may(q->r, l.in, want) && (rc = mode_denied(q, l.in, "permission denied")) != 0)
+		return rc;
 	/* a writer: what others cache of the file's attributes goes first */
 	/* a probe (truncate) needs the size a writer holds back */
 	if (S_ISREG(l.in->mode) && (q->r->flags & TSR_MDS_OPEN_PROBE) &&
@@ -682,19 +687,17 @@ do_setattr(struct req *q)
 	if ((mask & (TSR_SETATTR_ATIME | TSR_SETATTR_MTIME)) && !owner)
 		return fail(q, -EPERM, "only the owner sets times");
 	if ((mask & (TSR_SETATTR_ATIME_NOW | TSR_SETATTR_MTIME_NOW)) && !owner &&
-	    !may(r, l.in, MAY_W))
-		return mode_held_elsewhere(q, l.in)
-			       ? PARKED
-			       : fail(q, -EACCES, "setting times to now needs write permission");
+	    !may(r, l.in, MAY_W) &&
+	    (rc = mode_denied(q, l.in, "setting times to now needs write permission")) != 0)
+		return rc;
 	if ((mask & TSR_SETATTR_SIZE) && !(mask & TSR_SETATTR_SIZE_GROW)) {
 		if (S_ISDIR(l.in->mode))
 			return fail(q, -EISDIR, "truncating a directory");
 		if (!S_ISREG(l.in->mode))
 			return fail(q, -EINVAL, "truncating what is not a file");
-		if (!may(r, l.in, MAY_W) && !(r->flags & TSR_MDS_OPENED))
-			return mode_held_elsewhere(q, l.in)
-				       ? PARKED
-				       : fail(q, -EACCES, "truncating needs write permission");
+		if (!may(r, l.in, MAY_W) && !(r->flags & TSR_MDS_OPENED) &&
+		    (rc = mode_denied(q, l.in, "truncating needs write permission")) != 0)
+			return rc;
 	}
 	/* another client's held-back size and mtime first; a truncate also
 	 * empties the caches of the data */
@@ -1333,8 +1336,7 @@ xattr_may(struct req *q, const struct tsr_inode *in, const char *name, int write
 			return fail(q, write ? -EPERM : -ENODATA,
 				    "user attributes are for files and directories");
 		if (!may(q->r, in, write ? MAY_W : MAY_R))
-			return mode_held_elsewhere(q, in) ? PARKED
-							  : fail(q, -EACCES, "permission denied");
+			return mode_denied(q, in, "permission denied");
 		return 0;
 	}
 	if (strncmp(name, "trusted.", 8) == 0) {

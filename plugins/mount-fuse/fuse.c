@@ -462,6 +462,8 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus,
 	struct dirh *h = (struct dirh *)(uintptr_t)fi->fh;
 	int rc = 0;
 
+	if (h && off == 0)
+		h->end = -1; /* (a rewind: names made since must show) */
 	if (h && off >= 2 && off == h->end) {
 		fuse_reply_buf(req, NULL, 0); /* (the end, seen before) */
 		return;
