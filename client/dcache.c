@@ -320,6 +320,46 @@ dc_getattr(struct dc *c, uint64_t ino, struct tsr_fs_stat *st)
 	return 1;
 }
 
+ssize_t
+dc_list(struct dc *c, uint64_t dir, struct dc_entry **out)
+{
+	struct dc_dir *d = tsr_u64map_get(&c->dirs, dir);
+	size_t n = 0, bytes = 0;
+	struct dc_entry *v;
+	char *names;
+
+	if (d == NULL || !d->complete) {
+		c->misses++;
+		return -1;
+	}
+	for (struct dc_dent *e = d->ents; e; e = e->dnext) {
+		if (e->absent)
+			continue;
+		if (!S_ISDIR(e->st.mode) && e->st.nlink > 1) {
+			c->misses++;
+			return -1;
+		}
+		n++;
+		bytes += strlen(e->name) + 1;
+	}
+	v = tsr_xcalloc(1, n * sizeof(*v) + bytes + 1);
+	names = (char *)(v + n);
+	n = 0;
+	for (struct dc_dent *e = d->ents; e; e = e->dnext) {
+		if (e->absent)
+			continue;
+		size_t len = strlen(e->name) + 1;
+		memcpy(names, e->name, len);
+		v[n].name = names;
+		v[n].st = e->st;
+		names += len;
+		n++;
+	}
+	c->hits++;
+	*out = v;
+	return (ssize_t)n;
+}
+
 uint64_t *
 dc_take_dropped(struct dc *c, size_t *n)
 {

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define DC_MAX_DENTS 262144
 #define DC_MAX_DIRS 16384
@@ -70,6 +71,17 @@ void dc_forget_ino(struct dc *c, uint64_t ino);
 int dc_lookup(struct dc *c, uint64_t dir, const char *name, struct tsr_fs_stat *st);
 /* 1 with *st, or 0. */
 int dc_getattr(struct dc *c, uint64_t ino, struct tsr_fs_stat *st);
+
+/* The names of dir, when it is held and complete (every name cached):
+ * the present ones with their attributes, malloc'd (*out, n of them;
+ * each name in the same block), or -1 when the cache cannot say (not
+ * held, not complete, or a file linked more than once: its attributes
+ * change without this directory). */
+struct dc_entry {
+	const char *name;
+	struct tsr_fs_stat st;
+};
+ssize_t dc_list(struct dc *c, uint64_t dir, struct dc_entry **out);
 
 /* The (dir, seq) pairs the bound dropped since the last call (malloc'd,
  * *n pairs), to give back to the MDS. */

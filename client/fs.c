@@ -551,6 +551,10 @@ dc_apply(struct tsr_fs *fs, const struct tsr_mds_request *r, const struct tsr_md
 			to_stat(&rep->ent[i].inode, &st);
 			dc_put(c, r->ino, rep->ent[i].name, &st);
 		}
+		/* every name in one answer, under a grant: the names cached
+		 * now are the directory's (others changing it revoke first) */
+		if (rep->result == 0 && rep->end && r->cookie == 0)
+			dc_complete(c, r->ino);
 		break;
 	case TSR_MDS_OP_MKNOD:
 	case TSR_MDS_OP_MKDIR:
@@ -1344,10 +1348,11 @@ dc_live(struct tsr_fs *fs)
 	return 0;
 }
 
-/* May cr search directory dir, as far as the cache knows (fs->lock
- * held)?  Root may; others only where the cache holds dir's mode. */
+/* May cr search (want 1) or list (want 4) directory dir, as far as the
+ * cache knows (fs->lock held)?  Root may; others only where the cache
+ * holds dir's mode. */
 static int
-may_search(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t dir)
+may_dir(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t dir, uint32_t want)
 {
 	struct tsr_fs_stat d;
 	uint32_t bits;
@@ -1365,7 +1370,13 @@ may_search(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t dir)
 			in = cr->groups[i] == d.gid;
 		bits = in ? d.mode >> 3 : d.mode;
 	}
-	return (bits & 1) != 0;
+	return (bits & want) == want;
+}
+
+static int
+may_search(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t dir)
+{
+	return may_dir(fs, cr, dir, 1);
 }
 
 int
@@ -1738,11 +1749,75 @@ tsr_fs_link(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	return rc;
 }
 
+struct listed {
+	uint64_t cookie;
+	const struct dc_entry *e;
+};
+
+static int
+cmp_listed(const void *a, const void *b)
+{
+	const struct listed *x = a, *y = b;
+
+	if (x->cookie != y->cookie)
+		return x->cookie < y->cookie ? -1 : 1;
+	return strcmp(x->e->name, y->e->name);
+}
+
+/* A listing from the cache of names, when it holds every name of ino (a
+ * directory made here, or listed whole under the grant it still holds):
+ * in the MDS's order and with its cookies (tsr_fs_dir_cookie), so the
+ * offsets are the same either way.  1 with *rc (fn's stop, or 0), or 0:
+ * the MDS lists it. */
+static int
+readdir_cached(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
+	       uint64_t cookie, uint32_t max, tsr_fs_dirent_fn fn, void *arg, int *rc)
+{
+	struct dc_entry *v = NULL;
+	struct listed *l;
+	ssize_t n = -1;
+	size_t k = 0, from;
+
+	pthread_mutex_lock(&fs->lock);
+	if (dc_live(fs) && may_dir(fs, cr, ino, 4))
+		n = dc_list(&fs->dc, ino, &v);
+	pthread_mutex_unlock(&fs->lock);
+	if (n < 0)
+		return 0;
+	l = tsr_xcalloc((size_t)n + 1, sizeof(*l));
+	for (ssize_t i = 0; i < n; i++) {
+		uint64_t c = tsr_fs_dir_cookie(v[i].name);
+		if (c > cookie)
+			l[k++] = (struct listed){ c, &v[i] };
+	}
+	if (k > 1)
+		qsort(l, k, sizeof(*l), cmp_listed);
+	*rc = 0;
+	for (from = 0; from < k && *rc == 0; from++) {
+		struct tsr_fs_stat st = l[from].e->st;
+		/* at most max, and (as the MDS pages) never between two
+		 * names of one cookie: the next listing goes on after it */
+		if (max && from >= max && l[from].cookie != l[from - 1].cookie)
+			break;
+		if (S_ISREG(st.mode))
+			overlay(fs, &st); /* (sizes this client holds back) */
+		note_parent(fs, st.ino, ino);
+		*rc = fn(arg, l[from].e->name, &st, l[from].cookie);
+	}
+	free(l);
+	free(v);
+	return 1;
+}
+
 int
 tsr_fs_readdir(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 	       uint64_t cookie, uint32_t max, tsr_fs_dirent_fn fn, void *arg)
 {
 	uint32_t given = 0;
+	int cached_rc;
+
+	if (readdir_cached(fs, cr, ino, cookie, max, fn, arg, &cached_rc))
+		return cached_rc;
 
 	for (;;) {
 		struct tsr_mds_request r;

@@ -408,7 +408,8 @@ tests/fuzz/fuzz_osd: $(FUZZ_OSD_SRC:%=$(top_srcdir)/%) $(top_srcdir)/core/osd/pg
 endif
 # The MDS's decoders: sessions, requests, replies, journal events, entries.
 FUZZ_MDS_SRC = tests/fuzz/fuzz_mds.c core/mds/fsmeta.c core/mds/mdsmsg.c \
-	core/encoding/encoding.c core/util/util.c core/crc/crc32c.c
+	core/encoding/encoding.c core/util/util.c core/crc/crc32c.c \
+	core/placement/objhash.c
 if HAVE_FUZZER
 check_DATA += tests/fuzz/fuzz_mds
 CLEANFILES += tests/fuzz/fuzz_mds

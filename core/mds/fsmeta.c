@@ -2,6 +2,8 @@
 #include "mds/fsmeta.h"
 #include "util/util.h"
 
+#include <tessera/hash.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -657,6 +659,16 @@ uint64_t
 tsr_fs_rank_ino_base(int32_t rank)
 {
 	return (uint64_t)(uint32_t)(rank + 1) << 40;
+}
+
+uint64_t
+tsr_fs_dir_cookie(const char *name)
+{
+	size_t len = strlen(name);
+	uint64_t h = (uint64_t)tsr_xxh32(name, len, 0x7e55e7a) << 32 |
+		     tsr_xxh32(name, len, 0x3a7e55e);
+
+	return (h >> 2) + 3;
 }
 
 void

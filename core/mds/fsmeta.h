@@ -226,6 +226,13 @@ void tsr_fs_segment_oid(int32_t rank, uint64_t seg, char *buf, size_t cap);
 void tsr_fs_inos_oid(int32_t rank, char *buf, size_t cap);
 /* The first ino of rank's range. */
 uint64_t tsr_fs_rank_ino_base(int32_t rank);
+/* A directory entry's cookie: its place in the directory's order (by
+ * cookie, then name) and the offset a listing goes on from.  A hash of
+ * the name, so it stays while other names come and go, and a client that
+ * holds every name of a directory lists it in the MDS's order.  Above 2
+ * (offsets 1 and 2 are "." and ".."). */
+uint64_t tsr_fs_dir_cookie(const char *name);
+
 /* 16 lower-case hex digits and a NUL into buf[17]: versions and fences,
  * so that the OSD's byte comparison (cmpxattr) orders them as numbers. */
 void tsr_fs_hex16(uint64_t v, char buf[17]);

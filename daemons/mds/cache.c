@@ -19,7 +19,6 @@
 #include "util/util.h"
 
 #include <tessera/client.h>
-#include <tessera/hash.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,11 +35,7 @@
 static uint64_t
 cookie_of(const char *name)
 {
-	size_t len = strlen(name);
-	uint64_t h = (uint64_t)tsr_xxh32(name, len, 0x7e55e7a) << 32 |
-		     tsr_xxh32(name, len, 0x3a7e55e);
-
-	return (h >> 2) + 3;
+	return tsr_fs_dir_cookie(name);
 }
 
 static int

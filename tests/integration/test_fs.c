@@ -1127,6 +1127,40 @@ mds_requests(struct tc_cluster *c)
 	return mds_status_u64(c, "requests");
 }
 
+struct listing {
+	char name[64][32];
+	uint64_t cookie[64], ino[64], size[64];
+	int n;
+};
+
+static int
+list_into(void *arg, const char *name, const struct tsr_fs_stat *st, uint64_t cookie)
+{
+	struct listing *l = arg;
+
+	ck_assert_int_lt(l->n, 64);
+	snprintf(l->name[l->n], sizeof(l->name[0]), "%s", name);
+	l->cookie[l->n] = cookie;
+	l->ino[l->n] = st->ino;
+	l->size[l->n] = st->size;
+	l->n++;
+	return 0;
+}
+
+/* Two listings name the same entries, with the same cookies and
+ * attributes, in the same order. */
+static void
+listings_eq(const struct listing *a, const struct listing *b)
+{
+	ck_assert_int_eq(a->n, b->n);
+	for (int i = 0; i < a->n; i++) {
+		ck_assert_str_eq(a->name[i], b->name[i]);
+		ck_assert_uint_eq(a->cookie[i], b->cookie[i]);
+		ck_assert_uint_eq(a->ino[i], b->ino[i]);
+		ck_assert_uint_eq(a->size[i], b->size[i]);
+	}
+}
+
 /* Names and attributes cached under DCACHE: a second client's changes
  * reach the first's lookups and stats at once, and a name looked up
  * again costs the MDS nothing. */
@@ -1238,6 +1272,58 @@ START_TEST(dcache)
 	EXPECT(tsr_fs_lookup(fs2, NULL, e.ino, "c", &st2), 0);
 	ck_assert_uint_eq(st2.ino, st.ino);
 	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 0);
+
+	/* a directory this client made, or listed whole, is listed from the
+	 * cache: the MDS's order, cookies and attributes, paged the same */
+	{
+		static struct listing l1, l2, l3;
+		struct tsr_fs_stat ld;
+		struct tsr_file *lf;
+		EXPECT(tsr_fs_mkdir(fs2, NULL, d.ino, "l", 0755, &ld), 0);
+		for (int i = 0; i < 40; i++) {
+			snprintf(nm, sizeof(nm), "f%d", i);
+			EXPECT(tsr_fs_mknod(fs2, NULL, ld.ino, nm, S_IFREG | 0644, 0, NULL), 0);
+		}
+		EXPECT(tsr_fs_create(fs2, NULL, ld.ino, "w", 0644, O_WRONLY, &lf, &st), 0);
+		EXPECT(tsr_fs_write(lf, "held", 4, 0), 4); /* (a size held here) */
+		before = mds_requests(&c);
+		l1.n = 0;
+		EXPECT(tsr_fs_readdir(fs2, NULL, ld.ino, 0, 0, list_into, &l1), 0);
+		ck_assert_uint_eq(mds_requests(&c) - before, 0);
+		ck_assert_int_eq(l1.n, 41);
+		/* in pages of 7, each going on from the last cookie */
+		l2.n = 0;
+		for (int guard = 0; guard < 20; guard++) {
+			int n0 = l2.n;
+			EXPECT(tsr_fs_readdir(fs2, NULL, ld.ino, n0 ? l2.cookie[n0 - 1] : 0, 7,
+					      list_into, &l2), 0);
+			if (l2.n == n0)
+				break;
+		}
+		listings_eq(&l1, &l2);
+		/* the MDS's listing, by the other client: the same (the size
+		 * held here comes first) */
+		l3.n = 0;
+		EXPECT(tsr_fs_readdir(fs1, NULL, ld.ino, 0, 0, list_into, &l3), 0);
+		listings_eq(&l1, &l3);
+		EXPECT(tsr_fs_close(lf), 0);
+		/* a name the other makes: the next listing here has it */
+		EXPECT(tsr_fs_mknod(fs1, NULL, ld.ino, "new", S_IFREG | 0644, 0, NULL), 0);
+		l2.n = 0;
+		EXPECT(tsr_fs_readdir(fs2, NULL, ld.ino, 0, 0, list_into, &l2), 0);
+		ck_assert_int_eq(l2.n, 42);
+		/* listed whole in one answer: the next listing is the cache's */
+		before = mds_requests(&c);
+		l3.n = 0;
+		EXPECT(tsr_fs_readdir(fs2, NULL, ld.ino, 0, 0, list_into, &l3), 0);
+		ck_assert_uint_eq(mds_requests(&c) - before, 0);
+		listings_eq(&l2, &l3);
+		/* a user who may not read it is not answered from the cache */
+		const struct tsr_fs_cred nobody = { 3000, 3000, 0, NULL };
+		struct tsr_fs_stat m0 = { .mode = 0700 };
+		EXPECT(tsr_fs_setattr(fs2, NULL, ld.ino, &m0, TSR_FS_SET_MODE, NULL), 0);
+		EXPECT(tsr_fs_readdir(fs2, &nobody, ld.ino, 0, 0, list_into, &l3), -EACCES);
+	}
 
 	/* xattrs on a file open with CACHE: this client's, another's, and
 	 * after a reopen */
