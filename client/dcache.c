@@ -233,8 +233,10 @@ dc_put(struct dc *c, uint64_t dir, const char *name, const struct tsr_fs_stat *s
 	d->n++;
 	c->n++;
 	if (st && (S_ISDIR(st->mode) || st->nlink <= 1) &&
-	    tsr_u64map_put(&c->byino, st->ino, e) < 0)
+	    tsr_u64map_put(&c->byino, st->ino, e) < 0) {
+		d->complete = 0; /* (the name is not known now) */
 		dent_free(c, e);
+	}
 	if (c->n > 2 * c->ntab)
 		grow(c);
 	bound(c);

@@ -565,6 +565,10 @@ dc_apply(struct tsr_fs *fs, const struct tsr_mds_request *r, const struct tsr_md
 		}
 		if (rep->dcache_seq == 0) {
 			dc_forget_name(c, r->ino, r->name);
+			if (rep->n > 1) { /* the directory's new times */
+				to_stat(&rep->in[1], &st);
+				dc_set_attr(c, &st);
+			}
 			break;
 		}
 		dc_grant(c, r->ino, rep->dcache_seq);
@@ -593,13 +597,16 @@ dc_apply(struct tsr_fs *fs, const struct tsr_mds_request *r, const struct tsr_md
 		}
 		break;
 	case TSR_MDS_OP_RENAME:
-		if (rep->result == 0 && rep->n >= 2 && r->flags == 0 &&
+		if (rep->result == 0 && rep->n >= 2 && r->flags == 0 && rep->dcache_seq &&
 		    dc_held(c, r->ino) && dc_held(c, r->ino2)) {
 			/* both directories ours to cache (the MDS took others'
-			 * DCACHE first): the old name is gone, the new one
-			 * names what moved (the last inode), and what it named
+			 * DCACHE first, and says the new entry may be kept: no
+			 * other client writes it, and it is not linked
+			 * elsewhere): the old name is gone, the new one names
+			 * what moved (the last inode), and what it named
 			 * before has a link fewer */
 			struct tsr_fs_stat moved, old;
+			dc_grant(c, r->ino2, rep->dcache_seq);
 			to_stat(&rep->in[rep->n - 1], &moved);
 			if (dc_lookup(c, r->ino2, r->name2, &old) == 1 && old.ino != moved.ino)
 				dc_forget_ino(c, old.ino);
@@ -956,6 +963,17 @@ call(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_mds_reply *rep)
 			*pp = k.next;
 			break;
 		}
+	if (!k.done && tsr_mds_op_writes(r->op)) {
+		/* a change given up on may still be made (parked, or its
+		 * journal slow), and its answer would not reach the cache:
+		 * what it touches is not believed from memory now */
+		if (r->name[0])
+			dc_forget_name(&fs->dc, r->ino, r->name);
+		if (r->name2[0])
+			dc_forget_name(&fs->dc, r->ino2, r->name2);
+		dc_forget_ino(&fs->dc, r->ino);
+		dc_forget_ino(&fs->dc, r->ino2);
+	}
 	pthread_mutex_unlock(&fs->lock);
 	free(k.front);
 	if (!k.done)

@@ -1081,8 +1081,13 @@ do_rename(struct req *q)
 	if ((rc = reply_inode(q, mds_dir_inode(q->m, sd))) < 0 ||
 	    (sd != dd && (rc = reply_inode(q, mds_dir_inode(q->m, dd))) < 0))
 		return rc;
-	if (moved && ent_inode(q, moved, &min) == 0)
+	if (moved && ent_inode(q, moved, &min) == 0) {
+		/* the client may keep the new name in a directory it holds,
+		 * as a LOOKUP's answer would let it */
+		if (entry_cacheable(q, moved, min))
+			q->rep.dcache_seq = mds_caps_grant_dir(q->m, q->client, dd->ino);
 		return reply_inode(q, min);
+	}
 	return 0;
 }
 
@@ -1180,8 +1185,10 @@ do_readdir(struct req *q)
 			break;
 		if (stop_at != SIZE_MAX && i - stop_at >= max)
 			break; /* (the rest of a page's worth recalled) */
-		if (ent_inode(q, e, &in) < 0)
+		if (ent_inode(q, e, &in) < 0) {
+			cacheable = 0; /* (a name the answer lacks) */
 			continue;
+		}
 		/* sizes and mtimes writers hold back come first, as a stat's
 		 * do: the page ends before the first file another client holds
 		 * BUF on (its revokes, and the rest of the page's, go out now),

@@ -1318,6 +1318,23 @@ START_TEST(dcache)
 		EXPECT(tsr_fs_readdir(fs2, NULL, ld.ino, 0, 0, list_into, &l3), 0);
 		ck_assert_uint_eq(mds_requests(&c) - before, 0);
 		listings_eq(&l2, &l3);
+		/* a file another client writes, renamed in here by this one:
+		 * not kept (the MDS's listing asks the writer for its size) */
+		struct tsr_file *wf;
+		EXPECT(tsr_fs_create(fs1, NULL, d.ino, "wf", 0644, O_WRONLY, &wf, &st), 0);
+		EXPECT(tsr_fs_write(wf, "fives", 5, 0), 5);
+		EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "absent", &st2), -ENOENT);
+		EXPECT(tsr_fs_rename(fs2, NULL, d.ino, "wf", ld.ino, "wf", 0), 0);
+		l3.n = 0;
+		EXPECT(tsr_fs_readdir(fs2, NULL, ld.ino, 0, 0, list_into, &l3), 0);
+		int seen = 0;
+		for (int i = 0; i < l3.n; i++)
+			if (strcmp(l3.name[i], "wf") == 0) {
+				ck_assert_uint_eq(l3.size[i], 5);
+				seen++;
+			}
+		ck_assert_int_eq(seen, 1);
+		EXPECT(tsr_fs_close(wf), 0);
 		/* a user who may not read it is not answered from the cache */
 		const struct tsr_fs_cred nobody = { 3000, 3000, 0, NULL };
 		struct tsr_fs_stat m0 = { .mode = 0700 };
