@@ -3311,7 +3311,8 @@ open_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const struct tsr_ino
 	if (cr) {
 		f->cr = *cr;
 		f->cr.ngroups = cr->ngroups > TSR_MDS_MAX_GROUPS ? TSR_MDS_MAX_GROUPS : cr->ngroups;
-		memcpy(f->groups, cr->groups, f->cr.ngroups * sizeof(uint32_t));
+		if (f->cr.ngroups) /* (groups may be NULL with none) */
+			memcpy(f->groups, cr->groups, f->cr.ngroups * sizeof(uint32_t));
 		f->cr.groups = f->groups;
 	}
 	f->ino = in->ino;
