@@ -15,6 +15,8 @@
 #   tree copy           cp -a of ~8,000 small files (a source tree
 #                       copied until it reaches that many)         files/s
 #   tree remove         rm -rf of it                               files/s
+# Each line is timed once the work the one before left in the background
+# is done (settle: sync, and Tessera's purges of removed files).
 # Tessera keeps 3 copies of data and metadata (the development cluster's
 # pools), as the anchors do.  The resident memory of the MDS and of the
 # FUSE client is printed after the run.
@@ -76,6 +78,32 @@ TREE_FILES=$n
 
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 
+# Between lines, what the line before left to do in the background is
+# done before the next is timed, so each line measures its own work: the
+# kernel's dirty pages (sync) and, for Tessera, the removal of the data
+# of the files the line before deleted (the MDS's purges, which run once
+# clients are quiet: doc/architecture.md "Purges").  At most 120 s; the
+# wait is printed on stderr.
+mds_purges() {
+	local s
+	for s in "$SRC"/dev-cluster/run/mds-*.asok; do
+		"$SRC"/build/tools/tessera/tessera admin "$s" mds status 2>/dev/null |
+			jq -r 'select(.active) | .purges'
+	done | head -1
+}
+settle() { # LABEL
+	local t0=$SECONDS n i
+	sync
+	if [ "$1" = tessera ]; then
+		for i in $(seq 1 240); do
+			n=$(mds_purges)
+			[ "${n:-0}" = 0 ] && break
+			sleep 0.5
+		done
+	fi
+	echo "$1: settled in $((SECONDS - t0)) s" >&2
+}
+
 fio_line() { # DIR NAME ARGS... -> prints the figure fio reports
 	local dir=$1 name=$2; shift 2
 	fio --name="$name" --directory="$dir" --ioengine=psync --group_reporting \
@@ -96,12 +124,14 @@ run_lines() { # LABEL DIR -> lines "LABEL line value"
 	: > "$out"
 	exec 9>/tmp/bench.lock
 	flock 9
+	settle "$label"
 	fio_line "$dir" sw --rw=write --bs=4M --size=1G --end_fsync=1
 	echo "seq-write-MiB/s $(fio_get "$WORK/sw.json" write bw)" >> "$out"
 	drop
 	fio_line "$dir" sw --rw=read --bs=4M --size=1G
 	echo "seq-read-MiB/s $(fio_get "$WORK/sw.json" read bw)" >> "$out"
 	rm -f "$dir"/sw.*
+	settle "$label"
 	fio_line "$dir" rw --rw=randwrite --bs=4k --size=128M --numjobs=4 --time_based \
 		--runtime="$SECS" --end_fsync=1
 	echo "rand-write-IOPS $(fio_get "$WORK/rw.json" write iops)" >> "$out"
@@ -110,11 +140,13 @@ run_lines() { # LABEL DIR -> lines "LABEL line value"
 		--runtime="$SECS"
 	echo "rand-read-IOPS $(fio_get "$WORK/rw.json" read iops)" >> "$out"
 	rm -f "$dir"/rw.*
+	settle "$label"
 	fio_line "$dir" fs --rw=write --bs=4k --size=64M --fsync=1 --time_based \
 		--runtime="$SECS"
 	echo "fsync-4K-IOPS $(fio_get "$WORK/fs.json" write iops)" >> "$out"
 	rm -f "$dir"/fs.*
 	for p in 1 4; do
+		settle "$label"
 		mkdir "$dir/ops$p"
 		"$WORK/fsops" "$dir/ops$p" 5000 $p | while read -r op v; do
 			echo "$op-$p-ops/s $v" >> "$out"
@@ -122,10 +154,12 @@ run_lines() { # LABEL DIR -> lines "LABEL line value"
 		rm -rf "$dir/ops$p"
 	done
 	local t0 t1
+	settle "$label"
 	t0=$(date +%s.%N)
 	cp -a "$WORK/tree" "$dir/tree"
 	t1=$(date +%s.%N)
 	echo "tree-copy-files/s $(echo "$TREE_FILES / ($t1 - $t0)" | bc -l | xargs printf '%.1f')" >> "$out"
+	settle "$label"
 	t0=$(date +%s.%N)
 	rm -rf "$dir/tree"
 	t1=$(date +%s.%N)

@@ -687,14 +687,14 @@ status_on_mds(void *arg)
 			PRIu64 ", \"replays\": %" PRIu64 ", \"sessions\": %zu, "
 			"\"caps\": {\"inodes\": %zu, \"parked\": %zu, \"evictions\": %" PRIu64
 			", \"osd_barrier\": %" PRIu64 "}, "
-			"\"next_ino\": %" PRIu64 "}\n", m->rank, m->active ? "true" : "false",
+			"\"purges\": %zu, \"next_ino\": %" PRIu64 "}\n", m->rank, m->active ? "true" : "false",
 			m->replaying ? "true" : "false", mds_lease_ok(m) ? "true" : "false",
 			m->fence, m->applied, m->committed, m->first_seg, m->seg, m->seg_off,
 			m->n_appends, m->n_trims, m->dirs.n, m->objs.n, m->where.n, m->n_loads,
 			m->n_flushes, m->n_evicted, m->n_requests, m->n_events, m->n_early,
 			m->n_replays, m->nsess,
 			m->caps.n, mds_parked_count(m), m->n_evictions, m->osd_barrier,
-			m->next_ino);
+			m->npurges, m->next_ino);
 	pthread_mutex_lock(&a->lock);
 	a->done = 1;
 	gone = a->abandoned;
