@@ -2813,6 +2813,22 @@ held_told(struct tsr_fs *fs, uint64_t ino, uint64_t gen, uint32_t bits)
  * (what wb_drain sent).  Until then this client's stats and listings
  * show them (overlay), and the ccap is not given back. */
 
+/* cc holds a mode set here, not yet told (fs->lock held). */
+static int
+holds_mode(const struct ccap *cc)
+{
+	return (__atomic_load_n(&cc->held, __ATOMIC_RELAXED) & TSR_SETATTR_MODE) != 0;
+}
+
+/* A held mode is told even with no size to tell: the MDS checks access
+ * by it (fs->lock held). */
+static void
+tell_mode_too(struct ccap *cc)
+{
+	if (cc->tell == 0 && holds_mode(cc))
+		cc->tell = TELL_HELD;
+}
+
 /* Tell ino's closed handles' size and mtime, and the times held with
  * them, now, after the file's held data (not on the loop, no lock held):
  * 0, -EAGAIN (left for later: flags), or the SETATTR's error.  Only
@@ -2831,9 +2847,8 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 
 	pthread_mutex_lock(&fs->lock);
 	cc = tsr_u64map_get(&fs->caps, ino);
-	if (cc && cc->tell == 0 &&
-	    (__atomic_load_n(&cc->held, __ATOMIC_RELAXED) & TSR_SETATTR_MODE))
-		cc->tell = TELL_HELD; /* (a held mode: the MDS checks access by it) */
+	if (cc)
+		tell_mode_too(cc);
 	if (cc == NULL || cc->tell == 0) {
 		pthread_mutex_unlock(&fs->lock);
 		return 0;
@@ -2855,9 +2870,8 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 	while (rc == 0 && cc->telling && !fs->closing)
 		pthread_cond_wait(&fs->cv, &fs->lock);
 	/* a mode held while another tell was out (which did not carry it) */
-	if (rc == 0 && cc->tell == 0 && !cc->telling &&
-	    (__atomic_load_n(&cc->held, __ATOMIC_RELAXED) & TSR_SETATTR_MODE))
-		cc->tell = TELL_HELD;
+	if (rc == 0 && !cc->telling)
+		tell_mode_too(cc);
 	if (rc < 0 || cc->tell == 0 || cc->telling) {
 		cap_unhold(cc, 0);
 		pthread_mutex_unlock(&fs->lock);
@@ -2917,7 +2931,7 @@ tell_mode(struct tsr_fs *fs, uint64_t ino)
 
 	pthread_mutex_lock(&fs->lock);
 	cc = tsr_u64map_get(&fs->caps, ino);
-	held = cc && (__atomic_load_n(&cc->held, __ATOMIC_RELAXED) & TSR_SETATTR_MODE);
+	held = cc && holds_mode(cc);
 	pthread_mutex_unlock(&fs->lock);
 	if (held)
 		tell_send(fs, ino, 0);
@@ -3471,7 +3485,7 @@ hold_times(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		 * callers go on) */
 		struct tsr_fs_stat cur;
 		uint32_t mode;
-		if (__atomic_load_n(&cc->held, __ATOMIC_RELAXED) & TSR_SETATTR_MODE)
+		if (holds_mode(cc))
 			mode = cc->held_mode;
 		else if (dc_live(fs) && dc_getattr(&fs->dc, ino, &cur) == 1)
 			mode = cur.mode;

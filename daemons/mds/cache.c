@@ -32,12 +32,6 @@
 #define LOAD_PAGE 16384u
 #define MAX_KEYS 65536u            /* keys in one omap step (the OSD's limit) */
 
-static uint64_t
-cookie_of(const char *name)
-{
-	return tsr_fs_dir_cookie(name);
-}
-
 static int
 ent_cmp(uint64_t cookie, const char *name, const struct mentry *e)
 {
@@ -72,7 +66,7 @@ struct mentry *
 mds_dir_find(struct mdir *d, const char *name)
 {
 	int found;
-	size_t pos = dir_pos(d, cookie_of(name), name, &found);
+	size_t pos = dir_pos(d, tsr_fs_dir_cookie(name), name, &found);
 
 	return found ? d->ents[pos] : NULL;
 }
@@ -114,7 +108,7 @@ dir_put(struct mds *m, struct mdir *d, struct mentry *e, int take)
 	int found;
 	size_t pos;
 
-	e->cookie = cookie_of(e->name);
+	e->cookie = tsr_fs_dir_cookie(e->name);
 	e->dir = d;
 	pos = dir_pos(d, e->cookie, e->name, &found);
 	if (found) {
@@ -147,7 +141,7 @@ static void
 dir_remove(struct mds *m, struct mdir *d, const char *name, int note)
 {
 	int found;
-	size_t pos = dir_pos(d, cookie_of(name), name, &found);
+	size_t pos = dir_pos(d, tsr_fs_dir_cookie(name), name, &found);
 	struct mentry *e;
 
 	if (!found)
