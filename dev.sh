@@ -301,6 +301,16 @@ cmd_test() {
 	skip=$(count SKIP "${logs[@]}")
 	[ $rc -ne 0 ] && [ "$fail" -eq 0 ] && fail=1 # distcheck or a build failed
 	echo
+	# The failing checks again, last, where a reader of only the end of
+	# this output (a CI page) still sees which case failed and where.
+	if [ "$fail" -ne 0 ]; then
+		local d
+		for d in build build-asan; do
+			[ -d "$d/tests" ] || continue
+			grep -hE '^[^ :]+:[0-9]+:[EF]:' "$d"/tests/*/*.log 2>/dev/null |
+				head -20 | sed "s|^|$d: |"
+		done
+	fi
 	echo "tests: $pass passed, $fail failed, $skip skipped ($((SECONDS / 60)) min $((SECONDS % 60)) s in all)"
 	return $rc
 }
