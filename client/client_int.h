@@ -18,6 +18,8 @@ struct tsr_mapsub *tsr_client_mapsub_(struct tsr_client *c);
 uint64_t tsr_client_id_(struct tsr_client *c);
 /* client_dirty_max, in bytes. */
 uint64_t tsr_client_dirty_max_(struct tsr_client *c);
+/* client_readahead_max, in bytes. */
+uint64_t tsr_client_readahead_max_(struct tsr_client *c);
 /* client_op_timeout, in ms. */
 uint64_t tsr_client_timeout_ms_(struct tsr_client *c);
 struct tsr_op;

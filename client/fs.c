@@ -157,6 +157,15 @@ struct tsr_fs {
 	pthread_mutex_t inval_lock;
 	void (*inval)(void *arg, uint64_t ino);
 	void *inval_arg;
+	/* read-ahead (see "Read-ahead"): every file's pieces, under ra_lock
+	 * (taken after lock, never before) */
+	pthread_mutex_t ra_lock;
+	pthread_cond_t ra_cv;        /* a piece was answered */
+	uint64_t ra_max;             /* client_readahead_max (0: none) */
+	uint64_t ra_bytes;           /* pieces held and in flight, every file */
+	uint64_t ra_out;             /* pieces in flight */
+	struct tsr_file *ra_oldest, *ra_newest; /* files holding pieces, by
+						   their last read */
 };
 
 /* Capabilities held on an inode (fs->lock): see mdsmsg.h.  A ccap
@@ -196,6 +205,10 @@ struct ccap {
 	struct tsr_ftime tell_mtime;
 	uint64_t tell_gen;
 	int telling;
+	/* read-ahead's guards: files open here for writing, and times the
+	 * data changed here (the close of such a file, a truncate) */
+	int writers;
+	uint64_t data_gen;
 };
 
 #define CAP_IDLE_NS 1000000000u   /* caps unused this long are given back */
@@ -1016,10 +1029,15 @@ tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out, cha
 	pthread_mutex_init(&fs->wb_lock, NULL);
 	tsr_cond_init_mono(&fs->wb_cv);
 	pthread_mutex_init(&fs->inval_lock, NULL);
+	pthread_mutex_init(&fs->ra_lock, NULL);
+	tsr_cond_init_mono(&fs->ra_cv);
 	fs->wb_max = tsr_client_dirty_max_(c);
+	fs->ra_max = tsr_client_readahead_max_(c);
 	dc_init(&fs->dc);
 	if ((rc = tsr_workq_create("fscaps", &fs->capq)) < 0) {
 		dc_free(&fs->dc);
+		pthread_cond_destroy(&fs->ra_cv);
+		pthread_mutex_destroy(&fs->ra_lock);
 		pthread_mutex_destroy(&fs->inval_lock);
 		pthread_cond_destroy(&fs->wb_cv);
 		pthread_mutex_destroy(&fs->wb_lock);
@@ -1192,6 +1210,11 @@ tsr_fs_unmount(struct tsr_fs *fs)
 			"the OSDs within %" PRIu64 " ms were dropped\n", fs->wb_total,
 			fs->timeout_ms);
 	pthread_mutex_unlock(&fs->wb_lock);
+	/* (read-ahead of files closed: its operations borrow the pieces) */
+	pthread_mutex_lock(&fs->ra_lock);
+	while (fs->ra_out > 0)
+		pthread_cond_wait(&fs->ra_cv, &fs->ra_lock);
+	pthread_mutex_unlock(&fs->ra_lock);
 	tsr_u64map_free(&fs->parent);
 	tsr_u64map_free(&fs->open);
 	tsr_u64map_each(&fs->hidden, free_hidden, NULL);
@@ -1212,6 +1235,8 @@ tsr_fs_unmount(struct tsr_fs *fs)
 		fs->locks = l->next;
 		free(l);
 	}
+	pthread_cond_destroy(&fs->ra_cv);
+	pthread_mutex_destroy(&fs->ra_lock);
 	pthread_mutex_destroy(&fs->inval_lock);
 	pthread_cond_destroy(&fs->wb_cv);
 	pthread_mutex_destroy(&fs->wb_lock);
@@ -1450,6 +1475,7 @@ tsr_fs_getattr(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 static int get_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		     struct tsr_inode *in);
 static int truncate_data(struct tsr_fs *fs, const struct tsr_inode *in, uint64_t size);
+static void data_changed(struct tsr_fs *fs, uint64_t ino);
 
 /* opened: through a file open for writing, whose open checked the
  * permission (ftruncate on a file made 0444 by that open is POSIX's) */
@@ -1526,11 +1552,15 @@ setattr_common(struct tsr_fs *fs, const struct tsr_fs_cred *cr, uint64_t ino,
 		if (S_ISREG(in.mode) && a->size < in.size &&
 		    (rc = truncate_data(fs, &in, a->size)) < 0) {
 			tsr_inode_free(&in);
+			data_changed(fs, ino);
 			return rc;
 		}
 		tsr_inode_free(&in);
 	}
-	if ((rc = simple(fs, &r, out, NULL)) == 0 &&
+	rc = simple(fs, &r, out, NULL);
+	if (mask & TSR_FS_SET_SIZE)
+		data_changed(fs, ino); /* (pieces read before or during the cut) */
+	if (rc == 0 &&
 	    (mask & (TSR_FS_SET_SIZE | TSR_FS_SET_MTIME | TSR_FS_SET_MTIME_NOW |
 		     TSR_FS_SET_ATIME | TSR_FS_SET_ATIME_NOW)))
 		open_files_set(fs, ino, mask, a->size);
@@ -2191,6 +2221,13 @@ struct tsr_file {
 	struct ccap *cap;            /* its inode's (held busy by this file) */
 	uint32_t err_seen;           /* cap->wb->err_seq told (fs->wb_lock) */
 	int late_err;                /* one of late_errs, to tell (wb_lock) */
+	/* read-ahead (fs->ra_lock): pieces read ahead, where a read in
+	 * order goes next, and how far ahead of it to read */
+	struct rapiece *ra;
+	uint64_t ra_next;
+	uint64_t ra_win;
+	struct tsr_file *ra_older, *ra_newer; /* on fs's list, while ra_listed */
+	int ra_listed;
 };
 
 /* Object operations of one call, at most IO_INFLIGHT at once. */
@@ -3333,6 +3370,7 @@ open_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const struct tsr_ino
 	f->flags = flags;
 	f->layout = in->layout;
 	f->size = in->size;
+	f->ra_next = UINT64_MAX; /* (a first read is not yet a read in order) */
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_lock(&fs->wb_lock);
 	/* (a failure some handle told is not this one's; one nobody told
@@ -3353,6 +3391,8 @@ open_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const struct tsr_ino
 		free(f);
 		return failf(-ENOMEM, "out of memory");
 	}
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		cc->writers++; /* (nothing is read ahead meanwhile) */
 	pthread_mutex_unlock(&fs->lock);
 	*out = f;
 	return 0;
@@ -3677,10 +3717,340 @@ move_data(struct tsr_file *f, uint8_t *rbuf, const uint8_t *wbuf, size_t len, ui
 	return 0;
 }
 
+/* ---- Read-ahead ----
+ *
+ * A file read in order (a read where the last one ended, or inside what
+ * was read ahead; not an open's first read) is read ahead of its reader
+ * in pieces of at most RA_PIECE bytes, each inside one stripe unit, up
+ * to a window past the read: two pieces at first, doubled by each read in
+ * order, at most client_readahead_max (and RA_FILE_PIECES pieces).  A
+ * read elsewhere stops it and lets the file's pieces go.  The pieces of
+ * every file together hold at most RA_TOTAL windows' worth: past that,
+ * the answered pieces of the files read longest ago go first.
+ *
+ * A piece is sent only while this client holds RD and CACHE (no other
+ * client writes the file), hears from the MDS (an evicted client is not
+ * told CACHE went), has no file of the inode open for writing and none
+ * of its writes held back: what the OSDs send is the file's data.  It is
+ * used only while that still holds: the ccap's cache_lost (CACHE went)
+ * and data_gen (bumped when a file open here for writing closes, and
+ * after a truncate here) are those it was sent under.  That suffices
+ * because a write needs a file open for writing, and those are counted
+ * (writers) under fs->lock before they write: no piece is sent while
+ * one is open, and pieces sent before its open are stale after its
+ * close. */
+
+#define RA_PIECE (1u << 20)
+#define RA_FILE_PIECES 64u
+#define RA_TOTAL 8u
+
+struct rapiece {
+	struct rapiece *next;        /* the file's, in file order */
+	struct rapiece *send;        /* (ra_read: sent by this call) */
+	struct tsr_fs *fs;
+	uint64_t off, len;           /* in the file */
+	uint64_t objno, objoff;
+	uint8_t *data;
+	uint64_t got;                /* (the read's length) */
+	struct tsr_op *op;
+	uint64_t lost, dgen;         /* the ccap's cache_lost and data_gen */
+	int out;                     /* in flight */
+	int orphan;                  /* no file's: freed once answered */
+	int rc;
+};
+
+/* (ra_lock) p goes, its operation answered. */
+static void
+ra_free(struct tsr_fs *fs, struct rapiece *p)
+{
+	fs->ra_bytes -= p->len;
+	tsr_op_destroy(p->op);
+	free(p->data);
+	free(p);
+}
+
+static void
+ra_done(void *arg, int result, const struct tsr_objver *ver)
+{
+	struct rapiece *p = arg;
+	struct tsr_fs *fs = p->fs;
+
+	(void)ver;
+	/* (the piece is the operation's until it is marked answered) */
+	if (result == -ENOENT) { /* no object: a hole */
+		memset(p->data, 0, p->len);
+		result = 0;
+	} else if (result == 0 && p->got < p->len) {
+		memset(p->data + p->got, 0, p->len - p->got);
+	}
+	pthread_mutex_lock(&fs->ra_lock);
+	p->rc = result;
+	p->out = 0;
+	fs->ra_out--;
+	if (p->orphan)
+		ra_free(fs, p);
+	pthread_cond_broadcast(&fs->ra_cv);
+	pthread_mutex_unlock(&fs->ra_lock);
+}
+
+/* (ra_lock) p, off its file's list, goes: now, or once answered. */
+static void
+ra_drop(struct tsr_fs *fs, struct rapiece *p)
+{
+	if (p->out)
+		p->orphan = 1;
+	else
+		ra_free(fs, p);
+}
+
+/* (ra_lock) f's pieces go; f leaves the list of files holding some. */
+static void
+ra_drop_all(struct tsr_fs *fs, struct tsr_file *f)
+{
+	while (f->ra) {
+		struct rapiece *p = f->ra;
+		f->ra = p->next;
+		ra_drop(fs, p);
+	}
+	if (f->ra_listed) {
+		*(f->ra_older ? &f->ra_older->ra_newer : &fs->ra_oldest) = f->ra_newer;
+		*(f->ra_newer ? &f->ra_newer->ra_older : &fs->ra_newest) = f->ra_older;
+		f->ra_older = f->ra_newer = NULL;
+		f->ra_listed = 0;
+	}
+}
+
+/* (ra_lock) f was read now: newest on the list. */
+static void
+ra_touch(struct tsr_fs *fs, struct tsr_file *f)
+{
+	if (f->ra_listed) {
+		if (fs->ra_newest == f)
+			return;
+		*(f->ra_older ? &f->ra_older->ra_newer : &fs->ra_oldest) = f->ra_newer;
+		f->ra_newer->ra_older = f->ra_older;
+	}
+	f->ra_older = fs->ra_newest;
+	f->ra_newer = NULL;
+	*(fs->ra_newest ? &fs->ra_newest->ra_newer : &fs->ra_oldest) = f;
+	fs->ra_newest = f;
+	f->ra_listed = 1;
+}
+
+/* (ra_lock) Room for len more bytes of pieces, from the answered pieces of
+ * the files read longest ago (not f's): 1 when there is. */
+static int
+ra_room(struct tsr_fs *fs, struct tsr_file *f, uint64_t len)
+{
+	for (struct tsr_file *o = fs->ra_oldest; o && fs->ra_bytes + len > RA_TOTAL * fs->ra_max;
+	     o = o->ra_newer) {
+		if (o == f)
+			continue;
+		for (struct rapiece **pp = &o->ra; *pp;) {
+			struct rapiece *p = *pp;
+			if (p->out) {
+				pp = &p->next;
+				continue;
+			}
+			*pp = p->next;
+			ra_free(fs, p);
+		}
+	}
+	return fs->ra_bytes + len <= RA_TOTAL * fs->ra_max;
+}
+
+/* (ra_lock) f's piece holding file offset at, or NULL; *pp the link to it. */
+static struct rapiece *
+ra_find(struct tsr_file *f, uint64_t at, struct rapiece ***pp)
+{
+	for (struct rapiece **l = &f->ra; *l && (*l)->off <= at; l = &(*l)->next)
+		if (at < (*l)->off + (*l)->len) {
+			if (pp)
+				*pp = l;
+			return *l;
+		}
+	return NULL;
+}
+
+/* The file closes: its pieces go. */
+static void
+ra_forget(struct tsr_file *f)
+{
+	struct tsr_fs *fs = f->fs;
+
+	pthread_mutex_lock(&fs->ra_lock);
+	ra_drop_all(fs, f);
+	pthread_mutex_unlock(&fs->ra_lock);
+}
+
+/* This client changed ino's data other than through a write (a
+ * truncate): what was read ahead before goes unused. */
+static void
+data_changed(struct tsr_fs *fs, uint64_t ino)
+{
+	struct ccap *cc;
+
+	pthread_mutex_lock(&fs->lock);
+	if ((cc = tsr_u64map_get(&fs->caps, ino)) != NULL)
+		cc->data_gen++;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* (ra_lock) f is read in order at [off, off+len) of a file size bytes
+ * long: pieces from there up to the window past it are made, onto
+ * *send, in file order on f's list. */
+static void
+ra_ahead(struct tsr_file *f, uint64_t off, size_t len, uint64_t size, uint64_t lost,
+	 uint64_t dgen, struct rapiece **send)
+{
+	struct tsr_fs *fs = f->fs;
+	struct rapiece **pp = &f->ra, *p;
+	uint64_t at = off + len, end;
+	unsigned n = 0;
+
+	f->ra_win = f->ra_win == 0 ? 2 * (uint64_t)RA_PIECE : 2 * f->ra_win;
+	if (f->ra_win > fs->ra_max)
+		f->ra_win = fs->ra_max;
+	end = size - at > f->ra_win ? at + f->ra_win : size;
+	for (p = f->ra; p; p = p->next)
+		n++;
+	while (at < end && n < RA_FILE_PIECES) {
+		uint64_t objno, objoff, left;
+		/* (the list is in file order: the first piece past at is
+		 * the bound of a new one) */
+		while (*pp && (*pp)->off + (*pp)->len <= at)
+			pp = &(*pp)->next;
+		if (*pp && (*pp)->off <= at) {
+			at = (*pp)->off + (*pp)->len;
+			continue;
+		}
+		tsr_layout_map(&f->layout, at, &objno, &objoff, &left);
+		if (left > RA_PIECE)
+			left = RA_PIECE;
+		if (left > end - at)
+			left = end - at;
+		if (*pp && (*pp)->off - at < left)
+			left = (*pp)->off - at;
+		if (!ra_room(fs, f, left))
+			break;
+		uint8_t *data = malloc(left);
+		struct tsr_op *op = data ? tsr_op_create() : NULL;
+		if (op == NULL) {
+			free(data);
+			break;
+		}
+		p = tsr_xcalloc(1, sizeof(*p));
+		p->fs = fs;
+		p->off = at;
+		p->len = left;
+		p->objno = objno;
+		p->objoff = objoff;
+		p->data = data;
+		p->lost = lost;
+		p->dgen = dgen;
+		p->out = 1;
+		p->op = op;
+		tsr_op_read(op, objoff, left, data, &p->got, NULL);
+		p->next = *pp;
+		*pp = p;
+		pp = &p->next;
+		p->send = *send;
+		*send = p;
+		fs->ra_bytes += left;
+		fs->ra_out++;
+		n++;
+		at += left;
+	}
+}
+
+/* A read of [off, off+len) of f, a file size bytes long (off + len <=
+ * size), from what was read ahead, reading on ahead when it is in order:
+ * how many bytes from off it answered (the rest is the OSDs' to read). */
+static size_t
+ra_read(struct tsr_file *f, uint8_t *buf, size_t len, uint64_t off, uint64_t size)
+{
+	struct tsr_fs *fs = f->fs;
+	struct ccap *cc = f->cap;
+	struct rapiece *send = NULL, *p, **pp;
+	uint64_t lost, dgen;
+	size_t have = 0;
+	int ok;
+
+	pthread_mutex_lock(&fs->lock);
+	ok = (cap_issued(cc) & (TSR_CAP_RD | TSR_CAP_CACHE)) == (TSR_CAP_RD | TSR_CAP_CACHE) &&
+	     cc->writers == 0 && !fs->evicted && tsr_mono_ns() - fs->heard_ns < DC_LEASE_NS;
+	lost = cc->cache_lost;
+	dgen = cc->data_gen;
+	pthread_mutex_unlock(&fs->lock);
+	if (ok) { /* (a closed writer's data may still be held back) */
+		pthread_mutex_lock(&fs->wb_lock);
+		ok = cc->wb == NULL || cc->wb->bytes == 0;
+		pthread_mutex_unlock(&fs->wb_lock);
+	}
+	pthread_mutex_lock(&fs->ra_lock);
+	if (!ok) {
+		ra_drop_all(fs, f);
+		f->ra_win = 0;
+		f->ra_next = off + len;
+		pthread_mutex_unlock(&fs->ra_lock);
+		return 0;
+	}
+	/* pieces no longer the file's data go, and those a piece and more
+	 * behind the reader (a read a little behind may still want one) */
+	for (pp = &f->ra; (p = *pp) != NULL;) {
+		if (p->lost != lost || p->dgen != dgen ||
+		    (!p->out && p->off + p->len + RA_PIECE <= off)) {
+			*pp = p->next;
+			ra_drop(fs, p);
+		} else {
+			pp = &p->next;
+		}
+	}
+	if (off == f->ra_next || ra_find(f, off, NULL)) {
+		ra_touch(fs, f);
+		ra_ahead(f, off, len, size, lost, dgen, &send);
+	} else {
+		ra_drop_all(fs, f);
+		f->ra_win = 0;
+	}
+	f->ra_next = off + len;
+	pthread_mutex_unlock(&fs->ra_lock);
+	for (p = send; p; p = send) {
+		int rc;
+		char oid[48];
+		send = p->send;
+		tsr_fs_data_oid(f->ino, p->objno, oid, sizeof(oid));
+		if ((rc = tsr_op_submit(fs->c, f->layout.pool, oid, strlen(oid), p->op, ra_done,
+					p)) < 0)
+			ra_done(p, rc, NULL);
+	}
+	pthread_mutex_lock(&fs->ra_lock);
+	while (have < len && (p = ra_find(f, off + have, &pp)) != NULL &&
+	       p->lost == lost && p->dgen == dgen) {
+		if (p->out) { /* (it may go meanwhile: found again) */
+			pthread_cond_wait(&fs->ra_cv, &fs->ra_lock);
+			continue;
+		}
+		if (p->rc < 0) { /* read again by the caller, who says why */
+			*pp = p->next;
+			ra_drop(fs, p);
+			break;
+		}
+		uint64_t at = off + have, n = p->off + p->len - at;
+		if (n > len - have)
+			n = len - have;
+		memcpy(buf + have, p->data + (at - p->off), n);
+		have += n;
+	}
+	pthread_mutex_unlock(&fs->ra_lock);
+	return have;
+}
+
 ssize_t
 tsr_fs_read(struct tsr_file *f, void *buf, size_t len, uint64_t off)
 {
 	uint64_t size;
+	size_t have;
 	int rc;
 
 	pthread_mutex_lock(&f->lock);
@@ -3706,9 +4076,14 @@ tsr_fs_read(struct tsr_file *f, void *buf, size_t len, uint64_t off)
 		return 0;
 	if (len > size - off)
 		len = (size_t)(size - off);
-	memset(buf, 0, len); /* holes and absent objects read as zeros */
-	if ((rc = move_data(f, buf, NULL, len, off)) < 0)
-		return rc;
+	have = f->fs->ra_max && (f->flags & O_ACCMODE) == O_RDONLY
+		       ? ra_read(f, buf, len, off, size) : 0;
+	if (have < len) {
+		/* holes and absent objects read as zeros */
+		memset((uint8_t *)buf + have, 0, len - have);
+		if ((rc = move_data(f, (uint8_t *)buf + have, NULL, len - have, off + have)) < 0)
+			return rc;
+	}
 	return (ssize_t)len;
 }
 
@@ -3974,6 +4349,10 @@ tsr_fs_close(struct tsr_file *f)
 				break;
 			}
 	}
+	if ((f->flags & O_ACCMODE) != O_RDONLY) {
+		f->cap->writers--;
+		f->cap->data_gen++; /* (what was read ahead before its writes) */
+	}
 	pthread_mutex_lock(&f->lock);
 	cap_unhold(f->cap, f->size);
 	pthread_mutex_unlock(&f->lock);
@@ -3984,6 +4363,7 @@ tsr_fs_close(struct tsr_file *f)
 	else if (h)
 		tsr_u64map_del(&f->fs->hidden, f->ino);
 	pthread_mutex_unlock(&f->fs->lock);
+	ra_forget(f);
 	if (h) { /* unlinked while open here: its hidden name goes now */
 		int rc2 = remove_name(f->fs, &h->cr, TSR_MDS_OP_UNLINK, h->dir, h->name);
 		if (rc == 0)

@@ -163,6 +163,13 @@ static const struct tsr_conf_opt core_options[] = {
 		    "close, after 5 s, or when another client opens the file (0: every "
 		    "write reaches the OSDs before it returns)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT, 0 },
+	{ { .name = "client_readahead_max", .type = TSR_OPT_SIZE, .def = "8M", .min = "0",
+	    .max = "1G",
+	    .help = "the file client reads a file read in order up to this many bytes "
+		    "ahead of its reader, in pieces of up to 1 MiB, while no other client "
+		    "writes the file; all files together at most 8 times this (0: no "
+		    "read-ahead)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT, 0 },
 	{ { .name = "client_inject_dup", .type = TSR_OPT_BOOL, .def = "false",
 	    .help = "for tests: a client sends every operation twice, as a network that "
 		    "duplicates would (the OSDs must apply it once)" },

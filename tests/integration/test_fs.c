@@ -33,6 +33,9 @@
  *                  creates, chmods, writes, renames and unlinks reach its
  *                  lookups and stats at once; a name asked again costs
  *                  the MDS nothing
+ *   readahead      a file read in order is read ahead (its rest is read
+ *                  with every OSD paused), never stale after another
+ *                  client's write, or this one's write or truncate
  */
 #include "cluster/cluster.h"
 #include "cluster/tc_check.h"
@@ -1725,6 +1728,239 @@ START_TEST(close_held)
 }
 END_TEST
 
+/* A reader of a file through the pieces read ahead of it. */
+struct rareader {
+	struct tsr_file *f;
+	uint8_t *buf;
+	uint64_t from, to;
+	int rc;
+	_Atomic int done;
+};
+
+static void *
+ra_run(void *arg)
+{
+	struct rareader *r = arg;
+
+	for (uint64_t at = r->from; at < r->to && r->rc == 0; at += 128 * 1024) {
+		ssize_t n = tsr_fs_read(r->f, r->buf + at, 128 * 1024, at);
+		if (n != 128 * 1024)
+			r->rc = n < 0 ? (int)n : -EIO;
+	}
+	atomic_store(&r->done, 1);
+	return NULL;
+}
+
+/* Reads f at [from, to) in 128 KiB reads with every OSD of c paused:
+ * asserts it was done within 3 s, from what was read ahead. */
+static void
+ra_paused(struct tc_cluster *c, struct tsr_file *f, uint8_t *back, uint64_t from,
+	  uint64_t to)
+{
+	struct rareader r = { .f = f, .buf = back, .from = from, .to = to };
+	pthread_t t;
+
+	for (size_t i = 0; i < c->nosd; i++)
+		ck_assert_int_eq(tc_osd_signal(c, i, SIGSTOP), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, ra_run, &r), 0);
+	for (int i = 0; i < 300 && !atomic_load(&r.done); i++)
+		tc_sleep_ms(10);
+	int done = atomic_load(&r.done);
+	for (size_t i = 0; i < c->nosd; i++)
+		ck_assert_int_eq(tc_osd_signal(c, i, SIGCONT), 0);
+	pthread_join(t, NULL);
+	ck_assert_msg(done, "a reader in order waited for the OSDs at [%" PRIu64 ", %" PRIu64
+		      "): it was not read ahead", from, to);
+	ck_assert_msg(r.rc == 0, "reading: %d (%s)", r.rc, strerror(-r.rc));
+}
+
+/* Reads fs's file ino in order at [0, 512 KiB) in 128 KiB reads (the
+ * kernel's size), as a reader that goes on: the rest of the file is read
+ * ahead (the window grows to 8 MiB), as a read at 2 MiB with every OSD of
+ * c paused shows. */
+static struct tsr_file *
+ra_start(struct tc_cluster *c, struct tsr_fs *fs, uint64_t ino, uint8_t *back)
+{
+	struct tsr_file *f;
+
+	EXPECT(tsr_fs_open(fs, NULL, ino, O_RDONLY, &f), 0);
+	for (uint64_t at = 0; at < 4 * 128 * 1024; at += 128 * 1024)
+		ck_assert_int_eq(tsr_fs_read(f, back + at, 128 * 1024, at), 128 * 1024);
+	tc_sleep_ms(1000); /* (the pieces land, on a busy machine too) */
+	ra_paused(c, f, back, 2 * 1024 * 1024, 2 * 1024 * 1024 + 128 * 1024);
+	return f;
+}
+
+/* A reader of fs's file ino read ahead (ra_start); a handle of fs opened
+ * for writing beside it, while the reader goes on in order; 128 KiB of
+ * fill written through it at at: the reader reads them.  The reader,
+ * for the caller to close. */
+static struct tsr_file *
+ra_write_beside(struct tc_cluster *c, struct tsr_fs *fs, uint64_t ino, uint8_t *back,
+		int fill, uint64_t at)
+{
+	enum { PIECE = 128 * 1024 };
+	uint8_t other[PIECE];
+	struct tsr_file *f, *g;
+
+	f = ra_start(c, fs, ino, back);
+	memset(other, fill, PIECE);
+	EXPECT(tsr_fs_open(fs, NULL, ino, O_RDWR, &g), 0);
+	for (uint64_t o = 2 * 1024 * 1024 + PIECE; o < 2 * 1024 * 1024 + 4 * PIECE; o += PIECE)
+		ck_assert_int_eq(tsr_fs_read(f, back, PIECE, o), PIECE);
+	tc_sleep_ms(300);
+	ck_assert_int_eq(tsr_fs_write(g, other, PIECE, at), PIECE);
+	ck_assert_int_eq(tsr_fs_read(f, back, PIECE, at), PIECE);
+	ck_assert_msg(memcmp(back, other, PIECE) == 0, "a write at %" PRIu64 " through a "
+		      "handle open beside the reader was not read: what was read ahead was",
+		      at);
+	EXPECT(tsr_fs_close(g), 0);
+	return f;
+}
+
+/* Read-ahead: a file read in order is read ahead of its reader (its
+ * last 6 MiB are read with every OSD paused), and never read stale: not
+ * after another client writes the file, nor after this client writes or
+ * truncates it through another handle.  A hole reads as zeros. */
+START_TEST(read_ahead)
+{
+	struct tc_cluster c;
+	struct tsr_client *k1, *k2;
+	struct tsr_fs *fs1, *fs2;
+	struct tsr_fs_stat d, st;
+	struct tsr_file *f, *g;
+	enum { MIB = 1024 * 1024, LEN = 8 * MIB, PIECE = 128 * 1024 };
+	uint8_t *buf = malloc(LEN), *back = calloc(1, LEN), *other = malloc(PIECE);
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_ptr_nonnull(back);
+	ck_assert_ptr_nonnull(other);
+	for (size_t i = 0; i < LEN; i++)
+		buf[i] = (uint8_t)(i * 13 + i / 4093);
+	memset(other, 0xa5, PIECE);
+	fs_cluster(&c, 1, FAST_MDS);
+	k1 = client_of(&c);
+	k2 = client_of(&c);
+	fs1 = mount_of(k1);
+	fs2 = mount_of(k2);
+	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "ra", 0755, &d), 0);
+	EXPECT(tsr_fs_create(fs1, NULL, d.ino, "f", 0644, O_CREAT | O_EXCL | O_WRONLY, &f,
+			     &st), 0);
+	ck_assert_int_eq(tsr_fs_write(f, buf, LEN, 0), LEN);
+	EXPECT(tsr_fs_fsync(f, 0), 0);
+	EXPECT(tsr_fs_close(f), 0);
+
+	/* read ahead: the rest comes with every OSD paused */
+	f = ra_start(&c, fs2, st.ino, back);
+	ra_paused(&c, f, back, 2 * MIB + PIECE, LEN); /* (on from ra_start's last read) */
+	ck_assert_msg(memcmp(buf, back, 4 * PIECE) == 0 &&
+		      memcmp(buf + 2 * MIB, back + 2 * MIB, LEN - 2 * MIB) == 0,
+		      "read ahead: other bytes");
+	EXPECT(tsr_fs_close(f), 0);
+
+	/* another client writes ahead of the reader: its CACHE goes, and
+	 * with it what was read ahead */
+	f = ra_start(&c, fs2, st.ino, back);
+	EXPECT(tsr_fs_open(fs1, NULL, st.ino, O_WRONLY, &g), 0);
+	ck_assert_int_eq(tsr_fs_write(g, other, PIECE, 4 * MIB), PIECE);
+	EXPECT(tsr_fs_close(g), 0);
+	/* (CACHE again, once the writer's capabilities went idle) */
+	tc_sleep_ms(2500);
+	EXPECT(tsr_fs_open(fs2, NULL, st.ino, O_RDONLY, &g), 0);
+	tsr_fs_keep_cache(g);
+	ck_assert_msg(tsr_fs_keep_cache(g) == 1, "CACHE did not come back: the case tests "
+		      "nothing");
+	ck_assert_int_eq(tsr_fs_read(f, back, PIECE, 4 * MIB), PIECE);
+	ck_assert_msg(memcmp(back, other, PIECE) == 0,
+		      "another client's write was not read: what was read ahead was");
+	memcpy(buf + 4 * MIB, other, PIECE);
+	EXPECT(tsr_fs_close(g), 0);
+	EXPECT(tsr_fs_close(f), 0);
+
+	/* this client writes through another handle, synced and closed */
+	f = ra_start(&c, fs2, st.ino, back);
+	memset(other, 0x5a, PIECE);
+	EXPECT(tsr_fs_open(fs2, NULL, st.ino, O_RDWR, &g), 0);
+	ck_assert_int_eq(tsr_fs_write(g, other, PIECE, 7 * MIB), PIECE);
+	EXPECT(tsr_fs_fsync(g, 0), 0);
+	EXPECT(tsr_fs_close(g), 0);
+	ck_assert_int_eq(tsr_fs_read(f, back, PIECE, 7 * MIB), PIECE);
+	ck_assert_msg(memcmp(back, other, PIECE) == 0,
+		      "a write through another handle, closed, was not read: what was "
+		      "read ahead was");
+	memcpy(buf + 7 * MIB, other, PIECE);
+	EXPECT(tsr_fs_close(f), 0);
+	/* and held back, its handle open: nothing is read ahead meanwhile */
+	f = ra_write_beside(&c, fs2, st.ino, back, 0x3c, 6 * MIB);
+	memset(buf + 6 * MIB, 0x3c, PIECE);
+	ck_assert_int_eq(tsr_fs_read(f, back, PIECE, 6 * MIB + PIECE), PIECE);
+	ck_assert_msg(memcmp(back, buf + 6 * MIB + PIECE, PIECE) == 0, "read after a close");
+	EXPECT(tsr_fs_close(f), 0);
+	/* and straight to the OSDs (the other client has the file open: no
+	 * BUF), its handle open */
+	struct tsr_file *h;
+	EXPECT(tsr_fs_open(fs1, NULL, st.ino, O_RDONLY, &h), 0);
+	f = ra_write_beside(&c, fs2, st.ino, back, 0x69, 5 * MIB);
+	memset(buf + 5 * MIB, 0x69, PIECE);
+	EXPECT(tsr_fs_close(f), 0);
+	EXPECT(tsr_fs_close(h), 0);
+
+	/* this client cuts the file and grows it again: zeros where it was
+	 * cut, read ahead or not */
+	f = ra_start(&c, fs2, st.ino, back);
+	struct tsr_fs_stat a = { .size = 1 * MIB };
+	EXPECT(tsr_fs_setattr(fs2, NULL, st.ino, &a, TSR_FS_SET_SIZE, NULL), 0);
+	a.size = LEN;
+	EXPECT(tsr_fs_setattr(fs2, NULL, st.ino, &a, TSR_FS_SET_SIZE, NULL), 0);
+	memset(other, 0, PIECE);
+	for (uint64_t at = 3 * PIECE; at < LEN; at += PIECE) {
+		ck_assert_int_eq(tsr_fs_read(f, back, PIECE, at), PIECE);
+		ck_assert_msg(memcmp(back, at < MIB ? buf + at : other, PIECE) == 0,
+			      "after a truncate and a growth, at %" PRIu64 ": what was read "
+			      "ahead", at);
+	}
+	EXPECT(tsr_fs_close(f), 0);
+
+	/* a striped file (64 KiB units over 4 objects): pieces end where
+	 * units do, and the rest is read with every OSD paused */
+	struct tsr_fs_stat sd, ss;
+	EXPECT(tsr_fs_mkdir(fs1, NULL, d.ino, "striped", 0755, &sd), 0);
+	EXPECT(tsr_fs_setxattr(fs1, NULL, sd.ino, "tessera.dir.layout.stripe_count", "4", 1,
+			       0), 0);
+	EXPECT(tsr_fs_setxattr(fs1, NULL, sd.ino, "tessera.dir.layout.stripe_unit", "65536",
+			       5, 0), 0);
+	EXPECT(tsr_fs_create(fs1, NULL, sd.ino, "s", 0644, O_CREAT | O_EXCL | O_WRONLY, &f,
+			     &ss), 0);
+	ck_assert_int_eq(tsr_fs_write(f, buf, LEN, 0), LEN);
+	EXPECT(tsr_fs_fsync(f, 0), 0);
+	EXPECT(tsr_fs_close(f), 0);
+	tc_sleep_ms(2500); /* (the writer's capabilities go idle: CACHE for fs2) */
+	memset(back, 0, LEN);
+	f = ra_start(&c, fs2, ss.ino, back);
+	ra_paused(&c, f, back, 2 * MIB + PIECE, 2 * MIB + 4 * PIECE);
+	for (uint64_t at = 2 * MIB + 4 * PIECE; at < LEN; at += PIECE)
+		ck_assert_int_eq(tsr_fs_read(f, back + at, PIECE, at), PIECE);
+	ck_assert_msg(memcmp(buf, back, 4 * PIECE) == 0 &&
+		      memcmp(buf + 2 * MIB, back + 2 * MIB, LEN - 2 * MIB) == 0,
+		      "a striped file read ahead: other bytes");
+	/* a close, and the unmount, with pieces still in flight */
+	EXPECT(tsr_fs_close(f), 0);
+	EXPECT(tsr_fs_open(fs2, NULL, ss.ino, O_RDONLY, &f), 0);
+	ck_assert_int_eq(tsr_fs_read(f, back, PIECE, 0), PIECE);
+	ck_assert_int_eq(tsr_fs_read(f, back, PIECE, PIECE), PIECE);
+	EXPECT(tsr_fs_close(f), 0);
+
+	free(buf);
+	free(back);
+	free(other);
+	tsr_fs_unmount(fs2);
+	tsr_fs_unmount(fs1);
+	tsr_client_shutdown(k2);
+	tsr_client_shutdown(k1);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1742,6 +1978,7 @@ main(void)
 		{ "replay", replay, NULL },
 		{ "close_held", close_held, NULL },
 		{ "nosec", nosec, NULL },
+		{ "readahead", read_ahead, NULL },
 	};
 
 	return tc_check_main("fs", cases, TC_NCASES(cases));
