@@ -525,6 +525,7 @@ struct tsr_client {
 	int inject_dup;              /* client_inject_dup (tests) */
 	uint64_t dirty_max;          /* client_dirty_max (the file client) */
 	uint64_t readahead_max;      /* client_readahead_max (the file client) */
+	int fs_mounted;              /* a tsr_fs has its session (lock) */
 	size_t max_data;             /* ms_max_data, less room for the front */
 	/* the key toward the OSDs (connect) */
 	int keys_done, keys_rc;
@@ -1768,6 +1769,28 @@ uint64_t
 tsr_client_dirty_max_(struct tsr_client *c)
 {
 	return c->dirty_max;
+}
+
+int
+tsr_client_fs_claim_(struct tsr_client *c)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->fs_mounted)
+		rc = -EBUSY;
+	else
+		c->fs_mounted = 1;
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+void
+tsr_client_fs_release_(struct tsr_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->fs_mounted = 0;
+	pthread_mutex_unlock(&c->lock);
 }
 
 uint64_t

@@ -18,6 +18,10 @@ struct tsr_mapsub *tsr_client_mapsub_(struct tsr_client *c);
 uint64_t tsr_client_id_(struct tsr_client *c);
 /* client_dirty_max, in bytes. */
 uint64_t tsr_client_dirty_max_(struct tsr_client *c);
+/* The file system's session is one per client (the MDS knows a session
+ * by the client's id): 0 and claimed, or -EBUSY; let go at unmount. */
+int tsr_client_fs_claim_(struct tsr_client *c);
+void tsr_client_fs_release_(struct tsr_client *c);
 /* client_readahead_max, in bytes. */
 uint64_t tsr_client_readahead_max_(struct tsr_client *c);
 /* client_op_timeout, in ms. */

@@ -1013,11 +1013,17 @@ int
 tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out, char *err,
 	     size_t errlen)
 {
-	struct tsr_fs *fs = tsr_xcalloc(1, sizeof(*fs));
+	struct tsr_fs *fs;
 	uint64_t deadline;
 	int rc;
 
 	*out = NULL;
+	/* (the MDS knows a session by the client's id: two would share one
+	 * set of capabilities, and revokes would reach only one) */
+	if (tsr_client_fs_claim_(c) < 0)
+		return tsr_errf(err, errlen, -EBUSY, "this client has the file system "
+				"mounted already: connect another client for a second mount");
+	fs = tsr_xcalloc(1, sizeof(*fs));
 	fs->c = c;
 	fs->msgr = tsr_client_msgr_(c);
 	fs->loop = tsr_client_loop_(c);
@@ -1044,6 +1050,7 @@ tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out, cha
 		pthread_cond_destroy(&fs->cv);
 		pthread_mutex_destroy(&fs->lock);
 		free(fs);
+		tsr_client_fs_release_(c);
 		return tsr_errf(err, errlen, rc, "starting a thread: %s", strerror(-rc));
 	}
 	if (timeout_ms == 0)
@@ -1242,6 +1249,7 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	pthread_mutex_destroy(&fs->wb_lock);
 	pthread_cond_destroy(&fs->cv);
 	pthread_mutex_destroy(&fs->lock);
+	tsr_client_fs_release_(fs->c);
 	free(fs);
 }
 

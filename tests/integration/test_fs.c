@@ -153,6 +153,13 @@ START_TEST(namespace)
 	fs_cluster(&c, 1, FAST_MDS);
 	k = client_of(&c);
 	fs = mount_of(k);
+	{ /* one mount per client: the MDS knows a session by the client */
+		struct tsr_fs *again = NULL;
+		char err[512];
+		EXPECT(tsr_fs_mount(k, 30000, &again, err, sizeof(err)), -EBUSY);
+		ck_assert_ptr_null(again);
+		assert_says(err, "mounted already");
+	}
 
 	/* mkdir, lookup, getattr */
 	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "d", 0755, &d), 0);
@@ -389,6 +396,10 @@ START_TEST(namespace)
 		ck_assert_uint_eq(vx(fs, sub.ino, "tessera.dir.rfiles"), 400);
 	}
 
+	/* once unmounted, the client mounts again */
+	tsr_fs_unmount(fs);
+	fs = mount_of(k);
+	EXPECT(tsr_fs_getattr(fs, NULL, sub.ino, &st), 0);
 	tsr_fs_unmount(fs);
 	tsr_client_shutdown(k);
 	ck_assert_int_eq(tc_destroy(&c), 0);
