@@ -3984,6 +3984,14 @@ ra_read(struct tsr_file *f, uint8_t *buf, size_t len, uint64_t off, uint64_t siz
 	size_t have = 0;
 	int ok;
 
+	pthread_mutex_lock(&fs->ra_lock);
+	if (f->ra == NULL && off != f->ra_next) { /* (a random read: no more) */
+		f->ra_win = 0;
+		f->ra_next = off + len;
+		pthread_mutex_unlock(&fs->ra_lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&fs->ra_lock);
 	pthread_mutex_lock(&fs->lock);
 	ok = (cap_issued(cc) & (TSR_CAP_RD | TSR_CAP_CACHE)) == (TSR_CAP_RD | TSR_CAP_CACHE) &&
 	     cc->writers == 0 && !fs->evicted && tsr_mono_ns() - fs->heard_ns < DC_LEASE_NS;
