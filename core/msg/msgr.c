@@ -132,7 +132,7 @@ connect_with(struct tsr_msgr *m, const char *addr, const char *target, int lossl
 		return -EINVAL;
 	if (auth && (target == NULL || !tsr_auth_name_valid(target, NULL)))
 		return -EINVAL;
-	if (ev && (ev->flags & ~TSR_MSGR_INLINE))
+	if (ev && (ev->flags & ~(TSR_MSGR_INLINE | TSR_MSGR_INLINE_SMALL)))
 		return -EINVAL;
 	/* standby with its reconnect due: the first connect is a reconnect
 	 * that has waited nothing */
@@ -469,7 +469,7 @@ tsr_msgr_register(struct tsr_msgr *m, uint32_t type, tsr_msg_handler h,
 	int rc = 0;
 
 	if (type < TSR_MSG_USER || type > 65535 || h == NULL ||
-	    (flags & ~TSR_MSGR_INLINE))
+	    (flags & ~(TSR_MSGR_INLINE | TSR_MSGR_INLINE_SMALL)))
 		return -EINVAL;
 	pthread_mutex_lock(&m->lock);
 	if (type >= m->nhandlers) {

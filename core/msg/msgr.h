@@ -40,7 +40,8 @@
  *   dispatch thread; messages of one connection are handled one at a time
  *   and in order, different connections in parallel, so a slow handler
  *   holds up only its own connection.  A handler registered with
- *   TSR_MSGR_INLINE runs on the I/O thread and must not block.  The
+ *   TSR_MSGR_INLINE runs on the I/O thread and must not block (with
+ *   TSR_MSGR_INLINE_SMALL, only messages with little data do).  The
  *   handler owns the message (tsr_msg_free).
  *
  *   Several modules share a daemon's one messenger (the monitor client,
@@ -233,6 +234,15 @@ struct tsr_msgr_events {
 typedef void (*tsr_msg_handler)(struct tsr_conn *c, struct tsr_msg *m,
 				void *arg);
 #define TSR_MSGR_INLINE 0x1u
+/* On the I/O thread when its data (uncompressed; the front is not
+ * counted) is at most TSR_MSGR_INLINE_SMALL_MAX bytes, else on a dispatch
+ * thread: a small answer costs no thread switch, and a large one's
+ * handling keeps off the I/O thread (which has checked every message's
+ * CRC, and decompressed it, either way).  Messages of one connection may
+ * then be handled out of their order.  TSR_MSGR_INLINE wins if both are
+ * set. */
+#define TSR_MSGR_INLINE_SMALL 0x2u
+#define TSR_MSGR_INLINE_SMALL_MAX (64u << 10)
 
 /* The events of one connection, for the module that opened it
  * (tsr_msgr_connect_ev): they replace the messenger's events and handler
@@ -245,7 +255,9 @@ struct tsr_conn_events {
 	void (*fault)(struct tsr_conn *c, int err, void *arg);
 	void (*reset)(struct tsr_conn *c, void *arg);
 	tsr_msg_handler msg;
-	unsigned flags;              /* TSR_MSGR_INLINE: msg on the I/O thread */
+	unsigned flags;              /* TSR_MSGR_INLINE: msg on the I/O thread;
+					TSR_MSGR_INLINE_SMALL: there when its
+					data is small */
 	void *arg;
 };
 

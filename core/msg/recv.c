@@ -167,7 +167,9 @@ frame_done(struct tsr_conn *c, struct after *a)
 	m->st.msgs_received++;
 	pthread_mutex_unlock(&m->lock);
 	struct handler hd = msgr_handler_for(c, x->type);
-	if (hd.fn && (hd.flags & TSR_MSGR_INLINE) && !m->o.inject_delay_ms) {
+	if (hd.fn && !m->o.inject_delay_ms &&
+	    ((hd.flags & TSR_MSGR_INLINE) ||
+	     ((hd.flags & TSR_MSGR_INLINE_SMALL) && x->data_len <= TSR_MSGR_INLINE_SMALL_MAX))) {
 		x->next = NULL;
 		if (a->inl_tail)
 			a->inl_tail->next = x;

@@ -2051,6 +2051,117 @@ START_TEST(own_events_reach_only_their_owner)
 }
 END_TEST
 
+/* Where a connection's handler ran, by the size of the message's data. */
+struct where {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int n, small_io, small, large_io, large;
+};
+
+static void
+on_where(struct tsr_conn *c, struct tsr_msg *m, void *arg)
+{
+	struct where *w = arg;
+	char name[16] = "";
+	int io;
+
+	(void)c;
+	pthread_getname_np(pthread_self(), name, sizeof(name));
+	io = strcmp(name, "tsr-ms-io") == 0;
+	pthread_mutex_lock(&w->mu);
+	if (m->data_len > TSR_MSGR_INLINE_SMALL_MAX) {
+		w->large++;
+		w->large_io += io;
+	} else {
+		w->small++;
+		w->small_io += io;
+	}
+	w->n++;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	tsr_msg_free(m, 0);
+}
+
+/* Sends one message of type with data of each of sizes[0..n) on c. */
+static void
+send_sized(struct tsr_conn *c, uint32_t type, const size_t *sizes, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		struct tsr_msg *m = tsr_msg_new(type, "w", 1);
+		ck_assert_ptr_nonnull(m);
+		if (sizes[k]) {
+			struct iovec iov = { .iov_base = calloc(1, sizes[k]), .iov_len = sizes[k] };
+			ck_assert_ptr_nonnull(iov.iov_base);
+			ck_assert_int_eq(tsr_msg_set_data(m, &iov, 1, free_buf, iov.iov_base), 0);
+		}
+		ck_assert_int_eq(tsr_conn_send(c, m, 0), 0);
+	}
+}
+
+/* Waits (bounded) for n messages at w, then checks where they ran: the
+ * small ones on the I/O thread, the large ones not. */
+static void
+where_check(struct where *w, int n, int small)
+{
+	uint64_t end = tsr_mono_ns() + WAIT_MS * 1000000ull;
+
+	pthread_mutex_lock(&w->mu);
+	while (w->n < n && tsr_mono_ns() < end) {
+		pthread_mutex_unlock(&w->mu);
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&w->mu);
+	}
+	ck_assert_int_eq(w->n, n);
+	ck_assert_int_eq(w->small, small);
+	ck_assert_int_eq(w->small_io, small);
+	ck_assert_int_eq(w->large, n - small);
+	ck_assert_int_eq(w->large_io, 0);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* TSR_MSGR_INLINE_SMALL: a message whose data is at most
+ * TSR_MSGR_INLINE_SMALL_MAX bytes is handled on the I/O thread, a larger
+ * one on a dispatch thread: a connection's own events so (as the object
+ * client's OSD sessions), and a handler registered by type. */
+START_TEST(inline_small_by_size)
+{
+	struct sink ss, cs;
+	struct tsr_msgr *srv, *cli;
+	struct tsr_conn *a;
+	struct where w = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	struct tsr_conn_events ev = { .msg = on_where, .flags = TSR_MSGR_INLINE_SMALL,
+				      .arg = &w };
+	struct where w2 = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	const size_t sizes[] = { 0, 4096, TSR_MSGR_INLINE_SMALL_MAX,
+				 TSR_MSGR_INLINE_SMALL_MAX + 1, 1u << 20 };
+	struct tsr_conn *b;
+
+	sink_init(&ss);
+	sink_init(&cs);
+	srv = mk(TSR_ENTITY_OSD, 1, "127.0.0.1:0", &ss, NULL);
+	cli = mk(TSR_ENTITY_CLIENT, 2, NULL, &cs, NULL);
+	ck_assert_int_eq(tsr_msgr_register(cli, TSR_MSG_USER + 40, on_where, &w, 0x4u),
+			 -EINVAL);
+	ck_assert_int_eq(tsr_msgr_connect_ev(cli, tsr_msgr_addr(srv), NULL, 0, &ev, &a), 0);
+	send_sized(a, T_ECHO, sizes, 5); /* (answered as T_REPLY: to on_where) */
+	where_check(&w, 5, 3);
+	/* by type, at the server: a plain connection's messages */
+	ck_assert_int_eq(tsr_msgr_register(srv, TSR_MSG_USER + 41, on_where, &w2,
+					   TSR_MSGR_INLINE_SMALL), 0);
+	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 0, &b), 0);
+	send_sized(b, TSR_MSG_USER + 41, sizes, 5);
+	where_check(&w2, 5, 3);
+	tsr_conn_close(a);
+	tsr_conn_put(a);
+	tsr_conn_put(b);
+	tsr_msgr_destroy(cli);
+	tsr_msgr_destroy(srv);
+	sink_fini(&ss);
+	sink_fini(&cs);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -2095,6 +2206,7 @@ main(void)
 	tcase_add_test(tc, out_of_descriptors_no_spin);
 	tcase_add_test(tc, full_queue_never_blocks_dispatch_or_loop);
 	tcase_add_test(tc, own_events_reach_only_their_owner);
+	tcase_add_test(tc, inline_small_by_size);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
