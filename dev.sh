@@ -305,9 +305,10 @@ cmd_test() {
 	# this output (a CI page) still sees which case failed and where.
 	if [ "$fail" -ne 0 ]; then
 		local d
-		for d in build build-asan; do
+		# (build/tessera-*/_build/sub: distcheck's own build)
+		for d in build build-asan build/tessera-*/_build/sub; do
 			[ -d "$d/tests" ] || continue
-			grep -hE '^[^ :]+:[0-9]+:[EF]:' "$d"/tests/*/*.log 2>/dev/null |
+			{ grep -hE '^[^ :]+:[0-9]+:[EF]:' "$d"/tests/*/*.log 2>/dev/null || true; } |
 				head -20 | sed "s|^|$d: |"
 		done
 	fi
