@@ -100,6 +100,10 @@ struct unsafe {
 					remembers the last 4,096 changes */
 #define UNSAFE_RESEND_NS 10000000000ull  /* no SAFE this long: asked again */
 
+/* Tells whose answers are kept against older answers handled after them
+ * (seen_newest): at 4,000 tells a second, one second's worth. */
+#define SEEN_MAX 4096
+
 struct tsr_fs {
 	struct tsr_client *c;
 	struct tsr_msgr *msgr;
@@ -166,6 +170,12 @@ struct tsr_fs {
 	uint64_t ra_out;             /* pieces in flight */
 	struct tsr_file *ra_oldest, *ra_newest; /* files holding pieces, by
 						   their last read */
+	/* the attributes the MDS answered this client's latest tells with
+	 * (ino -> struct tsr_fs_stat, under lock; seen_newest), the
+	 * SEEN_MAX newest inodes: seen_ring, oldest first from seen_next */
+	struct tsr_u64map seen;
+	uint64_t seen_ring[SEEN_MAX];
+	size_t seen_next;
 };
 
 /* Capabilities held on an inode (fs->lock): see mdsmsg.h.  A ccap
@@ -1228,6 +1238,8 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	tsr_u64map_free(&fs->hidden);
 	tsr_u64map_each(&fs->caps, free_ccap, NULL);
 	tsr_u64map_free(&fs->caps);
+	tsr_u64map_each(&fs->seen, free_hidden, NULL); /* (a plain free) */
+	tsr_u64map_free(&fs->seen);
 	if (fs->late_errs.n)
 		fprintf(stderr, "tessera: unmount: the write-back of %zu files failed after "
 			"their last close, and no fsync told it\n", (size_t)fs->late_errs.n);
@@ -2814,11 +2826,28 @@ wb_read(struct tsr_file *f, uint64_t objno, uint64_t objoff, size_t len, uint8_t
 	return rc < 0 ? rc : r == WB_COVERED;
 }
 
-/* The times and mode held (hold_times) into a SETATTR telling them. */
+/* A tell's ctime: the later of t and the one r carries.  The MDS keeps
+ * the later of it and the inode's (TSR_SETATTR_CTIME), not its clock's:
+ * the ctime this client's stats showed before the tell (overlay) stays
+ * after it.  Every tell carries one (t 0 at least): the writes it tells
+ * came before whatever set the ctime the MDS has. */
+static void
+tell_ctime(struct tsr_mds_request *r, struct tsr_ftime t)
+{
+	if (!(r->sa.mask & TSR_SETATTR_CTIME) ||
+	    ftime_after(t.sec, t.nsec, r->sa.ctime.sec, r->sa.ctime.nsec))
+		r->sa.ctime = t;
+	r->sa.mask |= TSR_SETATTR_CTIME;
+}
+
+/* The times and mode held (hold_times) into a SETATTR telling them,
+ * with the ctime they were set at. */
 static void
 held_add(struct tsr_mds_request *r, uint32_t held, struct tsr_ftime atime,
-	 struct tsr_ftime mtime, uint32_t mode)
+	 struct tsr_ftime mtime, struct tsr_ftime ctime, uint32_t mode)
 {
+	if (held & (TSR_SETATTR_MODE | TSR_SETATTR_ATIME | TSR_SETATTR_MTIME))
+		tell_ctime(r, ctime);
 	if (held & TSR_SETATTR_MODE) {
 		r->sa.mask |= TSR_SETATTR_MODE;
 		r->sa.mode = mode;
@@ -2831,6 +2860,71 @@ held_add(struct tsr_mds_request *r, uint32_t held, struct tsr_ftime atime,
 		r->sa.mask |= TSR_SETATTR_MTIME;
 		r->sa.mtime = mtime;
 	}
+}
+
+/* ---- Answers older than a tell ----
+ *
+ * A getattr or a link the MDS answered before a tell's SETATTR may be
+ * handled after the tell cleared what it told (held, tell, an open
+ * file's dirty): shown as it came, it would show the file before this
+ * client's chmod or writes, and the kernel would cache that.  So a
+ * tell's answer is kept (told_seen, before anything told is cleared),
+ * and an answer with a smaller change number (the MDS counts every
+ * change of an inode) shows it instead; a newer one replaces it.  Kept
+ * for the SEEN_MAX latest tells: past the ccap, whose revoke may have
+ * gone with the tell. */
+
+/* st, an answer of the MDS, against the kept one (fs->lock held): an
+ * older one gives way to it, a newer one replaces it (one with the same
+ * number is the same, or shown already: left).  A change number of 0 is
+ * not the MDS's (a size only). */
+static void
+seen_newest(struct tsr_fs *fs, struct tsr_fs_stat *st)
+{
+	struct tsr_fs_stat *kept;
+
+	if (st->change == 0 || (kept = tsr_u64map_get(&fs->seen, st->ino)) == NULL)
+		return;
+	if (st->change < kept->change)
+		*st = *kept;
+	else if (st->change > kept->change)
+		*kept = *st;
+}
+
+/* A tell was answered with st: kept (fs->lock held). */
+static void
+seen_keep(struct tsr_fs *fs, const struct tsr_fs_stat *st)
+{
+	struct tsr_fs_stat *kept;
+	uint64_t *slot;
+
+	if (st->change == 0)
+		return;
+	if ((kept = tsr_u64map_get(&fs->seen, st->ino)) != NULL) {
+		if (st->change > kept->change)
+			*kept = *st;
+		return;
+	}
+	slot = &fs->seen_ring[fs->seen_next];
+	fs->seen_next = (fs->seen_next + 1) % SEEN_MAX;
+	if (*slot != 0)
+		free(tsr_u64map_del(&fs->seen, *slot));
+	kept = tsr_xcalloc(1, sizeof(*kept));
+	*kept = *st;
+	if (tsr_u64map_put(&fs->seen, st->ino, kept) < 0) {
+		free(kept); /* (out of memory: only the race is open again) */
+		*slot = 0;
+		return;
+	}
+	*slot = st->ino;
+}
+
+static void
+told_seen(struct tsr_fs *fs, const struct tsr_fs_stat *st)
+{
+	pthread_mutex_lock(&fs->lock);
+	seen_keep(fs, st);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 /* The MDS has the times held at gen: none set since is lost. */
@@ -2885,6 +2979,7 @@ static int
 tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 {
 	struct tsr_mds_request r;
+	struct tsr_fs_stat st;
 	struct ccap *cc;
 	uint64_t tgen, hgen;
 	uint32_t held;
@@ -2924,6 +3019,7 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 	}
 	cc->telling = 1;
 	req_init(&r, TSR_MDS_OP_SETATTR, ino, NULL);
+	tell_ctime(&r, (struct tsr_ftime){ 0, 0 });
 	if (cc->tell & TSR_SETATTR_SIZE) {
 		r.sa.mask |= TSR_SETATTR_SIZE | TSR_SETATTR_SIZE_GROW;
 		r.sa.size = cc->tell_size;
@@ -2931,22 +3027,26 @@ tell_send(struct tsr_fs *fs, uint64_t ino, unsigned flags)
 	if (cc->tell & TSR_SETATTR_MTIME) {
 		r.sa.mask |= TSR_SETATTR_MTIME;
 		r.sa.mtime = cc->tell_mtime;
+		tell_ctime(&r, cc->tell_mtime); /* (the writes') */
 	}
 	tgen = cc->tell_gen;
 	held = __atomic_load_n(&cc->held, __ATOMIC_RELAXED);
 	hgen = cc->held_gen;
-	held_add(&r, held, cc->held_atime, cc->held_mtime, cc->held_mode); /* (newer) */
+	held_add(&r, held, cc->held_atime, cc->held_mtime, cc->held_ctime,
+		 cc->held_mode); /* (newer) */
 	pthread_mutex_unlock(&fs->lock);
 	/* as flush_attrs: as root, only ever growing the size */
 	r.uid = 0;
 	r.gid = 0;
 	r.ngroups = 0;
 	r.ino2 = parent_of(fs, ino);
-	rc = r.sa.mask ? simple(fs, &r, NULL, NULL) : 0; /* (held times told since) */
+	rc = r.sa.mask ? simple(fs, &r, &st, NULL) : 0; /* (held times told since) */
 	if (rc < 0 && rc != -ESHUTDOWN)
 		fprintf(stderr, "tessera: the size of %" PRIx64 " after its close: %s%s\n", ino,
 			tsr_fs_why(), rc == -ETIMEDOUT ? " (again at the next tick)" : "");
 	pthread_mutex_lock(&fs->lock);
+	if (rc == 0 && r.sa.mask)
+		seen_keep(fs, &st);
 	if (cc->tell_gen == tgen && rc != -ETIMEDOUT)
 		cc->tell = 0;
 	if (held && cc->held_gen == hgen && rc != -ETIMEDOUT)
@@ -3122,10 +3222,11 @@ answer_revoke(void *arg)
 	struct revoke *v = arg;
 	struct tsr_fs *fs = v->fs;
 	struct tsr_mds_request r;
+	struct tsr_fs_stat st;
 	struct tsr_ftime mtime = { 0 };
 	uint64_t size = 0, keep_size = 0, held_gen = 0;
 	uint32_t lose, held = 0;
-	struct tsr_ftime held_atime = { 0 }, held_mtime = { 0 };
+	struct tsr_ftime held_atime = { 0 }, held_mtime = { 0 }, held_ctime = { 0 };
 	int dirty = 0, send_mtime = 0, release, fresh = 0;
 	struct ccap *cc;
 
@@ -3210,6 +3311,7 @@ answer_revoke(void *arg)
 		held = __atomic_load_n(&cc->held, __ATOMIC_RELAXED);
 		held_atime = cc->held_atime;
 		held_mtime = cc->held_mtime;
+		held_ctime = cc->held_ctime;
 		held_gen = cc->held_gen;
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -3220,12 +3322,15 @@ answer_revoke(void *arg)
 					    (send_mtime ? TSR_SETATTR_MTIME : 0) : 0;
 		r.sa.size = size;
 		r.sa.mtime = mtime;
+		tell_ctime(&r, dirty && send_mtime ? mtime : (struct tsr_ftime){ 0, 0 });
 		/* (a held mode went with tell_send above: only tell_send
 		 * sends one, so a narrowing's drop_held_mode can wait for it) */
-		held_add(&r, held & ~(uint32_t)TSR_SETATTR_MODE, held_atime, held_mtime, 0);
+		held_add(&r, held & ~(uint32_t)TSR_SETATTR_MODE, held_atime, held_mtime,
+			 held_ctime, 0);
 		/* (told or not, BUF is gone: times and mode held then are
 		 * the MDS's to decide now) */
-		simple(fs, &r, NULL, NULL);
+		if (simple(fs, &r, &st, NULL) == 0)
+			told_seen(fs, &st);
 		if (held)
 			held_told(fs, v->c.ino, held_gen, ~0u);
 	}
@@ -3406,13 +3511,25 @@ open_inode(struct tsr_fs *fs, const struct tsr_fs_cred *cr, const struct tsr_ino
 	return 0;
 }
 
-/* A getattr's answer as this client knows it: the size and mtime of its
- * own writes not yet told to the MDS (open files', and closed ones' tell:
- * others see them once told, or when their stat recalls BUF). */
+/* st's ctime, no earlier than t: as the tell will leave it (tell_ctime) */
+static void
+ctime_at_least(struct tsr_fs_stat *st, struct tsr_ftime t)
+{
+	if (ftime_after(t.sec, t.nsec, st->ctime.sec, st->ctime.nsec))
+		st->ctime = (struct tsr_fs_time){ t.sec, t.nsec };
+}
+
+/* A getattr's answer as this client knows it: no older than an answer
+ * already seen (seen_newest), with the size and mtime of its own writes
+ * not yet told to the MDS (open files', and closed ones' tell: others
+ * see them once told, or when their stat recalls BUF), and the times and
+ * mode it holds. */
 static void
 overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 {
 	pthread_mutex_lock(&fs->lock);
+	struct ccap *cc = tsr_u64map_get(&fs->caps, st->ino);
+	seen_newest(fs, st); /* (first: what follows is newer still) */
 	for (struct tsr_file *f = tsr_u64map_get(&fs->open, st->ino); f; f = f->next_open) {
 		pthread_mutex_lock(&f->lock);
 		if (f->dirty) {
@@ -3423,11 +3540,11 @@ overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 			if (f->send_mtime) {
 				st->mtime.sec = f->mtime.sec;
 				st->mtime.nsec = f->mtime.nsec;
+				ctime_at_least(st, f->mtime);
 			}
 		}
 		pthread_mutex_unlock(&f->lock);
 	}
-	struct ccap *cc = tsr_u64map_get(&fs->caps, st->ino);
 	uint32_t held = cc ? __atomic_load_n(&cc->held, __ATOMIC_RELAXED) : 0;
 	if (cc && (cc->tell & TSR_SETATTR_SIZE) && cc->tell_size > st->size) {
 		st->size = cc->tell_size; /* (closed here, not yet told) */
@@ -3436,6 +3553,8 @@ overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 	if (cc && (cc->tell & TSR_SETATTR_MTIME) &&
 	    ftime_after(cc->tell_mtime.sec, cc->tell_mtime.nsec, st->mtime.sec, st->mtime.nsec))
 		st->mtime = (struct tsr_fs_time){ cc->tell_mtime.sec, cc->tell_mtime.nsec };
+	if (cc && (cc->tell & TSR_SETATTR_MTIME))
+		ctime_at_least(st, cc->tell_mtime);
 	if (held & TSR_SETATTR_ATIME)
 		st->atime = (struct tsr_fs_time){ cc->held_atime.sec, cc->held_atime.nsec };
 	if (held & TSR_SETATTR_MTIME)
@@ -3443,7 +3562,7 @@ overlay(struct tsr_fs *fs, struct tsr_fs_stat *st)
 	if (held & TSR_SETATTR_MODE)
 		st->mode = (st->mode & ~07777u) | cc->held_mode;
 	if (held)
-		st->ctime = (struct tsr_fs_time){ cc->held_ctime.sec, cc->held_ctime.nsec };
+		ctime_at_least(st, cc->held_ctime);
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -4149,7 +4268,8 @@ static int
 flush_attrs(struct tsr_file *f)
 {
 	struct tsr_mds_request r;
-	struct tsr_ftime held_atime, held_mtime;
+	struct tsr_fs_stat st;
+	struct tsr_ftime held_atime, held_mtime, held_ctime;
 	uint64_t gen, held_gen;
 	uint32_t held;
 	int rc;
@@ -4161,6 +4281,7 @@ flush_attrs(struct tsr_file *f)
 	held = __atomic_load_n(&f->cap->held, __ATOMIC_RELAXED) & ~(uint32_t)TSR_SETATTR_MODE;
 	held_atime = f->cap->held_atime;
 	held_mtime = f->cap->held_mtime;
+	held_ctime = f->cap->held_ctime;
 	held_gen = f->cap->held_gen;
 	pthread_mutex_unlock(&f->fs->lock);
 	pthread_mutex_lock(&f->lock);
@@ -4172,15 +4293,17 @@ flush_attrs(struct tsr_file *f)
 				       (f->send_mtime ? TSR_SETATTR_MTIME : 0) : 0;
 	r.sa.size = f->size;
 	r.sa.mtime = f->mtime;
+	tell_ctime(&r, f->dirty && f->send_mtime ? f->mtime : (struct tsr_ftime){ 0, 0 });
 	gen = f->gen;
 	pthread_mutex_unlock(&f->lock);
-	held_add(&r, held, held_atime, held_mtime, 0);
+	held_add(&r, held, held_atime, held_mtime, held_ctime, 0);
 	/* the writer owns the change: the MDS checks the owner for explicit
 	 * times, so send as root (the open already checked the access) */
 	r.uid = 0;
 	r.gid = 0;
 	r.ngroups = 0;
-	if ((rc = simple(f->fs, &r, NULL, NULL)) == 0) {
+	if ((rc = simple(f->fs, &r, &st, NULL)) == 0) {
+		told_seen(f->fs, &st);
 		pthread_mutex_lock(&f->lock);
 		if (f->gen == gen) /* no write since: all of it is told */
 			f->dirty = 0;

@@ -69,7 +69,7 @@ tsr_mdsmsg_session_decode(const void *buf, size_t len, struct tsr_mds_session *s
 int
 tsr_mdsmsg_request_encode(struct tsr_enc *e, const struct tsr_mds_request *r)
 {
-	size_t mark = tsr_enc_begin_struct(e, 2, 1);
+	size_t mark = tsr_enc_begin_struct(e, 3, 1);
 
 	tsr_enc_u64(e, r->tid);
 	tsr_enc_u64(e, r->oldest);
@@ -101,6 +101,8 @@ tsr_mdsmsg_request_encode(struct tsr_enc *e, const struct tsr_mds_request *r)
 	tsr_mdsmsg_lock_encode(e, &r->lk);
 	tsr_enc_u32(e, r->rflags);
 	tsr_enc_u64(e, r->made_ino);
+	tsr_enc_i64(e, r->sa.ctime.sec);
+	tsr_enc_u32(e, r->sa.ctime.nsec);
 	tsr_enc_end_struct(e, mark);
 	return tsr_enc_error(e);
 }
@@ -192,6 +194,13 @@ tsr_mdsmsg_request_decode(const void *buf, size_t len, struct tsr_mds_request *r
 		r->rflags = tsr_dec_u32(&sub);
 		r->made_ino = tsr_dec_u64(&sub);
 	}
+	if (ver >= 3) {
+		r->sa.ctime.sec = tsr_dec_i64(&sub);
+		r->sa.ctime.nsec = tsr_dec_u32(&sub);
+	} else if (r->sa.mask & TSR_SETATTR_CTIME) {
+		return tsr_errf(err, errlen, -EBADMSG, "request %s: a ctime bit without a ctime "
+				"(version %u)", tsr_mds_op_name(r->op), ver);
+	}
 	if (tsr_dec_end_struct(&d, &sub) < 0 || tsr_dec_remaining(&d) != 0)
 		return tsr_errf(err, errlen, -EBADMSG, "request: truncated, a field too "
 				"long, or trailing bytes");
@@ -204,7 +213,7 @@ tsr_mdsmsg_request_decode(const void *buf, size_t len, struct tsr_mds_request *r
 		return tsr_errf(err, errlen, -EBADMSG, "request %s: ino 0",
 				tsr_mds_op_name(r->op));
 	if ((r->sa.mask & ~TSR_SETATTR_ALL) || r->sa.atime.nsec >= 1000000000u ||
-	    r->sa.mtime.nsec >= 1000000000u)
+	    r->sa.mtime.nsec >= 1000000000u || r->sa.ctime.nsec >= 1000000000u)
 		return tsr_errf(err, errlen, -EBADMSG, "request %s: bad setattr mask or "
 				"nanoseconds", tsr_mds_op_name(r->op));
 	if ((r->op == TSR_MDS_OP_GETLK || r->op == TSR_MDS_OP_SETLK) &&

@@ -118,7 +118,10 @@ enum tsr_mds_op {
 #define TSR_SETATTR_MTIME 0x20u
 #define TSR_SETATTR_ATIME_NOW 0x40u
 #define TSR_SETATTR_MTIME_NOW 0x80u
-#define TSR_SETATTR_CTIME 0x100u       /* ctime only (a write's) */
+/* The change's ctime as the client has shown it (a tell of what it held
+ * back under BUF, sent as root): the MDS keeps the later of it and the
+ * inode's own, so the ctime a stat showed before the tell stays. */
+#define TSR_SETATTR_CTIME 0x100u
 /* The size only grows (a client reporting what it wrote: a smaller
  * size than the MDS holds is ignored, not a truncate). */
 #define TSR_SETATTR_SIZE_GROW 0x200u
@@ -226,6 +229,7 @@ struct tsr_mds_request {
 		uint32_t mode, uid, gid;
 		uint64_t size;
 		struct tsr_ftime atime, mtime;
+		struct tsr_ftime ctime;  /* (v3) TSR_SETATTR_CTIME */
 	} sa;
 	uint64_t cookie;
 	uint32_t max;

@@ -666,6 +666,12 @@ do_caps(struct req *q)
 }
 
 static int
+ftime_before(struct tsr_ftime a, struct tsr_ftime b)
+{
+	return a.sec < b.sec || (a.sec == b.sec && a.nsec < b.nsec);
+}
+
+static int
 do_setattr(struct req *q)
 {
 	const struct tsr_mds_request *r = q->r;
@@ -686,6 +692,8 @@ do_setattr(struct req *q)
 		return fail(q, -EPERM, "the owner changes the group only to one of theirs");
 	if ((mask & (TSR_SETATTR_ATIME | TSR_SETATTR_MTIME)) && !owner)
 		return fail(q, -EPERM, "only the owner sets times");
+	if ((mask & TSR_SETATTR_CTIME) && r->uid != 0)
+		return fail(q, -EPERM, "only root sets the ctime (a client's tell)");
 	if ((mask & (TSR_SETATTR_ATIME_NOW | TSR_SETATTR_MTIME_NOW)) && !owner &&
 	    !may(r, l.in, MAY_W) &&
 	    (rc = mode_denied(q, l.in, "setting times to now needs write permission")) != 0)
@@ -741,7 +749,15 @@ do_setattr(struct req *q)
 	if ((mask & TSR_SETATTR_SIZE) && !(mask & TSR_SETATTR_SIZE_GROW) &&
 	    !(mask & (TSR_SETATTR_MTIME | TSR_SETATTR_MTIME_NOW)) && copy.size != l.in->size)
 		copy.mtime = q->now;
-	copy.ctime = q->now;
+	/* (a client's tell: the ctime it showed, never going back, nor
+	 * past this clock's now) */
+	if (!(mask & TSR_SETATTR_CTIME)) {
+		copy.ctime = q->now;
+	} else {
+		struct tsr_ftime t = ftime_before(q->now, r->sa.ctime) ? q->now : r->sa.ctime;
+		if (ftime_before(copy.ctime, t))
+			copy.ctime = t;
+	}
 	copy.change++;
 	rc = stage_inode(q, &l, &copy);
 	if (rc == 0 && l.dir && S_ISREG(copy.mode) && copy.size != l.in->size)

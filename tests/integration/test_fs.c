@@ -1573,8 +1573,18 @@ START_TEST(nosec)
 	EXPECT(tsr_fs_getattr(fs1, NULL, st2.ino, &out), 0);
 	ck_assert_uint_eq(out.mode & 07777, 0644);
 	ck_assert_uint_eq(mds_requests(&c) - before, 0);
+	const struct tsr_fs_time shown = out.ctime;
+	usleep(20000); /* (the MDS's clock moves on) */
 	EXPECT(tsr_fs_open(fs1, &other, st2.ino, O_RDONLY, &h), 0);
 	EXPECT(tsr_fs_close(h), 0);
+	/* told: the ctime shown stays (tar checks it), here and elsewhere */
+	EXPECT(tsr_fs_getattr(fs1, NULL, st2.ino, &out), 0);
+	ck_assert_int_eq(out.ctime.sec, shown.sec);
+	ck_assert_uint_eq(out.ctime.nsec, shown.nsec);
+	EXPECT(tsr_fs_getattr(fs2, NULL, st2.ino, &out), 0);
+	ck_assert_uint_eq(out.mode & 07777, 0644);
+	ck_assert_int_eq(out.ctime.sec, shown.sec);
+	ck_assert_uint_eq(out.ctime.nsec, shown.nsec);
 	m.mode = 0640;
 	EXPECT(tsr_fs_fsetattr(g, &m, TSR_FS_SET_MODE, &out), 0);
 	EXPECT(tsr_fs_getattr(fs2, NULL, st2.ino, &out), 0);
@@ -1637,6 +1647,21 @@ START_TEST(nosec)
 	EXPECT(tsr_fs_close(g), 0);
 	EXPECT(tsr_fs_getattr(fs2, NULL, st2.ino, &out), 0);
 	ck_assert_uint_eq(out.mode & 07777, 02777);
+	/* a tell's ctime never takes the MDS's back: a narrowing after the
+	 * writes sets it, and the close's tell of their size and mtime
+	 * (older) leaves it */
+	EXPECT(tsr_fs_create(fs1, NULL, d.ino, "ct", 0600, O_CREAT | O_EXCL | O_WRONLY, &g,
+			     &st2), 0);
+	ck_assert_int_eq(tsr_fs_write(g, "ctime", 5, 0), 5);
+	usleep(20000);
+	m.mode = 0400;
+	EXPECT(tsr_fs_fsetattr(g, &m, TSR_FS_SET_MODE, &out), 0);
+	const struct tsr_fs_time narrowed = out.ctime;
+	EXPECT(tsr_fs_close(g), 0);
+	EXPECT(tsr_fs_getattr(fs2, NULL, st2.ino, &out), 0);
+	ck_assert_uint_eq(out.size, 5);
+	ck_assert_int_eq(out.ctime.sec, narrowed.sec);
+	ck_assert_uint_eq(out.ctime.nsec, narrowed.nsec);
 
 	tsr_fs_unmount(fs2);
 	tsr_fs_unmount(fs1);

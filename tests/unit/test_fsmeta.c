@@ -380,6 +380,28 @@ START_TEST(messages)
 					  sizeof(err)), 0);
 	tsr_enc_release(&e);
 
+	/* a tell's ctime (v3) comes through; a nanosecond count past a
+	 * second does not */
+	struct tsr_mds_request back;
+	r.op = TSR_MDS_OP_SETATTR;
+	r.sa.mask = TSR_SETATTR_MTIME | TSR_SETATTR_CTIME;
+	r.sa.ctime = (struct tsr_ftime){ 1700000000, 123456789 };
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_mdsmsg_request_encode(&e, &r), 0);
+	ck_assert_int_eq(tsr_mdsmsg_request_decode(e.buf, e.len, &back, err, sizeof(err)), 0);
+	ck_assert_int_eq(back.sa.ctime.sec, 1700000000);
+	ck_assert_uint_eq(back.sa.ctime.nsec, 123456789);
+	ck_assert_uint_eq(back.sa.mask, r.sa.mask);
+	tsr_enc_release(&e);
+	r.sa.ctime.nsec = 1000000000u;
+	tsr_enc_init(&e);
+	ck_assert_int_eq(tsr_mdsmsg_request_encode(&e, &r), 0);
+	ck_assert_int_eq(tsr_mdsmsg_check(TSR_MSG_MDS_REQUEST, e.buf, e.len, err,
+					  sizeof(err)), -EBADMSG);
+	tsr_enc_release(&e);
+	r.sa.mask = 0;
+	r.sa.ctime = (struct tsr_ftime){ 0, 0 };
+
 	sample_inode(&rep.in[0], 3);
 	rep.n = 1;
 	memset(ent, 0, sizeof(ent));
