@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,19 +84,21 @@ main(int argc, char **argv)
 		if ((pids[k] = fork()) == 0) {
 			char dir[4096], c;
 			snprintf(dir, sizeof(dir), "%s/p%02d", argv[1], k);
-			if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-				_exit(1);
+			int ok = mkdir(dir, 0755) == 0 || errno == EEXIST;
+			if (!ok)
+				perror(dir);
 			for (int p = 0; p < NPHASES; p++)
 				close(go[p][1]); /* the parent's close alone starts a phase */
-			for (int p = 0; p < NPHASES; p++) {
-				if (read(go[p][0], &c, 1) != 0) /* EOF: go */
-					_exit(1);
-				if (phase(dir, p, nfiles / nprocs) < 0)
-					_exit(1);
-				if (write(done[1], "x", 1) != 1)
+			for (int p = 0; ok && p < NPHASES; p++) {
+				ok = read(go[p][0], &c, 1) == 0 && /* EOF: go */
+				     phase(dir, p, nfiles / nprocs) == 0;
+				if (ok && write(done[1], "x", 1) != 1)
 					_exit(1);
 			}
-			_exit(0);
+			/* a failure ends the parent's wait for this phase */
+			if (!ok && write(done[1], "f", 1) != 1)
+				_exit(1);
+			_exit(ok ? 0 : 1);
 		}
 	}
 	for (int p = 0; p < NPHASES; p++) {
@@ -103,7 +106,7 @@ main(int argc, char **argv)
 		t0[p] = now();
 		close(go[p][1]); /* every child's read returns */
 		for (int k = 0; k < nprocs; k++)
-			if (read(done[0], &c, 1) != 1) {
+			if (read(done[0], &c, 1) != 1 || c != 'x') {
 				failed = 1;
 				break;
 			}
@@ -113,6 +116,8 @@ main(int argc, char **argv)
 	}
 	for (int k = 0; k < nprocs; k++) {
 		int st;
+		if (failed)
+			kill(pids[k], SIGKILL); /* (the others wait for a phase) */
 		waitpid(pids[k], &st, 0);
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 			failed = 1;
