@@ -585,20 +585,15 @@ set_conn(struct flight *f, struct tsr_conn *conn)
 static void
 doom(struct tsr_client *c, struct tsr_conn *conn)
 {
-	struct tsr_conn **v = realloc(c->doomed, (c->ndoomed + 1) * sizeof(*v));
-
 	for (struct flight *f = c->flights; f; f = f->next)
 		if (f->conn == conn) {
 			set_conn(f, NULL);
 			f->osd = -1;
 			f->retry_ns = now_ns();
 		}
-	if (v == NULL) {
-		/* no memory: closed at shutdown, with the messenger */
-		tsr_conn_put(conn);
-		return;
-	}
-	c->doomed = v;
+	/* (out of memory aborts, as tsr_xcalloc: a session left open would
+	 * hold its OSD's resources until shutdown) */
+	c->doomed = tsr_xrealloc(c->doomed, (c->ndoomed + 1) * sizeof(*c->doomed));
 	c->doomed[c->ndoomed++] = conn;
 }
 
