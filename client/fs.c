@@ -2385,11 +2385,12 @@ truncate_data(struct tsr_fs *fs, const struct tsr_inode *in, uint64_t size)
 
 /* ---- Capabilities (client side) ---- */
 
-/* Is time a (sec, nsec) later than b? */
+/* Is time a (sec, nsec) later than b?  (tsr_ftime_before, for times of
+ * either type: the MDS's and the API's) */
 static int
 ftime_after(int64_t asec, uint32_t ansec, int64_t bsec, uint32_t bnsec)
 {
-	return asec > bsec || (asec == bsec && ansec > bnsec);
+	return tsr_ftime_before((struct tsr_ftime){ bsec, bnsec }, (struct tsr_ftime){ asec, ansec });
 }
 
 /* The ccap of ino, made when absent, one busier (fs->lock held). */
@@ -2834,8 +2835,7 @@ wb_read(struct tsr_file *f, uint64_t objno, uint64_t objoff, size_t len, uint8_t
 static void
 tell_ctime(struct tsr_mds_request *r, struct tsr_ftime t)
 {
-	if (!(r->sa.mask & TSR_SETATTR_CTIME) ||
-	    ftime_after(t.sec, t.nsec, r->sa.ctime.sec, r->sa.ctime.nsec))
+	if (!(r->sa.mask & TSR_SETATTR_CTIME) || tsr_ftime_before(r->sa.ctime, t))
 		r->sa.ctime = t;
 	r->sa.mask |= TSR_SETATTR_CTIME;
 }

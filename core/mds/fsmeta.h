@@ -75,6 +75,13 @@ struct tsr_ftime {
 	uint32_t nsec;               /* < 1e9 */
 };
 
+/* Is a earlier than b? */
+static inline int
+tsr_ftime_before(struct tsr_ftime a, struct tsr_ftime b)
+{
+	return a.sec < b.sec || (a.sec == b.sec && a.nsec < b.nsec);
+}
+
 struct tsr_inode {
 	uint64_t ino;
 	uint32_t mode;               /* S_IFMT and permission bits */

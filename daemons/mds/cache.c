@@ -484,7 +484,7 @@ container_of(struct mds *m, struct mdir *d, struct tsr_inode **in, uint64_t **ve
 static void
 rctime_max(struct tsr_rstat *r, const struct tsr_ftime *t)
 {
-	if (t->sec > r->rctime_sec || (t->sec == r->rctime_sec && t->nsec > r->rctime_nsec)) {
+	if (tsr_ftime_before((struct tsr_ftime){ r->rctime_sec, r->rctime_nsec }, *t)) {
 		r->rctime_sec = t->sec;
 		r->rctime_nsec = t->nsec;
 	}

@@ -666,12 +666,6 @@ do_caps(struct req *q)
 }
 
 static int
-ftime_before(struct tsr_ftime a, struct tsr_ftime b)
-{
-	return a.sec < b.sec || (a.sec == b.sec && a.nsec < b.nsec);
-}
-
-static int
 do_setattr(struct req *q)
 {
 	const struct tsr_mds_request *r = q->r;
@@ -754,8 +748,8 @@ do_setattr(struct req *q)
 	if (!(mask & TSR_SETATTR_CTIME)) {
 		copy.ctime = q->now;
 	} else {
-		struct tsr_ftime t = ftime_before(q->now, r->sa.ctime) ? q->now : r->sa.ctime;
-		if (ftime_before(copy.ctime, t))
+		struct tsr_ftime t = tsr_ftime_before(q->now, r->sa.ctime) ? q->now : r->sa.ctime;
+		if (tsr_ftime_before(copy.ctime, t))
 			copy.ctime = t;
 	}
 	copy.change++;
