@@ -1114,8 +1114,9 @@ stop_on_loop(void *arg)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+/* (a map's visitor) its value, one allocation, goes */
 static int
-free_hidden(void *arg, uint64_t key, void *val)
+free_value(void *arg, uint64_t key, void *val)
 {
 	(void)arg;
 	(void)key;
@@ -1234,11 +1235,11 @@ tsr_fs_unmount(struct tsr_fs *fs)
 	pthread_mutex_unlock(&fs->ra_lock);
 	tsr_u64map_free(&fs->parent);
 	tsr_u64map_free(&fs->open);
-	tsr_u64map_each(&fs->hidden, free_hidden, NULL);
+	tsr_u64map_each(&fs->hidden, free_value, NULL);
 	tsr_u64map_free(&fs->hidden);
 	tsr_u64map_each(&fs->caps, free_ccap, NULL);
 	tsr_u64map_free(&fs->caps);
-	tsr_u64map_each(&fs->seen, free_hidden, NULL); /* (a plain free) */
+	tsr_u64map_each(&fs->seen, free_value, NULL);
 	tsr_u64map_free(&fs->seen);
 	if (fs->late_errs.n)
 		fprintf(stderr, "tessera: unmount: the write-back of %zu files failed after "
