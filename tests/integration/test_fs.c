@@ -98,6 +98,27 @@ mount_of(struct tsr_client *k)
 	return fs;
 }
 
+/* Two clients of c, each with its mount (the cases of two "hosts"). */
+static void
+mount_two(struct tc_cluster *c, struct tsr_client **k1, struct tsr_fs **fs1,
+	  struct tsr_client **k2, struct tsr_fs **fs2)
+{
+	*k1 = client_of(c);
+	*k2 = client_of(c);
+	*fs1 = mount_of(*k1);
+	*fs2 = mount_of(*k2);
+}
+
+static void
+unmount_two(struct tsr_client *k1, struct tsr_fs *fs1, struct tsr_client *k2,
+	    struct tsr_fs *fs2)
+{
+	tsr_fs_unmount(fs2);
+	tsr_fs_unmount(fs1);
+	tsr_client_shutdown(k2);
+	tsr_client_shutdown(k1);
+}
+
 /* rc must be the errno want; says which call when not. */
 #define EXPECT(call, want)                                                      \
 	do {                                                                   \
@@ -780,10 +801,7 @@ START_TEST(caps)
 	static char buf[1 << 20], back[1 << 20];
 
 	fs_cluster(&c, 1, FAST_MDS);
-	k1 = client_of(&c);
-	k2 = client_of(&c);
-	fs1 = mount_of(k1);
-	fs2 = mount_of(k2);
+	mount_two(&c, &k1, &fs1, &k2, &fs2);
 
 	/* a writer alone holds back its size; another's stat fetches it */
 	EXPECT(tsr_fs_create(fs1, NULL, TSR_FS_ROOT, "f", 0644, O_RDWR, &f, &st), 0);
@@ -892,10 +910,7 @@ START_TEST(caps)
 		      "the data of an unlinked file outlived its last user");
 	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 0);
 
-	tsr_fs_unmount(fs2);
-	tsr_fs_unmount(fs1);
-	tsr_client_shutdown(k2);
-	tsr_client_shutdown(k1);
+	unmount_two(k1, fs1, k2, fs2);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -1076,10 +1091,7 @@ START_TEST(reconnect)
 	fs_cluster(&c, 2, FAST_MDS " mds_reconnect_timeout = \"2s\";");
 	ck_assert_int_eq(pipe(up), 0);
 	ck_assert_int_eq(pipe(down), 0);
-	k1 = client_of(&c);
-	k2 = client_of(&c);
-	fs1 = mount_of(k1);
-	fs2 = mount_of(k2);
+	mount_two(&c, &k1, &fs1, &k2, &fs2);
 	/* a third client, holding a file in a directory of its own (so it
 	 * caches no name the others change), that will not come back */
 	struct tsr_fs_stat q;
@@ -1127,10 +1139,7 @@ START_TEST(reconnect)
 	close(down[0]);
 	close(down[1]);
 
-	tsr_fs_unmount(fs2);
-	tsr_fs_unmount(fs1);
-	tsr_client_shutdown(k2);
-	tsr_client_shutdown(k1);
+	unmount_two(k1, fs1, k2, fs2);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -1188,10 +1197,7 @@ START_TEST(dcache)
 	uint64_t before;
 
 	fs_cluster(&c, 1, FAST_MDS);
-	k1 = client_of(&c);
-	k2 = client_of(&c);
-	fs1 = mount_of(k1);
-	fs2 = mount_of(k2);
+	mount_two(&c, &k1, &fs1, &k2, &fs2);
 	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "d", 0755, &d), 0);
 	/* an absent name, known absent: asked once */
 	EXPECT(tsr_fs_lookup(fs2, NULL, d.ino, "x", &st), -ENOENT);
@@ -1372,10 +1378,7 @@ START_TEST(dcache)
 	EXPECT(tsr_fs_getxattr(fs1, NULL, st.ino, "user.k1", v, sizeof(v)), 1);
 	EXPECT(tsr_fs_close(xf), 0);
 
-	tsr_fs_unmount(fs2);
-	tsr_fs_unmount(fs1);
-	tsr_client_shutdown(k2);
-	tsr_client_shutdown(k1);
+	unmount_two(k1, fs1, k2, fs2);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -1415,10 +1418,7 @@ START_TEST(replay)
 	int first, second;
 
 	fs_cluster(&c, 2, FAST_MDS " mds_reconnect_timeout = \"10s\";");
-	k1 = client_of(&c);
-	k2 = client_of(&c);
-	fs1 = mount_of(k1);
-	fs2 = mount_of(k2);
+	mount_two(&c, &k1, &fs1, &k2, &fs2);
 	/* a session is answered early once mds0.sessions lists it (a
 	 * successor waits for it then): at the next write-back tick */
 	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "r", 0755, &d), 0);
@@ -1485,10 +1485,7 @@ START_TEST(replay)
 		ck_assert_uint_ne(st.ino, made[i].ino);
 	ck_assert_uint_eq(mds_status_u64(&c, "evictions"), 0);
 
-	tsr_fs_unmount(fs2);
-	tsr_fs_unmount(fs1);
-	tsr_client_shutdown(k2);
-	tsr_client_shutdown(k1);
+	unmount_two(k1, fs1, k2, fs2);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -1524,10 +1521,7 @@ START_TEST(nosec)
 	uint64_t before;
 
 	fs_cluster(&c, 1, FAST_MDS);
-	k1 = client_of(&c);
-	k2 = client_of(&c);
-	fs1 = mount_of(k1);
-	fs2 = mount_of(k2);
+	mount_two(&c, &k1, &fs1, &k2, &fs2);
 	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "d", 0755, &d), 0);
 	EXPECT(tsr_fs_create(fs1, NULL, d.ino, "f", 0644, O_CREAT | O_EXCL | O_WRONLY, &f,
 			     &st), 0);
@@ -1663,10 +1657,7 @@ START_TEST(nosec)
 	ck_assert_int_eq(out.ctime.sec, narrowed.sec);
 	ck_assert_uint_eq(out.ctime.nsec, narrowed.nsec);
 
-	tsr_fs_unmount(fs2);
-	tsr_fs_unmount(fs1);
-	tsr_client_shutdown(k2);
-	tsr_client_shutdown(k1);
+	unmount_two(k1, fs1, k2, fs2);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -1695,10 +1686,7 @@ START_TEST(close_held)
 	for (size_t i = 0; i < LEN; i++)
 		buf[i] = (uint8_t)(i * 7 + i / 4096);
 	fs_cluster(&c, 2, FAST_MDS);
-	k1 = client_of(&c);
-	k2 = client_of(&c);
-	fs1 = mount_of(k1);
-	fs2 = mount_of(k2);
+	mount_two(&c, &k1, &fs1, &k2, &fs2);
 	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "r", 0755, &d), 0);
 	tc_sleep_ms(500); /* (answered early once mds0.sessions lists us) */
 	EXPECT(tsr_fs_create(fs1, NULL, d.ino, "f", 0644, O_CREAT | O_EXCL | O_WRONLY, &f,
@@ -1756,10 +1744,7 @@ START_TEST(close_held)
 
 	free(buf);
 	free(back);
-	tsr_fs_unmount(fs2);
-	tsr_fs_unmount(fs1);
-	tsr_client_shutdown(k2);
-	tsr_client_shutdown(k1);
+	unmount_two(k1, fs1, k2, fs2);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -1875,10 +1860,7 @@ START_TEST(read_ahead)
 		buf[i] = (uint8_t)(i * 13 + i / 4093);
 	memset(other, 0xa5, PIECE);
 	fs_cluster(&c, 1, FAST_MDS);
-	k1 = client_of(&c);
-	k2 = client_of(&c);
-	fs1 = mount_of(k1);
-	fs2 = mount_of(k2);
+	mount_two(&c, &k1, &fs1, &k2, &fs2);
 	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "ra", 0755, &d), 0);
 	EXPECT(tsr_fs_create(fs1, NULL, d.ino, "f", 0644, O_CREAT | O_EXCL | O_WRONLY, &f,
 			     &st), 0);
@@ -1989,10 +1971,7 @@ START_TEST(read_ahead)
 	free(buf);
 	free(back);
 	free(other);
-	tsr_fs_unmount(fs2);
-	tsr_fs_unmount(fs1);
-	tsr_client_shutdown(k2);
-	tsr_client_shutdown(k1);
+	unmount_two(k1, fs1, k2, fs2);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
