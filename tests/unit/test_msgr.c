@@ -77,14 +77,15 @@ sink_fini(struct sink *s)
 	pthread_cond_destroy(&s->cv);
 }
 
-/* Wait until *v >= want (under s->mu); 0 or -ETIMEDOUT. */
+/* Wait (WAIT_MS at most) until *v >= want, *v (an int, or a uint64_t
+ * with is64) under mu and its changes told on cv; 0 or -ETIMEDOUT. */
 static int
-sink_wait(struct sink *s, const void *v, int is64, uint64_t want)
+wait_until(pthread_mutex_t *mu, pthread_cond_t *cv, const void *v, int is64, uint64_t want)
 {
 	uint64_t end = tsr_mono_ns() + WAIT_MS * 1000000ull;
 	int rc = 0;
 
-	pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(mu);
 	for (;;) {
 		uint64_t cur = is64 ? *(const uint64_t *)v : (uint64_t)*(const int *)v;
 		struct timespec ts;
@@ -101,10 +102,17 @@ sink_wait(struct sink *s, const void *v, int is64, uint64_t want)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+		pthread_cond_timedwait(cv, mu, &ts);
 	}
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(mu);
 	return rc;
+}
+
+/* Wait until *v >= want (under s->mu); 0 or -ETIMEDOUT. */
+static int
+sink_wait(struct sink *s, const void *v, int is64, uint64_t want)
+{
+	return wait_until(&s->mu, &s->cv, v, is64, want);
 }
 
 static uint64_t
@@ -1956,23 +1964,7 @@ own_fault(struct tsr_conn *c, int err, void *arg)
 static int
 owner_wait(struct owner *o, const int *v, int want)
 {
-	uint64_t end = tsr_mono_ns() + WAIT_MS * 1000000ull;
-	int ok;
-
-	pthread_mutex_lock(&o->mu);
-	while (*v < want && tsr_mono_ns() < end) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20 * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&o->cv, &o->mu, &ts);
-	}
-	ok = *v >= want;
-	pthread_mutex_unlock(&o->mu);
-	return ok;
+	return wait_until(&o->mu, &o->cv, v, 0, (uint64_t)want) == 0;
 }
 
 /* Several modules share one messenger: each connection opened with events
@@ -2103,15 +2095,8 @@ send_sized(struct tsr_conn *c, uint32_t type, const size_t *sizes, size_t n)
 static void
 where_check(struct where *w, int n, int small)
 {
-	uint64_t end = tsr_mono_ns() + WAIT_MS * 1000000ull;
-
+	wait_until(&w->mu, &w->cv, &w->n, 0, (uint64_t)n);
 	pthread_mutex_lock(&w->mu);
-	while (w->n < n && tsr_mono_ns() < end) {
-		pthread_mutex_unlock(&w->mu);
-		struct timespec ts = { 0, 10 * 1000000L };
-		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&w->mu);
-	}
 	ck_assert_int_eq(w->n, n);
 	ck_assert_int_eq(w->small, small);
 	ck_assert_int_eq(w->small_io, small);
