@@ -20,7 +20,9 @@ struct tsr_workq {
 	struct item *head, **tail;
 	size_t pending;              /* posted, not finished */
 	int sleeping;                /* the worker waits on cv */
-	atomic_int posters;          /* in tsr_workq_post (destroy waits) */
+	int busy;                    /* an item runs (worker or in place) */
+	atomic_int posters;          /* in tsr_workq_post or running in
+				      * place (destroy waits) */
 	int stopping;
 	pthread_t thread;
 };
@@ -39,8 +41,9 @@ run(void *arg)
 		struct item *batch = q->head;
 		size_t n = 0;
 
-		if (batch == NULL) {
-			if (q->stopping)
+		if (batch == NULL || q->busy) {
+			/* (one running in place: it wakes us when done) */
+			if (batch == NULL && !q->busy && q->stopping)
 				break;
 			q->sleeping = 1;
 			pthread_cond_wait(&q->cv, &q->mu);
@@ -49,6 +52,7 @@ run(void *arg)
 		}
 		q->head = NULL;
 		q->tail = &q->head;
+		q->busy = 1;
 		pthread_mutex_unlock(&q->mu);
 		while (batch != NULL) {
 			struct item *it = batch;
@@ -59,6 +63,7 @@ run(void *arg)
 		}
 		pthread_mutex_lock(&q->mu);
 		q->pending -= n;
+		q->busy = 0;
 	}
 	pthread_mutex_unlock(&q->mu);
 	return NULL;
@@ -115,8 +120,9 @@ tsr_workq_post(struct tsr_workq *q, void (*fn)(void *arg), void *arg)
 		/* only a sleeping worker needs the signal, and once: it is
 		 * sent after the unlock so that the worker does not wake
 		 * into a mutex still held */
-		wake = q->sleeping;
-		q->sleeping = 0;
+		wake = q->sleeping && !q->busy; /* (busy: leave wakes it) */
+		if (wake)
+			q->sleeping = 0;
 	}
 	pthread_mutex_unlock(&q->mu);
 	if (wake)
@@ -125,6 +131,42 @@ tsr_workq_post(struct tsr_workq *q, void (*fn)(void *arg), void *arg)
 	if (rc < 0)
 		free(it);
 	return rc;
+}
+
+int
+tsr_workq_enter(struct tsr_workq *q)
+{
+	int ok;
+
+	atomic_fetch_add(&q->posters, 1);
+	pthread_mutex_lock(&q->mu);
+	ok = !q->stopping && q->head == NULL && !q->busy;
+	if (ok) {
+		q->busy = 1;
+		q->pending++;
+	}
+	pthread_mutex_unlock(&q->mu);
+	if (!ok)
+		atomic_fetch_sub(&q->posters, 1);
+	return ok;
+}
+
+void
+tsr_workq_leave(struct tsr_workq *q)
+{
+	int wake;
+
+	pthread_mutex_lock(&q->mu);
+	q->busy = 0;
+	q->pending--;
+	/* what was posted meanwhile, or a destroy waiting to finish */
+	wake = q->sleeping && (q->head != NULL || q->stopping);
+	if (wake)
+		q->sleeping = 0;
+	pthread_mutex_unlock(&q->mu);
+	if (wake)
+		pthread_cond_signal(&q->cv);
+	atomic_fetch_sub(&q->posters, 1); /* q may go after this */
 }
 
 size_t

@@ -11,6 +11,17 @@
  * it, then joins the thread; posting after destroy began is refused
  * (-ESHUTDOWN), so an item that posts a follow-up to its own queue while
  * the queue is being destroyed must handle that.
+ *
+ * Running in place.  A thread that would post and then have nothing to
+ * do (a messenger's I/O thread handing over a request) may instead run
+ * the work itself when the queue is idle: tsr_workq_enter says yes only
+ * when nothing is queued or running, and until tsr_workq_leave the
+ * worker starts nothing, so the queue's items still run one at a time in
+ * the order they came.  That saves the hand-over (a wake-up and a
+ * context switch each, often the larger part of a small request's cost).
+ * What runs in place must not wait for the entering thread's own work
+ * (an I/O thread's answers), and what it posts runs after it, as on the
+ * worker.
  */
 #ifndef TSR_EVENT_WORKQ_H
 #define TSR_EVENT_WORKQ_H
@@ -27,6 +38,11 @@ TSR_API int tsr_workq_create(const char *name, struct tsr_workq **out);
 /* Run fn(arg) on the queue's thread after what was posted before:
  * 0, -ENOMEM, or -ESHUTDOWN once destroy began. */
 TSR_API int tsr_workq_post(struct tsr_workq *q, void (*fn)(void *arg), void *arg);
+/* 1 when the caller may run one item in place now (the queue idle: no
+ * item queued or running, not being destroyed), then tsr_workq_leave
+ * when it is done; 0 when it must post instead. */
+TSR_API int tsr_workq_enter(struct tsr_workq *q);
+TSR_API void tsr_workq_leave(struct tsr_workq *q);
 /* Items posted and not yet finished. */
 TSR_API size_t tsr_workq_pending(struct tsr_workq *q);
 /* Run what was posted, then stop the thread and free the queue. */

@@ -62,6 +62,31 @@ mds_post(struct mds *m, void (*fn)(void *arg), void *arg)
 	return rc;
 }
 
+/* Run fn on the calling thread when the MDS thread is idle, else post
+ * it: a messenger I/O thread handing over a request runs it itself, and
+ * the request costs no wake-up of the MDS thread (workq.h, "Running in
+ * place").  Only from the MDS's own messenger: what runs may wait for the
+ * object client's answers, which come on that client's threads. */
+static int
+mds_run(struct mds *m, void (*fn)(void *arg), void *arg)
+{
+	struct tsr_workq *wq;
+	int rc;
+
+	pthread_mutex_lock(&m->post_lock);
+	wq = m->wq;
+	if (wq == NULL || !tsr_workq_enter(wq)) {
+		rc = wq ? tsr_workq_post(wq, fn, arg) : -ESHUTDOWN;
+		pthread_mutex_unlock(&m->post_lock);
+		return rc;
+	}
+	/* (entered: destroy waits for the leave) */
+	pthread_mutex_unlock(&m->post_lock);
+	fn(arg);
+	tsr_workq_leave(wq);
+	return 0;
+}
+
 int
 mds_lease_ok(struct mds *m)
 {
@@ -320,8 +345,8 @@ on_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 	im->conn = c;
 	im->msg = msg;
 	tsr_conn_get(c);
-	if (mds_post(m, msg->type == TSR_MSG_MDS_REQUEST ? on_request_mds : on_session_mds,
-		     im) < 0) {
+	if (mds_run(m, msg->type == TSR_MSG_MDS_REQUEST ? on_request_mds : on_session_mds,
+		    im) < 0) {
 		tsr_msg_free(msg, 0);
 		tsr_conn_put(c);
 		free(im);

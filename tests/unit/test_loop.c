@@ -1401,6 +1401,132 @@ START_TEST(test_workq_follow_ups_and_shutdown)
 }
 END_TEST
 
+/* Running in place: enter says yes only on an idle queue, and while one
+ * runs in place the worker starts nothing (what was posted meanwhile runs
+ * after the leave). */
+static void
+wq_slow(void *arg)
+{
+	struct timespec ts = { 0, 50000000 };
+
+	__atomic_store_n((int *)arg, 1, __ATOMIC_RELEASE);
+	nanosleep(&ts, NULL);
+	__atomic_store_n((int *)arg, 2, __ATOMIC_RELEASE);
+}
+
+static int
+wait_int(const int *p, int want)
+{
+	for (int t = 0; t < 1000 && __atomic_load_n(p, __ATOMIC_ACQUIRE) != want; t++) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE) == want;
+}
+
+START_TEST(test_workq_enter_idle_only)
+{
+	static struct tsr_workq *q;
+	static int ran, slow;
+	struct timespec ts = { 0, 20000000 };
+
+	ran = slow = 0;
+	ck_assert_int_eq(tsr_workq_create(NULL, &q), 0);
+	ck_assert_int_eq(tsr_workq_enter(q), 1);
+	ck_assert_int_eq(tsr_workq_enter(q), 0); /* one at a time */
+	ck_assert_uint_eq(tsr_workq_pending(q), 1);
+	ck_assert_int_eq(tsr_workq_post(q, wq_count, &ran), 0);
+	nanosleep(&ts, NULL);
+	ck_assert_int_eq(__atomic_load_n(&ran, __ATOMIC_ACQUIRE), 0);
+	tsr_workq_leave(q);
+	ck_assert(wait_int(&ran, 1));
+	/* the worker running an item: no entering */
+	ck_assert_int_eq(tsr_workq_post(q, wq_slow, &slow), 0);
+	ck_assert(wait_int(&slow, 1));
+	ck_assert_int_eq(tsr_workq_enter(q), 0);
+	ck_assert(wait_int(&slow, 2));
+	for (int t = 0; t < 1000 && tsr_workq_pending(q) > 0; t++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	ck_assert_int_eq(tsr_workq_enter(q), 1);
+	tsr_workq_leave(q);
+	ck_assert_uint_eq(tsr_workq_pending(q), 0);
+	tsr_workq_destroy(q);
+}
+END_TEST
+
+struct wq_mix {
+	struct tsr_workq *q;
+	int inside, overlap, inplace;
+	int seq[2][3000], n[2];
+};
+
+struct wq_mix_item {
+	struct wq_mix *x;
+	int poster, k;
+};
+
+static void
+wq_mix_run(void *arg)
+{
+	struct wq_mix_item *it = arg;
+	struct wq_mix *x = it->x;
+
+	if (__atomic_add_fetch(&x->inside, 1, __ATOMIC_ACQ_REL) != 1)
+		__atomic_store_n(&x->overlap, 1, __ATOMIC_RELEASE);
+	x->seq[it->poster][x->n[it->poster]++] = it->k; /* (one at a time) */
+	__atomic_sub_fetch(&x->inside, 1, __ATOMIC_ACQ_REL);
+	free(it);
+}
+
+struct wq_mix_poster {
+	struct wq_mix *x;
+	int poster;
+};
+
+static void *
+wq_mix_post(void *arg)
+{
+	struct wq_mix_poster *p = arg;
+
+	for (int k = 0; k < 3000; k++) {
+		struct wq_mix_item *it = malloc(sizeof(*it));
+		*it = (struct wq_mix_item){ p->x, p->poster, k };
+		if (k % 3 != 2 && tsr_workq_enter(p->x->q)) {
+			wq_mix_run(it);
+			__atomic_add_fetch(&p->x->inplace, 1, __ATOMIC_RELAXED);
+			tsr_workq_leave(p->x->q);
+		} else {
+			ck_assert_int_eq(tsr_workq_post(p->x->q, wq_mix_run, it), 0);
+		}
+	}
+	return NULL;
+}
+
+/* Two threads, each running its items in place when it may and posting
+ * the others: never two at once, each thread's items in its order. */
+START_TEST(test_workq_in_place_and_posted)
+{
+	static struct wq_mix x;
+	struct wq_mix_poster p[2] = { { &x, 0 }, { &x, 1 } };
+	pthread_t t[2];
+
+	memset(&x, 0, sizeof(x));
+	ck_assert_int_eq(tsr_workq_create(NULL, &x.q), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, wq_mix_post, &p[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	tsr_workq_destroy(x.q);
+	ck_assert_int_eq(x.overlap, 0);
+	ck_assert_int_gt(x.inplace, 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(x.n[i], 3000);
+		for (int k = 0; k < 3000; k++)
+			ck_assert_int_eq(x.seq[i][k], k);
+	}
+}
+END_TEST
+
 static Suite *
 loop_suite(void)
 {
@@ -1429,6 +1555,8 @@ loop_suite(void)
 	tcase_add_test(th, test_workq_order);
 	tcase_add_test(th, test_workq_follow_ups_and_shutdown);
 	tcase_add_test(th, test_workq_wakes_sleeping_worker);
+	tcase_add_test(th, test_workq_enter_idle_only);
+	tcase_add_test(th, test_workq_in_place_and_posted);
 	suite_add_tcase(s, th);
 
 	tcase_add_test(fd, test_fd_read);
