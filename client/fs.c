@@ -121,6 +121,9 @@ struct tsr_fs {
 	struct call *pending;
 	struct unsafe *unsafe;       /* answered EARLY, not yet SAFE */
 	size_t nunsafe;
+	int unsafe_waiters;          /* threads waiting for SAFEs (a SAFE wakes
+					them; the calls waiting for answers
+					are not woken for it) */
 	uint64_t n_lost;             /* changes whose replay was refused */
 	uint64_t lost_tid, lost_seen; /* the latest change lost, and the latest
 					fsync told of (unsafe_wait) */
@@ -343,7 +346,8 @@ unsafe_answer(struct tsr_fs *fs, const struct tsr_mds_reply *rep)
 	*pp = u->next;
 	unsafe_free(u);
 	fs->nunsafe--;
-	pthread_cond_broadcast(&fs->cv);
+	if (fs->unsafe_waiters > 0)
+		pthread_cond_broadcast(&fs->cv);
 	return 1;
 }
 
@@ -398,6 +402,7 @@ unsafe_wait(struct tsr_fs *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	tid = fs->next_tid; /* (not those sent meanwhile) */
+	fs->unsafe_waiters++;
 	while (fs->unsafe && fs->unsafe->r.tid <= tid && !fs->closing) {
 		if (tsr_cond_wait_until(&fs->cv, &fs->lock, deadline) != 0 &&
 		    fs->unsafe && fs->unsafe->r.tid <= tid) {
@@ -408,6 +413,7 @@ unsafe_wait(struct tsr_fs *fs)
 			break;
 		}
 	}
+	fs->unsafe_waiters--;
 	if (rc == 0 && fs->lost_tid > fs->lost_seen && fs->lost_seen < tid) {
 		rc = failf(-EIO, "%" PRIu64 " changes the MDS answered were lost when it "
 			   "failed (this client was evicted, or making them again failed)",
@@ -724,8 +730,10 @@ on_msg(struct tsr_conn *conn, struct tsr_msg *m, void *arg)
 			k->rep = rep;
 			k->rep_gen = fs->gen;
 			k->done = 1;
-			pthread_cond_broadcast(&fs->cv);
+			/* (after the unlock: the woken caller does not meet
+			 * the lock still held, one more sleep and wake) */
 			pthread_mutex_unlock(&fs->lock);
+			pthread_cond_broadcast(&fs->cv);
 			return;
 		}
 	}
@@ -933,7 +941,10 @@ call(struct tsr_fs *fs, struct tsr_mds_request *r, struct tsr_mds_reply *rep)
 	while (tsr_mds_op_writes(r->op) && !fs->closing &&
 	       (fs->nunsafe >= UNSAFE_MAX ||
 		(fs->unsafe && fs->next_tid + 1 - fs->unsafe->r.tid >= UNSAFE_SPAN))) {
-		if (tsr_cond_wait_until(&fs->cv, &fs->lock, deadline) != 0) {
+		fs->unsafe_waiters++;
+		rc = tsr_cond_wait_until(&fs->cv, &fs->lock, deadline);
+		fs->unsafe_waiters--;
+		if (rc != 0) {
 			pthread_mutex_unlock(&fs->lock);
 			return failf(-EIO, "%s: the MDS's journal takes no changes (%zu "
 				     "answered, not yet durable, for %" PRIu64 " ms)",

@@ -313,6 +313,9 @@ TSR_API int tsr_msgr_connect_as(struct tsr_msgr *m, const char *addr,
 				struct tsr_conn **out);
 
 #define TSR_SEND_NOWAIT 0x1u   /* -EAGAIN instead of waiting for room */
+#define TSR_SEND_MORE 0x2u     /* queue it, write nothing yet: more follow,
+				* and tsr_conn_flush writes them all at once
+				* (one writev, one wake-up of the peer) */
 /* Queue msg on c (ownership passes, also on error).  When c's send queue
  * is full: -EAGAIN at once with NOWAIT, and always on a messenger thread
  * or a thread running an event loop; other threads wait for room (see
@@ -320,6 +323,10 @@ TSR_API int tsr_msgr_connect_as(struct tsr_msgr *m, const char *addr,
  * and the caller decides (a control session that cannot take a small
  * message is as good as dead; a data path waits for acks). */
 TSR_API int tsr_conn_send(struct tsr_conn *c, struct tsr_msg *msg, unsigned flags);
+/* Write what TSR_SEND_MORE queued on c (and anything else waiting).  A
+ * sender that used MORE must call it: nothing else writes those
+ * messages before c's next send. */
+TSR_API void tsr_conn_flush(struct tsr_conn *c);
 /* Close the session: pending messages fail with -ECONNABORTED.  For a
  * connection with its own events (tsr_msgr_connect_ev), none of them
  * reaches its owner any more, and one running on another thread has

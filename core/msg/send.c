@@ -385,13 +385,25 @@ tsr_conn_send(struct tsr_conn *c, struct tsr_msg *x, unsigned flags)
 		c->out_next = x;
 	x->queued_len = len;
 	c->out_bytes += len;
-	if (c->state == C_OPEN && c->fd >= 0) {
+	if (c->state == C_OPEN && c->fd >= 0 && !(flags & TSR_SEND_MORE)) {
 		msgr_conn_flush(c);
 		if (c->state == C_OPEN && c->fd >= 0 && c->out_next != NULL)
 			msgr_conn_kick(c, ACT_FLUSH);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return 0;
+}
+
+void
+tsr_conn_flush(struct tsr_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->state == C_OPEN && c->fd >= 0) {
+		msgr_conn_flush(c);
+		if (c->state == C_OPEN && c->fd >= 0 && c->out_next != NULL)
+			msgr_conn_kick(c, ACT_FLUSH);
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* The peer has everything up to ack: forget it (lock held).  With

@@ -160,6 +160,10 @@ mds_replies_release(struct mds *m)
 	const struct tsr_conn *blocked[BLOCKED_MAX];
 	size_t nblocked = 0;
 	int all_blocked = 0;
+	/* what goes to one connection goes in one write (an append answers
+	 * several requests: their SAFEs leave together) */
+	struct tsr_conn *sent[BLOCKED_MAX];
+	size_t nsent = 0;
 
 	m->replies_tail = &m->replies;
 	for (struct pending_reply **pp = &m->replies; *pp;) {
@@ -179,9 +183,24 @@ mds_replies_release(struct mds *m)
 			continue;
 		}
 		*pp = p->next;
-		tsr_conn_send(p->conn, p->msg, TSR_SEND_NOWAIT);
-		tsr_conn_put(p->conn);
+		size_t i = 0;
+		while (i < nsent && sent[i] != p->conn)
+			i++;
+		if (i == nsent && nsent < BLOCKED_MAX) {
+			sent[nsent++] = p->conn; /* (our reference, until flushed) */
+			tsr_conn_send(p->conn, p->msg, TSR_SEND_NOWAIT | TSR_SEND_MORE);
+		} else if (i < nsent) {
+			tsr_conn_send(p->conn, p->msg, TSR_SEND_NOWAIT | TSR_SEND_MORE);
+			tsr_conn_put(p->conn);
+		} else {
+			tsr_conn_send(p->conn, p->msg, TSR_SEND_NOWAIT);
+			tsr_conn_put(p->conn);
+		}
 		free(p);
+	}
+	for (size_t i = 0; i < nsent; i++) {
+		tsr_conn_flush(sent[i]);
+		tsr_conn_put(sent[i]);
 	}
 	mds_purges_run(m, 0);
 }
