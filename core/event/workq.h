@@ -43,7 +43,7 @@ TSR_API int tsr_workq_post(struct tsr_workq *q, void (*fn)(void *arg), void *arg
  * when it is done; 0 when it must post instead. */
 TSR_API int tsr_workq_enter(struct tsr_workq *q);
 TSR_API void tsr_workq_leave(struct tsr_workq *q);
-/* Items posted and not yet finished. */
+/* Items posted and not yet finished (one running in place counts). */
 TSR_API size_t tsr_workq_pending(struct tsr_workq *q);
 /* Run what was posted, then stop the thread and free the queue. */
 TSR_API void tsr_workq_destroy(struct tsr_workq *q);

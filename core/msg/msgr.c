@@ -496,5 +496,6 @@ tsr_msgr_stats(struct tsr_msgr *m, struct tsr_msgr_stats *out)
 	*out = m->st;
 	pthread_mutex_unlock(&m->lock);
 	out->recv_queued = atomic_load(&m->rx_queued);
+	out->writes = atomic_load_explicit(&m->writes, memory_order_relaxed);
 }
 

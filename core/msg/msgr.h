@@ -359,6 +359,8 @@ struct tsr_msgr_stats {
 	                              * usually rides on a message) */
 	uint64_t recv_queued;        /* now: received bytes waiting for
 	                              * handlers, all connections */
+	uint64_t writes;             /* socket writes (one may carry many
+	                              * messages: TSR_SEND_MORE) */
 };
 TSR_API void tsr_msgr_stats(struct tsr_msgr *m, struct tsr_msgr_stats *out);
 /* Messengers alive in this process (a daemon runs one: its `status`

@@ -266,6 +266,7 @@ struct tsr_msgr {
 
 	ZSTD_DCtx **dctx;          /* per worker */
 
+	atomic_uint_fast64_t writes;    /* socket writes (stats) */
 	atomic_uint_fast64_t rx_queued; /* bytes waiting for handlers, all
 	                                 * connections (o.recv_budget) */
 	int reserve_fd;            /* spent to accept-and-close when out of

@@ -303,6 +303,8 @@ msgr_conn_flush(struct tsr_conn *c)
 			return;
 		}
 		w = send_iov(c->fd, iov, n);
+		if (w > 0)
+			atomic_fetch_add_explicit(&c->m->writes, 1, memory_order_relaxed);
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return;

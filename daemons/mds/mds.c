@@ -837,9 +837,17 @@ mds_start(struct tsr_daemon *d, char *err, size_t errlen)
 				    TSR_MSGR_INLINE)) < 0)
 		return tsr_errf(err, errlen, rc, "registering handlers: %s", strerror(-rc));
 	tsr_msgr_start(m->msgr);
-	if ((rc = tsr_monc_create(m->msgr, m->loop, &mem, &m->monc, err, errlen)) < 0 ||
-	    (rc = tsr_mapsub_create(m->msgr, m->loop, &mem, NULL, NULL, TSR_MON_SUB_MDS, 0,
-				    NULL, NULL, &m->sub, err, errlen)) < 0)
+	/* the monitors' sessions on a messenger of their own: a request run
+	 * on a client connection's I/O thread (mds_run) may wait there for
+	 * an OSD, and the beacons' acks that keep our lease must not wait
+	 * behind it (a lease run out stops every answer) */
+	o.bind = NULL;
+	if ((rc = tsr_msgr_create(&o, NULL, &m->mon_msgr, err, errlen)) < 0)
+		return rc;
+	tsr_msgr_start(m->mon_msgr);
+	if ((rc = tsr_monc_create(m->mon_msgr, m->loop, &mem, &m->monc, err, errlen)) < 0 ||
+	    (rc = tsr_mapsub_create(m->mon_msgr, m->loop, &mem, NULL, NULL, TSR_MON_SUB_MDS,
+				    0, NULL, NULL, &m->sub, err, errlen)) < 0)
 		return rc;
 	if ((rc = tsr_mds_beacon_start(m->loop, m->monc, m->sub, m->name,
 				       tsr_msgr_addr(m->msgr),
@@ -895,6 +903,7 @@ mds_stop(struct tsr_daemon *d)
 	tsr_mds_beacon_stop(m->beacon);
 	tsr_mapsub_destroy(m->sub);
 	tsr_monc_destroy(m->monc);
+	tsr_msgr_destroy(m->mon_msgr);
 	if (m->wq)
 		mds_post(m, stop_on_mds, m);
 	pthread_mutex_lock(&m->post_lock);

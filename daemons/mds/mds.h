@@ -114,7 +114,10 @@ struct mds_session {
 struct mds {
 	struct tsr_daemon *d;
 	struct tsr_loop *loop;       /* the daemon's: monitors, beacon */
-	struct tsr_msgr *msgr;       /* clients */
+	struct tsr_msgr *msgr;       /* clients (a request may run on its I/O
+					thread and wait there for the OSDs) */
+	struct tsr_msgr *mon_msgr;   /* the monitors: beacons, the lease and
+					the maps never wait behind a request */
 	struct tsr_monc *monc;
 	struct tsr_mapsub *sub;
 	struct tsr_mds_beacon *beacon;

@@ -1454,6 +1454,41 @@ START_TEST(test_workq_enter_idle_only)
 }
 END_TEST
 
+struct wq_destroyer {
+	struct tsr_workq *q;
+	int done;
+};
+
+static void *
+wq_destroy_thread(void *arg)
+{
+	struct wq_destroyer *d = arg;
+
+	tsr_workq_destroy(d->q);
+	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Destroy waits for an item running in place: the queue is not freed
+ * under it, and the worker does not stop before it ends. */
+START_TEST(test_workq_destroy_waits_in_place)
+{
+	static struct wq_destroyer d;
+	pthread_t t;
+	struct timespec ts = { 0, 50000000 };
+
+	d.done = 0;
+	ck_assert_int_eq(tsr_workq_create(NULL, &d.q), 0);
+	ck_assert_int_eq(tsr_workq_enter(d.q), 1);
+	ck_assert_int_eq(pthread_create(&t, NULL, wq_destroy_thread, &d), 0);
+	nanosleep(&ts, NULL);
+	ck_assert_int_eq(__atomic_load_n(&d.done, __ATOMIC_ACQUIRE), 0);
+	tsr_workq_leave(d.q);
+	ck_assert(wait_int(&d.done, 1));
+	pthread_join(t, NULL);
+}
+END_TEST
+
 struct wq_mix {
 	struct tsr_workq *q;
 	int inside, overlap, inplace;
@@ -1557,6 +1592,7 @@ loop_suite(void)
 	tcase_add_test(th, test_workq_wakes_sleeping_worker);
 	tcase_add_test(th, test_workq_enter_idle_only);
 	tcase_add_test(th, test_workq_in_place_and_posted);
+	tcase_add_test(th, test_workq_destroy_waits_in_place);
 	suite_add_tcase(s, th);
 
 	tcase_add_test(fd, test_fd_read);

@@ -1451,17 +1451,16 @@ slow_acks(struct tsr_msgr_opts *o)
 }
 
 /* TSR_SEND_MORE queues without writing: tsr_conn_flush writes what was
- * queued, in order.  A sender that forgets the flush delays its messages
- * but loses none: the worker's next tick writes them.  (That MORE writes
- * nothing itself, so that a flush takes them all in one writev, is a
- * matter of speed, measured by the MDS's context switches per create:
- * the messenger may write them sooner along with other traffic, so no
- * test can wait for them not to arrive.) */
+ * queued, in order, in one write.  A sender that forgets the flush
+ * delays its messages but loses none: the worker's next tick writes
+ * them. */
 START_TEST(more_then_flush)
 {
 	struct sink ss, cs;
 	struct tsr_msgr *srv, *cli;
 	struct tsr_conn *c;
+	struct tsr_msgr_stats st;
+	uint64_t writes;
 
 	sink_init(&ss);
 	sink_init(&cs);
@@ -1470,9 +1469,17 @@ START_TEST(more_then_flush)
 	ck_assert_int_eq(tsr_msgr_connect(cli, tsr_msgr_addr(srv), 1, &c), 0);
 	ck_assert_int_eq(tsr_conn_send(c, seq_msg(0), 0), 0);
 	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 1), 0); /* (open) */
+	tsr_msgr_stats(cli, &st);
+	writes = st.writes;
 	for (uint64_t i = 1; i <= 5; i++)
 		ck_assert_int_eq(tsr_conn_send(c, seq_msg(i), TSR_SEND_MORE), 0);
 	tsr_conn_flush(c);
+	/* one write for the five (or two: a worker's tick may have written
+	 * some in between) */
+	tsr_msgr_stats(cli, &st);
+	ck_assert_msg(st.writes - writes >= 1 && st.writes - writes <= 2,
+		      "%llu writes for five messages and a flush",
+		      (unsigned long long)(st.writes - writes));
 	ck_assert_int_eq(sink_wait(&ss, &ss.n, 1, 6), 0);
 	/* no flush: they go all the same */
 	for (uint64_t i = 6; i <= 8; i++)
