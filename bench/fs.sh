@@ -197,8 +197,13 @@ if [ "$ONLY" != passthrough ]; then
 		pid=$(cat "$DEV/run/$d.pid" 2>/dev/null || true)
 		[ -n "$pid" ] && echo "rss $d $(awk '/VmRSS/ { print $2 }' /proc/$pid/status) KiB"
 	done
-	pid=$(pgrep -f "tessera-fuse $DEV/mnt" | head -1)
-	[ -n "$pid" ] && echo "rss tessera-fuse $(awk '/VmRSS/ { print $2 }' /proc/$pid/status) KiB"
+	# (mounted by dev.sh with the absolute path, by hand maybe not)
+	pid=$(pgrep -f "tessera-fuse (\S*/)?dev-cluster/mnt( |$)" | head -1 || true)
+	if [ -n "$pid" ]; then
+		echo "rss tessera-fuse $(awk '/VmRSS/ { print $2 }' /proc/$pid/status) KiB"
+	else
+		echo "rss tessera-fuse: no process found for $DEV/mnt"
+	fi
 fi
 
 if [ "$CEPH" = 1 ]; then
