@@ -1203,12 +1203,21 @@ START_TEST(growth)
 	ck_assert_msg(tc_await_osd_up(&c, 4, 1, 15000) == 0, "osd.4 never came up");
 	await_clean(&c, running, 64, "after osd.4 joined");
 	await_copies(&c, running, 64 * 3, "after osd.4 joined");
-	/* the monitors' view, once the primaries' reports caught up */
+	/* the monitors' view, once the primaries' reports caught up: every
+	 * PG with three copies, and osd.4 in as many acting sets as it holds
+	 * copies (a report from before its backfill ended still names the
+	 * copy it replaced, with three members all the same) */
 	for (uint64_t t0 = tc_now_ms();; tc_sleep_ms(200)) {
-		int whole = acting_sets(&c, after) == 64;
-		for (int pg = 0; pg < 64; pg++)
+		int whole = acting_sets(&c, after) == 64, in4 = 0, held4 = -1;
+		char *dump = NULL;
+		for (int pg = 0; pg < 64; pg++) {
 			whole = whole && __builtin_popcount(after[pg]) == 3;
-		if (whole || tc_now_ms() - t0 > 10000)
+			in4 += (after[pg] >> 4) & 1;
+		}
+		if (tc_osd_asok(&c, 4, "pg dump", &dump) == 0)
+			held4 = (int)tc_json_u64(dump, "copies", 0);
+		free(dump);
+		if ((whole && in4 == held4) || tc_now_ms() - t0 > 10000)
 			break;
 	}
 	for (int pg = 0; pg < 64; pg++) {
