@@ -324,8 +324,9 @@ TSR_API int tsr_msgr_connect_as(struct tsr_msgr *m, const char *addr,
  * message is as good as dead; a data path waits for acks). */
 TSR_API int tsr_conn_send(struct tsr_conn *c, struct tsr_msg *msg, unsigned flags);
 /* Write what TSR_SEND_MORE queued on c (and anything else waiting).  A
- * sender that used MORE must call it: nothing else writes those
- * messages before c's next send. */
+ * sender that used MORE calls it: otherwise those messages wait for c's
+ * next send or other traffic, or at most for the worker's next tick
+ * (100 ms). */
 TSR_API void tsr_conn_flush(struct tsr_conn *c);
 /* Close the session: pending messages fail with -ECONNABORTED.  For a
  * connection with its own events (tsr_msgr_connect_ev), none of them

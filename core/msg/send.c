@@ -342,6 +342,18 @@ msgr_conn_flush(struct tsr_conn *c)
 	}
 }
 
+/* A sender's thread writes what the socket takes now; the worker the
+ * rest, once there is room (lock held). */
+static void
+write_now(struct tsr_conn *c)
+{
+	if (c->state == C_OPEN && c->fd >= 0) {
+		msgr_conn_flush(c);
+		if (c->state == C_OPEN && c->fd >= 0 && c->out_next != NULL)
+			msgr_conn_kick(c, ACT_FLUSH);
+	}
+}
+
 int
 tsr_conn_send(struct tsr_conn *c, struct tsr_msg *x, unsigned flags)
 {
@@ -387,11 +399,8 @@ tsr_conn_send(struct tsr_conn *c, struct tsr_msg *x, unsigned flags)
 		c->out_next = x;
 	x->queued_len = len;
 	c->out_bytes += len;
-	if (c->state == C_OPEN && c->fd >= 0 && !(flags & TSR_SEND_MORE)) {
-		msgr_conn_flush(c);
-		if (c->state == C_OPEN && c->fd >= 0 && c->out_next != NULL)
-			msgr_conn_kick(c, ACT_FLUSH);
-	}
+	if (!(flags & TSR_SEND_MORE))
+		write_now(c);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
@@ -400,11 +409,7 @@ void
 tsr_conn_flush(struct tsr_conn *c)
 {
 	pthread_mutex_lock(&c->lock);
-	if (c->state == C_OPEN && c->fd >= 0) {
-		msgr_conn_flush(c);
-		if (c->state == C_OPEN && c->fd >= 0 && c->out_next != NULL)
-			msgr_conn_kick(c, ACT_FLUSH);
-	}
+	write_now(c);
 	pthread_mutex_unlock(&c->lock);
 }
 

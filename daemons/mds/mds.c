@@ -186,16 +186,14 @@ mds_replies_release(struct mds *m)
 		size_t i = 0;
 		while (i < nsent && sent[i] != p->conn)
 			i++;
-		if (i == nsent && nsent < BLOCKED_MAX) {
-			sent[nsent++] = p->conn; /* (our reference, until flushed) */
-			tsr_conn_send(p->conn, p->msg, TSR_SEND_NOWAIT | TSR_SEND_MORE);
-		} else if (i < nsent) {
-			tsr_conn_send(p->conn, p->msg, TSR_SEND_NOWAIT | TSR_SEND_MORE);
+		int kept = i == nsent && nsent < BLOCKED_MAX;
+		if (kept)
+			sent[nsent++] = p->conn; /* (its reference, until flushed) */
+		/* (past BLOCKED_MAX connections: written at once) */
+		tsr_conn_send(p->conn, p->msg,
+			      TSR_SEND_NOWAIT | (i < nsent ? TSR_SEND_MORE : 0));
+		if (!kept)
 			tsr_conn_put(p->conn);
-		} else {
-			tsr_conn_send(p->conn, p->msg, TSR_SEND_NOWAIT);
-			tsr_conn_put(p->conn);
-		}
 		free(p);
 	}
 	for (size_t i = 0; i < nsent; i++) {
