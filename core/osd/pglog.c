@@ -81,12 +81,105 @@ tsr_pglog_entry_free(struct tsr_pglog_entry *e)
 	e->oid_len = 0;
 }
 
+/* ---- the request-id index (linear probing; rcap a power of two) ------ */
+
+struct tsr_pglog_rix {
+	uint64_t client, tid;   /* client 0: a free slot */
+	uint64_t no;            /* the entry's number */
+};
+
+static size_t
+rix_slot(const struct tsr_pglog *l, struct tsr_reqid r)
+{
+	uint64_t h = r.client * 0x9e3779b97f4a7c15ull ^ r.tid * 0xc2b2ae3d27d4eb4full;
+
+	return (size_t)((h ^ h >> 29) & (l->rcap - 1));
+}
+
+static void
+rix_drop(struct tsr_pglog *l)
+{
+	free(l->rix);
+	l->rix = NULL;
+	l->rcap = l->rn = 0;
+}
+
+static void
+rix_put(struct tsr_pglog *l, struct tsr_reqid r, uint64_t no)
+{
+	size_t i = rix_slot(l, r);
+
+	while (l->rix[i].client != 0)
+		i = (i + 1) & (l->rcap - 1);
+	l->rix[i] = (struct tsr_pglog_rix){ r.client, r.tid, no };
+	l->rn++;
+}
+
+/* An index of the entries, with room for at least want of them; a log
+ * whose index cannot be had is searched entry by entry. */
+static void
+rix_build(struct tsr_pglog *l, size_t want)
+{
+	size_t cap = 64;
+
+	rix_drop(l);
+	while (cap < want * 2)
+		cap *= 2;
+	if ((l->rix = calloc(cap, sizeof(*l->rix))) == NULL)
+		return;
+	l->rcap = cap;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->e[i].reqid.client != 0)
+			rix_put(l, l->e[i].reqid, l->first + i);
+}
+
+static void
+rix_add(struct tsr_pglog *l, struct tsr_reqid r, uint64_t no)
+{
+	if (l->rix == NULL || r.client == 0)
+		return;
+	if ((l->rn + 1) * 2 > l->rcap) {
+		rix_build(l, l->n + 1);
+		if (l->rix == NULL)
+			return;
+	}
+	rix_put(l, r, no);
+}
+
+static void
+rix_del(struct tsr_pglog *l, struct tsr_reqid r, uint64_t no)
+{
+	size_t i, j, mask = l->rcap - 1;
+
+	if (l->rix == NULL || r.client == 0)
+		return;
+	for (i = rix_slot(l, r); l->rix[i].client != 0; i = (i + 1) & mask)
+		if (l->rix[i].client == r.client && l->rix[i].tid == r.tid &&
+		    l->rix[i].no == no)
+			break;
+	if (l->rix[i].client == 0)
+		return;
+	/* close the gap: move up each later slot of the run whose home is
+	 * not between the gap and it */
+	for (j = (i + 1) & mask; l->rix[j].client != 0; j = (j + 1) & mask) {
+		struct tsr_reqid rj = { l->rix[j].client, l->rix[j].tid };
+		size_t home = rix_slot(l, rj);
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			l->rix[i] = l->rix[j];
+			i = j;
+		}
+	}
+	l->rix[i].client = 0;
+	l->rn--;
+}
+
 void
 tsr_pglog_free(struct tsr_pglog *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		tsr_pglog_entry_free(&l->e[i]);
-	free(l->e);
+	free(l->e ? l->e - l->skip : NULL);
+	rix_drop(l);
 	tsr_pglog_init(l);
 }
 
@@ -108,17 +201,27 @@ tsr_pglog_append(struct tsr_pglog *l, const struct tsr_pglog_entry *e)
 {
 	if (tsr_ev_cmp(e->ev, l->head) <= 0 || tsr_ev_cmp(e->ev, l->tail) <= 0)
 		return -EINVAL;
+	if (l->n == l->cap && l->skip > 0 && l->skip >= l->n) {
+		/* as many trims as entries since the last move: moving
+		 * them costs each trim one entry's move */
+		memmove(l->e - l->skip, l->e, l->n * sizeof(l->e[0]));
+		l->e -= l->skip;
+		l->cap += l->skip;
+		l->skip = 0;
+	}
 	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct tsr_pglog_entry *n = realloc(l->e, cap * sizeof(*n));
+		size_t all = l->skip + l->cap, cap = all ? all * 2 : 64;
+		struct tsr_pglog_entry *n = realloc(l->e ? l->e - l->skip : NULL,
+						    cap * sizeof(*n));
 		if (n == NULL)
 			return -ENOMEM;
-		l->e = n;
-		l->cap = cap;
+		l->e = n + l->skip;
+		l->cap = cap - l->skip;
 	}
 	memset(&l->e[l->n], 0, sizeof(l->e[0]));
 	if (tsr_pglog_entry_copy(&l->e[l->n], e) < 0)
 		return -ENOMEM;
+	rix_add(l, e->reqid, l->first + l->n);
 	l->n++;
 	l->head = e->ev;
 	return 0;
@@ -148,14 +251,27 @@ tsr_pglog_find(const struct tsr_pglog *l, struct tsr_ev ev)
 }
 
 long
-tsr_pglog_find_reqid(const struct tsr_pglog *l, struct tsr_reqid r)
+tsr_pglog_find_reqid(struct tsr_pglog *l, struct tsr_reqid r)
 {
+	long best = -1;
+
 	if (r.client == 0)
 		return -1;
-	for (size_t i = l->n; i-- > 0;)
-		if (l->e[i].reqid.client == r.client && l->e[i].reqid.tid == r.tid)
-			return (long)i;
-	return -1;
+	if (l->rix == NULL && l->n > 64)
+		rix_build(l, l->n);
+	if (l->rix == NULL) {
+		for (size_t i = l->n; i-- > 0;)
+			if (l->e[i].reqid.client == r.client && l->e[i].reqid.tid == r.tid)
+				return (long)i;
+		return -1;
+	}
+	/* the newest of its entries (a write redone after a rewind has one
+	 * per run) */
+	for (size_t i = rix_slot(l, r); l->rix[i].client != 0; i = (i + 1) & (l->rcap - 1))
+		if (l->rix[i].client == r.client && l->rix[i].tid == r.tid &&
+		    (long)(l->rix[i].no - l->first) > best)
+			best = (long)(l->rix[i].no - l->first);
+	return best;
 }
 
 void
@@ -165,10 +281,16 @@ tsr_pglog_trim(struct tsr_pglog *l, struct tsr_ev to)
 
 	if (tsr_ev_cmp(to, l->tail) <= 0)
 		return;
-	for (size_t i = 0; i < k; i++)
+	for (size_t i = 0; i < k; i++) {
+		rix_del(l, l->e[i].reqid, l->first + i);
 		tsr_pglog_entry_free(&l->e[i]);
-	if (k)
-		memmove(l->e, l->e + k, (l->n - k) * sizeof(l->e[0]));
+	}
+	l->first += k;
+	if (k) {
+		l->e += k;
+		l->cap -= k;
+		l->skip += k;
+	}
 	l->n -= k;
 	l->tail = to;
 	if (tsr_ev_cmp(l->head, to) < 0)
@@ -180,8 +302,10 @@ tsr_pglog_rewind(struct tsr_pglog *l, struct tsr_ev to)
 {
 	size_t k = tsr_pglog_after(l, to);
 
-	for (size_t i = k; i < l->n; i++)
+	for (size_t i = k; i < l->n; i++) {
+		rix_del(l, l->e[i].reqid, l->first + i);
 		tsr_pglog_entry_free(&l->e[i]);
+	}
 	l->n = k;
 	l->head = to;
 }

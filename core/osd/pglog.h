@@ -109,11 +109,26 @@ struct tsr_pglog_entry {
 	size_t oid_len;
 };
 
-/* A log: entries (tail, head] in version order. */
+/* A log: entries (tail, head] in version order, e[0..n).  A trim moves
+ * e forward over the slots it frees (skip of them lie before e, cap after
+ * it) instead of moving the rest down: an active PG trims one entry per
+ * write, and moving a full log (thousands of entries) each time cost more
+ * than the write's own work.  An append reuses the skipped slots, moving
+ * the log down once there are at least as many of them as entries. */
+struct tsr_pglog_rix;
+
 struct tsr_pglog {
 	struct tsr_ev tail, head;
 	struct tsr_pglog_entry *e;
-	size_t n, cap;
+	size_t n, cap, skip;
+	/* Entries are numbered as appended: e[i] is number first + i.  The
+	 * index maps a request id to the numbers of its entries, so that the
+	 * primary's check of each write against the log (a resend?) does not
+	 * read the whole log; built by the first tsr_pglog_find_reqid (logs
+	 * carried in messages never need one), kept up from then on. */
+	uint64_t first;
+	struct tsr_pglog_rix *rix;
+	size_t rcap, rn;
 };
 
 void tsr_pglog_init(struct tsr_pglog *l);
@@ -129,7 +144,7 @@ long tsr_pglog_find(const struct tsr_pglog *l, struct tsr_ev ev);
 /* Index of the first entry above ev (n when none). */
 size_t tsr_pglog_after(const struct tsr_pglog *l, struct tsr_ev ev);
 /* Index of the newest entry with this request id, or -1. */
-long tsr_pglog_find_reqid(const struct tsr_pglog *l, struct tsr_reqid r);
+long tsr_pglog_find_reqid(struct tsr_pglog *l, struct tsr_reqid r);
 /* Drop the entries at or below to (to becomes the tail). */
 void tsr_pglog_trim(struct tsr_pglog *l, struct tsr_ev to);
 /* Drop the entries above to (to becomes the head; to >= tail). */

@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,72 @@ START_TEST(log_operations)
 	ck_assert(tsr_ev_cmp(l.head, (struct tsr_ev){ 8, 7 }) == 0);
 	x = entry(9, 8, "d", TSR_PGLOG_DELETE);
 	ck_assert_int_eq(tsr_pglog_append(&l, &x), 0);
+	tsr_pglog_free(&l);
+}
+END_TEST
+
+/* An active PG trims one entry per write once its log is full: over many
+ * rounds the entries stay right, rewinds and finds keep working, and the
+ * slots a trim frees are reused (the allocation stays within a few times
+ * the log), not left to grow. */
+START_TEST(log_trim_each_append)
+{
+	enum { KEEP = 300, ROUNDS = 20000 };
+	struct tsr_pglog l;
+	struct tsr_pglog_entry x;
+	char oid[32];
+	uint64_t v = 0;
+
+	tsr_pglog_init(&l);
+	for (int r = 0; r < ROUNDS; r++) {
+		snprintf(oid, sizeof(oid), "obj%llu", (unsigned long long)v + 1);
+		x = entry(5, ++v, oid, TSR_PGLOG_MODIFY);
+		ck_assert_int_eq(tsr_pglog_append(&l, &x), 0);
+		if (l.n > KEEP)
+			tsr_pglog_trim(&l, l.e[l.n - KEEP - 1].ev);
+		if (r % 997 == 996) {
+			/* an uncommitted tail dropped at a new interval */
+			tsr_pglog_rewind(&l, l.e[l.n - 4].ev);
+			ck_assert_uint_eq(l.e[l.n - 1].ev.ver, v - 3);
+			v -= 3;
+			for (uint64_t d = 1; d <= 3; d++)
+				ck_assert_int_eq(tsr_pglog_find_reqid(
+					&l, (struct tsr_reqid){ 7, v + d }), -1);
+		}
+		ck_assert_uint_le(l.n, KEEP);
+		ck_assert_uint_le(l.skip + l.cap, 4 * KEEP + 64);
+		ck_assert_uint_eq(l.e[l.n - 1].ev.ver, v);
+		ck_assert_uint_eq(l.head.ver, v);
+		ck_assert_uint_eq(l.e[0].ev.ver, l.tail.ver + 1);
+		/* the request ids: the newest, one in the middle, one
+		 * trimmed, and (after a rewind) one dropped */
+		ck_assert_int_eq(tsr_pglog_find_reqid(&l, (struct tsr_reqid){ 7, v }),
+				 (long)l.n - 1);
+		ck_assert_int_eq(tsr_pglog_find_reqid(&l, (struct tsr_reqid){ 7, v - l.n / 2 }),
+				 (long)(l.n - 1 - l.n / 2));
+		ck_assert_int_eq(tsr_pglog_find_reqid(&l, (struct tsr_reqid){ 7, l.tail.ver }), -1);
+		ck_assert_int_eq(tsr_pglog_find_reqid(&l, (struct tsr_reqid){ 7, v + 1 }), -1);
+		ck_assert_int_eq(tsr_pglog_find_reqid(&l, (struct tsr_reqid){ 8, v }), -1);
+	}
+	ck_assert_ptr_nonnull(l.rix);
+	ck_assert_uint_eq(l.rn, l.n);
+	ck_assert_uint_eq(l.n, KEEP);
+	for (size_t i = 0; i < l.n; i++) {
+		snprintf(oid, sizeof(oid), "obj%llu", (unsigned long long)l.e[i].ev.ver);
+		ck_assert_uint_eq(l.e[i].ev.ver, l.e[0].ev.ver + i);
+		ck_assert_mem_eq(l.e[i].oid, oid, strlen(oid));
+		ck_assert_int_eq(tsr_pglog_find(&l, l.e[i].ev), (long)i);
+	}
+	ck_assert_int_eq(tsr_pglog_find_reqid(&l, (struct tsr_reqid){ 7, v }),
+			 (long)l.n - 1);
+	ck_assert_int_eq(tsr_pglog_find_reqid(&l, (struct tsr_reqid){ 7, v - KEEP }), -1);
+	/* trimmed to nothing, then grown again */
+	tsr_pglog_trim(&l, l.head);
+	ck_assert_uint_eq(l.n, 0);
+	x = entry(6, 1, "again", TSR_PGLOG_DELETE);
+	ck_assert_int_eq(tsr_pglog_append(&l, &x), 0);
+	ck_assert_uint_eq(l.n, 1);
+	ck_assert_mem_eq(l.e[0].oid, "again", 5);
 	tsr_pglog_free(&l);
 }
 END_TEST
@@ -519,6 +586,7 @@ main(void)
 	int failed;
 
 	tcase_add_test(tc, log_operations);
+	tcase_add_test(tc, log_trim_each_append);
 	tcase_add_test(tc, missing_set);
 	tcase_add_test(tc, intervals_merge_and_trim);
 	tcase_add_test(tc, intervals_partial_views_merge_apart);
