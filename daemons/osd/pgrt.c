@@ -489,6 +489,15 @@ osd_pg_post(struct pgi *g, struct ev *e)
 		ev_free(e); /* stopping */
 }
 
+void
+osd_pg_run_entered(struct ev *e)
+{
+	struct tsr_workq *q = e->g->q;
+
+	osd_pg_run(e); /* (frees e; the copy lives while the shard is held) */
+	tsr_workq_leave(q);
+}
+
 /* ---- Carrying out a machine's actions -------------------------------------------*/
 
 struct commit_arg {
@@ -1535,6 +1544,16 @@ on_pg_msg(struct tsr_conn *c, struct tsr_msg *msg, void *arg)
 	}
 	e->type = EV_MSG;
 	e->raw = msg;
+	/* a write's messages between the copies run here when the shard is
+	 * idle, as clients' operations do (route, ops.c); the rest (peering,
+	 * recovery's pushes and pulls, scrub maps) may read the store */
+	if ((e->m.type == TSR_PGMSG_REPOP || e->m.type == TSR_PGMSG_REPOP_REPLY) &&
+	    tsr_workq_enter(g->q)) {
+		e->g = g;
+		__atomic_add_fetch(&rt->msgs_in_place, 1, __ATOMIC_RELAXED);
+		osd_pg_run_entered(e);
+		return;
+	}
 	osd_pg_post(g, e);
 }
 
@@ -1852,10 +1871,13 @@ osd_pgrt_status(struct osd_pgrt *rt, struct tsr_sbuf *out)
 			"\"sent\": %" PRIu64 ", \"received\": %" PRIu64 ", \"refused\": %"
 			PRIu64 ", \"persists\": %" PRIu64 ", \"client_ops\": %" PRIu64
 			", \"client_ops_answered\": %" PRIu64 ", \"client_ops_waiting_map\": %zu"
+			", \"client_ops_in_place\": %" PRIu64 ", \"pg_msgs_in_place\": %" PRIu64
 			", \"limits\": {\"log_max\": %u, \"recovery_max\": %u, "
 			"\"backfill_window\": %u, \"queue_max\": %u}, \"backfill_slots\": ",
 			n, active, clean, rt->sent, rt->received, rt->refused, rt->persists,
-			rt->ops_in, rt->ops_done, rt->nopwait, rt->defaults.log_max,
+			rt->ops_in, rt->ops_done, rt->nopwait,
+			__atomic_load_n(&rt->ops_in_place, __ATOMIC_RELAXED),
+			__atomic_load_n(&rt->msgs_in_place, __ATOMIC_RELAXED), rt->defaults.log_max,
 			rt->defaults.recovery_max, rt->defaults.backfill_window,
 			rt->defaults.queue_max);
 	osd_resv_status(rt, out);

@@ -238,6 +238,9 @@ struct osd_pgrt {
 	void *fail_arg;
 	int failed;
 	uint64_t ops_in, ops_done;
+	/* clients' operations and PG messages the I/O threads ran in place
+	 * (atomic) */
+	uint64_t ops_in_place, msgs_in_place;
 	/* scrub (scrub.c): the configuration, and the runs (under lock) */
 	uint64_t scrub_interval_s, deep_interval_s;
 	uint32_t scrub_chunk, max_scrubs;
@@ -294,6 +297,9 @@ osd_shard_of(const struct osd_pgrt *rt, struct tsr_pgid pgid)
 
 /* Run event e on its copy's shard (freed if the runtime is stopping). */
 void osd_pg_post(struct pgi *g, struct ev *e);
+/* Run event e (e->g set) on the calling thread, whose tsr_workq_enter
+ * of e->g's shard said yes, then leave the shard. */
+void osd_pg_run_entered(struct ev *e);
 /* The work queue item that runs one event (e->g set). */
 void osd_pg_run(void *arg);
 /* The copy of pgid here, or NULL (under rt->lock). */

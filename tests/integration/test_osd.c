@@ -1497,6 +1497,21 @@ done(void *arg, int result, const struct tsr_objver *ver)
  * hold and do not (a failed guard changes nothing); appends in flight
  * together land in the order sent; omap ranges in pages with a prefix;
  * truncate, zero, remove; the errors a caller acts on. */
+/* The sum over the OSDs of a count in `pg dump`. */
+static uint64_t
+in_place_sum(struct tc_cluster *c, const char *key)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < c->nosd; i++) {
+		char *out = NULL;
+		ck_assert_int_eq(tc_osd_asok(c, i, "pg dump", &out), 0);
+		sum += tc_json_u64(out, key, 0);
+		free(out);
+	}
+	return sum;
+}
+
 START_TEST(client_ops)
 {
 	struct tc_cluster c;
@@ -1754,6 +1769,39 @@ START_TEST(client_ops)
 	tsr_op_destroy(op);
 	ck_assert_uint_eq(got, 8);
 	ck_assert_int_eq(memcmp(buf, "01\0\0\0" "567", 8), 0);
+
+	/* writes one at a time find their shards idle and run on the I/O
+	 * threads that read them, with their REPOPs and replies; reads of
+	 * data never do (ops.c, route) */
+	{
+		uint64_t ops0 = in_place_sum(&c, "client_ops_in_place");
+		uint64_t msgs0 = in_place_sum(&c, "pg_msgs_in_place"), ops1, msgs1;
+		char name[16];
+		for (int i = 0; i < 40; i++) {
+			snprintf(name, sizeof(name), "ip%d", i);
+			op = tsr_op_create();
+			tsr_op_write_full(op, name, strlen(name));
+			ck_assert_int_eq(tsr_op_run(k, pool, name, strlen(name), op, NULL), 0);
+			tsr_op_destroy(op);
+		}
+		ops1 = in_place_sum(&c, "client_ops_in_place");
+		msgs1 = in_place_sum(&c, "pg_msgs_in_place");
+		ck_assert_msg(ops1 - ops0 >= 20 && ops1 - ops0 <= 40, "%llu of 40 writes "
+			      "in place", (unsigned long long)(ops1 - ops0));
+		/* two REPOPs and two replies each */
+		ck_assert_msg(msgs1 - msgs0 >= 80 && msgs1 - msgs0 <= 160, "%llu of the "
+			      "writes' 160 PG messages in place",
+			      (unsigned long long)(msgs1 - msgs0));
+		for (int i = 0; i < 40; i++) {
+			snprintf(name, sizeof(name), "ip%d", i);
+			op = tsr_op_create();
+			tsr_op_read(op, 0, 100, buf, &got, NULL);
+			ck_assert_int_eq(tsr_op_run(k, pool, name, strlen(name), op, NULL), 0);
+			tsr_op_destroy(op);
+			ck_assert_uint_eq(got, strlen(name));
+		}
+		ck_assert_uint_eq(in_place_sum(&c, "client_ops_in_place"), ops1);
+	}
 
 	tsr_client_shutdown(k);
 	ck_assert_int_eq(tc_destroy(&c), 0);
