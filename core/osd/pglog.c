@@ -201,9 +201,11 @@ tsr_pglog_append(struct tsr_pglog *l, const struct tsr_pglog_entry *e)
 {
 	if (tsr_ev_cmp(e->ev, l->head) <= 0 || tsr_ev_cmp(e->ev, l->tail) <= 0)
 		return -EINVAL;
-	if (l->n == l->cap && l->skip > 0 && l->skip >= l->n) {
-		/* as many trims as entries since the last move: moving
-		 * them costs each trim one entry's move */
+	if (l->n == l->cap && l->skip > 0 && l->skip >= l->n / 4) {
+		/* at least a quarter as many trims as entries since the
+		 * last move: each trim pays for at most four entries' moves,
+		 * and a full log stays in the allocation it grew to (at
+		 * log_max 3000: 4096 entries, not 8192) */
 		memmove(l->e - l->skip, l->e, l->n * sizeof(l->e[0]));
 		l->e -= l->skip;
 		l->cap += l->skip;

@@ -113,8 +113,9 @@ struct tsr_pglog_entry {
  * e forward over the slots it frees (skip of them lie before e, cap after
  * it) instead of moving the rest down: an active PG trims one entry per
  * write, and moving a full log (thousands of entries) each time cost more
- * than the write's own work.  An append reuses the skipped slots, moving
- * the log down once there are at least as many of them as entries. */
+ * than the write's own work.  An append that finds no room after e reuses
+ * the skipped slots, moving the log down, when they are at least a
+ * quarter as many as the entries; else the allocation doubles. */
 struct tsr_pglog_rix;
 
 struct tsr_pglog {

@@ -5,10 +5,13 @@
  * Threads.  Each PG belongs to one shard, a work queue (core/event/
  * workq.h): its events (an epoch, a message, a commit) run there one at a
  * time, in order, so a machine needs no lock, and the backend's blocking
- * calls never run on the loop or an I/O thread.  The loop hands each new
- * epoch to every PG (osd_pgrt_map); the messenger's I/O threads hand
- * each PG message to its PG (decoding it and posting it, which never
- * blocks); the backend's commit threads post commits.
+ * calls never run on the loop.  The loop hands each new epoch to every PG
+ * (osd_pgrt_map); the messenger's I/O threads hand each PG message to its
+ * PG (decoding it and posting it, which never blocks), except that a
+ * write's REPOP and REPOP_REPLY, like a client's write (ops.c, route),
+ * run on the I/O thread itself when their shard is idle
+ * (osd_pg_run_entered; sends below); the backend's commit threads post
+ * commits.
  * What a PG asks of the monitors (up_thru, PG temp) waits in the runtime
  * for the loop to take (osd_pgrt_asks), which gives it to the beacon.
  *
@@ -166,10 +169,21 @@ status_take(struct pgi *g)
 /* ---- Sending ---------------------------------------------------------------------
  *
  * Sends run on a shard's worker (which may wait for room in the
- * session's queue: the messenger's backpressure), never on the loop or an
- * I/O thread, which could only drop it.  The one exception is a member's
- * answer to a replicated write, which a backend commit thread sends when
- * the session has room (send_answer) and leaves to the worker otherwise. */
+ * session's queue: the messenger's backpressure), never on the loop.  Two
+ * other threads send when the session has room, and leave the message to
+ * the worker otherwise:
+ *   - a backend commit thread, a member's answer to a replicated write
+ *     (send_answer);
+ *   - an I/O thread running a shard's event in place (osd_pg_run_entered),
+ *     which may not wait for a peer to read (its other sessions would
+ *     wait too): a send that finds no room is posted to the shard, where
+ *     it runs right after the event, and so is every send of the event
+ *     after it, so that one PG's messages to a peer keep their order (a
+ *     replica takes a write's REPOP only after the one before). */
+
+/* This thread runs a shard's event in place; a send of it was posted to
+ * the shard (and so must every later one of the event). */
+static __thread int in_place, in_place_deferred;
 
 /* Our session to osd.to, at the newest address any caller has seen for
  * it (held by the caller), or NULL when ep has it down.  A caller whose
@@ -262,9 +276,57 @@ static int hold(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t 
 		const struct tsr_pgmsg *m, struct tsr_rbuf *pl);
 
 /* Send m to osd.to (its address as ep has it), with pl (a reference the
- * call takes, or NULL) as its data. */
-static int hold(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
-		const struct tsr_pgmsg *m, struct tsr_rbuf *pl);
+ * call takes, or NULL) as its data; paced: osd_pace let it go already. */
+static void send_pg_(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+		     const struct tsr_pgmsg *m, struct tsr_rbuf *pl, int paced);
+
+struct deferred {
+	struct osd_pgrt *rt;
+	struct held h;
+};
+
+/* (the shard's worker) A send an in-place event left to it. */
+static void
+send_deferred(void *arg)
+{
+	struct deferred *d = arg;
+
+	send_pg_(d->rt, d->h.ep, d->h.to, &d->h.m, d->h.pl, 1);
+	tsr_osdmap_epoch_put(d->h.ep);
+	tsr_pgmsg_free(&d->h.m);
+	free(d);
+}
+
+/* Leave the send of m (and pl, whose reference this takes) to the worker
+ * of m's shard, which the calling thread holds (in place): it runs right
+ * after the event, and so do this event's later sends. */
+static void
+defer_send(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
+	   const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
+{
+	struct deferred *d = tsr_xcalloc(1, sizeof(*d));
+
+	in_place_deferred = 1;
+	__atomic_add_fetch(&rt->sends_deferred, 1, __ATOMIC_RELAXED);
+	d->rt = rt;
+	d->h.to = to;
+	d->h.pl = pl;
+	if (tsr_pgmsg_clone(m, &d->h.m) < 0) {
+		LOGE("pg %" PRId64 ".%x: out of memory for %s to osd.%d; not sent",
+		     m->pgid.pool, m->pgid.pg, tsr_pgmsg_name(m->type), to);
+		tsr_rbuf_put(pl);
+		free(d);
+		return;
+	}
+	d->h.ep = tsr_osdmap_epoch_get((struct tsr_osdmap_epoch *)ep);
+	if (tsr_workq_post(osd_shard_of(rt, m->pgid), send_deferred, d) < 0) {
+		/* stopping: nothing is sent any more */
+		tsr_osdmap_epoch_put(d->h.ep);
+		tsr_pgmsg_free(&d->h.m);
+		tsr_rbuf_put(pl);
+		free(d);
+	}
+}
 
 static void
 send_pg_(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
@@ -287,12 +349,24 @@ send_pg_(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 		pthread_rwlock_unlock(&rt->send_lock);
 		return; /* its turn comes (pace.c) */
 	}
+	if (in_place && in_place_deferred) {
+		pthread_rwlock_unlock(&rt->send_lock);
+		defer_send(rt, ep, to, m, pl);
+		return;
+	}
 	if ((c = peer_conn(rt, ep, to)) == NULL) {
 		pthread_rwlock_unlock(&rt->send_lock);
 		tsr_rbuf_put(pl);
 		return; /* down: peering asks again when it is up */
 	}
 	rc = send_once(c, m, pl);
+	if (rc == -EAGAIN && in_place) {
+		/* no room, and this thread may not wait for it */
+		tsr_conn_put(c);
+		pthread_rwlock_unlock(&rt->send_lock);
+		defer_send(rt, ep, to, m, pl);
+		return;
+	}
 	if (rc < 0 && rc != -EINVAL && rc != -ENOMEM && rc != -EAGAIN) {
 		/* the session closed for good (a refusal): once more on a new one */
 		peer_drop(rt, to, c);
@@ -494,7 +568,10 @@ osd_pg_run_entered(struct ev *e)
 {
 	struct tsr_workq *q = e->g->q;
 
+	in_place = 1;
+	in_place_deferred = 0;
 	osd_pg_run(e); /* (frees e; the copy lives while the shard is held) */
+	in_place = in_place_deferred = 0;
 	tsr_workq_leave(q);
 }
 
@@ -1872,12 +1949,14 @@ osd_pgrt_status(struct osd_pgrt *rt, struct tsr_sbuf *out)
 			PRIu64 ", \"persists\": %" PRIu64 ", \"client_ops\": %" PRIu64
 			", \"client_ops_answered\": %" PRIu64 ", \"client_ops_waiting_map\": %zu"
 			", \"client_ops_in_place\": %" PRIu64 ", \"pg_msgs_in_place\": %" PRIu64
+			", \"pg_sends_deferred\": %" PRIu64
 			", \"limits\": {\"log_max\": %u, \"recovery_max\": %u, "
 			"\"backfill_window\": %u, \"queue_max\": %u}, \"backfill_slots\": ",
 			n, active, clean, rt->sent, rt->received, rt->refused, rt->persists,
 			rt->ops_in, rt->ops_done, rt->nopwait,
 			__atomic_load_n(&rt->ops_in_place, __ATOMIC_RELAXED),
-			__atomic_load_n(&rt->msgs_in_place, __ATOMIC_RELAXED), rt->defaults.log_max,
+			__atomic_load_n(&rt->msgs_in_place, __ATOMIC_RELAXED),
+			__atomic_load_n(&rt->sends_deferred, __ATOMIC_RELAXED), rt->defaults.log_max,
 			rt->defaults.recovery_max, rt->defaults.backfill_window,
 			rt->defaults.queue_max);
 	osd_resv_status(rt, out);

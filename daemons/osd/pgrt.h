@@ -241,6 +241,8 @@ struct osd_pgrt {
 	/* clients' operations and PG messages the I/O threads ran in place
 	 * (atomic) */
 	uint64_t ops_in_place, msgs_in_place;
+	/* sends of in-place events that found no room, left to the shard */
+	uint64_t sends_deferred;
 	/* scrub (scrub.c): the configuration, and the runs (under lock) */
 	uint64_t scrub_interval_s, deep_interval_s;
 	uint32_t scrub_chunk, max_scrubs;

@@ -3160,6 +3160,109 @@ START_TEST(recovery_paced)
 }
 END_TEST
 
+/* Sessions with little room (ms_send_queue 1M): eight threads write 4 MiB
+ * objects, so a REPOP that the primary's I/O thread sends in place
+ * (ops.c, route) often finds its session full.  It may not wait there;
+ * it is left to the shard's worker, and so are that event's later sends
+ * (pgrt.c, defer_send).  Every write is answered, and reads back. */
+#define SQ_THREADS 8
+#define SQ_OBJS 4
+#define SQ_SIZE (4u << 20)
+
+struct sq_writer {
+	struct tsr_client *k;
+	int64_t pool;
+	int id;
+	char fail[256];
+};
+
+static void
+sq_fill(uint8_t *b, int id, int j)
+{
+	for (size_t i = 0; i < SQ_SIZE; i++)
+		b[i] = (uint8_t)(i * 7 + (size_t)id * 31 + (size_t)j * 131 + (i >> 12));
+}
+
+static void *
+sq_run(void *arg)
+{
+	struct sq_writer *w = arg;
+	uint8_t *b = malloc(SQ_SIZE);
+
+	if (b == NULL)
+		snprintf(w->fail, sizeof(w->fail), "out of memory");
+	for (int j = 0; b && j < SQ_OBJS && !w->fail[0]; j++) {
+		char name[32];
+		struct tsr_op *op = tsr_op_create();
+		snprintf(name, sizeof(name), "sq%d.%d", w->id, j);
+		sq_fill(b, w->id, j);
+		tsr_op_write_full(op, b, SQ_SIZE);
+		if (tsr_op_run(w->k, w->pool, name, strlen(name), op, NULL) < 0)
+			snprintf(w->fail, sizeof(w->fail), "%s: %s", name, tsr_op_why(op));
+		tsr_op_destroy(op);
+	}
+	free(b);
+	return NULL;
+}
+
+START_TEST(full_send_queues)
+{
+	struct tc_cluster c;
+	int running[4] = { 1, 1, 1, 1 };
+	struct sq_writer w[SQ_THREADS];
+	pthread_t th[SQ_THREADS];
+	struct tsr_client *k;
+	uint8_t *want = malloc(SQ_SIZE), *got = malloc(SQ_SIZE);
+	uint64_t deferred = 0;
+	int64_t pool;
+
+	ck_assert_int_eq(tc_create(&c, 1, "ms_send_queue = \"1M\"; "
+				   "osd_beacon_interval = \"300ms\";"), 0);
+	four_osds_and_a_pool(&c);
+	await_clean(&c, running, 64, "a new pool");
+	ck_assert(want && got);
+	k = client_of(&c);
+	pool = pool_of(k, "data");
+	for (int i = 0; i < SQ_THREADS; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].k = k;
+		w[i].pool = pool;
+		w[i].id = i;
+		ck_assert_int_eq(pthread_create(&th[i], NULL, sq_run, &w[i]), 0);
+	}
+	for (int i = 0; i < SQ_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_msg(!w[i].fail[0], "writer %d: %s", i, w[i].fail);
+	}
+	for (int i = 0; i < SQ_THREADS; i++)
+		for (int j = 0; j < SQ_OBJS; j++) {
+			char name[32];
+			uint64_t n = 0;
+			struct tsr_op *op = tsr_op_create();
+			snprintf(name, sizeof(name), "sq%d.%d", i, j);
+			sq_fill(want, i, j);
+			tsr_op_read(op, 0, SQ_SIZE, got, &n, NULL);
+			ck_assert_msg(tsr_op_run(k, pool, name, strlen(name), op, NULL) == 0,
+				      "%s: %s", name, tsr_op_why(op));
+			tsr_op_destroy(op);
+			ck_assert_msg(n == SQ_SIZE && memcmp(got, want, SQ_SIZE) == 0,
+				      "%s read back wrong", name);
+		}
+	for (size_t i = 0; i < c.nosd; i++) {
+		char *out = NULL;
+		ck_assert_int_eq(tc_osd_asok(&c, i, "pg dump", &out), 0);
+		deferred += tc_json_u64(out, "pg_sends_deferred", 0);
+		free(out);
+	}
+	ck_assert_msg(deferred > 0, "no send was left to a shard: the test did not "
+		      "fill a session");
+	free(want);
+	free(got);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -3171,6 +3274,7 @@ main(void)
 		{ "pgs_peer", pgs_peer, TC_LONG },
 		{ "objects_cli", objects_cli, TC_LONG },
 		{ "client_ops", client_ops, NULL },
+		{ "full_send_queues", full_send_queues, NULL },
 		{ "writes_under_kill", writes_under_kill, TC_LONG },
 		{ "writes_under_kill_hrw", writes_under_kill_hrw, TC_LONG },
 		{ "full_stores", full_stores, TC_LONG },
