@@ -154,9 +154,31 @@ tsr_workq_enter(struct tsr_workq *q)
 void
 tsr_workq_leave(struct tsr_workq *q)
 {
-	int wake;
+	(void)tsr_workq_leave_first(q, NULL, NULL);
+}
 
+int
+tsr_workq_leave_first(struct tsr_workq *q, void (*fn)(void *arg), void *arg)
+{
+	struct item *it = NULL;
+	int wake, rc = 0;
+
+	if (fn != NULL && (it = malloc(sizeof(*it))) == NULL)
+		rc = -ENOMEM;
 	pthread_mutex_lock(&q->mu);
+	if (it != NULL && q->stopping) {
+		rc = -ESHUTDOWN;
+	} else if (it != NULL) {
+		/* ahead of what was posted while the caller ran in place */
+		it->fn = fn;
+		it->arg = arg;
+		it->next = q->head;
+		if (q->head == NULL)
+			q->tail = &it->next;
+		q->head = it;
+		q->pending++;
+		it = NULL;
+	}
 	q->busy = 0;
 	q->pending--;
 	/* what was posted meanwhile, or a destroy waiting to finish */
@@ -167,6 +189,8 @@ tsr_workq_leave(struct tsr_workq *q)
 	if (wake)
 		pthread_cond_signal(&q->cv);
 	atomic_fetch_sub(&q->posters, 1); /* q may go after this */
+	free(it); /* (refused) */
+	return rc;
 }
 
 size_t

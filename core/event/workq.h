@@ -43,6 +43,12 @@ TSR_API int tsr_workq_post(struct tsr_workq *q, void (*fn)(void *arg), void *arg
  * when it is done; 0 when it must post instead. */
 TSR_API int tsr_workq_enter(struct tsr_workq *q);
 TSR_API void tsr_workq_leave(struct tsr_workq *q);
+/* Leave, with fn(arg) to run next on the queue's thread: ahead of what
+ * was posted while the caller ran in place (work the in-place item
+ * could not finish there, which must come before those).  0; or
+ * -ENOMEM, -ESHUTDOWN (destroy began): fn(arg) will not run, and the
+ * queue was left all the same. */
+TSR_API int tsr_workq_leave_first(struct tsr_workq *q, void (*fn)(void *arg), void *arg);
 /* Items posted and not yet finished (one running in place counts). */
 TSR_API size_t tsr_workq_pending(struct tsr_workq *q);
 /* Run what was posted, then stop the thread and free the queue. */

@@ -176,14 +176,17 @@ status_take(struct pgi *g)
  *     (send_answer);
  *   - an I/O thread running a shard's event in place (osd_pg_run_entered),
  *     which may not wait for a peer to read (its other sessions would
- *     wait too): a send that finds no room is posted to the shard, where
- *     it runs right after the event, and so is every send of the event
- *     after it, so that one PG's messages to a peer keep their order (a
- *     replica takes a write's REPOP only after the one before). */
+ *     wait too): a send that finds no room is kept, and so is every send
+ *     of the event after it, and when the event is done they go to the
+ *     worker together, to run before whatever was posted to the shard
+ *     meanwhile (tsr_workq_leave_first) — so one PG's messages to a peer
+ *     keep their order (a replica takes a write's REPOP only after the
+ *     one before: on_repop drops one at or below its head). */
 
-/* This thread runs a shard's event in place; a send of it was posted to
- * the shard (and so must every later one of the event). */
-static __thread int in_place, in_place_deferred;
+/* This thread runs a shard's event in place; the event's sends left to
+ * the worker, in order (once one is, every later one is too). */
+static __thread int in_place;
+static __thread struct held *deferred, **deferred_tail;
 
 /* Our session to osd.to, at the newest address any caller has seen for
  * it (held by the caller), or NULL when ep has it down.  A caller whose
@@ -282,50 +285,50 @@ static void send_pg_(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int
 
 struct deferred {
 	struct osd_pgrt *rt;
-	struct held h;
+	struct held *first;
 };
 
-/* (the shard's worker) A send an in-place event left to it. */
+/* Send (or, stopping, only free) the sends an in-place event left. */
 static void
 send_deferred(void *arg)
 {
 	struct deferred *d = arg;
 
-	send_pg_(d->rt, d->h.ep, d->h.to, &d->h.m, d->h.pl, 1);
-	tsr_osdmap_epoch_put(d->h.ep);
-	tsr_pgmsg_free(&d->h.m);
+	for (struct held *h = d->first, *n; h; h = n) {
+		n = h->next;
+		if (d->rt)
+			send_pg_(d->rt, h->ep, h->to, &h->m, h->pl, 1);
+		else
+			tsr_rbuf_put(h->pl);
+		tsr_osdmap_epoch_put(h->ep);
+		tsr_pgmsg_free(&h->m);
+		free(h);
+	}
 	free(d);
 }
 
 /* Leave the send of m (and pl, whose reference this takes) to the worker
- * of m's shard, which the calling thread holds (in place): it runs right
- * after the event, and so do this event's later sends. */
+ * of the shard this thread holds: osd_pg_run_entered hands it over when
+ * the event is done, ahead of what was posted to the shard meanwhile. */
 static void
 defer_send(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 	   const struct tsr_pgmsg *m, struct tsr_rbuf *pl)
 {
-	struct deferred *d = tsr_xcalloc(1, sizeof(*d));
+	struct held *h = tsr_xcalloc(1, sizeof(*h));
 
-	in_place_deferred = 1;
-	__atomic_add_fetch(&rt->sends_deferred, 1, __ATOMIC_RELAXED);
-	d->rt = rt;
-	d->h.to = to;
-	d->h.pl = pl;
-	if (tsr_pgmsg_clone(m, &d->h.m) < 0) {
+	if (tsr_pgmsg_clone(m, &h->m) < 0) {
 		LOGE("pg %" PRId64 ".%x: out of memory for %s to osd.%d; not sent",
 		     m->pgid.pool, m->pgid.pg, tsr_pgmsg_name(m->type), to);
 		tsr_rbuf_put(pl);
-		free(d);
+		free(h);
 		return;
 	}
-	d->h.ep = tsr_osdmap_epoch_get((struct tsr_osdmap_epoch *)ep);
-	if (tsr_workq_post(osd_shard_of(rt, m->pgid), send_deferred, d) < 0) {
-		/* stopping: nothing is sent any more */
-		tsr_osdmap_epoch_put(d->h.ep);
-		tsr_pgmsg_free(&d->h.m);
-		tsr_rbuf_put(pl);
-		free(d);
-	}
+	__atomic_add_fetch(&rt->sends_deferred, 1, __ATOMIC_RELAXED);
+	h->to = to;
+	h->pl = pl;
+	h->ep = tsr_osdmap_epoch_get((struct tsr_osdmap_epoch *)ep);
+	*deferred_tail = h;
+	deferred_tail = &h->next;
 }
 
 static void
@@ -349,7 +352,7 @@ send_pg_(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 		pthread_rwlock_unlock(&rt->send_lock);
 		return; /* its turn comes (pace.c) */
 	}
-	if (in_place && in_place_deferred) {
+	if (in_place && deferred != NULL) {
 		pthread_rwlock_unlock(&rt->send_lock);
 		defer_send(rt, ep, to, m, pl);
 		return;
@@ -360,19 +363,20 @@ send_pg_(struct osd_pgrt *rt, const struct tsr_osdmap_epoch *ep, int32_t to,
 		return; /* down: peering asks again when it is up */
 	}
 	rc = send_once(c, m, pl);
-	if (rc == -EAGAIN && in_place) {
-		/* no room, and this thread may not wait for it */
-		tsr_conn_put(c);
-		pthread_rwlock_unlock(&rt->send_lock);
-		defer_send(rt, ep, to, m, pl);
-		return;
-	}
 	if (rc < 0 && rc != -EINVAL && rc != -ENOMEM && rc != -EAGAIN) {
 		/* the session closed for good (a refusal): once more on a new one */
 		peer_drop(rt, to, c);
 		tsr_conn_put(c);
 		c = peer_conn(rt, ep, to);
 		rc = c ? send_once(c, m, pl) : -ENOTCONN;
+	}
+	if (rc == -EAGAIN && in_place) {
+		/* no room, and this thread may not wait for it */
+		if (c)
+			tsr_conn_put(c);
+		pthread_rwlock_unlock(&rt->send_lock);
+		defer_send(rt, ep, to, m, pl);
+		return;
 	}
 	if (rc == 0)
 		__atomic_add_fetch(&rt->sent, 1, __ATOMIC_RELAXED);
@@ -568,11 +572,29 @@ osd_pg_run_entered(struct ev *e)
 {
 	struct tsr_workq *q = e->g->q;
 
+	struct osd_pgrt *rt = e->g->rt;
+	struct deferred *d;
+
 	in_place = 1;
-	in_place_deferred = 0;
+	deferred = NULL;
+	deferred_tail = &deferred;
 	osd_pg_run(e); /* (frees e; the copy lives while the shard is held) */
-	in_place = in_place_deferred = 0;
-	tsr_workq_leave(q);
+	in_place = 0;
+	if (deferred == NULL) {
+		tsr_workq_leave(q);
+		return;
+	}
+	d = tsr_xcalloc(1, sizeof(*d));
+	d->rt = rt;
+	d->first = deferred;
+	deferred = NULL;
+	/* first on the worker: an event posted while this one ran (a write
+	 * of the same PG) sends after it */
+	if (tsr_workq_leave_first(q, send_deferred, d) < 0) {
+		/* stopping (nothing is sent any more) */
+		d->rt = NULL;
+		send_deferred(d);
+	}
 }
 
 /* ---- Carrying out a machine's actions -------------------------------------------*/

@@ -1454,6 +1454,56 @@ START_TEST(test_workq_enter_idle_only)
 }
 END_TEST
 
+/* An item's record of the order items ran in. */
+struct wq_order {
+	int *log, *n;
+	int id;
+};
+
+static void
+wq_note(void *arg)
+{
+	struct wq_order *o = arg;
+
+	o->log[(*o->n)++] = o->id;
+}
+
+/* Leaving with an item to run first: it runs before what was posted while
+ * the caller was in place (two items, in their order), and the queue is
+ * left (enter works again once they ran).  After destroy began, the item
+ * is refused and the queue left all the same. */
+START_TEST(test_workq_leave_first)
+{
+	static int log[8], n;
+	static struct wq_order a = { log, &n, 1 }, b = { log, &n, 2 }, f = { log, &n, 3 };
+	struct tsr_workq *q;
+
+	n = 0;
+	ck_assert_int_eq(tsr_workq_create(NULL, &q), 0);
+	ck_assert_int_eq(tsr_workq_enter(q), 1);
+	ck_assert_int_eq(tsr_workq_post(q, wq_note, &a), 0);
+	ck_assert_int_eq(tsr_workq_post(q, wq_note, &b), 0);
+	ck_assert_int_eq(tsr_workq_leave_first(q, wq_note, &f), 0);
+	for (int t = 0; t < 1000 && tsr_workq_pending(q) > 0; t++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	ck_assert_uint_eq(tsr_workq_pending(q), 0);
+	ck_assert_int_eq(n, 3);
+	ck_assert_int_eq(log[0], 3);
+	ck_assert_int_eq(log[1], 1);
+	ck_assert_int_eq(log[2], 2);
+	/* nothing posted meanwhile: it runs, and the queue is idle again */
+	ck_assert_int_eq(tsr_workq_enter(q), 1);
+	ck_assert_int_eq(tsr_workq_leave_first(q, wq_note, &f), 0);
+	for (int t = 0; t < 1000 && tsr_workq_pending(q) > 0; t++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	ck_assert_int_eq(n, 4);
+	ck_assert_int_eq(log[3], 3);
+	ck_assert_int_eq(tsr_workq_enter(q), 1);
+	tsr_workq_leave(q);
+	tsr_workq_destroy(q);
+}
+END_TEST
+
 struct wq_destroyer {
 	struct tsr_workq *q;
 	int done;
@@ -1470,22 +1520,27 @@ wq_destroy_thread(void *arg)
 }
 
 /* Destroy waits for an item running in place: the queue is not freed
- * under it, and the worker does not stop before it ends. */
+ * under it, and the worker does not stop before it ends.  An item to run
+ * first, given at that leave, is refused (destroy began). */
 START_TEST(test_workq_destroy_waits_in_place)
 {
 	static struct wq_destroyer d;
+	static int log[2], n;
+	static struct wq_order f = { log, &n, 3 };
 	pthread_t t;
 	struct timespec ts = { 0, 50000000 };
 
 	d.done = 0;
+	n = 0;
 	ck_assert_int_eq(tsr_workq_create(NULL, &d.q), 0);
 	ck_assert_int_eq(tsr_workq_enter(d.q), 1);
 	ck_assert_int_eq(pthread_create(&t, NULL, wq_destroy_thread, &d), 0);
 	nanosleep(&ts, NULL);
 	ck_assert_int_eq(__atomic_load_n(&d.done, __ATOMIC_ACQUIRE), 0);
-	tsr_workq_leave(d.q);
+	ck_assert_int_eq(tsr_workq_leave_first(d.q, wq_note, &f), -ESHUTDOWN);
 	ck_assert(wait_int(&d.done, 1));
 	pthread_join(t, NULL);
+	ck_assert_int_eq(n, 0);
 }
 END_TEST
 
@@ -1593,6 +1648,7 @@ loop_suite(void)
 	tcase_add_test(th, test_workq_enter_idle_only);
 	tcase_add_test(th, test_workq_in_place_and_posted);
 	tcase_add_test(th, test_workq_destroy_waits_in_place);
+	tcase_add_test(th, test_workq_leave_first);
 	suite_add_tcase(s, th);
 
 	tcase_add_test(fd, test_fd_read);
