@@ -36,10 +36,20 @@ msgr_conn_name(struct tsr_conn *c, const char *remote)
 		snprintf(c->name, sizeof(c->name), "%s", remote);
 }
 
-/* A connection, complete before anyone can see it in the list. */
 struct tsr_conn *
 msgr_conn_new(struct tsr_msgr *m, int connector, int lossless, enum cstate state,
 	 int fd, const char *addr)
+{
+	struct tsr_conn *c = msgr_conn_alloc(m, connector, lossless, state, fd, addr);
+
+	if (c != NULL)
+		msgr_conn_list(c);
+	return c;
+}
+
+struct tsr_conn *
+msgr_conn_alloc(struct tsr_msgr *m, int connector, int lossless, enum cstate state,
+		int fd, const char *addr)
 {
 	struct tsr_conn *c = calloc(1, sizeof(*c));
 
@@ -64,13 +74,20 @@ msgr_conn_new(struct tsr_msgr *m, int connector, int lossless, enum cstate state
 	snprintf(c->addr, sizeof(c->addr), "%s", addr);
 	msgr_conn_name(c, addr);
 	c->announced = connector;
+	return c;
+}
+
+void
+msgr_conn_list(struct tsr_conn *c)
+{
+	struct tsr_msgr *m = c->m;
+
 	pthread_mutex_lock(&m->lock);
 	c->w = &m->workers[m->rr++ % m->nworkers];
 	c->next = m->conns;
 	m->conns = c;
 	c->listed = 1;
 	pthread_mutex_unlock(&m->lock);
-	return c;
 }
 
 void

@@ -136,12 +136,14 @@ connect_with(struct tsr_msgr *m, const char *addr, const char *target, int lossl
 		return -EINVAL;
 	/* standby with its reconnect due: the first connect is a reconnect
 	 * that has waited nothing */
-	c = msgr_conn_new(m, 1, lossless, C_STANDBY, -1, addr);
+	c = msgr_conn_alloc(m, 1, lossless, C_STANDBY, -1, addr);
 	if (c == NULL)
 		return -ENOMEM;
-	pthread_mutex_lock(&c->lock);
+	/* all of it before the list: once listed, the worker's tick may
+	 * connect it at once, and a refused connect ends it and drops the
+	 * list's reference (a use-after-free here, and its fault told to
+	 * the messenger's handlers instead of ev's, before) */
 	if (ev) {
-		/* before the first kick: no callback can run yet */
 		c->own = *ev;
 		c->has_own = 1;
 	}
@@ -149,6 +151,8 @@ connect_with(struct tsr_msgr *m, const char *addr, const char *target, int lossl
 		snprintf(c->auth_target, sizeof(c->auth_target), "%s", target);
 	c->auth = auth;
 	atomic_fetch_add(&c->refs, 1); /* the caller's */
+	msgr_conn_list(c);
+	pthread_mutex_lock(&c->lock);
 	msgr_conn_kick(c, ACT_CONNECT);
 	pthread_mutex_unlock(&c->lock);
 	*out = c;

@@ -311,13 +311,18 @@ int msgr_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
 void msgr_format_addr(const struct sockaddr_storage *ss, char *out, size_t n);
 void msgr_sock_setup(int fd);
 
-/* conn.c: a connection's life (new: listed, complete before anyone sees
- * it), work posted to its worker (kick, lock held), its epoll interest
+/* conn.c: a connection's life (new: alloc, then list; whatever a caller
+ * sets on it goes between the two, since once listed the worker's tick
+ * may connect it, fail it and drop the list's reference), work posted
+ * to its worker (kick, lock held), its epoll interest
  * (watch, worker), the end of a session (end; fail_queue), a fault (a
  * lossless one goes to standby, a lossy one ends), the worker's tick. */
 void msgr_conn_name(struct tsr_conn *c, const char *remote);
 struct tsr_conn *msgr_conn_new(struct tsr_msgr *m, int connector, int lossless,
 			       enum cstate state, int fd, const char *addr);
+struct tsr_conn *msgr_conn_alloc(struct tsr_msgr *m, int connector, int lossless,
+				 enum cstate state, int fd, const char *addr);
+void msgr_conn_list(struct tsr_conn *c);
 void msgr_conn_free(struct tsr_conn *c);
 void msgr_conn_kick(struct tsr_conn *c, unsigned acts);
 void msgr_conn_watch(struct tsr_conn *c);
