@@ -2494,7 +2494,9 @@ barrier_wait(struct tsr_fs *fs, uint64_t epoch)
  * While the client holds BUF on a file (no other client has it open),
  * its writes are held in the file's wbuf and return at once.  They go to
  * the OSDs, per object in compound writes of up to WB_OP_STEPS ranges:
- *   - at fsync, and at close (every close(2) through the mount);
+ *   - at fsync, and at a close without BUF;
+ *   - at a close under BUF once the client holds 1/WB_CLOSE_BURST of
+ *     client_dirty_max (every file's: one burst; close_sends);
  *   - when BUF is revoked (before the answer: the next holder reads them);
  *   - before a truncate or a hole, and before a write that goes straight
  *     through (an older write must not land over it);
@@ -2509,6 +2511,7 @@ barrier_wait(struct tsr_fs *fs, uint64_t epoch)
  * for the data instead (tell_hold). */
 
 #define WB_AGE_NS 5000000000ull
+#define WB_CLOSE_BURST 4u
 #define REVOKE_FLUSH_MS 20000u       /* within mds_cap_revoke_timeout's 30 s */
 #define WB_OP_STEPS 64u              /* a compound's steps at most (client.h) */
 #define WB_OP_BYTES (4u << 20)       /* and bytes */
@@ -4414,23 +4417,44 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 	return cap_issued(f->cap) & TSR_CAP_BUF ? 0 : flush_attrs(f);
 }
 
-/* close(2): the held-back data starts out to the OSDs.  Under BUF
- * nothing is waited for, as a local file system does not write at
- * close: the size and mtime wait in the ccap until the data is answered
- * (tell_hold; see "A closed handle's size"), nobody else reads the file
- * before the BUF it needs is revoked, and the answer to that revoke
- * waits for the data and tells the size; the capability is not given
- * back, and the file's objects not purged, while any of it is held.  A
- * send that fails is told by the next fsync of a handle of the file
- * (wb_sync; after the last close, of the next open's).  Without BUF,
- * writes went through already: the size is told, and what a revoke left
- * in flight waited for.  fsync (wait_data) waits for both. */
+/* Does a close under BUF start every file's held writes out?  Only once
+ * the client holds 1/WB_CLOSE_BURST of client_dirty_max: below that the
+ * closed file's writes stay held (they go with the others, or after
+ * WB_AGE_NS).  A tree copy's small files then reach the OSDs a thousand
+ * at a time, and each OSD commits a burst's writes in a few journal
+ * flushes where one file a close made one flush per copy of it. */
+static int
+close_sends(struct tsr_fs *fs)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->wb_lock);
+	rc = fs->wb_total >= fs->wb_max / WB_CLOSE_BURST;
+	pthread_mutex_unlock(&fs->wb_lock);
+	return rc;
+}
+
+/* close(2).  Under BUF nothing is waited for, and the file's held-back
+ * data stays held unless close_sends says a burst is due, as a local
+ * file system does not write at close: the size and mtime wait in the
+ * ccap until the data is answered (tell_hold; see "A closed handle's
+ * size"), nobody else reads the file before the BUF it needs is revoked,
+ * and the answer to that revoke sends and waits for the data and tells
+ * the size; the capability is not given back, and the file's objects not
+ * purged, while any of it is held.  A send that fails is told by the
+ * next fsync of a handle of the file (wb_sync; after the last close, of
+ * the next open's).  Without BUF, writes went through already: the size
+ * is told, and what a revoke left in flight waited for.  fsync
+ * (wait_data) sends and waits for both. */
 static int
 flush_file(struct tsr_file *f, int wait_data)
 {
 	int rc, rc2;
 
-	wb_sync(f, 0);
+	if (wait_data || !(cap_issued(f->cap) & TSR_CAP_BUF))
+		wb_sync(f, 0);
+	else if (close_sends(f->fs))
+		wb_kick(f->fs, UINT64_MAX);
 	if (!wait_data && (cap_issued(f->cap) & TSR_CAP_BUF) && tell_hold(f) == 0)
 		return 0;
 	/* a closed handle's size first (the MDS keeps the larger) */

@@ -1668,7 +1668,7 @@ END_TEST
  * OSDs (the directory's rbytes stays 0); another client's lookup of the
  * file waits for the revoke of BUF, whose answer waits for the data, and
  * then reads what was written.  A file closed with nobody asking is told
- * once its data is answered. */
+ * once its data is answered (it goes within 5 s: close_burst). */
 START_TEST(close_held)
 {
 	struct tc_cluster c;
@@ -1720,7 +1720,7 @@ START_TEST(close_held)
 	ck_assert_int_eq(tsr_fs_read(f, back, LEN, 0), LEN);
 	ck_assert_msg(memcmp(buf, back, LEN) == 0, "the other client read other bytes");
 	EXPECT(tsr_fs_close(f), 0);
-	/* nobody asks: told once the data is answered */
+	/* nobody asks: told once the data is answered (sent after 5 s) */
 	struct tsr_fs_stat e;
 	EXPECT(tsr_fs_mkdir(fs1, NULL, TSR_FS_ROOT, "e", 0755, &e), 0);
 	EXPECT(tsr_fs_create(fs1, NULL, e.ino, "g", 0644, O_CREAT | O_EXCL | O_WRONLY, &f,
@@ -1728,7 +1728,7 @@ START_TEST(close_held)
 	ck_assert_int_eq(tsr_fs_write(f, buf, 1000, 0), 1000);
 	EXPECT(tsr_fs_close(f), 0);
 	uint64_t rb = 0;
-	for (int i = 0; i < 50 && (rb = vx(fs2, e.ino, "tessera.dir.rbytes")) != 1000; i++)
+	for (int i = 0; i < 150 && (rb = vx(fs2, e.ino, "tessera.dir.rbytes")) != 1000; i++)
 		tc_sleep_ms(100);
 	ck_assert_uint_eq(rb, 1000);
 	/* a listing shows a size another client holds back (the MDS recalls
@@ -1745,6 +1745,68 @@ START_TEST(close_held)
 	free(buf);
 	free(back);
 	unmount_two(k1, fs1, k2, fs2);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
+/* A close under BUF leaves the file's data held while the client holds
+ * less than a quarter of client_dirty_max (1M here): a small file closed
+ * has no object a second later.  The close that brings the client to a
+ * quarter starts every file's held data out at once, the first file's
+ * too (long before its 5 s are up), and each size reaches the MDS once
+ * its data is answered. */
+START_TEST(close_burst)
+{
+	struct tc_cluster c;
+	struct tsr_client *k = NULL;
+	struct tsr_fs *fs;
+	struct tsr_fs_stat d, st;
+	struct tsr_file *f;
+	enum { SMALL = 1000, BIG = 64 * 1024, NBIG = 4 };
+	uint64_t ino[1 + NBIG];
+	uint8_t *buf = malloc(BIG);
+
+	ck_assert_ptr_nonnull(buf);
+	memset(buf, 0x5a, BIG);
+	fs_cluster(&c, 1, FAST_MDS " client_dirty_max = \"1M\";");
+	k = client_of(&c);
+	fs = mount_of(k);
+	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "b", 0755, &d), 0);
+	for (int i = 0; i <= NBIG; i++) {
+		char name[8];
+		size_t len = i == 0 ? SMALL : BIG;
+		snprintf(name, sizeof(name), "f%d", i);
+		EXPECT(tsr_fs_create(fs, NULL, d.ino, name, 0644,
+				     O_CREAT | O_EXCL | O_WRONLY, &f, &st), 0);
+		ino[i] = st.ino;
+		ck_assert_int_eq(tsr_fs_write(f, buf, len, 0), (ssize_t)len);
+		uint64_t t0 = tc_now_ms();
+		EXPECT(tsr_fs_close(f), 0);
+		if (i == 0) {
+			tc_sleep_ms(1000);
+			ck_assert_msg(!data_object_exists(k, ino[0], 0), "a small file's "
+				      "data went at its close");
+		} else if (i < NBIG) {
+			ck_assert_msg(!data_object_exists(k, ino[i], 0), "file %d's data "
+				      "went at its close, below a quarter of the bound", i);
+		} else {
+			/* the burst: every file's, long before the first's 5 s */
+			for (int j = 0; j <= NBIG; j++) {
+				while (!data_object_exists(k, ino[j], 0) &&
+				       tc_now_ms() - t0 < 3000)
+					tc_sleep_ms(20);
+				ck_assert_msg(data_object_exists(k, ino[j], 0), "file %d's "
+					      "data did not go with the burst", j);
+			}
+		}
+	}
+	uint64_t rb = 0, want = SMALL + (uint64_t)NBIG * BIG;
+	for (int i = 0; i < 100 && (rb = vx(fs, d.ino, "tessera.dir.rbytes")) != want; i++)
+		tc_sleep_ms(100);
+	ck_assert_uint_eq(rb, want);
+	free(buf);
+	tsr_fs_unmount(fs);
+	tsr_client_shutdown(k);
 	ck_assert_int_eq(tc_destroy(&c), 0);
 }
 END_TEST
@@ -1992,6 +2054,7 @@ main(void)
 		{ "dcache", dcache, NULL },
 		{ "replay", replay, NULL },
 		{ "close_held", close_held, NULL },
+		{ "close_burst", close_burst, NULL },
 		{ "nosec", nosec, NULL },
 		{ "readahead", read_ahead, NULL },
 	};

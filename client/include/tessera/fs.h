@@ -24,12 +24,15 @@
  * durable.  File data is held back in this process while no other client
  * has the file (the BUF capability; at most client_dirty_max bytes), and
  * otherwise written to the OSDs when tsr_fs_write returns.  Held-back
- * data starts out to the OSDs at tsr_fs_fsync, tsr_fs_flush and
- * tsr_fs_close, or when another client asks for the file (a revoke of
- * BUF; after that, writes go through while the file is open).  The new
+ * data starts out to the OSDs at tsr_fs_fsync, 5 s after it was written,
+ * when another client asks for the file (a revoke of BUF; after that,
+ * writes go through while the file is open), and at a tsr_fs_flush or
+ * tsr_fs_close under BUF only once this process holds a quarter of
+ * client_dirty_max (then every file's at once: the OSDs commit many
+ * small files in one flush).  The new
  * size and mtime reach the MDS at tsr_fs_fsync (in parallel with the
  * data: fsync returns once both are durable); after tsr_fs_flush or
- * tsr_fs_close under BUF, only once the data sent is answered by the
+ * tsr_fs_close under BUF, only once the data is answered by the
  * OSDs (close waits for neither: a local file system does not write at
  * close either), or with the answer to a revoke, before this client's
  * own open, setattr or setxattr of the file (each waits for the data
@@ -215,9 +218,9 @@ TSR_API ssize_t tsr_fs_read(struct tsr_file *f, void *buf, size_t len, uint64_t 
  * end of the file as this client knows it. */
 TSR_API ssize_t tsr_fs_write(struct tsr_file *f, const void *buf, size_t len, uint64_t off);
 TSR_API int tsr_fs_fsync(struct tsr_file *f, int datasync);
-/* close(2) of a descriptor of f (f stays open): its held-back data sent
- * to the OSDs, and its size and mtime told to the MDS once the data is
- * there (without BUF: both waited for; see "Durability" above). */
+/* close(2) of a descriptor of f (f stays open): its size and mtime told
+ * to the MDS once its held-back data is on the OSDs (without BUF: both
+ * sent and waited for; see "Durability" above). */
 TSR_API int tsr_fs_flush(struct tsr_file *f);
 /* fsync(2) of a directory: every change this client made before it
  * (its names among them) durable in the MDS's journal.  0, or -EIO. */
