@@ -155,6 +155,7 @@ struct tsr_fs {
 	pthread_mutex_t wb_lock;
 	pthread_cond_t wb_cv;        /* a send was answered */
 	uint64_t wb_total;           /* bytes held back, every file */
+	uint64_t wb_unsent;          /* of them, not yet sent (dirty) */
 	uint64_t wb_inflight;        /* operations sending them */
 	uint64_t wb_max;             /* client_dirty_max (0: nothing is) */
 	int wb_job;                  /* a write-back job is on capq (lock) */
@@ -2512,6 +2513,7 @@ barrier_wait(struct tsr_fs *fs, uint64_t epoch)
 
 #define WB_AGE_NS 5000000000ull
 #define WB_CLOSE_BURST 4u
+#define WB_BURST_MAX (32u << 20)
 #define REVOKE_FLUSH_MS 20000u       /* within mds_cap_revoke_timeout's 30 s */
 #define WB_OP_STEPS 64u              /* a compound's steps at most (client.h) */
 #define WB_OP_BYTES (4u << 20)       /* and bytes */
@@ -2562,7 +2564,9 @@ wb_send(struct tsr_fs *fs, struct wbuf *wb, uint64_t only, uint64_t wait_ms)
 		struct wsend *list = NULL;
 		while ((n = wb_ready(wb, only, objs, TSR_ARRAY_SIZE(objs))) > 0)
 			for (size_t i = 0; i < n; i++) {
+				uint64_t was = wb->dirty_bytes;
 				struct wb_obj *o = wb_take(wb, objs[i]);
+				fs->wb_unsent -= was - wb->dirty_bytes;
 				size_t k = 0, at = 0; /* in o->sending[k] */
 				while (o && k < o->nsending) {
 					struct wsend *s = tsr_xcalloc(1, sizeof(*s));
@@ -2816,7 +2820,9 @@ data_write(struct tsr_file *f, const uint8_t *buf, size_t len, uint64_t off)
 		tsr_layout_map(&f->layout, off + done, &objno, &objoff, &left);
 		if (left > len - done)
 			left = len - done;
+		uint64_t was = cc->wb->dirty_bytes;
 		fs->wb_total += wb_put(cc->wb, objno, objoff, buf + done, (size_t)left, now);
+		fs->wb_unsent += cc->wb->dirty_bytes - was;
 		done += (size_t)left;
 	}
 	if (fs->wb_total > fs->wb_max / 2 &&
@@ -2956,8 +2962,8 @@ held_told(struct tsr_fs *fs, uint64_t ino, uint64_t gen, uint32_t bits)
 
 /* ---- A closed handle's size and mtime (ccap tell) ----
  *
- * A close under BUF does not tell the MDS the size at once: the data it
- * sent is not on the OSDs yet, and the size must never be there before
+ * A close under BUF does not tell the MDS the size at once: the file's
+ * held data is not on the OSDs yet (held, or sent), and the size must never be there before
  * it (a crash of this process in between would leave the file reading
  * zeros).  The size and mtime wait in the ccap, and go in one SETATTR
  * once every byte of the file held back is answered (tell_job, posted
@@ -3174,8 +3180,8 @@ tell_post(struct tsr_fs *fs, uint64_t ino)
 }
 
 /* close(2) under BUF: f's size and mtime into its ccap, to be told once
- * the data sent is answered: 0, or 1 when BUF went meanwhile (the caller
- * tells them itself). */
+ * the file's held data is sent and answered: 0, or 1 when BUF went
+ * meanwhile (the caller sends the data and tells them itself). */
 static int
 tell_hold(struct tsr_file *f)
 {
@@ -4418,18 +4424,23 @@ tsr_fs_fallocate(struct tsr_file *f, int mode, uint64_t off, uint64_t len)
 }
 
 /* Does a close under BUF start every file's held writes out?  Only once
- * the client holds 1/WB_CLOSE_BURST of client_dirty_max: below that the
- * closed file's writes stay held (they go with the others, or after
- * WB_AGE_NS).  A tree copy's small files then reach the OSDs a thousand
- * at a time, and each OSD commits a burst's writes in a few journal
- * flushes where one file a close made one flush per copy of it. */
+ * the client holds 1/WB_CLOSE_BURST of client_dirty_max (at most
+ * WB_BURST_MAX) not yet sent: below that the closed file's writes stay
+ * held (they go with the others, or after WB_AGE_NS).  A tree copy's
+ * small files then reach the OSDs a thousand at a time, and each OSD
+ * commits a burst's writes in a few journal flushes where one file a
+ * close made one flush per copy of it.  (Counting what is not sent yet,
+ * the closes while a burst is answered hold their files for the next.) */
 static int
 close_sends(struct tsr_fs *fs)
 {
+	uint64_t at = fs->wb_max / WB_CLOSE_BURST;
 	int rc;
 
+	if (at > WB_BURST_MAX)
+		at = WB_BURST_MAX;
 	pthread_mutex_lock(&fs->wb_lock);
-	rc = fs->wb_total >= fs->wb_max / WB_CLOSE_BURST;
+	rc = fs->wb_max > 0 && fs->wb_unsent >= at;
 	pthread_mutex_unlock(&fs->wb_lock);
 	return rc;
 }
@@ -4451,12 +4462,15 @@ flush_file(struct tsr_file *f, int wait_data)
 {
 	int rc, rc2;
 
-	if (wait_data || !(cap_issued(f->cap) & TSR_CAP_BUF))
+	if (wait_data || !(cap_issued(f->cap) & TSR_CAP_BUF)) {
 		wb_sync(f, 0);
-	else if (close_sends(f->fs))
-		wb_kick(f->fs, UINT64_MAX);
-	if (!wait_data && (cap_issued(f->cap) & TSR_CAP_BUF) && tell_hold(f) == 0)
-		return 0;
+	} else {
+		if (close_sends(f->fs))
+			wb_kick(f->fs, UINT64_MAX);
+		if (tell_hold(f) == 0)
+			return 0;
+		wb_sync(f, 0); /* (BUF went meanwhile: the data starts before the size) */
+	}
 	/* a closed handle's size first (the MDS keeps the larger) */
 	if ((rc = tell_send(f->fs, f->ino, 0)) < 0 && rc != -EAGAIN && wait_data)
 		return rc; /* (-EAGAIN: written meanwhile; the tell follows that) */

@@ -161,8 +161,8 @@ static const struct tsr_conf_opt core_options[] = {
 	    .help = "the file client holds back up to this many bytes of writes, in files "
 		    "no other client has open, and sends them to the OSDs at fsync, after "
 		    "5 s, when another client opens the file, or (every file's at once) at "
-		    "a close that finds a quarter of this held (0: every write reaches the "
-		    "OSDs before it returns)" },
+		    "a close that finds a quarter of this (at most 32 MiB) held and not yet "
+		    "sent (0: every write reaches the OSDs before it returns)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT, 0 },
 	{ { .name = "client_readahead_max", .type = TSR_OPT_SIZE, .def = "8M", .min = "0",
 	    .max = "1G",

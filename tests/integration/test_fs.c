@@ -1668,7 +1668,7 @@ END_TEST
  * OSDs (the directory's rbytes stays 0); another client's lookup of the
  * file waits for the revoke of BUF, whose answer waits for the data, and
  * then reads what was written.  A file closed with nobody asking is told
- * once its data is answered (it goes within 5 s: close_burst). */
+ * once its data is answered (it goes 5 s after the write). */
 START_TEST(close_held)
 {
 	struct tc_cluster c;
@@ -1753,8 +1753,8 @@ END_TEST
  * less than a quarter of client_dirty_max (1M here): a small file closed
  * has no object a second later.  The close that brings the client to a
  * quarter starts every file's held data out at once, the first file's
- * too (long before its 5 s are up), and each size reaches the MDS once
- * its data is answered. */
+ * too (long before its 5 s are up), without waiting for it (every OSD
+ * paused), and each size reaches the MDS once its data is answered. */
 START_TEST(close_burst)
 {
 	struct tc_cluster c;
@@ -1780,8 +1780,17 @@ START_TEST(close_burst)
 				     O_CREAT | O_EXCL | O_WRONLY, &f, &st), 0);
 		ino[i] = st.ino;
 		ck_assert_int_eq(tsr_fs_write(f, buf, len, 0), (ssize_t)len);
+		if (i == NBIG) /* the burst's close waits for none of it */
+			for (size_t j = 0; j < c.nosd; j++)
+				ck_assert_int_eq(tc_osd_signal(&c, j, SIGSTOP), 0);
 		uint64_t t0 = tc_now_ms();
 		EXPECT(tsr_fs_close(f), 0);
+		if (i == NBIG) {
+			ck_assert_uint_lt(tc_now_ms() - t0, 2000);
+			for (size_t j = 0; j < c.nosd; j++)
+				ck_assert_int_eq(tc_osd_signal(&c, j, SIGCONT), 0);
+			t0 = tc_now_ms();
+		}
 		if (i == 0) {
 			tc_sleep_ms(1000);
 			ck_assert_msg(!data_object_exists(k, ino[0], 0), "a small file's "

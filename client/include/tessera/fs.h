@@ -28,8 +28,8 @@
  * when another client asks for the file (a revoke of BUF; after that,
  * writes go through while the file is open), and at a tsr_fs_flush or
  * tsr_fs_close under BUF only once this process holds a quarter of
- * client_dirty_max (then every file's at once: the OSDs commit many
- * small files in one flush).  The new
+ * client_dirty_max (at most 32 MiB) not yet sent (then every file's at
+ * once: the OSDs commit many small files in one flush).  The new
  * size and mtime reach the MDS at tsr_fs_fsync (in parallel with the
  * data: fsync returns once both are durable); after tsr_fs_flush or
  * tsr_fs_close under BUF, only once the data is answered by the
