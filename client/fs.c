@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/falloc.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -156,6 +157,7 @@ struct tsr_fs {
 	pthread_cond_t wb_cv;        /* a send was answered */
 	uint64_t wb_total;           /* bytes held back, every file */
 	uint64_t wb_unsent;          /* of them, not yet sent (dirty) */
+	int wb_trim;                 /* sent since the last malloc_trim */
 	uint64_t wb_inflight;        /* operations sending them */
 	uint64_t wb_max;             /* client_dirty_max (0: nothing is) */
 	int wb_job;                  /* a write-back job is on capq (lock) */
@@ -2537,6 +2539,7 @@ wb_sent_cb(void *arg, int result, const struct tsr_objver *ver)
 	(void)ver;
 	pthread_mutex_lock(&fs->wb_lock);
 	fs->wb_total -= wb_sent(s->wb, s->o, result);
+	fs->wb_trim = 1;
 	fs->wb_inflight--;
 	/* a closed handle's size waits for this file's data */
 	if (s->wb->tell_wanted && !fs->tell_stop)
@@ -2724,28 +2727,40 @@ wb_kick(struct tsr_fs *fs, uint64_t older)
 	free(x.v);
 }
 
-/* On the caps thread, posted by the tick. */
+/* On the caps thread, posted by the tick.  Once nothing is held back
+ * any more, the heap's free pages go back to the system: a burst of
+ * sends (close_sends) copies a thousand files into operations and
+ * messages at once, and glibc keeps what they freed. */
 static void
 wb_job(void *arg)
 {
 	struct tsr_fs *fs = arg;
+	int trim;
 
 	wb_kick(fs, tsr_mono_ns() - WB_AGE_NS);
+	pthread_mutex_lock(&fs->wb_lock);
+	trim = fs->wb_total == 0 && fs->wb_inflight == 0 && fs->wb_trim;
+	if (trim)
+		fs->wb_trim = 0;
+	pthread_mutex_unlock(&fs->wb_lock);
+	if (trim)
+		malloc_trim(0);
 	pthread_mutex_lock(&fs->lock);
 	fs->wb_job = 0;
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* From the tick (fs->lock held): the job, when anything is held back. */
+/* From the tick (fs->lock held): the job, when anything is held back or
+ * a trim is due. */
 static void
 wb_tick(struct tsr_fs *fs)
 {
-	uint64_t total;
+	int due;
 
 	pthread_mutex_lock(&fs->wb_lock);
-	total = fs->wb_total;
+	due = fs->wb_total > 0 || fs->wb_trim;
 	pthread_mutex_unlock(&fs->wb_lock);
-	if (total && !fs->wb_job && !fs->wb_stop && tsr_workq_post(fs->capq, wb_job, fs) == 0)
+	if (due && !fs->wb_job && !fs->wb_stop && tsr_workq_post(fs->capq, wb_job, fs) == 0)
 		fs->wb_job = 1;
 }
 
