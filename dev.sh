@@ -224,9 +224,22 @@ EOF
 }
 
 cmd_down() {
+	local fuse i
+	fuse=$(pgrep -f "tessera-fuse $DEV/mnt " || true)
 	if grep -q " $DEV/mnt fuse.tessera " /proc/mounts 2>/dev/null; then
 		fusermount3 -u "$DEV/mnt" 2>/dev/null || fusermount3 -u -z "$DEV/mnt"
 		echo "unmounted $DEV/mnt"
+	fi
+	# tessera-fuse sends what it held back, and tells the MDS the sizes,
+	# after the unmount: the cluster stays up until it is done (bounded)
+	for i in $(seq 1 600); do
+		[ -n "$fuse" ] && kill -0 $fuse 2>/dev/null || break
+		[ "$i" = 10 ] && echo "tessera-fuse (pid $fuse): writing back what it held"
+		sleep 0.1
+	done
+	if [ -n "$fuse" ] && kill -0 $fuse 2>/dev/null; then
+		echo "tessera-fuse (pid $fuse) still running after 60 s: killed" >&2
+		kill -9 $fuse 2>/dev/null || true
 	fi
 	# the MDSs first, while the OSDs they write their last state to run;
 	# then the OSDs, then the monitors

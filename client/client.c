@@ -524,6 +524,7 @@ struct tsr_client {
 	int closing;
 	int inject_dup;              /* client_inject_dup (tests) */
 	uint64_t dirty_max;          /* client_dirty_max (the file client) */
+	uint64_t mds_timeout_ms;     /* client_mds_timeout (the file client) */
 	uint64_t readahead_max;      /* client_readahead_max (the file client) */
 	int fs_mounted;              /* a tsr_fs has its session (lock) */
 	size_t max_data;             /* ms_max_data, less room for the front */
@@ -1606,6 +1607,7 @@ tsr_client_connect(const char *conf_path, const char *name, uint64_t timeout_ms,
 	c->op_timeout_ns = (uint64_t)(t > 0 ? t : DEFAULT_TIMEOUT_MS) * 1000000u;
 	c->inject_dup = is_mds ? 0 : tsr_conf_bool(conf, "client_inject_dup");
 	c->dirty_max = is_mds ? 0 : (uint64_t)tsr_conf_int(conf, "client_dirty_max");
+	c->mds_timeout_ms = is_mds ? 0 : (uint64_t)tsr_conf_int(conf, "client_mds_timeout");
 	c->readahead_max = is_mds ? 0 : (uint64_t)tsr_conf_int(conf, "client_readahead_max");
 	if ((c->reg = tsr_registry_create()) == NULL) {
 		rc = tsr_errf(err, errlen, -ENOMEM, "out of memory");
@@ -1774,6 +1776,12 @@ uint64_t
 tsr_client_dirty_max_(struct tsr_client *c)
 {
 	return c->dirty_max;
+}
+
+uint64_t
+tsr_client_mds_timeout_(struct tsr_client *c)
+{
+	return c->mds_timeout_ms;
 }
 
 int

@@ -18,6 +18,8 @@ struct tsr_mapsub *tsr_client_mapsub_(struct tsr_client *c);
 uint64_t tsr_client_id_(struct tsr_client *c);
 /* client_dirty_max, in bytes. */
 uint64_t tsr_client_dirty_max_(struct tsr_client *c);
+/* client_mds_timeout, in ms (0: not read, as in the MDS's own client). */
+uint64_t tsr_client_mds_timeout_(struct tsr_client *c);
 /* The file system's session is one per client (the MDS knows a session
  * by the client's id): 0 and claimed, or -EBUSY; let go at unmount. */
 int tsr_client_fs_claim_(struct tsr_client *c);

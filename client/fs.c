@@ -1052,7 +1052,9 @@ tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out, cha
 	fs->msgr = tsr_client_msgr_(c);
 	fs->loop = tsr_client_loop_(c);
 	fs->sub = tsr_client_mapsub_(c);
-	fs->timeout_ms = DEFAULT_TIMEOUT_MS;
+	fs->timeout_ms = tsr_client_mds_timeout_(c);
+	if (fs->timeout_ms == 0)
+		fs->timeout_ms = DEFAULT_TIMEOUT_MS;
 	fs->sec_gen = 1; /* (0: a grant's "changed meanwhile") */
 	pthread_mutex_init(&fs->lock, NULL);
 	tsr_cond_init_mono(&fs->cv);
@@ -1101,9 +1103,10 @@ tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out, cha
 	}
 	/* the root answers: the MDS serves */
 	struct tsr_fs_stat st;
+	uint64_t later = fs->timeout_ms; /* (client_mds_timeout) */
 	fs->timeout_ms = timeout_ms;
 	rc = tsr_fs_getattr(fs, NULL, TSR_FS_ROOT, &st);
-	fs->timeout_ms = DEFAULT_TIMEOUT_MS;
+	fs->timeout_ms = later;
 	if (rc < 0) {
 		tsr_errf(err, errlen, rc, "the MDS does not answer: %s", tsr_fs_why());
 		tsr_fs_unmount(fs);
@@ -1169,11 +1172,25 @@ gather_tell(void *arg, uint64_t ino, void *val)
 	return 0;
 }
 
+struct tell_all_ctx {
+	struct tsr_fs *fs;
+	size_t left;                 /* not told yet */
+};
+
+/* A tell the MDS did not answer within the client's timeout ends the
+ * round: the others would wait as long each. */
 static int
 tell_one(void *arg, uint64_t ino, void *val)
 {
+	struct tell_all_ctx *x = arg;
+
 	(void)val;
-	tell_send(arg, ino, TELL_DATA_SENT); /* (unmount: not what wb_drain left) */
+	x->left--;
+	/* (unmount: not what wb_drain left) */
+	if (tell_send(x->fs, ino, TELL_DATA_SENT) == -ETIMEDOUT) {
+		x->left++;
+		return 1;
+	}
 	return 0;
 }
 
@@ -1182,11 +1199,16 @@ static void
 tell_all(struct tsr_fs *fs)
 {
 	struct tsr_u64map inos = { 0 };
+	struct tell_all_ctx x = { .fs = fs };
 
 	pthread_mutex_lock(&fs->lock);
 	tsr_u64map_each(&fs->caps, gather_tell, &inos);
 	pthread_mutex_unlock(&fs->lock);
-	tsr_u64map_each(&inos, tell_one, fs);
+	x.left = inos.n;
+	tsr_u64map_each(&inos, tell_one, &x);
+	if (x.left > 0)
+		fprintf(stderr, "tessera: unmount: the MDS did not answer; the sizes of %zu "
+			"closed files were not told (the MDS keeps the sizes it had)\n", x.left);
 	tsr_u64map_free(&inos);
 }
 

@@ -156,6 +156,14 @@ static const struct tsr_conf_opt core_options[] = {
 		    "changes; a write that timed out may have been applied, and applies "
 		    "once if run again)" },
 	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT | TSR_SEC_MDS, 0 },
+	{ { .name = "client_mds_timeout", .type = TSR_OPT_DURATION, .def = "60s", .min = "1s",
+	    .max = "1h",
+	    .help = "the file client's request that no MDS answers this long fails "
+		    "(ETIMEDOUT; a wait for the MDS's journal, EIO), and so does a wait "
+		    "this long for its held-back writes to reach the OSDs; an unmount "
+		    "gives up on an MDS that does not answer after about this long (a "
+		    "standby's takeover must fit in it)" },
+	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT, 0 },
 	{ { .name = "client_dirty_max", .type = TSR_OPT_SIZE, .def = "64M", .min = "0",
 	    .max = "16G",
 	    .help = "the file client holds back up to this many bytes of writes, in files "

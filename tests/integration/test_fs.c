@@ -33,6 +33,12 @@
  *                  creates, chmods, writes, renames and unlinks reach its
  *                  lookups and stats at once; a name asked again costs
  *                  the MDS nothing
+ *   close_held     a close under BUF waits for nothing (every OSD paused),
+ *                  and the size reaches the MDS only after the data
+ *   close_burst    closes hold their files' data until a quarter of
+ *                  client_dirty_max is held, then send every file's
+ *   unmount_mds_gone  an unmount with the MDS dead takes about one
+ *                  client_mds_timeout, not one per size left to tell
  *   readahead      a file read in order is read ahead (its rest is read
  *                  with every OSD paused), never stale after another
  *                  client's write, or this one's write or truncate
@@ -1820,6 +1826,47 @@ START_TEST(close_burst)
 }
 END_TEST
 
+/* An unmount whose MDS is gone: the sizes closes held back are told one
+ * at a time, and the first that times out ends the round (each of the
+ * others would wait as long), so the unmount takes about one
+ * client_mds_timeout (3 s here; two when a tick's tell of the same file
+ * was under way), not one per file (ten: 30 s). */
+START_TEST(unmount_mds_gone)
+{
+	struct tc_cluster c;
+	struct tsr_client *k;
+	struct tsr_fs *fs = NULL;
+	struct tsr_fs_stat d, st;
+	struct tsr_file *f;
+	char err[1024];
+	int active;
+
+	fs_cluster(&c, 1, FAST_MDS " client_mds_timeout = \"3s\";");
+	k = client_of(&c);
+	ck_assert_msg(tsr_fs_mount(k, 30000, &fs, err, sizeof(err)) == 0, "mount: %s", err);
+	EXPECT(tsr_fs_mkdir(fs, NULL, TSR_FS_ROOT, "u", 0755, &d), 0);
+	for (int i = 0; i < 10; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "f%d", i);
+		EXPECT(tsr_fs_create(fs, NULL, d.ino, name, 0644, O_CREAT | O_EXCL | O_WRONLY,
+				     &f, &st), 0);
+		ck_assert_int_eq(tsr_fs_write(f, "held", 4, 0), 4);
+		EXPECT(tsr_fs_close(f), 0);
+	}
+	EXPECT(tsr_fs_fsyncdir(fs, d.ino), 0); /* (nothing left for unsafe_wait) */
+	active = tc_mds_active(&c);
+	ck_assert_int_ge(active, 0);
+	ck_assert_int_eq(tc_mds_signal(&c, (size_t)active, SIGKILL), SIGKILL);
+	uint64_t t0 = tc_now_ms();
+	tsr_fs_unmount(fs);
+	uint64_t took = tc_now_ms() - t0;
+	fprintf(stderr, "unmount_mds_gone: unmounted in %" PRIu64 " ms\n", took);
+	ck_assert_uint_lt(took, 15000);
+	tsr_client_shutdown(k);
+	ck_assert_int_eq(tc_destroy(&c), 0);
+}
+END_TEST
+
 /* A reader of a file through the pieces read ahead of it. */
 struct rareader {
 	struct tsr_file *f;
@@ -2064,6 +2111,7 @@ main(void)
 		{ "replay", replay, NULL },
 		{ "close_held", close_held, NULL },
 		{ "close_burst", close_burst, NULL },
+		{ "unmount_mds_gone", unmount_mds_gone, NULL },
 		{ "nosec", nosec, NULL },
 		{ "readahead", read_ahead, NULL },
 	};
