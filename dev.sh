@@ -223,12 +223,30 @@ system without a mount through the file client library (doc/client.md).
 EOF
 }
 
+# the pid of the tessera-fuse serving $DEV/mnt (one of its arguments is
+# exactly that path), or nothing
+fuse_pid() {
+	local pid
+	for pid in $(pgrep -x tessera-fuse || true); do
+		if tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -Fxq "$DEV/mnt"; then
+			echo "$pid"
+			return
+		fi
+	done
+}
+
 cmd_down() {
 	local fuse i
-	fuse=$(pgrep -f "tessera-fuse $DEV/mnt " || true)
+	fuse=$(fuse_pid)
 	if grep -q " $DEV/mnt fuse.tessera " /proc/mounts 2>/dev/null; then
-		fusermount3 -u "$DEV/mnt" 2>/dev/null || fusermount3 -u -z "$DEV/mnt"
-		echo "unmounted $DEV/mnt"
+		if fusermount3 -u "$DEV/mnt" 2>/dev/null; then
+			echo "unmounted $DEV/mnt"
+		else
+			# in use: it serves its last users on (theirs to close)
+			fusermount3 -u -z "$DEV/mnt"
+			echo "unmounted $DEV/mnt (lazily: still in use)"
+			fuse=
+		fi
 	fi
 	# tessera-fuse sends what it held back, and tells the MDS the sizes,
 	# after the unmount: the cluster stays up until it is done (bounded)

@@ -157,7 +157,7 @@ struct tsr_fs {
 	pthread_cond_t wb_cv;        /* a send was answered */
 	uint64_t wb_total;           /* bytes held back, every file */
 	uint64_t wb_unsent;          /* of them, not yet sent (dirty) */
-	int wb_trim;                 /* sent since the last malloc_trim */
+	uint64_t wb_trim;            /* bytes sent since the last malloc_trim */
 	uint64_t wb_inflight;        /* operations sending them */
 	uint64_t wb_max;             /* client_dirty_max (0: nothing is) */
 	int wb_job;                  /* a write-back job is on capq (lock) */
@@ -1208,7 +1208,8 @@ tell_all(struct tsr_fs *fs)
 	tsr_u64map_each(&inos, tell_one, &x);
 	if (x.left > 0)
 		fprintf(stderr, "tessera: unmount: the MDS did not answer; the sizes of %zu "
-			"closed files were not told (the MDS keeps the sizes it had)\n", x.left);
+			"closed files may not be told (the MDS keeps the sizes it had)\n",
+			x.left);
 	tsr_u64map_free(&inos);
 }
 
@@ -2538,6 +2539,7 @@ barrier_wait(struct tsr_fs *fs, uint64_t epoch)
 #define WB_AGE_NS 5000000000ull
 #define WB_CLOSE_BURST 4u
 #define WB_BURST_MAX (32u << 20)
+#define WB_TRIM_AFTER (8u << 20)     /* sent since the last trim (wb_job) */
 #define REVOKE_FLUSH_MS 20000u       /* within mds_cap_revoke_timeout's 30 s */
 #define WB_OP_STEPS 64u              /* a compound's steps at most (client.h) */
 #define WB_OP_BYTES (4u << 20)       /* and bytes */
@@ -2560,8 +2562,9 @@ wb_sent_cb(void *arg, int result, const struct tsr_objver *ver)
 
 	(void)ver;
 	pthread_mutex_lock(&fs->wb_lock);
-	fs->wb_total -= wb_sent(s->wb, s->o, result);
-	fs->wb_trim = 1;
+	uint64_t sent = wb_sent(s->wb, s->o, result);
+	fs->wb_total -= sent;
+	fs->wb_trim += sent;
 	fs->wb_inflight--;
 	/* a closed handle's size waits for this file's data */
 	if (s->wb->tell_wanted && !fs->tell_stop)
@@ -2750,9 +2753,9 @@ wb_kick(struct tsr_fs *fs, uint64_t older)
 }
 
 /* On the caps thread, posted by the tick.  Once nothing is held back
- * any more, the heap's free pages go back to the system: a burst of
- * sends (close_sends) copies a thousand files into operations and
- * messages at once, and glibc keeps what they freed. */
+ * any more, after WB_TRIM_AFTER sent, the heap's free pages go back to
+ * the system: a burst of sends (close_sends) copies a thousand files into
+ * operations and messages at once, and glibc keeps what they freed. */
 static void
 wb_job(void *arg)
 {
@@ -2761,7 +2764,7 @@ wb_job(void *arg)
 
 	wb_kick(fs, tsr_mono_ns() - WB_AGE_NS);
 	pthread_mutex_lock(&fs->wb_lock);
-	trim = fs->wb_total == 0 && fs->wb_inflight == 0 && fs->wb_trim;
+	trim = fs->wb_total == 0 && fs->wb_inflight == 0 && fs->wb_trim >= WB_TRIM_AFTER;
 	if (trim)
 		fs->wb_trim = 0;
 	pthread_mutex_unlock(&fs->wb_lock);
@@ -2780,7 +2783,7 @@ wb_tick(struct tsr_fs *fs)
 	int due;
 
 	pthread_mutex_lock(&fs->wb_lock);
-	due = fs->wb_total > 0 || fs->wb_trim;
+	due = fs->wb_total > 0 || fs->wb_trim >= WB_TRIM_AFTER;
 	pthread_mutex_unlock(&fs->wb_lock);
 	if (due && !fs->wb_job && !fs->wb_stop && tsr_workq_post(fs->capq, wb_job, fs) == 0)
 		fs->wb_job = 1;

@@ -158,11 +158,13 @@ static const struct tsr_conf_opt core_options[] = {
 	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT | TSR_SEC_MDS, 0 },
 	{ { .name = "client_mds_timeout", .type = TSR_OPT_DURATION, .def = "60s", .min = "1s",
 	    .max = "1h",
-	    .help = "the file client's request that no MDS answers this long fails "
-		    "(ETIMEDOUT; a wait for the MDS's journal, EIO), and so does a wait "
-		    "this long for its held-back writes to reach the OSDs; an unmount "
-		    "gives up on an MDS that does not answer after about this long (a "
-		    "standby's takeover must fit in it)" },
+	    .help = "how long the file client waits before it fails a call: for an "
+		    "MDS's answer (ETIMEDOUT) or its journal (EIO), for an OSD map, and "
+		    "for held-back writes to reach the OSDs (an fsync, a read or truncate "
+		    "that meets them); an unmount gives up on an MDS that does not answer "
+		    "after one to three times this.  Keep it above an MDS takeover "
+		    "(mon_mds_beacon_grace plus mds_reconnect_timeout) and an OSD's "
+		    "failure (mon_osd_beacon_grace), or calls fail meanwhile" },
 	  TSR_SEC_GLOBAL | TSR_SEC_CLIENT, 0 },
 	{ { .name = "client_dirty_max", .type = TSR_OPT_SIZE, .def = "64M", .min = "0",
 	    .max = "16G",
