@@ -88,8 +88,9 @@ struct tsr_fs_stat {
 
 /* Open a session with the file system's MDS through c (which must
  * outlive it): 0, or an error with the reason in err.  timeout_ms (0:
- * 30 s) bounds the wait for an active MDS.  One mount per client at a
- * time (-EBUSY): the MDS knows a session by the client's id. */
+ * 30 s) bounds the wait for an active MDS; after the mount,
+ * client_mds_timeout (60 s) bounds each call's.  One mount per client at
+ * a time (-EBUSY): the MDS knows a session by the client's id. */
 TSR_API int tsr_fs_mount(struct tsr_client *c, uint64_t timeout_ms, struct tsr_fs **out,
 			 char *err, size_t errlen);
 /* Close the session (close every file first). */
