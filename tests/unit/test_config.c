@@ -685,13 +685,13 @@ START_TEST(test_foreach)
 	 * osd_recovery_max_bytes, osd_max_backfills, osd_backfill_window, osd_pg_log_max, osd_pg_queue_max,
 	 * osd_scrub_interval, osd_deep_scrub_interval, osd_scrub_chunk_max,
 	 * osd_max_scrubs, osd_scrub_auto_repair, osd_sched_batch), the
-	 * clients' (client_op_timeout, client_dirty_max, client_readahead_max,
-	 * client_inject_dup: not an OSD's), the
+	 * clients' (client_op_timeout, client_mds_timeout, client_dirty_max,
+	 * client_readahead_max, client_inject_dup: not an OSD's), the
 	 * MDSs' (mds_addr, mds_metadata_pool, mds_data_pool,
 	 * mds_journal_segment_size, mds_cache_max_entries,
 	 * mds_session_timeout, mds_cap_revoke_timeout, mds_reconnect_timeout,
 	 * mds_blocklist_duration, mds_writeback_interval) */
-	ck_assert_uint_eq(ncore, 8 + 14 + 13 + 23 + 4 + 11);
+	ck_assert_uint_eq(ncore, 8 + 14 + 13 + 23 + 5 + 11);
 	ck_assert_uint_eq(nosd, 8 + 14 + 1 + 23); /* mon_members, the OSDs' */
 	ck_assert_uint_eq(s.n, nosd);
 
