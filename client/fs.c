@@ -2860,9 +2860,10 @@ data_write(struct tsr_file *f, const uint8_t *buf, size_t len, uint64_t off)
 		tsr_layout_map(&f->layout, off + done, &objno, &objoff, &left);
 		if (left > len - done)
 			left = len - done;
-		uint64_t was = cc->wb->dirty_bytes;
-		fs->wb_total += wb_put(cc->wb, objno, objoff, buf + done, (size_t)left, now);
-		fs->wb_unsent += cc->wb->dirty_bytes - was;
+		/* (a put grows the held and the unsent bytes alike) */
+		uint64_t grew = wb_put(cc->wb, objno, objoff, buf + done, (size_t)left, now);
+		fs->wb_total += grew;
+		fs->wb_unsent += grew;
 		done += (size_t)left;
 	}
 	if (fs->wb_total > fs->wb_max / 2 &&
